@@ -1,0 +1,62 @@
+//! The memory cgroup this process runs in (v1 or v2): its limit and its OOM-kill count, because
+//! tmpfs pages are charged to it and a cell can die by the OOM killer instead of SIGBUS.
+
+use std::path::PathBuf;
+
+/// cgroup hierarchy version in use for memory: 1 or 2 (None if no memory cgroup is mounted).
+pub fn version() -> Option<u8> {
+    if std::path::Path::new("/sys/fs/cgroup/cgroup.controllers").exists() {
+        Some(2)
+    } else if std::path::Path::new("/sys/fs/cgroup/memory").exists() {
+        Some(1)
+    } else {
+        None
+    }
+}
+
+/// Directory of this process's memory cgroup.
+fn memory_dir() -> Option<PathBuf> {
+    let text = std::fs::read_to_string("/proc/self/cgroup").ok()?;
+    for line in text.lines() {
+        let mut parts = line.splitn(3, ':');
+        let (_, controllers, path) = (parts.next()?, parts.next()?, parts.next()?);
+        let path = path.trim_start_matches('/');
+        if controllers.is_empty() && version() == Some(2) {
+            return Some(PathBuf::from("/sys/fs/cgroup").join(path));
+        }
+        if controllers.split(',').any(|c| c == "memory") {
+            let dir = PathBuf::from("/sys/fs/cgroup/memory").join(path);
+            // Inside a container the v1 path names the host's view; the mount shows our own.
+            return Some(if dir.exists() {
+                dir
+            } else {
+                PathBuf::from("/sys/fs/cgroup/memory")
+            });
+        }
+    }
+    None
+}
+
+fn read_keyed(file: &str, key: &str) -> Option<u64> {
+    let text = std::fs::read_to_string(memory_dir()?.join(file)).ok()?;
+    text.lines().find_map(|l| {
+        let (k, v) = l.split_once(' ')?;
+        (k == key).then(|| v.trim().parse().ok()).flatten()
+    })
+}
+
+/// How many processes the OOM killer has killed in this memory cgroup so far.
+pub fn oom_kills() -> Option<u64> {
+    read_keyed("memory.events", "oom_kill").or_else(|| read_keyed("memory.oom_control", "oom_kill"))
+}
+
+/// The memory limit in bytes, None when unlimited or unknown.
+pub fn memory_limit() -> Option<u64> {
+    let dir = memory_dir()?;
+    let raw = std::fs::read_to_string(dir.join("memory.max"))
+        .or_else(|_| std::fs::read_to_string(dir.join("memory.limit_in_bytes")))
+        .ok()?;
+    let value: u64 = raw.trim().parse().ok()?;
+    // v1 reports "unlimited" as a huge page-aligned number.
+    (value < (1u64 << 62)).then_some(value)
+}

@@ -1,0 +1,15 @@
+//! shmbench: reproduce, measure and track the PyTorch DataLoader "Bus error".
+//!
+//! Data flows one way: scenario -> plan (cells) -> runtime launches `shmbench cell` -> loader ->
+//! record (JSON) -> results (CSV) -> table.
+
+pub mod cell;
+pub mod cgroup;
+pub mod config;
+pub mod interrupt;
+pub mod loader;
+pub mod process;
+pub mod record;
+pub mod runtime;
+pub mod size;
+pub mod stats;

@@ -1,0 +1,404 @@
+//! The emulated DataLoader: the main's loop over its workers, in this process.
+//!
+//! Faithful to `torch/utils/data/dataloader.py`: at most `workers * prefetch` batches are
+//! outstanding, primed round-robin over the workers' index queues and refilled one per batch the
+//! loop yields (`_try_put_index` inside `_process_data`, before the consumer drops its previous
+//! batch); batches are yielded in order and an early one waits in a reorder buffer, still in
+//! shared memory. Any worker death ends the cell at once, as torch's SIGCHLD handler does.
+
+pub mod consumer;
+pub mod pool;
+pub mod segment;
+pub mod shm_meter;
+pub mod synth;
+pub mod wire;
+pub mod worker;
+
+use std::collections::BTreeMap;
+use std::time::{Duration, Instant};
+
+use consumer::{Batch, PinnedPool};
+use pool::{Event, Pool};
+use crate::process::Exit;
+use shm_meter::ShmMeter;
+use wire::{ErrorKind, FromWorker};
+
+use crate::config::CellConfig;
+use crate::record::{CellRecord, Failure, Metrics, Status, StepSample};
+use crate::stats;
+
+/// How the loop ended early.
+struct Stop {
+    status: Status,
+    message: String,
+    signal: Option<i32>,
+    pid: Option<u32>,
+}
+
+/// torch's hint when the fd table is full.
+pub const EMFILE_HINT: &str = "Too many open files. Communication with the workers is no longer possible. Please increase the limit using `ulimit -n` in the shell or change the sharing strategy by calling `torch.multiprocessing.set_sharing_strategy('file_system')` at the beginning of your code";
+
+/// Human name of a signal, as strsignal(3) and torch print it ("Bus error").
+pub fn signal_name(sig: i32) -> String {
+    // SAFETY: strsignal returns a pointer to a static or thread-local NUL-terminated string.
+    unsafe {
+        let p = libc::strsignal(sig);
+        if p.is_null() {
+            format!("signal {sig}")
+        } else {
+            std::ffi::CStr::from_ptr(p).to_string_lossy().into_owned()
+        }
+    }
+}
+
+struct Loop<'a> {
+    config: &'a CellConfig,
+    start: Instant,
+    meter: ShmMeter,
+    pool: Option<Pool>,
+    /// Results that arrived before their turn: a batch, or the error its worker raised.
+    reorder: BTreeMap<u64, Result<Batch, Stop>>,
+    held: Option<(u64, Batch)>,
+    retained: Vec<Batch>,
+    pinned: PinnedPool,
+    outstanding: u64,
+    next_idx: u64,
+    epoch_end_idx: u64,
+    steps_done: u64,
+    obtained_s: Vec<f64>,
+    compute_s: Vec<f64>,
+    series: Vec<StepSample>,
+    oom_kills_at_start: Option<u64>,
+    checksum: u64,
+    progress: bool,
+}
+
+impl Loop<'_> {
+    fn pool(&mut self) -> &mut Pool {
+        self.pool.as_mut().expect("pool exists while an epoch runs")
+    }
+
+    /// torch's `_try_put_index`: one more task if under the outstanding bound.
+    fn try_put_index(&mut self) {
+        if self.outstanding >= self.config.max_outstanding() || self.next_idx >= self.epoch_end_idx {
+            return;
+        }
+        let workers = self.config.workers as u64;
+        let worker = (self.next_idx % workers) as u32;
+        let idx = self.next_idx;
+        self.pool().send_task(worker, idx);
+        self.next_idx += 1;
+        self.outstanding += 1;
+    }
+
+    fn stop_for_worker(&self, status: Status, message: String, pid: u32, signal: Option<i32>) -> Stop {
+        Stop {
+            status,
+            message,
+            signal,
+            pid: Some(pid),
+        }
+    }
+
+    /// Reacts to one event; `Err` ends the cell.
+    fn handle(&mut self, event: Event) -> Result<bool, Stop> {
+        match event {
+            Event::Timeout => Ok(false),
+            Event::Message { worker, msg, fd } => match msg {
+                FromWorker::Batch { idx, bytes, name } => {
+                    self.outstanding = self.outstanding.saturating_sub(1);
+                    let shared = consumer::map_received(fd, name, bytes).map_err(|e| Stop {
+                        status: if e.raw_os_error() == Some(libc::EMFILE) {
+                            Status::Emfile
+                        } else {
+                            Status::Error
+                        },
+                        message: format!("mapping batch {idx} from worker {worker}: {e}"),
+                        signal: None,
+                        pid: None,
+                    })?;
+                    let batch = if self.config.pin_memory {
+                        self.pinned.pin(shared)
+                    } else {
+                        Batch::Shared(shared)
+                    };
+                    self.reorder.insert(idx, Ok(batch));
+                    Ok(true)
+                }
+                FromWorker::Failed { idx, kind, message } => {
+                    self.outstanding = self.outstanding.saturating_sub(1);
+                    let pid = self.pool().pid(worker);
+                    let status = match kind {
+                        ErrorKind::Enospc => Status::Enospc,
+                        ErrorKind::Emfile => Status::Emfile,
+                        ErrorKind::Other => Status::Error,
+                    };
+                    let mut text = format!(
+                        "Caught RuntimeError in DataLoader worker process {worker}. RuntimeError: {message}"
+                    );
+                    if status == Status::Emfile {
+                        text = format!("{text}. {EMFILE_HINT}");
+                    }
+                    // Raised when this index's turn comes, as torch re-raises an ExceptionWrapper
+                    // in order; a worker death meanwhile is raised at once instead.
+                    let stop = self.stop_for_worker(status, text, pid, None);
+                    self.reorder.insert(idx, Err(stop));
+                    Ok(true)
+                }
+            },
+            Event::FdTableFull { .. } => Err(Stop {
+                status: Status::Emfile,
+                message: EMFILE_HINT.to_string(),
+                signal: None,
+                pid: None,
+            }),
+            Event::Died { pid, exit, .. } => Err(self.classify_death(pid, exit)),
+        }
+    }
+
+    fn classify_death(&self, pid: u32, exit: Exit) -> Stop {
+        match exit {
+            Exit::Signal(sig) if sig == libc::SIGBUS => self.stop_for_worker(
+                Status::Sigbus,
+                format!("DataLoader worker (pid {pid}) is killed by signal: Bus error. It is possible that dataloader's workers are out of shared memory. Please try to raise your shared memory limit."),
+                pid,
+                Some(sig),
+            ),
+            Exit::Signal(sig) => {
+                let oom_now = crate::cgroup::oom_kills();
+                let by_oom = sig == libc::SIGKILL
+                    && matches!((self.oom_kills_at_start, oom_now), (Some(a), Some(b)) if b > a);
+                let mut message = format!("DataLoader worker (pid {pid}) is killed by signal: {}.", signal_name(sig));
+                if by_oom {
+                    message.push_str(" The memory cgroup's OOM killer fired: tmpfs pages count against its limit.");
+                }
+                let status = if by_oom { Status::Oom } else { Status::Error };
+                self.stop_for_worker(status, message, pid, Some(sig))
+            }
+            Exit::Code(code) => self.stop_for_worker(
+                Status::Error,
+                format!("DataLoader worker (pid(s) {pid}) exited unexpectedly (exit code {code})"),
+                pid,
+                None,
+            ),
+        }
+    }
+
+    /// Handles every event already pending, without blocking.
+    fn drain(&mut self) -> Result<(), Stop> {
+        loop {
+            let event = self.pool().next_event(Instant::now()).map_err(harness_stop)?;
+            if !self.handle(event)? {
+                return Ok(());
+            }
+        }
+    }
+
+    /// Processes events until `until` (used for the accelerator's compute time).
+    fn wait_until(&mut self, until: Instant) -> Result<(), Stop> {
+        while Instant::now() < until {
+            let event = self.pool().next_event(until).map_err(harness_stop)?;
+            self.handle(event)?;
+        }
+        Ok(())
+    }
+
+    /// Blocks until batch `idx` is available in order, or the watchdog fires.
+    fn obtain(&mut self, idx: u64, deadline: Instant) -> Result<Batch, Stop> {
+        loop {
+            if let Some(result) = self.reorder.remove(&idx) {
+                return result;
+            }
+            let event = self.pool().next_event(deadline).map_err(harness_stop)?;
+            if matches!(event, Event::Timeout) && Instant::now() >= deadline {
+                return Err(Stop {
+                    status: Status::Timeout,
+                    message: format!("DataLoader timed out after {} seconds", self.config.timeout_s),
+                    signal: None,
+                    pid: None,
+                });
+            }
+            self.handle(event)?;
+        }
+    }
+
+    fn release(&mut self, step: u64, batch: Batch) {
+        let retain = self.config.retain_every;
+        if retain > 0 && step % retain == 0 {
+            self.retained.push(batch);
+        } else {
+            self.pinned.release(batch);
+        }
+    }
+
+    fn run_epoch(&mut self, epoch: u64) -> Result<(), Stop> {
+        let cfg = self.config;
+        if self.pool.is_none() {
+            self.pool = Some(Pool::spawn(cfg).map_err(harness_stop)?);
+        }
+        let base = epoch * cfg.steps;
+        self.next_idx = base;
+        self.epoch_end_idx = base + cfg.steps;
+        self.outstanding = 0;
+        while self.outstanding < cfg.max_outstanding() && self.next_idx < self.epoch_end_idx {
+            self.try_put_index();
+        }
+        let timeout = Duration::from_secs_f64(cfg.timeout_s);
+        let compute = Duration::from_secs_f64(cfg.compute_ms / 1000.0);
+        for idx in base..base + cfg.steps {
+            let step = idx + 1;
+            // Notice a death at once even when the next batch is already here (SIGCHLD).
+            self.drain()?;
+            let batch = self.obtain(idx, Instant::now() + timeout)?;
+            let t = self.start.elapsed().as_secs_f64();
+            // _process_data refills before the loop body lets go of the previous batch.
+            self.try_put_index();
+            if let Some((prev_step, prev)) = self.held.take() {
+                self.release(prev_step, prev);
+            }
+            let prev_t = self.obtained_s.last().copied().unwrap_or(0.0);
+            self.obtained_s.push(t);
+            self.series.push(StepSample {
+                step,
+                t_s: t,
+                latency_s: t - prev_t,
+                shm_used_bytes: self.meter.used_now(),
+                in_flight: self.outstanding + self.reorder.len() as u64,
+            });
+            self.checksum = self.checksum.wrapping_add(consumer::touch(&batch, cfg.touch));
+            self.held = Some((step, batch));
+            if !compute.is_zero() {
+                let began = Instant::now();
+                self.wait_until(began + compute)?;
+                self.compute_s.push(began.elapsed().as_secs_f64());
+            }
+            self.steps_done = step;
+            if self.progress {
+                eprintln!("progress {} {}", step, cfg.total_steps());
+            }
+        }
+        if let Some((prev_step, prev)) = self.held.take() {
+            self.release(prev_step, prev);
+        }
+        if !cfg.persistent_workers {
+            if let Some(pool) = self.pool.take() {
+                pool.shutdown(Duration::from_secs(5));
+            }
+        }
+        Ok(())
+    }
+}
+
+fn harness_stop(e: anyhow::Error) -> Stop {
+    Stop {
+        status: Status::Error,
+        message: format!("harness error: {e:#}"),
+        signal: None,
+        pid: None,
+    }
+}
+
+/// Runs one cell's loader in this process and returns its record. Never leaves a worker, a
+/// mapping or a named segment of its own behind.
+pub fn run_cell(config: &CellConfig) -> CellRecord {
+    let start = Instant::now();
+    let meter = ShmMeter::start();
+    let shm_seen = meter.capacity;
+    let mut lp = Loop {
+        config,
+        start,
+        meter,
+        pool: None,
+        reorder: BTreeMap::new(),
+        held: None,
+        retained: Vec::new(),
+        pinned: PinnedPool::default(),
+        outstanding: 0,
+        next_idx: 0,
+        epoch_end_idx: 0,
+        steps_done: 0,
+        obtained_s: Vec::new(),
+        compute_s: Vec::new(),
+        series: Vec::new(),
+        oom_kills_at_start: crate::cgroup::oom_kills(),
+        checksum: 0,
+        progress: std::env::var_os("SHMBENCH_PROGRESS").is_some(),
+    };
+    let mut outcome = Ok(());
+    for epoch in 0..config.epochs as u64 {
+        outcome = lp.run_epoch(epoch);
+        if outcome.is_err() {
+            break;
+        }
+    }
+    let used_at_stop = lp.meter.used_now();
+    // Tear down: workers first (their mappings go with them), then our batches, then any named
+    // segment a dead worker left (torch_shm_manager's sweep).
+    match lp.pool.take() {
+        Some(pool) if outcome.is_ok() => pool.shutdown(Duration::from_secs(5)),
+        Some(mut pool) => pool.kill_all(),
+        None => {}
+    }
+    lp.reorder.clear();
+    lp.held = None;
+    lp.retained.clear();
+    segment::sweep(Some(std::process::id()));
+    std::hint::black_box(lp.checksum);
+
+    let warmup = stats::warmup_used(config.warmup_steps, lp.steps_done);
+    let steady_latencies_ms: Vec<f64> = lp
+        .series
+        .iter()
+        .skip(warmup as usize)
+        .map(|s| s.latency_s * 1000.0)
+        .collect();
+    let steady_span = match (warmup as usize, lp.obtained_s.last()) {
+        (_, None) => 0.0,
+        (0, Some(last)) => *last,
+        (w, Some(last)) => last - lp.obtained_s[w - 1],
+    };
+    let accel_util = (config.compute_ms > 0.0 && steady_span > 0.0).then(|| {
+        let busy: f64 = lp.compute_s.iter().skip(warmup as usize).sum();
+        (busy / steady_span).min(1.0)
+    });
+    let metrics = Metrics {
+        steps_done: lp.steps_done,
+        img_per_s: stats::steady_rate(&lp.obtained_s, warmup, config.batch as u64),
+        warmup_steps_used: warmup,
+        step_p50_ms: stats::quantile(&steady_latencies_ms, 0.5),
+        step_p99_ms: stats::quantile(&steady_latencies_ms, 0.99),
+        first_batch_ms: lp.obtained_s.first().map(|t| t * 1000.0),
+        peak_shm_bytes: lp.meter.peak(),
+        peak_rss_bytes: peak_rss_bytes(),
+        accel_util,
+        wall_s: start.elapsed().as_secs_f64(),
+    };
+    let (status, message, failure) = match outcome {
+        Ok(()) => (Status::Pass, String::new(), None),
+        Err(stop) => (
+            stop.status,
+            stop.message,
+            Some(Failure {
+                crash_step: lp.steps_done + 1,
+                signal: stop.signal,
+                pid: stop.pid,
+                shm_used_bytes: used_at_stop,
+            }),
+        ),
+    };
+    CellRecord {
+        config: config.clone(),
+        status,
+        message,
+        failure,
+        metrics,
+        shm_seen_bytes: shm_seen,
+        series: lp.series,
+    }
+}
+
+fn peak_rss_bytes() -> u64 {
+    nix::sys::resource::getrusage(nix::sys::resource::UsageWho::RUSAGE_SELF)
+        .map(|u| u.max_rss() as u64 * 1024)
+        .unwrap_or(0)
+}

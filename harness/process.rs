@@ -1,0 +1,78 @@
+//! Child processes through pidfds: no pid-reuse races, and a death is a readable fd that `poll`
+//! can wait on together with sockets and timers.
+
+use std::os::fd::{AsFd, AsRawFd, FromRawFd, OwnedFd, RawFd};
+use std::time::Duration;
+
+use nix::poll::{poll, PollFd, PollFlags, PollTimeout};
+
+/// How a process ended.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Exit {
+    Signal(i32),
+    Code(i32),
+}
+
+/// A pidfd for our child `pid` (Linux >= 5.3).
+pub fn pidfd_open(pid: u32) -> std::io::Result<OwnedFd> {
+    // SAFETY: plain syscall; returns a new fd or -1.
+    let fd = unsafe { libc::syscall(libc::SYS_pidfd_open, pid as libc::pid_t, 0) };
+    if fd < 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    // SAFETY: a fresh fd owned by nobody else.
+    Ok(unsafe { OwnedFd::from_raw_fd(fd as RawFd) })
+}
+
+/// Reaps the child behind `pidfd` if it has exited.
+pub fn try_reap(pidfd: &OwnedFd) -> Option<Exit> {
+    // SAFETY: siginfo is plain data filled by the kernel; waitid with P_PIDFD on our own child.
+    unsafe {
+        let mut info: libc::siginfo_t = std::mem::zeroed();
+        let rc = libc::waitid(
+            libc::P_PIDFD,
+            pidfd.as_raw_fd() as libc::id_t,
+            &mut info,
+            libc::WEXITED | libc::WNOHANG,
+        );
+        if rc != 0 || info.si_pid() == 0 {
+            return None;
+        }
+        let status = info.si_status();
+        Some(match info.si_code {
+            libc::CLD_KILLED | libc::CLD_DUMPED => Exit::Signal(status),
+            _ => Exit::Code(status),
+        })
+    }
+}
+
+/// Waits up to `timeout` for the pidfd to become readable (the child exited).
+pub fn wait_exit(pidfd: &OwnedFd, timeout: Duration) -> bool {
+    let mut fds = [PollFd::new(pidfd.as_fd(), PollFlags::POLLIN)];
+    let ms = timeout.as_millis().min(i32::MAX as u128) as i32;
+    matches!(poll(&mut fds, PollTimeout::try_from(ms).unwrap_or(PollTimeout::MAX)), Ok(n) if n > 0)
+}
+
+/// Sends `sig` through the pidfd (cannot hit a recycled pid).
+pub fn signal(pidfd: &OwnedFd, sig: i32) {
+    // SAFETY: plain syscall on our pidfd.
+    unsafe {
+        libc::syscall(
+            libc::SYS_pidfd_send_signal,
+            pidfd.as_raw_fd(),
+            sig,
+            std::ptr::null::<libc::siginfo_t>(),
+            0,
+        );
+    }
+}
+
+/// SIGKILLs and reaps the child; returns how it ended.
+pub fn kill_and_reap(pidfd: &OwnedFd) -> Exit {
+    if let Some(exit) = try_reap(pidfd) {
+        return exit;
+    }
+    signal(pidfd, libc::SIGKILL);
+    wait_exit(pidfd, Duration::from_secs(10));
+    try_reap(pidfd).unwrap_or(Exit::Signal(libc::SIGKILL))
+}

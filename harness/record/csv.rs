@@ -1,0 +1,1 @@
+//! CSV results (placeholder, filled in below).
