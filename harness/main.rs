@@ -1,13 +1,166 @@
-use anyhow::Result;
-fn main() -> Result<()> {
-    let args: Vec<String> = std::env::args().collect();
-    match args.get(1).map(String::as_str) {
-        Some("cell") => shmbench::cell::main(&args[2]),
-        Some("worker") => {
-            let id: u32 = args[2].parse()?;
-            let cfg = serde_json::from_str(&args[3])?;
-            std::process::exit(shmbench::loader::worker::run(id, &cfg)?);
+//! The `shmbench` command line.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use anyhow::{Context, Result};
+use clap::{Parser, Subcommand};
+
+use shmbench::config::{Identity, Knobs};
+use shmbench::record::fingerprint::mem_total;
+use shmbench::scenario::{self, Scenario};
+use shmbench::{cell, loader, runner, table};
+
+#[derive(Parser)]
+#[command(
+    name = "shmbench",
+    version,
+    about = "Reproduce, measure and track the PyTorch DataLoader \"Bus error\" (/dev/shm exhaustion)",
+    long_about = "shmbench runs an emulation of the PyTorch DataLoader (worker processes that put every batch in POSIX shared memory, exactly as torch allocates and shares it) under a real /dev/shm of a chosen size, and records whether it passes or crashes (SIGBUS, ENOSPC, ...) at which step, and at how many images per second.",
+    after_help = "Examples:\n  shmbench matrix                                   # the how-to's five rows, measured here\n  shmbench matrix --steps 20 --cells docker-default,docker-tuned\n  shmbench run --shm-size 512m --workers 8 --batch 128 --torch modern --touch first --steps 60 --out x.csv\n  shmbench run --shm-size 64m --strategy file_system --workers 1 --batch 8"
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Run a scenario's cells (default: the how-to's validation matrix) and print the table
+    #[command(after_help = "Examples:\n  shmbench matrix\n  shmbench matrix scenarios/seed-matrix.toml --steps 30 --out results/quick.csv\n  shmbench matrix --cells docker-tuned --torch modern\n  shmbench matrix --dry-run")]
+    Matrix {
+        /// Scenario file
+        #[arg(default_value = scenario::SEED_MATRIX_PATH)]
+        scenario: PathBuf,
+        /// Only these cells (comma-separated names)
+        #[arg(long, value_delimiter = ',')]
+        cells: Option<Vec<String>>,
+        /// Results CSV (default: results/<scenario>-<UTC time>.csv)
+        #[arg(long)]
+        out: Option<PathBuf>,
+        /// Print the resolved cells as JSON and run nothing
+        #[arg(long)]
+        dry_run: bool,
+        /// Overrides applied to every cell
+        #[command(flatten)]
+        knobs: Knobs,
+    },
+    /// Run one ad-hoc cell from flags alone
+    #[command(after_help = "Examples:\n  shmbench run                                 # seed setup on this machine's /dev/shm\n  shmbench run --shm-size 64m                  # Docker's default size: SIGBUS at step 1\n  shmbench run --shm-size 512m --workers 8 --batch 128 --torch modern --touch first --steps 60 --out x.csv\n  shmbench run --shm-size 256m --workers 2 --batch 8 --retain-every 4 --steps 200")]
+    Run {
+        /// Cell name in the results
+        #[arg(long, default_value = "adhoc")]
+        name: String,
+        /// Results CSV (default: results/run-<UTC time>.csv)
+        #[arg(long)]
+        out: Option<PathBuf>,
+        /// Also print the cell's full JSON record on stdout
+        #[arg(long)]
+        json: bool,
+        #[command(flatten)]
+        knobs: Knobs,
+    },
+    /// Run one cell config in this process tree and print its JSON record (the protocol every
+    /// runtime launches; you rarely call it by hand)
+    Cell {
+        /// The resolved cell config as JSON (see `matrix --dry-run`)
+        config_json: String,
+    },
+    /// Remove /dev/shm segments left by shmbench runs that died (SIGKILL)
+    Sweep,
+    #[command(hide = true)]
+    Worker { id: u32, config_json: String },
+}
+
+fn print_outcome(outcome: &runner::Outcome) {
+    println!("{}", table::matrix(&outcome.records));
+    let notes = table::notes(&outcome.records);
+    if !notes.is_empty() {
+        println!();
+        for n in notes {
+            println!("- {n}");
         }
-        _ => Ok(()),
+    }
+    println!();
+    println!("results: {} ({} rows)", outcome.results.path().display(), outcome.results.rows().len());
+}
+
+fn interrupted_exit(outcome: &runner::Outcome) -> ExitCode {
+    match outcome.interrupted {
+        Some(sig) => {
+            eprintln!(
+                "stopped by {}: {} cell(s) finished and are in {}",
+                loader::signal_name(sig),
+                outcome.records.len(),
+                outcome.results.path().display()
+            );
+            ExitCode::from(128 + sig as u8)
+        }
+        None => ExitCode::SUCCESS,
+    }
+}
+
+fn run(cli: Cli) -> Result<ExitCode> {
+    match cli.command {
+        Command::Matrix { scenario: path, cells, out, dry_run, knobs } => {
+            let scenario = Scenario::load(&path)?;
+            let plan = scenario.plan(&knobs, cells.as_deref(), mem_total())?;
+            if dry_run {
+                println!("{}", serde_json::to_string_pretty(&plan)?);
+                return Ok(ExitCode::SUCCESS);
+            }
+            let out = out.unwrap_or_else(|| scenario::default_results_path(&scenario.name));
+            eprintln!("scenario {} ({}): {} cell(s) -> {}", scenario.name, scenario.origin, plan.len(), out.display());
+            let outcome = runner::run(&plan, &out)?;
+            print_outcome(&outcome);
+            Ok(interrupted_exit(&outcome))
+        }
+        Command::Run { name, out, json, knobs } => {
+            let id = Identity {
+                scenario: "run".into(),
+                environment: name.clone(),
+                cell: name,
+                claim: None,
+            };
+            let config = knobs.resolve(id, mem_total()).map_err(|e| anyhow::anyhow!("--{e}"))?;
+            let out = out.unwrap_or_else(|| scenario::default_results_path("run"));
+            let outcome = runner::run(std::slice::from_ref(&config), &out)?;
+            if json {
+                for (record, _) in &outcome.records {
+                    println!("{}", serde_json::to_string(record)?);
+                }
+            }
+            print_outcome(&outcome);
+            Ok(interrupted_exit(&outcome))
+        }
+        Command::Cell { config_json } => {
+            cell::main(&config_json)?;
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Sweep => {
+            let removed = loader::segment::sweep(None);
+            if removed.is_empty() {
+                println!("nothing to remove: no shmbench segments of dead runs in /dev/shm");
+            }
+            for r in removed {
+                println!("removed {r}");
+            }
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Worker { id, config_json } => {
+            let config = serde_json::from_str(&config_json).context("worker config")?;
+            let code = loader::worker::run(id, &config)?;
+            Ok(ExitCode::from(code as u8))
+        }
+    }
+}
+
+fn main() -> ExitCode {
+    match run(Cli::parse()) {
+        Ok(code) => code,
+        Err(e) => {
+            eprintln!("shmbench: error: {e:#}");
+            ExitCode::from(2)
+        }
     }
 }

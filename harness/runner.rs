@@ -1,0 +1,100 @@
+//! Runs a list of resolved cells one after another: launches each through its runtime, shows
+//! progress, writes the results CSV after every cell, and stops cleanly on Ctrl-C.
+
+use std::io::{IsTerminal, Write};
+use std::path::Path;
+use std::time::Instant;
+
+use anyhow::Result;
+
+use crate::config::CellConfig;
+use crate::interrupt;
+use crate::record::csv::{ResultsFile, Row};
+use crate::record::fingerprint::Fingerprint;
+use crate::record::CellRecord;
+use crate::runtime::{self, Progress};
+use crate::size::ByteSize;
+use crate::verdict;
+
+pub struct Outcome {
+    /// Each finished cell's record and the runtime that ran it.
+    pub records: Vec<(CellRecord, String)>,
+    pub results: ResultsFile,
+    /// The signal that stopped the run early, if one did.
+    pub interrupted: Option<i32>,
+}
+
+fn describe(config: &CellConfig) -> String {
+    let shm = config.shm_size.map(|s| s.to_string()).unwrap_or_else(|| "host /dev/shm".into());
+    format!("{} ({}, {}, {})", config.cell, config.runtime, shm, config.strategy)
+}
+
+/// Runs `cells` in order, writing `out` after each.
+pub fn run(cells: &[CellConfig], out: &Path) -> Result<Outcome> {
+    interrupt::install();
+    let removed = crate::loader::segment::sweep(None);
+    if !removed.is_empty() {
+        eprintln!(
+            "removed {} segment(s) left in /dev/shm by dead shmbench runs: {}",
+            removed.len(),
+            removed.join(", ")
+        );
+    }
+    let fingerprint = Fingerprint::collect();
+    let started_at = crate::timefmt::rfc3339_now();
+    let run_id = format!("{}-{}", crate::timefmt::compact_now(), std::process::id());
+    let mut results = ResultsFile::create(out)?;
+    let mut records = Vec::new();
+    let tty = std::io::stderr().is_terminal();
+    let total = cells.len();
+    let mut interrupted = None;
+    for (i, config) in cells.iter().enumerate() {
+        if let Some(sig) = interrupt::received() {
+            interrupted = Some(sig);
+            break;
+        }
+        let label = format!("[{}/{}] {}", i + 1, total, describe(config));
+        if !tty {
+            eprintln!("{label} ...");
+        }
+        let began = Instant::now();
+        let runtime = runtime::for_config(config);
+        let mut show = |p: Progress| {
+            if tty {
+                eprint!("\r\x1b[2K{label}  step {}/{}  {:.1} s", p.step, p.total, began.elapsed().as_secs_f64());
+                let _ = std::io::stderr().flush();
+            }
+        };
+        let record = runtime.launch(config, &mut show);
+        if let Some(sig) = interrupt::received() {
+            if tty {
+                eprintln!();
+            }
+            eprintln!("{label}  interrupted; this cell is not recorded");
+            interrupted = Some(sig);
+            break;
+        }
+        let rate = record
+            .metrics
+            .img_per_s
+            .map(|r| format!("{r:.1} img/s"))
+            .unwrap_or_else(|| "-".into());
+        let line = format!(
+            "{label}  {}  {rate}  peak /dev/shm {}  {:.1} s",
+            verdict::status_label(&record),
+            ByteSize(record.metrics.peak_shm_bytes),
+            began.elapsed().as_secs_f64()
+        );
+        if tty {
+            eprint!("\r\x1b[2K");
+        }
+        eprintln!("{line}");
+        results.push(Row::new(&record, runtime.name(), &fingerprint, &run_id, &started_at))?;
+        records.push((record, runtime.name().to_string()));
+    }
+    Ok(Outcome {
+        records,
+        results,
+        interrupted,
+    })
+}
