@@ -8,6 +8,7 @@ pub mod cgroup;
 pub mod config;
 pub mod interrupt;
 pub mod loader;
+pub mod predict;
 pub mod process;
 pub mod record;
 pub mod runner;

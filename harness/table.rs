@@ -107,7 +107,7 @@ pub fn matrix(records: &[(CellRecord, String)]) -> String {
 /// One note per row that disagrees with its claim, and one per failed row's message.
 pub fn notes(records: &[(CellRecord, String)]) -> Vec<String> {
     let mut notes = Vec::new();
-    for (r, runtime) in records {
+    for (r, _) in records {
         let env = &r.config.environment;
         if verdict::verdict(r) == "differs" {
             notes.push(format!(

@@ -1,0 +1,127 @@
+//! Helpers for integration tests that run real cells through the real binary.
+
+#![allow(dead_code)]
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+use std::sync::{Mutex, MutexGuard};
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+
+pub const BIN: &str = env!("CARGO_BIN_EXE_shmbench");
+
+/// Cells are heavy and the leak checks look at machine-wide state: one test at a time.
+static SERIAL: Mutex<()> = Mutex::new(());
+
+pub fn serial() -> MutexGuard<'static, ()> {
+    SERIAL.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+pub fn temp_dir(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("shmbench-test-{}-{name}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+pub fn shmbench(args: &[&str]) -> Output {
+    Command::new(BIN).args(args).output().expect("run shmbench")
+}
+
+/// Runs one ad-hoc cell and returns its JSON record.
+pub fn run_cell(args: &[&str]) -> Value {
+    let dir = temp_dir("cell");
+    let out = dir.join("r.csv");
+    let mut full = vec!["run", "--json", "--out", out.to_str().unwrap()];
+    full.extend_from_slice(args);
+    let output = shmbench(&full);
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(output.status.success(), "shmbench {full:?} failed: {}\n{stdout}", String::from_utf8_lossy(&output.stderr));
+    let line = stdout.lines().next().expect("a JSON record line");
+    let _ = std::fs::remove_dir_all(&dir);
+    serde_json::from_str(line).unwrap_or_else(|e| panic!("not a record: {e}: {line}"))
+}
+
+pub fn status(record: &Value) -> &str {
+    record["status"].as_str().unwrap()
+}
+
+pub fn crash_step(record: &Value) -> u64 {
+    record["failure"]["crash_step"].as_u64().expect("a failure with a crash step")
+}
+
+pub fn metric(record: &Value, key: &str) -> f64 {
+    record["metrics"][key].as_f64().unwrap_or_else(|| panic!("metric {key} in {record}"))
+}
+
+/// What the machine looked like: shmbench segments in /dev/shm, mounts, shmbench processes.
+#[derive(Debug, PartialEq)]
+pub struct MachineState {
+    pub shm_entries: Vec<String>,
+    pub mounts: String,
+    pub processes: Vec<String>,
+}
+
+fn shmbench_processes() -> Vec<String> {
+    let me = std::process::id().to_string();
+    let mut found = Vec::new();
+    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
+        let name = entry.file_name().to_string_lossy().into_owned();
+        if !name.chars().all(|c| c.is_ascii_digit()) || name == me {
+            continue;
+        }
+        let Ok(cmdline) = std::fs::read(entry.path().join("cmdline")) else { continue };
+        let args: Vec<String> = cmdline
+            .split(|b| *b == 0)
+            .map(|a| String::from_utf8_lossy(a).into_owned())
+            .collect();
+        let is_ours = args.first().is_some_and(|a| a == BIN || a == "/proc/self/exe");
+        if is_ours && args.get(1).is_some_and(|a| a == "cell" || a == "worker") {
+            found.push(format!("{name}: {}", args[..2].join(" ")));
+        }
+    }
+    found
+}
+
+pub fn machine_state() -> MachineState {
+    let mut shm_entries: Vec<String> = std::fs::read_dir("/dev/shm")
+        .unwrap()
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|n| n.starts_with("shmbench_"))
+        .collect();
+    shm_entries.sort();
+    MachineState {
+        shm_entries,
+        mounts: std::fs::read_to_string("/proc/self/mounts").unwrap(),
+        processes: shmbench_processes(),
+    }
+}
+
+/// Asserts the machine is as clean as `before`: waits briefly for exiting processes.
+pub fn assert_clean(before: &MachineState) {
+    let deadline = Instant::now() + Duration::from_secs(5);
+    loop {
+        let now = machine_state();
+        if now.processes.is_empty() || Instant::now() > deadline {
+            assert_eq!(now.processes, Vec::<String>::new(), "shmbench processes left behind");
+            assert_eq!(now.shm_entries, Vec::<String>::new(), "segments left in /dev/shm");
+            assert_eq!(now.mounts, before.mounts, "mounts changed");
+            return;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+pub fn read_csv(path: &Path) -> Vec<std::collections::HashMap<String, String>> {
+    let mut reader = csv::Reader::from_path(path).unwrap();
+    let headers = reader.headers().unwrap().clone();
+    reader
+        .records()
+        .map(|r| {
+            let r = r.unwrap();
+            headers.iter().map(String::from).zip(r.iter().map(String::from)).collect()
+        })
+        .collect()
+}
