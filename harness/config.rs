@@ -114,7 +114,8 @@ impl Shape {
 impl FromStr for Shape {
     type Err = String;
     fn from_str(s: &str) -> Result<Self, String> {
-        let dims: Result<Vec<u64>, _> = s.split(['x', 'X', ',']).map(|d| d.trim().parse()).collect();
+        let dims: Result<Vec<u64>, _> =
+            s.split(['x', 'X', ',']).map(|d| d.trim().parse()).collect();
         match dims {
             Ok(d) if !d.is_empty() && d.iter().all(|&x| x > 0) => Ok(Shape(d)),
             _ => Err(format!(
@@ -139,7 +140,9 @@ impl Serialize for Shape {
 
 impl<'de> Deserialize<'de> for Shape {
     fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        String::deserialize(d)?.parse().map_err(serde::de::Error::custom)
+        String::deserialize(d)?
+            .parse()
+            .map_err(serde::de::Error::custom)
     }
 }
 
@@ -186,7 +189,7 @@ knobs! {
     #[arg(long, value_enum)]
     runtime: RuntimeKind = Some(RuntimeKind::Auto),
         "Isolation: auto (namespace when shm-size is set, else host), host, namespace";
-    #[arg(long, value_name = "SIZE")]
+    #[arg(long, value_name = "SIZE", allow_hyphen_values = true)]
     shm_size: ByteSize = None,
         "Size of the cell's /dev/shm tmpfs, e.g. 64m, 2g (Docker units); unset = this machine's /dev/shm";
     #[arg(long, value_enum)]
@@ -361,7 +364,10 @@ impl Knobs {
 impl CellConfig {
     /// Bytes of one image.
     pub fn image_bytes(&self) -> u64 {
-        self.shape.elements().unwrap_or(u64::MAX).saturating_mul(self.dtype.size())
+        self.shape
+            .elements()
+            .unwrap_or(u64::MAX)
+            .saturating_mul(self.dtype.size())
     }
 
     /// Bytes of one batch: what one shared segment holds.
@@ -384,7 +390,13 @@ impl CellConfig {
             return Err(bad("workers", "must be at least 1: with num_workers=0 torch loads in the main process and never uses /dev/shm, so there is nothing to measure"));
         }
         if self.workers > MAX_WORKERS {
-            return Err(bad("workers", format!("{} is absurd: at most {MAX_WORKERS} worker processes", self.workers)));
+            return Err(bad(
+                "workers",
+                format!(
+                    "{} is absurd: at most {MAX_WORKERS} worker processes",
+                    self.workers
+                ),
+            ));
         }
         if self.prefetch == 0 || self.prefetch > 64 {
             return Err(bad("prefetch", format!("{} is out of range: torch needs prefetch_factor >= 1 with workers; at most 64 here", self.prefetch)));
@@ -393,7 +405,10 @@ impl CellConfig {
             return Err(bad("batch", "must be at least 1 image"));
         }
         if self.shape.elements().is_none() || self.batch_bytes() == u64::MAX {
-            return Err(bad("shape", format!("{} x {} images overflows 64 bits", self.batch, self.shape)));
+            return Err(bad(
+                "shape",
+                format!("{} x {} images overflows 64 bits", self.batch, self.shape),
+            ));
         }
         if mem_total > 0 && self.batch_bytes() > mem_total {
             return Err(bad("batch", format!(
@@ -410,18 +425,30 @@ impl CellConfig {
         if self.total_steps() > 100_000_000 {
             return Err(bad("steps", "steps x epochs is absurd (over 100 million)"));
         }
-        if !(self.compute_ms.is_finite() && self.compute_ms >= 0.0 && self.compute_ms <= 3_600_000.0) {
-            return Err(bad("compute-ms", format!("{} must be between 0 and 3600000", self.compute_ms)));
+        if !(self.compute_ms.is_finite()
+            && self.compute_ms >= 0.0
+            && self.compute_ms <= 3_600_000.0)
+        {
+            return Err(bad(
+                "compute-ms",
+                format!("{} must be between 0 and 3600000", self.compute_ms),
+            ));
         }
         if self.decode_us > 60_000_000 {
             return Err(bad("decode-us", "at most 60 s per image"));
         }
         if !(self.timeout_s.is_finite() && self.timeout_s > 0.0 && self.timeout_s <= 86_400.0) {
-            return Err(bad("timeout-s", format!("{} must be between 0 and 86400 seconds", self.timeout_s)));
+            return Err(bad(
+                "timeout-s",
+                format!("{} must be between 0 and 86400 seconds", self.timeout_s),
+            ));
         }
         match (self.runtime, self.shm_size) {
             (_, Some(size)) if size.bytes() < 4096 => {
-                return Err(bad("shm-size", format!("{} is smaller than one page (4 KiB)", size)));
+                return Err(bad(
+                    "shm-size",
+                    format!("{} is smaller than one page (4 KiB)", size),
+                ));
             }
             (RuntimeKind::Host, Some(size)) => {
                 return Err(bad("shm-size", format!(
@@ -480,9 +507,15 @@ mod tests {
 
     #[test]
     fn bad_values_name_their_key() {
-        let zero = Knobs { workers: Some(0), ..Knobs::default() };
+        let zero = Knobs {
+            workers: Some(0),
+            ..Knobs::default()
+        };
         assert_eq!(resolve(zero).unwrap_err().key, "workers");
-        let huge = Knobs { batch: Some(1_000_000), ..Knobs::default() };
+        let huge = Knobs {
+            batch: Some(1_000_000),
+            ..Knobs::default()
+        };
         assert_eq!(resolve(huge).unwrap_err().key, "batch");
         let host_sized = Knobs {
             runtime: Some(RuntimeKind::Host),
@@ -490,13 +523,19 @@ mod tests {
             ..Knobs::default()
         };
         assert_eq!(resolve(host_sized).unwrap_err().key, "shm-size");
-        let tiny = Knobs { shm_size: Some(ByteSize(10)), ..Knobs::default() };
+        let tiny = Knobs {
+            shm_size: Some(ByteSize(10)),
+            ..Knobs::default()
+        };
         assert_eq!(resolve(tiny).unwrap_err().key, "shm-size");
     }
 
     #[test]
     fn shapes_parse_and_reject() {
-        assert_eq!("3x224x224".parse::<Shape>().unwrap().elements(), Some(150_528));
+        assert_eq!(
+            "3x224x224".parse::<Shape>().unwrap().elements(),
+            Some(150_528)
+        );
         assert!("3x0x2".parse::<Shape>().is_err());
         assert!("abc".parse::<Shape>().is_err());
     }

@@ -27,7 +27,9 @@ struct Cli {
 #[derive(Subcommand)]
 enum Command {
     /// Run a scenario's cells (default: the how-to's validation matrix) and print the table
-    #[command(after_help = "Examples:\n  shmbench matrix\n  shmbench matrix scenarios/seed-matrix.toml --steps 30 --out results/quick.csv\n  shmbench matrix --cells docker-tuned --torch modern\n  shmbench matrix --dry-run")]
+    #[command(
+        after_help = "Examples:\n  shmbench matrix\n  shmbench matrix scenarios/seed-matrix.toml --steps 30 --out results/quick.csv\n  shmbench matrix --cells docker-tuned --torch modern\n  shmbench matrix --dry-run"
+    )]
     Matrix {
         /// Scenario file
         #[arg(default_value = scenario::SEED_MATRIX_PATH)]
@@ -46,7 +48,9 @@ enum Command {
         knobs: Knobs,
     },
     /// Run one ad-hoc cell from flags alone
-    #[command(after_help = "Examples:\n  shmbench run                                 # seed setup on this machine's /dev/shm\n  shmbench run --shm-size 64m                  # Docker's default size: SIGBUS at step 1\n  shmbench run --shm-size 512m --workers 8 --batch 128 --torch modern --touch first --steps 60 --out x.csv\n  shmbench run --shm-size 256m --workers 2 --batch 8 --retain-every 4 --steps 200")]
+    #[command(
+        after_help = "Examples:\n  shmbench run                                 # seed setup on this machine's /dev/shm\n  shmbench run --shm-size 64m                  # Docker's default size: SIGBUS at step 1\n  shmbench run --shm-size 512m --workers 8 --batch 128 --torch modern --touch first --steps 60 --out x.csv\n  shmbench run --shm-size 256m --workers 2 --batch 8 --retain-every 4 --steps 200"
+    )]
     Run {
         /// Cell name in the results
         #[arg(long, default_value = "adhoc")]
@@ -82,7 +86,11 @@ fn print_outcome(outcome: &runner::Outcome) {
         }
     }
     println!();
-    println!("results: {} ({} rows)", outcome.results.path().display(), outcome.results.rows().len());
+    println!(
+        "results: {} ({} rows)",
+        outcome.results.path().display(),
+        outcome.results.rows().len()
+    );
 }
 
 fn interrupted_exit(outcome: &runner::Outcome) -> ExitCode {
@@ -102,7 +110,13 @@ fn interrupted_exit(outcome: &runner::Outcome) -> ExitCode {
 
 fn run(cli: Cli) -> Result<ExitCode> {
     match cli.command {
-        Command::Matrix { scenario: path, cells, out, dry_run, knobs } => {
+        Command::Matrix {
+            scenario: path,
+            cells,
+            out,
+            dry_run,
+            knobs,
+        } => {
             let scenario = Scenario::load(&path)?;
             let plan = scenario.plan(&knobs, cells.as_deref(), mem_total())?;
             if dry_run {
@@ -110,19 +124,32 @@ fn run(cli: Cli) -> Result<ExitCode> {
                 return Ok(ExitCode::SUCCESS);
             }
             let out = out.unwrap_or_else(|| scenario::default_results_path(&scenario.name));
-            eprintln!("scenario {} ({}): {} cell(s) -> {}", scenario.name, scenario.origin, plan.len(), out.display());
+            eprintln!(
+                "scenario {} ({}): {} cell(s) -> {}",
+                scenario.name,
+                scenario.origin,
+                plan.len(),
+                out.display()
+            );
             let outcome = runner::run(&plan, &out)?;
             print_outcome(&outcome);
             Ok(interrupted_exit(&outcome))
         }
-        Command::Run { name, out, json, knobs } => {
+        Command::Run {
+            name,
+            out,
+            json,
+            knobs,
+        } => {
             let id = Identity {
                 scenario: "run".into(),
                 environment: name.clone(),
                 cell: name,
                 claim: None,
             };
-            let config = knobs.resolve(id, mem_total()).map_err(|e| anyhow::anyhow!("--{e}"))?;
+            let config = knobs
+                .resolve(id, mem_total())
+                .map_err(|e| anyhow::anyhow!("--{e}"))?;
             let out = out.unwrap_or_else(|| scenario::default_results_path("run"));
             let outcome = runner::run(std::slice::from_ref(&config), &out)?;
             if json {

@@ -40,7 +40,10 @@ pub fn predict(config: &CellConfig, shm_bytes: u64) -> Prediction {
     let capacity = pages(shm_bytes) / pages(config.batch_bytes()).max(1);
     let outstanding = config.max_outstanding();
     let peak = outstanding + 1;
-    let uses_shm = matches!(config.strategy, Strategy::FileDescriptor | Strategy::FileSystem);
+    let uses_shm = matches!(
+        config.strategy,
+        Strategy::FileDescriptor | Strategy::FileSystem
+    );
     let total = config.total_steps();
     let modern = config.torch == TorchProfile::Modern;
     // The step at which the refill of step `s` (allocating index s-1+outstanding) is seen to fail.
@@ -103,9 +106,14 @@ mod tests {
 
     #[test]
     fn seed_setup() {
-        let seed = Knobs::default().resolve(Identity::default(), 1 << 35).unwrap();
+        let seed = Knobs::default()
+            .resolve(Identity::default(), 1 << 35)
+            .unwrap();
         assert_eq!(predict(&seed, 64 << 20).crash_step, Some(1));
-        assert_eq!(predict(&seed, ByteSize::parse("2g").unwrap().bytes()).crash_step, None);
+        assert_eq!(
+            predict(&seed, ByteSize::parse("2g").unwrap().bytes()).crash_step,
+            None
+        );
         assert_eq!(predict(&seed, 2 << 30).capacity_batches, 27);
         assert_eq!(predict(&seed, 2 << 30).peak_batches, 17);
     }

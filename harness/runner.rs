@@ -25,8 +25,14 @@ pub struct Outcome {
 }
 
 fn describe(config: &CellConfig) -> String {
-    let shm = config.shm_size.map(|s| s.to_string()).unwrap_or_else(|| "host /dev/shm".into());
-    format!("{} ({}, {}, {})", config.cell, config.runtime, shm, config.strategy)
+    let shm = config
+        .shm_size
+        .map(|s| s.to_string())
+        .unwrap_or_else(|| "host /dev/shm".into());
+    format!(
+        "{} ({}, {}, {})",
+        config.cell, config.runtime, shm, config.strategy
+    )
 }
 
 /// Runs `cells` in order, writing `out` after each.
@@ -61,7 +67,12 @@ pub fn run(cells: &[CellConfig], out: &Path) -> Result<Outcome> {
         let runtime = runtime::for_config(config);
         let mut show = |p: Progress| {
             if tty {
-                eprint!("\r\x1b[2K{label}  step {}/{}  {:.1} s", p.step, p.total, began.elapsed().as_secs_f64());
+                eprint!(
+                    "\r\x1b[2K{label}  step {}/{}  {:.1} s",
+                    p.step,
+                    p.total,
+                    began.elapsed().as_secs_f64()
+                );
                 let _ = std::io::stderr().flush();
             }
         };
@@ -89,7 +100,13 @@ pub fn run(cells: &[CellConfig], out: &Path) -> Result<Outcome> {
             eprint!("\r\x1b[2K");
         }
         eprintln!("{line}");
-        results.push(Row::new(&record, runtime.name(), &fingerprint, &run_id, &started_at))?;
+        results.push(Row::new(
+            &record,
+            runtime.name(),
+            &fingerprint,
+            &run_id,
+            &started_at,
+        ))?;
         records.push((record, runtime.name().to_string()));
     }
     Ok(Outcome {

@@ -79,11 +79,19 @@ fn knobs_from(table: toml::Table, origin: &str, place: &str) -> Result<Knobs> {
     Ok(knobs)
 }
 
-fn take_string(table: &mut toml::Table, key: &str, origin: &str, place: &str) -> Result<Option<String>> {
+fn take_string(
+    table: &mut toml::Table,
+    key: &str,
+    origin: &str,
+    place: &str,
+) -> Result<Option<String>> {
     match table.remove(key) {
         None => Ok(None),
         Some(toml::Value::String(s)) => Ok(Some(s)),
-        Some(other) => bail!("{origin}: {place}: key '{key}' must be a string, found {}", other.type_str()),
+        Some(other) => bail!(
+            "{origin}: {place}: key '{key}' must be a string, found {}",
+            other.type_str()
+        ),
     }
 }
 
@@ -93,7 +101,10 @@ impl Scenario {
     pub fn load(path: &Path) -> Result<Scenario> {
         match std::fs::read_to_string(path) {
             Ok(text) => Scenario::parse(&text, &path.display().to_string()),
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound && path == Path::new(SEED_MATRIX_PATH) => {
+            Err(e)
+                if e.kind() == std::io::ErrorKind::NotFound
+                    && path == Path::new(SEED_MATRIX_PATH) =>
+            {
                 Scenario::parse(SEED_MATRIX, "seed-matrix (built in)")
             }
             Err(e) => bail!("cannot read scenario {}: {e}", path.display()),
@@ -107,7 +118,8 @@ impl Scenario {
         let mut root = normalise(root);
         let name = take_string(&mut root, "name", origin, "top level")?
             .ok_or_else(|| anyhow!("{origin}: top level: missing key 'name'"))?;
-        let description = take_string(&mut root, "description", origin, "top level")?.unwrap_or_default();
+        let description =
+            take_string(&mut root, "description", origin, "top level")?.unwrap_or_default();
         let defaults = match root.remove("defaults") {
             None => Knobs::default(),
             Some(toml::Value::Table(t)) => knobs_from(t, origin, "[defaults]")?,
@@ -131,14 +143,19 @@ impl Scenario {
             let place = format!("cells[{i}]");
             let name = take_string(&mut table, "name", origin, &place)?
                 .ok_or_else(|| anyhow!("{origin}: {place}: missing key 'name'"))?;
-            if name.is_empty() || !name.chars().all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_') {
+            if name.is_empty()
+                || !name
+                    .chars()
+                    .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
+            {
                 bail!("{origin}: {place}: name '{name}' must be letters, digits, '-' or '_'");
             }
             if !seen.insert(name.clone()) {
                 bail!("{origin}: cell '{name}' is defined twice");
             }
             let place = format!("cell '{name}'");
-            let environment = take_string(&mut table, "environment", origin, &place)?.unwrap_or_else(|| name.clone());
+            let environment = take_string(&mut table, "environment", origin, &place)?
+                .unwrap_or_else(|| name.clone());
             let claim = match table.remove("claim") {
                 None => None,
                 Some(value) => Some(Claim::deserialize(value).map_err(|e| {
@@ -147,11 +164,19 @@ impl Scenario {
             };
             if let Some(c) = &claim {
                 if c.status != "pass" && c.status != "crash" {
-                    bail!("{origin}: {place}: key 'claim.status': '{}' must be \"pass\" or \"crash\"", c.status);
+                    bail!(
+                        "{origin}: {place}: key 'claim.status': '{}' must be \"pass\" or \"crash\"",
+                        c.status
+                    );
                 }
             }
             let knobs = knobs_from(table, origin, &place)?;
-            cells.push(ScenarioCell { name, environment, knobs, claim });
+            cells.push(ScenarioCell {
+                name,
+                environment,
+                knobs,
+                claim,
+            });
         }
         if cells.is_empty() {
             bail!("{origin}: no cells: add at least one [[cells]] table");
@@ -167,12 +192,21 @@ impl Scenario {
 
     /// Resolves the cells to run: defaults, then each cell's keys, then `overrides` (CLI flags);
     /// `only` keeps the named cells (an unknown name is an error listing the known ones).
-    pub fn plan(&self, overrides: &Knobs, only: Option<&[String]>, mem_total: u64) -> Result<Vec<CellConfig>> {
+    pub fn plan(
+        &self,
+        overrides: &Knobs,
+        only: Option<&[String]>,
+        mem_total: u64,
+    ) -> Result<Vec<CellConfig>> {
         if let Some(names) = only {
             for n in names {
                 if !self.cells.iter().any(|c| &c.name == n) {
                     let known: Vec<&str> = self.cells.iter().map(|c| c.name.as_str()).collect();
-                    bail!("{}: no cell named '{n}'. Cells: {}", self.origin, known.join(", "));
+                    bail!(
+                        "{}: no cell named '{n}'. Cells: {}",
+                        self.origin,
+                        known.join(", ")
+                    );
                 }
             }
         }
@@ -221,21 +255,31 @@ mod tests {
     fn errors_name_file_cell_and_key() {
         let text = "name = \"x\"\n[[cells]]\nname = \"a\"\nshm-size = \"64q\"\n";
         let e = Scenario::parse(text, "f.toml").unwrap_err().to_string();
-        assert!(e.contains("f.toml") && e.contains("cell 'a'") && e.contains("shm-size"), "{e}");
+        assert!(
+            e.contains("f.toml") && e.contains("cell 'a'") && e.contains("shm-size"),
+            "{e}"
+        );
         let text = "name = \"x\"\n[[cells]]\nname = \"a\"\nwrokers = 3\n";
         let e = Scenario::parse(text, "f.toml").unwrap_err().to_string();
         assert!(e.contains("unknown key 'wrokers'"), "{e}");
         let text = "name = \"x\"\n[[cells]]\nname = \"a\"\nworkers = 0\n";
         let s = Scenario::parse(text, "f.toml").unwrap();
-        let e = s.plan(&Knobs::default(), None, 1 << 34).unwrap_err().to_string();
+        let e = s
+            .plan(&Knobs::default(), None, 1 << 34)
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("cell 'a'") && e.contains("workers"), "{e}");
     }
 
     #[test]
     fn cli_overrides_win_and_underscores_work() {
-        let text = "name = \"x\"\n[defaults]\nretain_every = 3\n[[cells]]\nname = \"a\"\nworkers = 2\n";
+        let text =
+            "name = \"x\"\n[defaults]\nretain_every = 3\n[[cells]]\nname = \"a\"\nworkers = 2\n";
         let s = Scenario::parse(text, "f").unwrap();
-        let top = Knobs { workers: Some(5), ..Knobs::default() };
+        let top = Knobs {
+            workers: Some(5),
+            ..Knobs::default()
+        };
         let plan = s.plan(&top, None, 1 << 34).unwrap();
         assert_eq!(plan[0].workers, 5);
         assert_eq!(plan[0].retain_every, 3);

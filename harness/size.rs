@@ -90,7 +90,7 @@ impl fmt::Display for ByteSize {
         for (name, scale) in UNITS {
             if self.0 >= scale {
                 let value = self.0 as f64 / scale as f64;
-                return if self.0 % scale == 0 {
+                return if self.0.is_multiple_of(scale) {
                     write!(f, "{} {name}", self.0 / scale)
                 } else {
                     write!(f, "{value:.1} {name}")
@@ -155,15 +155,30 @@ mod tests {
 
     #[test]
     fn rejects_garbage_and_overflow() {
-        assert!(matches!(ByteSize::parse("lots"), Err(SizeError::Malformed(_))));
-        assert!(matches!(ByteSize::parse("-5m"), Err(SizeError::Malformed(_))));
-        assert!(matches!(ByteSize::parse("1.2.3m"), Err(SizeError::Malformed(_))));
-        assert!(matches!(ByteSize::parse("64q"), Err(SizeError::Malformed(_))));
+        assert!(matches!(
+            ByteSize::parse("lots"),
+            Err(SizeError::Malformed(_))
+        ));
+        assert!(matches!(
+            ByteSize::parse("-5m"),
+            Err(SizeError::Malformed(_))
+        ));
+        assert!(matches!(
+            ByteSize::parse("1.2.3m"),
+            Err(SizeError::Malformed(_))
+        ));
+        assert!(matches!(
+            ByteSize::parse("64q"),
+            Err(SizeError::Malformed(_))
+        ));
         assert!(matches!(
             ByteSize::parse("18446744073709551616"),
             Err(SizeError::Overflow(_))
         ));
-        assert!(matches!(ByteSize::parse("99999999999t"), Err(SizeError::Overflow(_))));
+        assert!(matches!(
+            ByteSize::parse("99999999999t"),
+            Err(SizeError::Overflow(_))
+        ));
         assert_eq!(ByteSize::parse("  "), Err(SizeError::Empty));
     }
 

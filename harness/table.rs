@@ -25,7 +25,11 @@ pub fn markdown(headers: &[&str], rows: &[Vec<String>]) -> String {
     let mut out = vec![line(headers.iter().map(|h| h.to_string()).collect())];
     out.push(format!(
         "|{}|",
-        widths.iter().map(|w| "-".repeat(w + 2)).collect::<Vec<_>>().join("|")
+        widths
+            .iter()
+            .map(|w| "-".repeat(w + 2))
+            .collect::<Vec<_>>()
+            .join("|")
     ));
     out.extend(rows.iter().map(|r| line(r.clone())));
     out.join("\n")
@@ -36,7 +40,7 @@ fn thousands(x: f64) -> String {
     let digits = whole.to_string();
     let mut grouped = String::new();
     for (i, ch) in digits.chars().enumerate() {
-        if i > 0 && (digits.len() - i) % 3 == 0 {
+        if i > 0 && (digits.len() - i).is_multiple_of(3) {
             grouped.push(',');
         }
         grouped.push(ch);
@@ -50,7 +54,11 @@ fn shm_label(record: &CellRecord, runtime: &str) -> String {
     if runtime == "host" || record.config.runtime == RuntimeKind::Host {
         format!("host ({seen})")
     } else if record.shm_seen_bytes == 0 {
-        record.config.shm_size.map(|s| s.to_string()).unwrap_or_default()
+        record
+            .config
+            .shm_size
+            .map(|s| s.to_string())
+            .unwrap_or_default()
     } else {
         seen.to_string()
     }
@@ -60,14 +68,19 @@ fn throughput(record: &CellRecord) -> String {
     match (record.status.is_pass(), record.metrics.img_per_s) {
         (true, Some(r)) => thousands(r),
         (true, None) => "n/a".into(),
-        (false, Some(r)) if record.metrics.steps_done >= 2 => format!("{} until crash", thousands(r)),
+        (false, Some(r)) if record.metrics.steps_done >= 2 => {
+            format!("{} until crash", thousands(r))
+        }
         (false, _) => "0.0 (Failed)".into(),
     }
 }
 
 /// The matrix table; `runtimes[i]` is the runtime that ran `records[i]`.
 pub fn matrix(records: &[(CellRecord, String)]) -> String {
-    let steps = records.first().map(|(r, _)| r.config.total_steps()).unwrap_or(0);
+    let steps = records
+        .first()
+        .map(|(r, _)| r.config.total_steps())
+        .unwrap_or(0);
     let status_header = format!("Status After {steps} Steps");
     let has_claims = records.iter().any(|(r, _)| r.config.claim.is_some());
     let mut headers = vec![
@@ -123,7 +136,9 @@ pub fn notes(records: &[(CellRecord, String)]) -> Vec<String> {
     }
     let emulated: Vec<String> = records
         .iter()
-        .filter(|(r, runtime)| runtime == "namespace" && r.config.environment.to_lowercase().contains("docker"))
+        .filter(|(r, runtime)| {
+            runtime == "namespace" && r.config.environment.to_lowercase().contains("docker")
+        })
         .map(|(r, _)| r.config.environment.clone())
         .collect();
     if !emulated.is_empty() {

@@ -13,12 +13,32 @@ fn legacy_first_batch_larger_than_tmpfs_dies_by_sigbus_at_step_1() {
     let _guard = serial();
     let before = machine_state();
     for strategy in ["file_descriptor", "file_system"] {
-        let r = run_cell(&[&SMALL[..], &["--shm-size", "4m", "--workers", "1", "--steps", "5", "--torch", "legacy", "--strategy", strategy]].concat());
+        let r = run_cell(
+            &[
+                &SMALL[..],
+                &[
+                    "--shm-size",
+                    "4m",
+                    "--workers",
+                    "1",
+                    "--steps",
+                    "5",
+                    "--torch",
+                    "legacy",
+                    "--strategy",
+                    strategy,
+                ],
+            ]
+            .concat(),
+        );
         assert_eq!(status(&r), "sigbus", "{strategy}: {r}");
         assert_eq!(crash_step(&r), 1);
         assert_eq!(r["failure"]["signal"], 7);
         let msg = r["message"].as_str().unwrap();
-        assert!(msg.contains("is killed by signal: Bus error") && msg.contains("out of shared memory"), "{msg}");
+        assert!(
+            msg.contains("is killed by signal: Bus error") && msg.contains("out of shared memory"),
+            "{msg}"
+        );
         assert_eq!(r["shm_seen_bytes"], 4 << 20);
     }
     assert_clean(&before);
@@ -28,11 +48,30 @@ fn legacy_first_batch_larger_than_tmpfs_dies_by_sigbus_at_step_1() {
 fn modern_first_batch_larger_than_tmpfs_is_enospc_at_step_1() {
     let _guard = serial();
     let before = machine_state();
-    let r = run_cell(&[&SMALL[..], &["--shm-size", "4m", "--workers", "1", "--steps", "5", "--torch", "modern"]].concat());
+    let r = run_cell(
+        &[
+            &SMALL[..],
+            &[
+                "--shm-size",
+                "4m",
+                "--workers",
+                "1",
+                "--steps",
+                "5",
+                "--torch",
+                "modern",
+            ],
+        ]
+        .concat(),
+    );
     assert_eq!(status(&r), "enospc", "{r}");
     assert_eq!(crash_step(&r), 1);
     let msg = r["message"].as_str().unwrap();
-    assert!(msg.contains("unable to allocate shared memory(shm)") && msg.contains("No space left on device (28)"), "{msg}");
+    assert!(
+        msg.contains("unable to allocate shared memory(shm)")
+            && msg.contains("No space left on device (28)"),
+        "{msg}"
+    );
     // posix_fallocate reserves nothing on failure: no page was used.
     assert!(metric(&r, "peak_shm_bytes") < (1 << 20) as f64, "{r}");
     assert_clean(&before);
@@ -49,7 +88,10 @@ fn seed_setup_in_2_gib_passes_with_peak_near_outstanding_batches() {
     let peak_batches = metric(&r, "peak_shm_bytes") / batch;
     // At most workers*prefetch outstanding + the held one can exist at once.
     assert!(peak_batches <= 17.05, "peak {peak_batches} batches");
-    assert!(peak_batches >= 12.0, "peak {peak_batches} batches: the prefetch window should fill");
+    assert!(
+        peak_batches >= 12.0,
+        "peak {peak_batches} batches: the prefetch window should fill"
+    );
     assert!(metric(&r, "img_per_s") > 100.0);
     assert_clean(&before);
 }
@@ -60,7 +102,22 @@ fn retained_batches_crash_a_passing_size_at_the_predicted_step() {
     let before = machine_state();
     // 64 MiB holds 13 batches of 1176 pages; 2 workers x prefetch 2 + 1 held leave room for 8
     // retained ones; keeping every 2nd batch, the refill at step 19 has no room (see predict.rs).
-    let base = [&SMALL[..], &["--shm-size", "64m", "--workers", "2", "--prefetch", "2", "--steps", "60", "--compute-ms", "10"]].concat();
+    let base = [
+        &SMALL[..],
+        &[
+            "--shm-size",
+            "64m",
+            "--workers",
+            "2",
+            "--prefetch",
+            "2",
+            "--steps",
+            "60",
+            "--compute-ms",
+            "10",
+        ],
+    ]
+    .concat();
     let pass = run_cell(&base);
     assert_eq!(status(&pass), "pass", "{pass}");
     let leak = run_cell(&[&base[..], &["--retain-every", "2"]].concat());
@@ -79,7 +136,20 @@ fn file_system_is_bounded_by_dev_shm_and_memfd_and_disk_are_not() {
     let before = machine_state();
     // 4 outstanding batches of 32 images (18.4 MiB each) cannot fit in 64 MiB; a slow step
     // (50 ms) lets the prefetch window fill during step 1.
-    let base = ["--shm-size", "64m", "--batch", "32", "--workers", "2", "--prefetch", "2", "--steps", "12", "--compute-ms", "50"];
+    let base = [
+        "--shm-size",
+        "64m",
+        "--batch",
+        "32",
+        "--workers",
+        "2",
+        "--prefetch",
+        "2",
+        "--steps",
+        "12",
+        "--compute-ms",
+        "50",
+    ];
     for strategy in ["file_descriptor", "file_system"] {
         let r = run_cell(&[&base[..], &["--strategy", strategy]].concat());
         assert_eq!(status(&r), "sigbus", "{strategy}: {r}");
@@ -88,7 +158,10 @@ fn file_system_is_bounded_by_dev_shm_and_memfd_and_disk_are_not() {
     for strategy in ["memfd", "disk"] {
         let r = run_cell(&[&base[..], &["--strategy", strategy]].concat());
         assert_eq!(status(&r), "pass", "{strategy}: {r}");
-        assert!(metric(&r, "peak_shm_bytes") < (1 << 20) as f64, "{strategy} used /dev/shm: {r}");
+        assert!(
+            metric(&r, "peak_shm_bytes") < (1 << 20) as f64,
+            "{strategy} used /dev/shm: {r}"
+        );
     }
     assert_clean(&before);
 }
@@ -99,7 +172,22 @@ fn pin_memory_moves_waiting_batches_out_of_dev_shm() {
     let before = machine_state();
     // 4 x 2 outstanding batches of 16 images (9.2 MiB) + 1 held cannot fit in 64 MiB (6 fit);
     // pinned, only the batches being produced or in transit are in /dev/shm.
-    let base = ["--shm-size", "64m", "--batch", "16", "--workers", "2", "--prefetch", "4", "--steps", "16", "--compute-ms", "20", "--torch", "modern"];
+    let base = [
+        "--shm-size",
+        "64m",
+        "--batch",
+        "16",
+        "--workers",
+        "2",
+        "--prefetch",
+        "4",
+        "--steps",
+        "16",
+        "--compute-ms",
+        "20",
+        "--torch",
+        "modern",
+    ];
     let unpinned = run_cell(&base);
     assert_eq!(status(&unpinned), "enospc", "{unpinned}");
     let pinned = run_cell(&[&base[..], &["--pin-memory"]].concat());
@@ -111,7 +199,24 @@ fn pin_memory_moves_waiting_batches_out_of_dev_shm() {
 fn epochs_without_persistent_workers_respawn_and_finish() {
     let _guard = serial();
     let before = machine_state();
-    let r = run_cell(&[&SMALL[..], &["--shm-size", "256m", "--workers", "2", "--steps", "10", "--epochs", "3", "--persistent-workers", "false"]].concat());
+    let r = run_cell(
+        &[
+            &SMALL[..],
+            &[
+                "--shm-size",
+                "256m",
+                "--workers",
+                "2",
+                "--steps",
+                "10",
+                "--epochs",
+                "3",
+                "--persistent-workers",
+                "false",
+            ],
+        ]
+        .concat(),
+    );
     assert_eq!(status(&r), "pass", "{r}");
     assert_eq!(r["metrics"]["steps_done"], 30);
     assert_eq!(r["series"].as_array().unwrap().len(), 30);
@@ -122,7 +227,22 @@ fn epochs_without_persistent_workers_respawn_and_finish() {
 fn host_runtime_uses_this_machines_dev_shm() {
     let _guard = serial();
     let before = machine_state();
-    let r = run_cell(&[&SMALL[..], &["--runtime", "host", "--workers", "2", "--steps", "10", "--strategy", "file_system"]].concat());
+    let r = run_cell(
+        &[
+            &SMALL[..],
+            &[
+                "--runtime",
+                "host",
+                "--workers",
+                "2",
+                "--steps",
+                "10",
+                "--strategy",
+                "file_system",
+            ],
+        ]
+        .concat(),
+    );
     assert_eq!(status(&r), "pass", "{r}");
     let host_shm = nix_statvfs_total("/dev/shm");
     assert_eq!(r["shm_seen_bytes"].as_u64().unwrap(), host_shm);
@@ -134,16 +254,38 @@ fn a_worker_that_never_delivers_ends_as_timeout() {
     let _guard = serial();
     let before = machine_state();
     // 2 s of CPU per image against a 0.5 s watchdog.
-    let r = run_cell(&["--shm-size", "64m", "--batch", "1", "--workers", "1", "--steps", "3", "--decode-us", "2000000", "--timeout-s", "0.5"]);
+    let r = run_cell(&[
+        "--shm-size",
+        "64m",
+        "--batch",
+        "1",
+        "--workers",
+        "1",
+        "--steps",
+        "3",
+        "--decode-us",
+        "2000000",
+        "--timeout-s",
+        "0.5",
+    ]);
     assert_eq!(status(&r), "timeout", "{r}");
     assert_eq!(crash_step(&r), 1);
-    assert!(r["message"].as_str().unwrap().contains("DataLoader timed out after 0.5 seconds"));
-    assert!(metric(&r, "wall_s") < 3.0, "the watchdog must not wait for the worker: {r}");
+    assert!(r["message"]
+        .as_str()
+        .unwrap()
+        .contains("DataLoader timed out after 0.5 seconds"));
+    assert!(
+        metric(&r, "wall_s") < 3.0,
+        "the watchdog must not wait for the worker: {r}"
+    );
     assert_clean(&before);
 }
 
 fn nix_statvfs_total(path: &str) -> u64 {
-    let out = std::process::Command::new("stat").args(["-f", "-c", "%S %b", path]).output().unwrap();
+    let out = std::process::Command::new("stat")
+        .args(["-f", "-c", "%S %b", path])
+        .output()
+        .unwrap();
     let text = String::from_utf8_lossy(&out.stdout);
     let mut parts = text.split_whitespace().map(|p| p.parse::<u64>().unwrap());
     parts.next().unwrap() * parts.next().unwrap()

@@ -40,7 +40,11 @@ impl Batch {
 }
 
 /// Maps the segment a worker sent: by fd, or by name for file_system.
-pub fn map_received(fd: Option<OwnedFd>, name: Option<String>, bytes: u64) -> std::io::Result<SharedBatch> {
+pub fn map_received(
+    fd: Option<OwnedFd>,
+    name: Option<String>,
+    bytes: u64,
+) -> std::io::Result<SharedBatch> {
     let fd = match (fd, &name) {
         (Some(fd), _) => fd,
         (None, Some(n)) => segment::open_named(n)?,

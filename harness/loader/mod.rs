@@ -17,9 +17,9 @@ pub mod worker;
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
+use crate::process::Exit;
 use consumer::{Batch, PinnedPool};
 use pool::{Event, Pool};
-use crate::process::Exit;
 use shm_meter::ShmMeter;
 use wire::{ErrorKind, FromWorker};
 
@@ -80,7 +80,8 @@ impl Loop<'_> {
 
     /// torch's `_try_put_index`: one more task if under the outstanding bound.
     fn try_put_index(&mut self) {
-        if self.outstanding >= self.config.max_outstanding() || self.next_idx >= self.epoch_end_idx {
+        if self.outstanding >= self.config.max_outstanding() || self.next_idx >= self.epoch_end_idx
+        {
             return;
         }
         let workers = self.config.workers as u64;
@@ -91,7 +92,13 @@ impl Loop<'_> {
         self.outstanding += 1;
     }
 
-    fn stop_for_worker(&self, status: Status, message: String, pid: u32, signal: Option<i32>) -> Stop {
+    fn stop_for_worker(
+        &self,
+        status: Status,
+        message: String,
+        pid: u32,
+        signal: Option<i32>,
+    ) -> Stop {
         Stop {
             status,
             message,
@@ -187,7 +194,10 @@ impl Loop<'_> {
     /// Handles every event already pending, without blocking.
     fn drain(&mut self) -> Result<(), Stop> {
         loop {
-            let event = self.pool().next_event(Instant::now()).map_err(harness_stop)?;
+            let event = self
+                .pool()
+                .next_event(Instant::now())
+                .map_err(harness_stop)?;
             if !self.handle(event)? {
                 return Ok(());
             }
@@ -213,7 +223,10 @@ impl Loop<'_> {
             if matches!(event, Event::Timeout) && Instant::now() >= deadline {
                 return Err(Stop {
                     status: Status::Timeout,
-                    message: format!("DataLoader timed out after {} seconds", self.config.timeout_s),
+                    message: format!(
+                        "DataLoader timed out after {} seconds",
+                        self.config.timeout_s
+                    ),
                     signal: None,
                     pid: None,
                 });
@@ -224,7 +237,7 @@ impl Loop<'_> {
 
     fn release(&mut self, step: u64, batch: Batch) {
         let retain = self.config.retain_every;
-        if retain > 0 && step % retain == 0 {
+        if retain > 0 && step.is_multiple_of(retain) {
             self.retained.push(batch);
         } else {
             self.pinned.release(batch);
@@ -265,7 +278,9 @@ impl Loop<'_> {
                 shm_used_bytes: self.meter.used_now(),
                 in_flight: self.outstanding + self.reorder.len() as u64,
             });
-            self.checksum = self.checksum.wrapping_add(consumer::touch(&batch, cfg.touch));
+            self.checksum = self
+                .checksum
+                .wrapping_add(consumer::touch(&batch, cfg.touch));
             self.held = Some((step, batch));
             if !compute.is_zero() {
                 let began = Instant::now();

@@ -13,8 +13,8 @@ use anyhow::{Context, Result};
 use nix::poll::{poll, PollFd, PollFlags, PollTimeout};
 
 use super::wire::{self, FromWorker, RecvError, ToWorker, WORKER_SOCKET_FD};
-use crate::process::{pidfd_open, try_reap, Exit};
 use crate::config::CellConfig;
+use crate::process::{pidfd_open, try_reap, Exit};
 
 struct Worker {
     pid: u32,
@@ -128,7 +128,10 @@ impl Pool {
                 fds.push(PollFd::new(w.pidfd.as_fd(), flags));
             }
             let ms = timeout.as_millis().min(i32::MAX as u128) as i32;
-            let ready = match poll(&mut fds, PollTimeout::try_from(ms).unwrap_or(PollTimeout::MAX)) {
+            let ready = match poll(
+                &mut fds,
+                PollTimeout::try_from(ms).unwrap_or(PollTimeout::MAX),
+            ) {
                 Ok(n) => n,
                 Err(nix::errno::Errno::EINTR) => continue,
                 Err(e) => return Err(e).context("poll on workers"),
@@ -142,9 +145,8 @@ impl Pool {
                 .zip(&self.workers)
                 .map(|(f, w)| {
                     !w.closed
-                        && f.revents().is_some_and(|r| {
-                            r.intersects(PollFlags::POLLIN | PollFlags::POLLHUP)
-                        })
+                        && f.revents()
+                            .is_some_and(|r| r.intersects(PollFlags::POLLIN | PollFlags::POLLHUP))
                 })
                 .collect();
             let died: Vec<bool> = fds[n..]
@@ -163,7 +165,9 @@ impl Pool {
             // first. A worker that exits with a code reported why before it went, so its
             // messages come first and its death once its socket is drained.
             let unreported = |w: &Worker, by_signal: bool| {
-                !w.reported && matches!(w.exited, Some(Exit::Signal(_))) == by_signal && w.exited.is_some()
+                !w.reported
+                    && matches!(w.exited, Some(Exit::Signal(_))) == by_signal
+                    && w.exited.is_some()
             };
             if let Some(i) = self.workers.iter().position(|w| unreported(w, true)) {
                 return Ok(self.report_death(i));
@@ -180,7 +184,9 @@ impl Pool {
                             fd: r.fd,
                         })
                     }
-                    Err(RecvError::FdTableFull) => return Ok(Event::FdTableFull { worker: i as u32 }),
+                    Err(RecvError::FdTableFull) => {
+                        return Ok(Event::FdTableFull { worker: i as u32 })
+                    }
                     // Its death follows through the pidfd.
                     Err(RecvError::Closed) => self.workers[i].closed = true,
                     Err(RecvError::Io(e)) => {
@@ -219,7 +225,10 @@ impl Pool {
         let deadline = Instant::now() + grace;
         for w in &mut self.workers {
             if w.exited.is_none() {
-                crate::process::wait_exit(&w.pidfd, deadline.saturating_duration_since(Instant::now()));
+                crate::process::wait_exit(
+                    &w.pidfd,
+                    deadline.saturating_duration_since(Instant::now()),
+                );
                 w.exited = try_reap(&w.pidfd);
             }
         }

@@ -141,7 +141,12 @@ fn open_new(strategy: Strategy, name: &str) -> Result<(OwnedFd, String), AllocEr
                 Mode::from_bits_truncate(0o600),
             )
             // SAFETY: open returned a fresh fd that nothing else owns.
-            .map(|raw| (unsafe { OwnedFd::from_raw_fd(raw) }, format!("{dir}/(O_TMPFILE)")))
+            .map(|raw| {
+                (
+                    unsafe { OwnedFd::from_raw_fd(raw) },
+                    format!("{dir}/(O_TMPFILE)"),
+                )
+            })
             .map_err(|e| alloc_error("unable to create a temporary file in", &dir, e))
         }
     }
@@ -218,8 +223,12 @@ pub fn sweep(owner: Option<u32>) -> Vec<String> {
     };
     for entry in dir.flatten() {
         let file_name = entry.file_name();
-        let Some(name) = file_name.to_str() else { continue };
-        let Some(rest) = name.strip_prefix(NAME_PREFIX) else { continue };
+        let Some(name) = file_name.to_str() else {
+            continue;
+        };
+        let Some(rest) = name.strip_prefix(NAME_PREFIX) else {
+            continue;
+        };
         let Some(pid) = rest.split('_').next().and_then(|p| p.parse::<u32>().ok()) else {
             continue;
         };
@@ -234,10 +243,15 @@ pub fn sweep(owner: Option<u32>) -> Vec<String> {
     removed
 }
 
+/// Alive means running or stopped: a zombie (killed, not yet reaped by its new parent) holds no
+/// segment any more.
 fn process_alive(pid: u32) -> bool {
-    let Ok(pid) = i32::try_from(pid) else { return false };
-    !matches!(
-        nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid), None),
-        Err(Errno::ESRCH)
-    )
+    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        // The state follows the parenthesised command name, which may itself contain ')'.
+        Ok(stat) => stat
+            .rsplit_once(')')
+            .and_then(|(_, rest)| rest.split_whitespace().next())
+            .is_some_and(|state| state != "Z" && state != "X"),
+        Err(_) => false,
+    }
 }

@@ -14,9 +14,9 @@ use super::segment::SHM_DIR;
 pub fn usage() -> (u64, u64) {
     match statvfs(SHM_DIR) {
         Ok(s) => {
-            let frag = s.fragment_size() as u64;
-            let total = s.blocks() as u64 * frag;
-            let used = (s.blocks() as u64).saturating_sub(s.blocks_free() as u64) * frag;
+            let frag = s.fragment_size();
+            let total = s.blocks() * frag;
+            let used = s.blocks().saturating_sub(s.blocks_free()) * frag;
             (total, used)
         }
         Err(_) => (0, 0),

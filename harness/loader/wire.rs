@@ -35,9 +35,17 @@ pub enum ErrorKind {
 #[derive(Debug, Serialize, Deserialize, PartialEq)]
 pub enum FromWorker {
     /// A finished batch; its segment travels as the attached fd, or by `name` for file_system.
-    Batch { idx: u64, bytes: u64, name: Option<String> },
+    Batch {
+        idx: u64,
+        bytes: u64,
+        name: Option<String>,
+    },
     /// The worker could not produce `idx`; it exits after sending this.
-    Failed { idx: u64, kind: ErrorKind, message: String },
+    Failed {
+        idx: u64,
+        kind: ErrorKind,
+        message: String,
+    },
 }
 
 /// A received message and the fd that came with it.
@@ -71,7 +79,11 @@ pub fn pair() -> io::Result<(OwnedFd, OwnedFd)> {
 /// The fd number a worker finds its socket on.
 pub const WORKER_SOCKET_FD: RawFd = 3;
 
-pub fn send<T: Serialize>(sock: BorrowedFd<'_>, msg: &T, fd: Option<BorrowedFd<'_>>) -> io::Result<()> {
+pub fn send<T: Serialize>(
+    sock: BorrowedFd<'_>,
+    msg: &T,
+    fd: Option<BorrowedFd<'_>>,
+) -> io::Result<()> {
     let bytes = serde_json::to_vec(msg).map_err(io::Error::other)?;
     let iov = [IoSlice::new(&bytes)];
     let fds: Vec<RawFd> = fd.iter().map(|f| f.as_raw_fd()).collect();

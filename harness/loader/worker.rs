@@ -73,7 +73,11 @@ pub fn run(worker_id: u32, config: &CellConfig) -> Result<i32> {
             bytes: batch_bytes,
             name: seg.name.clone(),
         };
-        let fd = if seg.name.is_some() { None } else { Some(seg.fd.as_fd()) };
+        let fd = if seg.name.is_some() {
+            None
+        } else {
+            Some(seg.fd.as_fd())
+        };
         if wire::send(sock.as_fd(), &msg, fd).is_err() {
             // The main is gone; do not leave a named segment behind.
             if let Some(n) = &seg.name {

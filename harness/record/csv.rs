@@ -82,7 +82,13 @@ fn round(x: f64, places: i32) -> f64 {
 }
 
 impl Row {
-    pub fn new(record: &CellRecord, runtime: &str, fp: &Fingerprint, run_id: &str, started_at: &str) -> Row {
+    pub fn new(
+        record: &CellRecord,
+        runtime: &str,
+        fp: &Fingerprint,
+        run_id: &str,
+        started_at: &str,
+    ) -> Row {
         let c = &record.config;
         let m = &record.metrics;
         let claim = c.claim.as_ref();
@@ -156,8 +162,9 @@ impl ResultsFile {
     /// Prepares `path` (creating its directory); nothing is written until the first row.
     pub fn create(path: &Path) -> Result<ResultsFile> {
         if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
-            std::fs::create_dir_all(dir)
-                .with_context(|| format!("cannot create the results directory {}", dir.display()))?;
+            std::fs::create_dir_all(dir).with_context(|| {
+                format!("cannot create the results directory {}", dir.display())
+            })?;
         }
         Ok(ResultsFile {
             path: path.to_path_buf(),
@@ -206,7 +213,10 @@ pub fn read(path: &Path) -> Result<Vec<Row>> {
             Ok(row) => row,
             Err(e) => {
                 let line = e.position().map(|p| p.line()).unwrap_or(0);
-                bail!("{}: line {line}: not a valid shmbench results row: {e}", path.display());
+                bail!(
+                    "{}: line {line}: not a valid shmbench results row: {e}",
+                    path.display()
+                );
             }
         };
         if row.schema != SCHEMA {

@@ -65,10 +65,14 @@ impl Fingerprint {
                 .unwrap_or_default(),
             os: os_name(),
             cpu: cpu_model(),
-            cores: std::thread::available_parallelism().map(|n| n.get() as u32).unwrap_or(1),
+            cores: std::thread::available_parallelism()
+                .map(|n| n.get() as u32)
+                .unwrap_or(1),
             mem_bytes: mem_total(),
             host_shm_bytes: crate::loader::shm_meter::usage().0,
-            cgroup_version: crate::cgroup::version().map(|v| format!("v{v}")).unwrap_or_default(),
+            cgroup_version: crate::cgroup::version()
+                .map(|v| format!("v{v}"))
+                .unwrap_or_default(),
             cgroup_memory_limit: crate::cgroup::memory_limit(),
             host: nix::unistd::gethostname()
                 .map(|h| h.to_string_lossy().into_owned())

@@ -116,8 +116,14 @@ unsafe fn write_file(path: &std::ffi::CStr, data: &[u8]) -> std::io::Result<()> 
 }
 
 /// Runs one cell to completion under `isolation`.
-pub fn run(config: &CellConfig, isolation: Isolation, progress: &mut dyn FnMut(Progress)) -> CellRecord {
-    let fail = |status: Status, message: String| CellRecord::failed_to_run(config.clone(), status, message);
+pub fn run(
+    config: &CellConfig,
+    isolation: Isolation,
+    progress: &mut dyn FnMut(Progress),
+) -> CellRecord {
+    let fail = |status: Status, message: String| {
+        CellRecord::failed_to_run(config.clone(), status, message)
+    };
     let json = match serde_json::to_string(config) {
         Ok(j) => j,
         Err(e) => return fail(Status::Error, format!("cannot encode the cell config: {e}")),
@@ -166,7 +172,10 @@ pub fn run(config: &CellConfig, isolation: Isolation, progress: &mut dyn FnMut(P
         Err(e) => {
             let _ = child.kill();
             let _ = child.wait();
-            return fail(Status::Error, format!("pidfd_open on the cell failed (Linux >= 5.3 needed): {e}"));
+            return fail(
+                Status::Error,
+                format!("pidfd_open on the cell failed (Linux >= 5.3 needed): {e}"),
+            );
         }
     };
     let mut stdout = child.stdout.take().expect("stdout was piped");
@@ -209,7 +218,10 @@ pub fn run(config: &CellConfig, isolation: Isolation, progress: &mut dyn FnMut(P
             break;
         }
         if let Some(sig) = interrupt::received() {
-            killed_because = Some(format!("interrupted by {}", crate::loader::signal_name(sig)));
+            killed_because = Some(format!(
+                "interrupted by {}",
+                crate::loader::signal_name(sig)
+            ));
         } else if last_progress.elapsed() > no_progress_limit {
             killed_because = Some(format!(
                 "the cell made no progress for {:.0} s and was killed by the harness",
@@ -253,10 +265,15 @@ pub fn run(config: &CellConfig, isolation: Isolation, progress: &mut dyn FnMut(P
             }
             record
         }
-        Some(Err(e)) => fail(Status::Error, format!("the cell printed a record this harness cannot read: {e}")),
+        Some(Err(e)) => fail(
+            Status::Error,
+            format!("the cell printed a record this harness cannot read: {e}"),
+        ),
         None => {
             let how = match exit {
-                Exit::Signal(sig) => format!("was killed by signal: {}", crate::loader::signal_name(sig)),
+                Exit::Signal(sig) => {
+                    format!("was killed by signal: {}", crate::loader::signal_name(sig))
+                }
                 Exit::Code(code) => format!("exited with code {code}"),
             };
             let tail = stderr_tail.join(" | ");

@@ -37,7 +37,11 @@ pub fn run_cell(args: &[&str]) -> Value {
     full.extend_from_slice(args);
     let output = shmbench(&full);
     let stdout = String::from_utf8_lossy(&output.stdout);
-    assert!(output.status.success(), "shmbench {full:?} failed: {}\n{stdout}", String::from_utf8_lossy(&output.stderr));
+    assert!(
+        output.status.success(),
+        "shmbench {full:?} failed: {}\n{stdout}",
+        String::from_utf8_lossy(&output.stderr)
+    );
     let line = stdout.lines().next().expect("a JSON record line");
     let _ = std::fs::remove_dir_all(&dir);
     serde_json::from_str(line).unwrap_or_else(|e| panic!("not a record: {e}: {line}"))
@@ -48,11 +52,15 @@ pub fn status(record: &Value) -> &str {
 }
 
 pub fn crash_step(record: &Value) -> u64 {
-    record["failure"]["crash_step"].as_u64().expect("a failure with a crash step")
+    record["failure"]["crash_step"]
+        .as_u64()
+        .expect("a failure with a crash step")
 }
 
 pub fn metric(record: &Value, key: &str) -> f64 {
-    record["metrics"][key].as_f64().unwrap_or_else(|| panic!("metric {key} in {record}"))
+    record["metrics"][key]
+        .as_f64()
+        .unwrap_or_else(|| panic!("metric {key} in {record}"))
 }
 
 /// What the machine looked like: shmbench segments in /dev/shm, mounts, shmbench processes.
@@ -71,12 +79,16 @@ fn shmbench_processes() -> Vec<String> {
         if !name.chars().all(|c| c.is_ascii_digit()) || name == me {
             continue;
         }
-        let Ok(cmdline) = std::fs::read(entry.path().join("cmdline")) else { continue };
+        let Ok(cmdline) = std::fs::read(entry.path().join("cmdline")) else {
+            continue;
+        };
         let args: Vec<String> = cmdline
             .split(|b| *b == 0)
             .map(|a| String::from_utf8_lossy(a).into_owned())
             .collect();
-        let is_ours = args.first().is_some_and(|a| a == BIN || a == "/proc/self/exe");
+        let is_ours = args
+            .first()
+            .is_some_and(|a| a == BIN || a == "/proc/self/exe");
         if is_ours && args.get(1).is_some_and(|a| a == "cell" || a == "worker") {
             found.push(format!("{name}: {}", args[..2].join(" ")));
         }
@@ -105,8 +117,16 @@ pub fn assert_clean(before: &MachineState) {
     loop {
         let now = machine_state();
         if now.processes.is_empty() || Instant::now() > deadline {
-            assert_eq!(now.processes, Vec::<String>::new(), "shmbench processes left behind");
-            assert_eq!(now.shm_entries, Vec::<String>::new(), "segments left in /dev/shm");
+            assert_eq!(
+                now.processes,
+                Vec::<String>::new(),
+                "shmbench processes left behind"
+            );
+            assert_eq!(
+                now.shm_entries,
+                Vec::<String>::new(),
+                "segments left in /dev/shm"
+            );
             assert_eq!(now.mounts, before.mounts, "mounts changed");
             return;
         }
@@ -121,7 +141,11 @@ pub fn read_csv(path: &Path) -> Vec<std::collections::HashMap<String, String>> {
         .records()
         .map(|r| {
             let r = r.unwrap();
-            headers.iter().map(String::from).zip(r.iter().map(String::from)).collect()
+            headers
+                .iter()
+                .map(String::from)
+                .zip(r.iter().map(String::from))
+                .collect()
         })
         .collect()
 }

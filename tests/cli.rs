@@ -1,0 +1,200 @@
+//! The command line: the matrix end to end, the CSV contract, and bad input that must be refused
+//! before anything runs.
+
+mod common;
+
+use common::*;
+
+const REQUIRED_COLUMNS: &[&str] = &[
+    "schema",
+    "scenario",
+    "cell",
+    "runtime",
+    "shm_bytes",
+    "shm_seen_bytes",
+    "strategy",
+    "torch",
+    "workers",
+    "prefetch",
+    "batch",
+    "steps",
+    "status",
+    "crash_step",
+    "signal",
+    "steps_done",
+    "img_per_s",
+    "peak_shm_bytes",
+    "message",
+    "kernel",
+    "host",
+    "harness_version",
+];
+
+#[test]
+fn seed_matrix_prints_the_table_and_writes_one_row_per_cell() {
+    let _guard = serial();
+    let before = machine_state();
+    let dir = temp_dir("matrix");
+    let out = dir.join("m.csv");
+    // The real seed scenario at full batch size, fewer steps to stay quick.
+    let o = shmbench(&["matrix", "--steps", "20", "--out", out.to_str().unwrap()]);
+    let stdout = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        o.status.success(),
+        "{stdout}\n{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    for needle in [
+        "Docker Default",
+        "Docker Tuned",
+        "Docker Standard",
+        "Docker IPC Host",
+        "Restricted Container",
+        "Status After 20 Steps",
+    ] {
+        assert!(stdout.contains(needle), "missing {needle} in\n{stdout}");
+    }
+    let header = std::fs::read_to_string(&out).unwrap();
+    let columns: Vec<&str> = header.lines().next().unwrap().split(',').collect();
+    for c in REQUIRED_COLUMNS {
+        assert!(columns.contains(c), "column {c} missing");
+    }
+    let rows = read_csv(&out);
+    assert_eq!(rows.len(), 5);
+    let by_cell = |name: &str| rows.iter().find(|r| r["cell"] == name).unwrap();
+    // 64 MiB cannot hold one 73.5 MiB batch, whatever the strategy.
+    for cell in ["docker-default", "restricted-file-system"] {
+        let r = by_cell(cell);
+        assert!(
+            matches!(r["status"].as_str(), "sigbus" | "enospc"),
+            "{cell}: {r:?}"
+        );
+        assert_eq!(r["crash_step"], "1");
+        assert_eq!(r["claim_verdict"], "differs");
+    }
+    for cell in ["docker-tuned", "docker-standard", "docker-ipc-host"] {
+        assert_eq!(by_cell(cell)["status"], "pass", "{cell}");
+    }
+    assert_eq!(by_cell("docker-ipc-host")["runtime"], "host");
+    assert_eq!(by_cell("docker-tuned")["runtime"], "namespace");
+    assert_eq!(
+        by_cell("docker-tuned")["shm_seen_bytes"],
+        (2u64 << 30).to_string()
+    );
+    assert!(stdout.contains("file_system segments are named shm_open objects in /dev/shm too"));
+    assert_clean(&before);
+}
+
+#[test]
+fn dry_run_shows_resolved_cells_with_overrides() {
+    let o = shmbench(&[
+        "matrix",
+        "--dry-run",
+        "--cells",
+        "docker-tuned",
+        "--workers",
+        "3",
+    ]);
+    assert!(o.status.success());
+    let plan: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(plan.as_array().unwrap().len(), 1);
+    assert_eq!(plan[0]["workers"], 3);
+    assert_eq!(plan[0]["shm_size"], 2u64 << 30);
+}
+
+fn refused(args: &[&str], expect: &[&str]) {
+    let before = machine_state();
+    let o = shmbench(args);
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert!(!o.status.success(), "{args:?} should fail");
+    for e in expect {
+        assert!(stderr.contains(e), "{args:?}: expected '{e}' in: {stderr}");
+    }
+    assert_eq!(machine_state().shm_entries, before.shm_entries);
+}
+
+#[test]
+fn bad_input_is_refused_with_a_clear_message() {
+    let _guard = serial();
+    refused(&["run", "--shm-size", "lots"], &["'lots' is not a size"]);
+    refused(
+        &["run", "--shm-size", "18446744073709551616"],
+        &["too large"],
+    );
+    refused(&["run", "--shm-size", "-5m"], &["not a size"]);
+    refused(&["run", "--workers", "0"], &["workers", "at least 1"]);
+    refused(&["run", "--batch", "2000000"], &["batch", "memory"]);
+    refused(
+        &["run", "--strategy", "tmpdir"],
+        &["file_descriptor", "file_system"],
+    );
+    refused(
+        &["run", "--shm-size", "0"],
+        &["shm-size", "smaller than one page"],
+    );
+    refused(
+        &["run", "--runtime", "host", "--shm-size", "1g"],
+        &["runtime host"],
+    );
+    refused(&["run", "--runtime", "namespace"], &["set shm-size"]);
+    refused(
+        &["matrix", "--cells", "nope"],
+        &["no cell named 'nope'", "docker-default"],
+    );
+    refused(
+        &["matrix", "/nonexistent.toml"],
+        &["cannot read scenario /nonexistent.toml"],
+    );
+}
+
+#[test]
+fn malformed_scenarios_name_file_cell_and_key() {
+    let dir = temp_dir("scen");
+    let cases = [
+        (
+            "name = \"s\"\n[[cells]]\nname = \"a\"\nshm-size = \"64q\"\n",
+            vec!["bad.toml", "cell 'a'", "shm-size"],
+        ),
+        (
+            "name = \"s\"\n[[cells]]\nname = \"a\"\nstrategy = \"tmpdir\"\n",
+            vec!["cell 'a'", "strategy"],
+        ),
+        (
+            "name = \"s\"\n[[cells]]\nname = \"a\"\nworkres = 2\n",
+            vec!["unknown key 'workres'"],
+        ),
+        (
+            "name = \"s\"\n[[cells]]\nname = \"a\"\nprefetch = 0\n",
+            vec!["cell 'a'", "prefetch"],
+        ),
+        (
+            "name = \"s\"\n[[cells]\n",
+            vec!["bad.toml", "not valid TOML"],
+        ),
+        ("name = \"s\"\n", vec!["no cells"]),
+    ];
+    for (text, expect) in cases {
+        let path = dir.join("bad.toml");
+        std::fs::write(&path, text).unwrap();
+        refused(
+            &["matrix", path.to_str().unwrap()],
+            &expect.iter().map(|s| &**s).collect::<Vec<_>>(),
+        );
+    }
+}
+
+#[test]
+fn help_has_examples() {
+    for args in [
+        vec!["--help"],
+        vec!["run", "--help"],
+        vec!["matrix", "--help"],
+    ] {
+        let o = shmbench(&args);
+        let text = String::from_utf8_lossy(&o.stdout);
+        assert!(
+            o.status.success() && text.contains("Examples:"),
+            "{args:?}: {text}"
+        );
+    }
+}

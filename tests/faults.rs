@@ -1,0 +1,140 @@
+//! The harness interrupted or killed mid-run: results so far stay valid and nothing is left
+//! behind on the machine.
+
+mod common;
+
+use std::io::{BufRead, BufReader};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use common::*;
+
+/// Waits until the harness has reported `needle` on stderr; returns the lines seen.
+fn wait_for(stderr: &mut impl BufRead, needle: &str) -> Vec<String> {
+    let mut seen = Vec::new();
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let mut line = String::new();
+    while Instant::now() < deadline {
+        line.clear();
+        if stderr.read_line(&mut line).unwrap() == 0 {
+            break;
+        }
+        seen.push(line.trim_end().to_string());
+        if line.contains(needle) {
+            return seen;
+        }
+    }
+    panic!("never saw '{needle}': {seen:?}");
+}
+
+#[test]
+fn sigint_mid_matrix_keeps_finished_rows_and_cleans_up() {
+    let _guard = serial();
+    let before = machine_state();
+    let dir = temp_dir("sigint");
+    let scenario = dir.join("s.toml");
+    std::fs::write(
+        &scenario,
+        "name = \"int\"\n[defaults]\nbatch = 8\nworkers = 2\nshm-size = \"256m\"\nstrategy = \"file_system\"\n\
+         [[cells]]\nname = \"quick\"\nsteps = 5\n\
+         [[cells]]\nname = \"slow\"\nsteps = 100000\ncompute-ms = 5\n\
+         [[cells]]\nname = \"never\"\nsteps = 5\n",
+    )
+    .unwrap();
+    let out = dir.join("r.csv");
+    let mut child = Command::new(BIN)
+        .args([
+            "matrix",
+            scenario.to_str().unwrap(),
+            "--out",
+            out.to_str().unwrap(),
+        ])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stderr = BufReader::new(child.stderr.take().unwrap());
+    wait_for(&mut stderr, "[2/3] slow");
+    std::thread::sleep(Duration::from_millis(500));
+    nix_kill(child.id(), libc_sigint());
+    let rest: Vec<String> = stderr.lines().map_while(Result::ok).collect();
+    let status = child.wait().unwrap();
+    assert_eq!(status.code(), Some(130), "{rest:?}");
+    assert!(
+        rest.iter().any(|l| l.contains("stopped by Interrupt")),
+        "{rest:?}"
+    );
+    let rows = read_csv(&out);
+    assert_eq!(rows.len(), 1, "only the finished cell is recorded");
+    assert_eq!(rows[0]["cell"], "quick");
+    assert_eq!(rows[0]["status"], "pass");
+    assert!(!dir.join("r.csv.tmp").exists());
+    assert_clean(&before);
+}
+
+#[test]
+fn sigkill_of_the_harness_takes_its_cell_down_and_sweep_removes_leftovers() {
+    let _guard = serial();
+    let before = machine_state();
+    let dir = temp_dir("sigkill");
+    let out = dir.join("r.csv");
+    // The host runtime with file_system: named segments in this machine's /dev/shm.
+    let mut child = Command::new(BIN)
+        .args([
+            "run",
+            "--runtime",
+            "host",
+            "--strategy",
+            "file_system",
+            "--batch",
+            "8",
+            "--workers",
+            "2",
+            "--steps",
+            "100000",
+            "--compute-ms",
+            "20",
+            "--out",
+            out.to_str().unwrap(),
+        ])
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stderr = BufReader::new(child.stderr.take().unwrap());
+    wait_for(&mut stderr, "[1/1]");
+    // Let batches pile up in /dev/shm.
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while machine_state().shm_entries.len() < 2 && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    nix_kill(child.id(), 9);
+    child.wait().unwrap();
+    // The cell and its workers die with the harness (PR_SET_PDEATHSIG).
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while !machine_state().processes.is_empty() && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert_eq!(machine_state().processes, Vec::<String>::new());
+    let left = machine_state().shm_entries;
+    let o = shmbench(&["sweep"]);
+    let text = String::from_utf8_lossy(&o.stdout);
+    for name in &left {
+        assert!(
+            text.contains(name.as_str()),
+            "sweep did not report {name}: {text}"
+        );
+    }
+    assert_clean(&before);
+}
+
+fn libc_sigint() -> i32 {
+    2
+}
+
+fn nix_kill(pid: u32, sig: i32) {
+    Command::new("kill")
+        .args([format!("-{sig}"), pid.to_string()])
+        .status()
+        .unwrap();
+}
