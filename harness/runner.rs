@@ -7,7 +7,7 @@ use std::time::Instant;
 
 use anyhow::Result;
 
-use crate::config::CellConfig;
+use crate::config::{CellConfig, RuntimeKind};
 use crate::interrupt;
 use crate::record::csv::{ResultsFile, Row};
 use crate::record::fingerprint::Fingerprint;
@@ -37,6 +37,9 @@ fn describe(config: &CellConfig) -> String {
 
 /// Runs `cells` in order, writing `out` after each.
 pub fn run(cells: &[CellConfig], out: &Path) -> Result<Outcome> {
+    if cells.iter().any(|c| c.runtime == RuntimeKind::Namespace) {
+        crate::runtime::namespace::check_permission()?;
+    }
     interrupt::install();
     let removed = crate::loader::segment::sweep(None);
     if !removed.is_empty() {

@@ -115,6 +115,30 @@ unsafe fn write_file(path: &std::ffi::CStr, data: &[u8]) -> std::io::Result<()> 
     Ok(())
 }
 
+/// Checks that this process may make the namespace a sized cell needs, by doing it once for a
+/// child that only prints its version (a 4 KiB tmpfs, gone when it exits).
+pub fn probe_namespace() -> std::io::Result<()> {
+    let plan = NamespacePlan::new(4096);
+    let mut cmd = Command::new("/proc/self/exe");
+    cmd.arg("--version")
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null());
+    // SAFETY: the closure only makes raw syscalls on data prepared above.
+    unsafe {
+        cmd.pre_exec(move || {
+            libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
+            plan.enter()
+        });
+    }
+    let status = cmd.status()?;
+    if status.success() {
+        Ok(())
+    } else {
+        Err(std::io::Error::other(format!("the probe child ended with {status}")))
+    }
+}
+
 /// Runs one cell to completion under `isolation`.
 pub fn run(
     config: &CellConfig,

@@ -31,3 +31,10 @@ impl Runtime for Namespace {
 
 /// What the user should do when the namespace cannot be made.
 pub const PERMISSION_HINT: &str = "could not create a private mount namespace with a tmpfs on /dev/shm. Run as root, or allow unprivileged user namespaces (sysctl user.max_user_namespaces > 0, and kernel.apparmor_restrict_unprivileged_userns=0 on Ubuntu), or use --runtime host to measure this machine's own /dev/shm";
+
+/// Fails with what to do when this process cannot make the namespace: checked once before a run
+/// so a matrix is refused up front instead of every cell failing.
+pub fn check_permission() -> anyhow::Result<()> {
+    child::probe_namespace()
+        .map_err(|e| anyhow::anyhow!("runtime namespace: {PERMISSION_HINT} (the kernel said: {e})"))
+}
