@@ -281,6 +281,39 @@ fn a_worker_that_never_delivers_ends_as_timeout() {
     assert_clean(&before);
 }
 
+#[test]
+fn file_descriptor_runs_out_of_fds_where_file_system_does_not() {
+    let _guard = serial();
+    let before = machine_state();
+    // Every batch kept alive: file_descriptor keeps one fd per received batch, as torch does.
+    let limit = ["prlimit", "--nofile=64:64"];
+    let args = [
+        "--shm-size",
+        "256m",
+        "--batch",
+        "1",
+        "--workers",
+        "2",
+        "--steps",
+        "200",
+        "--retain-every",
+        "1",
+    ];
+    let r = run_cell_via(&limit, &args);
+    assert_eq!(status(&r), "emfile", "{r}");
+    assert!(crash_step(&r) > 10 && crash_step(&r) < 64, "{r}");
+    assert!(r["message"]
+        .as_str()
+        .unwrap()
+        .contains("Too many open files"));
+    let r = run_cell_via(
+        &limit,
+        &[&args[..], &["--strategy", "file_system"]].concat(),
+    );
+    assert_eq!(status(&r), "pass", "{r}");
+    assert_clean(&before);
+}
+
 fn nix_statvfs_total(path: &str) -> u64 {
     let out = std::process::Command::new("stat")
         .args(["-f", "-c", "%S %b", path])

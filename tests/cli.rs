@@ -207,11 +207,25 @@ fn no_permission_for_a_namespace_is_refused_up_front() {
     // Inside a fresh user namespace with no uid mapping we are nobody: no namespace of our own
     // can be made (util-linux `unshare`).
     let o = std::process::Command::new("unshare")
-        .args(["--user", BIN, "run", "--shm-size", "64m", "--batch", "8", "--out", out.to_str().unwrap()])
+        .args([
+            "--user",
+            BIN,
+            "run",
+            "--shm-size",
+            "64m",
+            "--batch",
+            "8",
+            "--out",
+            out.to_str().unwrap(),
+        ])
         .output()
         .expect("unshare (util-linux) is needed for this test");
     let stderr = String::from_utf8_lossy(&o.stderr);
     assert_eq!(o.status.code(), Some(2), "{stderr}");
-    assert!(stderr.contains("could not create a private mount namespace") && stderr.contains("--runtime host"), "{stderr}");
+    assert!(
+        stderr.contains("could not create a private mount namespace")
+            && stderr.contains("--runtime host"),
+        "{stderr}"
+    );
     assert!(!out.exists(), "nothing may be written when nothing ran");
 }

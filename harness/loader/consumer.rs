@@ -20,6 +20,9 @@ pub enum Batch {
 pub struct SharedBatch {
     map: Mapping,
     name: Option<String>,
+    /// torch keeps a received file_descriptor storage's fd open for the storage's life
+    /// (which is why that strategy can run out of fds); file_system storages keep none.
+    _fd: Option<OwnedFd>,
 }
 
 impl Drop for SharedBatch {
@@ -45,6 +48,7 @@ pub fn map_received(
     name: Option<String>,
     bytes: u64,
 ) -> std::io::Result<SharedBatch> {
+    let by_name = fd.is_none();
     let fd = match (fd, &name) {
         (Some(fd), _) => fd,
         (None, Some(n)) => segment::open_named(n)?,
@@ -64,7 +68,12 @@ pub fn map_received(
             return Err(e.into());
         }
     };
-    Ok(SharedBatch { map, name })
+    let kept = (!by_name).then_some(fd);
+    Ok(SharedBatch {
+        map,
+        name,
+        _fd: kept,
+    })
 }
 
 /// Private buffers for pin_memory, reused so a long run does not churn the allocator.

@@ -122,7 +122,11 @@ pub fn recv<T: for<'de> Deserialize<'de>>(sock: BorrowedFd<'_>) -> Result<Receiv
         if msg.bytes == 0 {
             return Err(RecvError::Closed);
         }
-        let truncated = msg.flags.contains(MsgFlags::MSG_CTRUNC);
+        if msg.flags.contains(MsgFlags::MSG_CTRUNC) {
+            // The kernel drops SCM_RIGHTS it cannot install (RLIMIT_NOFILE reached) and says so
+            // with MSG_CTRUNC: the batch is unreachable. (One fd per message: none was installed.)
+            return Err(RecvError::FdTableFull);
+        }
         let mut fd = None;
         for cmsg in msg.cmsgs().map_err(|e| RecvError::Io(e.into()))? {
             if let ControlMessageOwned::ScmRights(fds) = cmsg {
@@ -134,11 +138,6 @@ pub fn recv<T: for<'de> Deserialize<'de>>(sock: BorrowedFd<'_>) -> Result<Receiv
                     }
                 }
             }
-        }
-        if truncated {
-            // The kernel drops SCM_RIGHTS it cannot install (RLIMIT_NOFILE reached) and says so
-            // with MSG_CTRUNC: the batch is unreachable.
-            return Err(RecvError::FdTableFull);
         }
         let n = msg.bytes;
         let parsed = serde_json::from_slice(&buf[..n])

@@ -135,7 +135,9 @@ pub fn probe_namespace() -> std::io::Result<()> {
     if status.success() {
         Ok(())
     } else {
-        Err(std::io::Error::other(format!("the probe child ended with {status}")))
+        Err(std::io::Error::other(format!(
+            "the probe child ended with {status}"
+        )))
     }
 }
 

@@ -31,11 +31,24 @@ pub fn shmbench(args: &[&str]) -> Output {
 
 /// Runs one ad-hoc cell and returns its JSON record.
 pub fn run_cell(args: &[&str]) -> Value {
+    run_cell_via(&[], args)
+}
+
+/// Runs one ad-hoc cell under a wrapper command (e.g. `prlimit --nofile=64`).
+pub fn run_cell_via(wrapper: &[&str], args: &[&str]) -> Value {
     let dir = temp_dir("cell");
     let out = dir.join("r.csv");
     let mut full = vec!["run", "--json", "--out", out.to_str().unwrap()];
     full.extend_from_slice(args);
-    let output = shmbench(&full);
+    let output = match wrapper.split_first() {
+        None => shmbench(&full),
+        Some((program, rest)) => Command::new(program)
+            .args(rest)
+            .arg(BIN)
+            .args(&full)
+            .output()
+            .expect("run the wrapper"),
+    };
     let stdout = String::from_utf8_lossy(&output.stdout);
     assert!(
         output.status.success(),
