@@ -6,31 +6,16 @@ mod common;
 use common::*;
 
 /// A batch of 8 ImageNet-sized f32 images: 4.6 MiB, 1176 pages.
-const SMALL: [&str; 2] = ["--batch", "8"];
+const SMALL: &str = "--batch 8";
 
 #[test]
 fn legacy_first_batch_larger_than_tmpfs_dies_by_sigbus_at_step_1() {
     let _guard = serial();
     let before = machine_state();
     for strategy in ["file_descriptor", "file_system"] {
-        let r = run_cell(
-            &[
-                &SMALL[..],
-                &[
-                    "--shm-size",
-                    "4m",
-                    "--workers",
-                    "1",
-                    "--steps",
-                    "5",
-                    "--torch",
-                    "legacy",
-                    "--strategy",
-                    strategy,
-                ],
-            ]
-            .concat(),
-        );
+        let r = run_cell(&format!(
+            "{SMALL} --shm-size 4m --workers 1 --steps 5 --torch legacy --strategy {strategy}"
+        ));
         assert_eq!(status(&r), "sigbus", "{strategy}: {r}");
         assert_eq!(crash_step(&r), 1);
         assert_eq!(r["failure"]["signal"], 7);
@@ -48,22 +33,9 @@ fn legacy_first_batch_larger_than_tmpfs_dies_by_sigbus_at_step_1() {
 fn modern_first_batch_larger_than_tmpfs_is_enospc_at_step_1() {
     let _guard = serial();
     let before = machine_state();
-    let r = run_cell(
-        &[
-            &SMALL[..],
-            &[
-                "--shm-size",
-                "4m",
-                "--workers",
-                "1",
-                "--steps",
-                "5",
-                "--torch",
-                "modern",
-            ],
-        ]
-        .concat(),
-    );
+    let r = run_cell(&format!(
+        "{SMALL} --shm-size 4m --workers 1 --steps 5 --torch modern"
+    ));
     assert_eq!(status(&r), "enospc", "{r}");
     assert_eq!(crash_step(&r), 1);
     let msg = r["message"].as_str().unwrap();
@@ -82,10 +54,9 @@ fn seed_setup_in_2_gib_passes_with_peak_near_outstanding_batches() {
     let _guard = serial();
     let before = machine_state();
     // Full size: 8 workers, batch 128 (73.5 MiB), prefetch 2. 30 steps keep it quick.
-    let r = run_cell(&["--shm-size", "2g", "--steps", "30"]);
+    let r = run_cell("--shm-size 2g --steps 30");
     assert_eq!(status(&r), "pass", "{r}");
-    let batch = 77_070_336.0;
-    let peak_batches = metric(&r, "peak_shm_bytes") / batch;
+    let peak_batches = metric(&r, "peak_shm_bytes") / 77_070_336.0;
     // At most workers*prefetch outstanding + the held one can exist at once.
     assert!(peak_batches <= 17.05, "peak {peak_batches} batches");
     assert!(
@@ -102,28 +73,14 @@ fn retained_batches_crash_a_passing_size_at_the_predicted_step() {
     let before = machine_state();
     // 64 MiB holds 13 batches of 1176 pages; 2 workers x prefetch 2 + 1 held leave room for 8
     // retained ones; keeping every 2nd batch, the refill at step 19 has no room (see predict.rs).
-    let base = [
-        &SMALL[..],
-        &[
-            "--shm-size",
-            "64m",
-            "--workers",
-            "2",
-            "--prefetch",
-            "2",
-            "--steps",
-            "60",
-            "--compute-ms",
-            "10",
-        ],
-    ]
-    .concat();
+    let base =
+        format!("{SMALL} --shm-size 64m --workers 2 --prefetch 2 --steps 60 --compute-ms 10");
     let pass = run_cell(&base);
     assert_eq!(status(&pass), "pass", "{pass}");
-    let leak = run_cell(&[&base[..], &["--retain-every", "2"]].concat());
+    let leak = run_cell(&format!("{base} --retain-every 2"));
     assert_eq!(status(&leak), "sigbus", "{leak}");
     assert_eq!(crash_step(&leak), 19, "{leak}");
-    let modern = run_cell(&[&base[..], &["--retain-every", "2", "--torch", "modern"]].concat());
+    let modern = run_cell(&format!("{base} --retain-every 2 --torch modern"));
     assert_eq!(status(&modern), "enospc", "{modern}");
     // The failed batch (index 22) raises when the loop reaches it.
     assert_eq!(crash_step(&modern), 23, "{modern}");
@@ -136,27 +93,14 @@ fn file_system_is_bounded_by_dev_shm_and_memfd_and_disk_are_not() {
     let before = machine_state();
     // 4 outstanding batches of 32 images (18.4 MiB each) cannot fit in 64 MiB; a slow step
     // (50 ms) lets the prefetch window fill during step 1.
-    let base = [
-        "--shm-size",
-        "64m",
-        "--batch",
-        "32",
-        "--workers",
-        "2",
-        "--prefetch",
-        "2",
-        "--steps",
-        "12",
-        "--compute-ms",
-        "50",
-    ];
+    let base = "--shm-size 64m --batch 32 --workers 2 --prefetch 2 --steps 12 --compute-ms 50";
     for strategy in ["file_descriptor", "file_system"] {
-        let r = run_cell(&[&base[..], &["--strategy", strategy]].concat());
+        let r = run_cell(&format!("{base} --strategy {strategy}"));
         assert_eq!(status(&r), "sigbus", "{strategy}: {r}");
         assert_eq!(crash_step(&r), 1, "{strategy}: {r}");
     }
     for strategy in ["memfd", "disk"] {
-        let r = run_cell(&[&base[..], &["--strategy", strategy]].concat());
+        let r = run_cell(&format!("{base} --strategy {strategy}"));
         assert_eq!(status(&r), "pass", "{strategy}: {r}");
         assert!(
             metric(&r, "peak_shm_bytes") < (1 << 20) as f64,
@@ -170,27 +114,12 @@ fn file_system_is_bounded_by_dev_shm_and_memfd_and_disk_are_not() {
 fn pin_memory_moves_waiting_batches_out_of_dev_shm() {
     let _guard = serial();
     let before = machine_state();
-    // 4 x 2 outstanding batches of 16 images (9.2 MiB) + 1 held cannot fit in 64 MiB (6 fit);
+    // 2 x 4 outstanding batches of 16 images (9.2 MiB) + 1 held cannot fit in 64 MiB (6 fit);
     // pinned, only the batches being produced or in transit are in /dev/shm.
-    let base = [
-        "--shm-size",
-        "64m",
-        "--batch",
-        "16",
-        "--workers",
-        "2",
-        "--prefetch",
-        "4",
-        "--steps",
-        "16",
-        "--compute-ms",
-        "20",
-        "--torch",
-        "modern",
-    ];
-    let unpinned = run_cell(&base);
+    let base = "--shm-size 64m --batch 16 --workers 2 --prefetch 4 --steps 16 --compute-ms 20 --torch modern";
+    let unpinned = run_cell(base);
     assert_eq!(status(&unpinned), "enospc", "{unpinned}");
-    let pinned = run_cell(&[&base[..], &["--pin-memory"]].concat());
+    let pinned = run_cell(&format!("{base} --pin-memory"));
     assert_eq!(status(&pinned), "pass", "{pinned}");
     assert_clean(&before);
 }
@@ -199,24 +128,9 @@ fn pin_memory_moves_waiting_batches_out_of_dev_shm() {
 fn epochs_without_persistent_workers_respawn_and_finish() {
     let _guard = serial();
     let before = machine_state();
-    let r = run_cell(
-        &[
-            &SMALL[..],
-            &[
-                "--shm-size",
-                "256m",
-                "--workers",
-                "2",
-                "--steps",
-                "10",
-                "--epochs",
-                "3",
-                "--persistent-workers",
-                "false",
-            ],
-        ]
-        .concat(),
-    );
+    let r = run_cell(&format!(
+        "{SMALL} --shm-size 256m --workers 2 --steps 10 --epochs 3 --persistent-workers false"
+    ));
     assert_eq!(status(&r), "pass", "{r}");
     assert_eq!(r["metrics"]["steps_done"], 30);
     assert_eq!(r["series"].as_array().unwrap().len(), 30);
@@ -227,25 +141,14 @@ fn epochs_without_persistent_workers_respawn_and_finish() {
 fn host_runtime_uses_this_machines_dev_shm() {
     let _guard = serial();
     let before = machine_state();
-    let r = run_cell(
-        &[
-            &SMALL[..],
-            &[
-                "--runtime",
-                "host",
-                "--workers",
-                "2",
-                "--steps",
-                "10",
-                "--strategy",
-                "file_system",
-            ],
-        ]
-        .concat(),
-    );
+    let r = run_cell(&format!(
+        "{SMALL} --runtime host --workers 2 --steps 10 --strategy file_system"
+    ));
     assert_eq!(status(&r), "pass", "{r}");
-    let host_shm = nix_statvfs_total("/dev/shm");
-    assert_eq!(r["shm_seen_bytes"].as_u64().unwrap(), host_shm);
+    assert_eq!(
+        r["shm_seen_bytes"].as_u64().unwrap(),
+        statfs_total("/dev/shm")
+    );
     assert_clean(&before);
 }
 
@@ -254,20 +157,9 @@ fn a_worker_that_never_delivers_ends_as_timeout() {
     let _guard = serial();
     let before = machine_state();
     // 2 s of CPU per image against a 0.5 s watchdog.
-    let r = run_cell(&[
-        "--shm-size",
-        "64m",
-        "--batch",
-        "1",
-        "--workers",
-        "1",
-        "--steps",
-        "3",
-        "--decode-us",
-        "2000000",
-        "--timeout-s",
-        "0.5",
-    ]);
+    let r = run_cell(
+        "--shm-size 64m --batch 1 --workers 1 --steps 3 --decode-us 2000000 --timeout-s 0.5",
+    );
     assert_eq!(status(&r), "timeout", "{r}");
     assert_eq!(crash_step(&r), 1);
     assert!(r["message"]
@@ -286,35 +178,22 @@ fn file_descriptor_runs_out_of_fds_where_file_system_does_not() {
     let _guard = serial();
     let before = machine_state();
     // Every batch kept alive: file_descriptor keeps one fd per received batch, as torch does.
-    let limit = ["prlimit", "--nofile=64:64"];
-    let args = [
-        "--shm-size",
-        "256m",
-        "--batch",
-        "1",
-        "--workers",
-        "2",
-        "--steps",
-        "200",
-        "--retain-every",
-        "1",
-    ];
-    let r = run_cell_via(&limit, &args);
+    let limit = "prlimit --nofile=64:64";
+    let args = "--shm-size 256m --batch 1 --workers 2 --steps 200 --retain-every 1";
+    let r = run_cell_via(limit, args);
     assert_eq!(status(&r), "emfile", "{r}");
     assert!(crash_step(&r) > 10 && crash_step(&r) < 64, "{r}");
     assert!(r["message"]
         .as_str()
         .unwrap()
         .contains("Too many open files"));
-    let r = run_cell_via(
-        &limit,
-        &[&args[..], &["--strategy", "file_system"]].concat(),
-    );
+    let r = run_cell_via(limit, &format!("{args} --strategy file_system"));
     assert_eq!(status(&r), "pass", "{r}");
     assert_clean(&before);
 }
 
-fn nix_statvfs_total(path: &str) -> u64 {
+/// Capacity of a filesystem in bytes, from coreutils' stat.
+fn statfs_total(path: &str) -> u64 {
     let out = std::process::Command::new("stat")
         .args(["-f", "-c", "%S %b", path])
         .output()

@@ -29,17 +29,19 @@ pub fn shmbench(args: &[&str]) -> Output {
     Command::new(BIN).args(args).output().expect("run shmbench")
 }
 
-/// Runs one ad-hoc cell and returns its JSON record.
-pub fn run_cell(args: &[&str]) -> Value {
-    run_cell_via(&[], args)
+/// Runs one ad-hoc cell with `shmbench run` flags written as one string, and returns its JSON
+/// record.
+pub fn run_cell(args: &str) -> Value {
+    run_cell_via("", args)
 }
 
-/// Runs one ad-hoc cell under a wrapper command (e.g. `prlimit --nofile=64`).
-pub fn run_cell_via(wrapper: &[&str], args: &[&str]) -> Value {
+/// Runs one ad-hoc cell under a wrapper command (e.g. `prlimit --nofile=64:64`).
+pub fn run_cell_via(wrapper: &str, args: &str) -> Value {
     let dir = temp_dir("cell");
     let out = dir.join("r.csv");
     let mut full = vec!["run", "--json", "--out", out.to_str().unwrap()];
-    full.extend_from_slice(args);
+    full.extend(args.split_whitespace());
+    let wrapper: Vec<&str> = wrapper.split_whitespace().collect();
     let output = match wrapper.split_first() {
         None => shmbench(&full),
         Some((program, rest)) => Command::new(program)
