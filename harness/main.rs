@@ -183,6 +183,12 @@ fn run(cli: Cli) -> Result<ExitCode> {
 }
 
 fn main() -> ExitCode {
+    // Die quietly when stdout goes away (`shmbench matrix | head`), as command-line tools do,
+    // instead of panicking on the write; workers write to sockets with MSG_NOSIGNAL.
+    // SAFETY: setting a signal disposition before any thread starts.
+    unsafe {
+        libc::signal(libc::SIGPIPE, libc::SIG_DFL);
+    }
     match run(Cli::parse()) {
         Ok(code) => code,
         Err(e) => {
