@@ -73,7 +73,11 @@ enum Command {
     /// Remove /dev/shm segments left by shmbench runs that died (SIGKILL)
     Sweep,
     #[command(hide = true)]
-    Worker { id: u32, config_json: String },
+    Worker {
+        id: u32,
+        main_pid: u32,
+        config_json: String,
+    },
 }
 
 fn print_outcome(outcome: &runner::Outcome) {
@@ -174,9 +178,13 @@ fn run(cli: Cli) -> Result<ExitCode> {
             }
             Ok(ExitCode::SUCCESS)
         }
-        Command::Worker { id, config_json } => {
+        Command::Worker {
+            id,
+            main_pid,
+            config_json,
+        } => {
             let config = serde_json::from_str(&config_json).context("worker config")?;
-            let code = loader::worker::run(id, &config)?;
+            let code = loader::worker::run(id, main_pid, &config)?;
             Ok(ExitCode::from(code as u8))
         }
     }

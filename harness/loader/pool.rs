@@ -57,6 +57,7 @@ impl Pool {
             let mut cmd = Command::new("/proc/self/exe");
             cmd.arg("worker")
                 .arg(id.to_string())
+                .arg(std::process::id().to_string())
                 .arg(&config_json)
                 .stdin(Stdio::null())
                 .stdout(Stdio::null());

@@ -16,13 +16,13 @@ use super::wire::{self, FromWorker, RecvError, ToWorker, WORKER_SOCKET_FD};
 use crate::config::CellConfig;
 
 /// Runs the worker loop until told to stop or the main goes away; returns the exit code.
-pub fn run(worker_id: u32, config: &CellConfig) -> Result<i32> {
-    // Die with the main even if it is SIGKILLed: no orphaned workers holding segments.
+pub fn run(worker_id: u32, main_pid: u32, config: &CellConfig) -> Result<i32> {
+    // Die with the main even if it is SIGKILLed: no orphaned workers holding segments. (Also
+    // armed before exec; checking the parent closes the window in which the main may have died.)
     nix::sys::prctl::set_pdeathsig(nix::sys::signal::Signal::SIGKILL)
         .context("setting PR_SET_PDEATHSIG")?;
-    let main_pid = nix::unistd::getppid().as_raw() as u32;
-    if main_pid == 1 {
-        return Ok(0); // the main died before we could arm the death signal
+    if nix::unistd::getppid().as_raw() as u32 != main_pid {
+        return Ok(0);
     }
     // SAFETY: the main dup2'ed our end of the socket pair onto this fd before exec.
     let sock = unsafe { OwnedFd::from_raw_fd(WORKER_SOCKET_FD) };

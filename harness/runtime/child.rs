@@ -158,6 +158,7 @@ pub fn run(
         Isolation::None => None,
         Isolation::SizedShm(bytes) => Some(NamespacePlan::new(bytes)),
     };
+    let harness_pid = std::process::id() as libc::pid_t;
     let mut cmd = Command::new("/proc/self/exe");
     cmd.arg("cell")
         .arg(&json)
@@ -170,8 +171,8 @@ pub fn run(
         cmd.pre_exec(move || {
             libc::setpgid(0, 0);
             libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
-            if libc::getppid() == 1 {
-                libc::_exit(1); // the harness is already gone
+            if libc::getppid() != harness_pid {
+                libc::_exit(1); // the harness died before the death signal was armed
             }
             match &plan {
                 Some(p) => p.enter(),
