@@ -10,13 +10,14 @@ use std::io::{BufRead, BufReader, Read};
 use std::os::unix::process::CommandExt;
 use std::process::{Command, Stdio};
 use std::sync::mpsc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use crate::config::CellConfig;
-use crate::interrupt;
 use crate::loader::segment;
 use crate::process::{self, Exit};
 use crate::record::{CellRecord, Status};
+
+use super::output::{Monitor, Progress};
 
 /// How a cell is isolated before exec.
 pub enum Isolation {
@@ -24,17 +25,6 @@ pub enum Isolation {
     /// New mount namespace with a tmpfs of this many bytes on /dev/shm.
     SizedShm(u64),
 }
-
-/// Progress of the running cell, relayed from its stderr.
-#[derive(Clone, Copy, Debug)]
-pub struct Progress {
-    pub step: u64,
-    pub total: u64,
-}
-
-/// Extra time the harness allows beyond the cell's own no-progress watchdog before it kills the
-/// cell from outside (start-up, teardown).
-const HARD_DEADLINE_SLACK: Duration = Duration::from_secs(20);
 
 /// Everything the namespace set-up needs, prepared before fork: after fork only raw syscalls run.
 struct NamespacePlan {
@@ -221,41 +211,18 @@ pub fn run(
         }
     });
 
-    let no_progress_limit = Duration::from_secs_f64(config.timeout_s) + HARD_DEADLINE_SLACK;
-    let mut last_progress = Instant::now();
-    let mut stderr_tail: Vec<String> = Vec::new();
-    let mut killed_because: Option<String> = None;
+    let mut monitor = Monitor::new(config, progress);
+    let mut ended_by_harness = None;
     loop {
         let exited = process::wait_exit(&pidfd, Duration::from_millis(50));
         for line in lines_rx.try_iter() {
-            match parse_progress(&line) {
-                Some(p) => {
-                    last_progress = Instant::now();
-                    progress(p);
-                }
-                None => {
-                    stderr_tail.push(line);
-                    if stderr_tail.len() > 20 {
-                        stderr_tail.remove(0);
-                    }
-                }
-            }
+            monitor.stderr_line(&line);
         }
         if exited {
             break;
         }
-        if let Some(sig) = interrupt::received() {
-            killed_because = Some(format!(
-                "interrupted by {}",
-                crate::loader::signal_name(sig)
-            ));
-        } else if last_progress.elapsed() > no_progress_limit {
-            killed_because = Some(format!(
-                "the cell made no progress for {:.0} s and was killed by the harness",
-                no_progress_limit.as_secs_f64()
-            ));
-        }
-        if killed_because.is_some() {
+        ended_by_harness = monitor.must_end();
+        if ended_by_harness.is_some() {
             break;
         }
     }
@@ -267,54 +234,23 @@ pub fn run(
     }
     let exit = process::kill_and_reap(&pidfd);
     let _ = child.try_wait(); // std's bookkeeping; the child is already reaped
-    let stdout_text = stdout_reader.join().unwrap_or_default();
+    monitor.stdout(&stdout_reader.join().unwrap_or_default());
     let _ = stderr_reader.join();
-    stderr_tail.extend(lines_rx.try_iter().filter(|l| parse_progress(l).is_none()));
+    for line in lines_rx.try_iter() {
+        monitor.stderr_line(&line);
+    }
     let swept = segment::sweep(Some(pid));
-
-    if let Some(reason) = killed_because {
-        let status = if reason.starts_with("interrupted") {
-            Status::Error
-        } else {
-            Status::Timeout
-        };
-        return fail(status, reason);
+    let how = match exit {
+        Exit::Signal(sig) => format!("process was killed by signal: {}", crate::loader::signal_name(sig)),
+        Exit::Code(code) => format!("process exited with code {code}"),
+    };
+    let mut record = monitor.into_record(config, ended_by_harness, &how);
+    if !swept.is_empty() {
+        record.message = format!(
+            "{} [harness removed {} leftover segment(s) from /dev/shm]",
+            record.message,
+            swept.len()
+        );
     }
-    let record_line = stdout_text.lines().rev().find(|l| !l.trim().is_empty());
-    match record_line.map(serde_json::from_str::<CellRecord>) {
-        Some(Ok(mut record)) => {
-            if !swept.is_empty() {
-                record.message = format!(
-                    "{} [harness removed {} leftover segment(s) from /dev/shm]",
-                    record.message,
-                    swept.len()
-                );
-            }
-            record
-        }
-        Some(Err(e)) => fail(
-            Status::Error,
-            format!("the cell printed a record this harness cannot read: {e}"),
-        ),
-        None => {
-            let how = match exit {
-                Exit::Signal(sig) => {
-                    format!("was killed by signal: {}", crate::loader::signal_name(sig))
-                }
-                Exit::Code(code) => format!("exited with code {code}"),
-            };
-            let tail = stderr_tail.join(" | ");
-            fail(
-                Status::Error,
-                format!("the cell process {how} without printing a record. stderr: {tail}"),
-            )
-        }
-    }
-}
-
-fn parse_progress(line: &str) -> Option<Progress> {
-    let mut parts = line.strip_prefix("progress ")?.split(' ');
-    let step = parts.next()?.parse().ok()?;
-    let total = parts.next()?.parse().ok()?;
-    Some(Progress { step, total })
+    record
 }

@@ -3,13 +3,14 @@
 //! around it. A new runtime is a new file here implementing [`Runtime`].
 
 mod child;
+mod output;
 pub mod host;
 pub mod namespace;
 
 use crate::config::{CellConfig, RuntimeKind};
 use crate::record::CellRecord;
 
-pub use child::Progress;
+pub use output::Progress;
 
 /// One way of launching a cell.
 pub trait Runtime {

@@ -1,0 +1,114 @@
+//! What every runtime does with a running cell's output: relay its progress lines, keep the tail
+//! of anything else it printed, decide when the harness must end it (Ctrl-C, no progress), and
+//! turn what it printed into its record.
+
+use std::time::{Duration, Instant};
+
+use crate::config::CellConfig;
+use crate::interrupt;
+use crate::record::{CellRecord, Status};
+
+/// Progress of the running cell, relayed from its stderr.
+#[derive(Clone, Copy, Debug)]
+pub struct Progress {
+    pub step: u64,
+    pub total: u64,
+}
+
+/// Extra time the harness allows beyond the cell's own no-progress watchdog before it ends the
+/// cell from outside (start-up, teardown, an image build is not counted).
+const HARD_DEADLINE_SLACK: Duration = Duration::from_secs(20);
+
+/// Lines kept from a cell's stderr for error messages.
+const TAIL_LINES: usize = 20;
+
+/// Watches one running cell's stderr lines and the clock.
+pub struct Monitor<'a> {
+    progress: &'a mut dyn FnMut(Progress),
+    last_progress: Instant,
+    no_progress_limit: Duration,
+    stderr_tail: Vec<String>,
+    stdout: String,
+}
+
+impl<'a> Monitor<'a> {
+    pub fn new(config: &CellConfig, progress: &'a mut dyn FnMut(Progress)) -> Monitor<'a> {
+        Monitor {
+            progress,
+            last_progress: Instant::now(),
+            no_progress_limit: Duration::from_secs_f64(config.timeout_s) + HARD_DEADLINE_SLACK,
+            stderr_tail: Vec::new(),
+            stdout: String::new(),
+        }
+    }
+
+    /// One line the cell wrote on stderr.
+    pub fn stderr_line(&mut self, line: &str) {
+        match parse_progress(line) {
+            Some(p) => {
+                self.last_progress = Instant::now();
+                (self.progress)(p);
+            }
+            None => {
+                self.stderr_tail.push(line.to_string());
+                if self.stderr_tail.len() > TAIL_LINES {
+                    self.stderr_tail.remove(0);
+                }
+            }
+        }
+    }
+
+    /// Text the cell wrote on stdout (its record).
+    pub fn stdout(&mut self, text: &str) {
+        self.stdout.push_str(text);
+    }
+
+    /// Why the harness must end the cell now, if it must.
+    pub fn must_end(&self) -> Option<String> {
+        if let Some(sig) = interrupt::received() {
+            return Some(format!("interrupted by {}", crate::loader::signal_name(sig)));
+        }
+        (self.last_progress.elapsed() > self.no_progress_limit).then(|| {
+            format!(
+                "the cell made no progress for {:.0} s and was ended by the harness",
+                self.no_progress_limit.as_secs_f64()
+            )
+        })
+    }
+
+    /// The cell's record: the one it printed, or one that says why there is none.
+    /// `ended_by_harness` is what `must_end` returned; `how` says how the cell process ended.
+    pub fn into_record(self, config: &CellConfig, ended_by_harness: Option<String>, how: &str) -> CellRecord {
+        let fail = |status, message| CellRecord::failed_to_run(config.clone(), status, message);
+        if let Some(reason) = ended_by_harness {
+            let status = if reason.starts_with("interrupted") {
+                Status::Error
+            } else {
+                Status::Timeout
+            };
+            return fail(status, reason);
+        }
+        let record_line = self.stdout.lines().rev().find(|l| !l.trim().is_empty());
+        match record_line.map(serde_json::from_str::<CellRecord>) {
+            Some(Ok(record)) => record,
+            Some(Err(e)) => fail(
+                Status::Error,
+                format!("the cell printed a record this harness cannot read: {e}"),
+            ),
+            None => fail(
+                Status::Error,
+                format!(
+                    "the cell {how} without printing a record. stderr: {}",
+                    self.stderr_tail.join(" | ")
+                ),
+            ),
+        }
+    }
+}
+
+fn parse_progress(line: &str) -> Option<Progress> {
+    let mut parts = line.strip_prefix("progress ")?.split(' ');
+    let step = parts.next()?.parse().ok()?;
+    let total = parts.next()?.parse().ok()?;
+    Some(Progress { step, total })
+}
