@@ -21,8 +21,31 @@ pub fn run(config_json: &str) -> Result<CellRecord> {
 /// Runs and prints the record; the exit code is 0 whenever a record was printed (a crashed
 /// cell is a result, not a failure of the command).
 pub fn main(config_json: &str) -> Result<()> {
+    if std::env::var(crate::runtime::docker::LIFELINE_ENV).as_deref() == Ok("stdin") {
+        watch_lifeline();
+    }
     let record = run(config_json)?;
     let line = serde_json::to_string(&record)?;
     println!("{line}");
     Ok(())
+}
+
+/// In a container, the harness holds our stdin open; when it closes (the harness died), end at
+/// once. Workers follow through PR_SET_PDEATHSIG, and the container ends with its pid 1.
+fn watch_lifeline() {
+    let _ = std::thread::Builder::new()
+        .name("lifeline".into())
+        .spawn(|| {
+            let mut sink = [0u8; 64];
+            let mut stdin = std::io::stdin();
+            loop {
+                match std::io::Read::read(&mut stdin, &mut sink) {
+                    Ok(0) | Err(_) => {
+                        // SAFETY: _exit ends the process without running anything else.
+                        unsafe { libc::_exit(3) };
+                    }
+                    Ok(_) => continue,
+                }
+            }
+        });
 }

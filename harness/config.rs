@@ -24,6 +24,31 @@ pub enum RuntimeKind {
     Host,
     /// A private mount namespace with a tmpfs of `shm-size` on /dev/shm.
     Namespace,
+    /// A Docker container (`--shm-size`, `--ipc`, `--memory`) from an image shmbench builds.
+    Docker,
+}
+
+/// The setup a cell stands for, whatever runtime measures it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, ValueEnum)]
+#[serde(rename_all = "kebab-case")]
+pub enum ContainerKind {
+    /// A process on a machine.
+    None,
+    /// A Docker container: with runtime auto it runs in Docker when an engine answers, else in a
+    /// namespace of the same /dev/shm size (Docker's default 64 MiB when unset).
+    Docker,
+}
+
+/// Docker's IPC mode for the container (`--ipc`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, ValueEnum)]
+#[serde(rename_all = "kebab-case")]
+pub enum IpcMode {
+    /// Own IPC namespace and own /dev/shm of shm-size.
+    Private,
+    /// Like private, and other containers may join it.
+    Shareable,
+    /// The host's IPC namespace and /dev/shm.
+    Host,
 }
 
 /// How a batch travels from worker to main (torch.multiprocessing sharing strategies and two
@@ -99,7 +124,15 @@ macro_rules! display_as_value_name {
         }
     )*};
 }
-display_as_value_name!(RuntimeKind, Strategy, TorchProfile, Touch, Dtype);
+display_as_value_name!(
+    RuntimeKind,
+    ContainerKind,
+    IpcMode,
+    Strategy,
+    TorchProfile,
+    Touch,
+    Dtype
+);
 
 /// One image's dimensions, written `3x224x224`.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -188,7 +221,19 @@ macro_rules! knobs {
 knobs! {
     #[arg(long, value_enum)]
     runtime: RuntimeKind = Some(RuntimeKind::Auto),
-        "Isolation: auto (namespace when shm-size is set, else host), host, namespace";
+        "How to run it: auto (docker for container=docker when an engine answers, else namespace when shm-size is set, else host), host, namespace, docker";
+    #[arg(long, value_enum)]
+    container: ContainerKind = Some(ContainerKind::None),
+        "The setup the cell stands for: none, or docker (runs in Docker with runtime auto when an engine answers)";
+    #[arg(long, value_enum)]
+    ipc: IpcMode = Some(IpcMode::Private),
+        "Docker --ipc: private, shareable, host (host: the machine's /dev/shm)";
+    #[arg(long, value_name = "SIZE")]
+    memory: ByteSize = None,
+        "Docker --memory limit; tmpfs pages count against it, so a cell can end OOM-killed";
+    #[arg(long, value_name = "BOOL", num_args = 0..=1, default_missing_value = "true", value_parser = parse_bool)]
+    shm_tmpfs: bool = Some(false),
+        "Docker: mount /dev/shm as a tmpfs of shm-size (a Kubernetes emptyDir, medium: Memory) instead of --shm-size";
     #[arg(long, value_name = "SIZE", allow_hyphen_values = true)]
     shm_size: ByteSize = None,
         "Size of the cell's /dev/shm tmpfs, e.g. 64m, 2g (Docker units); unset = this machine's /dev/shm";
@@ -286,6 +331,12 @@ pub struct CellConfig {
     /// Human label of the setup this cell stands for, e.g. "Docker Default".
     pub environment: String,
     pub runtime: RuntimeKind,
+    /// Why the runtime is not the one the setup names (e.g. no Docker engine answered).
+    pub runtime_note: Option<String>,
+    pub container: ContainerKind,
+    pub ipc: IpcMode,
+    pub memory: Option<ByteSize>,
+    pub shm_tmpfs: bool,
     pub shm_size: Option<ByteSize>,
     pub strategy: Strategy,
     pub torch: TorchProfile,
@@ -307,6 +358,39 @@ pub struct CellConfig {
     pub claim: Option<Claim>,
 }
 
+/// Docker's documented default /dev/shm size, used when a Docker cell without shm-size runs
+/// outside Docker.
+pub const DOCKER_DEFAULT_SHM: u64 = 64 << 20;
+
+/// What resolving knobs needs to know about this machine. Whether a Docker engine answers is
+/// asked once, and only when a cell could run in Docker.
+pub struct Platform {
+    pub mem_total: u64,
+    docker: std::cell::OnceCell<bool>,
+    probe: fn() -> bool,
+}
+
+impl Platform {
+    pub fn new(mem_total: u64, probe: fn() -> bool) -> Platform {
+        Platform {
+            mem_total,
+            docker: std::cell::OnceCell::new(),
+            probe,
+        }
+    }
+
+    /// A platform with a known answer (tests, dry runs).
+    pub fn fixed(mem_total: u64, docker: bool) -> Platform {
+        let platform = Platform::new(mem_total, || false);
+        let _ = platform.docker.set(docker);
+        platform
+    }
+
+    pub fn docker_reachable(&self) -> bool {
+        *self.docker.get_or_init(self.probe)
+    }
+}
+
 /// Who a cell is, beside its knobs.
 #[derive(Clone, Debug, Default)]
 pub struct Identity {
@@ -319,7 +403,7 @@ pub struct Identity {
 impl Knobs {
     /// Fills every unset knob with its default and validates the result. `mem_total` is this
     /// machine's memory, to refuse a batch that could never exist.
-    pub fn resolve(&self, id: Identity, mem_total: u64) -> Result<CellConfig, KnobError> {
+    pub fn resolve(&self, id: Identity, platform: &Platform) -> Result<CellConfig, KnobError> {
         let mut k = Knobs::defaults();
         k.overlay(self);
         // Every field has a default, so these are all Some except shm_size.
@@ -331,6 +415,11 @@ impl Knobs {
             cell: id.cell,
             environment: id.environment,
             runtime: get(k.runtime),
+            runtime_note: None,
+            container: get(k.container),
+            ipc: get(k.ipc),
+            memory: k.memory,
+            shm_tmpfs: get(k.shm_tmpfs),
             shm_size: k.shm_size,
             strategy: get(k.strategy),
             torch: get(k.torch),
@@ -351,17 +440,47 @@ impl Knobs {
             timeout_s: get(k.timeout_s),
             claim: id.claim,
         };
-        config.runtime = match (config.runtime, config.shm_size) {
-            (RuntimeKind::Auto, Some(_)) => RuntimeKind::Namespace,
-            (RuntimeKind::Auto, None) => RuntimeKind::Host,
-            (other, _) => other,
-        };
-        config.validate(mem_total)?;
+        if config.runtime == RuntimeKind::Auto {
+            config.resolve_auto_runtime(platform);
+        }
+        config.validate(platform.mem_total)?;
         Ok(config)
     }
 }
 
 impl CellConfig {
+    /// Picks the runtime for `runtime = auto`: Docker for a Docker setup when an engine answers;
+    /// otherwise the closest emulation, with a note saying so.
+    fn resolve_auto_runtime(&mut self, platform: &Platform) {
+        let docker_setup = self.container == ContainerKind::Docker;
+        if docker_setup && platform.docker_reachable() {
+            self.runtime = RuntimeKind::Docker;
+            return;
+        }
+        let why = "no Docker engine answered";
+        if self.ipc == IpcMode::Host {
+            self.runtime = RuntimeKind::Host;
+            if docker_setup {
+                self.runtime_note = Some(format!(
+                    "{why}: ran on this machine's /dev/shm, as --ipc=host gives"
+                ));
+            }
+        } else if self.shm_size.is_some() || docker_setup {
+            self.runtime = RuntimeKind::Namespace;
+            if docker_setup {
+                let note = if self.shm_size.is_none() {
+                    self.shm_size = Some(ByteSize(DOCKER_DEFAULT_SHM));
+                    "ran in a mount namespace with Docker's documented default /dev/shm of 64 MiB"
+                } else {
+                    "ran in a mount namespace with a tmpfs of the same size on /dev/shm"
+                };
+                self.runtime_note = Some(format!("{why}: {note}"));
+            }
+        } else {
+            self.runtime = RuntimeKind::Host;
+        }
+    }
+
     /// Bytes of one image.
     pub fn image_bytes(&self) -> u64 {
         self.shape
@@ -443,20 +562,58 @@ impl CellConfig {
                 format!("{} must be between 0 and 86400 seconds", self.timeout_s),
             ));
         }
-        match (self.runtime, self.shm_size) {
-            (_, Some(size)) if size.bytes() < 4096 => {
+        if let Some(size) = self.shm_size {
+            if size.bytes() < 4096 {
                 return Err(bad(
                     "shm-size",
-                    format!("{} is smaller than one page (4 KiB)", size),
+                    format!("{size} is smaller than one page (4 KiB)"),
                 ));
             }
-            (RuntimeKind::Host, Some(size)) => {
+        }
+        if let Some(limit) = self.memory {
+            if limit.bytes() < 6 << 20 {
+                return Err(bad(
+                    "memory",
+                    format!("{limit} is below Docker's minimum of 6 MiB"),
+                ));
+            }
+        }
+        let docker_only = |key: &'static str, what: &str| {
+            bad(key, format!("{what} is a Docker setting: use runtime docker (or auto with container docker)"))
+        };
+        match self.runtime {
+            RuntimeKind::Host | RuntimeKind::Namespace if self.memory.is_some() => {
+                return Err(docker_only("memory", "a memory limit"));
+            }
+            RuntimeKind::Host | RuntimeKind::Namespace if self.shm_tmpfs => {
+                return Err(docker_only("shm-tmpfs", "a tmpfs mount on /dev/shm"));
+            }
+            RuntimeKind::Host if self.shm_size.is_some() => {
                 return Err(bad("shm-size", format!(
-                    "runtime host uses this machine's own /dev/shm and cannot size it (asked for {size}); drop shm-size, or use runtime namespace"
+                    "runtime host uses this machine's own /dev/shm and cannot size it (asked for {}); drop shm-size, or use runtime namespace",
+                    self.shm_size.unwrap_or(ByteSize(0))
                 )));
             }
-            (RuntimeKind::Namespace, None) => {
+            RuntimeKind::Namespace if self.shm_size.is_none() => {
                 return Err(bad("shm-size", "runtime namespace mounts a tmpfs of shm-size on /dev/shm: set shm-size, e.g. 64m"));
+            }
+            RuntimeKind::Namespace if self.ipc == IpcMode::Host => {
+                return Err(bad(
+                    "ipc",
+                    "ipc host means this machine's /dev/shm: use runtime host",
+                ));
+            }
+            RuntimeKind::Docker if self.ipc == IpcMode::Host && self.shm_size.is_some() => {
+                return Err(bad(
+                    "shm-size",
+                    "with ipc host the container uses the host's /dev/shm: shm-size does not apply",
+                ));
+            }
+            RuntimeKind::Docker if self.shm_tmpfs && self.shm_size.is_none() => {
+                return Err(bad(
+                    "shm-tmpfs",
+                    "a tmpfs on /dev/shm needs its size: set shm-size",
+                ));
             }
             _ => {}
         }
@@ -469,7 +626,7 @@ mod tests {
     use super::*;
 
     fn resolve(k: Knobs) -> Result<CellConfig, KnobError> {
-        k.resolve(Identity::default(), 24 << 30)
+        k.resolve(Identity::default(), &Platform::fixed(24 << 30, false))
     }
 
     #[test]
@@ -488,6 +645,39 @@ mod tests {
             ..Knobs::default()
         };
         assert_eq!(resolve(k).unwrap().runtime, RuntimeKind::Namespace);
+    }
+
+    #[test]
+    fn docker_setups_fall_back_to_emulation_and_say_so() {
+        let docker = |ipc, shm: Option<u64>, reachable| {
+            let k = Knobs {
+                container: Some(ContainerKind::Docker),
+                ipc: Some(ipc),
+                shm_size: shm.map(ByteSize),
+                ..Knobs::default()
+            };
+            k.resolve(Identity::default(), &Platform::fixed(24 << 30, reachable))
+                .unwrap()
+        };
+        assert_eq!(
+            docker(IpcMode::Private, None, true).runtime,
+            RuntimeKind::Docker
+        );
+        let fallback = docker(IpcMode::Private, None, false);
+        assert_eq!(fallback.runtime, RuntimeKind::Namespace);
+        assert_eq!(fallback.shm_size, Some(ByteSize(64 << 20)));
+        assert!(fallback
+            .runtime_note
+            .unwrap()
+            .contains("no Docker engine answered"));
+        assert_eq!(
+            docker(IpcMode::Host, None, false).runtime,
+            RuntimeKind::Host
+        );
+        assert_eq!(
+            docker(IpcMode::Private, Some(2 << 30), false).shm_size,
+            Some(ByteSize(2 << 30))
+        );
     }
 
     #[test]

@@ -6,7 +6,7 @@ use std::process::ExitCode;
 use anyhow::{Context, Result};
 use clap::{Parser, Subcommand};
 
-use shmbench::config::{Identity, Knobs};
+use shmbench::config::{Identity, Knobs, Platform};
 use shmbench::record::fingerprint::mem_total;
 use shmbench::scenario::{self, Scenario};
 use shmbench::{cell, loader, runner, table};
@@ -72,12 +72,28 @@ enum Command {
     },
     /// Remove /dev/shm segments left by shmbench runs that died (SIGKILL)
     Sweep,
+    /// Show, rebuild or remove the container image the Docker runtime builds for itself
+    #[command(
+        after_help = "Examples:\n  shmbench image             # this binary's image tag and whether the engine has it\n  shmbench image --rebuild   # build it again (e.g. after the engine lost it)\n  shmbench image --remove    # remove every shmbench image"
+    )]
+    Image {
+        /// Build the image for this binary even if the engine has it
+        #[arg(long, conflicts_with = "remove")]
+        rebuild: bool,
+        /// Remove every shmbench image from the engine
+        #[arg(long)]
+        remove: bool,
+    },
     #[command(hide = true)]
     Worker {
         id: u32,
         main_pid: u32,
         config_json: String,
     },
+}
+
+fn platform() -> Platform {
+    Platform::new(mem_total(), shmbench::runtime::engine::reachable)
 }
 
 fn print_outcome(outcome: &runner::Outcome) {
@@ -122,7 +138,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
             knobs,
         } => {
             let scenario = Scenario::load(&path)?;
-            let plan = scenario.plan(&knobs, cells.as_deref(), mem_total())?;
+            let plan = scenario.plan(&knobs, cells.as_deref(), &platform())?;
             if dry_run {
                 println!("{}", serde_json::to_string_pretty(&plan)?);
                 return Ok(ExitCode::SUCCESS);
@@ -152,7 +168,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
                 claim: None,
             };
             let config = knobs
-                .resolve(id, mem_total())
+                .resolve(id, &platform())
                 .map_err(|e| anyhow::anyhow!("--{e}"))?;
             let out = out.unwrap_or_else(|| scenario::default_results_path("run"));
             let outcome = runner::run(std::slice::from_ref(&config), &out)?;
@@ -175,6 +191,45 @@ fn run(cli: Cli) -> Result<ExitCode> {
             }
             for r in removed {
                 println!("removed {r}");
+            }
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Image { rebuild, remove } => {
+            use shmbench::runtime::{engine::Engine, image};
+            let engine = Engine::connect()?;
+            if remove {
+                let removed = image::remove_all(&engine)?;
+                if removed.is_empty() {
+                    println!("no shmbench images to remove");
+                }
+                for r in removed {
+                    println!("removed {r}");
+                }
+                return Ok(ExitCode::SUCCESS);
+            }
+            let context = image::BuildContext::of_this_binary()?;
+            if rebuild || !image::exists(&engine, &context.tag) {
+                let took = image::build(&engine, &context)?;
+                println!("built {} in {:.2} s", context.tag, took.as_secs_f64());
+            }
+            println!("image for this binary: {} (present)", context.tag);
+            println!(
+                "contents: {}",
+                context.paths().collect::<Vec<_>>().join(", ")
+            );
+            println!(
+                "engine: Docker {} (API {}) at {}",
+                engine.info.version,
+                engine.info.api_version,
+                shmbench::runtime::engine::address()
+            );
+            for listed in image::list(&engine)? {
+                println!(
+                    "  {} {} {:.1} MiB",
+                    listed.tags.join(","),
+                    &listed.id.trim_start_matches("sha256:")[..12.min(listed.id.len())],
+                    listed.size as f64 / (1 << 20) as f64
+                );
             }
             Ok(ExitCode::SUCCESS)
         }

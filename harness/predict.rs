@@ -86,7 +86,10 @@ mod tests {
             steps: Some(steps),
             ..Knobs::default()
         }
-        .resolve(Identity::default(), 1 << 34)
+        .resolve(
+            Identity::default(),
+            &crate::config::Platform::fixed(1 << 34, false),
+        )
         .unwrap()
     }
 
@@ -107,7 +110,10 @@ mod tests {
     #[test]
     fn seed_setup() {
         let seed = Knobs::default()
-            .resolve(Identity::default(), 1 << 35)
+            .resolve(
+                Identity::default(),
+                &crate::config::Platform::fixed(1 << 35, false),
+            )
             .unwrap();
         assert_eq!(predict(&seed, 64 << 20).crash_step, Some(1));
         assert_eq!(

@@ -76,3 +76,16 @@ pub fn kill_and_reap(pidfd: &OwnedFd) -> Exit {
     wait_exit(pidfd, Duration::from_secs(10));
     try_reap(pidfd).unwrap_or(Exit::Signal(libc::SIGKILL))
 }
+
+/// Whether `pid` is a live process. Running or stopped counts; a zombie (killed, not yet reaped
+/// by its new parent) holds nothing any more.
+pub fn alive(pid: u32) -> bool {
+    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        // The state follows the parenthesised command name, which may itself contain ')'.
+        Ok(stat) => stat
+            .rsplit_once(')')
+            .and_then(|(_, rest)| rest.split_whitespace().next())
+            .is_some_and(|state| state != "Z" && state != "X"),
+        Err(_) => false,
+    }
+}

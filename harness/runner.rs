@@ -7,12 +7,12 @@ use std::time::Instant;
 
 use anyhow::Result;
 
-use crate::config::{CellConfig, RuntimeKind};
+use crate::config::{CellConfig, IpcMode, RuntimeKind};
 use crate::interrupt;
 use crate::record::csv::{ResultsFile, Row};
 use crate::record::fingerprint::Fingerprint;
 use crate::record::CellRecord;
-use crate::runtime::{self, Progress};
+use crate::runtime::{Progress, Runtimes};
 use crate::size::ByteSize;
 use crate::verdict;
 
@@ -25,10 +25,13 @@ pub struct Outcome {
 }
 
 fn describe(config: &CellConfig) -> String {
-    let shm = config
-        .shm_size
-        .map(|s| s.to_string())
-        .unwrap_or_else(|| "host /dev/shm".into());
+    let shm = match (config.shm_size, config.runtime, config.ipc) {
+        (Some(size), _, _) => size.to_string(),
+        (None, RuntimeKind::Docker, IpcMode::Private | IpcMode::Shareable) => {
+            "engine's default /dev/shm".into()
+        }
+        _ => "host /dev/shm".into(),
+    };
     format!(
         "{} ({}, {}, {})",
         config.cell, config.runtime, shm, config.strategy
@@ -37,9 +40,7 @@ fn describe(config: &CellConfig) -> String {
 
 /// Runs `cells` in order, writing `out` after each.
 pub fn run(cells: &[CellConfig], out: &Path) -> Result<Outcome> {
-    if cells.iter().any(|c| c.runtime == RuntimeKind::Namespace) {
-        crate::runtime::namespace::check_permission()?;
-    }
+    let runtimes = Runtimes::for_cells(cells)?;
     interrupt::install();
     let removed = crate::loader::segment::sweep(None);
     if !removed.is_empty() {
@@ -49,7 +50,26 @@ pub fn run(cells: &[CellConfig], out: &Path) -> Result<Outcome> {
             removed.join(", ")
         );
     }
-    let fingerprint = Fingerprint::collect();
+    let mut fingerprint = Fingerprint::collect();
+    if let Some(docker) = &runtimes.docker {
+        match docker.build_time {
+            Some(took) => eprintln!(
+                "built image {} in {:.1} s",
+                docker.image(),
+                took.as_secs_f64()
+            ),
+            None => eprintln!("using image {}", docker.image()),
+        }
+        let removed = crate::runtime::docker::sweep_dead_owners(docker.engine());
+        if !removed.is_empty() {
+            eprintln!(
+                "removed {} container(s) left by dead shmbench runs: {}",
+                removed.len(),
+                removed.join(", ")
+            );
+        }
+        fingerprint.docker = Some(docker.engine().info.clone());
+    }
     let started_at = crate::timefmt::rfc3339_now();
     let run_id = format!("{}-{}", crate::timefmt::compact_now(), std::process::id());
     let mut results = ResultsFile::create(out)?;
@@ -67,7 +87,7 @@ pub fn run(cells: &[CellConfig], out: &Path) -> Result<Outcome> {
             eprintln!("{label} ...");
         }
         let began = Instant::now();
-        let runtime = runtime::for_config(config);
+        let runtime = runtimes.get(config);
         let mut show = |p: Progress| {
             if tty {
                 eprint!(

@@ -21,7 +21,7 @@ use std::path::{Path, PathBuf};
 use anyhow::{anyhow, bail, Result};
 use serde::Deserialize;
 
-use crate::config::{CellConfig, Claim, Identity, Knobs};
+use crate::config::{CellConfig, Claim, Identity, Knobs, Platform};
 
 /// The seed matrix, built in so `shmbench matrix` works from any directory.
 pub const SEED_MATRIX: &str = include_str!("../scenarios/seed-matrix.toml");
@@ -196,7 +196,7 @@ impl Scenario {
         &self,
         overrides: &Knobs,
         only: Option<&[String]>,
-        mem_total: u64,
+        platform: &Platform,
     ) -> Result<Vec<CellConfig>> {
         if let Some(names) = only {
             for n in names {
@@ -225,7 +225,7 @@ impl Scenario {
                 claim: cell.claim.clone(),
             };
             let config = knobs
-                .resolve(id, mem_total)
+                .resolve(id, platform)
                 .map_err(|e| anyhow!("{}: cell '{}': {e}", self.origin, cell.name))?;
             planned.push(config);
         }
@@ -247,7 +247,9 @@ mod tests {
         let s = Scenario::parse(SEED_MATRIX, "seed").unwrap();
         assert_eq!(s.cells.len(), 5);
         assert!(s.cells.iter().all(|c| c.claim.is_some()));
-        let plan = s.plan(&Knobs::default(), None, 24 << 30).unwrap();
+        let plan = s
+            .plan(&Knobs::default(), None, &Platform::fixed(24 << 30, false))
+            .unwrap();
         assert_eq!(plan[0].batch_bytes(), 77_070_336);
     }
 
@@ -265,7 +267,7 @@ mod tests {
         let text = "name = \"x\"\n[[cells]]\nname = \"a\"\nworkers = 0\n";
         let s = Scenario::parse(text, "f.toml").unwrap();
         let e = s
-            .plan(&Knobs::default(), None, 1 << 34)
+            .plan(&Knobs::default(), None, &Platform::fixed(1 << 34, false))
             .unwrap_err()
             .to_string();
         assert!(e.contains("cell 'a'") && e.contains("workers"), "{e}");
@@ -280,9 +282,17 @@ mod tests {
             workers: Some(5),
             ..Knobs::default()
         };
-        let plan = s.plan(&top, None, 1 << 34).unwrap();
+        let plan = s
+            .plan(&top, None, &Platform::fixed(1 << 34, false))
+            .unwrap();
         assert_eq!(plan[0].workers, 5);
         assert_eq!(plan[0].retain_every, 3);
-        assert!(s.plan(&top, Some(&["b".to_string()]), 1 << 34).is_err());
+        assert!(s
+            .plan(
+                &top,
+                Some(&["b".to_string()]),
+                &Platform::fixed(1 << 34, false)
+            )
+            .is_err());
     }
 }

@@ -1,7 +1,7 @@
 //! The matrix as a table in the how-to's shape (a GitHub-flavoured Markdown table, aligned so it
 //! also reads in a terminal), and the notes that explain each disagreement with the how-to.
 
-use crate::config::RuntimeKind;
+use crate::config::{IpcMode, RuntimeKind};
 use crate::record::CellRecord;
 use crate::size::ByteSize;
 use crate::verdict;
@@ -51,7 +51,10 @@ fn thousands(x: f64) -> String {
 /// The cell's /dev/shm as measured inside it.
 fn shm_label(record: &CellRecord, runtime: &str) -> String {
     let seen = ByteSize(record.shm_seen_bytes);
-    if runtime == "host" || record.config.runtime == RuntimeKind::Host {
+    if runtime == "host"
+        || record.config.runtime == RuntimeKind::Host
+        || record.config.ipc == IpcMode::Host
+    {
         format!("host ({seen})")
     } else if record.shm_seen_bytes == 0 {
         record
@@ -134,18 +137,18 @@ pub fn notes(records: &[(CellRecord, String)]) -> Vec<String> {
             notes.push(format!("{env}: {}", r.message));
         }
     }
-    let emulated: Vec<String> = records
-        .iter()
-        .filter(|(r, runtime)| {
-            runtime == "namespace" && r.config.environment.to_lowercase().contains("docker")
-        })
-        .map(|(r, _)| r.config.environment.clone())
-        .collect();
-    if !emulated.is_empty() {
-        notes.push(format!(
-            "{} ran as mount-namespace cells with a tmpfs of the row's size on /dev/shm, not in Docker containers.",
-            emulated.join(", ")
-        ));
+    // One line per distinct reason a row ran in another runtime than its setup names.
+    let mut reasons: Vec<(&str, Vec<&str>)> = Vec::new();
+    for (r, _) in records {
+        if let Some(note) = &r.config.runtime_note {
+            match reasons.iter_mut().find(|(n, _)| n == note) {
+                Some((_, envs)) => envs.push(&r.config.environment),
+                None => reasons.push((note, vec![&r.config.environment])),
+            }
+        }
+    }
+    for (note, envs) in reasons {
+        notes.push(format!("{}: {note}.", envs.join(", ")));
     }
     notes
 }

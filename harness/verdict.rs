@@ -28,12 +28,16 @@ pub fn claim_label(config: &CellConfig) -> Option<String> {
     })
 }
 
-/// `agrees`, `differs` or empty when there is no claim. Outcomes are compared (pass vs crash and
-/// the crash step); throughput is hardware-specific and never makes a row disagree.
+/// `agrees`, `differs`, `inconclusive` (the cell ended in an error or timeout, which measures
+/// nothing about the claim) or empty when there is no claim. Outcomes are compared (pass vs crash
+/// and the crash step); throughput is hardware-specific and never makes a row disagree.
 pub fn verdict(record: &CellRecord) -> &'static str {
     let Some(claim) = &record.config.claim else {
         return "";
     };
+    if matches!(record.status, Status::Error | Status::Timeout) {
+        return "inconclusive";
+    }
     let measured_pass = record.status.is_pass();
     let claimed_pass = claim.status == "pass";
     let same_step = match (&record.failure, claim.crash_step) {

@@ -35,6 +35,9 @@ struct Stop {
     pid: Option<u32>,
 }
 
+/// How much later than a death a worker's exception reaches torch's main (see `obtain`).
+const EXCEPTION_LATENCY: Duration = Duration::from_millis(10);
+
 /// torch's hint when the fd table is full.
 pub const EMFILE_HINT: &str = "Too many open files. Communication with the workers is no longer possible. Please increase the limit using `ulimit -n` in the shell or change the sharing strategy by calling `torch.multiprocessing.set_sharing_strategy('file_system')` at the beginning of your code";
 
@@ -217,6 +220,15 @@ impl Loop<'_> {
     fn obtain(&mut self, idx: u64, deadline: Instant) -> Result<Batch, Stop> {
         loop {
             if let Some(result) = self.reorder.remove(&idx) {
+                if result.is_err() {
+                    // torch's worker exception reaches the main through the result queue's
+                    // pickling feeder thread (milliseconds); SIGCHLD is immediate. A worker death
+                    // within that window (a SIGBUS that filled the tmpfs before this ENOSPC) is
+                    // what torch raises.
+                    // Drain first: on a loaded machine the window may pass before we next run.
+                    self.drain()?;
+                    self.wait_until(Instant::now() + EXCEPTION_LATENCY)?;
+                }
                 return result;
             }
             let event = self.pool().next_event(deadline).map_err(harness_stop)?;

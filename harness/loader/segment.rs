@@ -234,24 +234,11 @@ pub fn sweep(owner: Option<u32>) -> Vec<String> {
         };
         let doomed = match owner {
             Some(o) => o == pid,
-            None => !process_alive(pid),
+            None => !crate::process::alive(pid),
         };
         if doomed && std::fs::remove_file(entry.path()).is_ok() {
             removed.push(format!("{SHM_DIR}/{name}"));
         }
     }
     removed
-}
-
-/// Alive means running or stopped: a zombie (killed, not yet reaped by its new parent) holds no
-/// segment any more.
-fn process_alive(pid: u32) -> bool {
-    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
-        // The state follows the parenthesised command name, which may itself contain ')'.
-        Ok(stat) => stat
-            .rsplit_once(')')
-            .and_then(|(_, rest)| rest.split_whitespace().next())
-            .is_some_and(|state| state != "Z" && state != "X"),
-        Err(_) => false,
-    }
 }

@@ -74,6 +74,11 @@ pub struct Row {
     pub cgroup_memory_limit: Option<u64>,
     pub host: String,
     pub harness_version: String,
+    pub docker_version: Option<String>,
+    pub docker_api_version: Option<String>,
+    pub docker_cgroup_version: Option<String>,
+    pub docker_cgroup_driver: Option<String>,
+    pub docker_storage_driver: Option<String>,
 }
 
 fn round(x: f64, places: i32) -> f64 {
@@ -148,6 +153,11 @@ impl Row {
             cgroup_memory_limit: fp.cgroup_memory_limit,
             host: fp.host.clone(),
             harness_version: fp.harness_version.clone(),
+            docker_version: fp.docker.as_ref().map(|d| d.version.clone()),
+            docker_api_version: fp.docker.as_ref().map(|d| d.api_version.clone()),
+            docker_cgroup_version: fp.docker.as_ref().map(|d| d.cgroup_version.clone()),
+            docker_cgroup_driver: fp.docker.as_ref().map(|d| d.cgroup_driver.clone()),
+            docker_storage_driver: fp.docker.as_ref().map(|d| d.storage_driver.clone()),
         }
     }
 }

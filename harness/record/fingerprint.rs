@@ -16,6 +16,8 @@ pub struct Fingerprint {
     pub cgroup_memory_limit: Option<u64>,
     pub host: String,
     pub harness_version: String,
+    /// The Docker engine, when the run used one.
+    pub docker: Option<crate::runtime::engine::EngineInfo>,
 }
 
 /// Total memory from /proc/meminfo in bytes (0 if unreadable).
@@ -78,6 +80,7 @@ impl Fingerprint {
                 .map(|h| h.to_string_lossy().into_owned())
                 .unwrap_or_default(),
             harness_version: env!("CARGO_PKG_VERSION").to_string(),
+            docker: None,
         }
     }
 }

@@ -241,7 +241,10 @@ pub fn run(
     }
     let swept = segment::sweep(Some(pid));
     let how = match exit {
-        Exit::Signal(sig) => format!("process was killed by signal: {}", crate::loader::signal_name(sig)),
+        Exit::Signal(sig) => format!(
+            "process was killed by signal: {}",
+            crate::loader::signal_name(sig)
+        ),
         Exit::Code(code) => format!("process exited with code {code}"),
     };
     let mut record = monitor.into_record(config, ended_by_harness, &how);

@@ -3,9 +3,12 @@
 //! around it. A new runtime is a new file here implementing [`Runtime`].
 
 mod child;
-mod output;
+pub mod docker;
+pub mod engine;
 pub mod host;
+pub mod image;
 pub mod namespace;
+mod output;
 
 use crate::config::{CellConfig, RuntimeKind};
 use crate::record::CellRecord;
@@ -21,10 +24,42 @@ pub trait Runtime {
     fn launch(&self, config: &CellConfig, progress: &mut dyn FnMut(Progress)) -> CellRecord;
 }
 
-/// The runtime a resolved config asks for.
-pub fn for_config(config: &CellConfig) -> Box<dyn Runtime> {
-    match config.runtime {
-        RuntimeKind::Namespace => Box::new(namespace::Namespace),
-        RuntimeKind::Host | RuntimeKind::Auto => Box::new(host::Host),
+/// The runtimes one run uses; Docker is connected (and its image built) only when a cell needs it.
+pub struct Runtimes {
+    host: host::Host,
+    namespace: namespace::Namespace,
+    pub docker: Option<docker::Docker>,
+}
+
+impl Runtimes {
+    /// Prepares what `cells` need and fails up front, with what to do, when a runtime they ask
+    /// for cannot work here (no permission for namespaces, no Docker engine).
+    pub fn for_cells(cells: &[CellConfig]) -> anyhow::Result<Runtimes> {
+        let needs = |kind| cells.iter().any(|c| c.runtime == kind);
+        if needs(RuntimeKind::Namespace) {
+            namespace::check_permission()?;
+        }
+        let docker = if needs(RuntimeKind::Docker) {
+            Some(docker::Docker::connect().map_err(|e| anyhow::anyhow!("runtime docker: {e:#}"))?)
+        } else {
+            None
+        };
+        Ok(Runtimes {
+            host: host::Host,
+            namespace: namespace::Namespace,
+            docker,
+        })
+    }
+
+    /// The runtime a resolved config asks for.
+    pub fn get(&self, config: &CellConfig) -> &dyn Runtime {
+        match (config.runtime, &self.docker) {
+            (RuntimeKind::Namespace, _) => &self.namespace,
+            (RuntimeKind::Docker, Some(docker)) => docker,
+            (RuntimeKind::Docker, None) => {
+                unreachable!("for_cells connects Docker for docker cells")
+            }
+            (RuntimeKind::Host | RuntimeKind::Auto, _) => &self.host,
+        }
     }
 }

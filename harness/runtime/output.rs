@@ -66,7 +66,10 @@ impl<'a> Monitor<'a> {
     /// Why the harness must end the cell now, if it must.
     pub fn must_end(&self) -> Option<String> {
         if let Some(sig) = interrupt::received() {
-            return Some(format!("interrupted by {}", crate::loader::signal_name(sig)));
+            return Some(format!(
+                "interrupted by {}",
+                crate::loader::signal_name(sig)
+            ));
         }
         (self.last_progress.elapsed() > self.no_progress_limit).then(|| {
             format!(
@@ -78,7 +81,12 @@ impl<'a> Monitor<'a> {
 
     /// The cell's record: the one it printed, or one that says why there is none.
     /// `ended_by_harness` is what `must_end` returned; `how` says how the cell process ended.
-    pub fn into_record(self, config: &CellConfig, ended_by_harness: Option<String>, how: &str) -> CellRecord {
+    pub fn into_record(
+        self,
+        config: &CellConfig,
+        ended_by_harness: Option<String>,
+        how: &str,
+    ) -> CellRecord {
         let fail = |status, message| CellRecord::failed_to_run(config.clone(), status, message);
         if let Some(reason) = ended_by_harness {
             let status = if reason.starts_with("interrupted") {

@@ -29,6 +29,17 @@ pub fn shmbench(args: &[&str]) -> Output {
     Command::new(BIN).args(args).output().expect("run shmbench")
 }
 
+/// A DOCKER_HOST where no engine listens: `runtime = auto` must fall back to emulation.
+pub const NO_ENGINE: &str = "unix:///nonexistent/docker.sock";
+
+pub fn shmbench_without_docker(args: &[&str]) -> Output {
+    Command::new(BIN)
+        .args(args)
+        .env("DOCKER_HOST", NO_ENGINE)
+        .output()
+        .expect("run shmbench")
+}
+
 /// Runs one ad-hoc cell with `shmbench run` flags written as one string, and returns its JSON
 /// record.
 pub fn run_cell(args: &str) -> Value {
@@ -84,6 +95,28 @@ pub struct MachineState {
     pub shm_entries: Vec<String>,
     pub mounts: String,
     pub processes: Vec<String>,
+    pub containers: Vec<String>,
+}
+
+/// shmbench's containers, by the label every one of them carries (empty without a docker CLI).
+fn shmbench_containers() -> Vec<String> {
+    Command::new("docker")
+        .args([
+            "ps",
+            "-a",
+            "--filter",
+            "label=org.shmbench.owner-pid",
+            "--format",
+            "{{.Names}} {{.Status}}",
+        ])
+        .output()
+        .map(|o| {
+            String::from_utf8_lossy(&o.stdout)
+                .lines()
+                .map(String::from)
+                .collect()
+        })
+        .unwrap_or_default()
 }
 
 fn shmbench_processes() -> Vec<String> {
@@ -123,6 +156,7 @@ pub fn machine_state() -> MachineState {
         shm_entries,
         mounts: std::fs::read_to_string("/proc/self/mounts").unwrap(),
         processes: shmbench_processes(),
+        containers: shmbench_containers(),
     }
 }
 
@@ -163,4 +197,16 @@ pub fn read_csv(path: &Path) -> Vec<std::collections::HashMap<String, String>> {
                 .collect()
         })
         .collect()
+}
+
+/// A legacy-profile loader whose tmpfs filled: SIGBUS in the copy, or, when several workers fill
+/// the tmpfs at once, ENOSPC from another worker's 1-byte write finding it already full (torch
+/// <= 2.9's "unable to write to file"; real torch has the same race). Never the modern message.
+pub fn assert_legacy_out_of_shm(r: &Value) {
+    let message = r["message"].as_str().unwrap_or_default();
+    match status(r) {
+        "sigbus" => assert!(message.contains("Bus error"), "{r}"),
+        "enospc" => assert!(message.contains("unable to write to file"), "{r}"),
+        other => panic!("expected sigbus (or the legacy write's enospc), got {other}: {r}"),
+    }
 }

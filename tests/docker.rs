@@ -1,0 +1,194 @@
+//! The Docker runtime against the real local engine: the how-to's container rows in real
+//! containers, OOM under a memory limit, and no container left behind, even when the harness is
+//! killed. These tests need an engine; `.ci/run` starts one. Set SHMBENCH_SKIP_DOCKER=1 to skip
+//! them on a machine without Docker (they fail otherwise, so a missing engine is never hidden).
+
+mod common;
+
+use std::io::{BufRead, BufReader};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use common::*;
+
+fn docker_or_skip() -> bool {
+    if std::env::var_os("SHMBENCH_SKIP_DOCKER").is_some() {
+        eprintln!("SHMBENCH_SKIP_DOCKER is set: skipping a Docker test");
+        return false;
+    }
+    let ok = Command::new("docker")
+        .arg("info")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success());
+    assert!(ok, "no Docker engine answers: start dockerd (or set SHMBENCH_SKIP_DOCKER=1 to skip Docker tests)");
+    true
+}
+
+#[test]
+fn engine_default_shm_crashes_the_seed_loader_at_step_1() {
+    if !docker_or_skip() {
+        return;
+    }
+    let _guard = serial();
+    let before = machine_state();
+    let legacy = run_cell("--runtime docker --steps 5 --torch legacy");
+    assert_legacy_out_of_shm(&legacy);
+    assert_eq!(crash_step(&legacy), 1);
+    // What the container really saw: this engine's default.
+    assert_eq!(legacy["shm_seen_bytes"], 64 << 20, "{legacy}");
+    let modern = run_cell("--runtime docker --steps 5 --torch modern");
+    assert_eq!(status(&modern), "enospc", "{modern}");
+    assert_eq!(crash_step(&modern), 1);
+    assert_clean(&before);
+}
+
+#[test]
+fn ipc_host_and_a_2_gib_shm_size_pass() {
+    if !docker_or_skip() {
+        return;
+    }
+    let _guard = serial();
+    let before = machine_state();
+    let sized = run_cell("--runtime docker --shm-size 2g --steps 20");
+    assert_eq!(status(&sized), "pass", "{sized}");
+    assert_eq!(sized["shm_seen_bytes"], 2u64 << 30);
+    let host = run_cell("--runtime docker --ipc host --steps 20");
+    assert_eq!(status(&host), "pass", "{host}");
+    let host_shm = std::fs::metadata("/dev/shm").is_ok();
+    assert!(
+        host_shm && host["shm_seen_bytes"].as_u64().unwrap() > 2u64 << 30,
+        "{host}"
+    );
+    // A Kubernetes-style tmpfs (emptyDir, medium: Memory) on /dev/shm bounds the same way.
+    let tmpfs = run_cell("--runtime docker --shm-size 64m --shm-tmpfs --steps 5");
+    assert_legacy_out_of_shm(&tmpfs);
+    assert_eq!(tmpfs["shm_seen_bytes"], 64 << 20);
+    assert_clean(&before);
+}
+
+#[test]
+fn a_memory_limit_below_the_in_flight_bytes_is_oom() {
+    if !docker_or_skip() {
+        return;
+    }
+    let _guard = serial();
+    let before = machine_state();
+    // 17 batches of 73.5 MiB want 1.2 GiB of tmpfs pages; the cgroup allows 512 MiB.
+    let r = run_cell("--runtime docker --shm-size 2g --memory 512m --steps 20");
+    assert_eq!(status(&r), "oom", "{r}");
+    assert!(r["message"].as_str().unwrap().contains("OOM"), "{r}");
+    assert_clean(&before);
+}
+
+#[test]
+fn seed_matrix_runs_its_docker_rows_in_containers() {
+    if !docker_or_skip() {
+        return;
+    }
+    let _guard = serial();
+    let before = machine_state();
+    let dir = temp_dir("docker-matrix");
+    let out = dir.join("m.csv");
+    let o = shmbench(&["matrix", "--steps", "20", "--out", out.to_str().unwrap()]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let rows = read_csv(&out);
+    assert_eq!(rows.len(), 5);
+    for row in &rows {
+        assert_eq!(row["runtime"], "docker", "{row:?}");
+        assert!(!row["docker_version"].is_empty() && !row["docker_storage_driver"].is_empty());
+        let crashes = matches!(
+            row["cell"].as_str(),
+            "docker-default" | "restricted-file-system"
+        );
+        if crashes {
+            assert!(
+                matches!(row["status"].as_str(), "sigbus" | "enospc"),
+                "{row:?}"
+            );
+            assert_eq!(row["crash_step"], "1");
+        } else {
+            assert_eq!(row["status"], "pass", "{row:?}");
+        }
+    }
+    assert_clean(&before);
+}
+
+#[test]
+fn no_engine_is_a_clear_error_for_runtime_docker() {
+    let o = Command::new(BIN)
+        .args(["run", "--runtime", "docker", "--batch", "8"])
+        .env("DOCKER_HOST", NO_ENGINE)
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains("no Docker engine answered at unix:///nonexistent/docker.sock"),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains("dockerd") && stderr.contains("--runtime namespace"),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn killing_the_harness_mid_cell_leaves_no_container() {
+    if !docker_or_skip() {
+        return;
+    }
+    let _guard = serial();
+    let before = machine_state();
+    for signal in ["-INT", "-KILL"] {
+        let dir = temp_dir("docker-kill");
+        let mut child = Command::new(BIN)
+            .args([
+                "run",
+                "--runtime",
+                "docker",
+                "--shm-size",
+                "256m",
+                "--batch",
+                "8",
+                "--workers",
+                "2",
+                "--steps",
+                "100000",
+                "--compute-ms",
+                "10",
+                "--out",
+                dir.join("r.csv").to_str().unwrap(),
+            ])
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut stderr = BufReader::new(child.stderr.take().unwrap());
+        let mut line = String::new();
+        let deadline = Instant::now() + Duration::from_secs(60);
+        while !line.contains("[1/1]") && Instant::now() < deadline {
+            line.clear();
+            stderr.read_line(&mut line).unwrap();
+        }
+        // Wait until its container runs.
+        while machine_state().containers.is_empty() && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        assert!(
+            !machine_state().containers.is_empty(),
+            "the cell's container never started"
+        );
+        std::thread::sleep(Duration::from_millis(500));
+        Command::new("kill")
+            .args([signal, &child.id().to_string()])
+            .status()
+            .unwrap();
+        let status = child.wait().unwrap();
+        if signal == "-INT" {
+            assert_eq!(status.code(), Some(130));
+        }
+        assert_clean(&before);
+    }
+}
