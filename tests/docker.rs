@@ -192,3 +192,56 @@ fn killing_the_harness_mid_cell_leaves_no_container() {
         assert_clean(&before);
     }
 }
+
+#[test]
+fn a_container_killed_from_outside_ends_its_cell_and_the_matrix_goes_on() {
+    if !docker_or_skip() {
+        return;
+    }
+    let _guard = serial();
+    let before = machine_state();
+    let dir = temp_dir("docker-outside");
+    let scenario = dir.join("s.toml");
+    std::fs::write(
+        &scenario,
+        "name = \"outside\"\n[defaults]\nruntime = \"docker\"\nbatch = 8\nworkers = 2\nshm-size = \"256m\"\n\
+         [[cells]]\nname = \"victim\"\nsteps = 100000\ncompute-ms = 10\n\
+         [[cells]]\nname = \"next\"\nsteps = 5\n",
+    )
+    .unwrap();
+    let out = dir.join("r.csv");
+    let mut child = Command::new(BIN)
+        .args([
+            "matrix",
+            scenario.to_str().unwrap(),
+            "--out",
+            out.to_str().unwrap(),
+        ])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while machine_state().containers.is_empty() && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    std::thread::sleep(Duration::from_millis(500));
+    let ids = Command::new("docker")
+        .args(["ps", "-q", "--filter", "label=org.shmbench.owner-pid"])
+        .output()
+        .unwrap();
+    let id = String::from_utf8_lossy(&ids.stdout).trim().to_string();
+    assert!(!id.is_empty(), "no running container to kill");
+    Command::new("docker").args(["kill", &id]).output().unwrap();
+    assert!(child.wait().unwrap().success());
+    let rows = read_csv(&out);
+    assert_eq!(rows.len(), 2);
+    assert_eq!(rows[0]["status"], "error");
+    assert!(
+        rows[0]["message"].contains("killed (exit code 137)"),
+        "{:?}",
+        rows[0]
+    );
+    assert_eq!(rows[1]["status"], "pass");
+    assert_clean(&before);
+}
