@@ -11,6 +11,7 @@ pub mod loader;
 pub mod predict;
 pub mod process;
 pub mod record;
+pub mod report;
 pub mod runner;
 pub mod runtime;
 pub mod scenario;

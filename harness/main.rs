@@ -8,6 +8,7 @@ use clap::{Parser, Subcommand};
 
 use shmbench::config::{Identity, Knobs, Platform};
 use shmbench::record::fingerprint::mem_total;
+use shmbench::report::{self, Report};
 use shmbench::scenario::{self, Scenario};
 use shmbench::{cell, loader, runner, table};
 
@@ -70,6 +71,21 @@ enum Command {
         /// The resolved cell config as JSON (see `matrix --dry-run`)
         config_json: String,
     },
+    /// Make a report (Markdown, self-contained HTML, JSON, PNG/SVG plots) from results files
+    #[command(
+        after_help = "Examples:\n  shmbench report results/seed-matrix-20261130T031415Z.csv\n  shmbench report hostA.csv hostB.csv --out reports/a-vs-b --format md,html"
+    )]
+    Report {
+        /// Results CSV files (several: shown side by side)
+        #[arg(required = true)]
+        results: Vec<PathBuf>,
+        /// Output directory (default: reports/<stem of the first results file>)
+        #[arg(long)]
+        out: Option<PathBuf>,
+        /// Formats to write
+        #[arg(long, value_delimiter = ',', default_value = "md,html,json")]
+        format: Vec<String>,
+    },
     /// Remove /dev/shm segments left by shmbench runs that died (SIGKILL)
     Sweep,
     /// Show, rebuild or remove the container image the Docker runtime builds for itself
@@ -97,8 +113,8 @@ fn platform() -> Platform {
 }
 
 fn print_outcome(outcome: &runner::Outcome) {
-    println!("{}", table::matrix(&outcome.records));
-    let notes = table::notes(&outcome.records);
+    println!("{}", table::matrix(outcome.results.rows()));
+    let notes = table::notes(outcome.results.rows());
     if !notes.is_empty() {
         println!();
         for n in notes {
@@ -153,7 +169,30 @@ fn run(cli: Cli) -> Result<ExitCode> {
             );
             let outcome = runner::run(&plan, &out)?;
             print_outcome(&outcome);
+            if !outcome.results.rows().is_empty() {
+                let dir = report::default_dir(&out);
+                let all: Vec<String> = ["md", "html", "json"].map(String::from).to_vec();
+                match Report::load(std::slice::from_ref(&out)).and_then(|r| r.write(&dir, &all)) {
+                    Ok(files) => println!("report: {}", files[0].display()),
+                    Err(e) => eprintln!("shmbench: the report could not be written: {e:#}"),
+                }
+            }
             Ok(interrupted_exit(&outcome))
+        }
+        Command::Report {
+            results,
+            out,
+            format,
+        } => {
+            let dir = out.unwrap_or_else(|| report::default_dir(&results[0]));
+            let report = Report::load(&results)?;
+            for problem in &report.problems {
+                eprintln!("shmbench: report: {problem}");
+            }
+            for file in report.write(&dir, &format)? {
+                println!("{}", file.display());
+            }
+            Ok(ExitCode::SUCCESS)
         }
         Command::Run {
             name,
@@ -173,7 +212,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
             let out = out.unwrap_or_else(|| scenario::default_results_path("run"));
             let outcome = runner::run(std::slice::from_ref(&config), &out)?;
             if json {
-                for (record, _) in &outcome.records {
+                for record in &outcome.records {
                     println!("{}", serde_json::to_string(record)?);
                 }
             }

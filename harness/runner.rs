@@ -11,14 +11,15 @@ use crate::config::{CellConfig, IpcMode, RuntimeKind};
 use crate::interrupt;
 use crate::record::csv::{ResultsFile, Row};
 use crate::record::fingerprint::Fingerprint;
+use crate::record::steps;
 use crate::record::CellRecord;
 use crate::runtime::{Progress, Runtimes};
 use crate::size::ByteSize;
 use crate::verdict;
 
 pub struct Outcome {
-    /// Each finished cell's record and the runtime that ran it.
-    pub records: Vec<(CellRecord, String)>,
+    /// Each finished cell's record (its row is in `results`).
+    pub records: Vec<CellRecord>,
     pub results: ResultsFile,
     /// The signal that stopped the run early, if one did.
     pub interrupted: Option<i32>,
@@ -108,29 +109,24 @@ pub fn run(cells: &[CellConfig], out: &Path) -> Result<Outcome> {
             interrupted = Some(sig);
             break;
         }
-        let rate = record
-            .metrics
+        let mut row = Row::new(&record, runtime.name(), &fingerprint, &run_id, &started_at);
+        row.steps_file = Some(steps::write(results.path(), &record)?);
+        let rate = row
             .img_per_s
             .map(|r| format!("{r:.1} img/s"))
             .unwrap_or_else(|| "-".into());
         let line = format!(
             "{label}  {}  {rate}  peak /dev/shm {}  {:.1} s",
-            verdict::status_label(&record),
-            ByteSize(record.metrics.peak_shm_bytes),
+            verdict::status_label(&row),
+            ByteSize(row.peak_shm_bytes),
             began.elapsed().as_secs_f64()
         );
         if tty {
             eprint!("\r\x1b[2K");
         }
         eprintln!("{line}");
-        results.push(Row::new(
-            &record,
-            runtime.name(),
-            &fingerprint,
-            &run_id,
-            &started_at,
-        ))?;
-        records.push((record, runtime.name().to_string()));
+        results.push(row)?;
+        records.push(record);
     }
     Ok(Outcome {
         records,

@@ -1,8 +1,7 @@
 //! The matrix as a table in the how-to's shape (a GitHub-flavoured Markdown table, aligned so it
 //! also reads in a terminal), and the notes that explain each disagreement with the how-to.
 
-use crate::config::{IpcMode, RuntimeKind};
-use crate::record::CellRecord;
+use crate::record::csv::Row;
 use crate::size::ByteSize;
 use crate::verdict;
 
@@ -35,7 +34,8 @@ pub fn markdown(headers: &[&str], rows: &[Vec<String>]) -> String {
     out.join("\n")
 }
 
-fn thousands(x: f64) -> String {
+/// `1,234.5`
+pub fn thousands(x: f64) -> String {
     let whole = x.trunc() as u64;
     let digits = whole.to_string();
     let mut grouped = String::new();
@@ -49,44 +49,42 @@ fn thousands(x: f64) -> String {
 }
 
 /// The cell's /dev/shm as measured inside it.
-fn shm_label(record: &CellRecord, runtime: &str) -> String {
-    let seen = ByteSize(record.shm_seen_bytes);
-    if runtime == "host"
-        || record.config.runtime == RuntimeKind::Host
-        || record.config.ipc == IpcMode::Host
-    {
+pub fn shm_label(row: &Row) -> String {
+    let seen = ByteSize(row.shm_seen_bytes);
+    if row.runtime == "host" || row.ipc == "host" {
         format!("host ({seen})")
-    } else if record.shm_seen_bytes == 0 {
-        record
-            .config
-            .shm_size
-            .map(|s| s.to_string())
-            .unwrap_or_default()
+    } else if row.shm_seen_bytes == 0 {
+        row.shm_bytes
+            .map(|s| ByteSize(s).to_string())
+            .unwrap_or_else(|| "engine default".into())
     } else {
         seen.to_string()
     }
 }
 
-fn throughput(record: &CellRecord) -> String {
-    match (record.status.is_pass(), record.metrics.img_per_s) {
+/// img/s as the how-to writes it: a number, or `0.0 (Failed)`.
+pub fn throughput(row: &Row) -> String {
+    match (row.status == "pass", row.img_per_s) {
         (true, Some(r)) => thousands(r),
         (true, None) => "n/a".into(),
-        (false, Some(r)) if record.metrics.steps_done >= 2 => {
-            format!("{} until crash", thousands(r))
-        }
+        (false, Some(r)) if row.steps_done >= 2 => format!("{} until crash", thousands(r)),
         (false, _) => "0.0 (Failed)".into(),
     }
 }
 
-/// The matrix table; `runtimes[i]` is the runtime that ran `records[i]`.
-pub fn matrix(records: &[(CellRecord, String)]) -> String {
-    let steps = records
-        .first()
-        .map(|(r, _)| r.config.total_steps())
-        .unwrap_or(0);
+/// The matrix table as Markdown.
+pub fn matrix(rows: &[Row]) -> String {
+    let (headers, cells) = matrix_cells(rows);
+    let headers: Vec<&str> = headers.iter().map(String::as_str).collect();
+    markdown(&headers, &cells)
+}
+
+/// The matrix table's headers and cells, for any output format.
+pub fn matrix_cells(rows: &[Row]) -> (Vec<String>, Vec<Vec<String>>) {
+    let steps = rows.first().map(|r| r.steps * r.epochs as u64).unwrap_or(0);
     let status_header = format!("Status After {steps} Steps");
-    let has_claims = records.iter().any(|(r, _)| r.config.claim.is_some());
-    let mut headers = vec![
+    let has_claims = rows.iter().any(|r| r.claim_status.is_some());
+    let mut headers: Vec<String> = [
         "Environment",
         "/dev/shm",
         "IPC Strategy",
@@ -94,56 +92,58 @@ pub fn matrix(records: &[(CellRecord, String)]) -> String {
         status_header.as_str(),
         "Throughput (img/s)",
         "Peak /dev/shm",
-    ];
+    ]
+    .map(String::from)
+    .to_vec();
     if has_claims {
-        headers.extend(["How-to says", "Verdict"]);
+        headers.extend(["How-to says".to_string(), "Verdict".to_string()]);
     }
-    let rows: Vec<Vec<String>> = records
+    let cells: Vec<Vec<String>> = rows
         .iter()
-        .map(|(r, runtime)| {
-            let mut row = vec![
-                r.config.environment.clone(),
-                shm_label(r, runtime),
-                r.config.strategy.to_string(),
-                runtime.clone(),
+        .map(|r| {
+            let mut cells = vec![
+                r.environment.clone(),
+                shm_label(r),
+                r.strategy.clone(),
+                r.runtime.clone(),
                 verdict::status_label(r),
                 throughput(r),
-                ByteSize(r.metrics.peak_shm_bytes).to_string(),
+                ByteSize(r.peak_shm_bytes).to_string(),
             ];
             if has_claims {
-                row.push(verdict::claim_label(&r.config).unwrap_or_default());
-                row.push(verdict::verdict(r).to_string());
+                cells.push(verdict::claim_label(r).unwrap_or_default());
+                cells.push(verdict::verdict(r).to_string());
             }
-            row
+            cells
         })
         .collect();
-    markdown(&headers, &rows)
+    (headers, cells)
 }
 
-/// One note per row that disagrees with its claim, and one per failed row's message.
-pub fn notes(records: &[(CellRecord, String)]) -> Vec<String> {
+/// One note per row that disagrees with its claim, one per failed row's message, and one per
+/// distinct reason rows ran in another runtime than their setup names.
+pub fn notes(rows: &[Row]) -> Vec<String> {
     let mut notes = Vec::new();
-    for (r, _) in records {
-        let env = &r.config.environment;
+    for r in rows {
+        let env = &r.environment;
         if verdict::verdict(r) == "differs" {
             notes.push(format!(
                 "{env}: the how-to says {}, measured {}: {}.",
-                verdict::claim_label(&r.config).unwrap_or_default(),
+                verdict::claim_label(r).unwrap_or_default(),
                 verdict::status_label(r),
                 verdict::explanation(r)
             ));
         }
-        if !r.status.is_pass() && !r.message.is_empty() {
+        if r.status != "pass" && !r.message.is_empty() {
             notes.push(format!("{env}: {}", r.message));
         }
     }
-    // One line per distinct reason a row ran in another runtime than its setup names.
     let mut reasons: Vec<(&str, Vec<&str>)> = Vec::new();
-    for (r, _) in records {
-        if let Some(note) = &r.config.runtime_note {
+    for r in rows {
+        if let Some(note) = &r.runtime_note {
             match reasons.iter_mut().find(|(n, _)| n == note) {
-                Some((_, envs)) => envs.push(&r.config.environment),
-                None => reasons.push((note, vec![&r.config.environment])),
+                Some((_, envs)) => envs.push(&r.environment),
+                None => reasons.push((note, vec![&r.environment])),
             }
         }
     }

@@ -65,6 +65,10 @@ pub struct Row {
     pub accel_util: Option<f64>,
     pub wall_s: f64,
     pub message: String,
+    /// The per-step series, relative to this CSV's directory.
+    pub steps_file: Option<String>,
+    /// The shmbench command line that produced this row.
+    pub command: String,
     pub claim_status: Option<String>,
     pub claim_crash_step: Option<u64>,
     pub claim_img_per_s: Option<f64>,
@@ -86,6 +90,21 @@ pub struct Row {
     pub docker_storage_driver: Option<String>,
 }
 
+/// This invocation as a command a user can paste (`shmbench matrix --steps 20`).
+fn command_line() -> String {
+    let quote = |a: String| {
+        if a.is_empty() || a.contains(|c: char| c.is_whitespace() || "'\"$`\\".contains(c)) {
+            format!("'{}'", a.replace('\'', "'\\''"))
+        } else {
+            a
+        }
+    };
+    std::iter::once("shmbench".to_string())
+        .chain(std::env::args().skip(1).map(quote))
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
 fn round(x: f64, places: i32) -> f64 {
     let scale = 10f64.powi(places);
     (x * scale).round() / scale
@@ -102,7 +121,7 @@ impl Row {
         let c = &record.config;
         let m = &record.metrics;
         let claim = c.claim.as_ref();
-        Row {
+        let mut row = Row {
             schema: SCHEMA,
             run_id: run_id.to_string(),
             started_at: started_at.to_string(),
@@ -149,10 +168,12 @@ impl Row {
             accel_util: m.accel_util.map(|x| round(x, 4)),
             wall_s: round(m.wall_s, 3),
             message: record.message.clone(),
+            steps_file: None,
+            command: command_line(),
             claim_status: claim.map(|c| c.status.clone()),
             claim_crash_step: claim.and_then(|c| c.crash_step),
             claim_img_per_s: claim.and_then(|c| c.img_per_s),
-            claim_verdict: verdict::verdict(record).to_string(),
+            claim_verdict: String::new(),
             kernel: fp.kernel.clone(),
             os: fp.os.clone(),
             cpu: fp.cpu.clone(),
@@ -168,7 +189,9 @@ impl Row {
             docker_cgroup_version: fp.docker.as_ref().map(|d| d.cgroup_version.clone()),
             docker_cgroup_driver: fp.docker.as_ref().map(|d| d.cgroup_driver.clone()),
             docker_storage_driver: fp.docker.as_ref().map(|d| d.storage_driver.clone()),
-        }
+        };
+        row.claim_verdict = verdict::verdict(&row).to_string();
+        row
     }
 }
 

@@ -6,6 +6,7 @@
 
 pub mod csv;
 pub mod fingerprint;
+pub mod steps;
 
 use std::fmt;
 

@@ -18,22 +18,33 @@ pub fn serial() -> MutexGuard<'static, ()> {
     SERIAL.lock().unwrap_or_else(|e| e.into_inner())
 }
 
+/// A fresh directory, unique per call (tests in one binary run in parallel threads).
 pub fn temp_dir(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("shmbench-test-{}-{name}", std::process::id()));
+    static NEXT: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+    let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let dir = std::env::temp_dir().join(format!("shmbench-test-{}-{name}-{n}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).unwrap();
     dir
 }
 
+/// The binary, run from a scratch directory so default `results/` and `reports/` paths land
+/// there and not in the repository (and the built-in seed scenario is what `matrix` finds).
+pub fn command() -> Command {
+    let mut cmd = Command::new(BIN);
+    cmd.current_dir(temp_dir("cwd"));
+    cmd
+}
+
 pub fn shmbench(args: &[&str]) -> Output {
-    Command::new(BIN).args(args).output().expect("run shmbench")
+    command().args(args).output().expect("run shmbench")
 }
 
 /// A DOCKER_HOST where no engine listens: `runtime = auto` must fall back to emulation.
 pub const NO_ENGINE: &str = "unix:///nonexistent/docker.sock";
 
 pub fn shmbench_without_docker(args: &[&str]) -> Output {
-    Command::new(BIN)
+    command()
         .args(args)
         .env("DOCKER_HOST", NO_ENGINE)
         .output()

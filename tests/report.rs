@@ -1,0 +1,158 @@
+//! Reports from fixed results files (a real seed-matrix run committed under tests/fixtures):
+//! the Markdown table, the side-by-side verdicts, valid non-trivial images, and the messages for
+//! input that is partly or wholly unusable.
+
+mod common;
+
+use std::path::{Path, PathBuf};
+
+use common::*;
+
+fn fixture(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures")
+        .join(name)
+}
+
+fn report(args: &[&str]) -> (std::process::Output, PathBuf) {
+    let dir = temp_dir("report");
+    let out = dir.join("out");
+    let mut full = vec!["report"];
+    full.extend_from_slice(args);
+    full.extend(["--out", out.to_str().unwrap()]);
+    (shmbench(&full), out)
+}
+
+fn assert_images(dir: &Path) {
+    for name in ["throughput", "shm", "latency"] {
+        let png = std::fs::read(dir.join(format!("{name}.png"))).unwrap();
+        assert_eq!(&png[..8], b"\x89PNG\r\n\x1a\n", "{name}.png is not a PNG");
+        assert!(png.len() > 20_000, "{name}.png is only {} bytes", png.len());
+        let svg = std::fs::read_to_string(dir.join(format!("{name}.svg"))).unwrap();
+        assert!(
+            svg.starts_with("<svg") && svg.trim_end().ends_with("</svg>"),
+            "{name}.svg is not an SVG"
+        );
+        assert!(
+            svg.len() > 5_000 && svg.contains("<text"),
+            "{name}.svg has no content"
+        );
+    }
+}
+
+#[test]
+fn markdown_table_and_verdicts_for_a_fixed_csv() {
+    let seed = fixture("seed.csv");
+    let (o, out) = report(&[seed.to_str().unwrap()]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let md = std::fs::read_to_string(out.join("report.md")).unwrap();
+    for line in [
+        "| Docker Default       | 64 MiB          | file_descriptor | docker  | CRASH (SIGBUS Step 1)  | 0.0 (Failed)       | 64 MiB        | CRASH (SIGBUS Step 2)  | differs |",
+        "| Docker Tuned         | CRASH (SIGBUS Step 18) | PASS (Stable)         | differs |",
+        "| Docker Standard      | PASS (Stable)          | PASS (Stable)         | agrees  |",
+        "| Restricted Container | PASS (Stable)          | CRASH (SIGBUS Step 1) | differs |",
+    ] {
+        assert!(md.contains(line), "missing:\n{line}\nin:\n{md}");
+    }
+    assert!(md.contains("file_system segments are named shm_open objects in /dev/shm too"));
+    assert!(md.contains("/dev/shm of 2 GiB holds 27 whole batches"));
+    assert!(md.contains("![/dev/shm in use over the steps](shm.png)"));
+    assert!(md.contains("Docker engine") && md.contains("20.10.24"));
+    assert!(
+        md.contains("```sh\nshmbench matrix"),
+        "the reproducing command is missing"
+    );
+    assert_images(&out);
+    let html = std::fs::read_to_string(out.join("report.html")).unwrap();
+    assert_eq!(html.matches("<svg").count(), 3, "three inline plots");
+    assert!(
+        !html.contains("src=") && !html.contains("href=\"http"),
+        "report.html must be self-contained"
+    );
+    let json: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("report.json")).unwrap()).unwrap();
+    assert_eq!(json["sources"][0]["cells"][1]["verdict"], "differs");
+}
+
+#[test]
+fn several_results_files_are_shown_side_by_side() {
+    let seed = fixture("seed.csv");
+    let (o, out) = report(&[seed.to_str().unwrap(), seed.to_str().unwrap()]);
+    assert!(o.status.success());
+    let md = std::fs::read_to_string(out.join("report.md")).unwrap();
+    assert!(md.contains("## Side by side"));
+    assert!(
+        md.contains("| docker-tuned           | PASS (Stable), 2,891.1 img/s"),
+        "{md}"
+    );
+    assert_images(&out);
+}
+
+#[test]
+fn unusable_input_is_named_and_the_rest_still_renders() {
+    let dir = temp_dir("report-bad");
+    // Another schema version.
+    let text = std::fs::read_to_string(fixture("seed.csv")).unwrap();
+    let mut lines = text.lines();
+    let header = lines.next().unwrap();
+    let other: String = std::iter::once(header.to_string())
+        .chain(lines.map(|l| l.replacen("1,", "9,", 1)))
+        .collect::<Vec<_>>()
+        .join("\n");
+    let other_path = dir.join("other.csv");
+    std::fs::write(&other_path, other).unwrap();
+    // A file whose time series is missing.
+    let lonely = dir.join("lonely.csv");
+    std::fs::copy(fixture("seed.csv"), &lonely).unwrap();
+    let (o, out) = report(&[lonely.to_str().unwrap(), other_path.to_str().unwrap()]);
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert!(o.status.success(), "{stderr}");
+    assert!(
+        stderr.contains("schema 9 but this shmbench reads schema 1"),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains("time series") && stderr.contains("is missing"),
+        "{stderr}"
+    );
+    let md = std::fs::read_to_string(out.join("report.md")).unwrap();
+    assert!(
+        md.contains("## Missing from this report") && md.contains("schema 9"),
+        "{md}"
+    );
+    assert!(
+        md.contains("| Docker Tuned "),
+        "the readable rows still render"
+    );
+    // Nothing readable at all: a clear error.
+    let empty = dir.join("empty.csv");
+    std::fs::write(&empty, format!("{header}\n")).unwrap();
+    let (o, _) = report(&[empty.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        String::from_utf8_lossy(&o.stderr).contains("nothing to report")
+            && String::from_utf8_lossy(&o.stderr).contains("no rows")
+    );
+}
+
+#[test]
+fn no_font_is_a_clear_message_and_the_text_report_still_renders() {
+    let seed = fixture("seed.csv");
+    let dir = temp_dir("nofont");
+    let o = std::process::Command::new(BIN)
+        .args([
+            "report",
+            seed.to_str().unwrap(),
+            "--out",
+            dir.to_str().unwrap(),
+        ])
+        .env("SHMBENCH_FONT", "/nonexistent.ttf")
+        .output()
+        .unwrap();
+    assert!(o.status.success());
+    let md = std::fs::read_to_string(dir.join("report.md")).unwrap();
+    assert!(
+        md.contains("plots were not drawn") && md.contains("fonts-dejavu-core"),
+        "{md}"
+    );
+}
