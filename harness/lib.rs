@@ -6,8 +6,11 @@
 pub mod cell;
 pub mod cgroup;
 pub mod config;
+pub mod detect;
+pub mod doctor;
 pub mod interrupt;
 pub mod loader;
+pub mod minshm;
 pub mod predict;
 pub mod process;
 pub mod record;

@@ -6,11 +6,14 @@ use std::process::ExitCode;
 use anyhow::{Context, Result};
 use clap::{Parser, Subcommand};
 
-use shmbench::config::{Identity, Knobs, Platform};
+use shmbench::config::{Identity, Knobs, Platform, RuntimeKind};
+use shmbench::detect::Environment;
 use shmbench::record::fingerprint::mem_total;
 use shmbench::report::{self, Report};
+use shmbench::runtime::Runtimes;
 use shmbench::scenario::{self, Scenario};
-use shmbench::{cell, loader, runner, table};
+use shmbench::size::ByteSize;
+use shmbench::{cell, doctor, loader, minshm, runner, table};
 
 #[derive(Parser)]
 #[command(
@@ -70,6 +73,39 @@ enum Command {
     Cell {
         /// The resolved cell config as JSON (see `matrix --dry-run`)
         config_json: String,
+    },
+    /// How much /dev/shm a loader needs, whether it has it here, and the fixes that fit
+    #[command(
+        after_help = "Examples:\n  shmbench doctor                                    # the seed loader (8 workers, batch 128) here\n  shmbench doctor --workers 4 --batch 64 --prefetch 2 --pin-memory\n  shmbench doctor --shape 3x512x512 --dtype u8 --format md\n  shmbench doctor --verify                           # run the loader under the recommended size\n\nExit status: 0 when the loader fits here, 1 when it does not (or --verify failed).\nIt never changes the system: it prints commands."
+    )]
+    Doctor {
+        /// Run the loader in a namespace cell under the recommended /dev/shm size
+        #[arg(long)]
+        verify: bool,
+        /// Output format
+        #[arg(long, value_parser = ["text", "json", "md"], default_value = "text")]
+        format: String,
+        /// Loader flags (--shm-size: diagnose against that size instead of the /dev/shm seen)
+        #[command(flatten)]
+        knobs: Knobs,
+    },
+    /// Find the smallest /dev/shm a loader passes in, by bisection over real cells
+    #[command(
+        name = "min-shm",
+        after_help = "Examples:\n  shmbench min-shm --workers 2 --batch 16 --steps 30 --compute-ms 20\n  shmbench min-shm --resolution 4m --repeat 3 --format json\n\nA --compute-ms slower than the workers (real training) gives the worst case the doctor predicts;\nwith a fast consumer fewer batches wait and the minimum is lower."
+    )]
+    MinShm {
+        /// Stop when the bracket is this narrow
+        #[arg(long, default_value = "1m")]
+        resolution: ByteSize,
+        /// Runs that must pass at the boundary
+        #[arg(long, default_value_t = 2)]
+        repeat: u32,
+        /// Output format
+        #[arg(long, value_parser = ["text", "json"], default_value = "text")]
+        format: String,
+        #[command(flatten)]
+        knobs: Knobs,
     },
     /// Make a report (Markdown, self-contained HTML, JSON, PNG/SVG plots) from results files
     #[command(
@@ -178,6 +214,125 @@ fn run(cli: Cli) -> Result<ExitCode> {
                 }
             }
             Ok(interrupted_exit(&outcome))
+        }
+        Command::Doctor {
+            verify,
+            format,
+            mut knobs,
+        } => {
+            let assumed = knobs.shm_size.take();
+            knobs.runtime = Some(RuntimeKind::Host);
+            let id = Identity {
+                scenario: "doctor".into(),
+                cell: "doctor".into(),
+                environment: "doctor".into(),
+                claim: None,
+            };
+            let config = knobs
+                .resolve(id, &platform())
+                .map_err(|e| anyhow::anyhow!("--{e}"))?;
+            let mut env = Environment::read();
+            if let Some(size) = assumed {
+                env.shm_total_bytes = size.bytes();
+                env.shm_free_bytes = size.bytes();
+                env.evidence
+                    .push_str("; /dev/shm size taken from --shm-size");
+            }
+            let diagnosis = doctor::diagnose(&config, env);
+            match format.as_str() {
+                "json" => println!("{}", serde_json::to_string_pretty(&diagnosis)?),
+                "md" => print!("{}", doctor::render(&diagnosis, true)),
+                _ => print!("{}", doctor::render(&diagnosis, false)),
+            }
+            let mut ok = diagnosis.fits;
+            if verify {
+                let mut cell = config.clone();
+                cell.runtime = RuntimeKind::Namespace;
+                cell.shm_size = Some(ByteSize(diagnosis.recommended_bytes));
+                cell.steps = cell.steps.min(40);
+                if cell.compute_ms == 0.0 {
+                    // A training step slower than the loader: every outstanding batch waits in
+                    // /dev/shm, the worst case the prediction covers.
+                    cell.compute_ms = 50.0;
+                }
+                let runtimes = Runtimes::for_cells(std::slice::from_ref(&cell))?;
+                eprintln!(
+                    "verifying: {} steps under {} of /dev/shm (namespace cell, {} ms per step)...",
+                    cell.steps,
+                    ByteSize(diagnosis.recommended_bytes),
+                    cell.compute_ms
+                );
+                let record = runtimes.get(&cell).launch(&cell, &mut |_| {});
+                let verdict = if record.status.is_pass() {
+                    "PASSED"
+                } else {
+                    "FAILED"
+                };
+                println!(
+                    "verify: {verdict} with /dev/shm = {}: {} after {} steps, peak /dev/shm {}{}",
+                    ByteSize(diagnosis.recommended_bytes),
+                    record.status,
+                    record.metrics.steps_done,
+                    ByteSize(record.metrics.peak_shm_bytes),
+                    if record.message.is_empty() {
+                        String::new()
+                    } else {
+                        format!(" ({})", record.message)
+                    }
+                );
+                ok = record.status.is_pass();
+            }
+            Ok(if ok {
+                ExitCode::SUCCESS
+            } else {
+                ExitCode::from(1)
+            })
+        }
+        Command::MinShm {
+            resolution,
+            repeat,
+            format,
+            mut knobs,
+        } => {
+            knobs.shm_size = None;
+            knobs.runtime = Some(RuntimeKind::Host);
+            let id = Identity {
+                scenario: "min-shm".into(),
+                cell: "min-shm".into(),
+                environment: "min-shm".into(),
+                claim: None,
+            };
+            let config = knobs
+                .resolve(id, &platform())
+                .map_err(|e| anyhow::anyhow!("--{e}"))?;
+            shmbench::interrupt::install();
+            let limit = mem_total() / 2;
+            let result = minshm::search(&config, resolution.bytes(), repeat.max(1), limit, |t| {
+                eprintln!(
+                    "  /dev/shm {:>12}: {}{}",
+                    ByteSize(t.shm_bytes).to_string(),
+                    t.status,
+                    t.crash_step
+                        .map(|s| format!(" at step {s}"))
+                        .unwrap_or_default()
+                );
+            })?;
+            if format == "json" {
+                println!("{}", serde_json::to_string_pretty(&result)?);
+            } else {
+                println!(
+                    "minimum /dev/shm: {} (fails at {}; resolution {}; {} runs)\npredicted peak:   {} ({} batches of {})\nmeasured/predicted: {:.3}",
+                    ByteSize(result.measured_bytes),
+                    ByteSize(result.failed_below_bytes),
+                    ByteSize(result.resolution_bytes),
+                    result.trials.len(),
+                    ByteSize(result.predicted_bytes),
+                    result.predicted_batches,
+                    ByteSize(config.batch_bytes()),
+                    result.ratio()
+                );
+            }
+            Ok(ExitCode::SUCCESS)
         }
         Command::Report {
             results,

@@ -71,6 +71,59 @@ pub fn predict(config: &CellConfig, shm_bytes: u64) -> Prediction {
     }
 }
 
+/// Batches in /dev/shm at the run's peak, under the same model (slow consumer): outstanding plus
+/// held plus what retention has kept by then. Strategies outside /dev/shm need none.
+///
+/// With pin_memory the held batch and every pinned one are in private memory. How many
+/// outstanding batches wait in /dev/shm depends on whether the pin copy keeps up with the workers:
+/// one per worker when it does, all `workers * prefetch` when it falls behind (it competes with
+/// the workers for CPU). The upper bound is returned; on the 2-core development machine the
+/// measured minimum lay between the two (see `pin_memory_lower_bound`).
+pub fn peak_batches(config: &CellConfig) -> u64 {
+    let uses_shm = matches!(
+        config.strategy,
+        Strategy::FileDescriptor | Strategy::FileSystem
+    );
+    let total = config.total_steps();
+    let outstanding = config.max_outstanding().min(total);
+    if !uses_shm {
+        return 0;
+    }
+    if config.pin_memory {
+        return outstanding;
+    }
+    let retained = |s: u64| match config.retain_every {
+        0 => 0,
+        n => (s - 1) / n,
+    };
+    // Alive when step s's refill allocates: retained + held + outstanding (incl. the new one);
+    // refills stop once the run's last index is out.
+    let alive = |s: u64| {
+        retained(s)
+            + 1
+            + outstanding
+                .min(total - s + 1)
+                .saturating_sub(if s - 1 + outstanding < total { 0 } else { 1 })
+    };
+    let candidates = [1, total.saturating_sub(outstanding).max(1), total];
+    candidates
+        .iter()
+        .map(|&s| alive(s))
+        .max()
+        .unwrap_or(0)
+        .max(outstanding)
+}
+
+/// With pin_memory, the batches in /dev/shm when the pin copy keeps up: one per worker.
+pub fn pin_memory_lower_bound(config: &CellConfig) -> u64 {
+    (config.workers as u64).min(config.max_outstanding().min(config.total_steps()))
+}
+
+/// Bytes of tmpfs that `batches` batches occupy (whole pages).
+pub fn batches_bytes(config: &CellConfig, batches: u64) -> u64 {
+    batches * pages(config.batch_bytes()) * PAGE
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -105,6 +158,20 @@ mod tests {
         let mut modern = small(2, 100);
         modern.torch = TorchProfile::Modern;
         assert_eq!(predict(&modern, 64 << 20).crash_step, Some(23));
+    }
+
+    #[test]
+    fn peaks() {
+        assert_eq!(peak_batches(&small(0, 100)), 5);
+        let mut pinned = small(0, 100);
+        pinned.pin_memory = true;
+        assert_eq!(peak_batches(&pinned), 4);
+        assert_eq!(pin_memory_lower_bound(&pinned), 2);
+        // Retention: by step 96 (the last refill) 47 batches are kept, plus 4 + 1 in flight.
+        assert_eq!(peak_batches(&small(2, 100)), 52);
+        let mut disk = small(0, 100);
+        disk.strategy = Strategy::Disk;
+        assert_eq!(peak_batches(&disk), 0);
     }
 
     #[test]

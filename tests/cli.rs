@@ -85,7 +85,10 @@ fn seed_matrix_without_docker_emulates_the_rows_and_says_so() {
     assert!(stdout.contains("file_system segments are named shm_open objects in /dev/shm too"));
     assert!(stdout.contains("no Docker engine answered"), "{stdout}");
     // The matrix ends with its report.
-    let report = stdout.lines().find_map(|l| l.strip_prefix("report: ")).expect("a report path");
+    let report = stdout
+        .lines()
+        .find_map(|l| l.strip_prefix("report: "))
+        .expect("a report path");
     assert!(report.ends_with("reports/m/report.md"), "{report}");
     // The engine's default was unknown: Docker's documented 64 MiB stands in for it.
     assert_eq!(

@@ -83,6 +83,13 @@ pub struct PinnedPool {
 }
 
 impl PinnedPool {
+    /// A pool holding `count` buffers of `bytes`, their pages already touched: the steady state
+    /// of torch's caching pinned-memory allocator, so pinning costs a copy, not page faults.
+    pub fn warmed(count: u64, bytes: u64) -> PinnedPool {
+        let free = (0..count).map(|_| vec![1u8; bytes as usize]).collect();
+        PinnedPool { free }
+    }
+
     /// Copies `shared` out and releases it at once.
     pub fn pin(&mut self, shared: SharedBatch) -> Batch {
         let src = shared.map.as_slice();

@@ -339,7 +339,11 @@ pub fn run_cell(config: &CellConfig) -> CellRecord {
         reorder: BTreeMap::new(),
         held: None,
         retained: Vec::new(),
-        pinned: PinnedPool::default(),
+        pinned: if config.pin_memory {
+            PinnedPool::warmed(config.max_outstanding() + 1, config.batch_bytes())
+        } else {
+            PinnedPool::default()
+        },
         outstanding: 0,
         next_idx: 0,
         epoch_end_idx: 0,
