@@ -73,7 +73,10 @@ pub fn diagnose(config: &CellConfig, env: Environment) -> Diagnosis {
             config.workers, config.prefetch
         );
         if outstanding < config.max_outstanding() {
-            text.push_str(&format!(" (the run has only {} steps)", config.total_steps()));
+            text.push_str(&format!(
+                " (the run has only {} steps)",
+                config.total_steps()
+            ));
         }
         if retained > 0 {
             text.push_str(&format!(

@@ -3,6 +3,8 @@
 //! Data flows one way: scenario -> plan (cells) -> runtime launches `shmbench cell` -> loader ->
 //! record (JSON) -> results (CSV) -> table.
 
+pub mod bench;
+pub mod calibrate;
 pub mod cell;
 pub mod cgroup;
 pub mod config;

@@ -6,7 +6,7 @@ use std::process::ExitCode;
 use anyhow::{Context, Result};
 use clap::{Parser, Subcommand};
 
-use shmbench::config::{Identity, Knobs, Platform, RuntimeKind};
+use shmbench::config::{Identity, Knobs, Platform, RuntimeKind, Strategy, TorchProfile};
 use shmbench::detect::Environment;
 use shmbench::record::fingerprint::mem_total;
 use shmbench::report::{self, Report};
@@ -106,6 +106,29 @@ enum Command {
         format: String,
         #[command(flatten)]
         knobs: Knobs,
+    },
+    /// Measure this machine's data-path limits (memset, memcpy, fresh shared segments per strategy)
+    #[command(
+        after_help = "Examples:\n  shmbench calibrate\n  shmbench calibrate --batch 32 --seconds 1 --format json"
+    )]
+    Calibrate {
+        /// Seconds per fresh-segment measurement
+        #[arg(long, default_value_t = 0.5)]
+        seconds: f64,
+        #[arg(long, value_parser = ["text", "json"], default_value = "text")]
+        format: String,
+        /// Batch shape to measure with (batch, shape, dtype)
+        #[command(flatten)]
+        knobs: Knobs,
+    },
+    /// Benchmark the harness against this machine's limits (host cell, efficiency, matrix time, RSS)
+    #[command(
+        after_help = "Example:\n  shmbench bench    # about 30 s; prints each target and whether it is met"
+    )]
+    Bench {
+        /// Where the benchmark's matrix writes its CSV
+        #[arg(long, default_value = "results")]
+        results: PathBuf,
     },
     /// Make a report (Markdown, self-contained HTML, JSON, PNG/SVG plots) from results files
     #[command(
@@ -332,6 +355,51 @@ fn run(cli: Cli) -> Result<ExitCode> {
                     result.ratio()
                 );
             }
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Calibrate {
+            seconds,
+            format,
+            mut knobs,
+        } => {
+            knobs.runtime = Some(RuntimeKind::Host);
+            knobs.shm_size = None;
+            let id = Identity {
+                scenario: "calibrate".into(),
+                cell: "calibrate".into(),
+                environment: "calibrate".into(),
+                claim: None,
+            };
+            let config = knobs
+                .resolve(id, &platform())
+                .map_err(|e| anyhow::anyhow!("--{e}"))?;
+            if !(seconds > 0.0 && seconds <= 60.0) {
+                anyhow::bail!("--seconds must be between 0 and 60");
+            }
+            let combos: Vec<(Strategy, TorchProfile)> = [
+                Strategy::FileDescriptor,
+                Strategy::FileSystem,
+                Strategy::Memfd,
+                Strategy::Disk,
+            ]
+            .iter()
+            .flat_map(|s| [(*s, TorchProfile::Legacy), (*s, TorchProfile::Modern)])
+            .collect();
+            let c = shmbench::calibrate::run(
+                config.batch_bytes(),
+                config.batch,
+                &combos,
+                std::time::Duration::from_secs_f64(seconds),
+            )?;
+            if format == "json" {
+                println!("{}", serde_json::to_string_pretty(&c)?);
+            } else {
+                println!("{}", shmbench::calibrate::render(&c));
+            }
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Bench { results } => {
+            println!("{}", shmbench::bench::run(&platform(), &results)?);
             Ok(ExitCode::SUCCESS)
         }
         Command::Report {

@@ -89,3 +89,18 @@ pub fn alive(pid: u32) -> bool {
         Err(_) => false,
     }
 }
+
+/// Resident memory of `pid` that is not shared memory: RssAnon + RssFile from
+/// /proc/<pid>/status, in bytes (0 if unreadable). Shared-memory pages it maps are RssShmem and
+/// are left out, so this is what the process costs beyond the batches it touches.
+pub fn private_rss(pid: u32) -> u64 {
+    let Ok(status) = std::fs::read_to_string(format!("/proc/{pid}/status")) else {
+        return 0;
+    };
+    status
+        .lines()
+        .filter(|l| l.starts_with("RssAnon:") || l.starts_with("RssFile:"))
+        .filter_map(|l| l.split_whitespace().nth(1)?.parse::<u64>().ok())
+        .sum::<u64>()
+        * 1024
+}

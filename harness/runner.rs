@@ -3,11 +3,12 @@
 
 use std::io::{IsTerminal, Write};
 use std::path::Path;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use anyhow::Result;
 
-use crate::config::{CellConfig, IpcMode, RuntimeKind};
+use crate::calibrate::{self, Calibration};
+use crate::config::{CellConfig, IpcMode, RuntimeKind, Strategy, TorchProfile};
 use crate::interrupt;
 use crate::record::csv::{ResultsFile, Row};
 use crate::record::fingerprint::Fingerprint;
@@ -37,6 +38,45 @@ fn describe(config: &CellConfig) -> String {
         "{} ({}, {}, {})",
         config.cell, config.runtime, shm, config.strategy
     )
+}
+
+/// Calibrates this machine for the strategies and profiles `cells` use (briefly: it runs before
+/// every matrix) and writes `calibration.json` beside the results. A calibration that cannot run
+/// (e.g. too little free /dev/shm) is reported and skipped: it never stops the cells.
+fn calibrate_for(cells: &[CellConfig], out: &Path) -> Option<Calibration> {
+    let first = cells.first()?;
+    let mut combos: Vec<(Strategy, TorchProfile)> =
+        cells.iter().map(|c| (c.strategy, c.torch)).collect();
+    combos.sort_by_key(|(s, t)| (s.to_string(), t.to_string()));
+    combos.dedup();
+    eprint!(
+        "calibrating the data path ({} combination(s))...",
+        combos.len()
+    );
+    match calibrate::run(
+        first.batch_bytes(),
+        first.batch,
+        &combos,
+        Duration::from_millis(250),
+    ) {
+        Ok(c) => {
+            eprintln!(" memcpy {:.1} GB/s", c.memcpy_gb_per_s);
+            let stem = out
+                .file_stem()
+                .map(|s| s.to_string_lossy().into_owned())
+                .unwrap_or_default();
+            let dir = out.parent().unwrap_or(Path::new(".")).join(stem);
+            if let Ok(text) = serde_json::to_string_pretty(&c) {
+                let _ = std::fs::create_dir_all(&dir)
+                    .and_then(|_| std::fs::write(dir.join("calibration.json"), text));
+            }
+            Some(c)
+        }
+        Err(e) => {
+            eprintln!(" skipped: {e:#}");
+            None
+        }
+    }
 }
 
 /// Runs `cells` in order, writing `out` after each.
@@ -74,6 +114,7 @@ pub fn run(cells: &[CellConfig], out: &Path) -> Result<Outcome> {
     let started_at = crate::timefmt::rfc3339_now();
     let run_id = format!("{}-{}", crate::timefmt::compact_now(), std::process::id());
     let mut results = ResultsFile::create(out)?;
+    let calibration = calibrate_for(cells, out);
     let mut records = Vec::new();
     let tty = std::io::stderr().is_terminal();
     let total = cells.len();
@@ -110,6 +151,9 @@ pub fn run(cells: &[CellConfig], out: &Path) -> Result<Outcome> {
             break;
         }
         let mut row = Row::new(&record, runtime.name(), &fingerprint, &run_id, &started_at);
+        if let Some(c) = &calibration {
+            row.judge(c, config);
+        }
         row.steps_file = Some(steps::write(results.path(), &record)?);
         let rate = row
             .img_per_s

@@ -143,6 +143,14 @@ fn doctor_refuses_what_it_cannot_diagnose() {
         );
     }
     // A loader bigger than the machine: said plainly, no size recommended as if it could work.
-    let o = shmbench(&["doctor", "--workers", "512", "--prefetch", "64", "--steps", "100000"]);
+    let o = shmbench(&[
+        "doctor",
+        "--workers",
+        "512",
+        "--prefetch",
+        "64",
+        "--steps",
+        "100000",
+    ]);
     assert!(String::from_utf8_lossy(&o.stdout).contains("more than this machine's memory"));
 }

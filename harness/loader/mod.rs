@@ -74,11 +74,27 @@ struct Loop<'a> {
     oom_kills_at_start: Option<u64>,
     checksum: u64,
     progress: bool,
+    main_private_rss: u64,
+    worker_private_rss: u64,
 }
 
 impl Loop<'_> {
     fn pool(&mut self) -> &mut Pool {
         self.pool.as_mut().expect("pool exists while an epoch runs")
+    }
+
+    /// Private memory of the main and its workers (sampled, not every step: it settles early).
+    fn sample_rss(&mut self) {
+        self.main_private_rss = self
+            .main_private_rss
+            .max(crate::process::private_rss(std::process::id()));
+        if let Some(pool) = &self.pool {
+            for pid in pool.live_pids() {
+                self.worker_private_rss = self
+                    .worker_private_rss
+                    .max(crate::process::private_rss(pid));
+            }
+        }
     }
 
     /// torch's `_try_put_index`: one more task if under the outstanding bound.
@@ -300,6 +316,9 @@ impl Loop<'_> {
                 self.compute_s.push(began.elapsed().as_secs_f64());
             }
             self.steps_done = step;
+            if step.is_power_of_two() || step.is_multiple_of(10) {
+                self.sample_rss();
+            }
             if self.progress {
                 eprintln!("progress {} {}", step, cfg.total_steps());
             }
@@ -354,6 +373,8 @@ pub fn run_cell(config: &CellConfig) -> CellRecord {
         oom_kills_at_start: crate::cgroup::oom_kills(),
         checksum: 0,
         progress: std::env::var_os("SHMBENCH_PROGRESS").is_some(),
+        main_private_rss: 0,
+        worker_private_rss: 0,
     };
     let mut outcome = Ok(());
     for epoch in 0..config.epochs as u64 {
@@ -401,6 +422,8 @@ pub fn run_cell(config: &CellConfig) -> CellRecord {
         first_batch_ms: lp.obtained_s.first().map(|t| t * 1000.0),
         peak_shm_bytes: lp.meter.peak(),
         peak_rss_bytes: peak_rss_bytes(),
+        main_private_rss_bytes: lp.main_private_rss,
+        worker_private_rss_bytes: lp.worker_private_rss,
         accel_util,
         wall_s: start.elapsed().as_secs_f64(),
     };

@@ -95,6 +95,15 @@ impl Pool {
         self.workers.is_empty()
     }
 
+    /// Pids of the workers still running.
+    pub fn live_pids(&self) -> Vec<u32> {
+        self.workers
+            .iter()
+            .filter(|w| w.exited.is_none())
+            .map(|w| w.pid)
+            .collect()
+    }
+
     pub fn pid(&self, worker: u32) -> u32 {
         self.workers[worker as usize].pid
     }

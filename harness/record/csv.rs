@@ -55,6 +55,11 @@ pub struct Row {
     pub pid: Option<u32>,
     pub steps_done: u64,
     pub img_per_s: Option<f64>,
+    /// This machine's calibrated all-cores fresh-segment rate for the cell's strategy and
+    /// profile, in images per second (the data path's physical limit).
+    pub limit_img_per_s: Option<f64>,
+    /// img_per_s / limit_img_per_s.
+    pub efficiency: Option<f64>,
     pub warmup_steps: u64,
     pub step_p50_ms: Option<f64>,
     pub step_p99_ms: Option<f64>,
@@ -62,6 +67,8 @@ pub struct Row {
     pub peak_shm_bytes: u64,
     pub shm_used_at_failure_bytes: Option<u64>,
     pub peak_rss_bytes: u64,
+    pub main_private_rss_bytes: u64,
+    pub worker_private_rss_bytes: u64,
     pub accel_util: Option<f64>,
     pub wall_s: f64,
     pub message: String,
@@ -111,6 +118,20 @@ fn round(x: f64, places: i32) -> f64 {
 }
 
 impl Row {
+    /// Fills the limit and efficiency columns from a calibration of this machine.
+    pub fn judge(
+        &mut self,
+        calibration: &crate::calibrate::Calibration,
+        config: &crate::config::CellConfig,
+    ) {
+        let Some(bytes_per_s) = calibration.limit_bytes_per_s(config.strategy, config.torch) else {
+            return;
+        };
+        let limit = bytes_per_s / config.image_bytes().max(1) as f64;
+        self.limit_img_per_s = Some(round(limit, 1));
+        self.efficiency = self.img_per_s.map(|r| round(r / limit, 4));
+    }
+
     pub fn new(
         record: &CellRecord,
         runtime: &str,
@@ -158,6 +179,8 @@ impl Row {
             pid: record.failure.as_ref().and_then(|f| f.pid),
             steps_done: m.steps_done,
             img_per_s: m.img_per_s.map(|x| round(x, 1)),
+            limit_img_per_s: None,
+            efficiency: None,
             warmup_steps: m.warmup_steps_used,
             step_p50_ms: m.step_p50_ms.map(|x| round(x, 3)),
             step_p99_ms: m.step_p99_ms.map(|x| round(x, 3)),
@@ -165,6 +188,8 @@ impl Row {
             peak_shm_bytes: m.peak_shm_bytes,
             shm_used_at_failure_bytes: record.failure.as_ref().map(|f| f.shm_used_bytes),
             peak_rss_bytes: m.peak_rss_bytes,
+            main_private_rss_bytes: m.main_private_rss_bytes,
+            worker_private_rss_bytes: m.worker_private_rss_bytes,
             accel_util: m.accel_util.map(|x| round(x, 4)),
             wall_s: round(m.wall_s, 3),
             message: record.message.clone(),

@@ -107,6 +107,12 @@ pub struct Metrics {
     pub peak_shm_bytes: u64,
     /// Peak resident set of the main process (VmHWM; includes shared pages it mapped).
     pub peak_rss_bytes: u64,
+    /// Highest private resident memory (RssAnon + RssFile, no shared memory) of the main, and
+    /// of any one worker, sampled during the run.
+    #[serde(default)]
+    pub main_private_rss_bytes: u64,
+    #[serde(default)]
+    pub worker_private_rss_bytes: u64,
     /// Fraction of steady-state wall time the emulated accelerator was busy (compute-ms > 0).
     pub accel_util: Option<f64>,
     pub wall_s: f64,
