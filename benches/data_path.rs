@@ -77,9 +77,10 @@ fn fd_round_trip(c: &mut Criterion) {
                 name: None,
             };
             wire::send(a.as_fd(), &msg, Some(file.as_fd())).expect("send");
-            let got = wire::recv::<wire::FromWorker>(b.as_fd())
-                .ok()
-                .expect("recv");
+            let got = match wire::recv::<wire::FromWorker>(b.as_fd()) {
+                Ok(got) => got,
+                Err(e) => panic!("recv: {e:?}"),
+            };
             assert!(got.fd.is_some());
         })
     });
