@@ -47,6 +47,9 @@ enum Command {
         /// Print the resolved cells as JSON and run nothing
         #[arg(long)]
         dry_run: bool,
+        /// Run every cell this many times, interleaved (for statistics and `compare`)
+        #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=1000))]
+        repeat: u32,
         /// Overrides applied to every cell
         #[command(flatten)]
         knobs: Knobs,
@@ -65,6 +68,9 @@ enum Command {
         /// Also print the cell's full JSON record on stdout
         #[arg(long)]
         json: bool,
+        /// Run the cell this many times
+        #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=1000))]
+        repeat: u32,
         #[command(flatten)]
         knobs: Knobs,
     },
@@ -130,6 +136,46 @@ enum Command {
         #[arg(long, default_value = "results")]
         results: PathBuf,
     },
+    /// Compare two results files cell by cell, beyond noise; exit 1 when anything regressed
+    #[command(
+        after_help = "Examples:\n  shmbench compare results/base.csv results/new.csv\n  shmbench compare base.csv new.csv --threshold 3% --out compare.md\n\nVerdicts: outcome-changed (worse: pass -> crash or an earlier crash), regressed / improved (the\n95% bootstrap interval of the img/s change lies wholly beyond +-threshold), unchanged, new, missing.\nExit status: 1 when any cell regressed or its outcome got worse, 0 otherwise, 2 on bad input."
+    )]
+    Compare {
+        baseline: PathBuf,
+        candidate: PathBuf,
+        /// Smallest img/s change that counts (5%, 0.05)
+        #[arg(long, default_value = "5%", value_parser = shmbench::compare::parse_threshold)]
+        threshold: f64,
+        /// Also write the comparison as Markdown here
+        #[arg(long)]
+        out: Option<PathBuf>,
+    },
+    /// Merge results files from several machines or runs into one (same schema)
+    #[command(
+        after_help = "Example:\n  shmbench merge hostA/*.csv hostB/*.csv --out results/all.csv"
+    )]
+    Merge {
+        #[arg(required = true)]
+        results: Vec<PathBuf>,
+        #[arg(long)]
+        out: PathBuf,
+    },
+    /// Trends of the same cells across runs ordered by an environment field, with change points
+    #[command(
+        after_help = "Examples:\n  shmbench history results/*.csv --by kernel\n  shmbench history results/*.csv --by time --threshold 10%"
+    )]
+    History {
+        #[arg(required = true)]
+        results: Vec<PathBuf>,
+        /// kernel, driver, engine, torch, host or time
+        #[arg(long, default_value = "time")]
+        by: String,
+        #[arg(long, default_value = "5%", value_parser = shmbench::compare::parse_threshold)]
+        threshold: f64,
+        /// Also write the history as Markdown here
+        #[arg(long)]
+        out: Option<PathBuf>,
+    },
     /// Make a report (Markdown, self-contained HTML, JSON, PNG/SVG plots) from results files
     #[command(
         after_help = "Examples:\n  shmbench report results/seed-matrix-20261130T031415Z.csv\n  shmbench report hostA.csv hostB.csv --out reports/a-vs-b --format md,html"
@@ -172,8 +218,17 @@ fn platform() -> Platform {
 }
 
 fn print_outcome(outcome: &runner::Outcome) {
-    println!("{}", table::matrix(outcome.results.rows()));
-    let notes = table::notes(outcome.results.rows());
+    let rows = outcome.results.rows();
+    if rows.iter().any(|r| r.repeat > 1) {
+        // Repeated: one line per cell with its statistics, then the first run's matrix.
+        println!(
+            "{}\n",
+            shmbench::compare::render_summary(&shmbench::compare::summarize(rows))
+        );
+    }
+    let first: Vec<_> = rows.iter().filter(|r| r.repeat == 1).cloned().collect();
+    println!("{}", table::matrix(&first));
+    let notes = table::notes(&first);
     if !notes.is_empty() {
         println!();
         for n in notes {
@@ -210,6 +265,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
             cells,
             out,
             dry_run,
+            repeat,
             knobs,
         } => {
             let scenario = Scenario::load(&path)?;
@@ -226,7 +282,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
                 plan.len(),
                 out.display()
             );
-            let outcome = runner::run(&plan, &out)?;
+            let outcome = runner::run_repeated(&plan, &out, repeat)?;
             print_outcome(&outcome);
             if !outcome.results.rows().is_empty() {
                 let dir = report::default_dir(&out);
@@ -402,6 +458,96 @@ fn run(cli: Cli) -> Result<ExitCode> {
             println!("{}", shmbench::bench::run(&platform(), &results)?);
             Ok(ExitCode::SUCCESS)
         }
+        Command::Compare {
+            baseline,
+            candidate,
+            threshold,
+            out,
+        } => {
+            let base = shmbench::record::csv::read(&baseline)?;
+            let cand = shmbench::record::csv::read(&candidate)?;
+            let comparisons = shmbench::compare::compare(&base, &cand, threshold);
+            if !comparisons
+                .iter()
+                .any(|c| c.baseline.is_some() && c.candidate.is_some())
+            {
+                anyhow::bail!(
+                    "no cell in common between {} and {}: compare results of the same scenario (cells match by scenario, name and configuration)",
+                    baseline.display(),
+                    candidate.display()
+                );
+            }
+            let text = shmbench::compare::render(&comparisons, threshold);
+            println!("{text}");
+            if let Some(path) = out {
+                std::fs::write(
+                    &path,
+                    format!(
+                        "# shmbench compare\n\n`{}` -> `{}`\n\n{text}\n",
+                        baseline.display(),
+                        candidate.display()
+                    ),
+                )?;
+            }
+            let regressed = comparisons.iter().any(|c| c.verdict.is_regression());
+            Ok(if regressed {
+                ExitCode::from(1)
+            } else {
+                ExitCode::SUCCESS
+            })
+        }
+        Command::Merge { results, out } => {
+            let mut merged = shmbench::record::csv::ResultsFile::create(&out)?;
+            let mut rows = Vec::new();
+            for path in &results {
+                for mut row in shmbench::record::csv::read(path)? {
+                    // Time series stay where they are: point at them from the merged file.
+                    if let Some(rel) = &row.steps_file {
+                        let at = path.parent().unwrap_or(std::path::Path::new(".")).join(rel);
+                        row.steps_file = Some(
+                            std::fs::canonicalize(&at)
+                                .unwrap_or(at)
+                                .display()
+                                .to_string(),
+                        );
+                    }
+                    rows.push(row);
+                }
+            }
+            let before = rows.len();
+            let mut seen = std::collections::HashSet::new();
+            rows.retain(|r| {
+                seen.insert((r.host.clone(), r.run_id.clone(), r.cell.clone(), r.repeat))
+            });
+            merged.replace(rows)?;
+            println!(
+                "{} rows from {} files -> {} ({} duplicate rows dropped)",
+                merged.rows().len(),
+                results.len(),
+                out.display(),
+                before - merged.rows().len()
+            );
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::History {
+            results,
+            by,
+            threshold,
+            out,
+        } => {
+            let mut rows = Vec::new();
+            for path in &results {
+                rows.extend(shmbench::record::csv::read(path)?);
+            }
+            let history = shmbench::history::build(&rows, &by, threshold)?;
+            let text = shmbench::history::render(&history);
+            println!("{text}");
+            println!("method: binary segmentation of each cell's run medians (piecewise-constant fit), a split kept when it lowers the squared error by more than 2 s^2 ln(n) and steps by at least {:.0}%", threshold * 100.0);
+            if let Some(path) = out {
+                std::fs::write(&path, format!("# shmbench history\n\n{text}\n"))?;
+            }
+            Ok(ExitCode::SUCCESS)
+        }
         Command::Report {
             results,
             out,
@@ -421,6 +567,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
             name,
             out,
             json,
+            repeat,
             knobs,
         } => {
             let id = Identity {
@@ -433,7 +580,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
                 .resolve(id, &platform())
                 .map_err(|e| anyhow::anyhow!("--{e}"))?;
             let out = out.unwrap_or_else(|| scenario::default_results_path("run"));
-            let outcome = runner::run(std::slice::from_ref(&config), &out)?;
+            let outcome = runner::run_repeated(std::slice::from_ref(&config), &out, repeat)?;
             if json {
                 for record in &outcome.records {
                     println!("{}", serde_json::to_string(record)?);

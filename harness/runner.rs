@@ -81,6 +81,12 @@ fn calibrate_for(cells: &[CellConfig], out: &Path) -> Option<Calibration> {
 
 /// Runs `cells` in order, writing `out` after each.
 pub fn run(cells: &[CellConfig], out: &Path) -> Result<Outcome> {
+    run_repeated(cells, out, 1)
+}
+
+/// Runs every cell `repeat` times, interleaved (all cells, then all cells again) so a slow
+/// spell of the machine spreads over cells instead of landing on one.
+pub fn run_repeated(cells: &[CellConfig], out: &Path, repeat: u32) -> Result<Outcome> {
     let runtimes = Runtimes::for_cells(cells)?;
     interrupt::install();
     let removed = crate::loader::segment::sweep(None);
@@ -117,14 +123,25 @@ pub fn run(cells: &[CellConfig], out: &Path) -> Result<Outcome> {
     let calibration = calibrate_for(cells, out);
     let mut records = Vec::new();
     let tty = std::io::stderr().is_terminal();
-    let total = cells.len();
+    let repeat = repeat.max(1);
+    let total = cells.len() * repeat as usize;
     let mut interrupted = None;
-    for (i, config) in cells.iter().enumerate() {
+    let schedule = (1..=repeat).flat_map(|r| cells.iter().map(move |c| (r, c)));
+    for (i, (rep, config)) in schedule.enumerate() {
         if let Some(sig) = interrupt::received() {
             interrupted = Some(sig);
             break;
         }
-        let label = format!("[{}/{}] {}", i + 1, total, describe(config));
+        let label = if repeat > 1 {
+            format!(
+                "[{}/{}] {} run {rep}/{repeat}",
+                i + 1,
+                total,
+                describe(config)
+            )
+        } else {
+            format!("[{}/{}] {}", i + 1, total, describe(config))
+        };
         if !tty {
             eprintln!("{label} ...");
         }
@@ -154,7 +171,8 @@ pub fn run(cells: &[CellConfig], out: &Path) -> Result<Outcome> {
         if let Some(c) = &calibration {
             row.judge(c, config);
         }
-        row.steps_file = Some(steps::write(results.path(), &record)?);
+        row.repeat = rep;
+        row.steps_file = Some(steps::write(results.path(), &record, rep)?);
         let rate = row
             .img_per_s
             .map(|r| format!("{r:.1} img/s"))

@@ -82,7 +82,7 @@ fn several_results_files_are_shown_side_by_side() {
     let md = std::fs::read_to_string(out.join("report.md")).unwrap();
     assert!(md.contains("## Side by side"));
     assert!(
-        md.contains("| docker-tuned           | PASS (Stable), 2,891.1 img/s"),
+        md.contains("| docker-tuned           | PASS (Stable), 2,765.7 img/s"),
         "{md}"
     );
     assert_images(&out);

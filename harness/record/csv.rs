@@ -21,6 +21,10 @@ pub const SCHEMA: u32 = 1;
 pub struct Row {
     pub schema: u32,
     pub run_id: String,
+    /// 1-based repetition of this cell within the run (`--repeat`).
+    pub repeat: u32,
+    /// Hash of the environment fields that make runs comparable (see `Fingerprint::env_id`).
+    pub env_id: String,
     pub started_at: String,
     pub scenario: String,
     pub cell: String,
@@ -90,6 +94,8 @@ pub struct Row {
     pub cgroup_memory_limit: Option<u64>,
     pub host: String,
     pub harness_version: String,
+    pub thp_shmem: String,
+    pub gpu_driver: Option<String>,
     pub docker_version: Option<String>,
     pub docker_api_version: Option<String>,
     pub docker_cgroup_version: Option<String>,
@@ -145,6 +151,8 @@ impl Row {
         let mut row = Row {
             schema: SCHEMA,
             run_id: run_id.to_string(),
+            repeat: 1,
+            env_id: fp.env_id(),
             started_at: started_at.to_string(),
             scenario: c.scenario.clone(),
             cell: c.cell.clone(),
@@ -209,6 +217,8 @@ impl Row {
             cgroup_memory_limit: fp.cgroup_memory_limit,
             host: fp.host.clone(),
             harness_version: fp.harness_version.clone(),
+            thp_shmem: fp.thp_shmem.clone(),
+            gpu_driver: fp.gpu_driver.clone(),
             docker_version: fp.docker.as_ref().map(|d| d.version.clone()),
             docker_api_version: fp.docker.as_ref().map(|d| d.api_version.clone()),
             docker_cgroup_version: fp.docker.as_ref().map(|d| d.cgroup_version.clone()),
@@ -251,6 +261,16 @@ impl ResultsFile {
     /// Adds a row and atomically replaces the file with all rows so far.
     pub fn push(&mut self, row: Row) -> Result<()> {
         self.rows.push(row);
+        self.write()
+    }
+
+    /// Replaces every row and writes the file.
+    pub fn replace(&mut self, rows: Vec<Row>) -> Result<()> {
+        self.rows = rows;
+        self.write()
+    }
+
+    fn write(&self) -> Result<()> {
         let tmp = self.path.with_extension("csv.tmp");
         let write = || -> Result<()> {
             let file = std::fs::File::create(&tmp)?;

@@ -18,6 +18,10 @@ pub struct Fingerprint {
     pub harness_version: String,
     /// The Docker engine, when the run used one.
     pub docker: Option<crate::runtime::engine::EngineInfo>,
+    /// Transparent huge pages for shmem/tmpfs (`/sys/kernel/mm/transparent_hugepage/shmem_enabled`).
+    pub thp_shmem: String,
+    /// The NVIDIA driver version, where one is loaded.
+    pub gpu_driver: Option<String>,
 }
 
 /// Total memory from /proc/meminfo in bytes (0 if unreadable).
@@ -81,6 +85,66 @@ impl Fingerprint {
                 .unwrap_or_default(),
             harness_version: env!("CARGO_PKG_VERSION").to_string(),
             docker: None,
+            thp_shmem: thp_shmem(),
+            gpu_driver: gpu_driver(),
         }
     }
+
+    /// A stable id of the fields that make two runs' environments "the same": kernel, OS, CPU,
+    /// cores, memory, cgroup version, shmem THP, GPU driver and Docker engine. The host name and
+    /// the harness version are not part of it (the same setup on two hosts is the same
+    /// environment; hosts are keyed separately).
+    pub fn env_id(&self) -> String {
+        use sha2::{Digest, Sha256};
+        let fields = [
+            self.kernel.clone(),
+            self.os.clone(),
+            self.cpu.clone(),
+            self.cores.to_string(),
+            self.mem_bytes.to_string(),
+            self.cgroup_version.clone(),
+            self.thp_shmem.clone(),
+            self.gpu_driver.clone().unwrap_or_default(),
+            self.docker
+                .as_ref()
+                .map(|d| d.version.clone())
+                .unwrap_or_default(),
+        ];
+        let digest = Sha256::digest(fields.join("\u{1f}").as_bytes());
+        digest.iter().take(6).map(|b| format!("{b:02x}")).collect()
+    }
+}
+
+/// The selected value of the shmem THP setting (`never [always] ...` -> `always`).
+fn thp_shmem() -> String {
+    std::fs::read_to_string("/sys/kernel/mm/transparent_hugepage/shmem_enabled")
+        .ok()
+        .and_then(|t| {
+            t.split_whitespace()
+                .find(|w| w.starts_with('['))
+                .map(|w| w.trim_matches(|c| c == '[' || c == ']').to_string())
+        })
+        .unwrap_or_default()
+}
+
+/// NVIDIA driver version from /proc/driver/nvidia/version, else `nvidia-smi`, where present.
+fn gpu_driver() -> Option<String> {
+    if let Ok(text) = std::fs::read_to_string("/proc/driver/nvidia/version") {
+        // "NVRM version: NVIDIA UNIX x86_64 Kernel Module  550.54.14  Thu Feb 22 ..."
+        let version =
+            text.lines().next()?.split_whitespace().find(|w| {
+                w.chars().next().is_some_and(|c| c.is_ascii_digit()) && w.contains('.')
+            })?;
+        return Some(version.to_string());
+    }
+    let out = std::process::Command::new("nvidia-smi")
+        .args(["--query-gpu=driver_version", "--format=csv,noheader"])
+        .output()
+        .ok()?;
+    let version = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .next()?
+        .trim()
+        .to_string();
+    (out.status.success() && !version.is_empty()).then_some(version)
 }

@@ -33,12 +33,17 @@ impl From<&StepSample> for StepRow {
 
 /// Writes the record's series next to `results_csv` (temp file + rename); returns the path
 /// relative to the CSV's directory.
-pub fn write(results_csv: &Path, record: &CellRecord) -> Result<String> {
+pub fn write(results_csv: &Path, record: &CellRecord, repeat: u32) -> Result<String> {
     let stem = results_csv
         .file_stem()
         .map(|s| s.to_string_lossy().into_owned())
         .unwrap_or_else(|| "results".into());
-    let relative = PathBuf::from(&stem).join(format!("{}.steps.csv", record.config.cell));
+    let file = if repeat > 1 {
+        format!("{}.{repeat}.steps.csv", record.config.cell)
+    } else {
+        format!("{}.steps.csv", record.config.cell)
+    };
+    let relative = PathBuf::from(&stem).join(file);
     let dir = results_csv.parent().unwrap_or(Path::new("."));
     let path = dir.join(&relative);
     if let Some(parent) = path.parent() {

@@ -1,0 +1,184 @@
+//! compare, merge and history on constructed results files: known changes must get the known
+//! verdicts and exit codes, and noise must not.
+
+mod common;
+
+use std::path::{Path, PathBuf};
+
+use common::*;
+use shmbench::record::csv::{self, ResultsFile, Row};
+
+fn fixture_rows() -> Vec<Row> {
+    csv::read(&Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/seed.csv")).unwrap()
+}
+
+/// The docker-tuned cell, `rates.len()` runs with these img/s (a rate of 0 makes a crash).
+fn runs(rates: &[f64], run_id: &str, kernel: &str) -> Vec<Row> {
+    let template = fixture_rows()
+        .into_iter()
+        .find(|r| r.cell == "docker-tuned")
+        .unwrap();
+    rates
+        .iter()
+        .enumerate()
+        .map(|(i, &rate)| {
+            let mut r = template.clone();
+            r.repeat = i as u32 + 1;
+            r.run_id = run_id.to_string();
+            r.kernel = kernel.to_string();
+            r.steps_file = None;
+            if rate > 0.0 {
+                r.img_per_s = Some(rate);
+            } else {
+                r.status = "sigbus".into();
+                r.crash_step = Some(12);
+                r.img_per_s = None;
+            }
+            r
+        })
+        .collect()
+}
+
+fn write(dir: &Path, name: &str, rows: Vec<Row>) -> PathBuf {
+    let path = dir.join(name);
+    ResultsFile::create(&path).unwrap().replace(rows).unwrap();
+    path
+}
+
+fn compare(base: &Path, cand: &Path) -> (Option<i32>, String) {
+    let o = shmbench(&["compare", base.to_str().unwrap(), cand.to_str().unwrap()]);
+    (
+        o.status.code(),
+        format!(
+            "{}{}",
+            String::from_utf8_lossy(&o.stdout),
+            String::from_utf8_lossy(&o.stderr)
+        ),
+    )
+}
+
+const BASE: [f64; 5] = [3000.0, 3010.0, 2990.0, 3005.0, 2995.0];
+
+#[test]
+fn a_tight_ten_percent_drop_is_regressed_and_fails_ci() {
+    let dir = temp_dir("cmp-drop");
+    let base = write(&dir, "base.csv", runs(&BASE, "a", "6.1"));
+    let drop: Vec<f64> = BASE.iter().map(|x| x * 0.9).collect();
+    let cand = write(&dir, "cand.csv", runs(&drop, "b", "6.1"));
+    let (code, out) = compare(&base, &cand);
+    assert_eq!(code, Some(1), "{out}");
+    assert!(out.contains("| docker-tuned | regressed"), "{out}");
+    assert!(out.contains("-10.0%"), "{out}");
+    // And the other way round it is an improvement, exit 0.
+    let (code, out) = compare(&cand, &base);
+    assert_eq!(code, Some(0), "{out}");
+    assert!(out.contains("improved"), "{out}");
+}
+
+#[test]
+fn one_percent_noise_is_unchanged() {
+    let dir = temp_dir("cmp-noise");
+    let base = write(&dir, "base.csv", runs(&BASE, "a", "6.1"));
+    let noisy = [2985.0, 3020.0, 2970.0, 3000.0, 3010.0];
+    let cand = write(&dir, "cand.csv", runs(&noisy, "b", "6.1"));
+    let (code, out) = compare(&base, &cand);
+    assert_eq!(code, Some(0), "{out}");
+    assert!(out.contains("| docker-tuned | unchanged"), "{out}");
+}
+
+#[test]
+fn a_pass_that_becomes_a_sigbus_is_an_outcome_change_and_fails_ci() {
+    let dir = temp_dir("cmp-crash");
+    let base = write(&dir, "base.csv", runs(&BASE, "a", "6.1"));
+    let cand = write(
+        &dir,
+        "cand.csv",
+        runs(&[0.0, 0.0, 0.0, 3000.0, 0.0], "b", "6.1"),
+    );
+    let (code, out) = compare(&base, &cand);
+    assert_eq!(code, Some(1), "{out}");
+    assert!(
+        out.contains("outcome-changed (worse)") && out.contains("pass -> sigbus at step 12"),
+        "{out}"
+    );
+}
+
+#[test]
+fn one_run_per_side_never_claims_a_regression() {
+    let dir = temp_dir("cmp-one");
+    let base = write(&dir, "base.csv", runs(&[3000.0], "a", "6.1"));
+    let cand = write(&dir, "cand.csv", runs(&[2000.0], "b", "6.1"));
+    let (code, out) = compare(&base, &cand);
+    assert_eq!(code, Some(0), "{out}");
+    assert!(
+        out.contains("no interval, so no change is claimed"),
+        "{out}"
+    );
+}
+
+#[test]
+fn mismatched_inputs_are_clear_errors() {
+    let dir = temp_dir("cmp-bad");
+    let base = write(&dir, "base.csv", runs(&BASE, "a", "6.1"));
+    let mut other = fixture_rows();
+    other.retain(|r| r.cell != "docker-tuned");
+    for r in &mut other {
+        r.scenario = "another".into();
+    }
+    let other = write(&dir, "other.csv", other);
+    let (code, out) = compare(&base, &other);
+    assert_eq!(code, Some(2), "{out}");
+    assert!(out.contains("no cell in common"), "{out}");
+    let text = std::fs::read_to_string(&base).unwrap();
+    let (header, body) = text.split_once('\n').unwrap();
+    let v9 = dir.join("v9.csv");
+    std::fs::write(
+        &v9,
+        format!(
+            "{header}\n{}",
+            body.replace("\n1,", "\n9,").replacen("1,", "9,", 1)
+        ),
+    )
+    .unwrap();
+    let (code, out) = compare(&base, &v9);
+    assert_eq!(code, Some(2), "{out}");
+    assert!(
+        out.contains("schema 9 but this shmbench reads schema 1"),
+        "{out}"
+    );
+}
+
+#[test]
+fn merge_and_history_find_the_kernel_that_stepped() {
+    let dir = temp_dir("history");
+    let mut files = Vec::new();
+    for (i, (kernel, scale)) in [("6.1", 1.0), ("6.6", 1.0), ("6.9", 0.8), ("6.18", 0.8)]
+        .iter()
+        .enumerate()
+    {
+        let rates: Vec<f64> = BASE.iter().map(|x| x * scale).collect();
+        files.push(write(
+            &dir,
+            &format!("k{i}.csv"),
+            runs(&rates, &format!("run{i}"), kernel),
+        ));
+    }
+    let merged = dir.join("all.csv");
+    let mut args = vec!["merge".to_string()];
+    args.extend(files.iter().map(|f| f.display().to_string()));
+    args.extend(["--out".into(), merged.display().to_string()]);
+    let o = shmbench(&args.iter().map(String::as_str).collect::<Vec<_>>());
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    assert_eq!(csv::read(&merged).unwrap().len(), 20);
+    let o = shmbench(&["history", merged.to_str().unwrap(), "--by", "kernel"]);
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(o.status.success(), "{out}");
+    assert!(
+        out.contains("img/s stepped -20.0% at kernel = 6.9"),
+        "{out}"
+    );
+    assert!(
+        !out.contains("at kernel = 6.18"),
+        "no step where nothing changed: {out}"
+    );
+}
