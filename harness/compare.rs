@@ -15,6 +15,20 @@ use crate::stats;
 
 /// What must be equal for two rows to be the same cell.
 pub fn cell_key(r: &Row) -> String {
+    cell_key_except(r, "")
+}
+
+/// The cell key without one varying field (`shm` or `torch`), for histories along that field.
+pub fn cell_key_except(r: &Row, varying: &str) -> String {
+    let mut r = r.clone();
+    match varying {
+        "shm" => {
+            r.shm_bytes = None;
+            r.runtime.clear();
+        }
+        "torch" => r.torch.clear(),
+        _ => {}
+    }
     format!(
         "{}/{} [{} {} {} w{} p{} b{} {} {} shm={} ipc={} mem={} tmpfs={} pin={} touch={} c{} d{} r{} s{}x{}]",
         r.scenario,

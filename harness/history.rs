@@ -18,7 +18,7 @@ use crate::compare::{self, Outcome};
 use crate::record::csv::Row;
 
 /// The fields runs can be ordered by.
-pub const FIELDS: &[&str] = &["kernel", "driver", "engine", "torch", "host", "time"];
+pub const FIELDS: &[&str] = &["kernel", "driver", "engine", "torch", "host", "shm", "time"];
 
 fn field(r: &Row, by: &str) -> String {
     match by {
@@ -27,6 +27,7 @@ fn field(r: &Row, by: &str) -> String {
         "engine" => r.docker_version.clone().unwrap_or_else(|| "none".into()),
         "torch" => r.torch.clone(),
         "host" => r.host.clone(),
+        "shm" => r.shm_bytes.unwrap_or(r.shm_seen_bytes).to_string(),
         _ => r.started_at.clone(),
     }
 }
@@ -156,7 +157,7 @@ pub fn build(rows: &[Row], by: &str, threshold: f64) -> Result<History> {
     }
     let mut keys: Vec<(String, String)> = Vec::new();
     for r in rows {
-        let key = compare::cell_key(r);
+        let key = compare::cell_key_except(r, by);
         if !keys.iter().any(|(k, _)| k == &key) {
             keys.push((key, r.cell.clone()));
         }
@@ -169,7 +170,9 @@ pub fn build(rows: &[Row], by: &str, threshold: f64) -> Result<History> {
                 let mine: Vec<Row> = rows
                     .iter()
                     .filter(|r| {
-                        r.run_id == run.run_id && r.host == run.host && compare::cell_key(r) == key
+                        r.run_id == run.run_id
+                            && r.host == run.host
+                            && compare::cell_key_except(r, by) == key
                     })
                     .cloned()
                     .collect();
@@ -237,7 +240,11 @@ pub fn build(rows: &[Row], by: &str, threshold: f64) -> Result<History> {
 /// Markdown: the trend table and the steps found.
 pub fn render(h: &History) -> String {
     let mut headers = vec!["cell".to_string()];
-    headers.extend(h.runs.iter().map(|r| format!("{} ({})", r.label, r.host)));
+    let label = |r: &Run| match (h.by.as_str(), r.label.parse::<u64>()) {
+        ("shm", Ok(bytes)) => crate::size::ByteSize(bytes).to_string(),
+        _ => r.label.clone(),
+    };
+    headers.extend(h.runs.iter().map(|r| format!("{} ({})", label(r), r.host)));
     let rows: Vec<Vec<String>> = h
         .trends
         .iter()
@@ -269,7 +276,7 @@ pub fn render(h: &History) -> String {
                 t.cell,
                 step * 100.0,
                 h.by,
-                h.runs[*i].label,
+                label(&h.runs[*i]),
                 h.runs[*i].run_id
             ));
         }
@@ -277,7 +284,10 @@ pub fn render(h: &History) -> String {
             any = true;
             out.push_str(&format!(
                 "- {}: outcome changed from {before} to {after} at {} = {} (run {})\n",
-                t.cell, h.by, h.runs[*i].label, h.runs[*i].run_id
+                t.cell,
+                h.by,
+                label(&h.runs[*i]),
+                h.runs[*i].run_id
             ));
         }
     }

@@ -167,7 +167,7 @@ enum Command {
     History {
         #[arg(required = true)]
         results: Vec<PathBuf>,
-        /// kernel, driver, engine, torch, host or time
+        /// kernel, driver, engine, torch, host, shm (the /dev/shm size) or time
         #[arg(long, default_value = "time")]
         by: String,
         #[arg(long, default_value = "5%", value_parser = shmbench::compare::parse_threshold)]

@@ -182,3 +182,52 @@ fn merge_and_history_find_the_kernel_that_stepped() {
         "no step where nothing changed: {out}"
     );
 }
+
+#[test]
+fn history_by_shm_size_shows_where_the_outcome_changes() {
+    let _guard = serial();
+    let before = machine_state();
+    let dir = temp_dir("history-shm");
+    let mut files = Vec::new();
+    // Batch 8 (4.6 MiB): 2 workers x prefetch 2 + 1 held = 5 batches (23 MiB) at the peak.
+    for size in ["8m", "16m", "32m", "64m"] {
+        let out = dir.join(format!("{size}.csv"));
+        let o = shmbench(&[
+            "run",
+            "--name",
+            "small",
+            "--batch",
+            "8",
+            "--workers",
+            "2",
+            "--steps",
+            "10",
+            "--compute-ms",
+            "20",
+            "--decode-us",
+            "300",
+            "--shm-size",
+            size,
+            "--out",
+            out.to_str().unwrap(),
+        ]);
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        files.push(out.display().to_string());
+    }
+    let mut args = vec!["history".to_string()];
+    args.extend(files);
+    args.extend(["--by".into(), "shm".into()]);
+    let o = shmbench(&args.iter().map(String::as_str).collect::<Vec<_>>());
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        o.status.success(),
+        "{out}{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    assert!(
+        out.contains("small: outcome changed from sigbus at step")
+            && out.contains("to pass at shm = 32 MiB"),
+        "{out}"
+    );
+    assert_clean(&before);
+}
