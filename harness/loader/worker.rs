@@ -21,6 +21,13 @@ pub fn run(worker_id: u32, main_pid: u32, config: &CellConfig) -> Result<i32> {
     // armed before exec; checking the parent closes the window in which the main may have died.)
     nix::sys::prctl::set_pdeathsig(nix::sys::signal::Signal::SIGKILL)
         .context("setting PR_SET_PDEATHSIG")?;
+    // Rust's runtime catches SIGSEGV and SIGBUS to report stack overflows and swallows one sent
+    // with kill(2). A DataLoader worker (a Python process) dies of them: restore the default.
+    // SAFETY: changing a signal disposition in a single-threaded process.
+    unsafe {
+        libc::signal(libc::SIGBUS, libc::SIG_DFL);
+        libc::signal(libc::SIGSEGV, libc::SIG_DFL);
+    }
     if nix::unistd::getppid().as_raw() as u32 != main_pid {
         return Ok(0);
     }

@@ -1,0 +1,158 @@
+//! Faults injected into a running cell from outside: a worker killed by SIGKILL, SIGSEGV or
+//! SIGBUS mid-run, a worker that hangs (SIGSTOP), and the harness stopped by SIGTERM. Each test
+//! checks what is recorded and that nothing is left behind.
+
+mod common;
+
+use std::io::{BufRead, BufReader};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use common::*;
+
+/// Pids of running `shmbench worker` processes.
+fn worker_pids() -> Vec<u32> {
+    machine_state()
+        .processes
+        .iter()
+        .filter(|p| p.ends_with("worker"))
+        .filter_map(|p| p.split(':').next()?.parse().ok())
+        .collect()
+}
+
+/// Starts a long cell, waits until it reports step `after`, sends `signal` to one worker, and
+/// returns the cell's record.
+fn fault(signal: i32, after: u64, extra: &str) -> serde_json::Value {
+    let dir = temp_dir("fault");
+    let out = dir.join("r.csv");
+    let mut args = vec!["run", "--json", "--out", out.to_str().unwrap()];
+    let base =
+        format!("--shm-size 256m --batch 8 --workers 2 --steps 100000 --compute-ms 10 {extra}");
+    args.extend(base.split_whitespace());
+    let mut child = command()
+        .args(&args)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // The harness relays progress only to a terminal; wait for the worker processes instead,
+    // then for `after` steps' worth of time.
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while worker_pids().len() < 2 && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    std::thread::sleep(Duration::from_millis(12 * after));
+    let victim = worker_pids()[0];
+    Command::new("kill")
+        .args([format!("-{signal}"), victim.to_string()])
+        .status()
+        .unwrap();
+    let output = child.wait_with_output().unwrap();
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let mut record: serde_json::Value =
+        serde_json::from_str(stdout.lines().next().unwrap()).unwrap();
+    record["victim"] = victim.into();
+    record
+}
+
+#[test]
+fn a_worker_killed_mid_run_is_recorded_with_its_signal() {
+    let _guard = serial();
+    let before = machine_state();
+    for (signal, status, text, after) in [
+        (9, "error", "killed by signal: Killed", 10),
+        (11, "error", "killed by signal: Segmentation fault", 25),
+        (7, "sigbus", "killed by signal: Bus error", 40),
+    ] {
+        let r = fault(signal, after, "");
+        assert_eq!(status_of(&r), status, "signal {signal}: {r}");
+        assert_eq!(r["failure"]["signal"], signal, "{r}");
+        assert_eq!(
+            r["failure"]["pid"], r["victim"],
+            "the failed worker is named: {r}"
+        );
+        assert!(r["message"].as_str().unwrap().contains(text), "{r}");
+        assert!(crash_step(&r) > 1, "it failed mid-run: {r}");
+        assert_clean(&before);
+    }
+}
+
+fn status_of(r: &serde_json::Value) -> &str {
+    r["status"].as_str().unwrap()
+}
+
+#[test]
+fn a_hung_worker_ends_as_timeout_within_the_watchdog() {
+    let _guard = serial();
+    let before = machine_state();
+    let started = Instant::now();
+    // SIGSTOP: the worker stops sending without dying.
+    let r = fault(19, 10, "--timeout-s 1");
+    let took = started.elapsed();
+    assert_eq!(status_of(&r), "timeout", "{r}");
+    assert!(
+        r["message"]
+            .as_str()
+            .unwrap()
+            .contains("timed out after 1 seconds"),
+        "{r}"
+    );
+    assert!(took < Duration::from_secs(8), "the watchdog took {took:?}");
+    assert_clean(&before);
+}
+
+#[test]
+fn sigterm_mid_matrix_keeps_finished_rows_and_cleans_up() {
+    let _guard = serial();
+    let before = machine_state();
+    let dir = temp_dir("sigterm");
+    let scenario = dir.join("s.toml");
+    std::fs::write(
+        &scenario,
+        "name = \"term\"\n[defaults]\nbatch = 8\nworkers = 2\nshm-size = \"256m\"\n\
+         [[cells]]\nname = \"quick\"\nsteps = 5\n\
+         [[cells]]\nname = \"slow\"\nsteps = 100000\ncompute-ms = 5\n",
+    )
+    .unwrap();
+    let out = dir.join("r.csv");
+    let mut child = command()
+        .args([
+            "matrix",
+            scenario.to_str().unwrap(),
+            "--out",
+            out.to_str().unwrap(),
+        ])
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stderr = BufReader::new(child.stderr.take().unwrap());
+    let mut line = String::new();
+    while !line.contains("[2/2] slow") {
+        line.clear();
+        assert!(
+            stderr.read_line(&mut line).unwrap() > 0,
+            "harness ended early"
+        );
+    }
+    std::thread::sleep(Duration::from_millis(300));
+    Command::new("kill")
+        .args(["-TERM", &child.id().to_string()])
+        .status()
+        .unwrap();
+    let rest: Vec<String> = stderr.lines().map_while(Result::ok).collect();
+    assert_eq!(child.wait().unwrap().code(), Some(128 + 15), "{rest:?}");
+    assert!(
+        rest.iter().any(|l| l.contains("stopped by Terminated")),
+        "{rest:?}"
+    );
+    let rows = read_csv(&out);
+    assert_eq!(rows.len(), 1);
+    assert_eq!(rows[0]["cell"], "quick");
+    assert_clean(&before);
+}
