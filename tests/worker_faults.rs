@@ -47,6 +47,15 @@ fn fault(signal: i32, after: u64, extra: &str) -> serde_json::Value {
         .args([format!("-{signal}"), victim.to_string()])
         .status()
         .unwrap();
+    // The cell must end by itself; a test never waits forever for it.
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while child.try_wait().unwrap().is_none() {
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            panic!("the cell did not end within 30 s of signal {signal} to worker {victim}");
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
     let output = child.wait_with_output().unwrap();
     assert!(
         output.status.success(),
