@@ -47,6 +47,9 @@ enum Command {
         /// Print the resolved cells as JSON and run nothing
         #[arg(long)]
         dry_run: bool,
+        /// Run cells whose predicted /dev/shm peak exceeds this machine's memory
+        #[arg(long)]
+        force: bool,
         /// Run every cell this many times, interleaved (for statistics and `compare`)
         #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=1000))]
         repeat: u32,
@@ -71,6 +74,9 @@ enum Command {
         /// Run the cell this many times
         #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=1000))]
         repeat: u32,
+        /// Run even if the predicted /dev/shm peak exceeds this machine's memory
+        #[arg(long)]
+        force: bool,
         #[command(flatten)]
         knobs: Knobs,
     },
@@ -213,6 +219,26 @@ enum Command {
     },
 }
 
+/// Refuses cells whose predicted /dev/shm peak is more than this machine's memory: tmpfs pages
+/// are RAM, and filling them would push the whole machine into swap or the OOM killer.
+fn refuse_oversized(cells: &[shmbench::config::CellConfig]) -> Result<()> {
+    let mem = mem_total();
+    for c in cells {
+        let peak = shmbench::predict::batches_bytes(c, shmbench::predict::peak_batches(c));
+        if mem > 0 && peak > mem {
+            anyhow::bail!(
+                "cell '{}' would need about {} of shared memory at its peak ({} batches of {}), more than this machine's {}: refused (use --force to run it anyway)",
+                c.cell,
+                ByteSize(peak),
+                shmbench::predict::peak_batches(c),
+                ByteSize(c.batch_bytes()),
+                ByteSize(mem)
+            );
+        }
+    }
+    Ok(())
+}
+
 fn platform() -> Platform {
     Platform::new(mem_total(), shmbench::runtime::engine::reachable)
 }
@@ -265,11 +291,15 @@ fn run(cli: Cli) -> Result<ExitCode> {
             cells,
             out,
             dry_run,
+            force,
             repeat,
             knobs,
         } => {
             let scenario = Scenario::load(&path)?;
             let plan = scenario.plan(&knobs, cells.as_deref(), &platform())?;
+            if !force {
+                refuse_oversized(&plan)?;
+            }
             if dry_run {
                 println!("{}", serde_json::to_string_pretty(&plan)?);
                 return Ok(ExitCode::SUCCESS);
@@ -568,8 +598,16 @@ fn run(cli: Cli) -> Result<ExitCode> {
             out,
             json,
             repeat,
+            force,
             knobs,
         } => {
+            if name.is_empty()
+                || !name
+                    .chars()
+                    .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
+            {
+                anyhow::bail!("--name '{name}': use letters, digits, '-' or '_' (it names files beside the results)");
+            }
             let id = Identity {
                 scenario: "run".into(),
                 environment: name.clone(),
@@ -579,6 +617,9 @@ fn run(cli: Cli) -> Result<ExitCode> {
             let config = knobs
                 .resolve(id, &platform())
                 .map_err(|e| anyhow::anyhow!("--{e}"))?;
+            if !force {
+                refuse_oversized(std::slice::from_ref(&config))?;
+            }
             let out = out.unwrap_or_else(|| scenario::default_results_path("run"));
             let outcome = runner::run_repeated(std::slice::from_ref(&config), &out, repeat)?;
             if json {

@@ -211,3 +211,47 @@ fn statfs_total(path: &str) -> u64 {
     let mut parts = text.split_whitespace().map(|p| p.parse::<u64>().unwrap());
     parts.next().unwrap() * parts.next().unwrap()
 }
+
+#[test]
+fn cells_run_without_capabilities_or_new_privileges() {
+    let _guard = serial();
+    let before = machine_state();
+    for runtime in ["namespace", "host"] {
+        let shm = if runtime == "namespace" {
+            "--shm-size 256m"
+        } else {
+            ""
+        };
+        let out = temp_dir("caps").join("r.csv");
+        let args = format!(
+            "run --runtime {runtime} {shm} --batch 8 --workers 2 --steps 200 --compute-ms 10 --out {}",
+            out.display()
+        );
+        let mut child = command()
+            .args(args.split_whitespace())
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap();
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+        let mut checked = 0;
+        while checked == 0 && std::time::Instant::now() < deadline {
+            for p in machine_state().processes {
+                let pid = p.split(':').next().unwrap();
+                let Ok(status) = std::fs::read_to_string(format!("/proc/{pid}/status")) else {
+                    continue;
+                };
+                for key in ["CapEff:", "CapPrm:", "CapBnd:"] {
+                    let line = status.lines().find(|l| l.starts_with(key)).unwrap();
+                    assert!(line.ends_with("0000000000000000"), "{runtime}: {p}: {line}");
+                }
+                assert!(status.contains("NoNewPrivs:\t1"), "{runtime}: {p}");
+                checked += 1;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(50));
+        }
+        assert!(checked > 0, "{runtime}: never saw the cell running");
+        assert!(child.wait().unwrap().success());
+    }
+    assert_clean(&before);
+}

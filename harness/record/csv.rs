@@ -239,6 +239,16 @@ pub struct ResultsFile {
 impl ResultsFile {
     /// Prepares `path` (creating its directory); nothing is written until the first row.
     pub fn create(path: &Path) -> Result<ResultsFile> {
+        // The file is replaced by rename: never let that replace a device, a directory or what a
+        // symbolic link points at.
+        if let Ok(meta) = std::fs::symlink_metadata(path) {
+            if !meta.file_type().is_file() {
+                bail!(
+                    "{} exists and is not a regular file: results are written (and replaced atomically) as a regular file; choose another --out",
+                    path.display()
+                );
+            }
+        }
         if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
             std::fs::create_dir_all(dir).with_context(|| {
                 format!("cannot create the results directory {}", dir.display())

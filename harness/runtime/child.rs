@@ -90,6 +90,61 @@ impl NamespacePlan {
     }
 }
 
+/// Drops every capability (effective, permitted, inheritable, bounding and ambient) and sets
+/// no_new_privs: a cell needs none once its /dev/shm is mounted. Raw syscalls only (runs after
+/// fork).
+fn drop_privileges() -> std::io::Result<()> {
+    #[repr(C)]
+    struct CapHeader {
+        version: u32,
+        pid: i32,
+    }
+    #[repr(C)]
+    struct CapData {
+        effective: u32,
+        permitted: u32,
+        inheritable: u32,
+    }
+    const LINUX_CAPABILITY_VERSION_3: u32 = 0x2008_0522;
+    // SAFETY: raw syscalls on stack data.
+    unsafe {
+        if libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+        libc::prctl(
+            libc::PR_CAP_AMBIENT,
+            libc::PR_CAP_AMBIENT_CLEAR_ALL,
+            0,
+            0,
+            0,
+        );
+        for cap in 0..64 {
+            // EINVAL past the last capability this kernel knows: nothing to drop there.
+            libc::prctl(libc::PR_CAPBSET_DROP, cap, 0, 0, 0);
+        }
+        let header = CapHeader {
+            version: LINUX_CAPABILITY_VERSION_3,
+            pid: 0,
+        };
+        let data = [
+            CapData {
+                effective: 0,
+                permitted: 0,
+                inheritable: 0,
+            },
+            CapData {
+                effective: 0,
+                permitted: 0,
+                inheritable: 0,
+            },
+        ];
+        if libc::syscall(libc::SYS_capset, &header as *const CapHeader, data.as_ptr()) != 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+    }
+    Ok(())
+}
+
 /// open + write + close with raw syscalls (async-signal-safe).
 unsafe fn write_file(path: &std::ffi::CStr, data: &[u8]) -> std::io::Result<()> {
     let fd = libc::open(path.as_ptr(), libc::O_WRONLY | libc::O_CLOEXEC);
@@ -164,10 +219,10 @@ pub fn run(
             if libc::getppid() != harness_pid {
                 libc::_exit(1); // the harness died before the death signal was armed
             }
-            match &plan {
-                Some(p) => p.enter(),
-                None => Ok(()),
+            if let Some(p) = &plan {
+                p.enter()?;
             }
+            drop_privileges()
         });
     }
     let mut child = match cmd.spawn() {
