@@ -46,9 +46,8 @@ pub fn run(platform: &Platform, results_dir: &Path) -> Result<String> {
     .resolve(id, platform)
     .map_err(|e| anyhow::anyhow!("{e}"))?;
     eprintln!("calibrating...");
-    let cal = calibrate::run(
-        host.batch_bytes(),
-        host.batch,
+    let cal = calibrate::isolated(
+        &host,
         &[(Strategy::FileDescriptor, TorchProfile::Legacy)],
         Duration::from_secs(1),
     )?;

@@ -210,3 +210,61 @@ pub fn render(c: &Calibration) -> String {
     out.push_str(&crate::table::markdown(&headers, &rows));
     out
 }
+
+/// `strategy:torch` pairs, as `--only` takes them.
+pub fn parse_combos(text: &str) -> Result<Vec<(Strategy, TorchProfile)>> {
+    use clap::ValueEnum;
+    text.split(',')
+        .filter(|p| !p.is_empty())
+        .map(|pair| {
+            let (s, t) = pair.split_once(':').ok_or_else(|| {
+                anyhow::anyhow!("'{pair}': write strategy:torch, e.g. file_descriptor:legacy")
+            })?;
+            let s = Strategy::from_str(s, false).map_err(|e| anyhow::anyhow!("'{s}': {e}"))?;
+            let t = TorchProfile::from_str(t, false).map_err(|e| anyhow::anyhow!("'{t}': {e}"))?;
+            Ok((s, t))
+        })
+        .collect()
+}
+
+/// Calibrates in a private mount namespace with its own tmpfs, so the measurement never writes
+/// to the host's /dev/shm: re-runs `shmbench calibrate --here` there and reads its JSON.
+pub fn isolated(
+    config: &crate::config::CellConfig,
+    combos: &[(Strategy, TorchProfile)],
+    duration: Duration,
+) -> Result<Calibration> {
+    let cores = std::thread::available_parallelism()
+        .map(|n| n.get() as u64)
+        .unwrap_or(1);
+    let shm = config.batch_bytes() * (cores * 2 + 2) + (64 << 20);
+    let only: Vec<String> = combos.iter().map(|(s, t)| format!("{s}:{t}")).collect();
+    let args: Vec<String> = [
+        "calibrate",
+        "--here",
+        "--format",
+        "json",
+        "--seconds",
+        &duration.as_secs_f64().to_string(),
+        "--batch",
+        &config.batch.to_string(),
+        "--shape",
+        &config.shape.to_string(),
+        "--dtype",
+        &config.dtype.to_string(),
+        "--only",
+        &only.join(","),
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect();
+    let out = crate::runtime::output_in_namespace(&args, shm)
+        .map_err(|e| anyhow::anyhow!("cannot calibrate in a private namespace: {e}"))?;
+    if !out.status.success() {
+        bail!(
+            "calibration failed: {}",
+            String::from_utf8_lossy(&out.stderr).trim()
+        );
+    }
+    Ok(serde_json::from_slice(&out.stdout)?)
+}

@@ -129,6 +129,13 @@ enum Command {
         seconds: f64,
         #[arg(long, value_parser = ["text", "json"], default_value = "text")]
         format: String,
+        /// Only these strategy:torch pairs (default: all)
+        #[arg(long)]
+        only: Option<String>,
+        /// Measure in this process's /dev/shm (used inside the private namespace calibrate
+        /// makes for itself)
+        #[arg(long, hide = true)]
+        here: bool,
         /// Batch shape to measure with (batch, shape, dtype)
         #[command(flatten)]
         knobs: Knobs,
@@ -446,6 +453,8 @@ fn run(cli: Cli) -> Result<ExitCode> {
         Command::Calibrate {
             seconds,
             format,
+            only,
+            here,
             mut knobs,
         } => {
             knobs.runtime = Some(RuntimeKind::Host);
@@ -462,21 +471,24 @@ fn run(cli: Cli) -> Result<ExitCode> {
             if !(seconds > 0.0 && seconds <= 60.0) {
                 anyhow::bail!("--seconds must be between 0 and 60");
             }
-            let combos: Vec<(Strategy, TorchProfile)> = [
-                Strategy::FileDescriptor,
-                Strategy::FileSystem,
-                Strategy::Memfd,
-                Strategy::Disk,
-            ]
-            .iter()
-            .flat_map(|s| [(*s, TorchProfile::Legacy), (*s, TorchProfile::Modern)])
-            .collect();
-            let c = shmbench::calibrate::run(
-                config.batch_bytes(),
-                config.batch,
-                &combos,
-                std::time::Duration::from_secs_f64(seconds),
-            )?;
+            let combos: Vec<(Strategy, TorchProfile)> = match only {
+                Some(text) => shmbench::calibrate::parse_combos(&text)?,
+                None => [
+                    Strategy::FileDescriptor,
+                    Strategy::FileSystem,
+                    Strategy::Memfd,
+                    Strategy::Disk,
+                ]
+                .iter()
+                .flat_map(|s| [(*s, TorchProfile::Legacy), (*s, TorchProfile::Modern)])
+                .collect(),
+            };
+            let duration = std::time::Duration::from_secs_f64(seconds);
+            let c = if here {
+                shmbench::calibrate::run(config.batch_bytes(), config.batch, &combos, duration)?
+            } else {
+                shmbench::calibrate::isolated(&config, &combos, duration)?
+            };
             if format == "json" {
                 println!("{}", serde_json::to_string_pretty(&c)?);
             } else {

@@ -53,12 +53,7 @@ fn calibrate_for(cells: &[CellConfig], out: &Path) -> Option<Calibration> {
         "calibrating the data path ({} combination(s))...",
         combos.len()
     );
-    match calibrate::run(
-        first.batch_bytes(),
-        first.batch,
-        &combos,
-        Duration::from_millis(250),
-    ) {
+    match calibrate::isolated(first, &combos, Duration::from_millis(250)) {
         Ok(c) => {
             eprintln!(" memcpy {:.1} GB/s", c.memcpy_gb_per_s);
             let stem = out

@@ -186,6 +186,27 @@ pub fn probe_namespace() -> std::io::Result<()> {
     }
 }
 
+/// Runs this binary with `args` in a private mount namespace whose /dev/shm is a tmpfs of
+/// `shm_bytes`, without capabilities, and returns its output (for helpers such as calibration
+/// that must not touch the host's /dev/shm).
+pub fn output_in_namespace(
+    args: &[String],
+    shm_bytes: u64,
+) -> std::io::Result<std::process::Output> {
+    let plan = NamespacePlan::new(shm_bytes);
+    let mut cmd = Command::new("/proc/self/exe");
+    cmd.args(args).stdin(Stdio::null());
+    // SAFETY: the closure only makes raw syscalls on data prepared above.
+    unsafe {
+        cmd.pre_exec(move || {
+            libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
+            plan.enter()?;
+            drop_privileges()
+        });
+    }
+    cmd.output()
+}
+
 /// Runs one cell to completion under `isolation`.
 pub fn run(
     config: &CellConfig,

@@ -13,6 +13,7 @@ mod output;
 use crate::config::{CellConfig, RuntimeKind};
 use crate::record::CellRecord;
 
+pub use child::output_in_namespace;
 pub use output::Progress;
 
 /// One way of launching a cell.
