@@ -246,6 +246,22 @@ fn refuse_oversized(cells: &[shmbench::config::CellConfig]) -> Result<()> {
     Ok(())
 }
 
+/// The loader config a tool command (doctor, min-shm, calibrate) works on: its flags on this
+/// machine, with no runtime of its own (the tool decides where, if anywhere, cells run).
+fn tool_config(name: &str, mut knobs: Knobs) -> Result<shmbench::config::CellConfig> {
+    knobs.runtime = Some(RuntimeKind::Host);
+    knobs.shm_size = None;
+    let id = Identity {
+        scenario: name.into(),
+        cell: name.into(),
+        environment: name.into(),
+        claim: None,
+    };
+    knobs
+        .resolve(id, &platform())
+        .map_err(|e| anyhow::anyhow!("--{e}"))
+}
+
 fn platform() -> Platform {
     Platform::new(mem_total(), shmbench::runtime::engine::reachable)
 }
@@ -337,16 +353,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
             mut knobs,
         } => {
             let assumed = knobs.shm_size.take();
-            knobs.runtime = Some(RuntimeKind::Host);
-            let id = Identity {
-                scenario: "doctor".into(),
-                cell: "doctor".into(),
-                environment: "doctor".into(),
-                claim: None,
-            };
-            let config = knobs
-                .resolve(id, &platform())
-                .map_err(|e| anyhow::anyhow!("--{e}"))?;
+            let config = tool_config("doctor", knobs)?;
             let mut env = Environment::read();
             if let Some(size) = assumed {
                 env.shm_total_bytes = size.bytes();
@@ -408,19 +415,9 @@ fn run(cli: Cli) -> Result<ExitCode> {
             resolution,
             repeat,
             format,
-            mut knobs,
+            knobs,
         } => {
-            knobs.shm_size = None;
-            knobs.runtime = Some(RuntimeKind::Host);
-            let id = Identity {
-                scenario: "min-shm".into(),
-                cell: "min-shm".into(),
-                environment: "min-shm".into(),
-                claim: None,
-            };
-            let config = knobs
-                .resolve(id, &platform())
-                .map_err(|e| anyhow::anyhow!("--{e}"))?;
+            let config = tool_config("min-shm", knobs)?;
             shmbench::interrupt::install();
             let limit = mem_total() / 2;
             let result = minshm::search(&config, resolution.bytes(), repeat.max(1), limit, |t| {
@@ -455,19 +452,9 @@ fn run(cli: Cli) -> Result<ExitCode> {
             format,
             only,
             here,
-            mut knobs,
+            knobs,
         } => {
-            knobs.runtime = Some(RuntimeKind::Host);
-            knobs.shm_size = None;
-            let id = Identity {
-                scenario: "calibrate".into(),
-                cell: "calibrate".into(),
-                environment: "calibrate".into(),
-                claim: None,
-            };
-            let config = knobs
-                .resolve(id, &platform())
-                .map_err(|e| anyhow::anyhow!("--{e}"))?;
+            let config = tool_config("calibrate", knobs)?;
             if !(seconds > 0.0 && seconds <= 60.0) {
                 anyhow::bail!("--seconds must be between 0 and 60");
             }

@@ -200,27 +200,12 @@ fn a_container_killed_from_outside_ends_its_cell_and_the_matrix_goes_on() {
     }
     let _guard = serial();
     let before = machine_state();
-    let dir = temp_dir("docker-outside");
-    let scenario = dir.join("s.toml");
-    std::fs::write(
-        &scenario,
+    let (mut child, out) = spawn_matrix(
+        "docker-outside",
         "name = \"outside\"\n[defaults]\nruntime = \"docker\"\nbatch = 8\nworkers = 2\nshm-size = \"256m\"\n\
          [[cells]]\nname = \"victim\"\nsteps = 100000\ncompute-ms = 10\n\
          [[cells]]\nname = \"next\"\nsteps = 5\n",
-    )
-    .unwrap();
-    let out = dir.join("r.csv");
-    let mut child = Command::new(BIN)
-        .args([
-            "matrix",
-            scenario.to_str().unwrap(),
-            "--out",
-            out.to_str().unwrap(),
-        ])
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
+    );
     let deadline = Instant::now() + Duration::from_secs(60);
     while machine_state().containers.is_empty() && Instant::now() < deadline {
         std::thread::sleep(Duration::from_millis(50));

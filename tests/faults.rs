@@ -9,52 +9,19 @@ use std::time::{Duration, Instant};
 
 use common::*;
 
-/// Waits until the harness has reported `needle` on stderr; returns the lines seen.
-fn wait_for(stderr: &mut impl BufRead, needle: &str) -> Vec<String> {
-    let mut seen = Vec::new();
-    let deadline = Instant::now() + Duration::from_secs(60);
-    let mut line = String::new();
-    while Instant::now() < deadline {
-        line.clear();
-        if stderr.read_line(&mut line).unwrap() == 0 {
-            break;
-        }
-        seen.push(line.trim_end().to_string());
-        if line.contains(needle) {
-            return seen;
-        }
-    }
-    panic!("never saw '{needle}': {seen:?}");
-}
-
 #[test]
 fn sigint_mid_matrix_keeps_finished_rows_and_cleans_up() {
     let _guard = serial();
     let before = machine_state();
-    let dir = temp_dir("sigint");
-    let scenario = dir.join("s.toml");
-    std::fs::write(
-        &scenario,
+    let (mut child, out) = spawn_matrix(
+        "sigint",
         "name = \"int\"\n[defaults]\nbatch = 8\nworkers = 2\nshm-size = \"256m\"\nstrategy = \"file_system\"\n\
          [[cells]]\nname = \"quick\"\nsteps = 5\n\
          [[cells]]\nname = \"slow\"\nsteps = 100000\ncompute-ms = 5\n\
          [[cells]]\nname = \"never\"\nsteps = 5\n",
-    )
-    .unwrap();
-    let out = dir.join("r.csv");
-    let mut child = Command::new(BIN)
-        .args([
-            "matrix",
-            scenario.to_str().unwrap(),
-            "--out",
-            out.to_str().unwrap(),
-        ])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
+    );
     let mut stderr = BufReader::new(child.stderr.take().unwrap());
-    wait_for(&mut stderr, "[2/3] slow");
+    wait_for_line(&mut stderr, "[2/3] slow");
     std::thread::sleep(Duration::from_millis(500));
     nix_kill(child.id(), libc_sigint());
     let rest: Vec<String> = stderr.lines().map_while(Result::ok).collect();
@@ -68,7 +35,7 @@ fn sigint_mid_matrix_keeps_finished_rows_and_cleans_up() {
     assert_eq!(rows.len(), 1, "only the finished cell is recorded");
     assert_eq!(rows[0]["cell"], "quick");
     assert_eq!(rows[0]["status"], "pass");
-    assert!(!dir.join("r.csv.tmp").exists());
+    assert!(!out.with_extension("csv.tmp").exists());
     assert_clean(&before);
 }
 
@@ -102,7 +69,7 @@ fn sigkill_of_the_harness_takes_its_cell_down_and_sweep_removes_leftovers() {
         .spawn()
         .unwrap();
     let mut stderr = BufReader::new(child.stderr.take().unwrap());
-    wait_for(&mut stderr, "[1/1]");
+    wait_for_line(&mut stderr, "[1/1]");
     // Let batches pile up in /dev/shm.
     let deadline = Instant::now() + Duration::from_secs(10);
     while machine_state().shm_entries.len() < 2 && Instant::now() < deadline {

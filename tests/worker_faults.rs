@@ -119,36 +119,14 @@ fn a_hung_worker_ends_as_timeout_within_the_watchdog() {
 fn sigterm_mid_matrix_keeps_finished_rows_and_cleans_up() {
     let _guard = serial();
     let before = machine_state();
-    let dir = temp_dir("sigterm");
-    let scenario = dir.join("s.toml");
-    std::fs::write(
-        &scenario,
+    let (mut child, out) = spawn_matrix(
+        "sigterm",
         "name = \"term\"\n[defaults]\nbatch = 8\nworkers = 2\nshm-size = \"256m\"\n\
          [[cells]]\nname = \"quick\"\nsteps = 5\n\
          [[cells]]\nname = \"slow\"\nsteps = 100000\ncompute-ms = 5\n",
-    )
-    .unwrap();
-    let out = dir.join("r.csv");
-    let mut child = command()
-        .args([
-            "matrix",
-            scenario.to_str().unwrap(),
-            "--out",
-            out.to_str().unwrap(),
-        ])
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
+    );
     let mut stderr = BufReader::new(child.stderr.take().unwrap());
-    let mut line = String::new();
-    while !line.contains("[2/2] slow") {
-        line.clear();
-        assert!(
-            stderr.read_line(&mut line).unwrap() > 0,
-            "harness ended early"
-        );
-    }
+    wait_for_line(&mut stderr, "[2/2] slow");
     std::thread::sleep(Duration::from_millis(300));
     Command::new("kill")
         .args(["-TERM", &child.id().to_string()])

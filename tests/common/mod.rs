@@ -2,8 +2,9 @@
 
 #![allow(dead_code)]
 
+use std::io::BufRead;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::{Child, Command, Output, Stdio};
 use std::sync::{Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
@@ -220,4 +221,43 @@ pub fn assert_legacy_out_of_shm(r: &Value) {
         "enospc" => assert!(message.contains("unable to write to file"), "{r}"),
         other => panic!("expected sigbus (or the legacy write's enospc), got {other}: {r}"),
     }
+}
+
+/// Writes `scenario` (TOML) to a fresh directory and starts `shmbench matrix` on it with stderr
+/// piped; returns the child and its results path.
+pub fn spawn_matrix(name: &str, scenario: &str) -> (Child, PathBuf) {
+    let dir = temp_dir(name);
+    let path = dir.join("s.toml");
+    std::fs::write(&path, scenario).unwrap();
+    let out = dir.join("r.csv");
+    let child = command()
+        .args([
+            "matrix",
+            path.to_str().unwrap(),
+            "--out",
+            out.to_str().unwrap(),
+        ])
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    (child, out)
+}
+
+/// Reads lines until one contains `needle`; returns the lines read. Panics at EOF or after 60 s.
+pub fn wait_for_line(reader: &mut impl BufRead, needle: &str) -> Vec<String> {
+    let mut seen = Vec::new();
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let mut line = String::new();
+    while Instant::now() < deadline {
+        line.clear();
+        if reader.read_line(&mut line).unwrap() == 0 {
+            break;
+        }
+        seen.push(line.trim_end().to_string());
+        if line.contains(needle) {
+            return seen;
+        }
+    }
+    panic!("never saw '{needle}': {seen:?}");
 }
