@@ -230,7 +230,7 @@ knobs! {
         "Docker --ipc: private, shareable, host (host: the machine's /dev/shm)";
     #[arg(long, value_name = "SIZE")]
     memory: ByteSize = None,
-        "Docker --memory limit; tmpfs pages count against it, so a cell can end OOM-killed";
+        "Memory limit (Docker --memory, or a memory cgroup around a namespace cell); tmpfs pages count against it, so a cell can end OOM-killed";
     #[arg(long, value_name = "BOOL", num_args = 0..=1, default_missing_value = "true", value_parser = parse_bool)]
     shm_tmpfs: bool = Some(false),
         "Docker: mount /dev/shm as a tmpfs of shm-size (a Kubernetes emptyDir, medium: Memory) instead of --shm-size";
@@ -582,8 +582,11 @@ impl CellConfig {
             bad(key, format!("{what} is a Docker setting: use runtime docker (or auto with container docker)"))
         };
         match self.runtime {
-            RuntimeKind::Host | RuntimeKind::Namespace if self.memory.is_some() => {
-                return Err(docker_only("memory", "a memory limit"));
+            RuntimeKind::Host if self.memory.is_some() => {
+                return Err(bad(
+                    "memory",
+                    "a memory limit needs runtime namespace (a cgroup around the cell) or docker",
+                ));
             }
             RuntimeKind::Host | RuntimeKind::Namespace if self.shm_tmpfs => {
                 return Err(docker_only("shm-tmpfs", "a tmpfs mount on /dev/shm"));

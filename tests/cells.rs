@@ -255,3 +255,29 @@ fn cells_run_without_capabilities_or_new_privileges() {
     }
     assert_clean(&before);
 }
+
+#[test]
+fn a_memory_cgroup_below_the_in_flight_bytes_ends_a_namespace_cell_as_oom() {
+    let _guard = serial();
+    let before = machine_state();
+    // 4 x 2 outstanding + 1 batches of 32 images (18.4 MiB) need 165 MiB of tmpfs pages,
+    // charged to the cell's cgroup, plus the workers' private samples: 128 MiB is not enough.
+    let base = "--shm-size 2g --batch 32 --workers 4 --steps 30 --compute-ms 20";
+    let r = run_cell(&format!("{base} --memory 128m"));
+    assert_eq!(status(&r), "oom", "{r}");
+    assert_eq!(r["failure"]["signal"], 9);
+    assert!(r["message"].as_str().unwrap().contains("OOM killer"), "{r}");
+    let r = run_cell(&format!("{base} --memory 1g"));
+    assert_eq!(status(&r), "pass", "{r}");
+    let leftover: Vec<String> = ["/sys/fs/cgroup/memory", "/sys/fs/cgroup"]
+        .iter()
+        .filter_map(|d| std::fs::read_dir(d).ok())
+        .flat_map(|d| {
+            d.flatten()
+                .map(|e| e.file_name().to_string_lossy().into_owned())
+        })
+        .filter(|n| n.starts_with("shmbench-"))
+        .collect();
+    assert!(leftover.is_empty(), "cgroups left behind: {leftover:?}");
+    assert_clean(&before);
+}

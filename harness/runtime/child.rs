@@ -224,6 +224,17 @@ pub fn run(
         Isolation::None => None,
         Isolation::SizedShm(bytes) => Some(NamespacePlan::new(bytes)),
     };
+    // A memory limit outside Docker: a cgroup the child joins before exec.
+    let cgroup = match config.memory {
+        Some(limit) => {
+            match super::memory_cgroup::MemoryCgroup::create(limit.bytes(), &config.cell) {
+                Ok(group) => Some(group),
+                Err(e) => return fail(Status::Error, format!("{e:#}")),
+            }
+        }
+        None => None,
+    };
+    let cgroup_fd = cgroup.as_ref().map(|g| g.procs_fd());
     let harness_pid = std::process::id() as libc::pid_t;
     let mut cmd = Command::new("/proc/self/exe");
     cmd.arg("cell")
@@ -239,6 +250,9 @@ pub fn run(
             libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
             if libc::getppid() != harness_pid {
                 libc::_exit(1); // the harness died before the death signal was armed
+            }
+            if let Some(fd) = cgroup_fd {
+                super::memory_cgroup::join(fd)?;
             }
             if let Some(p) = &plan {
                 p.enter()?;
@@ -316,6 +330,7 @@ pub fn run(
         monitor.stderr_line(&line);
     }
     let swept = segment::sweep(Some(pid));
+    drop(cgroup);
     let how = match exit {
         Exit::Signal(sig) => format!(
             "process was killed by signal: {}",

@@ -7,6 +7,7 @@ pub mod docker;
 pub mod engine;
 pub mod host;
 pub mod image;
+mod memory_cgroup;
 pub mod namespace;
 mod output;
 
