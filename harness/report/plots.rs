@@ -11,7 +11,8 @@
 use std::path::Path;
 
 use anyhow::{anyhow, Result};
-use plotters::coord::ranged1d::SegmentValue;
+use plotters::coord::ranged1d::{SegmentValue, SegmentedCoord};
+use plotters::coord::types::{RangedCoordf64, RangedCoordi32};
 use plotters::coord::Shift;
 use plotters::prelude::*;
 use plotters::style::text_anchor::{HPos, Pos, VPos};
@@ -127,30 +128,29 @@ fn crash_text(row: &Row) -> String {
 
 const MIB: f64 = (1u64 << 20) as f64;
 
-fn draw_throughput<DB: DrawingBackend>(
-    root: &DrawingArea<DB, Shift>,
+/// A chart with one category per item along x (labelled with the items' names) and 0..`top`
+/// along y: the frame the throughput and latency plots share.
+type CategoryChart<'a, DB> =
+    ChartContext<'a, DB, Cartesian2d<SegmentedCoord<RangedCoordi32>, RangedCoordf64>>;
+
+fn categorical<'a, DB: DrawingBackend>(
+    root: &'a DrawingArea<DB, Shift>,
     items: &[Item],
-    report: &Report,
-) -> Result<()>
+    caption: &str,
+    y_desc: &str,
+    top: f64,
+) -> Result<CategoryChart<'a, DB>>
 where
     DB::ErrorType: 'static,
 {
-    root.fill(&WHITE).map_err(pe)?;
-    legend(root, report)?;
     let n = items.len() as i32;
-    let top = items
-        .iter()
-        .filter_map(|i| i.row.img_per_s)
-        .fold(0.0f64, f64::max)
-        .max(1.0)
-        * 1.2;
     let labels: Vec<String> = items.iter().map(|i| i.label.clone()).collect();
     let formatter = |v: &SegmentValue<i32>| match v {
         SegmentValue::CenterOf(i) => labels.get(*i as usize).cloned().unwrap_or_default(),
         _ => String::new(),
     };
     let mut chart = ChartBuilder::on(root)
-        .caption("Throughput per cell (steady state)", (FONT, 24))
+        .caption(caption, (FONT, 22))
         .margin(16)
         .x_label_area_size(50)
         .y_label_area_size(80)
@@ -164,11 +164,37 @@ where
         .x_label_style((FONT, 13))
         .y_label_formatter(&whole)
         .light_line_style(GRID)
-        .y_desc("images per second")
+        .y_desc(y_desc)
         .y_label_style((FONT, 13))
         .axis_desc_style((FONT, 15))
         .draw()
         .map_err(pe)?;
+    Ok(chart)
+}
+
+fn draw_throughput<DB: DrawingBackend>(
+    root: &DrawingArea<DB, Shift>,
+    items: &[Item],
+    report: &Report,
+) -> Result<()>
+where
+    DB::ErrorType: 'static,
+{
+    root.fill(&WHITE).map_err(pe)?;
+    legend(root, report)?;
+    let top = items
+        .iter()
+        .filter_map(|i| i.row.img_per_s)
+        .fold(0.0f64, f64::max)
+        .max(1.0)
+        * 1.2;
+    let mut chart = categorical(
+        root,
+        items,
+        "Throughput per cell (steady state)",
+        "images per second",
+        top,
+    )?;
     for (i, item) in items.iter().enumerate() {
         let i = i as i32;
         match (item.row.status.as_str(), item.row.img_per_s) {
@@ -317,7 +343,6 @@ where
 {
     root.fill(&WHITE).map_err(pe)?;
     legend(root, report)?;
-    let n = items.len() as i32;
     let stats: Vec<Option<[f64; 5]>> = items
         .iter()
         .map(|item| {
@@ -346,33 +371,13 @@ where
         .fold(0.0f64, f64::max)
         .max(1.0)
         * 1.15;
-    let labels: Vec<String> = items.iter().map(|i| i.label.clone()).collect();
-    let formatter = |v: &SegmentValue<i32>| match v {
-        SegmentValue::CenterOf(i) => labels.get(*i as usize).cloned().unwrap_or_default(),
-        _ => String::new(),
-    };
-    let mut chart = ChartBuilder::on(root)
-        .caption(
-            "Step latency (box: p25–p75, bar: median, whisker: p5–p99)",
-            (FONT, 22),
-        )
-        .margin(16)
-        .x_label_area_size(50)
-        .y_label_area_size(80)
-        .build_cartesian_2d((0..n - 1).into_segmented(), 0.0..top)
-        .map_err(pe)?;
-    chart
-        .configure_mesh()
-        .disable_x_mesh()
-        .x_labels(items.len() + 1)
-        .x_label_formatter(&formatter)
-        .x_label_style((FONT, 13))
-        .light_line_style(GRID)
-        .y_desc("milliseconds per step")
-        .y_label_style((FONT, 13))
-        .axis_desc_style((FONT, 15))
-        .draw()
-        .map_err(pe)?;
+    let mut chart = categorical(
+        root,
+        items,
+        "Step latency (box: p25–p75, bar: median, whisker: p5–p99)",
+        "milliseconds per step",
+        top,
+    )?;
     for (i, (item, st)) in items.iter().zip(&stats).enumerate() {
         let i = i as i32;
         let Some([p5, p25, p50, p75, p99]) = *st else {
