@@ -112,6 +112,12 @@ fn seed_matrix_runs_its_docker_rows_in_containers() {
             assert_eq!(row["status"], "pass", "{row:?}");
         }
     }
+    // One image, this binary's: images of earlier binaries are removed when a new one is built.
+    let images = Command::new("docker")
+        .args(["images", "-q", "--filter", "label=org.shmbench.image"])
+        .output()
+        .unwrap();
+    assert_eq!(String::from_utf8_lossy(&images.stdout).lines().count(), 1);
     assert_clean(&before);
 }
 

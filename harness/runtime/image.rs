@@ -1,7 +1,8 @@
 //! The container image shmbench builds for itself: there is no registry to pull from, so the
 //! image is `FROM scratch` plus the running harness binary and the shared libraries it has mapped
 //! (the dynamic loader, libc, libgcc_s), built through the API from an in-memory tar. It is
-//! tagged by the content's hash, so it is built once and reused until the binary changes.
+//! tagged by the content's hash, so it is built once and reused until the binary changes; building
+//! a new one removes the images of earlier binaries.
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -172,7 +173,9 @@ pub fn build(engine: &Engine, context: &BuildContext) -> Result<Duration> {
             context.tag
         ));
     }
-    Ok(started.elapsed())
+    let took = started.elapsed();
+    prune_others(engine, &context.tag);
+    Ok(took)
 }
 
 /// Makes sure the image for this binary exists; returns its tag and the build time if it had
@@ -184,6 +187,16 @@ pub fn ensure(engine: &Engine) -> Result<(String, Option<Duration>)> {
     }
     let took = build(engine, &context)?;
     Ok((context.tag, Some(took)))
+}
+
+/// Removes shmbench images of earlier binaries (one per build, ~50 MiB each), so they do not pile
+/// up; an image a container still uses is left (removal without force fails for it).
+fn prune_others(engine: &Engine, keep: &str) {
+    let Ok(images) = list(engine) else { return };
+    for image in images.iter().filter(|i| !i.tags.iter().any(|t| t == keep)) {
+        let options = bollard::query_parameters::RemoveImageOptionsBuilder::default().build();
+        let _ = engine.block_on(engine.docker().remove_image(&image.id, Some(options), None));
+    }
 }
 
 /// One shmbench image the engine holds.
