@@ -368,6 +368,13 @@ pub fn render(comparisons: &[Comparison], threshold: f64) -> String {
 
 /// Per-cell summary of repeated runs as a Markdown table.
 pub fn render_summary(summaries: &[CellSummary]) -> String {
+    let (headers, rows) = summary_cells(summaries);
+    let headers: Vec<&str> = headers.iter().map(String::as_str).collect();
+    crate::table::markdown(&headers, &rows)
+}
+
+/// The summary table's headers and cells, for any output format.
+pub fn summary_cells(summaries: &[CellSummary]) -> (Vec<String>, Vec<Vec<String>>) {
     let headers = [
         "cell",
         "runs",
@@ -424,7 +431,7 @@ pub fn render_summary(summaries: &[CellSummary]) -> String {
             ]
         })
         .collect();
-    crate::table::markdown(&headers, &rows)
+    (headers.map(String::from).to_vec(), rows)
 }
 
 /// Parses a threshold: `5%`, `5` (percent) or `0.05` (a fraction below 1).

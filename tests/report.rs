@@ -156,3 +156,43 @@ fn no_font_is_a_clear_message_and_the_text_report_still_renders() {
         "{md}"
     );
 }
+
+#[test]
+fn repeated_runs_are_summarised_per_cell() {
+    let dir = temp_dir("report-repeat");
+    let rows = shmbench::record::csv::read(&fixture("seed.csv")).unwrap();
+    let mut repeated = Vec::new();
+    for rep in 1..=3u32 {
+        for row in &rows {
+            let mut r = row.clone();
+            r.repeat = rep;
+            r.steps_file = None;
+            repeated.push(r);
+        }
+    }
+    let path = dir.join("rep.csv");
+    shmbench::record::csv::ResultsFile::create(&path)
+        .unwrap()
+        .replace(repeated)
+        .unwrap();
+    let (o, out) = report(&[path.to_str().unwrap()]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let md = std::fs::read_to_string(out.join("report.md")).unwrap();
+    assert!(md.contains("Every repeat, per cell"), "{md}");
+    assert!(
+        md.contains("| Docker Tuned         | 3    | pass             | 3x pass"),
+        "{md}"
+    );
+    // The how-to's table and the claims appear once per cell, not once per repeat.
+    assert_eq!(
+        md.matches("| Docker Tuned         | 2 GiB").count(),
+        1,
+        "{md}"
+    );
+    assert_eq!(
+        md.matches("| Docker Tuned         | CRASH (SIGBUS Step 18)")
+            .count(),
+        1,
+        "{md}"
+    );
+}

@@ -154,9 +154,26 @@ pub fn build(report: &Report) -> Vec<Block> {
     )));
     for source in &report.sources {
         doc.push(Block::Heading(2, format!("Matrix: {}", source.label)));
-        let (headers, cells) = table::matrix_cells(&source.rows);
+        let repeated = source.rows.iter().any(|r| r.repeat > 1);
+        if repeated {
+            // Statistics over the repeats first; the matrix below shows the first repeat.
+            let (headers, cells) =
+                crate::compare::summary_cells(&crate::compare::summarize(&source.rows));
+            doc.push(Block::Paragraph("Every repeat, per cell (median img/s with its 95% bootstrap interval over the passing runs):".into()));
+            doc.push(Block::Table(headers, cells));
+            doc.push(Block::Paragraph(
+                "The first repeat, in the how-to's shape:".into(),
+            ));
+        }
+        let first: Vec<Row> = source
+            .rows
+            .iter()
+            .filter(|r| r.repeat <= 1)
+            .cloned()
+            .collect();
+        let (headers, cells) = table::matrix_cells(&first);
         doc.push(Block::Table(headers, cells));
-        let notes = table::notes(&source.rows);
+        let notes = table::notes(&first);
         if !notes.is_empty() {
             doc.push(Block::List(notes));
         }
@@ -168,7 +185,7 @@ pub fn build(report: &Report) -> Vec<Block> {
     let claimed: Vec<Row> = report
         .sources
         .iter()
-        .flat_map(|s| s.rows.iter().cloned())
+        .flat_map(|s| s.rows.iter().filter(|r| r.repeat <= 1).cloned())
         .collect();
     if let Some(block) = claims_table(&claimed) {
         doc.push(Block::Heading(

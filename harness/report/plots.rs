@@ -101,7 +101,13 @@ fn items(report: &Report) -> Vec<Item<'_>> {
     let several = report.sources.len() > 1;
     let mut out = Vec::new();
     for (s, source) in report.sources.iter().enumerate() {
-        for (row, series) in source.rows.iter().zip(&source.series) {
+        // One item per cell: with repeats, the first (the statistics are in the tables).
+        for (row, series) in source
+            .rows
+            .iter()
+            .zip(&source.series)
+            .filter(|(r, _)| r.repeat <= 1)
+        {
             let label = if several {
                 format!("{} [{}]", row.environment, s + 1)
             } else {
