@@ -7,7 +7,7 @@ use serde::Serialize;
 
 use crate::config::{CellConfig, RuntimeKind};
 use crate::predict;
-use crate::record::CellRecord;
+use crate::record::{CellRecord, Status};
 use crate::runtime::Runtimes;
 use crate::size::ByteSize;
 
@@ -73,7 +73,7 @@ pub fn search(
         };
         progress(&trial);
         let passed = record.status.is_pass();
-        if !passed && !matches!(record.status.to_string().as_str(), "sigbus" | "enospc") {
+        if !passed && !matches!(record.status, Status::Sigbus | Status::Enospc) {
             bail!(
                 "the loader failed for another reason than /dev/shm ({}: {}); fix that first",
                 record.status,

@@ -87,14 +87,6 @@ impl Pool {
         Ok(Pool { workers })
     }
 
-    pub fn len(&self) -> u32 {
-        self.workers.len() as u32
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.workers.is_empty()
-    }
-
     /// Pids of the workers still running.
     pub fn live_pids(&self) -> Vec<u32> {
         self.workers

@@ -55,14 +55,6 @@ impl fmt::Display for Status {
     }
 }
 
-impl std::str::FromStr for Status {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Self, String> {
-        serde_json::from_value(serde_json::Value::String(s.to_string()))
-            .map_err(|_| format!("unknown status '{s}'"))
-    }
-}
-
 /// One step of the training loop, as the consumer saw it.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct StepSample {
