@@ -222,17 +222,9 @@ fn cells_run_without_capabilities_or_new_privileges() {
         } else {
             ""
         };
-        let out = temp_dir("caps").join("r.csv");
-        let args = format!(
-            "run --runtime {runtime} {shm} --batch 8 --workers 2 --steps 200 --compute-ms 10 --out {}",
-            out.display()
-        );
-        let mut child = command()
-            .args(args.split_whitespace())
-            .stdout(std::process::Stdio::null())
-            .stderr(std::process::Stdio::null())
-            .spawn()
-            .unwrap();
+        let mut child = spawn_run(&format!(
+            "--runtime {runtime} {shm} --batch 8 --workers 2 --steps 200 --compute-ms 10"
+        ));
         let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
         let mut checked = 0;
         while checked == 0 && std::time::Instant::now() < deadline {

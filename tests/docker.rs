@@ -5,7 +5,7 @@
 
 mod common;
 
-use std::io::{BufRead, BufReader};
+use std::io::BufReader;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -147,37 +147,13 @@ fn killing_the_harness_mid_cell_leaves_no_container() {
     }
     let _guard = serial();
     let before = machine_state();
-    for signal in ["-INT", "-KILL"] {
-        let dir = temp_dir("docker-kill");
-        let mut child = Command::new(BIN)
-            .args([
-                "run",
-                "--runtime",
-                "docker",
-                "--shm-size",
-                "256m",
-                "--batch",
-                "8",
-                "--workers",
-                "2",
-                "--steps",
-                "100000",
-                "--compute-ms",
-                "10",
-                "--out",
-                dir.join("r.csv").to_str().unwrap(),
-            ])
-            .stdout(Stdio::null())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap();
+    for signal in ["INT", "KILL"] {
+        let mut child = spawn_run(
+            "--runtime docker --shm-size 256m --batch 8 --workers 2 --steps 100000 --compute-ms 10",
+        );
         let mut stderr = BufReader::new(child.stderr.take().unwrap());
-        let mut line = String::new();
+        wait_for_line(&mut stderr, "[1/1]");
         let deadline = Instant::now() + Duration::from_secs(60);
-        while !line.contains("[1/1]") && Instant::now() < deadline {
-            line.clear();
-            stderr.read_line(&mut line).unwrap();
-        }
         // Wait until its container runs.
         while machine_state().containers.is_empty() && Instant::now() < deadline {
             std::thread::sleep(Duration::from_millis(50));
@@ -187,12 +163,9 @@ fn killing_the_harness_mid_cell_leaves_no_container() {
             "the cell's container never started"
         );
         std::thread::sleep(Duration::from_millis(500));
-        Command::new("kill")
-            .args([signal, &child.id().to_string()])
-            .status()
-            .unwrap();
+        send_signal(child.id(), signal);
         let status = child.wait().unwrap();
-        if signal == "-INT" {
+        if signal == "INT" {
             assert_eq!(status.code(), Some(130));
         }
         assert_clean(&before);

@@ -4,7 +4,6 @@
 mod common;
 
 use std::io::{BufRead, BufReader};
-use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use common::*;
@@ -23,7 +22,7 @@ fn sigint_mid_matrix_keeps_finished_rows_and_cleans_up() {
     let mut stderr = BufReader::new(child.stderr.take().unwrap());
     wait_for_line(&mut stderr, "[2/3] slow");
     std::thread::sleep(Duration::from_millis(500));
-    nix_kill(child.id(), libc_sigint());
+    send_signal(child.id(), "INT");
     let rest: Vec<String> = stderr.lines().map_while(Result::ok).collect();
     let status = child.wait().unwrap();
     assert_eq!(status.code(), Some(130), "{rest:?}");
@@ -43,31 +42,10 @@ fn sigint_mid_matrix_keeps_finished_rows_and_cleans_up() {
 fn sigkill_of_the_harness_takes_its_cell_down_and_sweep_removes_leftovers() {
     let _guard = serial();
     let before = machine_state();
-    let dir = temp_dir("sigkill");
-    let out = dir.join("r.csv");
     // The host runtime with file_system: named segments in this machine's /dev/shm.
-    let mut child = Command::new(BIN)
-        .args([
-            "run",
-            "--runtime",
-            "host",
-            "--strategy",
-            "file_system",
-            "--batch",
-            "8",
-            "--workers",
-            "2",
-            "--steps",
-            "100000",
-            "--compute-ms",
-            "20",
-            "--out",
-            out.to_str().unwrap(),
-        ])
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
+    let mut child = spawn_run(
+        "--runtime host --strategy file_system --batch 8 --workers 2 --steps 100000 --compute-ms 20",
+    );
     let mut stderr = BufReader::new(child.stderr.take().unwrap());
     wait_for_line(&mut stderr, "[1/1]");
     // Let batches pile up in /dev/shm.
@@ -75,7 +53,7 @@ fn sigkill_of_the_harness_takes_its_cell_down_and_sweep_removes_leftovers() {
     while machine_state().shm_entries.len() < 2 && Instant::now() < deadline {
         std::thread::sleep(Duration::from_millis(20));
     }
-    nix_kill(child.id(), 9);
+    send_signal(child.id(), "KILL");
     child.wait().unwrap();
     // The cell and its workers die with the harness (PR_SET_PDEATHSIG).
     let deadline = Instant::now() + Duration::from_secs(5);
@@ -93,15 +71,4 @@ fn sigkill_of_the_harness_takes_its_cell_down_and_sweep_removes_leftovers() {
         );
     }
     assert_clean(&before);
-}
-
-fn libc_sigint() -> i32 {
-    2
-}
-
-fn nix_kill(pid: u32, sig: i32) {
-    Command::new("kill")
-        .args([format!("-{sig}"), pid.to_string()])
-        .status()
-        .unwrap();
 }

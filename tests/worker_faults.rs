@@ -5,7 +5,6 @@
 mod common;
 
 use std::io::{BufRead, BufReader};
-use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use common::*;
@@ -23,18 +22,9 @@ fn worker_pids() -> Vec<u32> {
 /// Starts a long cell, waits until it reports step `after`, sends `signal` to one worker, and
 /// returns the cell's record.
 fn fault(signal: i32, after: u64, extra: &str) -> serde_json::Value {
-    let dir = temp_dir("fault");
-    let out = dir.join("r.csv");
-    let mut args = vec!["run", "--json", "--out", out.to_str().unwrap()];
-    let base =
-        format!("--shm-size 256m --batch 8 --workers 2 --steps 100000 --compute-ms 10 {extra}");
-    args.extend(base.split_whitespace());
-    let mut child = command()
-        .args(&args)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
+    let mut child = spawn_run(&format!(
+        "--json --shm-size 256m --batch 8 --workers 2 --steps 100000 --compute-ms 10 {extra}"
+    ));
     // The harness relays progress only to a terminal; wait for the worker processes instead,
     // then for `after` steps' worth of time.
     let deadline = Instant::now() + Duration::from_secs(30);
@@ -43,10 +33,7 @@ fn fault(signal: i32, after: u64, extra: &str) -> serde_json::Value {
     }
     std::thread::sleep(Duration::from_millis(12 * after));
     let victim = worker_pids()[0];
-    Command::new("kill")
-        .args([format!("-{signal}"), victim.to_string()])
-        .status()
-        .unwrap();
+    send_signal(victim, &signal.to_string());
     // The cell must end by itself; a test never waits forever for it.
     let deadline = Instant::now() + Duration::from_secs(30);
     while child.try_wait().unwrap().is_none() {
@@ -128,10 +115,7 @@ fn sigterm_mid_matrix_keeps_finished_rows_and_cleans_up() {
     let mut stderr = BufReader::new(child.stderr.take().unwrap());
     wait_for_line(&mut stderr, "[2/2] slow");
     std::thread::sleep(Duration::from_millis(300));
-    Command::new("kill")
-        .args(["-TERM", &child.id().to_string()])
-        .status()
-        .unwrap();
+    send_signal(child.id(), "TERM");
     let rest: Vec<String> = stderr.lines().map_while(Result::ok).collect();
     assert_eq!(child.wait().unwrap().code(), Some(128 + 15), "{rest:?}");
     assert!(

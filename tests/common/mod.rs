@@ -223,6 +223,28 @@ pub fn assert_legacy_out_of_shm(r: &Value) {
     }
 }
 
+/// Starts `shmbench run` with `args` (one string) writing its results to a fresh path, with
+/// stdout (the JSON record, with `--json`) and stderr piped.
+pub fn spawn_run(args: &str) -> Child {
+    let out = temp_dir("run").join("r.csv");
+    command()
+        .args(["run", "--out", out.to_str().unwrap()])
+        .args(args.split_whitespace())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap()
+}
+
+/// Sends `signal` (as kill(1) names it: `INT`, `KILL`, `9`) to `pid`.
+pub fn send_signal(pid: u32, signal: &str) {
+    let status = Command::new("kill")
+        .args([format!("-{signal}"), pid.to_string()])
+        .status()
+        .unwrap();
+    assert!(status.success(), "kill -{signal} {pid} failed");
+}
+
 /// Writes `scenario` (TOML) to a fresh directory and starts `shmbench matrix` on it with stderr
 /// piped; returns the child and its results path.
 pub fn spawn_matrix(name: &str, scenario: &str) -> (Child, PathBuf) {
