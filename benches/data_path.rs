@@ -8,9 +8,10 @@ use std::time::Duration;
 
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
 
-use shmbench::config::{Identity, Knobs, Platform, RuntimeKind, Strategy, TorchProfile};
-use shmbench::loader::synth::Pattern;
-use shmbench::loader::{segment, wire};
+use shmbench::cell::loader::synth::Pattern;
+use shmbench::cell::loader::{segment, wire};
+use shmbench::model::knobs::{Knobs, RuntimeKind, Strategy, TorchProfile};
+use shmbench::plan::resolve::{Identity, Platform};
 
 /// 8 ImageNet-sized f32 images: the small batch the tests use (4.6 MiB).
 const IMAGE: usize = 3 * 224 * 224 * 4;

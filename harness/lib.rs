@@ -1,29 +1,21 @@
 //! shmbench: reproduce, measure and track the PyTorch DataLoader "Bus error".
 //!
-//! Data flows one way: scenario -> plan (cells) -> runtime launches `shmbench cell` -> loader ->
-//! record (JSON) -> results (CSV) -> table.
+//! One folder per layer; imports point down only (ARCHITECTURE.md has the map and the rules,
+//! `tests/architecture.rs` checks them):
+//!
+//! ```text
+//! cli -> orchestrate -> runtime -> cell -> model -> sys
+//!   \--> present -> analysis -> results -> model
+//!                  plan (scenario, predict, advice) -> model
+//! ```
 
-pub mod bench;
-pub mod calibrate;
+pub mod analysis;
 pub mod cell;
-pub mod cgroup;
-pub mod compare;
-pub mod config;
-pub mod detect;
-pub mod doctor;
-pub mod history;
-pub mod interrupt;
-pub mod loader;
-pub mod minshm;
-pub mod predict;
-pub mod process;
-pub mod record;
-pub mod report;
-pub mod runner;
+pub mod cli;
+pub mod model;
+pub mod orchestrate;
+pub mod plan;
+pub mod present;
+pub mod results;
 pub mod runtime;
-pub mod scenario;
-pub mod size;
-pub mod stats;
-pub mod table;
-pub mod timefmt;
-pub mod verdict;
+pub mod sys;

@@ -6,7 +6,9 @@ mod common;
 use std::path::{Path, PathBuf};
 
 use common::*;
-use shmbench::record::csv::{self, ResultsFile, Row};
+use shmbench::model::record::Status;
+use shmbench::results::csv::{self, ResultsFile};
+use shmbench::results::Row;
 
 fn fixture_rows() -> Vec<Row> {
     csv::read(&Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/seed.csv")).unwrap()
@@ -30,7 +32,7 @@ fn runs(rates: &[f64], run_id: &str, kernel: &str) -> Vec<Row> {
             if rate > 0.0 {
                 r.img_per_s = Some(rate);
             } else {
-                r.status = "sigbus".into();
+                r.status = Status::Sigbus;
                 r.crash_step = Some(12);
                 r.img_per_s = None;
             }

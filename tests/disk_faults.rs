@@ -75,7 +75,7 @@ fn a_full_results_directory_is_a_clear_error_and_no_torn_csv() {
         if !text.is_empty() {
             let path = dir.join("check.csv");
             std::fs::write(&path, &text).unwrap();
-            let rows = shmbench::record::csv::read(&path).unwrap();
+            let rows = shmbench::results::csv::read(&path).unwrap();
             assert!(!rows.is_empty());
         }
     }

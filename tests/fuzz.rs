@@ -4,10 +4,12 @@
 
 use proptest::prelude::*;
 
-use shmbench::config::{CellConfig, Knobs};
-use shmbench::record::CellRecord;
-use shmbench::scenario::{Scenario, SEED_MATRIX};
-use shmbench::size::ByteSize;
+use shmbench::model::config::CellConfig;
+use shmbench::model::knobs::Knobs;
+use shmbench::model::record::CellRecord;
+use shmbench::model::size::ByteSize;
+use shmbench::plan::resolve::Platform;
+use shmbench::plan::scenario::{Scenario, SEED_MATRIX};
 
 /// Fragments scenario files are made of, to reach deeper than random bytes.
 fn scenario_text() -> impl Strategy<Value = String> {
@@ -77,7 +79,7 @@ proptest! {
     #[test]
     fn scenario_parser_and_planner_never_panic(text in scenario_text()) {
         if let Ok(s) = Scenario::parse(&text, "fuzz.toml") {
-            let _ = s.plan(&Knobs::default(), None, &shmbench::config::Platform::fixed(1 << 34, false));
+            let _ = s.plan(&Knobs::default(), None, &Platform::fixed(1 << 34, false));
         }
     }
 
@@ -100,7 +102,7 @@ proptest! {
     fn mutated_records_never_panic(cut in 0usize..2000, byte in any::<u8>()) {
         // A real record, cut or corrupted at a random place.
         let seed = Scenario::parse(SEED_MATRIX, "seed").unwrap();
-        let config = seed.plan(&Knobs::default(), None, &shmbench::config::Platform::fixed(1 << 34, false)).unwrap().remove(0);
+        let config = seed.plan(&Knobs::default(), None, &Platform::fixed(1 << 34, false)).unwrap().remove(0);
         let json = serde_json::to_string(&config).unwrap();
         let mut bytes = json.into_bytes();
         let at = cut % bytes.len();

@@ -160,7 +160,7 @@ fn no_font_is_a_clear_message_and_the_text_report_still_renders() {
 #[test]
 fn repeated_runs_are_summarised_per_cell() {
     let dir = temp_dir("report-repeat");
-    let rows = shmbench::record::csv::read(&fixture("seed.csv")).unwrap();
+    let rows = shmbench::results::csv::read(&fixture("seed.csv")).unwrap();
     let mut repeated = Vec::new();
     for rep in 1..=3u32 {
         for row in &rows {
@@ -171,7 +171,7 @@ fn repeated_runs_are_summarised_per_cell() {
         }
     }
     let path = dir.join("rep.csv");
-    shmbench::record::csv::ResultsFile::create(&path)
+    shmbench::results::csv::ResultsFile::create(&path)
         .unwrap()
         .replace(repeated)
         .unwrap();

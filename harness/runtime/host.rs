@@ -1,9 +1,9 @@
 //! Runtime `host`: the cell runs as is and uses this machine's /dev/shm (the `--ipc=host` row).
 
-use super::child::{self, Isolation};
-use super::{Progress, Runtime};
-use crate::config::CellConfig;
-use crate::record::CellRecord;
+use super::child;
+use super::launch::{Progress, Runtime};
+use crate::model::config::CellConfig;
+use crate::model::record::CellRecord;
 
 pub struct Host;
 
@@ -13,6 +13,6 @@ impl Runtime for Host {
     }
 
     fn launch(&self, config: &CellConfig, progress: &mut dyn FnMut(Progress)) -> CellRecord {
-        child::run(config, Isolation::None, progress)
+        child::run(config, None, progress)
     }
 }

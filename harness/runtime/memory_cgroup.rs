@@ -33,7 +33,7 @@ impl MemoryCgroup {
         static NEXT: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
         let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         let name = format!("shmbench-{}-{n}-{label}", std::process::id());
-        let (dir, files): (PathBuf, [(&str, String); 2]) = match crate::cgroup::version() {
+        let (dir, files): (PathBuf, [(&str, String); 2]) = match crate::sys::cgroup::version() {
             Some(2) => (
                 PathBuf::from("/sys/fs/cgroup").join(&name),
                 [

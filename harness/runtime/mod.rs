@@ -1,30 +1,22 @@
 //! Runtimes: how a cell is launched. Every runtime runs the same `shmbench cell <json>` command
 //! and reads back the same one-line JSON record; they differ only in the isolation they set up
-//! around it. A new runtime is a new file here implementing [`Runtime`].
+//! around it. A new runtime is a new file here implementing [`Runtime`], and a line in
+//! [`Runtimes`], the one place that chooses a runtime for a cell.
 
 mod child;
 pub mod docker;
-pub mod engine;
 pub mod host;
-pub mod image;
+pub mod launch;
 mod memory_cgroup;
 pub mod namespace;
 mod output;
+mod privileges;
 
-use crate::config::{CellConfig, RuntimeKind};
-use crate::record::CellRecord;
+use crate::model::config::CellConfig;
+use crate::model::knobs::RuntimeKind;
+use crate::model::record::CellRecord;
 
-pub use child::output_in_namespace;
-pub use output::Progress;
-
-/// One way of launching a cell.
-pub trait Runtime {
-    /// The name recorded in the CSV `runtime` column.
-    fn name(&self) -> &'static str;
-    /// Runs the cell to completion (or failure) and returns its record; never panics on a cell
-    /// that crashes or cannot start: that is a record with a non-pass status.
-    fn launch(&self, config: &CellConfig, progress: &mut dyn FnMut(Progress)) -> CellRecord;
-}
+pub use launch::{Progress, Runtime};
 
 /// The runtimes one run uses; Docker is connected (and its image built) only when a cell needs it.
 pub struct Runtimes {
@@ -64,4 +56,17 @@ impl Runtimes {
             (RuntimeKind::Host | RuntimeKind::Auto, _) => &self.host,
         }
     }
+
+    /// Launches `config` in the runtime it asks for: what everything that runs a cell calls.
+    pub fn launch(&self, config: &CellConfig, progress: &mut dyn FnMut(Progress)) -> CellRecord {
+        self.get(config).launch(config, progress)
+    }
+}
+
+/// Prepares the runtime one cell needs and runs it (for commands that run a single cell).
+pub fn launch_one(
+    config: &CellConfig,
+    progress: &mut dyn FnMut(Progress),
+) -> anyhow::Result<CellRecord> {
+    Ok(Runtimes::for_cells(std::slice::from_ref(config))?.launch(config, progress))
 }

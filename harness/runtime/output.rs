@@ -4,16 +4,10 @@
 
 use std::time::{Duration, Instant};
 
-use crate::config::CellConfig;
-use crate::interrupt;
-use crate::record::{CellRecord, Status};
-
-/// Progress of the running cell, relayed from its stderr.
-#[derive(Clone, Copy, Debug)]
-pub struct Progress {
-    pub step: u64,
-    pub total: u64,
-}
+use super::launch::Progress;
+use crate::model::config::CellConfig;
+use crate::model::record::{CellRecord, Status};
+use crate::sys::signals;
 
 /// Extra time the harness allows beyond the cell's own no-progress watchdog before it ends the
 /// cell from outside (start-up, teardown, an image build is not counted).
@@ -44,7 +38,7 @@ impl<'a> Monitor<'a> {
 
     /// One line the cell wrote on stderr.
     pub fn stderr_line(&mut self, line: &str) {
-        match parse_progress(line) {
+        match Progress::parse(line) {
             Some(p) => {
                 self.last_progress = Instant::now();
                 (self.progress)(p);
@@ -65,11 +59,8 @@ impl<'a> Monitor<'a> {
 
     /// Why the harness must end the cell now, if it must.
     pub fn must_end(&self) -> Option<String> {
-        if let Some(sig) = interrupt::received() {
-            return Some(format!(
-                "interrupted by {}",
-                crate::loader::signal_name(sig)
-            ));
+        if let Some(sig) = signals::received() {
+            return Some(format!("interrupted by {}", signals::name(sig)));
         }
         (self.last_progress.elapsed() > self.no_progress_limit).then(|| {
             format!(
@@ -112,11 +103,4 @@ impl<'a> Monitor<'a> {
             ),
         }
     }
-}
-
-fn parse_progress(line: &str) -> Option<Progress> {
-    let mut parts = line.strip_prefix("progress ")?.split(' ');
-    let step = parts.next()?.parse().ok()?;
-    let total = parts.next()?.parse().ok()?;
-    Some(Progress { step, total })
 }

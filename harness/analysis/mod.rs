@@ -1,0 +1,8 @@
+//! Numbers from results, no text: statistics across runs, claims against measurements,
+//! efficiency against a calibration, comparisons of two result sets and histories across many.
+
+pub mod claims;
+pub mod compare;
+pub mod efficiency;
+pub mod history;
+pub mod stats;

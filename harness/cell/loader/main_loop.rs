@@ -1,0 +1,372 @@
+//! The main process's loop over its workers: torch's `_try_put_index` / `_process_data` /
+//! `_next_data` in one struct. It primes and refills indices under the outstanding bound, delivers
+//! batches in order through a reorder buffer, turns worker deaths and errors into torch's
+//! messages, and records what each step saw.
+
+use std::collections::BTreeMap;
+use std::time::{Duration, Instant};
+
+use super::consumer::{self, Batch, PinnedPool};
+use super::pool::{Event, Pool};
+use super::shm_meter::ShmMeter;
+use super::wire::{ErrorKind, FromWorker};
+use crate::cell::protocol::{Progress, PROGRESS_ENV};
+use crate::model::config::CellConfig;
+use crate::model::record::{Status, StepSample};
+use crate::sys::process::{self, Exit};
+use crate::sys::{cgroup, signals};
+
+/// How the loop ended early.
+pub(super) struct Stop {
+    pub status: Status,
+    pub message: String,
+    pub signal: Option<i32>,
+    pub pid: Option<u32>,
+}
+
+/// How much later than a death a worker's exception reaches torch's main (see `obtain`).
+const EXCEPTION_LATENCY: Duration = Duration::from_millis(10);
+
+/// torch's hint when the fd table is full.
+const EMFILE_HINT: &str = "Too many open files. Communication with the workers is no longer possible. Please increase the limit using `ulimit -n` in the shell or change the sharing strategy by calling `torch.multiprocessing.set_sharing_strategy('file_system')` at the beginning of your code";
+
+pub(super) struct Loop<'a> {
+    pub(super) config: &'a CellConfig,
+    pub(super) start: Instant,
+    pub(super) meter: ShmMeter,
+    pub(super) pool: Option<Pool>,
+    /// Results that arrived before their turn: a batch, or the error its worker raised.
+    pub(super) reorder: BTreeMap<u64, Result<Batch, Stop>>,
+    pub(super) held: Option<(u64, Batch)>,
+    pub(super) retained: Vec<Batch>,
+    pub(super) pinned: PinnedPool,
+    pub(super) outstanding: u64,
+    pub(super) next_idx: u64,
+    pub(super) epoch_end_idx: u64,
+    pub(super) steps_done: u64,
+    pub(super) obtained_s: Vec<f64>,
+    pub(super) compute_s: Vec<f64>,
+    pub(super) series: Vec<StepSample>,
+    pub(super) oom_kills_at_start: Option<u64>,
+    pub(super) checksum: u64,
+    pub(super) progress: bool,
+    pub(super) main_private_rss: u64,
+    pub(super) worker_private_rss: u64,
+}
+
+impl<'a> Loop<'a> {
+    pub(super) fn new(config: &'a CellConfig, start: Instant) -> Loop<'a> {
+        Loop {
+            config,
+            start,
+            meter: ShmMeter::start(),
+            pool: None,
+            reorder: BTreeMap::new(),
+            held: None,
+            retained: Vec::new(),
+            pinned: if config.pin_memory {
+                PinnedPool::warmed(config.max_outstanding() + 1, config.batch_bytes())
+            } else {
+                PinnedPool::default()
+            },
+            outstanding: 0,
+            next_idx: 0,
+            epoch_end_idx: 0,
+            steps_done: 0,
+            obtained_s: Vec::new(),
+            compute_s: Vec::new(),
+            series: Vec::new(),
+            oom_kills_at_start: cgroup::oom_kills(),
+            checksum: 0,
+            progress: std::env::var_os(PROGRESS_ENV).is_some(),
+            main_private_rss: 0,
+            worker_private_rss: 0,
+        }
+    }
+
+    /// Ends the run: workers first (their mappings go with them), then our batches, then any
+    /// named segment a dead worker left (torch_shm_manager's sweep). Returns the /dev/shm use
+    /// seen just before, for a failure's record.
+    pub(super) fn tear_down(&mut self, completed: bool) -> u64 {
+        let used_at_stop = self.meter.used_now();
+        match self.pool.take() {
+            Some(pool) if completed => pool.shutdown(Duration::from_secs(5)),
+            Some(mut pool) => pool.kill_all(),
+            None => {}
+        }
+        self.reorder.clear();
+        self.held = None;
+        self.retained.clear();
+        super::segment::sweep(Some(std::process::id()));
+        std::hint::black_box(self.checksum);
+        used_at_stop
+    }
+}
+
+impl Loop<'_> {
+    fn pool(&mut self) -> &mut Pool {
+        self.pool.as_mut().expect("pool exists while an epoch runs")
+    }
+
+    /// Private memory of the main and its workers (sampled, not every step: it settles early).
+    fn sample_rss(&mut self) {
+        self.main_private_rss = self
+            .main_private_rss
+            .max(process::private_rss(std::process::id()));
+        if let Some(pool) = &self.pool {
+            for pid in pool.live_pids() {
+                self.worker_private_rss = self.worker_private_rss.max(process::private_rss(pid));
+            }
+        }
+    }
+
+    /// torch's `_try_put_index`: one more task if under the outstanding bound.
+    fn try_put_index(&mut self) {
+        if self.outstanding >= self.config.max_outstanding() || self.next_idx >= self.epoch_end_idx
+        {
+            return;
+        }
+        let workers = self.config.workers as u64;
+        let worker = (self.next_idx % workers) as u32;
+        let idx = self.next_idx;
+        self.pool().send_task(worker, idx);
+        self.next_idx += 1;
+        self.outstanding += 1;
+    }
+
+    fn stop_for_worker(
+        &self,
+        status: Status,
+        message: String,
+        pid: u32,
+        signal: Option<i32>,
+    ) -> Stop {
+        Stop {
+            status,
+            message,
+            signal,
+            pid: Some(pid),
+        }
+    }
+
+    /// Reacts to one event; `Err` ends the cell.
+    fn handle(&mut self, event: Event) -> Result<bool, Stop> {
+        match event {
+            Event::Timeout => Ok(false),
+            Event::Message { worker, msg, fd } => match msg {
+                FromWorker::Batch { idx, bytes, name } => {
+                    self.outstanding = self.outstanding.saturating_sub(1);
+                    let shared = consumer::map_received(fd, name, bytes).map_err(|e| Stop {
+                        status: if e.raw_os_error() == Some(libc::EMFILE) {
+                            Status::Emfile
+                        } else {
+                            Status::Error
+                        },
+                        message: format!("mapping batch {idx} from worker {worker}: {e}"),
+                        signal: None,
+                        pid: None,
+                    })?;
+                    let batch = if self.config.pin_memory {
+                        self.pinned.pin(shared)
+                    } else {
+                        Batch::Shared(shared)
+                    };
+                    self.reorder.insert(idx, Ok(batch));
+                    Ok(true)
+                }
+                FromWorker::Failed { idx, kind, message } => {
+                    self.outstanding = self.outstanding.saturating_sub(1);
+                    let pid = self.pool().pid(worker);
+                    let status = match kind {
+                        ErrorKind::Enospc => Status::Enospc,
+                        ErrorKind::Emfile => Status::Emfile,
+                        ErrorKind::Other => Status::Error,
+                    };
+                    let mut text = format!(
+                        "Caught RuntimeError in DataLoader worker process {worker}. RuntimeError: {message}"
+                    );
+                    if status == Status::Emfile {
+                        text = format!("{text}. {EMFILE_HINT}");
+                    }
+                    // Raised when this index's turn comes, as torch re-raises an ExceptionWrapper
+                    // in order; a worker death meanwhile is raised at once instead.
+                    let stop = self.stop_for_worker(status, text, pid, None);
+                    self.reorder.insert(idx, Err(stop));
+                    Ok(true)
+                }
+            },
+            Event::FdTableFull { .. } => Err(Stop {
+                status: Status::Emfile,
+                message: EMFILE_HINT.to_string(),
+                signal: None,
+                pid: None,
+            }),
+            Event::Died { pid, exit, .. } => Err(self.classify_death(pid, exit)),
+        }
+    }
+
+    fn classify_death(&self, pid: u32, exit: Exit) -> Stop {
+        match exit {
+            Exit::Signal(sig) if sig == libc::SIGBUS => self.stop_for_worker(
+                Status::Sigbus,
+                format!("DataLoader worker (pid {pid}) is killed by signal: Bus error. It is possible that dataloader's workers are out of shared memory. Please try to raise your shared memory limit."),
+                pid,
+                Some(sig),
+            ),
+            Exit::Signal(sig) => {
+                let oom_now = cgroup::oom_kills();
+                let by_oom = sig == libc::SIGKILL
+                    && matches!((self.oom_kills_at_start, oom_now), (Some(a), Some(b)) if b > a);
+                let mut message = format!("DataLoader worker (pid {pid}) is killed by signal: {}.", signals::name(sig));
+                if by_oom {
+                    message.push_str(" The memory cgroup's OOM killer fired: tmpfs pages count against its limit.");
+                }
+                let status = if by_oom { Status::Oom } else { Status::Error };
+                self.stop_for_worker(status, message, pid, Some(sig))
+            }
+            Exit::Code(code) => self.stop_for_worker(
+                Status::Error,
+                format!("DataLoader worker (pid(s) {pid}) exited unexpectedly (exit code {code})"),
+                pid,
+                None,
+            ),
+        }
+    }
+
+    /// Handles every event already pending, without blocking.
+    fn drain(&mut self) -> Result<(), Stop> {
+        loop {
+            let event = self
+                .pool()
+                .next_event(Instant::now())
+                .map_err(harness_stop)?;
+            if !self.handle(event)? {
+                return Ok(());
+            }
+        }
+    }
+
+    /// Processes events until `until` (used for the accelerator's compute time).
+    fn wait_until(&mut self, until: Instant) -> Result<(), Stop> {
+        while Instant::now() < until {
+            let event = self.pool().next_event(until).map_err(harness_stop)?;
+            self.handle(event)?;
+        }
+        Ok(())
+    }
+
+    /// Blocks until batch `idx` is available in order, or the watchdog fires.
+    fn obtain(&mut self, idx: u64, deadline: Instant) -> Result<Batch, Stop> {
+        loop {
+            if let Some(result) = self.reorder.remove(&idx) {
+                if result.is_err() {
+                    // torch's worker exception reaches the main through the result queue's
+                    // pickling feeder thread (milliseconds); SIGCHLD is immediate. A worker death
+                    // within that window (a SIGBUS that filled the tmpfs before this ENOSPC) is
+                    // what torch raises.
+                    // Drain first: on a loaded machine the window may pass before we next run.
+                    self.drain()?;
+                    self.wait_until(Instant::now() + EXCEPTION_LATENCY)?;
+                }
+                return result;
+            }
+            let event = self.pool().next_event(deadline).map_err(harness_stop)?;
+            if matches!(event, Event::Timeout) && Instant::now() >= deadline {
+                return Err(Stop {
+                    status: Status::Timeout,
+                    message: format!(
+                        "DataLoader timed out after {} seconds",
+                        self.config.timeout_s
+                    ),
+                    signal: None,
+                    pid: None,
+                });
+            }
+            self.handle(event)?;
+        }
+    }
+
+    fn release(&mut self, step: u64, batch: Batch) {
+        let retain = self.config.retain_every;
+        if retain > 0 && step.is_multiple_of(retain) {
+            self.retained.push(batch);
+        } else {
+            self.pinned.release(batch);
+        }
+    }
+
+    pub(super) fn run_epoch(&mut self, epoch: u64) -> Result<(), Stop> {
+        let cfg = self.config;
+        if self.pool.is_none() {
+            self.pool = Some(Pool::spawn(cfg).map_err(harness_stop)?);
+        }
+        let base = epoch * cfg.steps;
+        self.next_idx = base;
+        self.epoch_end_idx = base + cfg.steps;
+        self.outstanding = 0;
+        while self.outstanding < cfg.max_outstanding() && self.next_idx < self.epoch_end_idx {
+            self.try_put_index();
+        }
+        let timeout = Duration::from_secs_f64(cfg.timeout_s);
+        let compute = Duration::from_secs_f64(cfg.compute_ms / 1000.0);
+        for idx in base..base + cfg.steps {
+            let step = idx + 1;
+            // Notice a death at once even when the next batch is already here (SIGCHLD).
+            self.drain()?;
+            let batch = self.obtain(idx, Instant::now() + timeout)?;
+            let t = self.start.elapsed().as_secs_f64();
+            // _process_data refills before the loop body lets go of the previous batch.
+            self.try_put_index();
+            if let Some((prev_step, prev)) = self.held.take() {
+                self.release(prev_step, prev);
+            }
+            let prev_t = self.obtained_s.last().copied().unwrap_or(0.0);
+            self.obtained_s.push(t);
+            self.series.push(StepSample {
+                step,
+                t_s: t,
+                latency_s: t - prev_t,
+                shm_used_bytes: self.meter.used_now(),
+                in_flight: self.outstanding + self.reorder.len() as u64,
+            });
+            self.checksum = self
+                .checksum
+                .wrapping_add(consumer::touch(&batch, cfg.touch));
+            self.held = Some((step, batch));
+            if !compute.is_zero() {
+                let began = Instant::now();
+                self.wait_until(began + compute)?;
+                self.compute_s.push(began.elapsed().as_secs_f64());
+            }
+            self.steps_done = step;
+            if step.is_power_of_two() || step.is_multiple_of(10) {
+                self.sample_rss();
+            }
+            if self.progress {
+                let progress = Progress {
+                    step,
+                    total: cfg.total_steps(),
+                };
+                eprintln!("{}", progress.line());
+            }
+        }
+        if let Some((prev_step, prev)) = self.held.take() {
+            self.release(prev_step, prev);
+        }
+        if !cfg.persistent_workers {
+            if let Some(pool) = self.pool.take() {
+                pool.shutdown(Duration::from_secs(5));
+            }
+        }
+        Ok(())
+    }
+}
+
+fn harness_stop(e: anyhow::Error) -> Stop {
+    Stop {
+        status: Status::Error,
+        message: format!("harness error: {e:#}"),
+        signal: None,
+        pid: None,
+    }
+}

@@ -1,0 +1,251 @@
+//! The worker processes of one cell and the failure monitor over them.
+//!
+//! Workers are re-execs of this binary (`/proc/self/exe worker ...`), not forks of a threaded
+//! process. Each has a socket pair and a pidfd; one `poll` over all of them wakes the main the
+//! moment a message arrives or a worker dies, so a SIGBUS is noticed within milliseconds.
+
+use std::os::fd::{AsFd, AsRawFd, OwnedFd};
+use std::os::unix::process::CommandExt;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, Result};
+use nix::poll::{poll, PollFd, PollFlags, PollTimeout};
+
+use super::wire::{self, FromWorker, RecvError, ToWorker, WORKER_SOCKET_FD};
+use crate::model::config::CellConfig;
+use crate::sys::process::{self, pidfd_open, try_reap, Exit};
+
+struct Worker {
+    pid: u32,
+    sock: OwnedFd,
+    pidfd: OwnedFd,
+    /// The worker closed its socket (it is exiting); stop polling it so a slow exit cannot spin.
+    closed: bool,
+    exited: Option<Exit>,
+    /// The death was handed out as an event.
+    reported: bool,
+}
+
+/// Something the main must react to.
+pub enum Event {
+    Message {
+        worker: u32,
+        msg: FromWorker,
+        fd: Option<OwnedFd>,
+    },
+    /// A worker's message carried an fd this process had no room for.
+    FdTableFull { worker: u32 },
+    /// A worker is gone (after any messages it sent first have been delivered).
+    Died { worker: u32, pid: u32, exit: Exit },
+    /// Nothing happened before the deadline.
+    Timeout,
+}
+
+pub struct Pool {
+    workers: Vec<Worker>,
+}
+
+impl Pool {
+    /// Starts `config.workers` workers.
+    pub fn spawn(config: &CellConfig) -> Result<Pool> {
+        let config_json = serde_json::to_string(config)?;
+        let mut workers = Vec::with_capacity(config.workers as usize);
+        for id in 0..config.workers {
+            let (main_end, worker_end) = wire::pair().context("creating a worker socket pair")?;
+            let raw = worker_end.as_raw_fd();
+            let mut cmd = Command::new("/proc/self/exe");
+            cmd.arg("worker")
+                .arg(id.to_string())
+                .arg(std::process::id().to_string())
+                .arg(&config_json)
+                .stdin(Stdio::null())
+                .stdout(Stdio::null());
+            // SAFETY: only async-signal-safe calls between fork and exec.
+            unsafe {
+                cmd.pre_exec(move || {
+                    if libc::dup2(raw, WORKER_SOCKET_FD) < 0 {
+                        return Err(std::io::Error::last_os_error());
+                    }
+                    libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
+                    Ok(())
+                });
+            }
+            let child = cmd.spawn().context("starting a worker process")?;
+            drop(worker_end);
+            let pid = child.id();
+            let pidfd = pidfd_open(pid).context("pidfd_open on a worker (needs Linux >= 5.3)")?;
+            workers.push(Worker {
+                pid,
+                sock: main_end,
+                pidfd,
+                closed: false,
+                exited: None,
+                reported: false,
+            });
+        }
+        Ok(Pool { workers })
+    }
+
+    /// Pids of the workers still running.
+    pub fn live_pids(&self) -> Vec<u32> {
+        self.workers
+            .iter()
+            .filter(|w| w.exited.is_none())
+            .map(|w| w.pid)
+            .collect()
+    }
+
+    pub fn pid(&self, worker: u32) -> u32 {
+        self.workers[worker as usize].pid
+    }
+
+    /// Queues task `idx` on `worker`. A dead worker's send error is ignored: its death arrives
+    /// as an event.
+    pub fn send_task(&self, worker: u32, idx: u64) {
+        let w = &self.workers[worker as usize];
+        let _ = wire::send(w.sock.as_fd(), &ToWorker::Task { idx }, None);
+    }
+
+    /// Waits until `deadline` for the next event. Messages already sent by a worker are always
+    /// delivered before its death.
+    pub fn next_event(&mut self, deadline: Instant) -> Result<Event> {
+        loop {
+            let timeout = deadline.saturating_duration_since(Instant::now());
+            let mut fds: Vec<PollFd<'_>> = Vec::with_capacity(self.workers.len() * 2);
+            for w in &self.workers {
+                let flags = if w.closed {
+                    PollFlags::empty()
+                } else {
+                    PollFlags::POLLIN
+                };
+                fds.push(PollFd::new(w.sock.as_fd(), flags));
+            }
+            for w in &self.workers {
+                let flags = if w.exited.is_some() {
+                    PollFlags::empty()
+                } else {
+                    PollFlags::POLLIN
+                };
+                fds.push(PollFd::new(w.pidfd.as_fd(), flags));
+            }
+            let ms = timeout.as_millis().min(i32::MAX as u128) as i32;
+            let ready = match poll(
+                &mut fds,
+                PollTimeout::try_from(ms).unwrap_or(PollTimeout::MAX),
+            ) {
+                Ok(n) => n,
+                Err(nix::errno::Errno::EINTR) => continue,
+                Err(e) => return Err(e).context("poll on workers"),
+            };
+            if ready == 0 {
+                return Ok(Event::Timeout);
+            }
+            let n = self.workers.len();
+            let sock_ready: Vec<bool> = fds[..n]
+                .iter()
+                .zip(&self.workers)
+                .map(|(f, w)| {
+                    !w.closed
+                        && f.revents()
+                            .is_some_and(|r| r.intersects(PollFlags::POLLIN | PollFlags::POLLHUP))
+                })
+                .collect();
+            let died: Vec<bool> = fds[n..]
+                .iter()
+                .map(|f| f.revents().is_some_and(|r| !r.is_empty()))
+                .collect();
+            drop(fds);
+            for (i, dead) in died.iter().enumerate() {
+                let w = &mut self.workers[i];
+                if *dead && w.exited.is_none() {
+                    w.exited = try_reap(&w.pidfd);
+                }
+            }
+            // A death by signal is the root cause of whatever the others report next (a
+            // file_system segment left by a SIGBUS fills the tmpfs for everyone), so it comes
+            // first. A worker that exits with a code reported why before it went, so its
+            // messages come first and its death once its socket is drained.
+            let unreported = |w: &Worker, by_signal: bool| {
+                !w.reported
+                    && matches!(w.exited, Some(Exit::Signal(_))) == by_signal
+                    && w.exited.is_some()
+            };
+            if let Some(i) = self.workers.iter().position(|w| unreported(w, true)) {
+                return Ok(self.report_death(i));
+            }
+            for (i, ready) in sock_ready.iter().enumerate() {
+                if !ready {
+                    continue;
+                }
+                match wire::recv::<FromWorker>(self.workers[i].sock.as_fd()) {
+                    Ok(r) => {
+                        return Ok(Event::Message {
+                            worker: i as u32,
+                            msg: r.msg,
+                            fd: r.fd,
+                        })
+                    }
+                    Err(RecvError::FdTableFull) => {
+                        return Ok(Event::FdTableFull { worker: i as u32 })
+                    }
+                    // Its death follows through the pidfd.
+                    Err(RecvError::Closed) => self.workers[i].closed = true,
+                    Err(RecvError::Io(e)) => {
+                        return Err(e).with_context(|| format!("reading from worker {i}"))
+                    }
+                }
+            }
+            if let Some(i) = self
+                .workers
+                .iter()
+                .position(|w| unreported(w, false) && w.closed)
+            {
+                return Ok(self.report_death(i));
+            }
+            if Instant::now() >= deadline {
+                return Ok(Event::Timeout);
+            }
+        }
+    }
+
+    fn report_death(&mut self, i: usize) -> Event {
+        let w = &mut self.workers[i];
+        w.reported = true;
+        Event::Died {
+            worker: i as u32,
+            pid: w.pid,
+            exit: w.exited.expect("only reaped workers are reported"),
+        }
+    }
+
+    /// Asks every worker to stop and waits up to `grace` for them; kills the rest.
+    pub fn shutdown(mut self, grace: Duration) {
+        for w in &self.workers {
+            let _ = wire::send(w.sock.as_fd(), &ToWorker::Stop, None);
+        }
+        let deadline = Instant::now() + grace;
+        for w in &mut self.workers {
+            if w.exited.is_none() {
+                process::wait_exit(&w.pidfd, deadline.saturating_duration_since(Instant::now()));
+                w.exited = try_reap(&w.pidfd);
+            }
+        }
+        self.kill_all();
+    }
+
+    /// SIGKILLs every worker still alive and reaps it.
+    pub fn kill_all(&mut self) {
+        for w in &mut self.workers {
+            if w.exited.is_none() {
+                w.exited = Some(process::kill_and_reap(&w.pidfd));
+            }
+        }
+    }
+}
+
+impl Drop for Pool {
+    fn drop(&mut self) {
+        self.kill_all();
+    }
+}

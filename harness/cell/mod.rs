@@ -1,0 +1,58 @@
+//! What runs inside a cell: `shmbench cell <config-json>` (this file), the emulated loader and
+//! its workers (`loader/`), the calibration measurement (`measure`), and the protocol shared with
+//! the runtimes that launch it (`protocol`).
+//!
+//! A cell runs one loader configuration in this process tree and prints exactly one JSON record on
+//! stdout. Every runtime launches this same command; they differ only in how (as is, in a mount
+//! namespace, in a container).
+
+pub mod loader;
+pub mod measure;
+pub mod protocol;
+
+use anyhow::{Context, Result};
+
+use crate::model::config::CellConfig;
+use crate::model::record::CellRecord;
+
+/// Parses the config a runtime passed and runs the cell.
+pub fn run(config_json: &str) -> Result<CellRecord> {
+    let config: CellConfig = serde_json::from_str(config_json)
+        .context("the cell config is not valid JSON for this shmbench version")?;
+    config
+        .validate(0)
+        .map_err(|e| anyhow::anyhow!("invalid cell config: {e}"))?;
+    Ok(loader::run_cell(&config))
+}
+
+/// Runs and prints the record; the exit code is 0 whenever a record was printed (a crashed
+/// cell is a result, not a failure of the command).
+pub fn main(config_json: &str) -> Result<()> {
+    if std::env::var(protocol::LIFELINE_ENV).as_deref() == Ok("stdin") {
+        watch_lifeline();
+    }
+    let record = run(config_json)?;
+    let line = serde_json::to_string(&record)?;
+    println!("{line}");
+    Ok(())
+}
+
+/// In a container, the harness holds our stdin open; when it closes (the harness died), end at
+/// once. Workers follow through PR_SET_PDEATHSIG, and the container ends with its pid 1.
+fn watch_lifeline() {
+    let _ = std::thread::Builder::new()
+        .name("lifeline".into())
+        .spawn(|| {
+            let mut sink = [0u8; 64];
+            let mut stdin = std::io::stdin();
+            loop {
+                match std::io::Read::read(&mut stdin, &mut sink) {
+                    Ok(0) | Err(_) => {
+                        // SAFETY: _exit ends the process without running anything else.
+                        unsafe { libc::_exit(3) };
+                    }
+                    Ok(_) => continue,
+                }
+            }
+        });
+}

@@ -1,0 +1,27 @@
+//! `shmbench bench`: the harness measured against this machine's limits.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use anyhow::Result;
+
+use super::progress::Terminal;
+use crate::orchestrate::bench;
+use crate::present::bench as table;
+
+#[derive(clap::Args)]
+pub struct Args {
+    /// Where the benchmark's matrix writes its CSV
+    #[arg(long, default_value = "results")]
+    pub results: PathBuf,
+}
+
+pub fn run(args: Args) -> Result<ExitCode> {
+    let measured = bench::run(
+        &super::platform(),
+        &args.results,
+        &mut Terminal::new().observer(),
+    )?;
+    println!("{}", table::render(&measured));
+    Ok(ExitCode::SUCCESS)
+}

@@ -1,0 +1,79 @@
+//! `shmbench calibrate`: this machine's data-path limits (memset, memcpy, fresh shared segments per
+//! strategy and profile), measured in a private namespace with its own tmpfs.
+
+use std::process::ExitCode;
+use std::time::Duration;
+
+use anyhow::{bail, Result};
+
+use crate::cell::measure;
+use crate::model::knobs::{Knobs, Strategy, TorchProfile};
+use crate::orchestrate::calibrate;
+use crate::plan::guard;
+use crate::present::calibration;
+
+#[derive(clap::Args)]
+pub struct Args {
+    /// Seconds per fresh-segment measurement
+    #[arg(long, default_value_t = 0.5)]
+    pub seconds: f64,
+    #[arg(long, value_parser = ["text", "json"], default_value = "text")]
+    pub format: String,
+    /// Only these strategy:torch pairs (default: all)
+    #[arg(long)]
+    pub only: Option<String>,
+    /// Measure in this process's /dev/shm (used inside the private namespace calibrate
+    /// makes for itself)
+    #[arg(long, hide = true)]
+    pub here: bool,
+    /// Batch shape to measure with (batch, shape, dtype)
+    #[command(flatten)]
+    pub knobs: Knobs,
+}
+
+pub fn run(args: Args) -> Result<ExitCode> {
+    let config = guard::tool_config("calibrate", args.knobs, &super::platform())?;
+    if !(args.seconds > 0.0 && args.seconds <= 60.0) {
+        bail!("--seconds must be between 0 and 60");
+    }
+    let combos: Vec<(Strategy, TorchProfile)> = match args.only {
+        Some(text) => parse_combos(&text)?,
+        None => [
+            Strategy::FileDescriptor,
+            Strategy::FileSystem,
+            Strategy::Memfd,
+            Strategy::Disk,
+        ]
+        .iter()
+        .flat_map(|s| [(*s, TorchProfile::Legacy), (*s, TorchProfile::Modern)])
+        .collect(),
+    };
+    let duration = Duration::from_secs_f64(args.seconds);
+    let c = if args.here {
+        measure::run(config.batch_bytes(), config.batch, &combos, duration)?
+    } else {
+        calibrate::isolated(&config, &combos, duration)?
+    };
+    if args.format == "json" {
+        println!("{}", serde_json::to_string_pretty(&c)?);
+    } else {
+        println!("{}", calibration::render(&c));
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `strategy:torch` pairs, as `--only` takes them.
+pub fn parse_combos(text: &str) -> Result<Vec<(Strategy, TorchProfile)>> {
+    use clap::ValueEnum;
+    text.split(',')
+        .filter(|p| !p.is_empty())
+        .map(|pair| {
+            let (s, t) = pair.split_once(':').ok_or_else(|| {
+                anyhow::anyhow!("'{pair}': write strategy:torch, e.g. file_descriptor:legacy")
+            })?;
+            let s = Strategy::from_str(s, false).map_err(|e| anyhow::anyhow!("'{s}': {e}"))?;
+            let t = TorchProfile::from_str(t, false).map_err(|e| anyhow::anyhow!("'{t}': {e}"))?;
+            Ok((s, t))
+        })
+        .collect()
+}

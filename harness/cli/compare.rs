@@ -1,0 +1,80 @@
+//! `shmbench compare`: two results files cell by cell, beyond noise; exit 1 on a regression.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use anyhow::{bail, Result};
+
+use crate::analysis::compare;
+use crate::present::compare as table;
+use crate::results::csv;
+
+#[derive(clap::Args)]
+pub struct Args {
+    pub baseline: PathBuf,
+    pub candidate: PathBuf,
+    /// Smallest img/s change that counts (5%, 0.05)
+    #[arg(long, default_value = "5%", value_parser = parse_threshold)]
+    pub threshold: f64,
+    /// Also write the comparison as Markdown here
+    #[arg(long)]
+    pub out: Option<PathBuf>,
+}
+
+pub fn run(args: Args) -> Result<ExitCode> {
+    let base = csv::read(&args.baseline)?;
+    let cand = csv::read(&args.candidate)?;
+    let comparisons = compare::compare(&base, &cand, args.threshold);
+    if !comparisons
+        .iter()
+        .any(|c| c.baseline.is_some() && c.candidate.is_some())
+    {
+        bail!(
+            "no cell in common between {} and {}: compare results of the same scenario (cells match by scenario, name and configuration)",
+            args.baseline.display(),
+            args.candidate.display()
+        );
+    }
+    let text = table::render(&comparisons, args.threshold);
+    println!("{text}");
+    if let Some(path) = args.out {
+        std::fs::write(
+            &path,
+            format!(
+                "# shmbench compare\n\n`{}` -> `{}`\n\n{text}\n",
+                args.baseline.display(),
+                args.candidate.display()
+            ),
+        )?;
+    }
+    let regressed = comparisons.iter().any(|c| c.verdict.is_regression());
+    Ok(if regressed {
+        ExitCode::from(1)
+    } else {
+        ExitCode::SUCCESS
+    })
+}
+
+/// Parses a threshold: `5%`, `5` (percent) or `0.05` (a fraction below 1).
+pub fn parse_threshold(text: &str) -> Result<f64, String> {
+    let t = text.trim();
+    let (number, percent) = match t.strip_suffix('%') {
+        Some(n) => (n, true),
+        None => (t, false),
+    };
+    let value: f64 = number
+        .trim()
+        .parse()
+        .map_err(|_| format!("'{text}' is not a threshold: write e.g. 5% or 0.05"))?;
+    let fraction = if percent || value >= 1.0 {
+        value / 100.0
+    } else {
+        value
+    };
+    if !(fraction.is_finite() && (0.0..1.0).contains(&fraction)) {
+        return Err(format!(
+            "'{text}' is out of range: a threshold lies between 0% and 100%"
+        ));
+    }
+    Ok(fraction)
+}

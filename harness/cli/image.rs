@@ -1,0 +1,57 @@
+//! `shmbench image`: the container image the Docker runtime builds for itself.
+
+use std::process::ExitCode;
+
+use anyhow::Result;
+
+use crate::runtime::docker::engine::{self, Engine};
+use crate::runtime::docker::image;
+
+#[derive(clap::Args)]
+pub struct Args {
+    /// Build the image for this binary even if the engine has it
+    #[arg(long, conflicts_with = "remove")]
+    pub rebuild: bool,
+    /// Remove every shmbench image from the engine
+    #[arg(long)]
+    pub remove: bool,
+}
+
+pub fn run(args: Args) -> Result<ExitCode> {
+    let engine = Engine::connect()?;
+    if args.remove {
+        let removed = image::remove_all(&engine)?;
+        if removed.is_empty() {
+            println!("no shmbench images to remove");
+        }
+        for r in removed {
+            println!("removed {r}");
+        }
+        return Ok(ExitCode::SUCCESS);
+    }
+    let context = image::BuildContext::of_this_binary()?;
+    if args.rebuild || !image::exists(&engine, &context.tag) {
+        let took = image::build(&engine, &context)?;
+        println!("built {} in {:.2} s", context.tag, took.as_secs_f64());
+    }
+    println!("image for this binary: {} (present)", context.tag);
+    println!(
+        "contents: {}",
+        context.paths().collect::<Vec<_>>().join(", ")
+    );
+    println!(
+        "engine: Docker {} (API {}) at {}",
+        engine.info.version,
+        engine.info.api_version,
+        engine::address()
+    );
+    for listed in image::list(&engine)? {
+        println!(
+            "  {} {} {:.1} MiB",
+            listed.tags.join(","),
+            &listed.id.trim_start_matches("sha256:")[..12.min(listed.id.len())],
+            listed.size as f64 / (1 << 20) as f64
+        );
+    }
+    Ok(ExitCode::SUCCESS)
+}

@@ -1,0 +1,74 @@
+//! `shmbench matrix`: a scenario's cells (default: the how-to's matrix), the table, the results
+//! file and the report.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use anyhow::Result;
+
+use super::outcome;
+use super::progress::Terminal;
+use crate::model::knobs::Knobs;
+use crate::orchestrate::runner;
+use crate::plan::guard;
+use crate::plan::scenario::{self, Scenario};
+use crate::present::report::{self, Report};
+use crate::sys::fingerprint::mem_total;
+
+#[derive(clap::Args)]
+pub struct Args {
+    /// Scenario file
+    #[arg(default_value = scenario::SEED_MATRIX_PATH)]
+    pub scenario: PathBuf,
+    /// Only these cells (comma-separated names)
+    #[arg(long, value_delimiter = ',')]
+    pub cells: Option<Vec<String>>,
+    /// Results CSV (default: results/<scenario>-<UTC time>.csv)
+    #[arg(long)]
+    pub out: Option<PathBuf>,
+    /// Print the resolved cells as JSON and run nothing
+    #[arg(long)]
+    pub dry_run: bool,
+    /// Run cells whose predicted /dev/shm peak exceeds this machine's memory
+    #[arg(long)]
+    pub force: bool,
+    /// Run every cell this many times, interleaved (for statistics and `compare`)
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=1000))]
+    pub repeat: u32,
+    /// Overrides applied to every cell
+    #[command(flatten)]
+    pub knobs: Knobs,
+}
+
+pub fn run(args: Args) -> Result<ExitCode> {
+    let scenario = Scenario::load(&args.scenario)?;
+    let plan = scenario.plan(&args.knobs, args.cells.as_deref(), &super::platform())?;
+    if !args.force {
+        guard::refuse_oversized(&plan, mem_total())?;
+    }
+    if args.dry_run {
+        println!("{}", serde_json::to_string_pretty(&plan)?);
+        return Ok(ExitCode::SUCCESS);
+    }
+    let out = args
+        .out
+        .unwrap_or_else(|| scenario::default_results_path(&scenario.name));
+    eprintln!(
+        "scenario {} ({}): {} cell(s) -> {}",
+        scenario.name,
+        scenario.origin,
+        plan.len(),
+        out.display()
+    );
+    let outcome = runner::run(&plan, &out, args.repeat, &mut Terminal::new().observer())?;
+    outcome::print(&outcome);
+    if !outcome.results.rows().is_empty() {
+        let dir = report::default_dir(&out);
+        let all: Vec<String> = ["md", "html", "json"].map(String::from).to_vec();
+        match Report::load(std::slice::from_ref(&out)).and_then(|r| r.write(&dir, &all)) {
+            Ok(files) => println!("report: {}", files[0].display()),
+            Err(e) => eprintln!("shmbench: the report could not be written: {e:#}"),
+        }
+    }
+    Ok(outcome::exit_code(&outcome))
+}

@@ -1,0 +1,28 @@
+//! `shmbench merge`: results files from several machines or runs as one.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use anyhow::Result;
+
+use crate::results::merge;
+
+#[derive(clap::Args)]
+pub struct Args {
+    #[arg(required = true)]
+    pub results: Vec<PathBuf>,
+    #[arg(long)]
+    pub out: PathBuf,
+}
+
+pub fn run(args: Args) -> Result<ExitCode> {
+    let merged = merge::merge(&args.results, &args.out)?;
+    println!(
+        "{} rows from {} files -> {} ({} duplicate rows dropped)",
+        merged.rows,
+        args.results.len(),
+        args.out.display(),
+        merged.duplicates_dropped
+    );
+    Ok(ExitCode::SUCCESS)
+}

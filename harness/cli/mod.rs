@@ -1,0 +1,133 @@
+//! The `shmbench` command line: clap types, one file per subcommand, and the only code that prints
+//! to the terminal. Each subcommand parses its flags, calls the layer that does the work and
+//! prints what comes back; the exit status follows from the result.
+
+mod bench;
+mod calibrate;
+mod compare;
+mod doctor;
+mod history;
+mod image;
+mod internal;
+mod matrix;
+mod merge;
+mod min_shm;
+mod outcome;
+mod progress;
+mod report;
+mod run;
+mod sweep;
+
+use std::process::ExitCode;
+
+use anyhow::Result;
+use clap::{Parser, Subcommand};
+
+use crate::plan::resolve::Platform;
+use crate::runtime::docker::engine;
+use crate::sys::fingerprint::mem_total;
+
+#[derive(Parser)]
+#[command(
+    name = "shmbench",
+    version,
+    about = "Reproduce, measure and track the PyTorch DataLoader \"Bus error\" (/dev/shm exhaustion)",
+    long_about = "shmbench runs an emulation of the PyTorch DataLoader (worker processes that put every batch in POSIX shared memory, exactly as torch allocates and shares it) under a real /dev/shm of a chosen size, and records whether it passes or crashes (SIGBUS, ENOSPC, ...) at which step, and at how many images per second.",
+    after_help = "Examples:\n  shmbench matrix                                   # the how-to's five rows, measured here\n  shmbench matrix --steps 20 --cells docker-default,docker-tuned\n  shmbench run --shm-size 512m --workers 8 --batch 128 --torch modern --touch first --steps 60 --out x.csv\n  shmbench run --shm-size 64m --strategy file_system --workers 1 --batch 8"
+)]
+pub struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+pub enum Command {
+    /// Run a scenario's cells (default: the how-to's validation matrix) and print the table
+    #[command(
+        after_help = "Examples:\n  shmbench matrix\n  shmbench matrix scenarios/seed-matrix.toml --steps 30 --out results/quick.csv\n  shmbench matrix --cells docker-tuned --torch modern\n  shmbench matrix --dry-run"
+    )]
+    Matrix(matrix::Args),
+    /// Run one ad-hoc cell from flags alone
+    #[command(
+        after_help = "Examples:\n  shmbench run                                 # seed setup on this machine's /dev/shm\n  shmbench run --shm-size 64m                  # Docker's default size: SIGBUS at step 1\n  shmbench run --shm-size 512m --workers 8 --batch 128 --torch modern --touch first --steps 60 --out x.csv\n  shmbench run --shm-size 256m --workers 2 --batch 8 --retain-every 4 --steps 200"
+    )]
+    Run(run::Args),
+    /// Run one cell config in this process tree and print its JSON record (the protocol every
+    /// runtime launches; you rarely call it by hand)
+    Cell(internal::CellArgs),
+    /// How much /dev/shm a loader needs, whether it has it here, and the fixes that fit
+    #[command(
+        after_help = "Examples:\n  shmbench doctor                                    # the seed loader (8 workers, batch 128) here\n  shmbench doctor --workers 4 --batch 64 --prefetch 2 --pin-memory\n  shmbench doctor --shape 3x512x512 --dtype u8 --format md\n  shmbench doctor --verify                           # run the loader under the recommended size\n\nExit status: 0 when the loader fits here, 1 when it does not (or --verify failed).\nIt never changes the system: it prints commands."
+    )]
+    Doctor(doctor::Args),
+    /// Find the smallest /dev/shm a loader passes in, by bisection over real cells
+    #[command(
+        name = "min-shm",
+        after_help = "Examples:\n  shmbench min-shm --workers 2 --batch 16 --steps 30 --compute-ms 20\n  shmbench min-shm --resolution 4m --repeat 3 --format json\n\nA --compute-ms slower than the workers (real training) gives the worst case the doctor predicts;\nwith a fast consumer fewer batches wait and the minimum is lower."
+    )]
+    MinShm(min_shm::Args),
+    /// Measure this machine's data-path limits (memset, memcpy, fresh shared segments per strategy)
+    #[command(
+        after_help = "Examples:\n  shmbench calibrate\n  shmbench calibrate --batch 32 --seconds 1 --format json"
+    )]
+    Calibrate(calibrate::Args),
+    /// Benchmark the harness against this machine's limits (host cell, efficiency, matrix time, RSS)
+    #[command(
+        after_help = "Example:\n  shmbench bench    # about 30 s; prints each target and whether it is met"
+    )]
+    Bench(bench::Args),
+    /// Compare two results files cell by cell, beyond noise; exit 1 when anything regressed
+    #[command(
+        after_help = "Examples:\n  shmbench compare results/base.csv results/new.csv\n  shmbench compare base.csv new.csv --threshold 3% --out compare.md\n\nVerdicts: outcome-changed (worse: pass -> crash or an earlier crash), regressed / improved (the\n95% bootstrap interval of the img/s change lies wholly beyond +-threshold), unchanged, new, missing.\nExit status: 1 when any cell regressed or its outcome got worse, 0 otherwise, 2 on bad input."
+    )]
+    Compare(compare::Args),
+    /// Merge results files from several machines or runs into one (same schema)
+    #[command(
+        after_help = "Example:\n  shmbench merge hostA/*.csv hostB/*.csv --out results/all.csv"
+    )]
+    Merge(merge::Args),
+    /// Trends of the same cells across runs ordered by an environment field, with change points
+    #[command(
+        after_help = "Examples:\n  shmbench history results/*.csv --by kernel\n  shmbench history results/*.csv --by time --threshold 10%"
+    )]
+    History(history::Args),
+    /// Make a report (Markdown, self-contained HTML, JSON, PNG/SVG plots) from results files
+    #[command(
+        after_help = "Examples:\n  shmbench report results/seed-matrix-20261130T031415Z.csv\n  shmbench report hostA.csv hostB.csv --out reports/a-vs-b --format md,html"
+    )]
+    Report(report::Args),
+    /// Remove /dev/shm segments left by shmbench runs that died (SIGKILL)
+    Sweep,
+    /// Show, rebuild or remove the container image the Docker runtime builds for itself
+    #[command(
+        after_help = "Examples:\n  shmbench image             # this binary's image tag and whether the engine has it\n  shmbench image --rebuild   # build it again (e.g. after the engine lost it)\n  shmbench image --remove    # remove every shmbench image"
+    )]
+    Image(image::Args),
+    #[command(hide = true)]
+    Worker(internal::WorkerArgs),
+}
+
+/// This machine, as planning sees it (memory; whether a Docker engine answers, asked lazily).
+fn platform() -> Platform {
+    Platform::new(mem_total(), engine::reachable)
+}
+
+/// Runs the parsed command; its exit status.
+pub fn run(cli: Cli) -> Result<ExitCode> {
+    match cli.command {
+        Command::Matrix(args) => matrix::run(args),
+        Command::Run(args) => run::run(args),
+        Command::Cell(args) => internal::cell(args),
+        Command::Doctor(args) => doctor::run(args),
+        Command::MinShm(args) => min_shm::run(args),
+        Command::Calibrate(args) => calibrate::run(args),
+        Command::Bench(args) => bench::run(args),
+        Command::Compare(args) => compare::run(args),
+        Command::Merge(args) => merge::run(args),
+        Command::History(args) => history::run(args),
+        Command::Report(args) => report::run(args),
+        Command::Sweep => sweep::run(),
+        Command::Image(args) => image::run(args),
+        Command::Worker(args) => internal::worker(args),
+    }
+}

@@ -1,0 +1,35 @@
+//! `shmbench report`: Markdown, self-contained HTML and JSON with plots, from results files only.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use anyhow::Result;
+
+use crate::present::report::{self, Report};
+
+#[derive(clap::Args)]
+pub struct Args {
+    /// Results CSV files (several: shown side by side)
+    #[arg(required = true)]
+    pub results: Vec<PathBuf>,
+    /// Output directory (default: reports/<stem of the first results file>)
+    #[arg(long)]
+    pub out: Option<PathBuf>,
+    /// Formats to write
+    #[arg(long, value_delimiter = ',', default_value = "md,html,json")]
+    pub format: Vec<String>,
+}
+
+pub fn run(args: Args) -> Result<ExitCode> {
+    let dir = args
+        .out
+        .unwrap_or_else(|| report::default_dir(&args.results[0]));
+    let report = Report::load(&args.results)?;
+    for problem in &report.problems {
+        eprintln!("shmbench: report: {problem}");
+    }
+    for file in report.write(&dir, &args.format)? {
+        println!("{}", file.display());
+    }
+    Ok(ExitCode::SUCCESS)
+}

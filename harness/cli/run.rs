@@ -1,0 +1,78 @@
+//! `shmbench run`: one ad-hoc cell from flags alone.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use anyhow::{anyhow, bail, Result};
+
+use super::outcome;
+use super::progress::Terminal;
+use crate::model::knobs::Knobs;
+use crate::orchestrate::runner;
+use crate::plan::guard;
+use crate::plan::resolve::Identity;
+use crate::plan::scenario;
+use crate::sys::fingerprint::mem_total;
+
+#[derive(clap::Args)]
+pub struct Args {
+    /// Cell name in the results
+    #[arg(long, default_value = "adhoc")]
+    pub name: String,
+    /// Results CSV (default: results/run-<UTC time>.csv)
+    #[arg(long)]
+    pub out: Option<PathBuf>,
+    /// Also print the cell's full JSON record on stdout
+    #[arg(long)]
+    pub json: bool,
+    /// Run the cell this many times
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=1000))]
+    pub repeat: u32,
+    /// Run even if the predicted /dev/shm peak exceeds this machine's memory
+    #[arg(long)]
+    pub force: bool,
+    #[command(flatten)]
+    pub knobs: Knobs,
+}
+
+pub fn run(args: Args) -> Result<ExitCode> {
+    let name = args.name;
+    if name.is_empty()
+        || !name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
+    {
+        bail!(
+            "--name '{name}': use letters, digits, '-' or '_' (it names files beside the results)"
+        );
+    }
+    let id = Identity {
+        scenario: "run".into(),
+        environment: name.clone(),
+        cell: name,
+        claim: None,
+    };
+    let config = args
+        .knobs
+        .resolve(id, &super::platform())
+        .map_err(|e| anyhow!("--{e}"))?;
+    if !args.force {
+        guard::refuse_oversized(std::slice::from_ref(&config), mem_total())?;
+    }
+    let out = args
+        .out
+        .unwrap_or_else(|| scenario::default_results_path("run"));
+    let outcome = runner::run(
+        std::slice::from_ref(&config),
+        &out,
+        args.repeat,
+        &mut Terminal::new().observer(),
+    )?;
+    if args.json {
+        for record in &outcome.records {
+            println!("{}", serde_json::to_string(record)?);
+        }
+    }
+    outcome::print(&outcome);
+    Ok(outcome::exit_code(&outcome))
+}

@@ -1,0 +1,69 @@
+//! A fully resolved cell: every knob present, ready to ship to a cell process as JSON, and the
+//! sizes that follow from it. Validation is in [`super::validate`].
+
+use serde::{Deserialize, Serialize};
+
+use super::claim::Claim;
+use super::knobs::{
+    ContainerKind, Dtype, IpcMode, RuntimeKind, Shape, Strategy, TorchProfile, Touch,
+};
+use super::size::ByteSize;
+
+/// A fully resolved, validated cell: what `shmbench cell` receives as JSON.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct CellConfig {
+    pub scenario: String,
+    pub cell: String,
+    /// Human label of the setup this cell stands for, e.g. "Docker Default".
+    pub environment: String,
+    pub runtime: RuntimeKind,
+    /// Why the runtime is not the one the setup names (e.g. no Docker engine answered).
+    pub runtime_note: Option<String>,
+    pub container: ContainerKind,
+    pub ipc: IpcMode,
+    pub memory: Option<ByteSize>,
+    pub shm_tmpfs: bool,
+    pub shm_size: Option<ByteSize>,
+    pub strategy: Strategy,
+    pub torch: TorchProfile,
+    pub workers: u32,
+    pub prefetch: u32,
+    pub batch: u32,
+    pub shape: Shape,
+    pub dtype: Dtype,
+    pub steps: u64,
+    pub epochs: u32,
+    pub persistent_workers: bool,
+    pub pin_memory: bool,
+    pub touch: Touch,
+    pub compute_ms: f64,
+    pub decode_us: u64,
+    pub retain_every: u64,
+    pub warmup_steps: u64,
+    pub timeout_s: f64,
+    pub claim: Option<Claim>,
+}
+
+impl CellConfig {
+    /// Bytes of one image.
+    pub fn image_bytes(&self) -> u64 {
+        self.shape
+            .elements()
+            .unwrap_or(u64::MAX)
+            .saturating_mul(self.dtype.size())
+    }
+
+    /// Bytes of one batch: what one shared segment holds.
+    pub fn batch_bytes(&self) -> u64 {
+        self.image_bytes().saturating_mul(self.batch as u64)
+    }
+
+    /// At most this many batches are outstanding (torch's `num_workers * prefetch_factor`).
+    pub fn max_outstanding(&self) -> u64 {
+        self.workers as u64 * self.prefetch as u64
+    }
+
+    pub fn total_steps(&self) -> u64 {
+        self.steps.saturating_mul(self.epochs as u64)
+    }
+}

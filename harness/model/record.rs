@@ -1,0 +1,137 @@
+//! What a cell reports: the one JSON record `shmbench cell` prints on stdout, and its parts.
+//!
+//! The record carries the resolved config it ran, the outcome, the metrics and a per-step
+//! series. The harness turns records into results rows (`results::row`), adding the environment
+//! fingerprint.
+
+use std::fmt;
+
+use serde::{Deserialize, Serialize};
+
+use super::config::CellConfig;
+
+/// How a cell ended.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Status {
+    /// Every step ran.
+    Pass,
+    /// A worker was killed by SIGBUS (legacy allocation on a full tmpfs).
+    Sigbus,
+    /// Allocation failed with ENOSPC (modern allocation, or the legacy 1-byte write on a full tmpfs).
+    Enospc,
+    /// A process was killed by the kernel's OOM killer (memory cgroup limit).
+    Oom,
+    /// Too many open files (the file_descriptor strategy holds one fd per batch).
+    Emfile,
+    /// No progress within the watchdog's time.
+    Timeout,
+    /// Anything else: a worker killed by another signal, a harness or runtime failure.
+    Error,
+}
+
+impl Status {
+    pub fn is_pass(self) -> bool {
+        self == Status::Pass
+    }
+}
+
+impl fmt::Display for Status {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let s = match self {
+            Status::Pass => "pass",
+            Status::Sigbus => "sigbus",
+            Status::Enospc => "enospc",
+            Status::Oom => "oom",
+            Status::Emfile => "emfile",
+            Status::Timeout => "timeout",
+            Status::Error => "error",
+        };
+        f.write_str(s)
+    }
+}
+
+/// One step of the training loop, as the consumer saw it.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct StepSample {
+    /// 1-based global step (across epochs).
+    pub step: u64,
+    /// Seconds since the cell's loader started when this step's batch was obtained.
+    pub t_s: f64,
+    /// Seconds since the previous step's batch (or since start for step 1).
+    pub latency_s: f64,
+    /// /dev/shm bytes in use (above the cell's starting level) when the batch was obtained.
+    pub shm_used_bytes: u64,
+    /// Batches requested and not yet consumed (in workers, in flight, or waiting in order).
+    pub in_flight: u64,
+}
+
+/// How a failed cell failed.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Failure {
+    /// The 1-based step that did not complete (the one the consumer was waiting for).
+    pub crash_step: u64,
+    /// Signal that killed the worker, if one did.
+    pub signal: Option<i32>,
+    /// The worker's pid, where a worker failed.
+    pub pid: Option<u32>,
+    /// /dev/shm bytes in use when the failure was noticed.
+    pub shm_used_bytes: u64,
+}
+
+/// Measurements of one cell.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Metrics {
+    pub steps_done: u64,
+    /// Steady-state images per second over the steps after `warmup_steps_used`; None when too
+    /// few steps ran to measure.
+    pub img_per_s: Option<f64>,
+    pub warmup_steps_used: u64,
+    pub step_p50_ms: Option<f64>,
+    pub step_p99_ms: Option<f64>,
+    pub first_batch_ms: Option<f64>,
+    /// Highest /dev/shm use seen above the starting level (sampled every millisecond and at
+    /// every step).
+    pub peak_shm_bytes: u64,
+    /// Peak resident set of the main process (VmHWM; includes shared pages it mapped).
+    pub peak_rss_bytes: u64,
+    /// Highest private resident memory (RssAnon + RssFile, no shared memory) of the main, and
+    /// of any one worker, sampled during the run.
+    #[serde(default)]
+    pub main_private_rss_bytes: u64,
+    #[serde(default)]
+    pub worker_private_rss_bytes: u64,
+    /// Fraction of steady-state wall time the emulated accelerator was busy (compute-ms > 0).
+    pub accel_util: Option<f64>,
+    pub wall_s: f64,
+}
+
+/// The one JSON object a cell prints.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct CellRecord {
+    pub config: CellConfig,
+    pub status: Status,
+    /// Torch-style message for a failure, or a note.
+    pub message: String,
+    pub failure: Option<Failure>,
+    pub metrics: Metrics,
+    /// Capacity of the /dev/shm the cell saw, in bytes.
+    pub shm_seen_bytes: u64,
+    /// Per-step series (for plots and time-series exports).
+    pub series: Vec<StepSample>,
+}
+
+impl CellRecord {
+    /// A record for a cell that could not run or report, so the matrix still has its row.
+    pub fn failed_to_run(config: CellConfig, status: Status, message: String) -> Self {
+        CellRecord {
+            config,
+            status,
+            message,
+            failure: None,
+            metrics: Metrics::default(),
+            shm_seen_bytes: 0,
+            series: Vec::new(),
+        }
+    }
+}

@@ -1,0 +1,146 @@
+//! Validation of a resolved cell: every value in range and every combination of runtime and
+//! isolation knobs meaningful, the first problem named by its key.
+
+use super::config::CellConfig;
+use super::knobs::{IpcMode, RuntimeKind};
+use super::size::ByteSize;
+
+/// Largest worker count accepted: beyond it a loader is a typo, not a configuration.
+pub const MAX_WORKERS: u32 = 512;
+
+/// A knob that failed validation; the scenario layer adds the file and cell.
+#[derive(Debug, thiserror::Error, PartialEq)]
+#[error("{key}: {problem}")]
+pub struct KnobError {
+    pub key: &'static str,
+    pub problem: String,
+}
+
+fn bad(key: &'static str, problem: impl Into<String>) -> KnobError {
+    KnobError {
+        key,
+        problem: problem.into(),
+    }
+}
+
+impl CellConfig {
+    /// Checks every value; the first problem found is returned, naming its key.
+    pub fn validate(&self, mem_total: u64) -> Result<(), KnobError> {
+        if self.workers == 0 {
+            return Err(bad("workers", "must be at least 1: with num_workers=0 torch loads in the main process and never uses /dev/shm, so there is nothing to measure"));
+        }
+        if self.workers > MAX_WORKERS {
+            return Err(bad(
+                "workers",
+                format!(
+                    "{} is absurd: at most {MAX_WORKERS} worker processes",
+                    self.workers
+                ),
+            ));
+        }
+        if self.prefetch == 0 || self.prefetch > 64 {
+            return Err(bad("prefetch", format!("{} is out of range: torch needs prefetch_factor >= 1 with workers; at most 64 here", self.prefetch)));
+        }
+        if self.batch == 0 {
+            return Err(bad("batch", "must be at least 1 image"));
+        }
+        if self.shape.elements().is_none() || self.batch_bytes() == u64::MAX {
+            return Err(bad(
+                "shape",
+                format!("{} x {} images overflows 64 bits", self.batch, self.shape),
+            ));
+        }
+        if mem_total > 0 && self.batch_bytes() > mem_total {
+            return Err(bad("batch", format!(
+                "one batch is {} but this machine has {} of memory: no batch of that size can exist here; lower batch or shape",
+                ByteSize(self.batch_bytes()), ByteSize(mem_total)
+            )));
+        }
+        if self.steps == 0 {
+            return Err(bad("steps", "must be at least 1"));
+        }
+        if self.epochs == 0 {
+            return Err(bad("epochs", "must be at least 1"));
+        }
+        if self.total_steps() > 100_000_000 {
+            return Err(bad("steps", "steps x epochs is absurd (over 100 million)"));
+        }
+        if !(self.compute_ms.is_finite()
+            && self.compute_ms >= 0.0
+            && self.compute_ms <= 3_600_000.0)
+        {
+            return Err(bad(
+                "compute-ms",
+                format!("{} must be between 0 and 3600000", self.compute_ms),
+            ));
+        }
+        if self.decode_us > 60_000_000 {
+            return Err(bad("decode-us", "at most 60 s per image"));
+        }
+        if !(self.timeout_s.is_finite() && self.timeout_s > 0.0 && self.timeout_s <= 86_400.0) {
+            return Err(bad(
+                "timeout-s",
+                format!("{} must be between 0 and 86400 seconds", self.timeout_s),
+            ));
+        }
+        if let Some(size) = self.shm_size {
+            if size.bytes() < 4096 {
+                return Err(bad(
+                    "shm-size",
+                    format!("{size} is smaller than one page (4 KiB)"),
+                ));
+            }
+        }
+        if let Some(limit) = self.memory {
+            if limit.bytes() < 6 << 20 {
+                return Err(bad(
+                    "memory",
+                    format!("{limit} is below Docker's minimum of 6 MiB"),
+                ));
+            }
+        }
+        let docker_only = |key: &'static str, what: &str| {
+            bad(key, format!("{what} is a Docker setting: use runtime docker (or auto with container docker)"))
+        };
+        match self.runtime {
+            RuntimeKind::Host if self.memory.is_some() => {
+                return Err(bad(
+                    "memory",
+                    "a memory limit needs runtime namespace (a cgroup around the cell) or docker",
+                ));
+            }
+            RuntimeKind::Host | RuntimeKind::Namespace if self.shm_tmpfs => {
+                return Err(docker_only("shm-tmpfs", "a tmpfs mount on /dev/shm"));
+            }
+            RuntimeKind::Host if self.shm_size.is_some() => {
+                return Err(bad("shm-size", format!(
+                    "runtime host uses this machine's own /dev/shm and cannot size it (asked for {}); drop shm-size, or use runtime namespace",
+                    self.shm_size.unwrap_or(ByteSize(0))
+                )));
+            }
+            RuntimeKind::Namespace if self.shm_size.is_none() => {
+                return Err(bad("shm-size", "runtime namespace mounts a tmpfs of shm-size on /dev/shm: set shm-size, e.g. 64m"));
+            }
+            RuntimeKind::Namespace if self.ipc == IpcMode::Host => {
+                return Err(bad(
+                    "ipc",
+                    "ipc host means this machine's /dev/shm: use runtime host",
+                ));
+            }
+            RuntimeKind::Docker if self.ipc == IpcMode::Host && self.shm_size.is_some() => {
+                return Err(bad(
+                    "shm-size",
+                    "with ipc host the container uses the host's /dev/shm: shm-size does not apply",
+                ));
+            }
+            RuntimeKind::Docker if self.shm_tmpfs && self.shm_size.is_none() => {
+                return Err(bad(
+                    "shm-tmpfs",
+                    "a tmpfs on /dev/shm needs its size: set shm-size",
+                ));
+            }
+            _ => {}
+        }
+        Ok(())
+    }
+}

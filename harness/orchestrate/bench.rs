@@ -1,0 +1,78 @@
+//! `shmbench bench`: the harness measuring itself against this machine's limits, in one run:
+//! the seed setup as a host cell (img/s, against the calibrated all-cores fresh-segment limit),
+//! the private memory of its main and workers, the whole seed matrix's wall time and how fast its
+//! crash cells end. Targets are checked here, by measurement, never by timed unit tests; the
+//! table is `present::bench`.
+
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use anyhow::{anyhow, Result};
+
+use super::event::Event;
+use super::{calibrate, runner};
+use crate::model::bench::Bench;
+use crate::model::knobs::{Knobs, RuntimeKind, Strategy, TorchProfile};
+use crate::plan::resolve::{Identity, Platform};
+use crate::plan::scenario::{Scenario, SEED_MATRIX_PATH};
+use crate::runtime;
+use crate::sys::clock;
+
+/// Runs the benchmark; `results_dir` receives the matrix's CSV.
+pub fn run(
+    platform: &Platform,
+    results_dir: &Path,
+    observe: &mut dyn FnMut(Event),
+) -> Result<Bench> {
+    let id = Identity {
+        scenario: "bench".into(),
+        cell: "host-seed".into(),
+        environment: "host cell, seed setup".into(),
+        claim: None,
+    };
+    let host = Knobs {
+        runtime: Some(RuntimeKind::Host),
+        ..Knobs::default()
+    }
+    .resolve(id, platform)
+    .map_err(|e| anyhow!("{e}"))?;
+    observe(Event::Note("calibrating...".into()));
+    let calibration = calibrate::isolated(
+        &host,
+        &[(Strategy::FileDescriptor, TorchProfile::Legacy)],
+        Duration::from_secs(1),
+    )?;
+    let limit = calibration
+        .limit_bytes_per_s(Strategy::FileDescriptor, TorchProfile::Legacy)
+        .unwrap_or(0.0)
+        / host.image_bytes() as f64;
+    observe(Event::Note("host cell with the seed setup...".into()));
+    let record = runtime::launch_one(&host, &mut |_| {})?;
+    let rate = record.metrics.img_per_s.unwrap_or(0.0);
+
+    observe(Event::Note("seed matrix...".into()));
+    let scenario = Scenario::load(Path::new(SEED_MATRIX_PATH))?;
+    let plan = scenario.plan(&Knobs::default(), None, platform)?;
+    let out = results_dir.join(format!("bench-matrix-{}.csv", clock::compact_now()));
+    let began = Instant::now();
+    let outcome = runner::run(&plan, &out, 1, observe)?;
+    let matrix_s = began.elapsed().as_secs_f64();
+    let slowest_crash_s = outcome
+        .records
+        .iter()
+        .filter(|r| !r.status.is_pass())
+        .map(|r| r.metrics.wall_s)
+        .fold(0.0f64, f64::max);
+    Ok(Bench {
+        calibration,
+        limit_img_per_s: limit,
+        host_img_per_s: rate,
+        efficiency: rate / limit.max(1.0),
+        matrix_s,
+        slowest_crash_s,
+        main_private_rss: record.metrics.main_private_rss_bytes,
+        worker_private_rss: record.metrics.worker_private_rss_bytes,
+        batch_bytes: host.batch_bytes(),
+        matrix_results: outcome.results.path().to_path_buf(),
+    })
+}

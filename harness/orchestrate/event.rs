@@ -1,0 +1,29 @@
+//! What orchestration tells whoever watches it: notes and per-cell progress. The command line
+//! prints them; nothing below the command line prints to the terminal.
+
+use std::time::Duration;
+
+use crate::results::Row;
+use crate::runtime::Progress;
+
+/// What a run tells whoever watches it.
+pub enum Event<'a> {
+    /// Something done around the cells (a sweep of leftovers, the image, the calibration).
+    Note(String),
+    /// A cell is starting; `label` names it and its place in the run (`[2/5] docker-tuned (...)`).
+    Started { label: &'a str },
+    /// The running cell reported a step.
+    Step {
+        label: &'a str,
+        progress: Progress,
+        elapsed: Duration,
+    },
+    /// The cell ended and its row is in the results file.
+    Finished {
+        label: &'a str,
+        row: &'a Row,
+        elapsed: Duration,
+    },
+    /// Ctrl-C or SIGTERM ended the cell; it is not recorded.
+    Interrupted { label: &'a str },
+}

@@ -1,0 +1,10 @@
+//! Orchestration: the jobs that run cells for a command (a matrix of cells, the min-shm
+//! bisection, the harness benchmark, the doctor's verification, calibration). It chooses cells
+//! and runtimes, collects rows and tells what happens through [`event::Event`]s.
+
+pub mod bench;
+pub mod calibrate;
+pub mod event;
+pub mod minshm;
+pub mod runner;
+pub mod verify;

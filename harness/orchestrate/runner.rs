@@ -1,0 +1,151 @@
+//! Runs a list of resolved cells one after another (every cell `repeat` times, interleaved):
+//! launches each through its runtime, turns each record into a results row and writes the CSV
+//! after every cell, and stops cleanly on Ctrl-C. What happens is told to an observer as
+//! [`Event`]s; the command line prints them.
+
+use std::path::Path;
+use std::time::Instant;
+
+use anyhow::Result;
+
+use super::calibrate;
+use super::event::Event;
+use crate::analysis::{claims, efficiency};
+use crate::cell::loader::segment;
+use crate::model::config::CellConfig;
+use crate::model::knobs::{IpcMode, RuntimeKind};
+use crate::model::record::CellRecord;
+use crate::results::csv::ResultsFile;
+use crate::results::{steps, Row};
+use crate::runtime::docker;
+use crate::runtime::Runtimes;
+use crate::sys::fingerprint::Fingerprint;
+use crate::sys::{clock, signals};
+
+pub struct Outcome {
+    /// Each finished cell's record (its row is in `results`).
+    pub records: Vec<CellRecord>,
+    pub results: ResultsFile,
+    /// The signal that stopped the run early, if one did.
+    pub interrupted: Option<i32>,
+}
+
+fn describe(config: &CellConfig) -> String {
+    let shm = match (config.shm_size, config.runtime, config.ipc) {
+        (Some(size), _, _) => size.to_string(),
+        (None, RuntimeKind::Docker, IpcMode::Private | IpcMode::Shareable) => {
+            "engine's default /dev/shm".into()
+        }
+        _ => "host /dev/shm".into(),
+    };
+    format!(
+        "{} ({}, {}, {})",
+        config.cell, config.runtime, shm, config.strategy
+    )
+}
+
+/// Removes what dead runs left (named segments; containers when Docker is used) and says so.
+fn sweep_leftovers(runtimes: &Runtimes, observe: &mut dyn FnMut(Event)) {
+    let removed = segment::sweep(None);
+    if !removed.is_empty() {
+        observe(Event::Note(format!(
+            "removed {} segment(s) left in /dev/shm by dead shmbench runs: {}",
+            removed.len(),
+            removed.join(", ")
+        )));
+    }
+    if let Some(docker) = &runtimes.docker {
+        let removed = docker::sweep_dead_owners(docker.engine());
+        if !removed.is_empty() {
+            observe(Event::Note(format!(
+                "removed {} container(s) left by dead shmbench runs: {}",
+                removed.len(),
+                removed.join(", ")
+            )));
+        }
+    }
+}
+
+/// Runs every cell `repeat` times, interleaved (all cells, then all cells again) so a slow
+/// spell of the machine spreads over cells instead of landing on one; writes `out` after each.
+pub fn run(
+    cells: &[CellConfig],
+    out: &Path,
+    repeat: u32,
+    observe: &mut dyn FnMut(Event),
+) -> Result<Outcome> {
+    let runtimes = Runtimes::for_cells(cells)?;
+    signals::install();
+    sweep_leftovers(&runtimes, observe);
+    let mut fingerprint = Fingerprint::collect();
+    if let Some(docker) = &runtimes.docker {
+        observe(Event::Note(match docker.build_time {
+            Some(took) => format!(
+                "built image {} in {:.1} s",
+                docker.image(),
+                took.as_secs_f64()
+            ),
+            None => format!("using image {}", docker.image()),
+        }));
+        fingerprint.docker = Some(docker.engine().info.clone());
+    }
+    let started_at = clock::rfc3339_now();
+    let run_id = format!("{}-{}", clock::compact_now(), std::process::id());
+    let mut results = ResultsFile::create(out)?;
+    let calibration = calibrate::for_cells(cells, out, observe);
+    let mut records = Vec::new();
+    let repeat = repeat.max(1);
+    let total = cells.len() * repeat as usize;
+    let mut interrupted = None;
+    let schedule = (1..=repeat).flat_map(|r| cells.iter().map(move |c| (r, c)));
+    for (i, (rep, config)) in schedule.enumerate() {
+        if let Some(sig) = signals::received() {
+            interrupted = Some(sig);
+            break;
+        }
+        let label = if repeat > 1 {
+            format!(
+                "[{}/{}] {} run {rep}/{repeat}",
+                i + 1,
+                total,
+                describe(config)
+            )
+        } else {
+            format!("[{}/{}] {}", i + 1, total, describe(config))
+        };
+        observe(Event::Started { label: &label });
+        let began = Instant::now();
+        let record = runtimes.launch(config, &mut |progress| {
+            observe(Event::Step {
+                label: &label,
+                progress,
+                elapsed: began.elapsed(),
+            })
+        });
+        if let Some(sig) = signals::received() {
+            observe(Event::Interrupted { label: &label });
+            interrupted = Some(sig);
+            break;
+        }
+        let mut row = Row::new(&record, &fingerprint, &run_id, &started_at);
+        row.claim_verdict = claims::verdict(&row);
+        if let Some(c) = &calibration {
+            efficiency::judge(&mut row, c, config.image_bytes());
+        }
+        row.repeat = rep;
+        row.steps_file = Some(steps::write(results.path(), &record, rep)?);
+        results.push(row)?;
+        let row = results.rows().last().expect("just pushed");
+        observe(Event::Finished {
+            label: &label,
+            row,
+            elapsed: began.elapsed(),
+        });
+        records.push(record);
+    }
+    Ok(Outcome {
+        records,
+        results,
+        interrupted,
+    })
+}

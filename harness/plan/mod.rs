@@ -1,0 +1,9 @@
+//! From what the user asked to the cells to run, and what the model predicts for them: scenario
+//! files, resolving knobs for this machine, the guard against loaders bigger than the machine,
+//! predictions and the doctor's advice. Nothing here runs a cell.
+
+pub mod advice;
+pub mod guard;
+pub mod predict;
+pub mod resolve;
+pub mod scenario;

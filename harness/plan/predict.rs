@@ -1,0 +1,189 @@
+//! What the torch facts predict for a loader under a /dev/shm of a given size: how many batches
+//! fit, how many the loader keeps alive, and the step at which it must crash.
+//!
+//! The model is the one the loader emulates. At most `workers * prefetch` batches are
+//! outstanding; the step being trained holds one more; with `retain-every N`, every Nth batch
+//! stays alive for good. When step `s` begins, the loader refills one index, whose batch is
+//! allocated while these are alive: the `floor((s-1)/N)` retained batches, step `s`'s batch, the
+//! `workers * prefetch - 1` other outstanding ones, and itself. It assumes the consumer is the
+//! slower side (outstanding batches are finished and waiting, as with real training); with a
+//! consumer faster than the workers fewer batches are in /dev/shm at once and a crash comes later
+//! or not at all. pin_memory releases batches on arrival, so the model does not apply to it.
+//!
+//! The profile decides which step sees the failure. legacy: the allocating worker dies by SIGBUS
+//! and the loop fails at once, at step `s`. modern: the worker reports ENOSPC as that batch's
+//! result, raised when the loop reaches that batch: the failed index `s-1+outstanding`, i.e. step
+//! `s+outstanding`. When the first round of prefetch cannot fit, modern fails at step
+//! `capacity+1` at the latest (which concurrent allocation loses the race varies).
+
+use crate::model::config::CellConfig;
+use crate::model::knobs::{Strategy, TorchProfile};
+
+pub const PAGE: u64 = 4096;
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Prediction {
+    /// Whole batches that fit in the tmpfs.
+    pub capacity_batches: u64,
+    /// Batches alive at the peak without retention: outstanding plus the held one.
+    pub peak_batches: u64,
+    /// The 1-based step at which an allocation cannot fit (None: never within the run, or the
+    /// strategy does not use /dev/shm).
+    pub crash_step: Option<u64>,
+}
+
+fn pages(bytes: u64) -> u64 {
+    bytes.div_ceil(PAGE)
+}
+
+/// Predicts `config` under a /dev/shm of `shm_bytes`.
+pub fn predict(config: &CellConfig, shm_bytes: u64) -> Prediction {
+    let capacity = pages(shm_bytes) / pages(config.batch_bytes()).max(1);
+    let outstanding = config.max_outstanding();
+    let peak = outstanding + 1;
+    let uses_shm = matches!(
+        config.strategy,
+        Strategy::FileDescriptor | Strategy::FileSystem
+    );
+    let total = config.total_steps();
+    let modern = config.torch == TorchProfile::Modern;
+    // The step at which the refill of step `s` (allocating index s-1+outstanding) is seen to fail.
+    let seen_at = |s: u64| if modern { s + outstanding } else { s };
+    let crash_step = if !uses_shm || config.pin_memory {
+        None
+    } else if outstanding.min(total) > capacity {
+        // The first round of prefetch cannot all fit.
+        Some(if modern { capacity + 1 } else { 1 })
+    } else {
+        // First s with floor((s-1)/N) + outstanding + 1 > capacity (no retention: s = 1 or never).
+        let headroom = capacity.saturating_sub(outstanding);
+        let first = match config.retain_every {
+            0 if peak > capacity => Some(1),
+            0 => None,
+            n => Some(n.saturating_mul(headroom).saturating_add(1)),
+        };
+        // The index allocated at step s must be part of the run.
+        first.filter(|s| s - 1 + outstanding < total).map(seen_at)
+    };
+    Prediction {
+        capacity_batches: capacity,
+        peak_batches: peak,
+        crash_step,
+    }
+}
+
+/// Batches in /dev/shm at the run's peak, under the same model (slow consumer): outstanding plus
+/// held plus what retention has kept by then. Strategies outside /dev/shm need none.
+///
+/// With pin_memory the held batch and every pinned one are in private memory. How many
+/// outstanding batches wait in /dev/shm depends on whether the pin copy keeps up with the workers:
+/// one per worker when it does, all `workers * prefetch` when it falls behind (it competes with
+/// the workers for CPU). The upper bound is returned; on the 2-core development machine the
+/// measured minimum lay between the two (see `pin_memory_lower_bound`).
+pub fn peak_batches(config: &CellConfig) -> u64 {
+    let uses_shm = matches!(
+        config.strategy,
+        Strategy::FileDescriptor | Strategy::FileSystem
+    );
+    let total = config.total_steps();
+    let outstanding = config.max_outstanding().min(total);
+    if !uses_shm {
+        return 0;
+    }
+    if config.pin_memory {
+        return outstanding;
+    }
+    let retained = |s: u64| match config.retain_every {
+        0 => 0,
+        n => (s - 1) / n,
+    };
+    // Alive when step s's refill allocates: retained + held + outstanding (incl. the new one);
+    // refills stop once the run's last index is out.
+    let alive = |s: u64| {
+        retained(s)
+            + 1
+            + outstanding
+                .min(total - s + 1)
+                .saturating_sub(if s - 1 + outstanding < total { 0 } else { 1 })
+    };
+    let candidates = [1, total.saturating_sub(outstanding).max(1), total];
+    candidates
+        .iter()
+        .map(|&s| alive(s))
+        .max()
+        .unwrap_or(0)
+        .max(outstanding)
+}
+
+/// With pin_memory, the batches in /dev/shm when the pin copy keeps up: one per worker.
+pub fn pin_memory_lower_bound(config: &CellConfig) -> u64 {
+    (config.workers as u64).min(config.max_outstanding().min(config.total_steps()))
+}
+
+/// Bytes of tmpfs that `batches` batches occupy (whole pages).
+pub fn batches_bytes(config: &CellConfig, batches: u64) -> u64 {
+    batches * pages(config.batch_bytes()) * PAGE
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::knobs::Knobs;
+    use crate::model::size::ByteSize;
+    use crate::plan::resolve::{Identity, Platform};
+
+    fn small(retain: u64, steps: u64) -> CellConfig {
+        Knobs {
+            workers: Some(2),
+            prefetch: Some(2),
+            batch: Some(8),
+            retain_every: Some(retain),
+            steps: Some(steps),
+            ..Knobs::default()
+        }
+        .resolve(Identity::default(), &Platform::fixed(1 << 34, false))
+        .unwrap()
+    }
+
+    #[test]
+    fn retention_crash_step_follows_from_sizes() {
+        // 64 MiB = 16384 pages; a batch of 8 images is 1176 pages: 13 fit. 4 outstanding + 1
+        // held leave room for 8 retained batches; the 9th is retained after step 18.
+        let p = predict(&small(2, 100), 64 << 20);
+        assert_eq!(p.capacity_batches, 13);
+        assert_eq!(p.crash_step, Some(19));
+        assert_eq!(predict(&small(2, 10), 64 << 20).crash_step, None);
+        assert_eq!(predict(&small(0, 100), 64 << 20).crash_step, None);
+        let mut modern = small(2, 100);
+        modern.torch = TorchProfile::Modern;
+        assert_eq!(predict(&modern, 64 << 20).crash_step, Some(23));
+    }
+
+    #[test]
+    fn peaks() {
+        assert_eq!(peak_batches(&small(0, 100)), 5);
+        let mut pinned = small(0, 100);
+        pinned.pin_memory = true;
+        assert_eq!(peak_batches(&pinned), 4);
+        assert_eq!(pin_memory_lower_bound(&pinned), 2);
+        // Retention: by step 96 (the last refill) 47 batches are kept, plus 4 + 1 in flight.
+        assert_eq!(peak_batches(&small(2, 100)), 52);
+        let mut disk = small(0, 100);
+        disk.strategy = Strategy::Disk;
+        assert_eq!(peak_batches(&disk), 0);
+    }
+
+    #[test]
+    fn seed_setup() {
+        let seed = Knobs::default()
+            .resolve(Identity::default(), &Platform::fixed(1 << 35, false))
+            .unwrap();
+        assert_eq!(predict(&seed, 64 << 20).crash_step, Some(1));
+        assert_eq!(
+            predict(&seed, ByteSize::parse("2g").unwrap().bytes()).crash_step,
+            None
+        );
+        assert_eq!(predict(&seed, 2 << 30).capacity_batches, 27);
+        assert_eq!(predict(&seed, 2 << 30).peak_batches, 17);
+    }
+}

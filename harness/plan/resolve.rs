@@ -1,0 +1,218 @@
+//! From knobs to a cell: defaults filled in, `runtime = auto` decided for this machine (Docker
+//! when a Docker setup can have it, otherwise the closest emulation, said in a note), validated.
+
+use crate::model::claim::Claim;
+use crate::model::config::CellConfig;
+use crate::model::knobs::{ContainerKind, IpcMode, Knobs, RuntimeKind};
+use crate::model::size::ByteSize;
+use crate::model::validate::KnobError;
+
+/// Docker's documented default /dev/shm size, used when a Docker cell without shm-size runs
+/// outside Docker.
+pub const DOCKER_DEFAULT_SHM: u64 = 64 << 20;
+
+/// What resolving knobs needs to know about this machine. Whether a Docker engine answers is
+/// asked once, and only when a cell could run in Docker.
+pub struct Platform {
+    pub mem_total: u64,
+    docker: std::cell::OnceCell<bool>,
+    probe: fn() -> bool,
+}
+
+impl Platform {
+    pub fn new(mem_total: u64, probe: fn() -> bool) -> Platform {
+        Platform {
+            mem_total,
+            docker: std::cell::OnceCell::new(),
+            probe,
+        }
+    }
+
+    /// A platform with a known answer (tests, dry runs).
+    pub fn fixed(mem_total: u64, docker: bool) -> Platform {
+        let platform = Platform::new(mem_total, || false);
+        let _ = platform.docker.set(docker);
+        platform
+    }
+
+    pub fn docker_reachable(&self) -> bool {
+        *self.docker.get_or_init(self.probe)
+    }
+}
+
+/// Who a cell is, beside its knobs.
+#[derive(Clone, Debug, Default)]
+pub struct Identity {
+    pub scenario: String,
+    pub cell: String,
+    pub environment: String,
+    pub claim: Option<Claim>,
+}
+
+impl Knobs {
+    /// Fills every unset knob with its default and validates the result. `mem_total` is this
+    /// machine's memory, to refuse a batch that could never exist.
+    pub fn resolve(&self, id: Identity, platform: &Platform) -> Result<CellConfig, KnobError> {
+        let mut k = Knobs::defaults();
+        k.overlay(self);
+        // Every field has a default, so these are all Some except shm_size.
+        fn get<T>(value: Option<T>) -> T {
+            value.expect("every knob except shm-size has a default")
+        }
+        let mut config = CellConfig {
+            scenario: id.scenario,
+            cell: id.cell,
+            environment: id.environment,
+            runtime: get(k.runtime),
+            runtime_note: None,
+            container: get(k.container),
+            ipc: get(k.ipc),
+            memory: k.memory,
+            shm_tmpfs: get(k.shm_tmpfs),
+            shm_size: k.shm_size,
+            strategy: get(k.strategy),
+            torch: get(k.torch),
+            workers: get(k.workers),
+            prefetch: get(k.prefetch),
+            batch: get(k.batch),
+            shape: get(k.shape),
+            dtype: get(k.dtype),
+            steps: get(k.steps),
+            epochs: get(k.epochs),
+            persistent_workers: get(k.persistent_workers),
+            pin_memory: get(k.pin_memory),
+            touch: get(k.touch),
+            compute_ms: get(k.compute_ms),
+            decode_us: get(k.decode_us),
+            retain_every: get(k.retain_every),
+            warmup_steps: get(k.warmup_steps),
+            timeout_s: get(k.timeout_s),
+            claim: id.claim,
+        };
+        if config.runtime == RuntimeKind::Auto {
+            resolve_auto_runtime(&mut config, platform);
+        }
+        config.validate(platform.mem_total)?;
+        Ok(config)
+    }
+}
+
+/// Picks the runtime for `runtime = auto`: Docker for a Docker setup when an engine answers;
+/// otherwise the closest emulation, with a note saying so.
+fn resolve_auto_runtime(config: &mut CellConfig, platform: &Platform) {
+    let docker_setup = config.container == ContainerKind::Docker;
+    if docker_setup && platform.docker_reachable() {
+        config.runtime = RuntimeKind::Docker;
+        return;
+    }
+    let why = "no Docker engine answered";
+    if config.ipc == IpcMode::Host {
+        config.runtime = RuntimeKind::Host;
+        if docker_setup {
+            config.runtime_note = Some(format!(
+                "{why}: ran on this machine's /dev/shm, as --ipc=host gives"
+            ));
+        }
+    } else if config.shm_size.is_some() || docker_setup {
+        config.runtime = RuntimeKind::Namespace;
+        if docker_setup {
+            let note = if config.shm_size.is_none() {
+                config.shm_size = Some(ByteSize(DOCKER_DEFAULT_SHM));
+                "ran in a mount namespace with Docker's documented default /dev/shm of 64 MiB"
+            } else {
+                "ran in a mount namespace with a tmpfs of the same size on /dev/shm"
+            };
+            config.runtime_note = Some(format!("{why}: {note}"));
+        }
+    } else {
+        config.runtime = RuntimeKind::Host;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::knobs::{ContainerKind, IpcMode, RuntimeKind};
+    use crate::model::size::ByteSize;
+    use crate::model::validate::KnobError;
+
+    fn resolve(k: Knobs) -> Result<CellConfig, KnobError> {
+        k.resolve(Identity::default(), &Platform::fixed(24 << 30, false))
+    }
+
+    #[test]
+    fn defaults_are_the_seed_setup() {
+        let c = resolve(Knobs::default()).unwrap();
+        assert_eq!(c.batch_bytes(), 77_070_336);
+        assert_eq!(c.max_outstanding(), 16);
+        assert_eq!(c.runtime, RuntimeKind::Host);
+        assert_eq!(c.strategy.to_string(), "file_descriptor");
+    }
+
+    #[test]
+    fn auto_runtime_follows_shm_size() {
+        let k = Knobs {
+            shm_size: Some(ByteSize(64 << 20)),
+            ..Knobs::default()
+        };
+        assert_eq!(resolve(k).unwrap().runtime, RuntimeKind::Namespace);
+    }
+
+    #[test]
+    fn docker_setups_fall_back_to_emulation_and_say_so() {
+        let docker = |ipc, shm: Option<u64>, reachable| {
+            let k = Knobs {
+                container: Some(ContainerKind::Docker),
+                ipc: Some(ipc),
+                shm_size: shm.map(ByteSize),
+                ..Knobs::default()
+            };
+            k.resolve(Identity::default(), &Platform::fixed(24 << 30, reachable))
+                .unwrap()
+        };
+        assert_eq!(
+            docker(IpcMode::Private, None, true).runtime,
+            RuntimeKind::Docker
+        );
+        let fallback = docker(IpcMode::Private, None, false);
+        assert_eq!(fallback.runtime, RuntimeKind::Namespace);
+        assert_eq!(fallback.shm_size, Some(ByteSize(64 << 20)));
+        assert!(fallback
+            .runtime_note
+            .unwrap()
+            .contains("no Docker engine answered"));
+        assert_eq!(
+            docker(IpcMode::Host, None, false).runtime,
+            RuntimeKind::Host
+        );
+        assert_eq!(
+            docker(IpcMode::Private, Some(2 << 30), false).shm_size,
+            Some(ByteSize(2 << 30))
+        );
+    }
+
+    #[test]
+    fn bad_values_name_their_key() {
+        let zero = Knobs {
+            workers: Some(0),
+            ..Knobs::default()
+        };
+        assert_eq!(resolve(zero).unwrap_err().key, "workers");
+        let huge = Knobs {
+            batch: Some(1_000_000),
+            ..Knobs::default()
+        };
+        assert_eq!(resolve(huge).unwrap_err().key, "batch");
+        let host_sized = Knobs {
+            runtime: Some(RuntimeKind::Host),
+            shm_size: Some(ByteSize(1 << 30)),
+            ..Knobs::default()
+        };
+        assert_eq!(resolve(host_sized).unwrap_err().key, "shm-size");
+        let tiny = Knobs {
+            shm_size: Some(ByteSize(10)),
+            ..Knobs::default()
+        };
+        assert_eq!(resolve(tiny).unwrap_err().key, "shm-size");
+    }
+}

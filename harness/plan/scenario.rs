@@ -1,0 +1,294 @@
+//! Scenario files (TOML): defaults plus named cells, each cell a set of knob overrides and,
+//! optionally, what the source being checked claims for it.
+//!
+//! ```toml
+//! name = "seed-matrix"
+//! [defaults]
+//! workers = 8
+//! [[cells]]
+//! name = "docker-default"
+//! environment = "Docker Default"
+//! shm-size = "64m"
+//! claim = { status = "crash", crash-step = 2, img-per-s = 0.0 }
+//! ```
+//!
+//! Keys are the `run` flags' names (`shm-size`; `shm_size` is accepted too). Every error names
+//! the file, the cell and the key.
+
+use std::collections::HashSet;
+use std::path::{Path, PathBuf};
+
+use anyhow::{anyhow, bail, Result};
+use serde::Deserialize;
+
+use super::resolve::{Identity, Platform};
+use crate::model::claim::Claim;
+use crate::model::config::CellConfig;
+use crate::model::knobs::Knobs;
+use crate::sys::clock;
+
+/// The seed matrix, built in so `shmbench matrix` works from any directory.
+pub const SEED_MATRIX: &str = include_str!("../../scenarios/seed-matrix.toml");
+pub const SEED_MATRIX_PATH: &str = "scenarios/seed-matrix.toml";
+
+#[derive(Clone, Debug)]
+pub struct ScenarioCell {
+    pub name: String,
+    pub environment: String,
+    pub knobs: Knobs,
+    pub claim: Option<Claim>,
+}
+
+#[derive(Clone, Debug)]
+pub struct Scenario {
+    pub name: String,
+    pub description: String,
+    /// Where it was read from (for messages).
+    pub origin: String,
+    pub defaults: Knobs,
+    pub cells: Vec<ScenarioCell>,
+}
+
+/// Scenario keys may be written with `_` or `-`; knobs use `-`.
+fn normalise(table: toml::Table) -> toml::Table {
+    table
+        .into_iter()
+        .map(|(k, v)| {
+            let v = match v {
+                toml::Value::Table(t) => toml::Value::Table(normalise(t)),
+                other => other,
+            };
+            (k.replace('_', "-"), v)
+        })
+        .collect()
+}
+
+/// Deserialises knobs one key at a time so an error names its key.
+fn knobs_from(table: toml::Table, origin: &str, place: &str) -> Result<Knobs> {
+    let mut knobs = Knobs::default();
+    for (key, value) in table {
+        let mut single = toml::Table::new();
+        single.insert(key.clone(), value);
+        let one = Knobs::deserialize(toml::Value::Table(single)).map_err(|e| {
+            let text = e.to_string();
+            if text.contains("unknown field") {
+                let known: Vec<String> = Knobs::KEYS.iter().map(|k| k.replace('_', "-")).collect();
+                anyhow!("{origin}: {place}: unknown key '{key}'. Known keys: name, environment, claim, {}", known.join(", "))
+            } else {
+                anyhow!("{origin}: {place}: key '{key}': {}", text.trim())
+            }
+        })?;
+        knobs.overlay(&one);
+    }
+    Ok(knobs)
+}
+
+fn take_string(
+    table: &mut toml::Table,
+    key: &str,
+    origin: &str,
+    place: &str,
+) -> Result<Option<String>> {
+    match table.remove(key) {
+        None => Ok(None),
+        Some(toml::Value::String(s)) => Ok(Some(s)),
+        Some(other) => bail!(
+            "{origin}: {place}: key '{key}' must be a string, found {}",
+            other.type_str()
+        ),
+    }
+}
+
+impl Scenario {
+    /// Reads a scenario file; `scenarios/seed-matrix.toml` falls back to the built-in copy when
+    /// run outside the repository.
+    pub fn load(path: &Path) -> Result<Scenario> {
+        match std::fs::read_to_string(path) {
+            Ok(text) => Scenario::parse(&text, &path.display().to_string()),
+            Err(e)
+                if e.kind() == std::io::ErrorKind::NotFound
+                    && path == Path::new(SEED_MATRIX_PATH) =>
+            {
+                Scenario::parse(SEED_MATRIX, "seed-matrix (built in)")
+            }
+            Err(e) => bail!("cannot read scenario {}: {e}", path.display()),
+        }
+    }
+
+    pub fn parse(text: &str, origin: &str) -> Result<Scenario> {
+        let root: toml::Table = text.parse().map_err(|e: toml::de::Error| {
+            anyhow!("{origin}: not valid TOML: {}", e.to_string().trim())
+        })?;
+        let mut root = normalise(root);
+        let name = take_string(&mut root, "name", origin, "top level")?
+            .ok_or_else(|| anyhow!("{origin}: top level: missing key 'name'"))?;
+        let description =
+            take_string(&mut root, "description", origin, "top level")?.unwrap_or_default();
+        let defaults = match root.remove("defaults") {
+            None => Knobs::default(),
+            Some(toml::Value::Table(t)) => knobs_from(t, origin, "[defaults]")?,
+            Some(_) => bail!("{origin}: 'defaults' must be a table ([defaults])"),
+        };
+        let cells_value = root
+            .remove("cells")
+            .ok_or_else(|| anyhow!("{origin}: no cells: add at least one [[cells]] table"))?;
+        if let Some(key) = root.keys().next() {
+            bail!("{origin}: top level: unknown key '{key}' (expected name, description, [defaults], [[cells]])");
+        }
+        let toml::Value::Array(entries) = cells_value else {
+            bail!("{origin}: 'cells' must be an array of tables ([[cells]])");
+        };
+        let mut cells = Vec::new();
+        let mut seen = HashSet::new();
+        for (i, entry) in entries.into_iter().enumerate() {
+            let toml::Value::Table(mut table) = entry else {
+                bail!("{origin}: cells[{i}] must be a table");
+            };
+            let place = format!("cells[{i}]");
+            let name = take_string(&mut table, "name", origin, &place)?
+                .ok_or_else(|| anyhow!("{origin}: {place}: missing key 'name'"))?;
+            if name.is_empty()
+                || !name
+                    .chars()
+                    .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
+            {
+                bail!("{origin}: {place}: name '{name}' must be letters, digits, '-' or '_'");
+            }
+            if !seen.insert(name.clone()) {
+                bail!("{origin}: cell '{name}' is defined twice");
+            }
+            let place = format!("cell '{name}'");
+            let environment = take_string(&mut table, "environment", origin, &place)?
+                .unwrap_or_else(|| name.clone());
+            let claim = match table.remove("claim") {
+                None => None,
+                Some(value) => Some(Claim::deserialize(value).map_err(|e| {
+                    anyhow!("{origin}: {place}: key 'claim': {}", e.to_string().trim())
+                })?),
+            };
+            let knobs = knobs_from(table, origin, &place)?;
+            cells.push(ScenarioCell {
+                name,
+                environment,
+                knobs,
+                claim,
+            });
+        }
+        if cells.is_empty() {
+            bail!("{origin}: no cells: add at least one [[cells]] table");
+        }
+        Ok(Scenario {
+            name,
+            description,
+            origin: origin.to_string(),
+            defaults,
+            cells,
+        })
+    }
+
+    /// Resolves the cells to run: defaults, then each cell's keys, then `overrides` (CLI flags);
+    /// `only` keeps the named cells (an unknown name is an error listing the known ones).
+    pub fn plan(
+        &self,
+        overrides: &Knobs,
+        only: Option<&[String]>,
+        platform: &Platform,
+    ) -> Result<Vec<CellConfig>> {
+        if let Some(names) = only {
+            for n in names {
+                if !self.cells.iter().any(|c| &c.name == n) {
+                    let known: Vec<&str> = self.cells.iter().map(|c| c.name.as_str()).collect();
+                    bail!(
+                        "{}: no cell named '{n}'. Cells: {}",
+                        self.origin,
+                        known.join(", ")
+                    );
+                }
+            }
+        }
+        let mut planned = Vec::new();
+        for cell in &self.cells {
+            if only.is_some_and(|names| !names.contains(&cell.name)) {
+                continue;
+            }
+            let mut knobs = self.defaults.clone();
+            knobs.overlay(&cell.knobs);
+            knobs.overlay(overrides);
+            let id = Identity {
+                scenario: self.name.clone(),
+                cell: cell.name.clone(),
+                environment: cell.environment.clone(),
+                claim: cell.claim.clone(),
+            };
+            let config = knobs
+                .resolve(id, platform)
+                .map_err(|e| anyhow!("{}: cell '{}': {e}", self.origin, cell.name))?;
+            planned.push(config);
+        }
+        Ok(planned)
+    }
+}
+
+/// Default results path: `results/<scenario>-<UTC time>.csv`.
+pub fn default_results_path(scenario: &str) -> PathBuf {
+    PathBuf::from("results").join(format!("{scenario}-{}.csv", clock::compact_now()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn seed_matrix_parses_with_five_rows_and_claims() {
+        let s = Scenario::parse(SEED_MATRIX, "seed").unwrap();
+        assert_eq!(s.cells.len(), 5);
+        assert!(s.cells.iter().all(|c| c.claim.is_some()));
+        let plan = s
+            .plan(&Knobs::default(), None, &Platform::fixed(24 << 30, false))
+            .unwrap();
+        assert_eq!(plan[0].batch_bytes(), 77_070_336);
+    }
+
+    #[test]
+    fn errors_name_file_cell_and_key() {
+        let text = "name = \"x\"\n[[cells]]\nname = \"a\"\nshm-size = \"64q\"\n";
+        let e = Scenario::parse(text, "f.toml").unwrap_err().to_string();
+        assert!(
+            e.contains("f.toml") && e.contains("cell 'a'") && e.contains("shm-size"),
+            "{e}"
+        );
+        let text = "name = \"x\"\n[[cells]]\nname = \"a\"\nwrokers = 3\n";
+        let e = Scenario::parse(text, "f.toml").unwrap_err().to_string();
+        assert!(e.contains("unknown key 'wrokers'"), "{e}");
+        let text = "name = \"x\"\n[[cells]]\nname = \"a\"\nworkers = 0\n";
+        let s = Scenario::parse(text, "f.toml").unwrap();
+        let e = s
+            .plan(&Knobs::default(), None, &Platform::fixed(1 << 34, false))
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("cell 'a'") && e.contains("workers"), "{e}");
+    }
+
+    #[test]
+    fn cli_overrides_win_and_underscores_work() {
+        let text =
+            "name = \"x\"\n[defaults]\nretain_every = 3\n[[cells]]\nname = \"a\"\nworkers = 2\n";
+        let s = Scenario::parse(text, "f").unwrap();
+        let top = Knobs {
+            workers: Some(5),
+            ..Knobs::default()
+        };
+        let plan = s
+            .plan(&top, None, &Platform::fixed(1 << 34, false))
+            .unwrap();
+        assert_eq!(plan[0].workers, 5);
+        assert_eq!(plan[0].retain_every, 3);
+        assert!(s
+            .plan(
+                &top,
+                Some(&["b".to_string()]),
+                &Platform::fixed(1 << 34, false)
+            )
+            .is_err());
+    }
+}

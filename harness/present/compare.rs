@@ -1,0 +1,145 @@
+//! Comparisons and repeated-run summaries as Markdown tables (rustc-perf's summary shape:
+//! regressions and improvements first).
+
+use std::collections::BTreeMap;
+
+use super::table;
+use crate::analysis::compare::{CellSummary, Comparison, Verdict};
+
+fn rate_text(s: &Option<CellSummary>) -> String {
+    match s {
+        None => "-".into(),
+        Some(s) => match (s.median, s.ci) {
+            (Some(m), Some((lo, hi))) => format!("{m:.0} [{lo:.0}, {hi:.0}] n={}", s.rates.len()),
+            (Some(m), None) => format!("{m:.0} n={}", s.rates.len()),
+            _ => s.outcome.to_string(),
+        },
+    }
+}
+
+/// The comparison as a Markdown table, regressions and improvements first (rustc-perf style).
+pub fn render(comparisons: &[Comparison], threshold: f64) -> String {
+    let mut sorted: Vec<&Comparison> = comparisons.iter().collect();
+    sorted.sort_by_key(|c| match c.verdict {
+        Verdict::OutcomeWorse => 0,
+        Verdict::Regressed => 1,
+        Verdict::OutcomeChanged => 2,
+        Verdict::Improved => 3,
+        Verdict::New | Verdict::Missing => 4,
+        Verdict::Unchanged => 5,
+    });
+    let headers = [
+        "cell",
+        "verdict",
+        "baseline img/s (median [95% CI])",
+        "candidate img/s",
+        "change [95% CI]",
+        "note",
+    ];
+    let rows: Vec<Vec<String>> = sorted
+        .iter()
+        .map(|c| {
+            let change = match (c.change, c.change_ci) {
+                (Some(x), Some((lo, hi))) => format!(
+                    "{:+.1}% [{:+.1}%, {:+.1}%]",
+                    x * 100.0,
+                    lo * 100.0,
+                    hi * 100.0
+                ),
+                (Some(x), None) => format!("{:+.1}%", x * 100.0),
+                _ => "-".into(),
+            };
+            vec![
+                c.cell.clone(),
+                c.verdict.label().into(),
+                rate_text(&c.baseline),
+                rate_text(&c.candidate),
+                change,
+                c.note.clone(),
+            ]
+        })
+        .collect();
+    let regressions = comparisons
+        .iter()
+        .filter(|c| c.verdict.is_regression())
+        .count();
+    let improved = comparisons
+        .iter()
+        .filter(|c| matches!(c.verdict, Verdict::Improved | Verdict::OutcomeChanged))
+        .count();
+    format!(
+        "{} regression(s), {} improvement(s) or other outcome change(s), threshold +-{:.0}%\n\n{}",
+        regressions,
+        improved,
+        threshold * 100.0,
+        table::markdown(&headers, &rows)
+    )
+}
+
+/// Per-cell summary of repeated runs as a Markdown table.
+pub fn render_summary(summaries: &[CellSummary]) -> String {
+    let (headers, rows) = summary_cells(summaries);
+    let headers: Vec<&str> = headers.iter().map(String::as_str).collect();
+    table::markdown(&headers, &rows)
+}
+
+/// The summary table's headers and cells, for any output format.
+pub fn summary_cells(summaries: &[CellSummary]) -> (Vec<String>, Vec<Vec<String>>) {
+    let headers = [
+        "cell",
+        "runs",
+        "outcome",
+        "outcomes",
+        "median img/s [95% CI]",
+        "min..max",
+        "outliers",
+        "crash steps",
+    ];
+    let rows: Vec<Vec<String>> = summaries
+        .iter()
+        .map(|s| {
+            let mut outcomes: BTreeMap<String, usize> = BTreeMap::new();
+            for o in &s.outcomes {
+                *outcomes.entry(o.to_string()).or_default() += 1;
+            }
+            vec![
+                s.environment.clone(),
+                s.runs.to_string(),
+                s.outcome.to_string(),
+                outcomes
+                    .iter()
+                    .map(|(o, n)| format!("{n}x {o}"))
+                    .collect::<Vec<_>>()
+                    .join(", "),
+                match (s.median, s.ci) {
+                    (Some(m), Some((lo, hi))) => format!("{m:.1} [{lo:.1}, {hi:.1}]"),
+                    (Some(m), None) => format!("{m:.1} (one run: no interval)"),
+                    _ => "-".into(),
+                },
+                match (s.min, s.max) {
+                    (Some(a), Some(b)) => format!("{a:.0}..{b:.0}"),
+                    _ => "-".into(),
+                },
+                if s.outliers.is_empty() {
+                    "-".into()
+                } else {
+                    s.outliers
+                        .iter()
+                        .map(|r| format!("run {r}"))
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                },
+                s.crash_steps
+                    .map(|(a, b)| {
+                        if a == b {
+                            a.to_string()
+                        } else {
+                            format!("{a}..{b}")
+                        }
+                    })
+                    .unwrap_or_else(|| "-".into()),
+            ]
+        })
+        .collect();
+    (headers.map(String::from).to_vec(), rows)
+}

@@ -1,0 +1,74 @@
+//! A history as Markdown: one column per run, one row per cell, then the steps found.
+
+use clap::ValueEnum;
+
+use super::table;
+use crate::analysis::history::{By, History, Run};
+use crate::model::size::ByteSize;
+
+/// The field's name as `--by` spells it.
+fn by_name(by: By) -> String {
+    by.to_possible_value()
+        .map(|v| v.get_name().to_string())
+        .unwrap_or_default()
+}
+
+/// Markdown: the trend table and the steps found.
+pub fn render(h: &History) -> String {
+    let mut headers = vec!["cell".to_string()];
+    let label = |r: &Run| match (h.by, r.label.parse::<u64>()) {
+        (By::Shm, Ok(bytes)) => ByteSize(bytes).to_string(),
+        _ => r.label.clone(),
+    };
+    headers.extend(h.runs.iter().map(|r| format!("{} ({})", label(r), r.host)));
+    let rows: Vec<Vec<String>> = h
+        .trends
+        .iter()
+        .map(|t| {
+            let mut row = vec![t.cell.clone()];
+            row.extend(t.points.iter().map(|p| match p {
+                None => "-".into(),
+                Some(p) => match (p.outcome.status.is_pass(), p.median) {
+                    (true, Some(m)) => format!("{m:.0} img/s"),
+                    _ => p.outcome.to_string(),
+                },
+            }));
+            row
+        })
+        .collect();
+    let header_refs: Vec<&str> = headers.iter().map(String::as_str).collect();
+    let mut out = format!(
+        "History by {} ({} runs, oldest first within equal values)\n\n{}\n\n",
+        by_name(h.by),
+        h.runs.len(),
+        table::markdown(&header_refs, &rows)
+    );
+    let mut any = false;
+    for t in &h.trends {
+        for (i, step) in &t.rate_steps {
+            any = true;
+            out.push_str(&format!(
+                "- {}: img/s stepped {:+.1}% at {} = {} (run {})\n",
+                t.cell,
+                step * 100.0,
+                by_name(h.by),
+                label(&h.runs[*i]),
+                h.runs[*i].run_id
+            ));
+        }
+        for (i, before, after) in &t.outcome_steps {
+            any = true;
+            out.push_str(&format!(
+                "- {}: outcome changed from {before} to {after} at {} = {} (run {})\n",
+                t.cell,
+                by_name(h.by),
+                label(&h.runs[*i]),
+                h.runs[*i].run_id
+            ));
+        }
+    }
+    if !any {
+        out.push_str("- no cell stepped beyond the noise and the threshold\n");
+    }
+    out
+}

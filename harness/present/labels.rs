@@ -1,0 +1,86 @@
+//! How rows are spoken of: statuses and claims as the how-to's table writes them, and why a
+//! measurement came out as it did, in numbers.
+
+use crate::model::claim::ClaimStatus;
+use crate::model::knobs::Strategy;
+use crate::model::record::Status;
+use crate::model::size::ByteSize;
+use crate::results::Row;
+
+/// The status as the how-to's table writes it: `PASS (Stable)`, `CRASH (SIGBUS Step 2)`.
+pub fn status_label(row: &Row) -> String {
+    match (row.status, row.crash_step) {
+        (Status::Pass, _) => "PASS (Stable)".to_string(),
+        (Status::Error, None) => "ERROR (did not run)".to_string(),
+        (Status::Timeout, step) => format!("TIMEOUT (Step {})", step.unwrap_or(0)),
+        (other, step) => format!(
+            "CRASH ({} Step {})",
+            other.to_string().to_uppercase(),
+            step.unwrap_or(0)
+        ),
+    }
+}
+
+/// The claim, written the same way.
+pub fn claim_label(row: &Row) -> Option<String> {
+    let status = row.claim_status?;
+    Some(match (status, row.claim_crash_step) {
+        (ClaimStatus::Pass, _) => "PASS (Stable)".to_string(),
+        (ClaimStatus::Crash, Some(step)) => format!("CRASH (SIGBUS Step {step})"),
+        (ClaimStatus::Crash, None) => "CRASH".to_string(),
+    })
+}
+
+/// The claim's verdict as a word (empty without a claim).
+pub fn verdict_label(row: &Row) -> String {
+    crate::analysis::claims::verdict(row)
+        .map(|v| v.to_string())
+        .unwrap_or_default()
+}
+
+/// Why the measurement came out as it did, in numbers: batch size, what the /dev/shm holds, how
+/// many batches torch keeps alive, the peak seen.
+pub fn explanation(row: &Row) -> String {
+    let batch = row.batch_bytes.max(1);
+    let outstanding = row.workers as u64 * row.prefetch as u64;
+    let in_flight = outstanding + 1;
+    let mut parts = vec![format!(
+        "one batch is {}; the loader keeps up to {} x {} = {} batches outstanding plus the one the step holds ({} in all, {})",
+        ByteSize(batch),
+        row.workers,
+        row.prefetch,
+        outstanding,
+        in_flight,
+        ByteSize(batch.saturating_mul(in_flight))
+    )];
+    let uses_shm = matches!(
+        row.strategy,
+        Strategy::FileDescriptor | Strategy::FileSystem
+    );
+    if row.shm_seen_bytes > 0 && uses_shm {
+        parts.push(format!(
+            "/dev/shm of {} holds {} whole batches",
+            ByteSize(row.shm_seen_bytes),
+            row.shm_seen_bytes / batch
+        ));
+    }
+    if row.strategy == Strategy::FileSystem {
+        parts.push("file_system segments are named shm_open objects in /dev/shm too: it does not move batches to disk".to_string());
+    }
+    if !uses_shm {
+        parts.push(format!("{} segments are not in /dev/shm", row.strategy));
+    }
+    match (row.status, row.crash_step) {
+        (Status::Pass, _) => parts.push(format!(
+            "peak /dev/shm use measured {} ({:.1} batches)",
+            ByteSize(row.peak_shm_bytes),
+            row.peak_shm_bytes as f64 / batch as f64
+        )),
+        (_, Some(step)) => parts.push(format!(
+            "it failed at step {step} with {} of /dev/shm in use",
+            ByteSize(row.shm_used_at_failure_bytes.unwrap_or(0))
+        )),
+        _ => {}
+    }
+    parts.join("; ")
+}

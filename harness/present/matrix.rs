@@ -1,0 +1,114 @@
+//! The matrix as a table in the how-to's shape, and the notes that explain each disagreement with
+//! the how-to, each failure and each runtime that stood in for another.
+
+use super::labels::{claim_label, explanation, status_label, verdict_label};
+use super::table::{markdown, thousands};
+use crate::model::claim::ClaimVerdict;
+use crate::model::knobs::{IpcMode, RuntimeKind};
+use crate::model::size::ByteSize;
+use crate::results::Row;
+
+/// The cell's /dev/shm as measured inside it.
+pub fn shm_label(row: &Row) -> String {
+    let seen = ByteSize(row.shm_seen_bytes);
+    if row.runtime == RuntimeKind::Host || row.ipc == IpcMode::Host {
+        format!("host ({seen})")
+    } else if row.shm_seen_bytes == 0 {
+        row.shm_bytes
+            .map(|s| ByteSize(s).to_string())
+            .unwrap_or_else(|| "engine default".into())
+    } else {
+        seen.to_string()
+    }
+}
+
+/// img/s as the how-to writes it: a number, or `0.0 (Failed)`.
+pub fn throughput(row: &Row) -> String {
+    match (row.status.is_pass(), row.img_per_s) {
+        (true, Some(r)) => thousands(r),
+        (true, None) => "n/a".into(),
+        (false, Some(r)) if row.steps_done >= 2 => format!("{} until crash", thousands(r)),
+        (false, _) => "0.0 (Failed)".into(),
+    }
+}
+
+/// The matrix table as Markdown.
+pub fn matrix(rows: &[Row]) -> String {
+    let (headers, cells) = matrix_cells(rows);
+    let headers: Vec<&str> = headers.iter().map(String::as_str).collect();
+    markdown(&headers, &cells)
+}
+
+/// The matrix table's headers and cells, for any output format.
+pub fn matrix_cells(rows: &[Row]) -> (Vec<String>, Vec<Vec<String>>) {
+    let steps = rows.first().map(|r| r.steps * r.epochs as u64).unwrap_or(0);
+    let status_header = format!("Status After {steps} Steps");
+    let has_claims = rows.iter().any(|r| r.claim_status.is_some());
+    let mut headers: Vec<String> = [
+        "Environment",
+        "/dev/shm",
+        "IPC Strategy",
+        "Runtime",
+        status_header.as_str(),
+        "Throughput (img/s)",
+        "Peak /dev/shm",
+    ]
+    .map(String::from)
+    .to_vec();
+    if has_claims {
+        headers.extend(["How-to says".to_string(), "Verdict".to_string()]);
+    }
+    let cells: Vec<Vec<String>> = rows
+        .iter()
+        .map(|r| {
+            let mut cells = vec![
+                r.environment.clone(),
+                shm_label(r),
+                r.strategy.to_string(),
+                r.runtime.to_string(),
+                status_label(r),
+                throughput(r),
+                ByteSize(r.peak_shm_bytes).to_string(),
+            ];
+            if has_claims {
+                cells.push(claim_label(r).unwrap_or_default());
+                cells.push(verdict_label(r));
+            }
+            cells
+        })
+        .collect();
+    (headers, cells)
+}
+
+/// One note per row that disagrees with its claim, one per failed row's message, and one per
+/// distinct reason rows ran in another runtime than their setup names.
+pub fn notes(rows: &[Row]) -> Vec<String> {
+    let mut notes = Vec::new();
+    for r in rows {
+        let env = &r.environment;
+        if crate::analysis::claims::verdict(r) == Some(ClaimVerdict::Differs) {
+            notes.push(format!(
+                "{env}: the how-to says {}, measured {}: {}.",
+                claim_label(r).unwrap_or_default(),
+                status_label(r),
+                explanation(r)
+            ));
+        }
+        if !r.status.is_pass() && !r.message.is_empty() {
+            notes.push(format!("{env}: {}", r.message));
+        }
+    }
+    let mut reasons: Vec<(&str, Vec<&str>)> = Vec::new();
+    for r in rows {
+        if let Some(note) = &r.runtime_note {
+            match reasons.iter_mut().find(|(n, _)| n == note) {
+                Some((_, envs)) => envs.push(&r.environment),
+                None => reasons.push((note, vec![&r.environment])),
+            }
+        }
+    }
+    for (note, envs) in reasons {
+        notes.push(format!("{}: {note}.", envs.join(", ")));
+    }
+    notes
+}

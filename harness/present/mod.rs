@@ -1,0 +1,12 @@
+//! Presentation: everything that turns numbers into text, tables, plots and report files. Made
+//! from results, analyses and diagnoses only; nothing here runs a cell or measures anything.
+
+pub mod bench;
+pub mod calibration;
+pub mod compare;
+pub mod doctor;
+pub mod history;
+pub mod labels;
+pub mod matrix;
+pub mod report;
+pub mod table;

@@ -1,0 +1,224 @@
+//! The report's content, once, as blocks that each output format renders its own way.
+
+use super::Report;
+use crate::analysis::compare::summarize;
+use crate::model::size::ByteSize;
+use crate::present::compare::summary_cells;
+use crate::present::labels::{claim_label, explanation, status_label, verdict_label};
+use crate::present::matrix;
+use crate::results::Row;
+
+pub enum Block {
+    Heading(u8, String),
+    Paragraph(String),
+    Table(Vec<String>, Vec<Vec<String>>),
+    List(Vec<String>),
+    Code(String),
+    /// Index into `Report::plots`.
+    Plot(usize),
+}
+
+fn claims_table(rows: &[Row]) -> Option<Block> {
+    let claimed: Vec<&Row> = rows.iter().filter(|r| r.claim_status.is_some()).collect();
+    if claimed.is_empty() {
+        return None;
+    }
+    let headers = [
+        "Environment",
+        "How-to says",
+        "Measured",
+        "Verdict",
+        "Why (from the measurement)",
+    ]
+    .map(String::from)
+    .to_vec();
+    let cells = claimed
+        .iter()
+        .map(|r| {
+            vec![
+                r.environment.clone(),
+                claim_label(r).unwrap_or_default(),
+                status_label(r),
+                verdict_label(r),
+                explanation(r),
+            ]
+        })
+        .collect();
+    Some(Block::Table(headers, cells))
+}
+
+fn side_by_side(report: &Report) -> Block {
+    let mut headers = vec!["Cell".to_string()];
+    headers.extend(report.sources.iter().map(|s| s.label.clone()));
+    let mut cells: Vec<String> = Vec::new();
+    for s in &report.sources {
+        for r in &s.rows {
+            if !cells.contains(&r.cell) {
+                cells.push(r.cell.clone());
+            }
+        }
+    }
+    let rows = cells
+        .iter()
+        .map(|cell| {
+            let mut line = vec![cell.clone()];
+            for s in &report.sources {
+                line.push(match s.rows.iter().find(|r| &r.cell == cell) {
+                    Some(r) => format!("{}, {} img/s", status_label(r), matrix::throughput(r)),
+                    None => "(not run)".to_string(),
+                });
+            }
+            line
+        })
+        .collect();
+    Block::Table(headers, rows)
+}
+
+/// A row of the environment table: its name and how to read it from a results row.
+type Field = (&'static str, fn(&Row) -> String);
+
+fn environment(report: &Report) -> Block {
+    let mut headers = vec!["".to_string()];
+    headers.extend(report.sources.iter().map(|s| s.label.clone()));
+    let fields: [Field; 12] = [
+        ("host", |r| r.host.clone()),
+        ("kernel", |r| r.kernel.clone()),
+        ("OS", |r| r.os.clone()),
+        ("CPU", |r| format!("{} ({} cores)", r.cpu, r.cores)),
+        ("memory", |r| ByteSize(r.mem_bytes).to_string()),
+        ("host /dev/shm", |r| ByteSize(r.host_shm_bytes).to_string()),
+        ("cgroup", |r| {
+            let limit = r
+                .cgroup_memory_limit
+                .map(|l| ByteSize(l).to_string())
+                .unwrap_or_else(|| "no memory limit".into());
+            format!("{} ({limit})", r.cgroup_version)
+        }),
+        ("Docker engine", |r| match &r.docker_version {
+            Some(v) => format!(
+                "{v} (API {})",
+                r.docker_api_version.clone().unwrap_or_default()
+            ),
+            None => "not used".into(),
+        }),
+        ("Docker cgroup / storage", |r| match &r.docker_version {
+            Some(_) => format!(
+                "{} {} / {}",
+                r.docker_cgroup_version.clone().unwrap_or_default(),
+                r.docker_cgroup_driver.clone().unwrap_or_default(),
+                r.docker_storage_driver.clone().unwrap_or_default()
+            ),
+            None => "-".into(),
+        }),
+        ("torch profile", |r| r.torch.to_string()),
+        ("shmbench", |r| r.harness_version.clone()),
+        ("run", |r| {
+            format!("{} (started {})", r.run_id, r.started_at)
+        }),
+    ];
+    let rows = fields
+        .iter()
+        .map(|(name, get)| {
+            let mut line = vec![name.to_string()];
+            line.extend(
+                report
+                    .sources
+                    .iter()
+                    .map(|s| s.rows.first().map(get).unwrap_or_default()),
+            );
+            line
+        })
+        .collect();
+    Block::Table(headers, rows)
+}
+
+/// The report, top to bottom.
+pub fn build(report: &Report) -> Vec<Block> {
+    let scenarios: Vec<String> = {
+        let mut names: Vec<String> = report
+            .sources
+            .iter()
+            .flat_map(|s| s.rows.iter().map(|r| r.scenario.clone()))
+            .collect();
+        names.dedup();
+        names
+    };
+    let mut doc = vec![Block::Heading(
+        1,
+        format!("shmbench report: {}", scenarios.join(", ")),
+    )];
+    doc.push(Block::Paragraph(format!(
+        "Made from {} by shmbench; every number below was measured by running the cells, none is copied from the how-to.",
+        report.sources.iter().map(|s| format!("`{}`", s.path.display())).collect::<Vec<_>>().join(", ")
+    )));
+    for source in &report.sources {
+        doc.push(Block::Heading(2, format!("Matrix: {}", source.label)));
+        let repeated = source.rows.iter().any(|r| r.repeat > 1);
+        if repeated {
+            // Statistics over the repeats first; the matrix below shows the first repeat.
+            let (headers, cells) = summary_cells(&summarize(&source.rows));
+            doc.push(Block::Paragraph("Every repeat, per cell (median img/s with its 95% bootstrap interval over the passing runs):".into()));
+            doc.push(Block::Table(headers, cells));
+            doc.push(Block::Paragraph(
+                "The first repeat, in the how-to's shape:".into(),
+            ));
+        }
+        let first: Vec<Row> = source
+            .rows
+            .iter()
+            .filter(|r| r.repeat <= 1)
+            .cloned()
+            .collect();
+        let (headers, cells) = matrix::matrix_cells(&first);
+        doc.push(Block::Table(headers, cells));
+        let notes = matrix::notes(&first);
+        if !notes.is_empty() {
+            doc.push(Block::List(notes));
+        }
+    }
+    if report.sources.len() > 1 {
+        doc.push(Block::Heading(2, "Side by side".into()));
+        doc.push(side_by_side(report));
+    }
+    let claimed: Vec<Row> = report
+        .sources
+        .iter()
+        .flat_map(|s| s.rows.iter().filter(|r| r.repeat <= 1).cloned())
+        .collect();
+    if let Some(block) = claims_table(&claimed) {
+        doc.push(Block::Heading(
+            2,
+            "The how-to's claims beside the measurements".into(),
+        ));
+        doc.push(block);
+    }
+    if !report.plots.is_empty() {
+        doc.push(Block::Heading(2, "Plots".into()));
+        for i in 0..report.plots.len() {
+            doc.push(Block::Plot(i));
+        }
+    }
+    doc.push(Block::Heading(2, "Environment".into()));
+    doc.push(environment(report));
+    doc.push(Block::Heading(2, "Reproduce".into()));
+    let mut commands: Vec<String> = report
+        .sources
+        .iter()
+        .filter_map(|s| s.rows.first().map(|r| r.command.clone()))
+        .collect();
+    commands.dedup();
+    doc.push(Block::Paragraph(format!(
+        "Scenario {}; each run's command (from the results file):",
+        scenarios
+            .iter()
+            .map(|s| format!("`{s}`"))
+            .collect::<Vec<_>>()
+            .join(", ")
+    )));
+    doc.push(Block::Code(commands.join("\n")));
+    if !report.problems.is_empty() {
+        doc.push(Block::Heading(2, "Missing from this report".into()));
+        doc.push(Block::List(report.problems.clone()));
+    }
+    doc
+}

@@ -1,0 +1,45 @@
+//! GitHub-flavoured Markdown tables, aligned so they also read in a terminal, and numbers as the
+//! how-to's table writes them.
+
+/// Pads columns to equal width and joins them as a Markdown table.
+pub fn markdown(headers: &[&str], rows: &[Vec<String>]) -> String {
+    let mut widths: Vec<usize> = headers.iter().map(|h| h.chars().count()).collect();
+    for row in rows {
+        for (w, cell) in widths.iter_mut().zip(row) {
+            *w = (*w).max(cell.chars().count());
+        }
+    }
+    let line = |cells: Vec<String>| {
+        let padded: Vec<String> = cells
+            .iter()
+            .zip(&widths)
+            .map(|(c, w)| format!("{c:<w$}"))
+            .collect();
+        format!("| {} |", padded.join(" | "))
+    };
+    let mut out = vec![line(headers.iter().map(|h| h.to_string()).collect())];
+    out.push(format!(
+        "|{}|",
+        widths
+            .iter()
+            .map(|w| "-".repeat(w + 2))
+            .collect::<Vec<_>>()
+            .join("|")
+    ));
+    out.extend(rows.iter().map(|r| line(r.clone())));
+    out.join("\n")
+}
+
+/// `1,234.5`
+pub fn thousands(x: f64) -> String {
+    let whole = x.trunc() as u64;
+    let digits = whole.to_string();
+    let mut grouped = String::new();
+    for (i, ch) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i).is_multiple_of(3) {
+            grouped.push(',');
+        }
+        grouped.push(ch);
+    }
+    format!("{grouped}.{}", ((x.fract() * 10.0).round() as u64).min(9))
+}

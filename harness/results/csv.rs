@@ -1,0 +1,94 @@
+//! The results CSV file. It is rewritten whole after every cell through a temporary file and a
+//! rename ([`super::atomic`]), so a crash of the harness at any moment leaves either the previous
+//! complete file or the new complete file, never a torn row.
+
+use std::path::{Path, PathBuf};
+
+use anyhow::{bail, Context, Result};
+
+use super::atomic;
+use super::row::{Row, SCHEMA};
+
+/// A results file being written, one complete rewrite per added row.
+pub struct ResultsFile {
+    path: PathBuf,
+    rows: Vec<Row>,
+}
+
+impl ResultsFile {
+    /// Prepares `path` (creating its directory); nothing is written until the first row.
+    pub fn create(path: &Path) -> Result<ResultsFile> {
+        // The file is replaced by rename: never let that replace a device, a directory or what a
+        // symbolic link points at.
+        if let Ok(meta) = std::fs::symlink_metadata(path) {
+            if !meta.file_type().is_file() {
+                bail!(
+                    "{} exists and is not a regular file: results are written (and replaced atomically) as a regular file; choose another --out",
+                    path.display()
+                );
+            }
+        }
+        if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+            std::fs::create_dir_all(dir).with_context(|| {
+                format!("cannot create the results directory {}", dir.display())
+            })?;
+        }
+        Ok(ResultsFile {
+            path: path.to_path_buf(),
+            rows: Vec::new(),
+        })
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    pub fn rows(&self) -> &[Row] {
+        &self.rows
+    }
+
+    /// Adds a row and atomically replaces the file with all rows so far.
+    pub fn push(&mut self, row: Row) -> Result<()> {
+        self.rows.push(row);
+        self.write()
+    }
+
+    /// Replaces every row and writes the file.
+    pub fn replace(&mut self, rows: Vec<Row>) -> Result<()> {
+        self.rows = rows;
+        self.write()
+    }
+
+    fn write(&self) -> Result<()> {
+        atomic::write_csv(&self.path, &self.rows, None)
+            .with_context(|| format!("cannot write results to {}", self.path.display()))
+    }
+}
+
+/// Reads a results file, refusing another schema version and naming the line of a bad row.
+pub fn read(path: &Path) -> Result<Vec<Row>> {
+    let mut reader = csv::Reader::from_path(path)
+        .with_context(|| format!("cannot open results file {}", path.display()))?;
+    let mut rows = Vec::new();
+    for result in reader.deserialize::<Row>() {
+        let row = match result {
+            Ok(row) => row,
+            Err(e) => {
+                let line = e.position().map(|p| p.line()).unwrap_or(0);
+                bail!(
+                    "{}: line {line}: not a valid shmbench results row: {e}",
+                    path.display()
+                );
+            }
+        };
+        if row.schema != SCHEMA {
+            bail!(
+                "{}: schema {} but this shmbench reads schema {SCHEMA}; use the shmbench version that wrote it",
+                path.display(),
+                row.schema
+            );
+        }
+        rows.push(row);
+    }
+    Ok(rows)
+}

@@ -1,0 +1,10 @@
+//! Results: the typed row of one cell run, the CSV files that hold rows (written atomically after
+//! every cell), the per-step series beside them, and merging files from many machines.
+
+pub mod atomic;
+pub mod csv;
+pub mod merge;
+pub mod row;
+pub mod steps;
+
+pub use row::Row;

@@ -1,0 +1,211 @@
+//! One results row per cell run: the public, versioned CSV contract (documented column by column
+//! in `results/README.md`), typed: statuses, strategies, runtimes and profiles are the model's
+//! enums, written with the same names as the flags.
+
+use serde::{Deserialize, Serialize};
+
+use crate::model::claim::{ClaimStatus, ClaimVerdict};
+use crate::model::knobs::{
+    ContainerKind, Dtype, IpcMode, RuntimeKind, Shape, Strategy, TorchProfile, Touch,
+};
+use crate::model::record::{CellRecord, Status};
+use crate::sys::fingerprint::Fingerprint;
+
+/// Bump on any change to the columns' names, order or meaning.
+pub const SCHEMA: u32 = 1;
+
+/// One CSV row. Field order is column order.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Row {
+    pub schema: u32,
+    pub run_id: String,
+    /// 1-based repetition of this cell within the run (`--repeat`).
+    pub repeat: u32,
+    /// Hash of the environment fields that make runs comparable (see `Fingerprint::env_id`).
+    pub env_id: String,
+    pub started_at: String,
+    pub scenario: String,
+    pub cell: String,
+    pub environment: String,
+    pub runtime: RuntimeKind,
+    pub runtime_note: Option<String>,
+    pub container: ContainerKind,
+    pub ipc: IpcMode,
+    pub memory_bytes: Option<u64>,
+    pub shm_tmpfs: bool,
+    pub shm_bytes: Option<u64>,
+    pub shm_seen_bytes: u64,
+    pub strategy: Strategy,
+    pub torch: TorchProfile,
+    pub workers: u32,
+    pub prefetch: u32,
+    pub batch: u32,
+    pub shape: Shape,
+    pub dtype: Dtype,
+    pub batch_bytes: u64,
+    pub steps: u64,
+    pub epochs: u32,
+    pub persistent_workers: bool,
+    pub pin_memory: bool,
+    pub touch: Touch,
+    pub compute_ms: f64,
+    pub decode_us: u64,
+    pub retain_every: u64,
+    pub status: Status,
+    pub crash_step: Option<u64>,
+    pub signal: Option<i32>,
+    pub pid: Option<u32>,
+    pub steps_done: u64,
+    pub img_per_s: Option<f64>,
+    /// This machine's calibrated all-cores fresh-segment rate for the cell's strategy and
+    /// profile, in images per second (the data path's physical limit).
+    pub limit_img_per_s: Option<f64>,
+    /// img_per_s / limit_img_per_s.
+    pub efficiency: Option<f64>,
+    pub warmup_steps: u64,
+    pub step_p50_ms: Option<f64>,
+    pub step_p99_ms: Option<f64>,
+    pub first_batch_ms: Option<f64>,
+    pub peak_shm_bytes: u64,
+    pub shm_used_at_failure_bytes: Option<u64>,
+    pub peak_rss_bytes: u64,
+    pub main_private_rss_bytes: u64,
+    pub worker_private_rss_bytes: u64,
+    pub accel_util: Option<f64>,
+    pub wall_s: f64,
+    pub message: String,
+    /// The per-step series, relative to this CSV's directory.
+    pub steps_file: Option<String>,
+    /// The shmbench command line that produced this row.
+    pub command: String,
+    pub claim_status: Option<ClaimStatus>,
+    pub claim_crash_step: Option<u64>,
+    pub claim_img_per_s: Option<f64>,
+    /// Empty when the cell carries no claim.
+    pub claim_verdict: Option<ClaimVerdict>,
+    pub kernel: String,
+    pub os: String,
+    pub cpu: String,
+    pub cores: u32,
+    pub mem_bytes: u64,
+    pub host_shm_bytes: u64,
+    pub cgroup_version: String,
+    pub cgroup_memory_limit: Option<u64>,
+    pub host: String,
+    pub harness_version: String,
+    pub thp_shmem: String,
+    pub gpu_driver: Option<String>,
+    pub docker_version: Option<String>,
+    pub docker_api_version: Option<String>,
+    pub docker_cgroup_version: Option<String>,
+    pub docker_cgroup_driver: Option<String>,
+    pub docker_storage_driver: Option<String>,
+}
+
+/// This invocation as a command a user can paste (`shmbench matrix --steps 20`).
+fn command_line() -> String {
+    let quote = |a: String| {
+        if a.is_empty() || a.contains(|c: char| c.is_whitespace() || "'\"$`\\".contains(c)) {
+            format!("'{}'", a.replace('\'', "'\\''"))
+        } else {
+            a
+        }
+    };
+    std::iter::once("shmbench".to_string())
+        .chain(std::env::args().skip(1).map(quote))
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// `x` rounded to `places` decimals (results keep what the measurement can tell).
+pub fn round(x: f64, places: i32) -> f64 {
+    let scale = 10f64.powi(places);
+    (x * scale).round() / scale
+}
+
+impl Row {
+    /// The row of one cell's record, in the environment `fp`; the claim's verdict and the
+    /// calibrated limit are filled in by analysis (`analysis::claims`, `analysis::efficiency`).
+    pub fn new(record: &CellRecord, fp: &Fingerprint, run_id: &str, started_at: &str) -> Row {
+        let c = &record.config;
+        let m = &record.metrics;
+        let claim = c.claim.as_ref();
+        Row {
+            schema: SCHEMA,
+            run_id: run_id.to_string(),
+            repeat: 1,
+            env_id: fp.env_id(),
+            started_at: started_at.to_string(),
+            scenario: c.scenario.clone(),
+            cell: c.cell.clone(),
+            environment: c.environment.clone(),
+            runtime: c.runtime,
+            runtime_note: c.runtime_note.clone(),
+            container: c.container,
+            ipc: c.ipc,
+            memory_bytes: c.memory.map(|m| m.bytes()),
+            shm_tmpfs: c.shm_tmpfs,
+            shm_bytes: c.shm_size.map(|s| s.bytes()),
+            shm_seen_bytes: record.shm_seen_bytes,
+            strategy: c.strategy,
+            torch: c.torch,
+            workers: c.workers,
+            prefetch: c.prefetch,
+            batch: c.batch,
+            shape: c.shape.clone(),
+            dtype: c.dtype,
+            batch_bytes: c.batch_bytes(),
+            steps: c.steps,
+            epochs: c.epochs,
+            persistent_workers: c.persistent_workers,
+            pin_memory: c.pin_memory,
+            touch: c.touch,
+            compute_ms: c.compute_ms,
+            decode_us: c.decode_us,
+            retain_every: c.retain_every,
+            status: record.status,
+            crash_step: record.failure.as_ref().map(|f| f.crash_step),
+            signal: record.failure.as_ref().and_then(|f| f.signal),
+            pid: record.failure.as_ref().and_then(|f| f.pid),
+            steps_done: m.steps_done,
+            img_per_s: m.img_per_s.map(|x| round(x, 1)),
+            limit_img_per_s: None,
+            efficiency: None,
+            warmup_steps: m.warmup_steps_used,
+            step_p50_ms: m.step_p50_ms.map(|x| round(x, 3)),
+            step_p99_ms: m.step_p99_ms.map(|x| round(x, 3)),
+            first_batch_ms: m.first_batch_ms.map(|x| round(x, 3)),
+            peak_shm_bytes: m.peak_shm_bytes,
+            shm_used_at_failure_bytes: record.failure.as_ref().map(|f| f.shm_used_bytes),
+            peak_rss_bytes: m.peak_rss_bytes,
+            main_private_rss_bytes: m.main_private_rss_bytes,
+            worker_private_rss_bytes: m.worker_private_rss_bytes,
+            accel_util: m.accel_util.map(|x| round(x, 4)),
+            wall_s: round(m.wall_s, 3),
+            message: record.message.clone(),
+            steps_file: None,
+            command: command_line(),
+            claim_status: claim.map(|c| c.status),
+            claim_crash_step: claim.and_then(|c| c.crash_step),
+            claim_img_per_s: claim.and_then(|c| c.img_per_s),
+            claim_verdict: None,
+            kernel: fp.kernel.clone(),
+            os: fp.os.clone(),
+            cpu: fp.cpu.clone(),
+            cores: fp.cores,
+            mem_bytes: fp.mem_bytes,
+            host_shm_bytes: fp.host_shm_bytes,
+            cgroup_version: fp.cgroup_version.clone(),
+            cgroup_memory_limit: fp.cgroup_memory_limit,
+            host: fp.host.clone(),
+            harness_version: fp.harness_version.clone(),
+            thp_shmem: fp.thp_shmem.clone(),
+            gpu_driver: fp.gpu_driver.clone(),
+            docker_version: fp.docker.as_ref().map(|d| d.version.clone()),
+            docker_api_version: fp.docker.as_ref().map(|d| d.api_version.clone()),
+            docker_cgroup_version: fp.docker.as_ref().map(|d| d.cgroup_version.clone()),
+            docker_cgroup_driver: fp.docker.as_ref().map(|d| d.cgroup_driver.clone()),
+            docker_storage_driver: fp.docker.as_ref().map(|d| d.storage_driver.clone()),
+        }
+    }
+}

@@ -1,0 +1,80 @@
+//! Per-step time series beside a results CSV: `<dir>/<csv stem>/<cell>.steps.csv`, one row per
+//! step (time, step latency, /dev/shm in use, batches in flight), referenced from the cell's
+//! row by `steps_file` (relative to the CSV's directory).
+
+use std::path::{Path, PathBuf};
+
+use anyhow::{bail, Context, Result};
+use serde::{Deserialize, Serialize};
+
+use super::atomic;
+use crate::model::record::{CellRecord, StepSample};
+
+/// The columns of a steps file, in order.
+const HEADER: [&str; 5] = ["step", "t_s", "latency_ms", "shm_used_bytes", "in_flight"];
+
+/// One row of a steps file.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct StepRow {
+    pub step: u64,
+    pub t_s: f64,
+    pub latency_ms: f64,
+    pub shm_used_bytes: u64,
+    pub in_flight: u64,
+}
+
+impl From<&StepSample> for StepRow {
+    fn from(s: &StepSample) -> StepRow {
+        StepRow {
+            step: s.step,
+            t_s: (s.t_s * 1e6).round() / 1e6,
+            latency_ms: (s.latency_s * 1e6).round() / 1e3,
+            shm_used_bytes: s.shm_used_bytes,
+            in_flight: s.in_flight,
+        }
+    }
+}
+
+/// Writes the record's series next to `results_csv` (atomically); returns the path
+/// relative to the CSV's directory.
+pub fn write(results_csv: &Path, record: &CellRecord, repeat: u32) -> Result<String> {
+    let stem = results_csv
+        .file_stem()
+        .map(|s| s.to_string_lossy().into_owned())
+        .unwrap_or_else(|| "results".into());
+    let file = if repeat > 1 {
+        format!("{}.{repeat}.steps.csv", record.config.cell)
+    } else {
+        format!("{}.steps.csv", record.config.cell)
+    };
+    let relative = PathBuf::from(&stem).join(file);
+    let dir = results_csv.parent().unwrap_or(Path::new("."));
+    let path = dir.join(&relative);
+    if let Some(parent) = path.parent() {
+        std::fs::create_dir_all(parent)
+            .with_context(|| format!("cannot create {}", parent.display()))?;
+    }
+    let rows: Vec<StepRow> = record.series.iter().map(StepRow::from).collect();
+    // Keep the header when there are no steps, so an empty series reads as empty, not missing.
+    atomic::write_csv(&path, &rows, Some(&HEADER))
+        .with_context(|| format!("cannot write {}", path.display()))?;
+    Ok(relative.display().to_string())
+}
+
+/// Reads a steps file named by a row of `results_csv`.
+pub fn read(results_csv: &Path, relative: &str) -> Result<Vec<StepRow>> {
+    let path = results_csv
+        .parent()
+        .unwrap_or(Path::new("."))
+        .join(relative);
+    if !path.exists() {
+        bail!("time series {} is missing", path.display());
+    }
+    let mut reader =
+        csv::Reader::from_path(&path).with_context(|| format!("opening {}", path.display()))?;
+    let mut rows = Vec::new();
+    for (i, r) in reader.deserialize::<StepRow>().enumerate() {
+        rows.push(r.with_context(|| format!("{}: row {} is not a step", path.display(), i + 2))?);
+    }
+    Ok(rows)
+}

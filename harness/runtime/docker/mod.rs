@@ -1,0 +1,318 @@
+//! Runtime `docker`: the cell runs in a real container from the image shmbench builds, with the
+//! row's `--shm-size`, `--ipc`, `--memory` or a tmpfs on /dev/shm.
+//!
+//! Containers run with no network, a read-only root filesystem, every capability dropped,
+//! no-new-privileges and a pids limit. They are created with auto-remove, so the engine removes
+//! them when they end; the harness also force-removes on Ctrl-C or its watchdog. The container's
+//! stdin stays attached to the harness as a lifeline: if the harness dies, the engine closes it
+//! and the cell inside ends itself (`SHMBENCH_LIFELINE=stdin`), so no container outlives it.
+
+pub mod engine;
+pub mod image;
+
+use std::collections::HashMap;
+use std::time::Duration;
+
+use anyhow::Result;
+use bollard::container::LogOutput;
+use bollard::models::{ContainerCreateBody, HostConfig};
+use bollard::query_parameters::{
+    AttachContainerOptionsBuilder, CreateContainerOptionsBuilder, EventsOptionsBuilder,
+    ListContainersOptionsBuilder, RemoveContainerOptionsBuilder, WaitContainerOptionsBuilder,
+};
+use futures_util::StreamExt;
+
+use super::launch::{Progress, Runtime};
+use super::output::Monitor;
+use crate::cell::protocol::{LIFELINE_ENV, PROGRESS_ENV};
+use crate::model::config::CellConfig;
+use crate::model::record::{CellRecord, Status};
+use crate::sys::process;
+use engine::Engine;
+
+/// Labels on every container shmbench starts: who started it, from which host.
+pub const LABEL_OWNER: &str = "org.shmbench.owner-pid";
+pub const LABEL_HOST: &str = "org.shmbench.host";
+
+pub struct Docker {
+    engine: Engine,
+    image: String,
+    /// How long building the image took, when this run had to build it.
+    pub build_time: Option<Duration>,
+    counter: std::cell::Cell<u32>,
+}
+
+fn hostname() -> String {
+    nix::unistd::gethostname()
+        .map(|h| h.to_string_lossy().into_owned())
+        .unwrap_or_default()
+}
+
+impl Docker {
+    /// Connects and makes sure the image exists (building it if needed).
+    pub fn connect() -> Result<Docker> {
+        let engine = Engine::connect()?;
+        let (image, build_time) = image::ensure(&engine)?;
+        Ok(Docker {
+            engine,
+            image,
+            build_time,
+            counter: std::cell::Cell::new(0),
+        })
+    }
+
+    pub fn engine(&self) -> &Engine {
+        &self.engine
+    }
+
+    pub fn image(&self) -> &str {
+        &self.image
+    }
+
+    fn host_config(&self, config: &CellConfig) -> HostConfig {
+        let shm = config.shm_size.map(|s| s.bytes() as i64);
+        let (shm_size, tmpfs) = match (config.shm_tmpfs, shm) {
+            (true, Some(bytes)) => (
+                None,
+                Some(HashMap::from([(
+                    "/dev/shm".to_string(),
+                    format!("size={bytes},mode=1777"),
+                )])),
+            ),
+            (_, shm) => (shm, None),
+        };
+        HostConfig {
+            shm_size,
+            tmpfs,
+            ipc_mode: Some(config.ipc.to_string()),
+            memory: config.memory.map(|m| m.bytes() as i64),
+            // No swap: tmpfs pages beyond the limit must not hide in swap.
+            memory_swap: config.memory.map(|m| m.bytes() as i64),
+            network_mode: Some("none".into()),
+            readonly_rootfs: Some(true),
+            cap_drop: Some(vec!["ALL".into()]),
+            security_opt: Some(vec!["no-new-privileges".into()]),
+            pids_limit: Some(config.workers as i64 + 64),
+            auto_remove: Some(true),
+            ..Default::default()
+        }
+    }
+
+    async fn run_container(
+        &self,
+        config: &CellConfig,
+        monitor: &mut Monitor<'_>,
+    ) -> Result<Ended, String> {
+        let docker = self.engine.docker();
+        let json = serde_json::to_string(config).map_err(|e| e.to_string())?;
+        let n = self.counter.get() + 1;
+        self.counter.set(n);
+        let name = format!("shmbench-{}-{}-{n}", std::process::id(), config.cell);
+        let body = ContainerCreateBody {
+            image: Some(self.image.clone()),
+            cmd: Some(vec!["cell".into(), json]),
+            env: Some(vec![
+                format!("{PROGRESS_ENV}=1"),
+                format!("{LIFELINE_ENV}=stdin"),
+            ]),
+            labels: Some(HashMap::from([
+                (LABEL_OWNER.to_string(), std::process::id().to_string()),
+                (LABEL_HOST.to_string(), hostname()),
+            ])),
+            attach_stdin: Some(true),
+            attach_stdout: Some(true),
+            attach_stderr: Some(true),
+            open_stdin: Some(true),
+            stdin_once: Some(true),
+            host_config: Some(self.host_config(config)),
+            ..Default::default()
+        };
+        let created = docker
+            .create_container(
+                Some(CreateContainerOptionsBuilder::default().name(&name).build()),
+                body,
+            )
+            .await
+            .map_err(|e| format!("creating the container: {e}"))?;
+        let id = created.id;
+        let remove = || async {
+            let options = RemoveContainerOptionsBuilder::default().force(true).build();
+            let _ = docker.remove_container(&id, Some(options)).await;
+        };
+        // Attach (output and the stdin lifeline), wait and watch for OOM before starting, so
+        // nothing the container does is missed even if it ends at once.
+        let attach_options = AttachContainerOptionsBuilder::default()
+            .stdin(true)
+            .stdout(true)
+            .stderr(true)
+            .stream(true)
+            .build();
+        let attached = match docker.attach_container(&id, Some(attach_options)).await {
+            Ok(a) => a,
+            Err(e) => {
+                remove().await;
+                return Err(format!("attaching to the container: {e}"));
+            }
+        };
+        let mut output = attached.output;
+        let _lifeline = attached.input;
+        let mut wait = Box::pin(
+            docker.wait_container(
+                &id,
+                Some(
+                    WaitContainerOptionsBuilder::default()
+                        .condition("removed")
+                        .build(),
+                ),
+            ),
+        );
+        let filters = HashMap::from([("container", vec![id.as_str()]), ("event", vec!["oom"])]);
+        let mut events = Box::pin(docker.events(Some(
+            EventsOptionsBuilder::default().filters(&filters).build(),
+        )));
+        if let Err(e) = docker.start_container(&id, None).await {
+            remove().await;
+            return Err(format!("starting the container: {e}"));
+        }
+
+        let mut stderr_partial = String::new();
+        let mut oom_event = false;
+        let mut exit: Option<i64> = None;
+        let mut ended_by_harness = None;
+        let mut tick = tokio::time::interval(Duration::from_millis(50));
+        let mut output_done = false;
+        while exit.is_none() || !output_done {
+            tokio::select! {
+                chunk = output.next(), if !output_done => match chunk {
+                    Some(Ok(LogOutput::StdOut { message })) => monitor.stdout(&String::from_utf8_lossy(&message)),
+                    Some(Ok(LogOutput::StdErr { message })) => {
+                        stderr_partial.push_str(&String::from_utf8_lossy(&message));
+                        while let Some(pos) = stderr_partial.find('\n') {
+                            let line: String = stderr_partial.drain(..=pos).collect();
+                            monitor.stderr_line(line.trim_end());
+                        }
+                    }
+                    Some(Ok(_)) => {}
+                    Some(Err(_)) | None => output_done = true,
+                },
+                waited = wait.next(), if exit.is_none() => {
+                    exit = Some(match waited {
+                        Some(Ok(r)) => r.status_code,
+                        Some(Err(bollard::errors::Error::DockerContainerWaitError { code, .. })) => code,
+                        _ => -1,
+                    });
+                }
+                event = events.next(), if !oom_event => {
+                    if matches!(event, Some(Ok(ref e)) if e.action.as_deref() == Some("oom")) {
+                        oom_event = true;
+                    }
+                }
+                _ = tick.tick() => {
+                    if ended_by_harness.is_none() {
+                        ended_by_harness = monitor.must_end();
+                        if ended_by_harness.is_some() {
+                            remove().await;
+                        }
+                    }
+                }
+            }
+        }
+        if !stderr_partial.trim().is_empty() {
+            monitor.stderr_line(stderr_partial.trim_end());
+        }
+        // Auto-remove has done it; this covers an engine that did not.
+        remove().await;
+        let code = exit.unwrap_or(-1);
+        let how = match (code, oom_event) {
+            (_, true) => format!("container was OOM-killed (exit code {code})"),
+            (137, _) => "container was killed (exit code 137)".to_string(),
+            _ => format!("container exited with code {code}"),
+        };
+        Ok(Ended {
+            by_harness: ended_by_harness,
+            how,
+            oom: oom_event,
+        })
+    }
+}
+
+/// How a container ended.
+struct Ended {
+    /// Why the harness ended it, if it did.
+    by_harness: Option<String>,
+    how: String,
+    /// The engine reported an OOM kill in it.
+    oom: bool,
+}
+
+impl Runtime for Docker {
+    fn name(&self) -> &'static str {
+        "docker"
+    }
+
+    fn launch(&self, config: &CellConfig, progress: &mut dyn FnMut(Progress)) -> CellRecord {
+        let mut monitor = Monitor::new(config, progress);
+        let result = self
+            .engine
+            .block_on(self.run_container(config, &mut monitor));
+        match result {
+            Err(message) => CellRecord::failed_to_run(
+                config.clone(),
+                Status::Error,
+                format!("docker: {message}"),
+            ),
+            Ok(ended) => {
+                let mut record = monitor.into_record(config, ended.by_harness, &ended.how);
+                // A main that was itself OOM-killed printed no record; the engine's event says why.
+                if ended.oom && record.status == Status::Error && record.failure.is_none() {
+                    record.status = Status::Oom;
+                    record.message = format!(
+                        "the {}: tmpfs pages count against the container's memory limit",
+                        ended.how
+                    );
+                }
+                record
+            }
+        }
+    }
+}
+
+/// Removes containers left by shmbench runs on this host whose harness is gone (e.g. SIGKILLed
+/// before its cell's lifeline closed). Returns their names.
+pub fn sweep_dead_owners(engine: &Engine) -> Vec<String> {
+    let host = hostname();
+    let filters = HashMap::from([("label", vec![format!("{LABEL_HOST}={host}")])]);
+    let options = ListContainersOptionsBuilder::default()
+        .all(true)
+        .filters(&filters)
+        .build();
+    let Ok(containers) = engine.block_on(engine.docker().list_containers(Some(options))) else {
+        return Vec::new();
+    };
+    let mut removed = Vec::new();
+    for c in containers {
+        let owner = c
+            .labels
+            .as_ref()
+            .and_then(|l| l.get(LABEL_OWNER))
+            .and_then(|p| p.parse::<u32>().ok());
+        let alive = owner.is_some_and(process::alive);
+        if alive {
+            continue;
+        }
+        if let Some(id) = &c.id {
+            let options = RemoveContainerOptionsBuilder::default().force(true).build();
+            if engine
+                .block_on(engine.docker().remove_container(id, Some(options)))
+                .is_ok()
+            {
+                removed.push(
+                    c.names
+                        .and_then(|n| n.first().cloned())
+                        .unwrap_or_else(|| id.clone()),
+                );
+            }
+        }
+    }
+    removed
+}

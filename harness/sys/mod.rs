@@ -1,0 +1,11 @@
+//! The bottom layer: thin readers and wrappers of Linux facilities (processes through pidfds,
+//! cgroups, signals, /dev/shm usage, the environment fingerprint, the clock). Nothing here knows
+//! about cells, loaders or results.
+
+pub mod cgroup;
+pub mod clock;
+pub mod detect;
+pub mod fingerprint;
+pub mod process;
+pub mod shm;
+pub mod signals;
