@@ -27,20 +27,28 @@ fn min_shm(args: &str) -> (f64, f64) {
 }
 
 #[test]
-fn predicted_peak_is_within_10_percent_of_the_bisected_minimum() {
+fn the_bisected_minimum_matches_the_predicted_peak() {
     let _guard = serial();
     let before = machine_state();
     // Small batches; a training step slower than the workers and a Dataset that costs something
-    // (300 us per image), as the prediction assumes. (With a free Dataset the refill's allocation
-    // can overlap the release of the previous batch: torch refills first.)
-    for loader in [
-        "--workers 2 --prefetch 2 --batch 16 --steps 24 --compute-ms 40 --decode-us 300",
-        "--workers 1 --prefetch 3 --batch 32 --steps 24 --compute-ms 40 --decode-us 300",
+    // (300 us per image), as the prediction assumes. The model allows one batch more than the
+    // prediction: torch refills an index before the loop drops the previous batch, and on a busy
+    // machine the refilled worker can allocate its segment before that drop. Resolution: 1 MiB.
+    let slack = |batch: f64| batch + (1 << 20) as f64;
+    for (loader, batch) in [
+        (
+            "--workers 2 --prefetch 2 --batch 16 --steps 24 --compute-ms 40 --decode-us 300",
+            16.0 * 602_112.0,
+        ),
+        (
+            "--workers 1 --prefetch 3 --batch 32 --steps 24 --compute-ms 40 --decode-us 300",
+            32.0 * 602_112.0,
+        ),
     ] {
         let (measured, predicted) = min_shm(loader);
         let ratio = measured / predicted;
         assert!(
-            (0.9..=1.1).contains(&ratio),
+            measured >= 0.9 * predicted && measured <= predicted + slack(batch),
             "{loader}: measured {measured} vs predicted {predicted} ({ratio:.3})"
         );
     }
@@ -50,7 +58,7 @@ fn predicted_peak_is_within_10_percent_of_the_bisected_minimum() {
     let (measured, predicted) = min_shm(loader);
     let batch = 24.0 * 602_112.0;
     assert!(
-        measured <= predicted * 1.1,
+        measured <= predicted + slack(batch),
         "{loader}: measured {measured} above the bound {predicted}"
     );
     assert!(

@@ -19,21 +19,44 @@ pub fn serial() -> MutexGuard<'static, ()> {
     SERIAL.lock().unwrap_or_else(|e| e.into_inner())
 }
 
-/// A fresh directory, unique per call (tests in one binary run in parallel threads).
-pub fn temp_dir(name: &str) -> PathBuf {
-    static NEXT: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
-    let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-    let dir = std::env::temp_dir().join(format!("shmbench-test-{}-{name}-{n}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
+/// A scratch directory for one test, removed (with what the test wrote) when it goes out of
+/// scope; `keep` leaves it for a process that outlives the helper that made it.
+pub struct Scratch(tempfile::TempDir);
+
+impl Scratch {
+    pub fn keep(self) -> PathBuf {
+        self.0.keep()
+    }
+}
+
+impl std::ops::Deref for Scratch {
+    type Target = Path;
+    fn deref(&self) -> &Path {
+        self.0.path()
+    }
+}
+
+impl AsRef<Path> for Scratch {
+    fn as_ref(&self) -> &Path {
+        self.0.path()
+    }
+}
+
+/// A fresh scratch directory named after the test's purpose.
+pub fn temp_dir(name: &str) -> Scratch {
+    Scratch(
+        tempfile::Builder::new()
+            .prefix(&format!("shmbench-test-{name}-"))
+            .tempdir()
+            .unwrap(),
+    )
 }
 
 /// The binary, run from a scratch directory so default `results/` and `reports/` paths land
 /// there and not in the repository (and the built-in seed scenario is what `matrix` finds).
 pub fn command() -> Command {
     let mut cmd = Command::new(BIN);
-    cmd.current_dir(temp_dir("cwd"));
+    cmd.current_dir(temp_dir("cwd").keep());
     cmd
 }
 
@@ -172,12 +195,19 @@ pub fn machine_state() -> MachineState {
     }
 }
 
-/// Asserts the machine is as clean as `before`: waits briefly for exiting processes.
+/// Asserts the machine is as clean as `before`: no shmbench process, segment, mount or container
+/// more. Teardown is asynchronous (exiting workers, the engine unmounting and removing a container
+/// after its cell ended), so it waits for the state to settle, up to a bound that covers a loaded
+/// 2-core machine, and returns as soon as it is clean.
 pub fn assert_clean(before: &MachineState) {
-    let deadline = Instant::now() + Duration::from_secs(5);
+    let deadline = Instant::now() + Duration::from_secs(30);
     loop {
         let now = machine_state();
-        if now.processes.is_empty() || Instant::now() > deadline {
+        let clean = now.processes.is_empty()
+            && now.shm_entries.is_empty()
+            && now.mounts == before.mounts
+            && now.containers == before.containers;
+        if clean || Instant::now() > deadline {
             assert_eq!(
                 now.processes,
                 Vec::<String>::new(),
@@ -189,6 +219,7 @@ pub fn assert_clean(before: &MachineState) {
                 "segments left in /dev/shm"
             );
             assert_eq!(now.mounts, before.mounts, "mounts changed");
+            assert_eq!(now.containers, before.containers, "containers left behind");
             return;
         }
         std::thread::sleep(Duration::from_millis(50));
@@ -226,7 +257,7 @@ pub fn assert_legacy_out_of_shm(r: &Value) {
 /// Starts `shmbench run` with `args` (one string) writing its results to a fresh path, with
 /// stdout (the JSON record, with `--json`) and stderr piped.
 pub fn spawn_run(args: &str) -> Child {
-    let out = temp_dir("run").join("r.csv");
+    let out = temp_dir("run").keep().join("r.csv");
     command()
         .args(["run", "--out", out.to_str().unwrap()])
         .args(args.split_whitespace())
@@ -248,7 +279,7 @@ pub fn send_signal(pid: u32, signal: &str) {
 /// Writes `scenario` (TOML) to a fresh directory and starts `shmbench matrix` on it with stderr
 /// piped; returns the child and its results path.
 pub fn spawn_matrix(name: &str, scenario: &str) -> (Child, PathBuf) {
-    let dir = temp_dir(name);
+    let dir = temp_dir(name).keep();
     let path = dir.join("s.toml");
     std::fs::write(&path, scenario).unwrap();
     let out = dir.join("r.csv");

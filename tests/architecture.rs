@@ -1,0 +1,592 @@
+//! The architecture, checked: the layering ARCHITECTURE.md declares (its `layers` block says what
+//! each top-level folder of `harness/` may import), no import cycle between files, printing to
+//! the terminal only where the map allows it, and files short enough to read.
+//!
+//! Imports are read from the source: every `crate::`, `super::` and `self::` path, in `use`
+//! declarations (brace groups expanded) and inline, with comments and literals skipped, and
+//! resolved to the file that defines the module it names. A folder's `mod.rs` assembling its own
+//! parts (re-exports, dispatch) is not an edge between layers or a cycle: a Rust folder is built
+//! that way. Every other import between files must be acyclic.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+
+/// What the source tree looks like to the checker: module path (`cell::loader::pool`) -> its file
+/// (relative to the crate root) and source.
+type Tree = BTreeMap<Vec<String>, (String, String)>;
+
+/// Source with comments, string and char literals blanked (newlines kept, for line numbers).
+fn code_only(src: &str) -> String {
+    let b: Vec<char> = src.chars().collect();
+    let mut out = String::with_capacity(src.len());
+    let blank = |c: char| if c == '\n' { '\n' } else { ' ' };
+    let mut i = 0;
+    while i < b.len() {
+        let c = b[i];
+        let next = b.get(i + 1).copied();
+        if c == '/' && next == Some('/') {
+            while i < b.len() && b[i] != '\n' {
+                out.push(' ');
+                i += 1;
+            }
+        } else if c == '/' && next == Some('*') {
+            let mut depth = 0;
+            while i < b.len() {
+                if b[i] == '/' && b.get(i + 1) == Some(&'*') {
+                    depth += 1;
+                    out.push_str("  ");
+                    i += 2;
+                } else if b[i] == '*' && b.get(i + 1) == Some(&'/') {
+                    depth -= 1;
+                    out.push_str("  ");
+                    i += 2;
+                    if depth == 0 {
+                        break;
+                    }
+                } else {
+                    out.push(blank(b[i]));
+                    i += 1;
+                }
+            }
+        } else if c == 'r' && (next == Some('"') || next == Some('#')) && !ident_char_before(&b, i)
+        {
+            // Raw string r"..." or r#"..."#.
+            let mut j = i + 1;
+            let mut hashes = 0;
+            while b.get(j) == Some(&'#') {
+                hashes += 1;
+                j += 1;
+            }
+            if b.get(j) != Some(&'"') {
+                out.push(c);
+                i += 1;
+                continue;
+            }
+            j += 1;
+            loop {
+                if j >= b.len() {
+                    break;
+                }
+                if b[j] == '"' && (0..hashes).all(|k| b.get(j + 1 + k) == Some(&'#')) {
+                    j += 1 + hashes;
+                    break;
+                }
+                j += 1;
+            }
+            for &ch in &b[i..j.min(b.len())] {
+                out.push(blank(ch));
+            }
+            i = j;
+        } else if c == '"' {
+            out.push(' ');
+            i += 1;
+            while i < b.len() && b[i] != '"' {
+                if b[i] == '\\' {
+                    out.push(' ');
+                    i += 1;
+                }
+                if i < b.len() {
+                    out.push(blank(b[i]));
+                    i += 1;
+                }
+            }
+            out.push(' ');
+            i += 1;
+        } else if c == '\'' {
+            // A char literal ('a', '\n', '\u{1f}') or a lifetime ('a).
+            let end = if next == Some('\\') {
+                (i + 2..b.len()).find(|&k| b[k] == '\'')
+            } else if b.get(i + 2) == Some(&'\'') {
+                Some(i + 2)
+            } else {
+                None
+            };
+            match end {
+                Some(e) => {
+                    for _ in i..=e {
+                        out.push(' ');
+                    }
+                    i = e + 1;
+                }
+                None => {
+                    out.push(c);
+                    i += 1;
+                }
+            }
+        } else {
+            out.push(c);
+            i += 1;
+        }
+    }
+    out
+}
+
+fn ident_char_before(b: &[char], i: usize) -> bool {
+    i > 0 && (b[i - 1].is_alphanumeric() || b[i - 1] == '_')
+}
+
+#[derive(Clone, Debug, PartialEq)]
+enum Tok {
+    Ident(String),
+    Path, // ::
+    Open,
+    Close,
+    Comma,
+    Star,
+    Other,
+}
+
+fn tokens(code: &str) -> Vec<(Tok, usize)> {
+    let mut out = Vec::new();
+    for (n, line) in code.lines().enumerate() {
+        let chars: Vec<char> = line.chars().collect();
+        let mut i = 0;
+        while i < chars.len() {
+            let c = chars[i];
+            if c.is_alphabetic() || c == '_' {
+                let start = i;
+                while i < chars.len() && (chars[i].is_alphanumeric() || chars[i] == '_') {
+                    i += 1;
+                }
+                out.push((Tok::Ident(chars[start..i].iter().collect()), n + 1));
+                continue;
+            }
+            let tok = match c {
+                ':' if chars.get(i + 1) == Some(&':') => {
+                    i += 1;
+                    Tok::Path
+                }
+                '{' => Tok::Open,
+                '}' => Tok::Close,
+                ',' => Tok::Comma,
+                '*' => Tok::Star,
+                c if c.is_whitespace() => {
+                    i += 1;
+                    continue;
+                }
+                _ => Tok::Other,
+            };
+            out.push((tok, n + 1));
+            i += 1;
+        }
+    }
+    out
+}
+
+/// Expands the path starting at `toks[i]` (after its first segment) into full segment lists;
+/// returns them and the index after the path.
+fn expand(toks: &[(Tok, usize)], mut i: usize, prefix: Vec<String>) -> (Vec<Vec<String>>, usize) {
+    let mut path = prefix;
+    loop {
+        if toks.get(i).map(|t| &t.0) != Some(&Tok::Path) {
+            return (vec![path], i);
+        }
+        i += 1;
+        match toks.get(i).map(|t| &t.0) {
+            Some(Tok::Ident(name)) => {
+                path.push(name.clone());
+                i += 1;
+            }
+            Some(Tok::Star) => return (vec![path], i + 1),
+            Some(Tok::Open) => {
+                i += 1;
+                let mut all = Vec::new();
+                loop {
+                    match toks.get(i).map(|t| &t.0) {
+                        Some(Tok::Close) | None => return (all, i + 1),
+                        Some(Tok::Comma) => i += 1,
+                        Some(Tok::Star) => {
+                            all.push(path.clone());
+                            i += 1;
+                        }
+                        Some(Tok::Ident(name)) => {
+                            let mut sub = path.clone();
+                            if name != "self" {
+                                sub.push(name.clone());
+                            }
+                            let (paths, next) = expand(toks, i + 1, sub);
+                            all.extend(paths);
+                            i = next;
+                            // `as alias`
+                            if matches!(toks.get(i).map(|t| &t.0), Some(Tok::Ident(a)) if a == "as")
+                            {
+                                i += 2;
+                            }
+                        }
+                        Some(_) => i += 1,
+                    }
+                }
+            }
+            _ => return (vec![path], i),
+        }
+    }
+}
+
+/// One import of one file: the module it names, the line, and the path as written.
+#[derive(Debug)]
+struct Import {
+    target: Vec<String>,
+    line: usize,
+    written: String,
+}
+
+/// The imports of the file for module `module`, resolved against the modules in `known`.
+fn imports(module: &[String], src: &str, known: &BTreeSet<Vec<String>>) -> Vec<Import> {
+    let toks = tokens(&code_only(src));
+    let mut out = Vec::new();
+    // Inline modules (`mod tests { ... }`): (name, brace depth at which it closes).
+    let mut scopes: Vec<(String, usize)> = Vec::new();
+    let mut depth = 0usize;
+    let mut i = 0;
+    while i < toks.len() {
+        let (tok, line) = &toks[i];
+        match tok {
+            Tok::Ident(kw) if kw == "mod" => {
+                if let (Some((Tok::Ident(name), _)), Some((Tok::Open, _))) =
+                    (toks.get(i + 1), toks.get(i + 2))
+                {
+                    scopes.push((name.clone(), depth));
+                    depth += 1;
+                    i += 3;
+                    continue;
+                }
+            }
+            Tok::Open => depth += 1,
+            Tok::Close => {
+                depth = depth.saturating_sub(1);
+                while scopes.last().is_some_and(|(_, d)| *d == depth) {
+                    scopes.pop();
+                }
+            }
+            Tok::Ident(head)
+                if (head == "crate" || head == "super" || head == "self")
+                    && toks.get(i + 1).map(|t| &t.0) == Some(&Tok::Path)
+                    && !(i > 0 && toks[i - 1].0 == Tok::Path) =>
+            {
+                let here: Vec<String> = module
+                    .iter()
+                    .cloned()
+                    .chain(scopes.iter().map(|(n, _)| n.clone()))
+                    .collect();
+                let (paths, next) = expand(&toks, i + 1, vec![head.clone()]);
+                for p in paths {
+                    let mut base: Vec<String> = match p[0].as_str() {
+                        "crate" => Vec::new(),
+                        "self" => here.clone(),
+                        _ => {
+                            let mut b = here.clone();
+                            b.pop();
+                            b
+                        }
+                    };
+                    let mut rest = p[1..].iter().peekable();
+                    while rest.peek().is_some_and(|s| *s == "super") {
+                        base.pop();
+                        rest.next();
+                    }
+                    let full: Vec<String> = base.into_iter().chain(rest.cloned()).collect();
+                    let target = (0..=full.len())
+                        .rev()
+                        .map(|n| full[..n].to_vec())
+                        .find(|m| known.contains(m))
+                        .unwrap_or_default();
+                    if target.as_slice() != module && !target.is_empty() {
+                        out.push(Import {
+                            target,
+                            line: *line,
+                            written: p.join("::"),
+                        });
+                    }
+                }
+                i = next;
+                continue;
+            }
+            _ => {}
+        }
+        i += 1;
+    }
+    out
+}
+
+/// The `layers` block of ARCHITECTURE.md: layer -> the layers it may import.
+fn declared_layers(markdown: &str) -> BTreeMap<String, BTreeSet<String>> {
+    let block = markdown
+        .split("```layers")
+        .nth(1)
+        .and_then(|rest| rest.split("```").next())
+        .expect("ARCHITECTURE.md has a ```layers block");
+    block
+        .lines()
+        .filter(|l| !l.trim().is_empty())
+        .map(|l| {
+            let (layer, allowed) = l.split_once(':').expect("`layer: a, b` lines");
+            let allowed = allowed
+                .split(',')
+                .map(|a| a.trim().to_string())
+                .filter(|a| !a.is_empty())
+                .collect();
+            (layer.trim().to_string(), allowed)
+        })
+        .collect()
+}
+
+/// Everything wrong with `tree` against `layers`, one line each, naming file and line.
+fn problems(tree: &Tree, layers: &BTreeMap<String, BTreeSet<String>>) -> Vec<String> {
+    let mut found = Vec::new();
+    // The declared layering must itself be a DAG over declared layers.
+    for (layer, allowed) in layers {
+        for a in allowed {
+            if !layers.contains_key(a) {
+                found.push(format!(
+                    "ARCHITECTURE.md: layer `{layer}` may import `{a}`, which is not a layer"
+                ));
+            }
+        }
+    }
+    if let Some(cycle) = find_cycle(
+        &layers
+            .iter()
+            .map(|(l, a)| (vec![l.clone()], a.iter().map(|x| vec![x.clone()]).collect()))
+            .collect(),
+    ) {
+        found.push(format!(
+            "ARCHITECTURE.md: the layers form a cycle: {}",
+            show(&cycle)
+        ));
+    }
+    let known: BTreeSet<Vec<String>> = tree.keys().cloned().collect();
+    let mut graph: BTreeMap<Vec<String>, BTreeSet<Vec<String>>> = BTreeMap::new();
+    let mut lines: BTreeMap<(Vec<String>, Vec<String>), (usize, String)> = BTreeMap::new();
+    for (module, (file, src)) in tree {
+        graph.entry(module.clone()).or_default();
+        let Some(layer) = module.first() else {
+            continue;
+        };
+        if !layers.contains_key(layer) {
+            found.push(format!(
+                "{file}: folder `{layer}` is not a layer of ARCHITECTURE.md: add it to the map"
+            ));
+            continue;
+        }
+        for import in imports(module, src, &known) {
+            let to_layer = &import.target[0];
+            if to_layer != layer && !layers[layer].contains(to_layer) {
+                found.push(format!(
+                    "{file}:{}: layer `{layer}` imports `{to_layer}` ({}), which ARCHITECTURE.md does not allow ({layer} may import: {})",
+                    import.line,
+                    import.written,
+                    layers[layer].iter().cloned().collect::<Vec<_>>().join(", ")
+                ));
+            }
+            // A folder's mod.rs using its own parts is how a folder is built, not a cycle.
+            if import.target.starts_with(module) {
+                continue;
+            }
+            lines
+                .entry((module.clone(), import.target.clone()))
+                .or_insert((import.line, import.written.clone()));
+            graph
+                .entry(module.clone())
+                .or_default()
+                .insert(import.target);
+        }
+    }
+    if let Some(cycle) = find_cycle(&graph) {
+        let steps: Vec<String> = cycle
+            .windows(2)
+            .map(|w| {
+                let (line, written) = &lines[&(w[0].clone(), w[1].clone())];
+                format!("{}:{line} uses {written}", tree[&w[0]].0)
+            })
+            .collect();
+        found.push(format!(
+            "import cycle {}: {}",
+            show(&cycle),
+            steps.join("; ")
+        ));
+    }
+    for (module, (file, src)) in tree {
+        let layer = module.first().map(String::as_str).unwrap_or("");
+        let code = code_only(src);
+        if !matches!(layer, "cli" | "cell" | "") {
+            for (n, l) in code.lines().enumerate() {
+                if ["println!", "eprintln!", "print!", "eprint!"]
+                    .iter()
+                    .any(|m| l.contains(m))
+                {
+                    found.push(format!(
+                        "{file}:{}: prints to the terminal; only cli/ does (and cell/, whose stdout and stderr are its protocol)",
+                        n + 1
+                    ));
+                }
+            }
+        }
+        let limit = if file.ends_with("main.rs") { 100 } else { 400 };
+        let count = src.lines().count();
+        if count > limit {
+            found.push(format!(
+                "{file}: {count} lines, over {limit}: split it by concern"
+            ));
+        }
+    }
+    found
+}
+
+fn show(cycle: &[Vec<String>]) -> String {
+    cycle
+        .iter()
+        .map(|m| m.join("::"))
+        .collect::<Vec<_>>()
+        .join(" -> ")
+}
+
+/// A cycle in `graph` (first node repeated at the end), if there is one.
+fn find_cycle(graph: &BTreeMap<Vec<String>, BTreeSet<Vec<String>>>) -> Option<Vec<Vec<String>>> {
+    #[derive(Clone, Copy, PartialEq)]
+    enum Mark {
+        Open,
+        Done,
+    }
+    fn visit(
+        node: &Vec<String>,
+        graph: &BTreeMap<Vec<String>, BTreeSet<Vec<String>>>,
+        marks: &mut BTreeMap<Vec<String>, Mark>,
+        stack: &mut Vec<Vec<String>>,
+    ) -> Option<Vec<Vec<String>>> {
+        match marks.get(node) {
+            Some(Mark::Done) => return None,
+            Some(Mark::Open) => {
+                let from = stack.iter().position(|n| n == node)?;
+                let mut cycle = stack[from..].to_vec();
+                cycle.push(node.clone());
+                return Some(cycle);
+            }
+            None => {}
+        }
+        marks.insert(node.clone(), Mark::Open);
+        stack.push(node.clone());
+        for next in graph.get(node).into_iter().flatten() {
+            if let Some(c) = visit(next, graph, marks, stack) {
+                return Some(c);
+            }
+        }
+        stack.pop();
+        marks.insert(node.clone(), Mark::Done);
+        None
+    }
+    let mut marks = BTreeMap::new();
+    for node in graph.keys() {
+        if let Some(c) = visit(node, graph, &mut marks, &mut Vec::new()) {
+            return Some(c);
+        }
+    }
+    None
+}
+
+/// The crate's modules under `dir` (lib.rs and main.rs are the root, not a layer).
+fn read_tree(root: &Path) -> Tree {
+    fn walk(dir: &Path, out: &mut Vec<PathBuf>) {
+        for entry in std::fs::read_dir(dir).unwrap().flatten() {
+            let path = entry.path();
+            if path.is_dir() {
+                walk(&path, out);
+            } else if path.extension().is_some_and(|e| e == "rs") {
+                out.push(path);
+            }
+        }
+    }
+    let mut files = Vec::new();
+    walk(&root.join("harness"), &mut files);
+    let mut tree = Tree::new();
+    for path in files {
+        let rel = path.strip_prefix(root.join("harness")).unwrap();
+        let mut module: Vec<String> = rel
+            .with_extension("")
+            .iter()
+            .map(|s| s.to_string_lossy().into_owned())
+            .collect();
+        if module.last().is_some_and(|m| m == "mod") {
+            module.pop();
+        }
+        if module == ["lib"] || module == ["main"] {
+            module.clear();
+        }
+        let src = std::fs::read_to_string(&path).unwrap();
+        tree.insert(module, (format!("harness/{}", rel.display()), src));
+    }
+    tree
+}
+
+#[test]
+fn the_code_follows_architecture_md() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let map = std::fs::read_to_string(root.join("ARCHITECTURE.md")).unwrap();
+    let found = problems(&read_tree(root), &declared_layers(&map));
+    assert!(found.is_empty(), "\n{}\n", found.join("\n"));
+}
+
+fn fake(files: &[(&str, &str)]) -> Tree {
+    files
+        .iter()
+        .map(|(module, src)| {
+            let m: Vec<String> = module
+                .split("::")
+                .filter(|s| !s.is_empty())
+                .map(String::from)
+                .collect();
+            (m, (format!("harness/{module}.rs"), src.to_string()))
+        })
+        .collect()
+}
+
+fn two_layers() -> BTreeMap<String, BTreeSet<String>> {
+    declared_layers("```layers\nlow:\nhigh: low\n```")
+}
+
+#[test]
+fn an_import_against_the_layering_is_named_with_its_file_and_line() {
+    let tree = fake(&[
+        ("low", "pub mod a;"),
+        ("low::a", "//! doc\n\nuse crate::high::b::Thing;\n"),
+        ("high", "pub mod b;"),
+        ("high::b", "pub struct Thing;"),
+    ]);
+    let found = problems(&tree, &two_layers());
+    assert_eq!(found.len(), 1, "{found:?}");
+    assert!(
+        found[0].starts_with("harness/low::a.rs:3: layer `low` imports `high`"),
+        "{found:?}"
+    );
+}
+
+#[test]
+fn a_cycle_between_files_is_found_and_a_folder_using_its_parts_is_not() {
+    let tree = fake(&[
+        ("low", "mod a;\nmod b;\npub use a::A;\nfn f() { b::g() }"),
+        ("low::a", "use super::b::B;\npub struct A;"),
+        ("low::b", "use super::{a::A, self as me};\npub struct B;\n#[cfg(test)]\nmod tests {\n    use super::*;\n}\n"),
+    ]);
+    let found = problems(&tree, &two_layers());
+    assert_eq!(found.len(), 1, "{found:?}");
+    assert!(found[0].contains("import cycle"), "{found:?}");
+    assert!(
+        found[0].contains("low::a.rs:1 uses super::b::B"),
+        "{found:?}"
+    );
+    let fixed = fake(&[
+        ("low", "mod a;\nmod b;\npub use a::A;"),
+        ("low::a", "pub struct A;"),
+        (
+            "low::b",
+            "use super::a::A; // \"crate::high\" in a comment\nconst S: &str = \"crate::high::x\";",
+        ),
+    ]);
+    assert_eq!(problems(&fixed, &two_layers()), Vec::<String>::new());
+}
+
+#[test]
+fn printing_outside_the_command_line_is_refused() {
+    let tree = fake(&[("low", "fn f() { eprintln!(\"x\"); }")]);
+    let found = problems(&tree, &two_layers());
+    assert!(found[0].contains("prints to the terminal"), "{found:?}");
+}
