@@ -1,7 +1,7 @@
 //! The Docker runtime against the real local engine: the how-to's container rows in real
 //! containers, OOM under a memory limit, and no container left behind, even when the harness is
-//! killed. These tests need an engine; `.ci/run` starts one. Set SHMBENCH_SKIP_DOCKER=1 to skip
-//! them on a machine without Docker (they fail otherwise, so a missing engine is never hidden).
+//! killed. These tests need an engine; `cargo xtask test` starts one. Set SHMBENCH_SKIP_DOCKER=1 to
+//! skip them on a machine without Docker (they fail otherwise, so a missing engine is never hidden).
 
 mod common;
 
@@ -12,18 +12,18 @@ use std::time::{Duration, Instant};
 use common::*;
 
 fn docker_or_skip() -> bool {
-    if std::env::var_os("SHMBENCH_SKIP_DOCKER").is_some() {
-        eprintln!("SHMBENCH_SKIP_DOCKER is set: skipping a Docker test");
-        return false;
-    }
-    let ok = Command::new("docker")
-        .arg("info")
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .status()
-        .is_ok_and(|s| s.success());
-    assert!(ok, "no Docker engine answers: start dockerd (or set SHMBENCH_SKIP_DOCKER=1 to skip Docker tests)");
-    true
+    require(
+        "docker",
+        || {
+            Command::new("docker")
+                .arg("info")
+                .stdout(Stdio::null())
+                .stderr(Stdio::null())
+                .status()
+                .is_ok_and(|s| s.success())
+        },
+        "a running Docker engine",
+    )
 }
 
 #[test]

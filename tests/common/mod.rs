@@ -19,6 +19,27 @@ pub fn serial() -> MutexGuard<'static, ()> {
     SERIAL.lock().unwrap_or_else(|e| e.into_inner())
 }
 
+/// A machine requirement of some tests (`name`: `docker` for SHMBENCH_SKIP_DOCKER): true when
+/// `present`; false when the user skips it by name, said on the test output; otherwise the test
+/// fails, naming the command that sets everything up. Nothing is skipped silently.
+pub fn require(name: &str, present: impl FnOnce() -> bool, what: &str) -> bool {
+    let variable = format!("SHMBENCH_SKIP_{}", name.to_uppercase());
+    if std::env::var_os(&variable).is_some() {
+        // Written to the process's stderr directly: libtest captures only print macros, and a
+        // skip must show in the test output even when the test passes.
+        let _ = std::io::Write::write_all(
+            &mut std::io::stderr(),
+            format!("skipped: a test that needs {what} ({variable} is set)\n").as_bytes(),
+        );
+        return false;
+    }
+    assert!(
+        present(),
+        "{what} is missing: run `cargo xtask test` (the README's test command), which sets up everything the tests need, or set {variable}=1 to skip these tests"
+    );
+    true
+}
+
 /// A scratch directory for one test, removed (with what the test wrote) when it goes out of
 /// scope; `keep` leaves it for a process that outlives the helper that made it.
 pub struct Scratch(tempfile::TempDir);

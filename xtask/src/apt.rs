@@ -1,0 +1,56 @@
+//! Installing Debian packages: as root through apt-get (the package lists are refreshed once per
+//! run); otherwise a clear error naming the packages and the command to run.
+
+use std::process::Command;
+use std::sync::Once;
+
+fn is_root() -> bool {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with("Uid:"))
+                .and_then(|l| l.split_whitespace().nth(2).map(|euid| euid == "0"))
+        })
+        .unwrap_or(false)
+}
+
+fn run(args: &[&str]) -> Result<(), String> {
+    let status = Command::new(args[0])
+        .args(&args[1..])
+        .env("DEBIAN_FRONTEND", "noninteractive")
+        .status()
+        .map_err(|e| format!("cannot run {}: {e}", args[0]))?;
+    if status.success() {
+        Ok(())
+    } else {
+        Err(format!("`{}` failed ({status})", args.join(" ")))
+    }
+}
+
+/// Installs `packages` with apt-get.
+pub fn install(packages: &[&str]) -> Result<(), String> {
+    let command = format!(
+        "sudo apt-get update && sudo apt-get install -y {}",
+        packages.join(" ")
+    );
+    if !is_root() {
+        return Err(format!(
+            "needs the Debian package(s) {}, and installing them needs root: run\n    {command}\nthen run this again",
+            packages.join(", ")
+        ));
+    }
+    if !crate::needs::on_path("apt-get") {
+        return Err(format!(
+            "needs the package(s) {} and there is no apt-get here: install them with your distribution's package manager",
+            packages.join(", ")
+        ));
+    }
+    static UPDATED: Once = Once::new();
+    let mut updated = Ok(());
+    UPDATED.call_once(|| updated = run(&["apt-get", "update", "-qq"]));
+    updated?;
+    let mut args = vec!["apt-get", "install", "-y", "-qq"];
+    args.extend_from_slice(packages);
+    run(&args)
+}

@@ -1,0 +1,105 @@
+//! `cargo xtask test`: the README's test command. It sets up, idempotently, everything the tests
+//! need on this machine (the Docker engine, the tools and fonts the tests use), says what it does
+//! and how long each step took, then runs `cargo test --release` with any extra arguments.
+//!
+//! `cargo xtask setup` does the set-up alone. A requirement the user skips by name
+//! (`SHMBENCH_SKIP_DOCKER=1`) is not set up, and the tests that need it say they were skipped.
+
+mod apt;
+mod docker;
+mod needs;
+
+use std::process::{Command, ExitCode};
+use std::time::Instant;
+
+const USAGE: &str = "usage: cargo xtask <command>
+
+commands:
+  test [ARGS...]   set up what the tests need, then run `cargo test --release [ARGS...]`
+  setup            set up what the tests need, run nothing
+
+examples:
+  cargo xtask test                      # everything, as CI runs it
+  cargo xtask test --test cells         # one test file, after the same set-up
+  SHMBENCH_SKIP_DOCKER=1 cargo xtask test   # no Docker engine here: skip its tests by name";
+
+fn main() -> ExitCode {
+    let mut args = std::env::args().skip(1);
+    let command = args.next();
+    let rest: Vec<String> = args.collect();
+    match command.as_deref() {
+        Some("test") => match setup() {
+            Ok(()) => test(&rest),
+            Err(code) => code,
+        },
+        Some("setup") => match setup() {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(code) => code,
+        },
+        Some("-h" | "--help" | "help") => {
+            println!("{USAGE}");
+            ExitCode::SUCCESS
+        }
+        other => {
+            eprintln!(
+                "xtask: unknown command {}\n\n{USAGE}",
+                other
+                    .map(|o| format!("'{o}'"))
+                    .unwrap_or_else(|| "(none)".into())
+            );
+            ExitCode::from(2)
+        }
+    }
+}
+
+/// Brings up every need, in order; stops at the first that cannot be met.
+fn setup() -> Result<(), ExitCode> {
+    let started = Instant::now();
+    for need in needs::all() {
+        let name = need.name();
+        if let Some(var) = need
+            .skip_variable()
+            .filter(|v| std::env::var_os(v).is_some())
+        {
+            println!("== {name}: skipped ({var} is set; the tests that need it will say so)");
+            continue;
+        }
+        let began = Instant::now();
+        let result = need.ensure();
+        let took = began.elapsed().as_secs_f64();
+        match result {
+            Ok(what) => println!("== {name}: {what} ({took:.1} s)"),
+            Err(why) => {
+                eprintln!("== {name}: FAILED after {took:.1} s\n{why}");
+                return Err(ExitCode::from(1));
+            }
+        }
+    }
+    println!("== set-up done in {:.1} s", started.elapsed().as_secs_f64());
+    Ok(())
+}
+
+fn test(extra: &[String]) -> ExitCode {
+    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+    println!("== cargo test --release {}", extra.join(" "));
+    let began = Instant::now();
+    let status = Command::new(cargo)
+        .args(["test", "--release"])
+        .args(extra)
+        .status();
+    let took = began.elapsed().as_secs_f64();
+    match status {
+        Ok(s) if s.success() => {
+            println!("== tests passed in {took:.1} s");
+            ExitCode::SUCCESS
+        }
+        Ok(s) => {
+            eprintln!("== tests failed after {took:.1} s ({s})");
+            ExitCode::from(1)
+        }
+        Err(e) => {
+            eprintln!("== cannot run cargo test: {e}");
+            ExitCode::from(1)
+        }
+    }
+}

@@ -1,0 +1,67 @@
+//! What the tests need from the machine, one [`Need`] each, in the order they are set up. A new
+//! requirement (a Python venv with real torch, QEMU and a kernel image) is a new entry here.
+
+use std::path::Path;
+
+use crate::{apt, docker};
+
+/// One requirement of the tests.
+pub trait Need {
+    /// What it is, for the log.
+    fn name(&self) -> &'static str;
+    /// The variable that skips it (and the tests that need it) by name, if it can be skipped.
+    fn skip_variable(&self) -> Option<&'static str> {
+        None
+    }
+    /// Makes it present (idempotent: cheap when it already is); says what was done, or why it
+    /// could not be, with the command that would do it.
+    fn ensure(&self) -> Result<String, String>;
+}
+
+pub fn all() -> Vec<Box<dyn Need>> {
+    vec![Box::new(Commands), Box::new(Font), Box::new(docker::Engine)]
+}
+
+/// Programs the tests run: unshare (private mount namespaces with a small tmpfs) and prlimit
+/// (an fd limit), both from util-linux.
+struct Commands;
+
+/// Where a program is on PATH.
+pub fn on_path(program: &str) -> bool {
+    std::env::var_os("PATH")
+        .is_some_and(|path| std::env::split_paths(&path).any(|dir| dir.join(program).is_file()))
+}
+
+impl Need for Commands {
+    fn name(&self) -> &'static str {
+        "unshare and prlimit (util-linux)"
+    }
+
+    fn ensure(&self) -> Result<String, String> {
+        if on_path("unshare") && on_path("prlimit") {
+            return Ok("present".into());
+        }
+        apt::install(&["util-linux"])?;
+        Ok("installed util-linux".into())
+    }
+}
+
+/// A TrueType font for the report's plots (shmbench rasterises text without fontconfig).
+struct Font;
+
+/// The font shmbench looks for first (see `harness/present/report/font.rs`).
+const DEJAVU: &str = "/usr/share/fonts/truetype/dejavu/DejaVuSans.ttf";
+
+impl Need for Font {
+    fn name(&self) -> &'static str {
+        "a TrueType font for plots"
+    }
+
+    fn ensure(&self) -> Result<String, String> {
+        if Path::new(DEJAVU).is_file() {
+            return Ok(format!("present ({DEJAVU})"));
+        }
+        apt::install(&["fonts-dejavu-core"])?;
+        Ok("installed fonts-dejavu-core".into())
+    }
+}
