@@ -1,7 +1,7 @@
 //! shmbench: reproduce, measure and track the PyTorch DataLoader "Bus error".
 //!
 //! One folder per layer; imports point down only (ARCHITECTURE.md has the map and the rules,
-//! `tests/architecture.rs` checks them):
+//! `tests/architecture/` checks them):
 //!
 //! ```text
 //! cli -> orchestrate -> runtime -> cell -> model -> sys
