@@ -6,9 +6,8 @@
 //! so a full tmpfs is a SIGBUS in the middle of the copy) or reserved by `posix_fallocate`
 //! (modern, torch >= 2.10: a full tmpfs is ENOSPC before any copy).
 
-use std::ffi::CString;
 use std::io;
-use std::os::fd::{AsFd, AsRawFd, BorrowedFd, FromRawFd, OwnedFd};
+use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 use std::ptr::NonNull;
 
 use nix::errno::Errno;
@@ -86,7 +85,7 @@ pub fn create(
         TorchProfile::Modern => nix::unistd::ftruncate(&fd, len)
             .map_err(|e| alloc_error("unable to resize file", &label, e))
             .and_then(|_| {
-                nix::fcntl::posix_fallocate(fd.as_raw_fd(), 0, len).map_err(|e| {
+                nix::fcntl::posix_fallocate(&fd, 0, len).map_err(|e| {
                     alloc_error("unable to allocate shared memory(shm) for file", &label, e)
                 })
             }),
@@ -126,8 +125,7 @@ fn open_new(strategy: Strategy, name: &str) -> Result<(OwnedFd, String), AllocEr
                 .map_err(|e| alloc_error("unable to open shared memory object", name, e))
         }
         Strategy::Memfd => {
-            let cname = CString::new("shmbench-batch").expect("no NUL");
-            nix::sys::memfd::memfd_create(&cname, nix::sys::memfd::MemFdCreateFlag::MFD_CLOEXEC)
+            nix::sys::memfd::memfd_create("shmbench-batch", nix::sys::memfd::MFdFlags::MFD_CLOEXEC)
                 .map(|fd| (fd, "memfd:shmbench-batch".to_string()))
                 .map_err(|e| alloc_error("unable to create memfd", "memfd:shmbench-batch", e))
         }
@@ -139,13 +137,7 @@ fn open_new(strategy: Strategy, name: &str) -> Result<(OwnedFd, String), AllocEr
                 OFlag::O_TMPFILE | OFlag::O_RDWR | OFlag::O_CLOEXEC,
                 Mode::from_bits_truncate(0o600),
             )
-            // SAFETY: open returned a fresh fd that nothing else owns.
-            .map(|raw| {
-                (
-                    unsafe { OwnedFd::from_raw_fd(raw) },
-                    format!("{dir}/(O_TMPFILE)"),
-                )
-            })
+            .map(|fd| (fd, format!("{dir}/(O_TMPFILE)")))
             .map_err(|e| alloc_error("unable to create a temporary file in", &dir, e))
         }
     }
