@@ -87,15 +87,22 @@ fn retained_batches_crash_a_passing_size_at_the_predicted_step() {
     assert_eq!(status(&pass), "pass", "{pass}");
     let leak = run_cell(&format!("{base} --retain-every 2"));
     assert_eq!(status(&leak), "sigbus", "{leak}");
-    // Exact on a quiet machine; one step either way when the scheduler delays the allocating
-    // worker past a step, or the loop between its refill and its release (torch has the same
-    // race: `_try_put_index` runs before the previous batch is dropped).
-    let near = |step: u64, predicted: u64| step.abs_diff(predicted) <= 1;
-    assert!(near(crash_step(&leak), 19), "{leak}");
+    // Step 19 on a quiet machine, where the workers outrun the 10 ms step and every outstanding
+    // batch waits in /dev/shm. The model bounds it either way: one step earlier when the loop is
+    // delayed between its refill and its release (torch has the same race: `_try_put_index` runs
+    // before the previous batch is dropped); later when a busy machine slows the workers so fewer
+    // batches wait, but no later than step 26: after step 25 drops step 24's batch, the 12
+    // retained ones and the held one fill 13 of the 13 batches that fit, so the allocation of
+    // the batch the loop needs next fails.
+    let (earliest, latest) = (18, 26);
+    let step = crash_step(&leak);
+    assert!((earliest..=latest).contains(&step), "{leak}");
     let modern = run_cell(&format!("{base} --retain-every 2 --torch modern"));
     assert_eq!(status(&modern), "enospc", "{modern}");
-    // The failed batch (index 22) raises when the loop reaches it.
-    assert!(near(crash_step(&modern), 23), "{modern}");
+    // The failed batch raises when the loop reaches it, up to 2 x 2 outstanding steps later
+    // (index 22, step 23, on a quiet machine).
+    let step = crash_step(&modern);
+    assert!((earliest..=latest + 4).contains(&step), "{modern}");
     assert_clean(&before);
 }
 
@@ -104,12 +111,13 @@ fn file_system_is_bounded_by_dev_shm_and_memfd_and_disk_are_not() {
     let _guard = serial();
     let before = machine_state();
     // 4 outstanding batches of 32 images (18.4 MiB each) cannot fit in 64 MiB; a slow step
-    // (50 ms) lets the prefetch window fill during step 1.
+    // (50 ms) lets the prefetch window fill during step 1 on a quiet machine. A worker that
+    // starts late on a busy one (re-exec'ed after the other) can move it a step or two.
     let base = "--shm-size 64m --batch 32 --workers 2 --prefetch 2 --steps 12 --compute-ms 50";
     for strategy in ["file_descriptor", "file_system"] {
         let r = run_cell(&format!("{base} --strategy {strategy}"));
         assert_eq!(status(&r), "sigbus", "{strategy}: {r}");
-        assert_eq!(crash_step(&r), 1, "{strategy}: {r}");
+        assert!(crash_step(&r) <= 3, "{strategy}: {r}");
     }
     for strategy in ["memfd", "disk"] {
         let r = run_cell(&format!("{base} --strategy {strategy}"));
@@ -128,8 +136,10 @@ fn pin_memory_moves_waiting_batches_out_of_dev_shm() {
     let before = machine_state();
     // 2 x 4 outstanding batches of 16 images (9.2 MiB) + 1 held cannot fit in 64 MiB (6 fit).
     // Pinned, only batches being produced or waiting for the pin copy are in /dev/shm; the
-    // workers' decode cost keeps them slower than that copy, as a real Dataset is.
-    let base = "--shm-size 64m --batch 16 --workers 2 --prefetch 4 --steps 16 --compute-ms 40 --decode-us 1000 --torch modern";
+    // workers' decode cost keeps them slower than that copy, as a real Dataset is. The step
+    // (150 ms) is much slower than a worker's batch (16 ms of decode), even with the workers
+    // sharing a busy machine's cores, so unpinned every outstanding batch waits in /dev/shm.
+    let base = "--shm-size 64m --batch 16 --workers 2 --prefetch 4 --steps 16 --compute-ms 150 --decode-us 1000 --torch modern";
     let unpinned = run_cell(base);
     assert_eq!(status(&unpinned), "enospc", "{unpinned}");
     let pinned = run_cell(&format!("{base} --pin-memory"));

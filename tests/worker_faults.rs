@@ -98,7 +98,12 @@ fn a_hung_worker_ends_as_timeout_within_the_watchdog() {
             .contains("timed out after 1 seconds"),
         "{r}"
     );
-    assert!(took < Duration::from_secs(8), "the watchdog took {took:?}");
+    // The cell's own watchdog ended it (the message above), before the harness's hard deadline
+    // (timeout + 20 s of slack, see runtime/output.rs) would have.
+    assert!(
+        took < Duration::from_secs(1 + 20),
+        "the watchdog took {took:?}"
+    );
     assert_clean(&before);
 }
 

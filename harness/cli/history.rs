@@ -14,7 +14,7 @@ use crate::results::csv;
 pub struct Args {
     #[arg(required = true)]
     pub results: Vec<PathBuf>,
-    /// kernel, driver, engine, torch, host, shm (the /dev/shm size) or time
+    /// The environment field that orders the runs
     #[arg(long, value_enum, default_value = "time")]
     pub by: By,
     #[arg(long, default_value = "5%", value_parser = parse_threshold)]
