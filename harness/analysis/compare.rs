@@ -39,9 +39,10 @@ pub fn cell_key_except(r: &Row, varying: Option<Varying>) -> String {
         None => "default".into(),
     };
     format!(
-        "{}/{} [{} {} {} w{} p{} b{} {} {} shm={} ipc={} mem={} tmpfs={} pin={} touch={} c{} d{} r{} s{}x{}]",
+        "{}/{} [{} {} {} {} w{} p{} b{} {} {} shm={} ipc={} mem={} tmpfs={} pin={} touch={} c{} d{} r{} s{}x{}]",
         r.scenario,
         r.cell,
+        r.loader,
         shown(shm_varies, r.runtime.to_string()),
         r.strategy,
         shown(varying == Some(Varying::Torch), r.torch.to_string()),

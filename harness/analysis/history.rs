@@ -28,6 +28,8 @@ pub enum By {
     Engine,
     /// The torch allocation profile.
     Torch,
+    /// The torch version of torch cells (`emulated` for the emulation).
+    TorchVersion,
     Host,
     /// The /dev/shm size.
     Shm,
@@ -43,6 +45,7 @@ impl By {
             By::Driver => r.gpu_driver.clone().unwrap_or_else(|| "none".into()),
             By::Engine => r.docker_version.clone().unwrap_or_else(|| "none".into()),
             By::Torch => r.torch.to_string(),
+            By::TorchVersion => r.torch_version.clone().unwrap_or_else(|| "emulated".into()),
             By::Host => r.host.clone(),
             By::Shm => r.shm_bytes.unwrap_or(r.shm_seen_bytes).to_string(),
             By::Time => r.started_at.clone(),
@@ -53,7 +56,7 @@ impl By {
     fn varying(self) -> Option<Varying> {
         match self {
             By::Shm => Some(Varying::Shm),
-            By::Torch => Some(Varying::Torch),
+            By::Torch | By::TorchVersion => Some(Varying::Torch),
             _ => None,
         }
     }

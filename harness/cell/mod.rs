@@ -1,6 +1,7 @@
 //! What runs inside a cell: `shmbench cell <config-json>` (this file), the emulated loader and
-//! its workers (`loader/`), the calibration measurement (`measure`), and the protocol shared with
-//! the runtimes that launch it (`protocol`).
+//! its workers (`loader/`), the real torch DataLoader run by the cell's Python (`torch/`), the
+//! metrics both share (`metrics`), the calibration measurement (`measure`), and the protocol shared
+//! with the runtimes that launch it (`protocol`).
 //!
 //! A cell runs one loader configuration in this process tree and prints exactly one JSON record on
 //! stdout. Every runtime launches this same command; they differ only in how (as is, in a mount
@@ -8,11 +9,14 @@
 
 pub mod loader;
 pub mod measure;
+mod metrics;
 pub mod protocol;
+pub mod torch;
 
 use anyhow::{Context, Result};
 
 use crate::model::config::CellConfig;
+use crate::model::knobs::Loader;
 use crate::model::record::CellRecord;
 
 /// Parses the config a runtime passed and runs the cell.
@@ -22,7 +26,10 @@ pub fn run(config_json: &str) -> Result<CellRecord> {
     config
         .validate(0)
         .map_err(|e| anyhow::anyhow!("invalid cell config: {e}"))?;
-    Ok(loader::run_cell(&config))
+    Ok(match config.loader {
+        Loader::Emulated => loader::run_cell(&config),
+        Loader::Torch => torch::run_cell(&config),
+    })
 }
 
 /// Runs and prints the record; the exit code is 0 whenever a record was printed (a crashed

@@ -5,7 +5,7 @@ use serde::{Deserialize, Serialize};
 
 use super::claim::Claim;
 use super::knobs::{
-    ContainerKind, Dtype, IpcMode, RuntimeKind, Shape, Strategy, TorchProfile, Touch,
+    ContainerKind, Dtype, IpcMode, Loader, RuntimeKind, Shape, Strategy, TorchProfile, Touch,
 };
 use super::size::ByteSize;
 
@@ -16,6 +16,12 @@ pub struct CellConfig {
     pub cell: String,
     /// Human label of the setup this cell stands for, e.g. "Docker Default".
     pub environment: String,
+    /// What runs the loader (absent in records of shmbench before torch cells: emulated).
+    #[serde(default)]
+    pub loader: Loader,
+    /// The interpreter of a torch cell.
+    #[serde(default = "default_python")]
+    pub python: String,
     pub runtime: RuntimeKind,
     /// Why the runtime is not the one the setup names (e.g. no Docker engine answered).
     pub runtime_note: Option<String>,
@@ -42,6 +48,10 @@ pub struct CellConfig {
     pub warmup_steps: u64,
     pub timeout_s: f64,
     pub claim: Option<Claim>,
+}
+
+fn default_python() -> String {
+    "python3".into()
 }
 
 impl CellConfig {

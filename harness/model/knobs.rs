@@ -39,6 +39,17 @@ pub enum ContainerKind {
     Docker,
 }
 
+/// What runs the cell's DataLoader.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize, ValueEnum)]
+#[serde(rename_all = "kebab-case")]
+pub enum Loader {
+    /// shmbench's emulation of torch's DataLoader (no Python needed).
+    #[default]
+    Emulated,
+    /// The real `torch.utils.data.DataLoader`, run by the `python` interpreter.
+    Torch,
+}
+
 /// Docker's IPC mode for the container (`--ipc`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, ValueEnum)]
 #[serde(rename_all = "kebab-case")]
@@ -125,6 +136,7 @@ macro_rules! display_as_value_name {
     )*};
 }
 display_as_value_name!(
+    Loader,
     RuntimeKind,
     ContainerKind,
     IpcMode,
@@ -220,6 +232,12 @@ macro_rules! knobs {
 }
 
 knobs! {
+    #[arg(long, value_enum)]
+    loader: Loader = Some(Loader::Emulated),
+        "What runs the loader: emulated (shmbench's emulation of torch's DataLoader) or torch (the real DataLoader, run by --python)";
+    #[arg(long, value_name = "PATH")]
+    python: String = Some("python3".to_string()),
+        "Python interpreter of torch cells: one with torch installed (python3 -m venv V && V/bin/pip install torch)";
     #[arg(long, value_enum)]
     runtime: RuntimeKind = Some(RuntimeKind::Auto),
         "How to run it: auto (docker for container=docker when an engine answers, else namespace when shm-size is set, else host), host, namespace, docker";

@@ -119,6 +119,9 @@ pub struct CellRecord {
     pub shm_seen_bytes: u64,
     /// Per-step series (for plots and time-series exports).
     pub series: Vec<StepSample>,
+    /// The torch version that ran a torch cell.
+    #[serde(default)]
+    pub torch_version: Option<String>,
 }
 
 impl CellRecord {
@@ -132,6 +135,7 @@ impl CellRecord {
             metrics: Metrics::default(),
             shm_seen_bytes: 0,
             series: Vec::new(),
+            torch_version: None,
         }
     }
 }

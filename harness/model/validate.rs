@@ -2,7 +2,7 @@
 //! isolation knobs meaningful, the first problem named by its key.
 
 use super::config::CellConfig;
-use super::knobs::{IpcMode, RuntimeKind};
+use super::knobs::{IpcMode, Loader, RuntimeKind, Strategy};
 use super::size::ByteSize;
 
 /// Largest worker count accepted: beyond it a loader is a typo, not a configuration.
@@ -96,6 +96,26 @@ impl CellConfig {
                 return Err(bad(
                     "memory",
                     format!("{limit} is below Docker's minimum of 6 MiB"),
+                ));
+            }
+        }
+        if self.loader == Loader::Torch {
+            if matches!(self.strategy, Strategy::Memfd | Strategy::Disk) {
+                return Err(bad(
+                    "strategy",
+                    format!("{} is not a torch sharing strategy: torch cells use file_descriptor or file_system", self.strategy),
+                ));
+            }
+            if self.runtime == RuntimeKind::Docker {
+                return Err(bad(
+                    "runtime",
+                    "torch cells do not run in containers yet (shmbench's image has no Python): use runtime namespace with the same shm-size",
+                ));
+            }
+            if self.python.trim().is_empty() {
+                return Err(bad(
+                    "python",
+                    "name a Python interpreter with torch installed",
                 ));
             }
         }

@@ -6,14 +6,15 @@
 use std::path::Path;
 use std::time::Instant;
 
-use anyhow::Result;
+use anyhow::{anyhow, Result};
 
 use super::calibrate;
 use super::event::Event;
 use crate::analysis::{claims, efficiency};
 use crate::cell::loader::segment;
+use crate::cell::torch;
 use crate::model::config::CellConfig;
-use crate::model::knobs::{IpcMode, RuntimeKind};
+use crate::model::knobs::{IpcMode, Loader, RuntimeKind};
 use crate::model::record::CellRecord;
 use crate::results::csv::ResultsFile;
 use crate::results::{steps, Row};
@@ -42,6 +43,22 @@ fn describe(config: &CellConfig) -> String {
         "{} ({}, {}, {})",
         config.cell, config.runtime, shm, config.strategy
     )
+}
+
+/// Refuses up front, saying how to install torch, when a torch cell's Python cannot import it.
+fn check_pythons(cells: &[CellConfig], observe: &mut dyn FnMut(Event)) -> Result<()> {
+    let mut pythons: Vec<&str> = cells
+        .iter()
+        .filter(|c| c.loader == Loader::Torch)
+        .map(|c| c.python.as_str())
+        .collect();
+    pythons.sort();
+    pythons.dedup();
+    for python in pythons {
+        let version = torch::probe(python).map_err(|e| anyhow!("loader torch: {e}"))?;
+        observe(Event::Note(format!("torch {version} ({python})")));
+    }
+    Ok(())
 }
 
 /// Removes what dead runs left (named segments; containers when Docker is used) and says so.
@@ -75,6 +92,7 @@ pub fn run(
     observe: &mut dyn FnMut(Event),
 ) -> Result<Outcome> {
     let runtimes = Runtimes::for_cells(cells)?;
+    check_pythons(cells, observe)?;
     signals::install();
     sweep_leftovers(&runtimes, observe);
     let mut fingerprint = Fingerprint::collect();

@@ -65,7 +65,10 @@ pub fn matrix_cells(rows: &[Row]) -> (Vec<String>, Vec<Vec<String>>) {
                 r.environment.clone(),
                 shm_label(r),
                 r.strategy.to_string(),
-                r.runtime.to_string(),
+                match &r.torch_version {
+                    Some(v) => format!("{} (torch {v})", r.runtime),
+                    None => r.runtime.to_string(),
+                },
                 status_label(r),
                 throughput(r),
                 ByteSize(r.peak_shm_bytes).to_string(),

@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use anyhow::{bail, Context, Result};
 
 use super::atomic;
-use super::row::{Row, SCHEMA};
+use super::row::{Row, READS, SCHEMA};
 
 /// A results file being written, one complete rewrite per added row.
 pub struct ResultsFile {
@@ -81,13 +81,20 @@ pub fn read(path: &Path) -> Result<Vec<Row>> {
                 );
             }
         };
-        if row.schema != SCHEMA {
+        if !READS.contains(&row.schema) {
+            let reads: Vec<String> = READS.iter().map(u32::to_string).collect();
             bail!(
-                "{}: schema {} but this shmbench reads schema {SCHEMA}; use the shmbench version that wrote it",
+                "{}: schema {} but this shmbench reads schemas {}; use the shmbench version that wrote it",
                 path.display(),
-                row.schema
+                row.schema,
+                reads.join(", ")
             );
         }
+        // An older row, read with its missing columns at their defaults, is a row of this schema.
+        let row = Row {
+            schema: SCHEMA,
+            ..row
+        };
         rows.push(row);
     }
     Ok(rows)

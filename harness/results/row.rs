@@ -6,13 +6,16 @@ use serde::{Deserialize, Serialize};
 
 use crate::model::claim::{ClaimStatus, ClaimVerdict};
 use crate::model::knobs::{
-    ContainerKind, Dtype, IpcMode, RuntimeKind, Shape, Strategy, TorchProfile, Touch,
+    ContainerKind, Dtype, IpcMode, Loader, RuntimeKind, Shape, Strategy, TorchProfile, Touch,
 };
 use crate::model::record::{CellRecord, Status};
 use crate::sys::fingerprint::Fingerprint;
 
 /// Bump on any change to the columns' names, order or meaning.
-pub const SCHEMA: u32 = 1;
+pub const SCHEMA: u32 = 2;
+
+/// Earlier schemas this shmbench still reads (their missing columns take their defaults).
+pub const READS: &[u32] = &[1, SCHEMA];
 
 /// One CSV row. Field order is column order.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -100,6 +103,12 @@ pub struct Row {
     pub docker_cgroup_version: Option<String>,
     pub docker_cgroup_driver: Option<String>,
     pub docker_storage_driver: Option<String>,
+    /// What ran the loader: `emulated` or `torch` (schema 2; schema-1 rows read as emulated).
+    #[serde(default)]
+    pub loader: Loader,
+    /// The torch version of a torch cell (schema 2).
+    #[serde(default)]
+    pub torch_version: Option<String>,
 }
 
 /// This invocation as a command a user can paste (`shmbench matrix --steps 20`).
@@ -206,6 +215,8 @@ impl Row {
             docker_cgroup_version: fp.docker.as_ref().map(|d| d.cgroup_version.clone()),
             docker_cgroup_driver: fp.docker.as_ref().map(|d| d.cgroup_driver.clone()),
             docker_storage_driver: fp.docker.as_ref().map(|d| d.storage_driver.clone()),
+            loader: c.loader,
+            torch_version: record.torch_version.clone(),
         }
     }
 }

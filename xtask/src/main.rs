@@ -1,13 +1,16 @@
 //! `cargo xtask test`: the README's test command. It sets up, idempotently, everything the tests
-//! need on this machine (the Docker engine, the tools and fonts the tests use), says what it does
-//! and how long each step took, then runs `cargo test --release` with any extra arguments.
+//! need on this machine (the tools and fonts the tests use, the Docker engine, a cached venv with
+//! torch), says what it does and how long each step took, then runs `cargo test --release` with
+//! any extra arguments.
 //!
 //! `cargo xtask setup` does the set-up alone. A requirement the user skips by name
-//! (`SHMBENCH_SKIP_DOCKER=1`) is not set up, and the tests that need it say they were skipped.
+//! (`SHMBENCH_SKIP_DOCKER=1`, `SHMBENCH_SKIP_TORCH=1`) is not set up, and the tests that need it
+//! say they were skipped.
 
 mod apt;
 mod docker;
 mod needs;
+mod torch;
 
 use std::process::{Command, ExitCode};
 use std::time::Instant;
@@ -21,7 +24,8 @@ commands:
 examples:
   cargo xtask test                      # everything, as CI runs it
   cargo xtask test --test cells         # one test file, after the same set-up
-  SHMBENCH_SKIP_DOCKER=1 cargo xtask test   # no Docker engine here: skip its tests by name";
+  SHMBENCH_SKIP_DOCKER=1 cargo xtask test   # no Docker engine here: skip its tests by name
+  SHMBENCH_SKIP_TORCH=1 cargo xtask test    # no 5 GB torch venv: skip the real-torch tests";
 
 fn main() -> ExitCode {
     let mut args = std::env::args().skip(1);
@@ -29,11 +33,11 @@ fn main() -> ExitCode {
     let rest: Vec<String> = args.collect();
     match command.as_deref() {
         Some("test") => match setup() {
-            Ok(()) => test(&rest),
+            Ok(env) => test(&rest, &env),
             Err(code) => code,
         },
         Some("setup") => match setup() {
-            Ok(()) => ExitCode::SUCCESS,
+            Ok(_) => ExitCode::SUCCESS,
             Err(code) => code,
         },
         Some("-h" | "--help" | "help") => {
@@ -52,8 +56,10 @@ fn main() -> ExitCode {
     }
 }
 
-/// Brings up every need, in order; stops at the first that cannot be met.
-fn setup() -> Result<(), ExitCode> {
+/// Brings up every need, in order; stops at the first that cannot be met. Returns the variables
+/// the tests need to find what was set up.
+fn setup() -> Result<Vec<(String, String)>, ExitCode> {
+    let mut env = Vec::new();
     let started = Instant::now();
     for need in needs::all() {
         let name = need.name();
@@ -68,7 +74,10 @@ fn setup() -> Result<(), ExitCode> {
         let result = need.ensure();
         let took = began.elapsed().as_secs_f64();
         match result {
-            Ok(what) => println!("== {name}: {what} ({took:.1} s)"),
+            Ok(what) => {
+                println!("== {name}: {what} ({took:.1} s)");
+                env.extend(need.env());
+            }
             Err(why) => {
                 eprintln!("== {name}: FAILED after {took:.1} s\n{why}");
                 return Err(ExitCode::from(1));
@@ -76,16 +85,17 @@ fn setup() -> Result<(), ExitCode> {
         }
     }
     println!("== set-up done in {:.1} s", started.elapsed().as_secs_f64());
-    Ok(())
+    Ok(env)
 }
 
-fn test(extra: &[String]) -> ExitCode {
+fn test(extra: &[String], env: &[(String, String)]) -> ExitCode {
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
     println!("== cargo test --release {}", extra.join(" "));
     let began = Instant::now();
     let status = Command::new(cargo)
         .args(["test", "--release"])
         .args(extra)
+        .envs(env.iter().map(|(k, v)| (k, v)))
         .status();
     let took = began.elapsed().as_secs_f64();
     match status {

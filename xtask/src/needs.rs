@@ -3,7 +3,7 @@
 
 use std::path::Path;
 
-use crate::{apt, docker};
+use crate::{apt, docker, torch};
 
 /// One requirement of the tests.
 pub trait Need {
@@ -13,13 +13,22 @@ pub trait Need {
     fn skip_variable(&self) -> Option<&'static str> {
         None
     }
+    /// Variables the tests need to find it (set for `cargo test`).
+    fn env(&self) -> Vec<(String, String)> {
+        Vec::new()
+    }
     /// Makes it present (idempotent: cheap when it already is); says what was done, or why it
     /// could not be, with the command that would do it.
     fn ensure(&self) -> Result<String, String>;
 }
 
 pub fn all() -> Vec<Box<dyn Need>> {
-    vec![Box::new(Commands), Box::new(Font), Box::new(docker::Engine)]
+    vec![
+        Box::new(Commands),
+        Box::new(Font),
+        Box::new(docker::Engine),
+        Box::new(torch::Torch),
+    ]
 }
 
 /// Programs the tests run: unshare (private mount namespaces with a small tmpfs) and prlimit

@@ -18,8 +18,8 @@ pub mod worker;
 
 use std::time::Instant;
 
+use super::metrics::{self, Steps};
 use crate::model::config::CellConfig;
-use crate::model::estimate;
 use crate::model::record::{CellRecord, Failure, Metrics, Status};
 use main_loop::Loop;
 
@@ -38,35 +38,18 @@ pub fn run_cell(config: &CellConfig) -> CellRecord {
     }
     let used_at_stop = lp.tear_down(outcome.is_ok());
 
-    let warmup = estimate::warmup_used(config.warmup_steps, lp.steps_done);
-    let steady_latencies_ms: Vec<f64> = lp
-        .series
-        .iter()
-        .skip(warmup as usize)
-        .map(|s| s.latency_s * 1000.0)
-        .collect();
-    let steady_span = match (warmup as usize, lp.obtained_s.last()) {
-        (_, None) => 0.0,
-        (0, Some(last)) => *last,
-        (w, Some(last)) => last - lp.obtained_s[w - 1],
+    let steps = Steps {
+        obtained_s: std::mem::take(&mut lp.obtained_s),
+        compute_s: std::mem::take(&mut lp.compute_s),
+        series: std::mem::take(&mut lp.series),
     };
-    let accel_util = (config.compute_ms > 0.0 && steady_span > 0.0).then(|| {
-        let busy: f64 = lp.compute_s.iter().skip(warmup as usize).sum();
-        (busy / steady_span).min(1.0)
-    });
     let metrics = Metrics {
-        steps_done: lp.steps_done,
-        img_per_s: estimate::steady_rate(&lp.obtained_s, warmup, config.batch as u64),
-        warmup_steps_used: warmup,
-        step_p50_ms: estimate::quantile(&steady_latencies_ms, 0.5),
-        step_p99_ms: estimate::quantile(&steady_latencies_ms, 0.99),
-        first_batch_ms: lp.obtained_s.first().map(|t| t * 1000.0),
         peak_shm_bytes: lp.meter.peak(),
-        peak_rss_bytes: peak_rss_bytes(),
+        peak_rss_bytes: metrics::peak_rss_bytes(),
         main_private_rss_bytes: lp.main_private_rss,
         worker_private_rss_bytes: lp.worker_private_rss,
-        accel_util,
         wall_s: start.elapsed().as_secs_f64(),
+        ..metrics::from_steps(config, &steps, lp.steps_done)
     };
     let (status, message, failure) = match outcome {
         Ok(()) => (Status::Pass, String::new(), None),
@@ -88,12 +71,7 @@ pub fn run_cell(config: &CellConfig) -> CellRecord {
         failure,
         metrics,
         shm_seen_bytes: shm_seen,
-        series: lp.series,
+        series: steps.series,
+        torch_version: None,
     }
-}
-
-fn peak_rss_bytes() -> u64 {
-    nix::sys::resource::getrusage(nix::sys::resource::UsageWho::RUSAGE_SELF)
-        .map(|u| u.max_rss() as u64 * 1024)
-        .unwrap_or(0)
 }

@@ -1,0 +1,55 @@
+//! A cell's metrics from the times its training loop obtained each batch, the same for every
+//! loader: steady-state img/s after the warm-up, step-latency quantiles, the first batch, the
+//! accelerator's share of the time.
+
+use crate::model::config::CellConfig;
+use crate::model::estimate;
+use crate::model::record::{Metrics, StepSample};
+
+/// What a loop saw, step by step.
+#[derive(Default)]
+pub struct Steps {
+    /// Seconds since the loader started when each step's batch was obtained.
+    pub obtained_s: Vec<f64>,
+    /// Seconds of accelerator time each step spent (compute-ms, as measured).
+    pub compute_s: Vec<f64>,
+    pub series: Vec<StepSample>,
+}
+
+/// The step-derived metrics of a loop that completed `done` steps; the caller adds what it
+/// metered (peak /dev/shm, memory, wall time).
+pub fn from_steps(config: &CellConfig, steps: &Steps, done: u64) -> Metrics {
+    let warmup = estimate::warmup_used(config.warmup_steps, done);
+    let steady_latencies_ms: Vec<f64> = steps
+        .series
+        .iter()
+        .skip(warmup as usize)
+        .map(|s| s.latency_s * 1000.0)
+        .collect();
+    let steady_span = match (warmup as usize, steps.obtained_s.last()) {
+        (_, None) => 0.0,
+        (0, Some(last)) => *last,
+        (w, Some(last)) => last - steps.obtained_s[w - 1],
+    };
+    let accel_util = (config.compute_ms > 0.0 && steady_span > 0.0).then(|| {
+        let busy: f64 = steps.compute_s.iter().skip(warmup as usize).sum();
+        (busy / steady_span).min(1.0)
+    });
+    Metrics {
+        steps_done: done,
+        img_per_s: estimate::steady_rate(&steps.obtained_s, warmup, config.batch as u64),
+        warmup_steps_used: warmup,
+        step_p50_ms: estimate::quantile(&steady_latencies_ms, 0.5),
+        step_p99_ms: estimate::quantile(&steady_latencies_ms, 0.99),
+        first_batch_ms: steps.obtained_s.first().map(|t| t * 1000.0),
+        accel_util,
+        ..Metrics::default()
+    }
+}
+
+/// Peak resident set of this process (VmHWM), in bytes.
+pub fn peak_rss_bytes() -> u64 {
+    nix::sys::resource::getrusage(nix::sys::resource::UsageWho::RUSAGE_SELF)
+        .map(|u| u.max_rss() as u64 * 1024)
+        .unwrap_or(0)
+}

@@ -1,0 +1,191 @@
+//! How a real-torch cell ended, from what torch said: its own messages are the evidence (a
+//! worker killed by a signal, the RuntimeError of a failed shared-memory allocation, the fd table,
+//! its timeout), classified by their text and the failed call rather than the errno alone, since
+//! torch's message can carry a stale errno (pytorch#176069).
+
+use std::os::unix::process::ExitStatusExt;
+use std::process::ExitStatus;
+
+use super::INSTALL_HINT;
+use crate::model::record::Status;
+
+/// Everything known when the program is gone.
+pub struct Ending<'a> {
+    /// The program reported that every step ran.
+    pub ended: bool,
+    /// The exception it reported: (type, message).
+    pub error: Option<&'a (String, String)>,
+    pub exit: Option<ExitStatus>,
+    pub stderr_tail: &'a [String],
+    /// The memory cgroup's OOM-kill count before and after the run.
+    pub oom_kills: (Option<u64>, Option<u64>),
+}
+
+/// The cell's status, its message, and the worker and signal torch named.
+#[derive(Debug, PartialEq)]
+pub struct Verdict {
+    pub status: Status,
+    pub message: String,
+    pub signal: Option<i32>,
+    pub pid: Option<u32>,
+}
+
+/// Signal numbers of the names torch prints (strsignal's).
+fn signal_number(name: &str) -> Option<i32> {
+    Some(match name {
+        "Bus error" => libc::SIGBUS,
+        "Killed" => libc::SIGKILL,
+        "Segmentation fault" => libc::SIGSEGV,
+        "Aborted" => libc::SIGABRT,
+        "Terminated" => libc::SIGTERM,
+        "Interrupt" => libc::SIGINT,
+        _ => return None,
+    })
+}
+
+/// The worker pid in "DataLoader worker (pid 123)" or "(pid(s) 123, 456)".
+fn worker_pid(message: &str) -> Option<u32> {
+    let at = message.find("worker (pid")?;
+    let digits: String = message[at..]
+        .chars()
+        .skip_while(|c| !c.is_ascii_digit())
+        .take_while(char::is_ascii_digit)
+        .collect();
+    digits.parse().ok()
+}
+
+/// The signal in "is killed by signal: Bus error."
+fn killed_by(message: &str) -> Option<i32> {
+    let rest = message.split("killed by signal: ").nth(1)?;
+    let name = rest.split(['.', '\n']).next()?.trim();
+    signal_number(name)
+}
+
+/// A worker's exception as torch re-raises it ("Caught RuntimeError in DataLoader worker process
+/// 1.", the worker's traceback, then the error) as its first and last lines.
+fn condensed(message: &str) -> String {
+    let lines: Vec<&str> = message.lines().filter(|l| !l.trim().is_empty()).collect();
+    match (lines.first(), lines.last()) {
+        (Some(first), Some(last)) if lines.len() > 2 => format!("{first} {}", last.trim()),
+        _ => message.to_string(),
+    }
+}
+
+pub fn classify(e: &Ending) -> Verdict {
+    let oom = matches!(e.oom_kills, (Some(a), Some(b)) if b > a);
+    let verdict = |status, message: String, signal, pid| Verdict {
+        status,
+        message,
+        signal,
+        pid,
+    };
+    if let Some((kind, message)) = e.error {
+        if kind == "ImportError" {
+            return verdict(
+                Status::Error,
+                format!("the cell's Python cannot import torch ({message}): {INSTALL_HINT}"),
+                None,
+                None,
+            );
+        }
+        let pid = worker_pid(message);
+        let signal = killed_by(message);
+        let text = format!("{kind}: {}", condensed(message));
+        let status = if signal == Some(libc::SIGBUS) {
+            Status::Sigbus
+        } else if signal == Some(libc::SIGKILL) && oom {
+            Status::Oom
+        } else if message.contains("unable to allocate shared memory")
+            || message.contains("No space left on device")
+        {
+            Status::Enospc
+        } else if message.contains("Too many open files") {
+            Status::Emfile
+        } else if message.contains("DataLoader timed out") {
+            Status::Timeout
+        } else {
+            Status::Error
+        };
+        return verdict(status, text, signal, pid);
+    }
+    if e.ended && e.exit.is_some_and(|s| s.success()) {
+        return verdict(Status::Pass, String::new(), None, None);
+    }
+    // Gone without a word: the interpreter itself died or exited.
+    let tail = e.stderr_tail.join(" | ");
+    match e.exit.and_then(|s| s.signal()) {
+        Some(sig) if sig == libc::SIGKILL && oom => verdict(
+            Status::Oom,
+            "the torch main process was OOM-killed: tmpfs pages count against the memory cgroup's limit".into(),
+            Some(sig),
+            None,
+        ),
+        Some(sig) => verdict(
+            if sig == libc::SIGBUS {
+                Status::Sigbus
+            } else {
+                Status::Error
+            },
+            format!("the torch main process was killed by signal {sig}. stderr: {tail}"),
+            Some(sig),
+            None,
+        ),
+        None => verdict(
+            Status::Error,
+            format!(
+                "the torch program ended without a result ({}). stderr: {tail}",
+                e.exit
+                    .map(|s| s.to_string())
+                    .unwrap_or_else(|| "not waited for".into())
+            ),
+            None,
+            None,
+        ),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn error(kind: &str, message: &str) -> Verdict {
+        let e = (kind.to_string(), message.to_string());
+        classify(&Ending {
+            ended: false,
+            error: Some(&e),
+            exit: Some(ExitStatus::from_raw(0)),
+            stderr_tail: &[],
+            oom_kills: (Some(0), Some(0)),
+        })
+    }
+
+    #[test]
+    fn torch_messages_classify_by_their_text() {
+        let bus = error("RuntimeError", "DataLoader worker (pid 4242) is killed by signal: Bus error. It is possible that dataloader's workers are out of shared memory. Please try to raise your shared memory limit.");
+        assert_eq!(bus.status, Status::Sigbus);
+        assert_eq!((bus.signal, bus.pid), (Some(7), Some(4242)));
+        // pytorch#176069: a stale errno in the text; the failed call says what happened.
+        let alloc = error("RuntimeError", "Caught RuntimeError in DataLoader worker process 0.\nRuntimeError: unable to allocate shared memory(shm) for file </torch_1_2_3>: Success (0)");
+        assert_eq!(alloc.status, Status::Enospc);
+        let write = error(
+            "RuntimeError",
+            "unable to write to file </torch_1_2_3>: No space left on device (28)",
+        );
+        assert_eq!(write.status, Status::Enospc);
+        let fds = error(
+            "RuntimeError",
+            "Too many open files. Communication with the workers is no longer possible.",
+        );
+        assert_eq!(fds.status, Status::Emfile);
+        let late = error("RuntimeError", "DataLoader timed out after 1 seconds");
+        assert_eq!(late.status, Status::Timeout);
+        let killed = error(
+            "RuntimeError",
+            "DataLoader worker (pid(s) 77) exited unexpectedly",
+        );
+        assert_eq!((killed.status, killed.pid), (Status::Error, Some(77)));
+        assert!(error("ImportError", "No module named 'torch'")
+            .message
+            .contains("pip install torch"));
+    }
+}

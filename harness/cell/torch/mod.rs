@@ -1,0 +1,242 @@
+//! The real-torch loader: the cell runs `program.py` (shipped inside the binary) with the cell's
+//! Python, which builds a real `torch.utils.data.DataLoader` from the same knobs, and turns what
+//! happened into the same record an emulated cell prints. The cell process meters /dev/shm around
+//! it, relays its steps as progress and classifies how it ended (see [`classify`]).
+
+mod classify;
+
+use std::io::{BufRead, BufReader};
+use std::os::unix::process::CommandExt;
+use std::process::{Command, Stdio};
+use std::time::Instant;
+
+use serde::Deserialize;
+
+use super::loader::shm_meter::ShmMeter;
+use super::metrics::{self, Steps};
+use super::protocol::{Progress, PROGRESS_ENV};
+use crate::model::config::CellConfig;
+use crate::model::knobs::TorchProfile;
+use crate::model::record::{CellRecord, Failure, Metrics, Status, StepSample};
+use crate::sys::cgroup;
+
+/// The program a torch cell runs: `python -c PROGRAM <config json>`.
+pub const PROGRAM: &str = include_str!("program.py");
+
+/// How to get an interpreter with torch, for messages.
+pub const INSTALL_HINT: &str = "python3 -m venv V && V/bin/pip install torch, then pass --python V/bin/python (torch==2.9.* for the SIGBUS-era allocation)";
+
+/// Lines kept from the program's stderr for messages.
+const TAIL_LINES: usize = 12;
+
+/// One line of the program's protocol.
+#[derive(Debug, Deserialize)]
+#[serde(tag = "event", rename_all = "snake_case")]
+enum Line {
+    Start {
+        torch: String,
+        accelerator: bool,
+    },
+    Step {
+        step: u64,
+        t: f64,
+        in_flight: u64,
+    },
+    End {},
+    Error {
+        #[serde(rename = "type")]
+        kind: String,
+        message: String,
+        completed: u64,
+    },
+}
+
+/// The allocation profile of a torch version: 2.10 reserves segments with posix_fallocate.
+pub fn profile_of(version: &str) -> TorchProfile {
+    let mut parts = version.split('.').map(|p| {
+        p.chars()
+            .take_while(char::is_ascii_digit)
+            .collect::<String>()
+            .parse::<u32>()
+            .unwrap_or(0)
+    });
+    let (major, minor) = (parts.next().unwrap_or(0), parts.next().unwrap_or(0));
+    if (major, minor) >= (2, 10) {
+        TorchProfile::Modern
+    } else {
+        TorchProfile::Legacy
+    }
+}
+
+/// The torch version `python` has, or why it has none (with how to get one).
+pub fn probe(python: &str) -> Result<String, String> {
+    let out = Command::new(python)
+        .args(["-c", "import torch; print(torch.__version__.split('+')[0])"])
+        .stdin(Stdio::null())
+        .output()
+        .map_err(|e| {
+            format!("cannot run the Python interpreter '{python}' ({e}): {INSTALL_HINT}")
+        })?;
+    let version = String::from_utf8_lossy(&out.stdout).trim().to_string();
+    if out.status.success() && !version.is_empty() {
+        Ok(version)
+    } else {
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        let last = stderr.lines().last().unwrap_or("").trim().to_string();
+        Err(format!(
+            "'{python}' cannot import torch ({last}): {INSTALL_HINT}"
+        ))
+    }
+}
+
+/// What the program reported.
+#[derive(Default)]
+struct Reported {
+    version: Option<String>,
+    accelerator: bool,
+    ended: bool,
+    error: Option<(String, String)>,
+    /// Steps whose body finished, as the program counted them at a failure.
+    completed: Option<u64>,
+    steps: Steps,
+}
+
+/// Runs one torch cell and returns its record. The interpreter dies with the cell
+/// (PR_SET_PDEATHSIG) and its DataLoader workers with the cell's process group.
+pub fn run_cell(config: &CellConfig) -> CellRecord {
+    let start = Instant::now();
+    let meter = ShmMeter::start();
+    let oom_kills_at_start = cgroup::oom_kills();
+    let fail = |message: String| CellRecord::failed_to_run(config.clone(), Status::Error, message);
+    let json = match serde_json::to_string(config) {
+        Ok(j) => j,
+        Err(e) => return fail(format!("cannot encode the cell config: {e}")),
+    };
+    let mut cmd = Command::new(&config.python);
+    cmd.arg("-c")
+        .arg(PROGRAM)
+        .arg(json)
+        .env("PYTHONUNBUFFERED", "1")
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    // SAFETY: prctl is async-signal-safe.
+    unsafe {
+        cmd.pre_exec(|| {
+            libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
+            Ok(())
+        });
+    }
+    let mut child = match cmd.spawn() {
+        Ok(c) => c,
+        Err(e) => {
+            return fail(format!(
+                "cannot run the Python interpreter '{}' ({e}): {INSTALL_HINT}",
+                config.python
+            ))
+        }
+    };
+    let stdout = child.stdout.take().expect("stdout was piped");
+    let stderr = child.stderr.take().expect("stderr was piped");
+    let stderr_tail = std::thread::spawn(move || {
+        let mut tail: Vec<String> = Vec::new();
+        for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+            tail.push(line);
+            if tail.len() > TAIL_LINES {
+                tail.remove(0);
+            }
+        }
+        tail
+    });
+    let progress = std::env::var_os(PROGRESS_ENV).is_some();
+    let mut reported = Reported::default();
+    let mut used_at_error = None;
+    for line in BufReader::new(stdout).lines().map_while(Result::ok) {
+        match serde_json::from_str::<Line>(&line) {
+            Ok(Line::Start { torch, accelerator }) => {
+                reported.version = Some(torch);
+                reported.accelerator = accelerator;
+            }
+            Ok(Line::Step { step, t, in_flight }) => {
+                let steps = &mut reported.steps;
+                let prev = steps.obtained_s.last().copied().unwrap_or(0.0);
+                steps.obtained_s.push(t);
+                steps.compute_s.push(config.compute_ms / 1000.0);
+                steps.series.push(StepSample {
+                    step,
+                    t_s: t,
+                    latency_s: t - prev,
+                    shm_used_bytes: meter.used_now(),
+                    in_flight,
+                });
+                if progress {
+                    let total = config.total_steps();
+                    eprintln!("{}", Progress { step, total }.line());
+                }
+            }
+            Ok(Line::End {}) => reported.ended = true,
+            Ok(Line::Error {
+                kind,
+                message,
+                completed,
+            }) => {
+                used_at_error = Some(meter.used_now());
+                reported.error = Some((kind, message));
+                reported.completed = Some(completed);
+            }
+            // Not the protocol (a library printing on stdout): keep going.
+            Err(_) => {}
+        }
+    }
+    let used_at_stop = used_at_error.unwrap_or_else(|| meter.used_now());
+    let exit = child.wait();
+    let tail = stderr_tail.join().unwrap_or_default();
+    let ending = classify::Ending {
+        ended: reported.ended,
+        error: reported.error.as_ref(),
+        exit: exit.ok(),
+        stderr_tail: &tail,
+        oom_kills: (oom_kills_at_start, cgroup::oom_kills()),
+    };
+    let verdict = classify::classify(&ending);
+    let mut ran = config.clone();
+    if let Some(version) = &reported.version {
+        // The profile of the torch that ran, whatever the knob said.
+        ran.torch = profile_of(version);
+    }
+    // A step whose batch arrived but whose body did not finish (a worker died during the
+    // training step) is the failed one, as in emulated cells.
+    let obtained = reported.steps.obtained_s.len() as u64;
+    let steps_done = reported.completed.unwrap_or(obtained).min(obtained);
+    let mut message = verdict.message;
+    if config.pin_memory && !reported.accelerator && reported.version.is_some() {
+        let note = "pin_memory was ignored: torch found no accelerator, so batches stayed in shared memory until dropped";
+        message = if message.is_empty() {
+            note.to_string()
+        } else {
+            format!("{message} [{note}]")
+        };
+    }
+    let metrics = Metrics {
+        peak_shm_bytes: meter.peak(),
+        peak_rss_bytes: metrics::peak_rss_bytes(),
+        wall_s: start.elapsed().as_secs_f64(),
+        ..metrics::from_steps(config, &reported.steps, steps_done)
+    };
+    let failure = (!verdict.status.is_pass()).then(|| Failure {
+        crash_step: steps_done + 1,
+        signal: verdict.signal,
+        pid: verdict.pid,
+        shm_used_bytes: used_at_stop,
+    });
+    CellRecord {
+        config: ran,
+        status: verdict.status,
+        message,
+        failure,
+        metrics,
+        shm_seen_bytes: meter.capacity,
+        series: reported.steps.series,
+        torch_version: reported.version,
+    }
+}

@@ -1,0 +1,124 @@
+# The real-torch loader of a shmbench cell: a torch.utils.data.DataLoader built from the cell's
+# knobs, run as the training loop would run it. shmbench ships this file inside its binary and
+# runs it as `python -c <this> <cell config JSON>`; the cell process around it meters /dev/shm,
+# classifies how it ended and prints the cell's record.
+#
+# Protocol: one JSON object per line on stdout.
+#   {"event": "start", "torch": "2.15.0", "accelerator": false}
+#   {"event": "step", "step": 7, "t": 0.31, "in_flight": 16}
+#   {"event": "end"}                                  every step ran
+#   {"event": "error", "type": "RuntimeError", "message": "...", "completed": 6}
+# (`completed`: steps whose body finished; the failure belongs to the next one.)
+# Anything torch prints goes to stderr, which the cell keeps for its message.
+
+import json
+import sys
+import time
+
+
+def emit(**fields):
+    sys.stdout.write(json.dumps(fields) + "\n")
+    sys.stdout.flush()
+
+
+def main():
+    cfg = json.loads(sys.argv[1])
+    try:
+        import torch
+        from torch.utils.data import DataLoader, Dataset
+    except ImportError as e:
+        emit(event="error", type="ImportError", message=str(e), completed=0)
+        return
+
+    dtypes = {
+        "f32": torch.float32,
+        "f16": torch.float16,
+        "bf16": torch.bfloat16,
+        "u8": torch.uint8,
+    }
+    dtype = dtypes[cfg["dtype"]]
+    shape = [int(d) for d in cfg["shape"].split("x")]
+    decode_s = cfg["decode_us"] / 1e6
+
+    class Synthetic(Dataset):
+        """One random image per worker, stamped per sample; decode_us of CPU time per sample."""
+
+        def __init__(self, length):
+            self.length = length
+            self.base = None
+
+        def __len__(self):
+            return self.length
+
+        def __getitem__(self, index):
+            if self.base is None:
+                generator = torch.Generator().manual_seed(0x5EED)
+                self.base = (torch.rand(shape, generator=generator) * 255).to(dtype)
+            if decode_s > 0:
+                until = time.thread_time() + decode_s
+                while time.thread_time() < until:
+                    pass
+            sample = self.base.clone()
+            sample.view(-1)[0] = index % 251
+            return sample
+
+    torch.multiprocessing.set_sharing_strategy(cfg["strategy"])
+    accelerator = torch.cuda.is_available()
+    emit(event="start", torch=torch.__version__.split("+")[0], accelerator=accelerator)
+
+    workers = cfg["workers"]
+    loader = DataLoader(
+        Synthetic(cfg["steps"] * cfg["batch"]),
+        batch_size=cfg["batch"],
+        shuffle=False,
+        num_workers=workers,
+        prefetch_factor=cfg["prefetch"],
+        persistent_workers=cfg["persistent_workers"],
+        pin_memory=cfg["pin_memory"],
+        timeout=cfg["timeout_s"],
+    )
+    touch = cfg["touch"]
+    retain_every = cfg["retain_every"]
+    compute_s = cfg["compute_ms"] / 1000.0
+    retained = []
+    checksum = 0.0
+    step = 0
+    completed = 0
+    started = time.perf_counter()
+    try:
+        for _epoch in range(cfg["epochs"]):
+            iterator = iter(loader)
+            while True:
+                try:
+                    batch = next(iterator)
+                except StopIteration:
+                    break
+                step += 1
+                # Batches requested and not yet yielded (torch's own bookkeeping).
+                in_flight = getattr(iterator, "_tasks_outstanding", 0)
+                emit(
+                    event="step",
+                    step=step,
+                    t=time.perf_counter() - started,
+                    in_flight=in_flight,
+                )
+                if touch == "all":
+                    checksum += float(batch.sum(dtype=torch.float64))
+                elif touch == "first":
+                    checksum += float(batch.view(-1)[0])
+                if retain_every and step % retain_every == 0:
+                    retained.append(batch)
+                if compute_s > 0:
+                    time.sleep(compute_s)
+                completed = step
+                # The loop drops its batch when the name is rebound by the next one, as a
+                # training loop does; `del` here would release it earlier than torch's users do.
+            del iterator
+    except Exception as e:  # noqa: BLE001 - every failure is a result to classify
+        emit(event="error", type=type(e).__name__, message=str(e), completed=completed)
+        return
+    emit(event="end", checksum=checksum)
+
+
+if __name__ == "__main__":
+    main()

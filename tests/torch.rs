@@ -1,0 +1,177 @@
+//! Real PyTorch in the cell (`--loader torch`): the real DataLoader under a real sized tmpfs, its
+//! failures classified from what torch said, its record in the same schema, and the emulation
+//! measured against it on a small loader. These tests need a Python with torch: `cargo xtask test`
+//! installs the current release into a cached venv and points SHMBENCH_TORCH_PYTHON at it
+//! (SHMBENCH_SKIP_TORCH=1 skips them, and they say so).
+
+mod common;
+
+use std::path::PathBuf;
+use std::process::Command;
+
+use common::*;
+
+/// One image of 3x224x224 f32.
+const IMAGE: f64 = 602_112.0;
+
+/// The interpreter the tests use: SHMBENCH_TORCH_PYTHON, or the venv `cargo xtask test` makes.
+fn python() -> PathBuf {
+    match std::env::var_os("SHMBENCH_TORCH_PYTHON") {
+        Some(p) => PathBuf::from(p),
+        None => {
+            let cache = std::env::var_os("XDG_CACHE_HOME")
+                .map(PathBuf::from)
+                .unwrap_or_else(|| PathBuf::from(std::env::var_os("HOME").unwrap()).join(".cache"));
+            cache.join("shmbench/venvs/torch/bin/python")
+        }
+    }
+}
+
+fn torch_or_skip() -> Option<String> {
+    let python = python();
+    let present = || {
+        Command::new(&python)
+            .args(["-c", "import torch"])
+            .output()
+            .is_ok_and(|o| o.status.success())
+    };
+    require("torch", present, "a Python with torch").then(|| python.display().to_string())
+}
+
+/// The profile torch's version implies: 2.10 reserves segments with posix_fallocate.
+fn expected_failure(record: &serde_json::Value) -> &'static str {
+    let version = record["torch_version"].as_str().expect("a torch version");
+    let mut parts = version.split('.').map(|p| p.parse::<u32>().unwrap_or(0));
+    if (parts.next().unwrap_or(0), parts.next().unwrap_or(0)) >= (2, 10) {
+        "enospc"
+    } else {
+        "sigbus"
+    }
+}
+
+#[test]
+fn a_real_dataloader_passes_within_the_window_and_reports_like_a_cell() {
+    let Some(python) = torch_or_skip() else {
+        return;
+    };
+    let _guard = serial();
+    let before = machine_state();
+    let r = run_cell(&format!(
+        "--loader torch --python {python} --shm-size 256m --batch 8 --workers 2 --prefetch 2 --steps 20"
+    ));
+    assert_eq!(status(&r), "pass", "{r}");
+    assert_eq!(r["metrics"]["steps_done"], 20, "{r}");
+    assert_eq!(r["series"].as_array().unwrap().len(), 20);
+    assert!(metric(&r, "img_per_s") > 0.0, "{r}");
+    assert_eq!(r["config"]["loader"], "torch");
+    assert_eq!(r["shm_seen_bytes"], 256u64 << 20);
+    // The model's window: 2 x 2 outstanding, the held batch, and one refilled before the drop.
+    let batch = 8.0 * IMAGE;
+    let peak = metric(&r, "peak_shm_bytes");
+    assert!(peak >= batch, "the batches were not in /dev/shm: {r}");
+    assert!(peak <= (2.0 * 2.0 + 2.0) * batch + (1 << 20) as f64, "{r}");
+    // The profile column follows the torch that ran.
+    let profile = if expected_failure(&r) == "enospc" {
+        "modern"
+    } else {
+        "legacy"
+    };
+    assert_eq!(r["config"]["torch"], profile, "{r}");
+    assert_clean(&before);
+}
+
+#[test]
+fn torch_and_the_emulation_fail_alike_where_the_window_cannot_fit() {
+    let Some(python) = torch_or_skip() else {
+        return;
+    };
+    let _guard = serial();
+    let before = machine_state();
+    // 16 MiB holds 3 batches of 8 images (4.6 MiB); 2 x 2 outstanding cannot fit. A 20 ms step is
+    // slower than the workers, so the window fills, as in training.
+    let base = "--shm-size 16m --batch 8 --workers 2 --prefetch 2 --steps 20 --compute-ms 20";
+    let real = run_cell(&format!("--loader torch --python {python} {base}"));
+    let expected = expected_failure(&real);
+    assert_eq!(status(&real), expected, "{real}");
+    let profile = real["config"]["torch"].as_str().unwrap();
+    let emulated = run_cell(&format!("{base} --torch {profile}"));
+    assert_eq!(status(&emulated), expected, "{emulated}");
+    // Both within the first prefetch round: the emulation predicts the step the model gives
+    // (legacy: 1; modern: the 4th batch, whose reservation failed, raised at step 4); real torch's
+    // worker start-up and per-batch costs move it by a step.
+    let (real_step, emulated_step) = (crash_step(&real), crash_step(&emulated));
+    assert!(real_step <= 5 && emulated_step <= 5, "{real}\n{emulated}");
+    assert!(real_step.abs_diff(emulated_step) <= 1, "{real}\n{emulated}");
+    let message = real["message"].as_str().unwrap();
+    match expected {
+        "enospc" => assert!(message.contains("No space left on device"), "{message}"),
+        _ => assert!(message.contains("Bus error"), "{message}"),
+    }
+    assert_clean(&before);
+}
+
+#[test]
+fn torch_cells_land_in_the_results_with_their_version() {
+    let Some(python) = torch_or_skip() else {
+        return;
+    };
+    let _guard = serial();
+    let dir = temp_dir("torch-csv");
+    let out = dir.join("r.csv");
+    let o = shmbench(&[
+        "run",
+        "--loader",
+        "torch",
+        "--python",
+        &python,
+        "--shm-size",
+        "64m",
+        "--batch",
+        "4",
+        "--workers",
+        "1",
+        "--steps",
+        "8",
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let rows = read_csv(&out);
+    assert_eq!(rows[0]["schema"], "2");
+    assert_eq!(rows[0]["loader"], "torch");
+    let version = Command::new(&python)
+        .args(["-c", "import torch; print(torch.__version__.split('+')[0])"])
+        .output()
+        .unwrap();
+    assert_eq!(
+        rows[0]["torch_version"],
+        String::from_utf8_lossy(&version.stdout).trim()
+    );
+    assert!(String::from_utf8_lossy(&o.stdout).contains("(torch "));
+}
+
+#[test]
+fn a_python_without_torch_and_non_torch_strategies_are_clear_errors() {
+    for (args, expect) in [
+        (
+            "--loader torch --python /nonexistent/python3 --shm-size 64m",
+            "pip install torch",
+        ),
+        (
+            "--loader torch --strategy memfd --shm-size 64m",
+            "memfd is not a torch sharing strategy",
+        ),
+        (
+            "--loader torch --runtime docker --shm-size 64m",
+            "use runtime namespace",
+        ),
+    ] {
+        let o = shmbench(&args.split_whitespace().fold(vec!["run"], |mut v, a| {
+            v.push(a);
+            v
+        }));
+        let stderr = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(2), "{args}: {stderr}");
+        assert!(stderr.contains(expect), "{args}: {stderr}");
+    }
+}
