@@ -1,8 +1,9 @@
 //! Installing Debian packages: as root through apt-get (the package lists are refreshed once per
 //! run); otherwise a clear error naming the packages and the command to run.
 
-use std::process::Command;
 use std::sync::Once;
+
+use crate::needs::run;
 
 fn is_root() -> bool {
     std::fs::read_to_string("/proc/self/status")
@@ -13,19 +14,6 @@ fn is_root() -> bool {
                 .and_then(|l| l.split_whitespace().nth(2).map(|euid| euid == "0"))
         })
         .unwrap_or(false)
-}
-
-fn run(args: &[&str]) -> Result<(), String> {
-    let status = Command::new(args[0])
-        .args(&args[1..])
-        .env("DEBIAN_FRONTEND", "noninteractive")
-        .status()
-        .map_err(|e| format!("cannot run {}: {e}", args[0]))?;
-    if status.success() {
-        Ok(())
-    } else {
-        Err(format!("`{}` failed ({status})", args.join(" ")))
-    }
 }
 
 /// Installs `packages` with apt-get.

@@ -2,6 +2,7 @@
 //! requirement (a Python venv with real torch, QEMU and a kernel image) is a new entry here.
 
 use std::path::Path;
+use std::process::Command;
 
 use crate::{apt, docker, torch};
 
@@ -34,6 +35,20 @@ pub fn all() -> Vec<Box<dyn Need>> {
 /// Programs the tests run: unshare (private mount namespaces with a small tmpfs) and prlimit
 /// (an fd limit), both from util-linux.
 struct Commands;
+
+/// Runs `args[0]` with the rest as arguments (non-interactive for apt); an error names the command.
+pub fn run(args: &[&str]) -> Result<(), String> {
+    let status = Command::new(args[0])
+        .args(&args[1..])
+        .env("DEBIAN_FRONTEND", "noninteractive")
+        .status()
+        .map_err(|e| format!("cannot run {}: {e}", args[0]))?;
+    if status.success() {
+        Ok(())
+    } else {
+        Err(format!("`{}` failed ({status})", args.join(" ")))
+    }
+}
 
 /// Where a program is on PATH.
 pub fn on_path(program: &str) -> bool {

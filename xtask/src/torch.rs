@@ -7,7 +7,7 @@ use std::path::PathBuf;
 use std::process::{Command, Stdio};
 
 use crate::apt;
-use crate::needs::{on_path, Need};
+use crate::needs::{on_path, run, Need};
 
 /// Where the venv lives.
 pub fn venv() -> PathBuf {
@@ -31,18 +31,6 @@ fn version() -> Option<String> {
         .ok()?;
     let v = String::from_utf8_lossy(&out.stdout).trim().to_string();
     (out.status.success() && !v.is_empty()).then_some(v)
-}
-
-fn run(program: &str, args: &[&str]) -> Result<(), String> {
-    let status = Command::new(program)
-        .args(args)
-        .status()
-        .map_err(|e| format!("cannot run {program}: {e}"))?;
-    if status.success() {
-        Ok(())
-    } else {
-        Err(format!("`{program} {}` failed ({status})", args.join(" ")))
-    }
 }
 
 pub struct Torch;
@@ -75,19 +63,22 @@ impl Need for Torch {
         if !python().is_file() {
             std::fs::create_dir_all(dir.parent().unwrap_or(&dir))
                 .map_err(|e| format!("cannot create {dir_text}: {e}"))?;
-            if run("python3", &["-m", "venv", &dir_text]).is_err() {
+            if run(&["python3", "-m", "venv", &dir_text]).is_err() {
                 // Debian's python3 has venv in a package of its own.
                 apt::install(&["python3-venv"])?;
                 let _ = std::fs::remove_dir_all(&dir);
-                run("python3", &["-m", "venv", &dir_text])?;
+                run(&["python3", "-m", "venv", &dir_text])?;
             }
         }
         println!("   installing torch from PyPI into {dir_text} (about 5 GB, a few minutes)...");
         let pip = dir.join("bin/pip").display().to_string();
-        run(
+        run(&[
             &pip,
-            &["install", "--quiet", "--disable-pip-version-check", "torch"],
-        )?;
+            "install",
+            "--quiet",
+            "--disable-pip-version-check",
+            "torch",
+        ])?;
         let v = version().ok_or_else(|| {
             format!("torch was installed into {dir_text} but its Python cannot import it")
         })?;
