@@ -175,3 +175,66 @@ fn a_python_without_torch_and_non_torch_strategies_are_clear_errors() {
         assert!(stderr.contains(expect), "{args}: {stderr}");
     }
 }
+
+#[test]
+fn a_short_fidelity_run_pairs_each_cell_with_its_real_twin() {
+    let Some(python) = torch_or_skip() else {
+        return;
+    };
+    let _guard = serial();
+    let before = machine_state();
+    let dir = temp_dir("fidelity");
+    // Outcomes no timing can change: 256 MiB holds the whole window of 2 x 2 batches of 4.6 MiB;
+    // 4 MiB holds not one, so the first allocation fails with either loader.
+    let scenario = dir.join("s.toml");
+    std::fs::write(
+        &scenario,
+        "name = \"fid\"\n[defaults]\nbatch = 8\nworkers = 2\nsteps = 10\nruntime = \"namespace\"\n\
+         [[cells]]\nname = \"roomy\"\nshm-size = \"256m\"\n\
+         [[cells]]\nname = \"none-fits\"\nshm-size = \"4m\"\n",
+    )
+    .unwrap();
+    let out = dir.join("f.csv");
+    let o = shmbench(&[
+        "fidelity",
+        scenario.to_str().unwrap(),
+        "--with",
+        &python,
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    let stdout = String::from_utf8_lossy(&o.stdout);
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "{stdout}\n{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    assert!(stdout.contains("2 of 2 cell(s) agree"), "{stdout}");
+    let rows = read_csv(&out);
+    assert_eq!(rows.len(), 4, "each cell with each loader");
+    for cell in ["roomy", "none-fits"] {
+        let loaders: Vec<&str> = rows
+            .iter()
+            .filter(|r| r["cell"] == cell)
+            .map(|r| r["loader"].as_str())
+            .collect();
+        assert_eq!(loaders, ["emulated", "torch"], "{cell}");
+    }
+    let crashed: Vec<&str> = rows
+        .iter()
+        .filter(|r| r["cell"] == "none-fits")
+        .map(|r| r["crash_step"].as_str())
+        .collect();
+    assert_eq!(crashed, ["1", "1"]);
+    // A Python without torch is refused before anything runs.
+    let o = shmbench(&[
+        "fidelity",
+        scenario.to_str().unwrap(),
+        "--with",
+        "/nonexistent/python",
+    ]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("pip install torch"));
+    assert_clean(&before);
+}

@@ -4,5 +4,6 @@
 pub mod claims;
 pub mod compare;
 pub mod efficiency;
+pub mod fidelity;
 pub mod history;
 pub mod stats;

@@ -6,6 +6,7 @@ mod bench;
 mod calibrate;
 mod compare;
 mod doctor;
+mod fidelity;
 mod history;
 mod image;
 mod internal;
@@ -98,6 +99,11 @@ pub enum Command {
     Report(report::Args),
     /// Remove /dev/shm segments left by shmbench runs that died (SIGKILL)
     Sweep,
+    /// Measure the emulation against the real DataLoader: every cell with both loaders
+    #[command(
+        after_help = "Examples:\n  shmbench fidelity --python ~/venvs/torch/bin/python\n  shmbench fidelity --with ~/venvs/torch29/bin/python --with ~/venvs/torch/bin/python --repeat 3\n  shmbench fidelity --cells seed-fd-64m,seed-fd-2g --steps 20\n\nVerdict per cell: agrees (same outcome; crash steps within one step) or differs.\nExit status: 1 when any cell differs, 0 otherwise, 2 on bad input (e.g. a Python without torch)."
+    )]
+    Fidelity(fidelity::Args),
     /// Show, rebuild or remove the container image the Docker runtime builds for itself
     #[command(
         after_help = "Examples:\n  shmbench image             # this binary's image tag and whether the engine has it\n  shmbench image --rebuild   # build it again (e.g. after the engine lost it)\n  shmbench image --remove    # remove every shmbench image"
@@ -126,6 +132,7 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
         Command::Merge(args) => merge::run(args),
         Command::History(args) => history::run(args),
         Command::Report(args) => report::run(args),
+        Command::Fidelity(args) => fidelity::run(args),
         Command::Sweep => sweep::run(),
         Command::Image(args) => image::run(args),
         Command::Worker(args) => internal::worker(args),

@@ -5,6 +5,7 @@
 pub mod bench;
 pub mod calibrate;
 pub mod event;
+pub mod fidelity;
 pub mod minshm;
 pub mod runner;
 pub mod verify;

@@ -55,8 +55,16 @@ fn check_pythons(cells: &[CellConfig], observe: &mut dyn FnMut(Event)) -> Result
     pythons.sort();
     pythons.dedup();
     for python in pythons {
-        let version = torch::probe(python).map_err(|e| anyhow!("loader torch: {e}"))?;
-        observe(Event::Note(format!("torch {version} ({python})")));
+        let found = torch::probe(python).map_err(|e| anyhow!("loader torch: {e}"))?;
+        let accelerator = if found.accelerator {
+            "with an accelerator"
+        } else {
+            "no accelerator: pin_memory is ignored"
+        };
+        observe(Event::Note(format!(
+            "torch {} ({python}; {accelerator})",
+            found.version
+        )));
     }
     Ok(())
 }

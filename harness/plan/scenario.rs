@@ -30,6 +30,9 @@ use crate::sys::clock;
 /// The seed matrix, built in so `shmbench matrix` works from any directory.
 pub const SEED_MATRIX: &str = include_str!("../../scenarios/seed-matrix.toml");
 pub const SEED_MATRIX_PATH: &str = "scenarios/seed-matrix.toml";
+/// The emulation against real torch, built in too.
+pub const FIDELITY: &str = include_str!("../../scenarios/fidelity.toml");
+pub const FIDELITY_PATH: &str = "scenarios/fidelity.toml";
 
 #[derive(Clone, Debug)]
 pub struct ScenarioCell {
@@ -110,6 +113,11 @@ impl Scenario {
                     && path == Path::new(SEED_MATRIX_PATH) =>
             {
                 Scenario::parse(SEED_MATRIX, "seed-matrix (built in)")
+            }
+            Err(e)
+                if e.kind() == std::io::ErrorKind::NotFound && path == Path::new(FIDELITY_PATH) =>
+            {
+                Scenario::parse(FIDELITY, "fidelity (built in)")
             }
             Err(e) => bail!("cannot read scenario {}: {e}", path.display()),
         }

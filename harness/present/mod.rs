@@ -5,6 +5,7 @@ pub mod bench;
 pub mod calibration;
 pub mod compare;
 pub mod doctor;
+pub mod fidelity;
 pub mod history;
 pub mod labels;
 pub mod matrix;

@@ -68,18 +68,41 @@ pub fn profile_of(version: &str) -> TorchProfile {
     }
 }
 
-/// The torch version `python` has, or why it has none (with how to get one).
-pub fn probe(python: &str) -> Result<String, String> {
+/// What a Python's torch is.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Found {
+    pub version: String,
+    /// Whether torch sees an accelerator (without one it ignores pin_memory).
+    pub accelerator: bool,
+}
+
+impl Found {
+    pub fn profile(&self) -> TorchProfile {
+        profile_of(&self.version)
+    }
+}
+
+/// The torch `python` has, or why it has none (with how to get one).
+pub fn probe(python: &str) -> Result<Found, String> {
     let out = Command::new(python)
-        .args(["-c", "import torch; print(torch.__version__.split('+')[0])"])
+        .args([
+            "-c",
+            "import torch; print(torch.__version__.split('+')[0], torch.cuda.is_available())",
+        ])
         .stdin(Stdio::null())
         .output()
         .map_err(|e| {
             format!("cannot run the Python interpreter '{python}' ({e}): {INSTALL_HINT}")
         })?;
-    let version = String::from_utf8_lossy(&out.stdout).trim().to_string();
-    if out.status.success() && !version.is_empty() {
-        Ok(version)
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let mut words = stdout.split_whitespace();
+    if let (true, Some(version), Some(accelerator)) =
+        (out.status.success(), words.next(), words.next())
+    {
+        Ok(Found {
+            version: version.to_string(),
+            accelerator: accelerator == "True",
+        })
     } else {
         let stderr = String::from_utf8_lossy(&out.stderr);
         let last = stderr.lines().last().unwrap_or("").trim().to_string();

@@ -1,0 +1,106 @@
+//! The emulation against real torch, cell by cell, from the rows of a fidelity run: the outcome
+//! each loader had most often, their crash-step ranges, and the ratios of peak /dev/shm and img/s
+//! (torch / emulated, medians of the passing runs). A cell agrees when the outcomes are the same
+//! (pass, or the same crash kind) and, for crashes, the step ranges meet within one step.
+
+use std::collections::BTreeMap;
+
+use serde::Serialize;
+
+use super::compare::{summarize, CellSummary};
+use crate::model::estimate::median;
+use crate::model::knobs::{Loader, TorchProfile};
+use crate::results::Row;
+
+/// One cell against one torch.
+#[derive(Clone, Debug, Serialize)]
+pub struct Pair {
+    pub cell: String,
+    pub environment: String,
+    pub torch_version: String,
+    pub profile: TorchProfile,
+    pub emulated: CellSummary,
+    pub torch: CellSummary,
+    /// Median peak /dev/shm of torch's passing runs over the emulation's.
+    pub peak_ratio: Option<f64>,
+    /// Median img/s of torch's passing runs over the emulation's.
+    pub rate_ratio: Option<f64>,
+    pub agrees: bool,
+}
+
+fn median_peak(rows: &[&Row]) -> Option<f64> {
+    let peaks: Vec<f64> = rows
+        .iter()
+        .filter(|r| r.status.is_pass())
+        .map(|r| r.peak_shm_bytes as f64)
+        .collect();
+    median(&peaks)
+}
+
+fn ratio(a: Option<f64>, b: Option<f64>) -> Option<f64> {
+    a.zip(b).filter(|(_, b)| *b > 0.0).map(|(a, b)| a / b)
+}
+
+/// Whether two summaries tell the same story.
+fn agree(emulated: &CellSummary, torch: &CellSummary) -> bool {
+    if emulated.outcome.status != torch.outcome.status {
+        return false;
+    }
+    match (emulated.crash_steps, torch.crash_steps) {
+        (Some((a, b)), Some((c, d))) if !emulated.outcome.status.is_pass() => {
+            a <= d + 1 && c <= b + 1
+        }
+        _ => true,
+    }
+}
+
+/// Pairs every torch cell with its emulated twin (same scenario, cell and profile).
+pub fn pairs(rows: &[Row]) -> Vec<Pair> {
+    let mut torch: BTreeMap<(String, String, String), Vec<&Row>> = BTreeMap::new();
+    let mut order: Vec<(String, String, String)> = Vec::new();
+    for r in rows.iter().filter(|r| r.loader == Loader::Torch) {
+        let key = (
+            r.scenario.clone(),
+            r.cell.clone(),
+            r.torch_version.clone().unwrap_or_default(),
+        );
+        if !torch.contains_key(&key) {
+            order.push(key.clone());
+        }
+        torch.entry(key).or_default().push(r);
+    }
+    let mut out = Vec::new();
+    for key in order {
+        let real = &torch[&key];
+        let profile = real[0].torch;
+        let twins: Vec<&Row> = rows
+            .iter()
+            .filter(|r| {
+                r.loader == Loader::Emulated
+                    && r.scenario == key.0
+                    && r.cell == key.1
+                    && r.torch == profile
+            })
+            .collect();
+        if twins.is_empty() {
+            continue;
+        }
+        let summary = |rows: &[&Row]| {
+            let owned: Vec<Row> = rows.iter().map(|r| (*r).clone()).collect();
+            summarize(&owned).remove(0)
+        };
+        let (emulated, torch_summary) = (summary(&twins), summary(real));
+        out.push(Pair {
+            cell: key.1.clone(),
+            environment: real[0].environment.clone(),
+            torch_version: key.2.clone(),
+            profile,
+            peak_ratio: ratio(median_peak(real), median_peak(&twins)),
+            rate_ratio: ratio(torch_summary.median, emulated.median),
+            agrees: agree(&emulated, &torch_summary),
+            emulated,
+            torch: torch_summary,
+        });
+    }
+    out
+}

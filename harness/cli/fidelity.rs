@@ -1,0 +1,97 @@
+//! `shmbench fidelity`: the emulation measured against real torch, cell by cell; exit 1 when an
+//! outcome differs.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use anyhow::{Context, Result};
+
+use super::outcome;
+use super::progress::Terminal;
+use crate::analysis::fidelity;
+use crate::model::knobs::Knobs;
+use crate::orchestrate::fidelity as run_pairs;
+use crate::plan::scenario::{self, Scenario};
+use crate::present::fidelity as table;
+use crate::present::report::{self, Report};
+
+#[derive(clap::Args)]
+pub struct Args {
+    /// Scenario file
+    #[arg(default_value = scenario::FIDELITY_PATH)]
+    pub scenario: PathBuf,
+    /// Python interpreters with torch to measure against (one run of every cell per Python);
+    /// default: --python, else python3
+    #[arg(long = "with", value_name = "PYTHON")]
+    pub pythons: Vec<String>,
+    /// Only these cells (comma-separated names)
+    #[arg(long, value_delimiter = ',')]
+    pub cells: Option<Vec<String>>,
+    /// Results CSV (default: results/<scenario>-<UTC time>.csv)
+    #[arg(long)]
+    pub out: Option<PathBuf>,
+    /// Run every cell this many times with each loader, interleaved
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=1000))]
+    pub repeat: u32,
+    /// Overrides applied to every cell (--python: the torch to measure against)
+    #[command(flatten)]
+    pub knobs: Knobs,
+}
+
+pub fn run(args: Args) -> Result<ExitCode> {
+    let scenario = Scenario::load(&args.scenario)?;
+    let plan = scenario.plan(&args.knobs, args.cells.as_deref(), &super::platform())?;
+    let pythons = if args.pythons.is_empty() {
+        vec![args
+            .knobs
+            .python
+            .clone()
+            .unwrap_or_else(|| "python3".into())]
+    } else {
+        args.pythons
+    };
+    let out = args
+        .out
+        .unwrap_or_else(|| scenario::default_results_path(&scenario.name));
+    eprintln!(
+        "fidelity {} ({}): {} cell(s) x emulated and torch ({}) -> {}",
+        scenario.name,
+        scenario.origin,
+        plan.len(),
+        pythons.join(", "),
+        out.display()
+    );
+    let outcome = run_pairs::run(
+        &plan,
+        &pythons,
+        &out,
+        args.repeat,
+        &mut Terminal::new().observer(),
+    )?;
+    let pairs = fidelity::pairs(outcome.results.rows());
+    let text = table::render(&pairs);
+    println!("{text}");
+    println!("\nresults: {}", outcome.results.path().display());
+    let dir = report::default_dir(&out);
+    let all: Vec<String> = ["md", "html", "json"].map(String::from).to_vec();
+    match Report::load(std::slice::from_ref(&out)).and_then(|r| r.write(&dir, &all)) {
+        Ok(_) => {
+            let path = dir.join("fidelity.md");
+            std::fs::write(
+                &path,
+                format!("# shmbench fidelity: {}\n\n{text}\n", scenario.name),
+            )
+            .with_context(|| format!("cannot write {}", path.display()))?;
+            println!("report: {}", path.display());
+        }
+        Err(e) => eprintln!("shmbench: the report could not be written: {e:#}"),
+    }
+    if outcome.interrupted.is_some() {
+        return Ok(outcome::exit_code(&outcome));
+    }
+    Ok(if pairs.iter().all(|p| p.agrees) {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(1)
+    })
+}

@@ -1,0 +1,65 @@
+//! A fidelity run as a Markdown table: each cell's outcome with each loader, crash steps, the
+//! peak and throughput ratios, and whether they agree.
+
+use super::table;
+use crate::analysis::compare::CellSummary;
+use crate::analysis::fidelity::Pair;
+
+fn outcome(s: &CellSummary) -> String {
+    if s.runs > 1 && s.outcomes.iter().any(|o| *o != s.outcome) {
+        format!(
+            "{} ({} of {} runs)",
+            s.outcome,
+            s.outcomes.iter().filter(|o| **o == s.outcome).count(),
+            s.runs
+        )
+    } else {
+        s.outcome.to_string()
+    }
+}
+
+fn steps(s: &CellSummary) -> String {
+    match s.crash_steps {
+        Some((a, b)) if a == b => a.to_string(),
+        Some((a, b)) => format!("{a}..{b}"),
+        None => "-".into(),
+    }
+}
+
+fn times(x: Option<f64>) -> String {
+    x.map(|x| format!("{x:.2}x")).unwrap_or_else(|| "-".into())
+}
+
+pub fn render(pairs: &[Pair]) -> String {
+    let headers = [
+        "cell",
+        "torch",
+        "emulated",
+        "real torch",
+        "crash steps (emulated / torch)",
+        "peak /dev/shm (torch / emulated)",
+        "img/s (torch / emulated)",
+        "verdict",
+    ];
+    let rows: Vec<Vec<String>> = pairs
+        .iter()
+        .map(|p| {
+            vec![
+                p.cell.clone(),
+                format!("{} ({})", p.torch_version, p.profile),
+                outcome(&p.emulated),
+                outcome(&p.torch),
+                format!("{} / {}", steps(&p.emulated), steps(&p.torch)),
+                times(p.peak_ratio),
+                times(p.rate_ratio),
+                if p.agrees { "agrees" } else { "differs" }.into(),
+            ]
+        })
+        .collect();
+    let agreeing = pairs.iter().filter(|p| p.agrees).count();
+    format!(
+        "{agreeing} of {} cell(s) agree (same outcome; crash steps within one step)\n\n{}",
+        pairs.len(),
+        table::markdown(&headers, &rows)
+    )
+}
