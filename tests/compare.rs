@@ -8,6 +8,7 @@ use std::path::{Path, PathBuf};
 use common::*;
 use shmbench::model::record::Status;
 use shmbench::results::csv::{self, ResultsFile};
+use shmbench::results::row::SCHEMA;
 use shmbench::results::Row;
 
 fn fixture_rows() -> Vec<Row> {
@@ -138,14 +139,15 @@ fn mismatched_inputs_are_clear_errors() {
         &v9,
         format!(
             "{header}\n{}",
-            body.replace("\n1,", "\n9,").replacen("1,", "9,", 1)
+            body.replace(&format!("\n{SCHEMA},"), "\n9,")
+                .replacen(&format!("{SCHEMA},"), "9,", 1)
         ),
     )
     .unwrap();
     let (code, out) = compare(&base, &v9);
     assert_eq!(code, Some(2), "{out}");
     assert!(
-        out.contains("schema 9 but this shmbench reads schema 1"),
+        out.contains("schema 9 but this shmbench reads schemas 1, 2"),
         "{out}"
     );
 }
