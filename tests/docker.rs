@@ -6,25 +6,10 @@
 mod common;
 
 use std::io::BufReader;
-use std::process::{Command, Stdio};
+use std::process::Command;
 use std::time::{Duration, Instant};
 
 use common::*;
-
-fn docker_or_skip() -> bool {
-    require(
-        "docker",
-        || {
-            Command::new("docker")
-                .arg("info")
-                .stdout(Stdio::null())
-                .stderr(Stdio::null())
-                .status()
-                .is_ok_and(|s| s.success())
-        },
-        "a running Docker engine",
-    )
-}
 
 #[test]
 fn engine_default_shm_crashes_the_seed_loader_at_step_1() {

@@ -161,10 +161,6 @@ fn a_python_without_torch_and_non_torch_strategies_are_clear_errors() {
             "--loader torch --strategy memfd --shm-size 64m",
             "memfd is not a torch sharing strategy",
         ),
-        (
-            "--loader torch --runtime docker --shm-size 64m",
-            "use runtime namespace",
-        ),
     ] {
         let o = shmbench(&args.split_whitespace().fold(vec!["run"], |mut v, a| {
             v.push(a);
@@ -236,5 +232,31 @@ fn a_short_fidelity_run_pairs_each_cell_with_its_real_twin() {
     ]);
     assert_eq!(o.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&o.stderr).contains("pip install torch"));
+    assert_clean(&before);
+}
+
+#[test]
+fn torch_cells_run_in_containers_with_the_python_mounted() {
+    let Some(python) = torch_or_skip() else {
+        return;
+    };
+    if !docker_or_skip() {
+        return;
+    }
+    let _guard = serial();
+    let before = machine_state();
+    let base = format!(
+        "--loader torch --python {python} --runtime docker --batch 8 --workers 2 --steps 12 --compute-ms 20"
+    );
+    let roomy = run_cell(&format!("{base} --shm-size 256m --strategy file_system"));
+    assert_eq!(status(&roomy), "pass", "{roomy}");
+    assert_eq!(
+        roomy["shm_seen_bytes"],
+        256u64 << 20,
+        "the container's own /dev/shm"
+    );
+    let tight = run_cell(&format!("{base} --shm-size 16m"));
+    assert_eq!(status(&tight), expected_failure(&tight), "{tight}");
+    assert!(crash_step(&tight) <= 5, "{tight}");
     assert_clean(&before);
 }

@@ -106,12 +106,6 @@ impl CellConfig {
                     format!("{} is not a torch sharing strategy: torch cells use file_descriptor or file_system", self.strategy),
                 ));
             }
-            if self.runtime == RuntimeKind::Docker {
-                return Err(bad(
-                    "runtime",
-                    "torch cells do not run in containers yet (shmbench's image has no Python): use runtime namespace with the same shm-size",
-                ));
-            }
             if self.python.trim().is_empty() {
                 return Err(bad(
                     "python",

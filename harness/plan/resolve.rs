@@ -3,7 +3,7 @@
 
 use crate::model::claim::Claim;
 use crate::model::config::CellConfig;
-use crate::model::knobs::{ContainerKind, IpcMode, Knobs, Loader, RuntimeKind};
+use crate::model::knobs::{ContainerKind, IpcMode, Knobs, RuntimeKind};
 use crate::model::size::ByteSize;
 use crate::model::validate::KnobError;
 
@@ -103,17 +103,11 @@ impl Knobs {
 /// otherwise the closest emulation, with a note saying so.
 fn resolve_auto_runtime(config: &mut CellConfig, platform: &Platform) {
     let docker_setup = config.container == ContainerKind::Docker;
-    // Containers run shmbench's own image, which has no Python: torch cells emulate the setup.
-    let torch = config.loader == Loader::Torch;
-    if docker_setup && !torch && platform.docker_reachable() {
+    if docker_setup && platform.docker_reachable() {
         config.runtime = RuntimeKind::Docker;
         return;
     }
-    let why = if torch {
-        "torch cells do not run in containers yet"
-    } else {
-        "no Docker engine answered"
-    };
+    let why = "no Docker engine answered";
     if config.ipc == IpcMode::Host {
         config.runtime = RuntimeKind::Host;
         if docker_setup {

@@ -40,6 +40,22 @@ pub fn require(name: &str, present: impl FnOnce() -> bool, what: &str) -> bool {
     true
 }
 
+/// Docker tests need a running engine (SHMBENCH_SKIP_DOCKER=1 skips them).
+pub fn docker_or_skip() -> bool {
+    require(
+        "docker",
+        || {
+            Command::new("docker")
+                .arg("info")
+                .stdout(Stdio::null())
+                .stderr(Stdio::null())
+                .status()
+                .is_ok_and(|s| s.success())
+        },
+        "a running Docker engine",
+    )
+}
+
 /// A scratch directory for one test, removed (with what the test wrote) when it goes out of
 /// scope; `keep` leaves it for a process that outlives the helper that made it.
 pub struct Scratch(tempfile::TempDir);

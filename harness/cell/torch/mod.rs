@@ -68,6 +68,32 @@ pub fn profile_of(version: &str) -> TorchProfile {
     }
 }
 
+/// Where a Python lives: its executable (a venv's own `bin/python`, which finds the venv) and
+/// the installation directories it needs (the venv's prefix and the base it was made from).
+pub fn locate(python: &str) -> Result<(String, Vec<String>), String> {
+    let out = Command::new(python)
+        .args([
+            "-c",
+            "import sys; print(sys.executable); print(sys.prefix); print(sys.base_prefix)",
+        ])
+        .stdin(Stdio::null())
+        .output()
+        .map_err(|e| {
+            format!("cannot run the Python interpreter '{python}' ({e}): {INSTALL_HINT}")
+        })?;
+    let text = String::from_utf8_lossy(&out.stdout);
+    let mut lines = text.lines().map(str::trim).filter(|l| !l.is_empty());
+    let executable = lines
+        .next()
+        .filter(|_| out.status.success())
+        .ok_or_else(|| format!("'{python}' did not say where it lives"))?
+        .to_string();
+    let mut dirs: Vec<String> = lines.map(String::from).collect();
+    dirs.sort();
+    dirs.dedup();
+    Ok((executable, dirs))
+}
+
 /// What a Python's torch is.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Found {
@@ -140,6 +166,8 @@ pub fn run_cell(config: &CellConfig) -> CellRecord {
         .arg(PROGRAM)
         .arg(json)
         .env("PYTHONUNBUFFERED", "1")
+        // A container's root is read-only: no bytecode caches.
+        .env("PYTHONDONTWRITEBYTECODE", "1")
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());

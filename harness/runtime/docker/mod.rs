@@ -9,6 +9,7 @@
 
 pub mod engine;
 pub mod image;
+mod python;
 
 use std::collections::HashMap;
 use std::time::Duration;
@@ -26,9 +27,11 @@ use super::launch::{Progress, Runtime};
 use super::output::Monitor;
 use crate::cell::protocol::{LIFELINE_ENV, PROGRESS_ENV};
 use crate::model::config::CellConfig;
+use crate::model::knobs::Loader;
 use crate::model::record::{CellRecord, Status};
 use crate::sys::process;
 use engine::Engine;
+use python::PythonInContainer;
 
 /// Labels on every container shmbench starts: who started it, from which host.
 pub const LABEL_OWNER: &str = "org.shmbench.owner-pid";
@@ -69,7 +72,7 @@ impl Docker {
         &self.image
     }
 
-    fn host_config(&self, config: &CellConfig) -> HostConfig {
+    fn host_config(&self, config: &CellConfig, python: Option<&PythonInContainer>) -> HostConfig {
         let shm = config.shm_size.map(|s| s.bytes() as i64);
         let (shm_size, tmpfs) = match (config.shm_tmpfs, shm) {
             (true, Some(bytes)) => (
@@ -81,7 +84,19 @@ impl Docker {
             ),
             (_, shm) => (shm, None),
         };
+        // A torch cell also gets its Python (read-only) and a /tmp.
+        let tmpfs = match (tmpfs, python) {
+            (mounts, Some(p)) => Some(
+                mounts
+                    .unwrap_or_default()
+                    .into_iter()
+                    .chain(p.tmpfs.clone())
+                    .collect(),
+            ),
+            (mounts, None) => mounts,
+        };
         HostConfig {
+            binds: python.map(|p| p.binds.clone()),
             shm_size,
             tmpfs,
             ipc_mode: Some(config.ipc.to_string()),
@@ -92,7 +107,11 @@ impl Docker {
             readonly_rootfs: Some(true),
             cap_drop: Some(vec!["ALL".into()]),
             security_opt: Some(vec!["no-new-privileges".into()]),
-            pids_limit: Some(config.workers as i64 + 64),
+            // Real torch runs threads in every process (intra-op pools, the pin thread).
+            pids_limit: Some(match python {
+                Some(_) => (config.workers as i64 + 1) * 32 + 64,
+                None => config.workers as i64 + 64,
+            }),
             auto_remove: Some(true),
             ..Default::default()
         }
@@ -104,7 +123,15 @@ impl Docker {
         monitor: &mut Monitor<'_>,
     ) -> Result<Ended, String> {
         let docker = self.engine.docker();
-        let json = serde_json::to_string(config).map_err(|e| e.to_string())?;
+        let python = match config.loader {
+            Loader::Torch => Some(python::prepare(&config.python)?),
+            Loader::Emulated => None,
+        };
+        let mut inside = config.clone();
+        if let Some(p) = &python {
+            inside.python = p.executable.clone();
+        }
+        let json = serde_json::to_string(&inside).map_err(|e| e.to_string())?;
         let n = self.counter.get() + 1;
         self.counter.set(n);
         let name = format!("shmbench-{}-{}-{n}", std::process::id(), config.cell);
@@ -124,7 +151,7 @@ impl Docker {
             attach_stderr: Some(true),
             open_stdin: Some(true),
             stdin_once: Some(true),
-            host_config: Some(self.host_config(config)),
+            host_config: Some(self.host_config(config, python.as_ref())),
             ..Default::default()
         };
         let created = docker

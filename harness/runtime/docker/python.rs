@@ -1,0 +1,45 @@
+//! What a torch cell's container needs from this machine: shmbench's image has no Python, so the
+//! cell's Python (its venv and the installation it was made from) and the system libraries it
+//! loads are mounted read-only at the same paths, with a tmpfs on /tmp (torch's file_system
+//! strategy talks to `torch_shm_manager` through a socket there). No registry is needed and the
+//! torch that runs is exactly the one `--python` names.
+
+use std::collections::HashMap;
+use std::path::Path;
+
+use crate::cell::torch;
+
+/// Directories of the system's shared libraries, mounted when they exist (Debian's merged /usr
+/// makes /lib and /lib64 links into it; the links resolve on mount).
+const SYSTEM_DIRS: &[&str] = &["/usr", "/lib", "/lib64", "/etc/ld.so.cache"];
+
+/// Mounts and the interpreter path for a torch cell.
+pub struct PythonInContainer {
+    /// The interpreter to run inside (absolute: the container has no PATH entry for it).
+    pub executable: String,
+    /// `host:container:ro` binds.
+    pub binds: Vec<String>,
+    /// tmpfs mounts (path -> options).
+    pub tmpfs: HashMap<String, String>,
+}
+
+pub fn prepare(python: &str) -> Result<PythonInContainer, String> {
+    let (executable, dirs) = torch::locate(python)?;
+    let mut binds: Vec<String> = SYSTEM_DIRS
+        .iter()
+        .filter(|d| Path::new(d).exists())
+        .map(|d| format!("{d}:{d}:ro"))
+        .collect();
+    for dir in dirs {
+        // Under /usr already when the Python is the system's.
+        if !SYSTEM_DIRS.iter().any(|s| dir.starts_with(s)) {
+            binds.push(format!("{dir}:{dir}:ro"));
+        }
+    }
+    let tmpfs = HashMap::from([("/tmp".to_string(), "size=64m,mode=1777".to_string())]);
+    Ok(PythonInContainer {
+        executable,
+        binds,
+        tmpfs,
+    })
+}
