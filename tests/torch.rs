@@ -209,6 +209,10 @@ fn a_short_fidelity_run_pairs_each_cell_with_its_real_twin() {
     assert!(stdout.contains("2 of 2 cell(s) agree"), "{stdout}");
     let rows = read_csv(&out);
     assert_eq!(rows.len(), 4, "each cell with each loader");
+    let mut series: Vec<&str> = rows.iter().map(|r| r["steps_file"].as_str()).collect();
+    series.sort();
+    series.dedup();
+    assert_eq!(series.len(), 4, "one time series per row: {series:?}");
     for cell in ["roomy", "none-fits"] {
         let loaders: Vec<&str> = rows
             .iter()

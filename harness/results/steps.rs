@@ -1,4 +1,5 @@
-//! Per-step time series beside a results CSV: `<dir>/<csv stem>/<cell>.steps.csv`, one row per
+//! Per-step time series beside a results CSV:
+//! `<dir>/<csv stem>/<cell>[.torch-<version>][.<repeat>].steps.csv`, one file per row, one row per
 //! step (time, step latency, /dev/shm in use, batches in flight), referenced from the cell's
 //! row by `steps_file` (relative to the CSV's directory).
 
@@ -8,6 +9,7 @@ use anyhow::{bail, Context, Result};
 use serde::{Deserialize, Serialize};
 
 use super::atomic;
+use crate::model::knobs::Loader;
 use crate::model::record::{CellRecord, StepSample};
 
 /// The columns of a steps file, in order.
@@ -42,11 +44,18 @@ pub fn write(results_csv: &Path, record: &CellRecord, repeat: u32) -> Result<Str
         .file_stem()
         .map(|s| s.to_string_lossy().into_owned())
         .unwrap_or_else(|| "results".into());
-    let file = if repeat > 1 {
-        format!("{}.{repeat}.steps.csv", record.config.cell)
-    } else {
-        format!("{}.steps.csv", record.config.cell)
-    };
+    // One file per row: a fidelity run has each cell twice (emulated and torch), repeats more.
+    let mut name = record.config.cell.clone();
+    if record.config.loader == Loader::Torch {
+        name.push_str(&format!(
+            ".torch-{}",
+            record.torch_version.as_deref().unwrap_or("unknown")
+        ));
+    }
+    if repeat > 1 {
+        name.push_str(&format!(".{repeat}"));
+    }
+    let file = format!("{name}.steps.csv");
     let relative = PathBuf::from(&stem).join(file);
     let dir = results_csv.parent().unwrap_or(Path::new("."));
     let path = dir.join(&relative);
