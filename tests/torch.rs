@@ -207,6 +207,10 @@ fn a_short_fidelity_run_pairs_each_cell_with_its_real_twin() {
         String::from_utf8_lossy(&o.stderr)
     );
     assert!(stdout.contains("2 of 2 cell(s) agree"), "{stdout}");
+    // The same analysis from the results file alone.
+    let again = shmbench(&["fidelity", "--from", out.to_str().unwrap()]);
+    assert_eq!(again.status.code(), Some(0));
+    assert!(String::from_utf8_lossy(&again.stdout).contains("2 of 2 cell(s) agree"));
     let rows = read_csv(&out);
     assert_eq!(rows.len(), 4, "each cell with each loader");
     let mut series: Vec<&str> = rows.iter().map(|r| r["steps_file"].as_str()).collect();

@@ -4,7 +4,7 @@
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use anyhow::{Context, Result};
+use anyhow::{bail, Context, Result};
 
 use super::outcome;
 use super::progress::Terminal;
@@ -14,6 +14,7 @@ use crate::orchestrate::fidelity as run_pairs;
 use crate::plan::scenario::{self, Scenario};
 use crate::present::fidelity as table;
 use crate::present::report::{self, Report};
+use crate::results::csv;
 
 #[derive(clap::Args)]
 pub struct Args {
@@ -30,6 +31,9 @@ pub struct Args {
     /// Results CSV (default: results/<scenario>-<UTC time>.csv)
     #[arg(long)]
     pub out: Option<PathBuf>,
+    /// Analyse these results files of earlier fidelity runs instead of running cells
+    #[arg(long, value_name = "CSV", num_args = 1.., conflicts_with_all = ["pythons", "repeat"])]
+    pub from: Vec<PathBuf>,
     /// Run every cell this many times with each loader, interleaved
     #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=1000))]
     pub repeat: u32,
@@ -38,7 +42,28 @@ pub struct Args {
     pub knobs: Knobs,
 }
 
+/// The verdicts as an exit status: 1 when any cell differs.
+fn verdict(pairs: &[fidelity::Pair]) -> ExitCode {
+    if pairs.iter().all(|p| p.agrees) {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(1)
+    }
+}
+
 pub fn run(args: Args) -> Result<ExitCode> {
+    if !args.from.is_empty() {
+        let mut rows = Vec::new();
+        for path in &args.from {
+            rows.extend(csv::read(path)?);
+        }
+        let pairs = fidelity::pairs(&rows);
+        if pairs.is_empty() {
+            bail!("no cell in these results ran with both loaders: run `shmbench fidelity` to make such results");
+        }
+        println!("{}", table::render(&pairs));
+        return Ok(verdict(&pairs));
+    }
     let scenario = Scenario::load(&args.scenario)?;
     let plan = scenario.plan(&args.knobs, args.cells.as_deref(), &super::platform())?;
     let pythons = if args.pythons.is_empty() {
@@ -89,9 +114,5 @@ pub fn run(args: Args) -> Result<ExitCode> {
     if outcome.interrupted.is_some() {
         return Ok(outcome::exit_code(&outcome));
     }
-    Ok(if pairs.iter().all(|p| p.agrees) {
-        ExitCode::SUCCESS
-    } else {
-        ExitCode::from(1)
-    })
+    Ok(verdict(&pairs))
 }

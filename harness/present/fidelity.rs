@@ -58,7 +58,7 @@ pub fn render(pairs: &[Pair]) -> String {
         .collect();
     let agreeing = pairs.iter().filter(|p| p.agrees).count();
     format!(
-        "{agreeing} of {} cell(s) agree (same outcome; crash steps within one step)\n\n{}",
+        "{agreeing} of {} cell(s) agree (same outcome; emulated crash steps within torch's range +-1)\n\n{}",
         pairs.len(),
         table::markdown(&headers, &rows)
     )

@@ -9,12 +9,22 @@ use std::process::ExitStatus;
 use super::INSTALL_HINT;
 use crate::model::record::Status;
 
+/// How one worker process ended: `exitcode` as Python's multiprocessing gives it (-N: killed by
+/// signal N).
+#[derive(Clone, Debug, Default, PartialEq, serde::Deserialize)]
+pub struct WorkerExit {
+    pub pid: u32,
+    pub exitcode: i32,
+}
+
 /// Everything known when the program is gone.
 pub struct Ending<'a> {
     /// The program reported that every step ran.
     pub ended: bool,
     /// The exception it reported: (type, message).
     pub error: Option<&'a (String, String)>,
+    /// Workers that had ended when the error was raised.
+    pub worker_exits: &'a [WorkerExit],
     pub exit: Option<ExitStatus>,
     pub stderr_tail: &'a [String],
     /// The memory cgroup's OOM-kill count before and after the run.
@@ -88,9 +98,22 @@ pub fn classify(e: &Ending) -> Verdict {
                 None,
             );
         }
-        let pid = worker_pid(message);
-        let signal = killed_by(message);
-        let text = format!("{kind}: {}", condensed(message));
+        // The evidence of a worker's death by a signal outranks the words torch chose for it
+        // ("exited unexpectedly", a reset connection of the resource sharer).
+        let died = e
+            .worker_exits
+            .iter()
+            .find(|w| w.exitcode < 0)
+            .map(|w| (w.pid, -w.exitcode));
+        let pid = worker_pid(message).or(died.map(|(pid, _)| pid));
+        let signal = killed_by(message).or(died.map(|(_, sig)| sig));
+        let mut text = format!("{kind}: {}", condensed(message));
+        if let (Some((pid, sig)), None) = (died, killed_by(message)) {
+            text.push_str(&format!(
+                " (worker pid {pid} was killed by signal {sig}: {})",
+                crate::sys::signals::name(sig)
+            ));
+        }
         let status = if signal == Some(libc::SIGBUS) {
             Status::Sigbus
         } else if signal == Some(libc::SIGKILL) && oom {
@@ -149,10 +172,15 @@ mod tests {
     use super::*;
 
     fn error(kind: &str, message: &str) -> Verdict {
+        died(kind, message, &[])
+    }
+
+    fn died(kind: &str, message: &str, workers: &[WorkerExit]) -> Verdict {
         let e = (kind.to_string(), message.to_string());
         classify(&Ending {
             ended: false,
             error: Some(&e),
+            worker_exits: workers,
             exit: Some(ExitStatus::from_raw(0)),
             stderr_tail: &[],
             oom_kills: (Some(0), Some(0)),
@@ -184,6 +212,28 @@ mod tests {
             "DataLoader worker (pid(s) 77) exited unexpectedly",
         );
         assert_eq!((killed.status, killed.pid), (Status::Error, Some(77)));
+        // torch 2.9 often words a SIGBUS death as "exited unexpectedly" or as a reset connection;
+        // the worker's exit code says what happened.
+        let bus = [WorkerExit {
+            pid: 77,
+            exitcode: -7,
+        }];
+        let unexpected = died(
+            "RuntimeError",
+            "DataLoader worker (pid(s) 77) exited unexpectedly",
+            &bus,
+        );
+        assert_eq!(
+            (unexpected.status, unexpected.signal),
+            (Status::Sigbus, Some(7))
+        );
+        assert!(unexpected.message.contains("killed by signal 7: Bus error"));
+        let reset = died(
+            "ConnectionResetError",
+            "[Errno 104] Connection reset by peer",
+            &bus,
+        );
+        assert_eq!((reset.status, reset.pid), (Status::Sigbus, Some(77)));
         assert!(error("ImportError", "No module named 'torch'")
             .message
             .contains("pip install torch"));

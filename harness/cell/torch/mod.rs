@@ -48,6 +48,8 @@ enum Line {
         kind: String,
         message: String,
         completed: u64,
+        #[serde(default)]
+        workers: Vec<classify::WorkerExit>,
     },
 }
 
@@ -145,6 +147,8 @@ struct Reported {
     accelerator: bool,
     ended: bool,
     error: Option<(String, String)>,
+    /// How the workers that had ended at the failure ended.
+    worker_exits: Vec<classify::WorkerExit>,
     /// Steps whose body finished, as the program counted them at a failure.
     completed: Option<u64>,
     steps: Steps,
@@ -230,7 +234,9 @@ pub fn run_cell(config: &CellConfig) -> CellRecord {
                 kind,
                 message,
                 completed,
+                workers,
             }) => {
+                reported.worker_exits = workers;
                 used_at_error = Some(meter.used_now());
                 reported.error = Some((kind, message));
                 reported.completed = Some(completed);
@@ -245,6 +251,7 @@ pub fn run_cell(config: &CellConfig) -> CellRecord {
     let ending = classify::Ending {
         ended: reported.ended,
         error: reported.error.as_ref(),
+        worker_exits: &reported.worker_exits,
         exit: exit.ok(),
         stderr_tail: &tail,
         oom_kills: (oom_kills_at_start, cgroup::oom_kills()),

@@ -7,8 +7,11 @@
 #   {"event": "start", "torch": "2.15.0", "accelerator": false}
 #   {"event": "step", "step": 7, "t": 0.31, "in_flight": 16}
 #   {"event": "end"}                                  every step ran
-#   {"event": "error", "type": "RuntimeError", "message": "...", "completed": 6}
-# (`completed`: steps whose body finished; the failure belongs to the next one.)
+#   {"event": "error", "type": "RuntimeError", "message": "...", "completed": 6,
+#    "workers": [{"pid": 123, "exitcode": -7}]}
+# (`completed`: steps whose body finished; the failure belongs to the next one. `workers`: how
+# each worker process ended, when it has: torch often reports a worker killed by SIGBUS only as
+# "exited unexpectedly", or as a broken connection of its resource sharer.)
 # Anything torch prints goes to stderr, which the cell keeps for its message.
 
 import json
@@ -19,6 +22,19 @@ import time
 def emit(**fields):
     sys.stdout.write(json.dumps(fields) + "\n")
     sys.stdout.flush()
+
+
+def worker_exits(iterator):
+    """(pid, exitcode) of the iterator's worker processes that have ended (exitcode -N: signal N)."""
+    exits = []
+    for worker in getattr(iterator, "_workers", None) or []:
+        try:
+            worker.join(timeout=0.5)
+            if worker.exitcode is not None:
+                exits.append({"pid": worker.pid, "exitcode": worker.exitcode})
+        except Exception:  # noqa: BLE001 - best effort: the message still classifies
+            pass
+    return exits
 
 
 def main():
@@ -85,6 +101,7 @@ def main():
     step = 0
     completed = 0
     started = time.perf_counter()
+    iterator = None
     try:
         for _epoch in range(cfg["epochs"]):
             iterator = iter(loader)
@@ -115,9 +132,15 @@ def main():
                 completed = step
                 # The loop drops its batch when the name is rebound by the next one, as a
                 # training loop does; `del` here would release it earlier than torch's users do.
-            del iterator
+            iterator = None
     except Exception as e:  # noqa: BLE001 - every failure is a result to classify
-        emit(event="error", type=type(e).__name__, message=str(e), completed=completed)
+        emit(
+            event="error",
+            type=type(e).__name__,
+            message=str(e),
+            completed=completed,
+            workers=worker_exits(iterator),
+        )
         return
     emit(event="end", checksum=checksum)
 
