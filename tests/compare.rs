@@ -235,3 +235,52 @@ fn history_by_shm_size_shows_where_the_outcome_changes() {
     );
     assert_clean(&before);
 }
+
+#[test]
+fn history_by_torch_version_tracks_torch_cells_across_releases() {
+    use shmbench::model::knobs::{Loader, TorchProfile};
+    let dir = temp_dir("history-torch");
+    // The same torch cell under three releases; 2.10 moved shared segments to posix_fallocate,
+    // so its crash kind changes there (and the profile column with it).
+    let mut files = Vec::new();
+    for (i, version) in ["2.9.1", "2.10.0", "2.15.0"].iter().enumerate() {
+        let mut rows = runs(&[0.0, 0.0], &format!("t{i}"), "6.1");
+        for r in &mut rows {
+            r.loader = Loader::Torch;
+            r.torch_version = Some(version.to_string());
+            let modern = i > 0;
+            r.torch = if modern {
+                TorchProfile::Modern
+            } else {
+                TorchProfile::Legacy
+            };
+            r.status = if modern {
+                Status::Enospc
+            } else {
+                Status::Sigbus
+            };
+        }
+        files.push(write(&dir, &format!("t{i}.csv"), rows));
+    }
+    let mut args = vec!["history", "--by", "torch-version"];
+    let paths: Vec<String> = files.iter().map(|f| f.display().to_string()).collect();
+    args.extend(paths.iter().map(String::as_str));
+    let o = shmbench(&args);
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        o.status.success(),
+        "{out}{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    // Releases in version order (2.9 before 2.10), one trend for the cell, the step at 2.10.
+    let header = out.lines().find(|l| l.starts_with("| cell")).unwrap();
+    assert!(
+        header.find("2.9.1").unwrap() < header.find("2.10.0").unwrap(),
+        "{header}"
+    );
+    assert!(
+        out.contains("outcome changed from sigbus at step")
+            && out.contains("at torch-version = 2.10.0"),
+        "{out}"
+    );
+}
