@@ -268,3 +268,33 @@ fn torch_cells_run_in_containers_with_the_python_mounted() {
     assert!(crash_step(&tight) <= 5, "{tight}");
     assert_clean(&before);
 }
+
+#[test]
+fn killing_the_harness_leaves_no_torch_process_or_segment() {
+    let Some(python) = torch_or_skip() else {
+        return;
+    };
+    let _guard = serial();
+    let before = machine_state();
+    // The host runtime and file_system: torch's named segments and its torch_shm_manager live
+    // on this machine's /dev/shm, the worst case for leftovers.
+    for signal in ["INT", "KILL"] {
+        let mut child = spawn_run(&format!(
+            "--loader torch --python {python} --runtime host --strategy file_system --batch 8 --workers 2 --steps 100000 --compute-ms 10"
+        ));
+        let mut stderr = std::io::BufReader::new(child.stderr.take().unwrap());
+        wait_for_line(&mut stderr, "[1/1]");
+        // Until the loader is producing (its segments exist).
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+        while machine_state().shm_entries.is_empty() && std::time::Instant::now() < deadline {
+            std::thread::sleep(std::time::Duration::from_millis(100));
+        }
+        assert!(
+            !machine_state().shm_entries.is_empty(),
+            "torch never made a segment"
+        );
+        send_signal(child.id(), signal);
+        child.wait().unwrap();
+        assert_clean(&before);
+    }
+}

@@ -212,6 +212,12 @@ fn shmbench_processes() -> Vec<String> {
         if is_ours && args.get(1).is_some_and(|a| a == "cell" || a == "worker") {
             found.push(format!("{name}: {}", args[..2].join(" ")));
         }
+        // A torch cell's Python and its DataLoader workers (they share the cell's bootstrap),
+        // and the segment manager torch starts for file_system.
+        if args.iter().any(|a| a.contains("shmbench-torch-cell")) || args[0] == "torch_shm_manager"
+        {
+            found.push(format!("{name}: {}", args[0]));
+        }
     }
     found
 }
@@ -221,7 +227,7 @@ pub fn machine_state() -> MachineState {
         .unwrap()
         .flatten()
         .map(|e| e.file_name().to_string_lossy().into_owned())
-        .filter(|n| n.starts_with("shmbench_"))
+        .filter(|n| n.starts_with("shmbench_") || n.starts_with("torch_"))
         .collect();
     shm_entries.sort();
     MachineState {

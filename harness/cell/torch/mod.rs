@@ -20,8 +20,13 @@ use crate::model::knobs::TorchProfile;
 use crate::model::record::{CellRecord, Failure, Metrics, Status, StepSample};
 use crate::sys::cgroup;
 
-/// The program a torch cell runs: `python -c PROGRAM <config json>`.
+/// The program a torch cell runs, passed in the environment so `ps` shows a short command.
 pub const PROGRAM: &str = include_str!("program.py");
+
+/// The variable that carries [`PROGRAM`], and the bootstrap that runs it as `__main__`.
+const PROGRAM_ENV: &str = "SHMBENCH_TORCH_PROGRAM";
+const BOOTSTRAP: &str =
+    "import os; exec(compile(os.environ['SHMBENCH_TORCH_PROGRAM'], 'shmbench-torch-cell', 'exec'))";
 
 /// How to get an interpreter with torch, for messages.
 pub const INSTALL_HINT: &str = "python3 -m venv V && V/bin/pip install torch, then pass --python V/bin/python (torch==2.9.* for the SIGBUS-era allocation)";
@@ -167,8 +172,9 @@ pub fn run_cell(config: &CellConfig) -> CellRecord {
     };
     let mut cmd = Command::new(&config.python);
     cmd.arg("-c")
-        .arg(PROGRAM)
+        .arg(BOOTSTRAP)
         .arg(json)
+        .env(PROGRAM_ENV, PROGRAM)
         .env("PYTHONUNBUFFERED", "1")
         // A container's root is read-only: no bytecode caches.
         .env("PYTHONDONTWRITEBYTECODE", "1")

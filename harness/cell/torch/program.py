@@ -1,7 +1,8 @@
 # The real-torch loader of a shmbench cell: a torch.utils.data.DataLoader built from the cell's
 # knobs, run as the training loop would run it. shmbench ships this file inside its binary and
-# runs it as `python -c <this> <cell config JSON>`; the cell process around it meters /dev/shm,
-# classifies how it ended and prints the cell's record.
+# runs it from the environment (`python -c <bootstrap> <cell config JSON>`, this text in
+# SHMBENCH_TORCH_PROGRAM, so process listings stay short); the cell process around it meters
+# /dev/shm, classifies how it ended and prints the cell's record.
 #
 # Protocol: one JSON object per line on stdout.
 #   {"event": "start", "torch": "2.15.0", "accelerator": false}
@@ -22,6 +23,17 @@ import time
 def emit(**fields):
     sys.stdout.write(json.dumps(fields) + "\n")
     sys.stdout.flush()
+
+
+def die_with_parent(_worker_id):
+    """DataLoader worker_init_fn: the worker dies at once with the main (PR_SET_PDEATHSIG), as
+    every process of a shmbench cell does, instead of after torch's 5 s watchdog."""
+    try:
+        import ctypes
+
+        ctypes.CDLL(None, use_errno=True).prctl(1, 9, 0, 0, 0)  # PR_SET_PDEATHSIG, SIGKILL
+    except Exception:  # noqa: BLE001 - torch's own watchdog still ends it
+        pass
 
 
 def worker_exits(iterator):
@@ -92,6 +104,7 @@ def main():
         persistent_workers=cfg["persistent_workers"],
         pin_memory=cfg["pin_memory"],
         timeout=cfg["timeout_s"],
+        worker_init_fn=die_with_parent,
     )
     touch = cfg["touch"]
     retain_every = cfg["retain_every"]
