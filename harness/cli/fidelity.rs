@@ -13,7 +13,6 @@ use crate::model::knobs::Knobs;
 use crate::orchestrate::fidelity as run_pairs;
 use crate::plan::scenario::{self, Scenario};
 use crate::present::fidelity as table;
-use crate::present::report::{self, Report};
 use crate::results::csv;
 
 #[derive(clap::Args)]
@@ -97,19 +96,14 @@ pub fn run(args: Args) -> Result<ExitCode> {
     let text = table::render(&pairs);
     println!("{text}");
     println!("\nresults: {}", outcome.results.path().display());
-    let dir = report::default_dir(&out);
-    let all: Vec<String> = ["md", "html", "json"].map(String::from).to_vec();
-    match Report::load(std::slice::from_ref(&out)).and_then(|r| r.write(&dir, &all)) {
-        Ok(_) => {
-            let path = dir.join("fidelity.md");
-            std::fs::write(
-                &path,
-                format!("# shmbench fidelity: {}\n\n{text}\n", scenario.name),
-            )
-            .with_context(|| format!("cannot write {}", path.display()))?;
-            println!("report: {}", path.display());
-        }
-        Err(e) => eprintln!("shmbench: the report could not be written: {e:#}"),
+    if let Some(dir) = outcome::write_report(&out) {
+        let path = dir.join("fidelity.md");
+        std::fs::write(
+            &path,
+            format!("# shmbench fidelity: {}\n\n{text}\n", scenario.name),
+        )
+        .with_context(|| format!("cannot write {}", path.display()))?;
+        println!("fidelity: {}", path.display());
     }
     if outcome.interrupted.is_some() {
         return Ok(outcome::exit_code(&outcome));

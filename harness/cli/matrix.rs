@@ -12,7 +12,6 @@ use crate::model::knobs::Knobs;
 use crate::orchestrate::runner;
 use crate::plan::guard;
 use crate::plan::scenario::{self, Scenario};
-use crate::present::report::{self, Report};
 use crate::sys::fingerprint::mem_total;
 
 #[derive(clap::Args)]
@@ -63,12 +62,7 @@ pub fn run(args: Args) -> Result<ExitCode> {
     let outcome = runner::run(&plan, &out, args.repeat, &mut Terminal::new().observer())?;
     outcome::print(&outcome);
     if !outcome.results.rows().is_empty() {
-        let dir = report::default_dir(&out);
-        let all: Vec<String> = ["md", "html", "json"].map(String::from).to_vec();
-        match Report::load(std::slice::from_ref(&out)).and_then(|r| r.write(&dir, &all)) {
-            Ok(files) => println!("report: {}", files[0].display()),
-            Err(e) => eprintln!("shmbench: the report could not be written: {e:#}"),
-        }
+        outcome::write_report(&out);
     }
     Ok(outcome::exit_code(&outcome))
 }

@@ -1,10 +1,12 @@
 //! How `matrix` and `run` end: the repeated-run summary, the matrix table and its notes, where the
 //! results are, and the exit status of a run stopped by a signal (128 + its number).
 
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use crate::analysis::compare::summarize;
 use crate::orchestrate::runner::Outcome;
+use crate::present::report::{self, Report};
 use crate::present::{compare, matrix};
 use crate::sys::signals;
 
@@ -29,6 +31,24 @@ pub fn print(outcome: &Outcome) {
         outcome.results.path().display(),
         rows.len()
     );
+}
+
+/// Writes the report of results file `out` (Markdown, HTML, JSON) into its default directory and
+/// prints where; returns that directory, or None (said on stderr) when it could not be written.
+/// A run's results stand without their report, so this never fails the run.
+pub fn write_report(out: &Path) -> Option<PathBuf> {
+    let dir = report::default_dir(out);
+    let all: Vec<String> = ["md", "html", "json"].map(String::from).to_vec();
+    match Report::load(&[out.to_path_buf()]).and_then(|r| r.write(&dir, &all)) {
+        Ok(files) => {
+            println!("report: {}", files[0].display());
+            Some(dir)
+        }
+        Err(e) => {
+            eprintln!("shmbench: the report could not be written: {e:#}");
+            None
+        }
+    }
 }
 
 pub fn exit_code(outcome: &Outcome) -> ExitCode {

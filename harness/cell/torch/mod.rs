@@ -75,19 +75,22 @@ pub fn profile_of(version: &str) -> TorchProfile {
     }
 }
 
+/// Runs `python -c code`; an interpreter that cannot start is an error saying how to get one.
+fn ask(python: &str, code: &str) -> Result<std::process::Output, String> {
+    Command::new(python)
+        .args(["-c", code])
+        .stdin(Stdio::null())
+        .output()
+        .map_err(|e| format!("cannot run the Python interpreter '{python}' ({e}): {INSTALL_HINT}"))
+}
+
 /// Where a Python lives: its executable (a venv's own `bin/python`, which finds the venv) and
 /// the installation directories it needs (the venv's prefix and the base it was made from).
 pub fn locate(python: &str) -> Result<(String, Vec<String>), String> {
-    let out = Command::new(python)
-        .args([
-            "-c",
-            "import sys; print(sys.executable); print(sys.prefix); print(sys.base_prefix)",
-        ])
-        .stdin(Stdio::null())
-        .output()
-        .map_err(|e| {
-            format!("cannot run the Python interpreter '{python}' ({e}): {INSTALL_HINT}")
-        })?;
+    let out = ask(
+        python,
+        "import sys; print(sys.executable); print(sys.prefix); print(sys.base_prefix)",
+    )?;
     let text = String::from_utf8_lossy(&out.stdout);
     let mut lines = text.lines().map(str::trim).filter(|l| !l.is_empty());
     let executable = lines
@@ -117,16 +120,10 @@ impl Found {
 
 /// The torch `python` has, or why it has none (with how to get one).
 pub fn probe(python: &str) -> Result<Found, String> {
-    let out = Command::new(python)
-        .args([
-            "-c",
-            "import torch; print(torch.__version__.split('+')[0], torch.cuda.is_available())",
-        ])
-        .stdin(Stdio::null())
-        .output()
-        .map_err(|e| {
-            format!("cannot run the Python interpreter '{python}' ({e}): {INSTALL_HINT}")
-        })?;
+    let out = ask(
+        python,
+        "import torch; print(torch.__version__.split('+')[0], torch.cuda.is_available())",
+    )?;
     let stdout = String::from_utf8_lossy(&out.stdout);
     let mut words = stdout.split_whitespace();
     if let (true, Some(version), Some(accelerator)) =
