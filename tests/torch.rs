@@ -10,6 +10,7 @@ use std::path::PathBuf;
 use std::process::Command;
 
 use common::*;
+use shmbench::model::knobs::TorchProfile;
 
 /// One image of 3x224x224 f32.
 const IMAGE: f64 = 602_112.0;
@@ -41,11 +42,9 @@ fn torch_or_skip() -> Option<String> {
 /// The profile torch's version implies: 2.10 reserves segments with posix_fallocate.
 fn expected_failure(record: &serde_json::Value) -> &'static str {
     let version = record["torch_version"].as_str().expect("a torch version");
-    let mut parts = version.split('.').map(|p| p.parse::<u32>().unwrap_or(0));
-    if (parts.next().unwrap_or(0), parts.next().unwrap_or(0)) >= (2, 10) {
-        "enospc"
-    } else {
-        "sigbus"
+    match shmbench::cell::torch::profile_of(version) {
+        TorchProfile::Modern => "enospc",
+        TorchProfile::Legacy => "sigbus",
     }
 }
 

@@ -21,7 +21,7 @@ pub struct Args {
     #[arg(default_value = scenario::FIDELITY_PATH)]
     pub scenario: PathBuf,
     /// Python interpreters with torch to measure against (one run of every cell per Python);
-    /// default: --python, else python3
+    /// default: the cells' python (--python, else the knob's default)
     #[arg(long = "with", value_name = "PYTHON")]
     pub pythons: Vec<String>,
     /// Only these cells (comma-separated names)
@@ -66,11 +66,11 @@ pub fn run(args: Args) -> Result<ExitCode> {
     let scenario = Scenario::load(&args.scenario)?;
     let plan = scenario.plan(&args.knobs, args.cells.as_deref(), &super::platform())?;
     let pythons = if args.pythons.is_empty() {
-        vec![args
-            .knobs
-            .python
-            .clone()
-            .unwrap_or_else(|| "python3".into())]
+        // The cells' own (--python, the scenario's, or the knob's default).
+        let mut own: Vec<String> = plan.iter().map(|c| c.python.clone()).collect();
+        own.sort();
+        own.dedup();
+        own
     } else {
         args.pythons
     };

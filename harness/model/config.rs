@@ -5,7 +5,7 @@ use serde::{Deserialize, Serialize};
 
 use super::claim::Claim;
 use super::knobs::{
-    ContainerKind, Dtype, IpcMode, Loader, RuntimeKind, Shape, Strategy, TorchProfile, Touch,
+    ContainerKind, Dtype, IpcMode, Knobs, Loader, RuntimeKind, Shape, Strategy, TorchProfile, Touch,
 };
 use super::size::ByteSize;
 
@@ -50,8 +50,11 @@ pub struct CellConfig {
     pub claim: Option<Claim>,
 }
 
+/// The knob's default, for records written before the knob existed.
 fn default_python() -> String {
-    "python3".into()
+    Knobs::defaults()
+        .python
+        .expect("the python knob has a default")
 }
 
 impl CellConfig {

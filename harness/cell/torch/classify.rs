@@ -105,10 +105,11 @@ pub fn classify(e: &Ending) -> Verdict {
             .iter()
             .find(|w| w.exitcode < 0)
             .map(|w| (w.pid, -w.exitcode));
+        let named = killed_by(message);
         let pid = worker_pid(message).or(died.map(|(pid, _)| pid));
-        let signal = killed_by(message).or(died.map(|(_, sig)| sig));
+        let signal = named.or(died.map(|(_, sig)| sig));
         let mut text = format!("{kind}: {}", condensed(message));
-        if let (Some((pid, sig)), None) = (died, killed_by(message)) {
+        if let (Some((pid, sig)), None) = (died, named) {
             text.push_str(&format!(
                 " (worker pid {pid} was killed by signal {sig}: {})",
                 crate::sys::signals::name(sig)

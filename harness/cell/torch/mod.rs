@@ -15,9 +15,11 @@
 
 mod classify;
 
+use std::collections::BTreeMap;
 use std::io::{BufRead, BufReader};
 use std::os::unix::process::CommandExt;
 use std::process::{Command, Stdio};
+use std::sync::Mutex;
 use std::time::Instant;
 
 use serde::Deserialize;
@@ -85,13 +87,18 @@ pub fn profile_of(version: &str) -> TorchProfile {
     }
 }
 
+/// Why `python` could not be started, and how to get one that can.
+fn cannot_run(python: &str, e: std::io::Error) -> String {
+    format!("cannot run the Python interpreter '{python}' ({e}): {INSTALL_HINT}")
+}
+
 /// Runs `python -c code`; an interpreter that cannot start is an error saying how to get one.
 fn ask(python: &str, code: &str) -> Result<std::process::Output, String> {
     Command::new(python)
         .args(["-c", code])
         .stdin(Stdio::null())
         .output()
-        .map_err(|e| format!("cannot run the Python interpreter '{python}' ({e}): {INSTALL_HINT}"))
+        .map_err(|e| cannot_run(python, e))
 }
 
 /// Where a Python lives: its executable (a venv's own `bin/python`, which finds the venv) and
@@ -128,8 +135,19 @@ impl Found {
     }
 }
 
-/// The torch `python` has, or why it has none (with how to get one).
+/// The torch `python` has, or why it has none (with how to get one). Importing torch takes
+/// seconds, so each interpreter is asked once per process (a fidelity run checks its Pythons
+/// and then the runner checks them again).
 pub fn probe(python: &str) -> Result<Found, String> {
+    static ASKED: Mutex<BTreeMap<String, Result<Found, String>>> = Mutex::new(BTreeMap::new());
+    let mut asked = ASKED.lock().unwrap_or_else(|e| e.into_inner());
+    asked
+        .entry(python.to_string())
+        .or_insert_with(|| probe_once(python))
+        .clone()
+}
+
+fn probe_once(python: &str) -> Result<Found, String> {
     let out = ask(
         python,
         "import torch; print(torch.__version__.split('+')[0], torch.cuda.is_available())",
@@ -197,12 +215,7 @@ pub fn run_cell(config: &CellConfig) -> CellRecord {
     }
     let mut child = match cmd.spawn() {
         Ok(c) => c,
-        Err(e) => {
-            return fail(format!(
-                "cannot run the Python interpreter '{}' ({e}): {INSTALL_HINT}",
-                config.python
-            ))
-        }
+        Err(e) => return fail(cannot_run(&config.python, e)),
     };
     let stdout = child.stdout.take().expect("stdout was piped");
     let stderr = child.stderr.take().expect("stderr was piped");
