@@ -147,7 +147,7 @@ fn mismatched_inputs_are_clear_errors() {
     let (code, out) = compare(&base, &v9);
     assert_eq!(code, Some(2), "{out}");
     assert!(
-        out.contains("schema 9 but this shmbench reads schemas 1, 2"),
+        out.contains("schema 9 but this shmbench reads schemas 1, 2, 3"),
         "{out}"
     );
 }

@@ -120,7 +120,7 @@ fn unusable_input_is_named_and_the_rest_still_renders() {
     let stderr = String::from_utf8_lossy(&o.stderr);
     assert!(o.status.success(), "{stderr}");
     assert!(
-        stderr.contains("schema 9 but this shmbench reads schemas 1, 2"),
+        stderr.contains("schema 9 but this shmbench reads schemas 1, 2, 3"),
         "{stderr}"
     );
     assert!(

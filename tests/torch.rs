@@ -136,7 +136,10 @@ fn torch_cells_land_in_the_results_with_their_version() {
     ]);
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     let rows = read_csv(&out);
-    assert_eq!(rows[0]["schema"], "2");
+    assert_eq!(
+        rows[0]["schema"],
+        shmbench::results::row::SCHEMA.to_string()
+    );
     assert_eq!(rows[0]["loader"], "torch");
     let version = Command::new(&python)
         .args(["-c", "import torch; print(torch.__version__.split('+')[0])"])

@@ -22,6 +22,9 @@ pub struct CellConfig {
     /// The interpreter of a torch cell.
     #[serde(default = "default_python")]
     pub python: String,
+    /// The user's own image a docker cell runs in (None: the image shmbench builds).
+    #[serde(default)]
+    pub image: Option<String>,
     pub runtime: RuntimeKind,
     /// Why the runtime is not the one the setup names (e.g. no Docker engine answered).
     pub runtime_note: Option<String>,

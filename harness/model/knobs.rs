@@ -238,6 +238,9 @@ knobs! {
     #[arg(long, value_name = "PATH")]
     python: String = Some("python3".to_string()),
         "Python interpreter of torch cells: one with torch installed (python3 -m venv V && V/bin/pip install torch)";
+    #[arg(long, value_name = "IMAGE")]
+    image: String = None,
+        "Docker: run the cell in this local image (e.g. your training image, whose python3 runs torch cells) instead of the one shmbench builds; shmbench mounts its own binary into it read-only. Implies runtime docker";
     #[arg(long, value_enum)]
     runtime: RuntimeKind = Some(RuntimeKind::Auto),
         "How to run it: auto (docker for container=docker when an engine answers, else namespace when shm-size is set, else host), host, namespace, docker";

@@ -116,6 +116,17 @@ impl CellConfig {
         let docker_only = |key: &'static str, what: &str| {
             bad(key, format!("{what} is a Docker setting: use runtime docker (or auto with container docker)"))
         };
+        if let Some(image) = &self.image {
+            if image.trim().is_empty() || image.chars().any(char::is_whitespace) {
+                return Err(bad(
+                    "image",
+                    format!("'{image}' is not an image reference: write a name like my-train:latest or an image id"),
+                ));
+            }
+            if matches!(self.runtime, RuntimeKind::Host | RuntimeKind::Namespace) {
+                return Err(docker_only("image", "an image"));
+            }
+        }
         match self.runtime {
             RuntimeKind::Host if self.memory.is_some() => {
                 return Err(bad(

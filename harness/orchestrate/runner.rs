@@ -39,17 +39,19 @@ fn describe(config: &CellConfig) -> String {
         }
         _ => "host /dev/shm".into(),
     };
-    format!(
-        "{} ({}, {}, {})",
-        config.cell, config.runtime, shm, config.strategy
-    )
+    let runtime = match &config.image {
+        Some(image) => format!("{} in {image}", config.runtime),
+        None => config.runtime.to_string(),
+    };
+    format!("{} ({runtime}, {shm}, {})", config.cell, config.strategy)
 }
 
 /// Refuses up front, saying how to install torch, when a torch cell's Python cannot import it.
 fn check_pythons(cells: &[CellConfig], observe: &mut dyn FnMut(Event)) -> Result<()> {
     let mut pythons: Vec<&str> = cells
         .iter()
-        .filter(|c| c.loader == Loader::Torch)
+        // A cell in a user's image runs the image's Python: the cell itself reports its torch.
+        .filter(|c| c.loader == Loader::Torch && c.image.is_none())
         .map(|c| c.python.as_str())
         .collect();
     pythons.sort();

@@ -55,9 +55,9 @@ impl Knobs {
     pub fn resolve(&self, id: Identity, platform: &Platform) -> Result<CellConfig, KnobError> {
         let mut k = Knobs::defaults();
         k.overlay(self);
-        // Every field has a default, so these are all Some except shm_size.
+        // Every field has a default, so these are all Some except shm_size, memory and image.
         fn get<T>(value: Option<T>) -> T {
-            value.expect("every knob except shm-size has a default")
+            value.expect("every knob except shm-size, memory and image has a default")
         }
         let mut config = CellConfig {
             scenario: id.scenario,
@@ -65,6 +65,7 @@ impl Knobs {
             environment: id.environment,
             loader: get(k.loader),
             python: get(k.python),
+            image: k.image.clone(),
             runtime: get(k.runtime),
             runtime_note: None,
             container: get(k.container),
@@ -102,6 +103,11 @@ impl Knobs {
 /// Picks the runtime for `runtime = auto`: Docker for a Docker setup when an engine answers;
 /// otherwise the closest emulation, with a note saying so.
 fn resolve_auto_runtime(config: &mut CellConfig, platform: &Platform) {
+    // An image is only ever run by Docker; without an engine the runtime says so when it starts.
+    if config.image.is_some() {
+        config.runtime = RuntimeKind::Docker;
+        return;
+    }
     let docker_setup = config.container == ContainerKind::Docker;
     if docker_setup && platform.docker_reachable() {
         config.runtime = RuntimeKind::Docker;

@@ -12,10 +12,10 @@ use crate::model::record::{CellRecord, Status};
 use crate::sys::fingerprint::Fingerprint;
 
 /// Bump on any change to the columns' names, order or meaning.
-pub const SCHEMA: u32 = 2;
+pub const SCHEMA: u32 = 3;
 
 /// Earlier schemas this shmbench still reads (their missing columns take their defaults).
-pub const READS: &[u32] = &[1, SCHEMA];
+pub const READS: &[u32] = &[1, 2, SCHEMA];
 
 /// One CSV row. Field order is column order.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -109,6 +109,9 @@ pub struct Row {
     /// The torch version of a torch cell (schema 2).
     #[serde(default)]
     pub torch_version: Option<String>,
+    /// The user's image a docker cell ran in (`--image`); empty for shmbench's own (schema 3).
+    #[serde(default)]
+    pub image: Option<String>,
 }
 
 /// This invocation as a command a user can paste (`shmbench matrix --steps 20`).
@@ -217,6 +220,7 @@ impl Row {
             docker_storage_driver: fp.docker.as_ref().map(|d| d.storage_driver.clone()),
             loader: c.loader,
             torch_version: record.torch_version.clone(),
+            image: c.image.clone(),
         }
     }
 }

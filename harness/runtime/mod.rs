@@ -34,7 +34,10 @@ impl Runtimes {
             namespace::check_permission()?;
         }
         let docker = if needs(RuntimeKind::Docker) {
-            Some(docker::Docker::connect().map_err(|e| anyhow::anyhow!("runtime docker: {e:#}"))?)
+            Some(
+                docker::Docker::connect(cells)
+                    .map_err(|e| anyhow::anyhow!("runtime docker: {e:#}"))?,
+            )
         } else {
             None
         };

@@ -1,5 +1,5 @@
 //! The bottom layer: thin readers and wrappers of Linux facilities (processes through pidfds,
-//! cgroups, signals, /dev/shm usage, the environment fingerprint, the clock). Nothing here knows
+//! cgroups, signals, /dev/shm usage, the environment fingerprint, the clock, how to start shmbench again). Nothing here knows
 //! about cells, loaders or results.
 
 pub mod cgroup;
@@ -7,5 +7,6 @@ pub mod clock;
 pub mod detect;
 pub mod fingerprint;
 pub mod process;
+pub mod reexec;
 pub mod shm;
 pub mod signals;

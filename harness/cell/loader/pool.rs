@@ -6,7 +6,7 @@
 
 use std::os::fd::{AsFd, AsRawFd, OwnedFd};
 use std::os::unix::process::CommandExt;
-use std::process::{Command, Stdio};
+use std::process::Stdio;
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result};
@@ -15,6 +15,7 @@ use nix::poll::{poll, PollFd, PollFlags, PollTimeout};
 use super::wire::{self, FromWorker, RecvError, ToWorker, WORKER_SOCKET_FD};
 use crate::model::config::CellConfig;
 use crate::sys::process::{self, pidfd_open, try_reap, Exit};
+use crate::sys::reexec;
 
 struct Worker {
     pid: u32,
@@ -54,7 +55,7 @@ impl Pool {
         for id in 0..config.workers {
             let (main_end, worker_end) = wire::pair().context("creating a worker socket pair")?;
             let raw = worker_end.as_raw_fd();
-            let mut cmd = Command::new("/proc/self/exe");
+            let mut cmd = reexec::self_command();
             cmd.arg("worker")
                 .arg(id.to_string())
                 .arg(std::process::id().to_string())

@@ -87,6 +87,18 @@ pub fn profile_of(version: &str) -> TorchProfile {
     }
 }
 
+/// What to do about a missing torch when the cell runs in the user's own image (`--image`): the
+/// host's venv advice does not apply there.
+fn hint_for(config: &CellConfig, message: String) -> String {
+    match &config.image {
+        Some(image) => message.replace(
+            INSTALL_HINT,
+            &format!("the image '{image}' needs a Python with torch (pip install torch in it), or --python with the path of one inside the image"),
+        ),
+        None => message,
+    }
+}
+
 /// Why `python` could not be started, and how to get one that can.
 fn cannot_run(python: &str, e: std::io::Error) -> String {
     format!("cannot run the Python interpreter '{python}' ({e}): {INSTALL_HINT}")
@@ -190,7 +202,9 @@ pub fn run_cell(config: &CellConfig) -> CellRecord {
     let start = Instant::now();
     let meter = ShmMeter::start();
     let oom_kills_at_start = cgroup::oom_kills();
-    let fail = |message: String| CellRecord::failed_to_run(config.clone(), Status::Error, message);
+    let fail = |message: String| {
+        CellRecord::failed_to_run(config.clone(), Status::Error, hint_for(config, message))
+    };
     let json = match serde_json::to_string(config) {
         Ok(j) => j,
         Err(e) => return fail(format!("cannot encode the cell config: {e}")),
@@ -292,7 +306,7 @@ pub fn run_cell(config: &CellConfig) -> CellRecord {
     // training step) is the failed one, as in emulated cells.
     let obtained = reported.steps.obtained_s.len() as u64;
     let steps_done = reported.completed.unwrap_or(obtained).min(obtained);
-    let mut message = verdict.message;
+    let mut message = hint_for(config, verdict.message);
     if config.pin_memory && !reported.accelerator && reported.version.is_some() {
         let note = "pin_memory was ignored: torch found no accelerator, so batches stayed in shared memory until dropped";
         message = if message.is_empty() {

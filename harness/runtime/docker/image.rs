@@ -24,6 +24,8 @@ pub const BINARY_IN_IMAGE: &str = "/shmbench";
 /// The files that make up the image: (path in the image, contents).
 pub struct BuildContext {
     files: Vec<(String, Vec<u8>)>,
+    /// The ELF interpreter's path among `files` (None for a static binary).
+    interpreter: Option<String>,
     pub tag: String,
 }
 
@@ -85,10 +87,13 @@ impl BuildContext {
                 std::fs::read(&lib).with_context(|| format!("reading {}", lib.display()))?;
             files.push((lib.display().to_string(), bytes));
         }
-        if let Some(interp) = interpreter.filter(|i| !files.iter().any(|(p, _)| p == i)) {
-            let bytes = std::fs::read(&interp)
+        if let Some(interp) = interpreter
+            .as_ref()
+            .filter(|i| !files.iter().any(|(p, _)| p == *i))
+        {
+            let bytes = std::fs::read(interp)
                 .with_context(|| format!("reading the ELF interpreter {interp}"))?;
-            files.push((interp, bytes));
+            files.push((interp.clone(), bytes));
         }
         files.sort();
         let mut hash = Sha256::new();
@@ -101,12 +106,43 @@ impl BuildContext {
         let hex: String = digest.iter().take(6).map(|b| format!("{b:02x}")).collect();
         Ok(BuildContext {
             files,
+            interpreter,
             tag: format!("{REPOSITORY}:{hex}"),
         })
     }
 
     pub fn paths(&self) -> impl Iterator<Item = &str> {
         self.files.iter().map(|(p, _)| p.as_str())
+    }
+
+    /// The content hash (the tag's version part).
+    pub fn hash(&self) -> &str {
+        self.tag.rsplit(':').next().unwrap_or(&self.tag)
+    }
+
+    /// The binary's bytes.
+    pub fn binary(&self) -> &[u8] {
+        self.file(BINARY_IN_IMAGE).unwrap_or_default()
+    }
+
+    /// The ELF interpreter's bytes, when the binary is dynamically linked.
+    pub fn interpreter(&self) -> Option<&[u8]> {
+        self.file(self.interpreter.as_deref()?)
+    }
+
+    /// The shared libraries other than the interpreter: (file name, bytes).
+    pub fn libraries(&self) -> impl Iterator<Item = (&str, &[u8])> {
+        self.files
+            .iter()
+            .filter(|(p, _)| p != BINARY_IN_IMAGE && Some(p) != self.interpreter.as_ref())
+            .map(|(p, bytes)| (p.rsplit('/').next().unwrap_or(p), bytes.as_slice()))
+    }
+
+    fn file(&self, path: &str) -> Option<&[u8]> {
+        self.files
+            .iter()
+            .find(|(p, _)| p == path)
+            .map(|(_, b)| b.as_slice())
     }
 
     /// The build context as a tar: the files plus a Dockerfile.

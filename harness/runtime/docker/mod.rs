@@ -7,6 +7,7 @@
 //! stdin stays attached to the harness as a lifeline: if the harness dies, the engine closes it
 //! and the cell inside ends itself (`SHMBENCH_LIFELINE=stdin`), so no container outlives it.
 
+mod bundle;
 pub mod engine;
 pub mod image;
 mod python;
@@ -30,6 +31,7 @@ use crate::model::config::CellConfig;
 use crate::model::knobs::Loader;
 use crate::model::record::{CellRecord, Status};
 use crate::sys::process;
+use crate::sys::reexec::{bundle_argv, BUNDLE_ENV};
 use engine::Engine;
 use python::PythonInContainer;
 
@@ -40,6 +42,8 @@ pub const LABEL_HOST: &str = "org.shmbench.host";
 pub struct Docker {
     engine: Engine,
     image: String,
+    /// The host directory of shmbench's bundle, for cells in a user's image (`--image`).
+    bundle: Option<std::path::PathBuf>,
     /// How long building the image took, when this run had to build it.
     pub build_time: Option<Duration>,
     counter: std::cell::Cell<u32>,
@@ -52,13 +56,30 @@ fn hostname() -> String {
 }
 
 impl Docker {
-    /// Connects and makes sure the image exists (building it if needed).
-    pub fn connect() -> Result<Docker> {
+    /// Connects and makes sure the images `cells` need exist: shmbench's own (building it if
+    /// needed) and each user image they name (which must already be in the engine: there may be
+    /// no registry to pull from), with the bundle that runs shmbench inside those.
+    pub fn connect(cells: &[CellConfig]) -> Result<Docker> {
         let engine = Engine::connect()?;
         let (image, build_time) = image::ensure(&engine)?;
+        let mut user_images: Vec<&str> = cells.iter().filter_map(|c| c.image.as_deref()).collect();
+        user_images.sort();
+        user_images.dedup();
+        for name in &user_images {
+            if !image::exists(&engine, name) {
+                anyhow::bail!(
+                    "image '{name}' is not in this Docker engine: load it (`docker load -i FILE.tar`), build it (`docker build -t {name} .`) or pull it first; shmbench does not pull images"
+                );
+            }
+        }
+        let bundle = match user_images.is_empty() {
+            true => None,
+            false => Some(bundle::ensure()?),
+        };
         Ok(Docker {
             engine,
             image,
+            bundle,
             build_time,
             counter: std::cell::Cell::new(0),
         })
@@ -95,8 +116,23 @@ impl Docker {
             ),
             (mounts, None) => mounts,
         };
+        let mut binds: Vec<String> = python.map(|p| p.binds.clone()).unwrap_or_default();
+        if let (Some(_), Some(dir)) = (&config.image, &self.bundle) {
+            binds.push(format!("{}:{}:ro", dir.display(), bundle::IN_CONTAINER));
+        }
+        // A torch cell in a user's image uses the image's Python; it still needs a /tmp.
+        let tmpfs = match (tmpfs, python.is_none() && config.image.is_some()) {
+            (mounts, true) => Some(
+                mounts
+                    .unwrap_or_default()
+                    .into_iter()
+                    .chain([python::tmp_mount()])
+                    .collect(),
+            ),
+            (mounts, false) => mounts,
+        };
         HostConfig {
-            binds: python.map(|p| p.binds.clone()),
+            binds: (!binds.is_empty()).then_some(binds),
             shm_size,
             tmpfs,
             ipc_mode: Some(config.ipc.to_string()),
@@ -108,9 +144,9 @@ impl Docker {
             cap_drop: Some(vec!["ALL".into()]),
             security_opt: Some(vec!["no-new-privileges".into()]),
             // Real torch runs threads in every process (intra-op pools, the pin thread).
-            pids_limit: Some(match python {
-                Some(_) => (config.workers as i64 + 1) * 32 + 64,
-                None => config.workers as i64 + 64,
+            pids_limit: Some(match config.loader {
+                Loader::Torch => (config.workers as i64 + 1) * 32 + 64,
+                Loader::Emulated => config.workers as i64 + 64,
             }),
             auto_remove: Some(true),
             ..Default::default()
@@ -123,9 +159,11 @@ impl Docker {
         monitor: &mut Monitor<'_>,
     ) -> Result<Ended, String> {
         let docker = self.engine.docker();
-        let python = match config.loader {
-            Loader::Torch => Some(python::prepare(&config.python)?),
-            Loader::Emulated => None,
+        // In shmbench's own image a torch cell borrows this machine's Python; in a user's image
+        // it runs the image's own.
+        let python = match (config.loader, &config.image) {
+            (Loader::Torch, None) => Some(python::prepare(&config.python)?),
+            _ => None,
         };
         let mut inside = config.clone();
         if let Some(p) = &python {
@@ -135,13 +173,21 @@ impl Docker {
         let n = self.counter.get() + 1;
         self.counter.set(n);
         let name = format!("shmbench-{}-{}-{n}", std::process::id(), config.cell);
+        let mut env = vec![format!("{PROGRESS_ENV}=1"), format!("{LIFELINE_ENV}=stdin")];
+        // In a user's image shmbench starts through its bundle's loader, whatever the image's
+        // entrypoint, and its workers are started the same way.
+        let (image, entrypoint) = match &config.image {
+            Some(user_image) => {
+                env.push(format!("{BUNDLE_ENV}={}", bundle::IN_CONTAINER));
+                (user_image.clone(), Some(bundle_argv(bundle::IN_CONTAINER)))
+            }
+            None => (self.image.clone(), None),
+        };
         let body = ContainerCreateBody {
-            image: Some(self.image.clone()),
+            image: Some(image),
+            entrypoint,
             cmd: Some(vec!["cell".into(), json]),
-            env: Some(vec![
-                format!("{PROGRESS_ENV}=1"),
-                format!("{LIFELINE_ENV}=stdin"),
-            ]),
+            env: Some(env),
             labels: Some(HashMap::from([
                 (LABEL_OWNER.to_string(), std::process::id().to_string()),
                 (LABEL_HOST.to_string(), hostname()),

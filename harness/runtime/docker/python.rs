@@ -36,10 +36,15 @@ pub fn prepare(python: &str) -> Result<PythonInContainer, String> {
             binds.push(format!("{dir}:{dir}:ro"));
         }
     }
-    let tmpfs = HashMap::from([("/tmp".to_string(), "size=64m,mode=1777".to_string())]);
+    let tmpfs = HashMap::from([tmp_mount()]);
     Ok(PythonInContainer {
         executable,
         binds,
         tmpfs,
     })
+}
+
+/// The /tmp a torch cell needs in a read-only container (path, tmpfs options).
+pub fn tmp_mount() -> (String, String) {
+    ("/tmp".to_string(), "size=64m,mode=1777".to_string())
 }

@@ -1,0 +1,183 @@
+//! `--image IMG`: cells in a user's own image, which shmbench did not build and does not change.
+//! The test images are built here with the real engine from what this machine has (there is no
+//! registry): one `FROM scratch` with nothing but a marker file, so shmbench must bring its own
+//! loader and libraries, and one with this machine's system Python and no torch. Needs an engine
+//! (SHMBENCH_SKIP_DOCKER=1 skips).
+
+mod common;
+
+use std::path::Path;
+use std::process::Command;
+
+use common::*;
+
+/// A user image built for one test, removed with it.
+struct TestImage(String);
+
+impl Drop for TestImage {
+    fn drop(&mut self) {
+        let _ = Command::new("docker")
+            .args(["rmi", "--force", &self.0])
+            .output();
+    }
+}
+
+fn build_image(tag: &str, context: &Path, dockerfile: &str) -> TestImage {
+    std::fs::write(context.join("Dockerfile"), dockerfile).unwrap();
+    let out = Command::new("docker")
+        .args(["build", "--quiet", "--tag", tag])
+        .arg(context)
+        .env("DOCKER_BUILDKIT", "0")
+        .output()
+        .expect("run docker build");
+    assert!(
+        out.status.success(),
+        "docker build {tag}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    TestImage(tag.to_string())
+}
+
+/// An image with no libc, no shell, nothing but one file.
+fn bare_image() -> TestImage {
+    let dir = temp_dir("bare-image");
+    std::fs::write(dir.join("marker"), "a user's image\n").unwrap();
+    build_image(
+        "shmbench-test-bare:1",
+        &dir,
+        "FROM scratch\nCOPY marker /etc/marker\n",
+    )
+}
+
+/// Copies `path` from this machine into `rootfs` at the same place.
+fn copy_in(rootfs: &Path, path: &str) {
+    let to = rootfs.join(path.trim_start_matches('/'));
+    std::fs::create_dir_all(to.parent().unwrap()).unwrap();
+    let status = Command::new("cp")
+        .args(["-a", "-L", path])
+        .arg(&to)
+        .status()
+        .unwrap();
+    assert!(status.success(), "cp {path}");
+}
+
+/// An image whose python3 is this machine's system Python (with its libraries), without torch.
+fn python_image() -> Option<TestImage> {
+    let python = "/usr/bin/python3";
+    let real = std::fs::canonicalize(python).ok()?;
+    let ldd = Command::new("ldd").arg(&real).output().ok()?;
+    let dir = temp_dir("python-image");
+    let rootfs = dir.join("rootfs");
+    copy_in(&rootfs, real.to_str()?);
+    copy_in(&rootfs, python);
+    for word in String::from_utf8_lossy(&ldd.stdout).split_whitespace() {
+        if word.starts_with('/') {
+            copy_in(&rootfs, word);
+        }
+    }
+    let version = real.file_name()?.to_str()?.to_string();
+    copy_in(&rootfs, &format!("/usr/lib/{version}"));
+    Some(build_image(
+        "shmbench-test-python:1",
+        &dir,
+        "FROM scratch\nCOPY rootfs/ /\nENV PATH=/usr/bin\n",
+    ))
+}
+
+#[test]
+fn cells_run_in_a_users_image_with_shmbench_brought_in() {
+    if !docker_or_skip() {
+        return;
+    }
+    let _guard = serial();
+    let before = machine_state();
+    let image = bare_image();
+    // The engine's default 64 MiB: the seed batch (73.5 MiB) cannot fit, its workers (started
+    // inside the image through shmbench's own loader) die of SIGBUS at the first batch.
+    let seed = run_cell(&format!("--image {} --steps 3 --torch legacy", image.0));
+    assert_legacy_out_of_shm(&seed);
+    assert_eq!(crash_step(&seed), 1, "{seed}");
+    assert_eq!(seed["shm_seen_bytes"], 64 << 20, "{seed}");
+    assert_eq!(seed["config"]["runtime"], "docker", "{seed}");
+    // A small loader passes in the same image, and the row says where it ran.
+    let dir = temp_dir("image-row");
+    let out = dir.join("r.csv");
+    let o = shmbench(&[
+        "run",
+        "--image",
+        &image.0,
+        "--batch",
+        "8",
+        "--workers",
+        "2",
+        "--steps",
+        "10",
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let rows = read_csv(&out);
+    assert_eq!(rows[0]["status"], "pass", "{:?}", rows[0]);
+    assert_eq!(rows[0]["image"], image.0);
+    assert_eq!(rows[0]["runtime"], "docker");
+    assert_clean(&before);
+}
+
+#[test]
+fn a_torch_cell_uses_the_images_python_and_says_when_it_has_no_torch() {
+    if !docker_or_skip() {
+        return;
+    }
+    let _guard = serial();
+    let Some(image) = python_image() else {
+        eprintln!("skipped: this machine has no /usr/bin/python3 to build a test image from");
+        return;
+    };
+    let before = machine_state();
+    let record = run_cell(&format!(
+        "--image {} --loader torch --batch 4 --workers 1 --steps 2",
+        image.0
+    ));
+    assert_eq!(status(&record), "error", "{record}");
+    let message = record["message"].as_str().unwrap();
+    assert!(message.contains("No module named 'torch'"), "{message}");
+    assert!(
+        message.contains(&format!(
+            "the image '{}' needs a Python with torch",
+            image.0
+        )),
+        "{message}"
+    );
+    assert_clean(&before);
+}
+
+#[test]
+fn an_image_the_engine_does_not_have_or_outside_docker_is_a_clear_error() {
+    if !docker_or_skip() {
+        return;
+    }
+    let _guard = serial();
+    let before = machine_state();
+    let o = shmbench(&[
+        "run",
+        "--image",
+        "shmbench-test-absent:nope",
+        "--steps",
+        "2",
+    ]);
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains("image 'shmbench-test-absent:nope' is not in this Docker engine")
+            && stderr.contains("docker load"),
+        "{stderr}"
+    );
+    let o = shmbench(&["run", "--image", "x:1", "--runtime", "namespace"]);
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains("image: an image is a Docker setting"),
+        "{stderr}"
+    );
+    assert_clean(&before);
+}
