@@ -291,3 +291,20 @@ fn a_memory_cgroup_below_the_in_flight_bytes_ends_a_namespace_cell_as_oom() {
     assert!(leftover.is_empty(), "cgroups left behind: {leftover:?}");
     assert_clean(&before);
 }
+
+#[test]
+fn main_us_spends_cpu_in_the_main_loop_for_every_batch() {
+    let _guard = serial();
+    let before = machine_state();
+    // 20 ms of the main's own CPU per batch: a step can never take less wall time than that,
+    // however busy the machine, and the workers (2 of them, 8 tiny images) are far faster.
+    let r = run_cell("--main-us 20000 --batch 8 --workers 2 --steps 12 --warmup-steps 2");
+    assert_eq!(status(&r), "pass", "{r}");
+    assert_eq!(r["config"]["main_us"], 20000, "{r}");
+    assert!(metric(&r, "step_p50_ms") >= 20.0, "{r}");
+    // Only the emulation has it: real torch has its own main loop.
+    let o = shmbench(&["run", "--loader", "torch", "--main-us", "10"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("main-us"));
+    assert_clean(&before);
+}

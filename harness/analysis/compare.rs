@@ -39,7 +39,7 @@ pub fn cell_key_except(r: &Row, varying: Option<Varying>) -> String {
         None => "default".into(),
     };
     format!(
-        "{}/{} [{} {} {} {} w{} p{} b{} {} {} shm={} ipc={} mem={} tmpfs={} pin={} touch={} c{} d{} r{} s{}x{}]",
+        "{}/{} [{} {} {} {} w{} p{} b{} {} {} shm={} ipc={} mem={} tmpfs={} pin={} touch={} c{} d{} m{} r{} s{}x{}]",
         r.scenario,
         r.cell,
         r.loader,
@@ -59,6 +59,7 @@ pub fn cell_key_except(r: &Row, varying: Option<Varying>) -> String {
         r.touch,
         r.compute_ms,
         r.decode_us,
+        r.main_us,
         r.retain_every,
         r.steps,
         r.epochs

@@ -47,6 +47,9 @@ pub struct CellConfig {
     pub touch: Touch,
     pub compute_ms: f64,
     pub decode_us: u64,
+    /// Main-loop CPU per batch of the emulated loader (absent in records before it: 0).
+    #[serde(default)]
+    pub main_us: u64,
     pub retain_every: u64,
     pub warmup_steps: u64,
     pub timeout_s: f64,

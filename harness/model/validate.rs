@@ -106,6 +106,12 @@ impl CellConfig {
                     format!("{} is not a torch sharing strategy: torch cells use file_descriptor or file_system", self.strategy),
                 ));
             }
+            if self.main_us > 0 {
+                return Err(bad(
+                    "main-us",
+                    "models real torch's main-loop cost in the emulated loader; a torch cell has the real one: leave it 0",
+                ));
+            }
             if self.python.trim().is_empty() {
                 return Err(bad(
                     "python",

@@ -87,6 +87,7 @@ impl Knobs {
             touch: get(k.touch),
             compute_ms: get(k.compute_ms),
             decode_us: get(k.decode_us),
+            main_us: get(k.main_us),
             retain_every: get(k.retain_every),
             warmup_steps: get(k.warmup_steps),
             timeout_s: get(k.timeout_s),

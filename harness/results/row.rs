@@ -112,6 +112,9 @@ pub struct Row {
     /// The user's image a docker cell ran in (`--image`); empty for shmbench's own (schema 3).
     #[serde(default)]
     pub image: Option<String>,
+    /// The emulated loader's main-loop CPU per batch, microseconds (schema 3).
+    #[serde(default)]
+    pub main_us: u64,
 }
 
 /// This invocation as a command a user can paste (`shmbench matrix --steps 20`).
@@ -221,6 +224,7 @@ impl Row {
             loader: c.loader,
             torch_version: record.torch_version.clone(),
             image: c.image.clone(),
+            main_us: c.main_us,
         }
     }
 }

@@ -7,6 +7,7 @@ use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
 use super::consumer::{self, Batch, PinnedPool};
+use super::synth::spend_cpu;
 use super::pool::{Event, Pool};
 use super::shm_meter::ShmMeter;
 use super::wire::{ErrorKind, FromWorker};
@@ -314,6 +315,12 @@ impl Loop<'_> {
             // Notice a death at once even when the next batch is already here (SIGCHLD).
             self.drain()?;
             let batch = self.obtain(idx, Instant::now() + timeout)?;
+            // Real torch's main spends CPU on each batch beyond the data path (unpickling,
+            // receiving the fd from the worker's resource sharer, rebuilding the storage, its
+            // intra-op threads): `main_us`, measured by `fidelity`, before it refills.
+            if cfg.main_us > 0 {
+                spend_cpu(Duration::from_micros(cfg.main_us));
+            }
             let t = self.start.elapsed().as_secs_f64();
             // _process_data refills before the loop body lets go of the previous batch.
             self.try_put_index();

@@ -3,15 +3,25 @@
 //! happened into the same record an emulated cell prints. The cell process meters /dev/shm around
 //! it, relays its steps as progress and classifies how it ended (see [`classify`]).
 //!
-//! Timing against the emulation, measured on the development machine (2 cores, torch 2.15 and
-//! 2.9), which is what decides crash steps at intermediate sizes:
-//! - one worker makes a batch about as fast: 67.6 ms per 128 images against 63.3 ms emulated
-//!   (17.4 against 15.0 ms for 32);
-//! - the main loop's cost per batch, with batches waiting, is about the same once the training
-//!   step reads the batch in its own dtype: about 20 ms against 24 ms for the seed batch;
-//! - start-up is not: torch forks its workers about 10 ms apart, and its first seed batch
-//!   arrives after 0.80 s against 0.39-0.45 s emulated (forked workers fault in copy-on-write
-//!   pages of the torch process), so its first prefetch window fills a few steps later.
+//! Timing against the emulation, measured on the development machine (2 cores, torch 2.9.1 and
+//! 2.15), which is what decides crash steps at intermediate sizes. CPU per batch, with every
+//! worker busy (the fidelity cells' regime), torch against the emulation:
+//! - workers: 17.7 against 15.8 ms for 32 images, 64.6 against 62.4 ms for 128: torch's
+//!   pickling and resource-sharer thread add about 2 ms per batch;
+//! - the main loop: 11.4 against 5.8 ms for 32 images, 25.9 against 20.8 ms for 128, of which
+//!   0.5 ms per batch is receiving and rebuilding it (a 1-image batch: 0.56 against 0.02 ms) and
+//!   most of the rest is `batch.sum()` on torch's two intra-op threads (6.0 ms against 2.7 ms on
+//!   one; with `torch.set_num_threads(1)` the main costs 5.9 and 18.9 ms, the emulation's);
+//! - start-up: torch forks its workers 7-10 ms apart (8 workers: 56 ms until `iter()` returns),
+//!   each spends 4.5 ms of CPU before its first sample, and the first seed batch arrives after
+//!   0.48-0.80 s against 0.39-0.45 s emulated.
+//! The main's extra CPU can be given to the emulation (`--main-us`, spent before each refill),
+//! but measured it moves emulated crashes *earlier* (a slower main keeps the queue fuller), and
+//! torch's do not move that way; neither did one intra-op thread (`OMP_NUM_THREADS=1`) change
+//! torch's. So `fidelity` leaves it 0 unless asked: the crash step at intermediate sizes is a
+//! race whose range torch itself spreads widely from run to run (4 workers of batch 32 in
+//! 128 MiB: steps 3, 3, 4, 3, 6 and 10 in six runs; in 160 MiB: 15, 24 and a pass in three),
+//! while the emulation's is narrow (step 5 in four runs of the same 128 MiB cell).
 
 mod classify;
 
