@@ -302,9 +302,45 @@ fn main_us_spends_cpu_in_the_main_loop_for_every_batch() {
     assert_eq!(status(&r), "pass", "{r}");
     assert_eq!(r["config"]["main_us"], 20000, "{r}");
     assert!(metric(&r, "step_p50_ms") >= 20.0, "{r}");
+    // ... and the cell's CPU accounting sees it in the main, whatever the machine's load.
+    let main_cpu_per_step = metric(&r, "main_cpu_s") * 1000.0 / 12.0;
+    assert!(main_cpu_per_step >= 20.0, "{r}");
     // Only the emulation has it: real torch has its own main loop.
     let o = shmbench(&["run", "--loader", "torch", "--main-us", "10"]);
     assert_eq!(o.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&o.stderr).contains("main-us"));
+    assert_clean(&before);
+}
+
+#[test]
+fn cpu_time_counts_the_workers_own_cost_per_image() {
+    let _guard = serial();
+    let before = machine_state();
+    // 2 ms of worker CPU per image: the cell's CPU per image cannot be less, and the main's
+    // share (reading 8 tiny images) is a small part of it. CPU time, unlike img/s, does not
+    // depend on how busy the machine is.
+    let dir = temp_dir("cpu");
+    let out = dir.join("r.csv");
+    let o = shmbench(&[
+        "run",
+        "--decode-us",
+        "2000",
+        "--batch",
+        "8",
+        "--workers",
+        "2",
+        "--shape",
+        "3x32x32",
+        "--steps",
+        "10",
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let row = &read_csv(&out)[0];
+    let per_image: f64 = row["cpu_ms_per_img"].parse().unwrap();
+    let main_per_step: f64 = row["main_cpu_ms_per_step"].parse().unwrap();
+    assert!(per_image >= 2.0, "{row:?}");
+    assert!(main_per_step < 0.5 * per_image * 8.0, "{row:?}");
     assert_clean(&before);
 }

@@ -141,6 +141,10 @@ fn torch_cells_land_in_the_results_with_their_version() {
         shmbench::results::row::SCHEMA.to_string()
     );
     assert_eq!(rows[0]["loader"], "torch");
+    // CPU accounting reaches through the interpreter to the workers it reaped.
+    let cpu: f64 = rows[0]["cpu_ms_per_img"].parse().unwrap();
+    let main: f64 = rows[0]["main_cpu_ms_per_step"].parse().unwrap();
+    assert!(cpu > 0.0 && main > 0.0, "{:?}", rows[0]);
     let version = Command::new(&python)
         .args(["-c", "import torch; print(torch.__version__.split('+')[0])"])
         .output()

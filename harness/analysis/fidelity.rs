@@ -26,16 +26,33 @@ pub struct Pair {
     pub peak_ratio: Option<f64>,
     /// Median img/s of torch's passing runs over the emulation's.
     pub rate_ratio: Option<f64>,
+    /// Median CPU per image (main and workers) of torch's passing runs over the emulation's.
+    pub cpu_ratio: Option<f64>,
+    /// Median CPU of the main process per step, torch's passing runs over the emulation's.
+    pub main_cpu_ratio: Option<f64>,
     pub agrees: bool,
 }
 
-fn median_peak(rows: &[&Row]) -> Option<f64> {
-    let peaks: Vec<f64> = rows
+/// The median of one measure over the passing runs that have it.
+fn median_passing(rows: &[&Row], measure: impl Fn(&Row) -> Option<f64>) -> Option<f64> {
+    let values: Vec<f64> = rows
         .iter()
         .filter(|r| r.status.is_pass())
-        .map(|r| r.peak_shm_bytes as f64)
+        .filter_map(|r| measure(r))
         .collect();
-    median(&peaks)
+    median(&values)
+}
+
+/// The ratio torch / emulated of one measure's medians over passing runs.
+fn passing_ratio(
+    torch: &[&Row],
+    emulated: &[&Row],
+    measure: impl Fn(&Row) -> Option<f64> + Copy,
+) -> Option<f64> {
+    ratio(
+        median_passing(torch, measure),
+        median_passing(emulated, measure),
+    )
 }
 
 fn ratio(a: Option<f64>, b: Option<f64>) -> Option<f64> {
@@ -96,7 +113,9 @@ pub fn pairs(rows: &[Row]) -> Vec<Pair> {
             environment: real[0].environment.clone(),
             torch_version: key.2.clone(),
             profile,
-            peak_ratio: ratio(median_peak(real), median_peak(&twins)),
+            peak_ratio: passing_ratio(real, &twins, |r| Some(r.peak_shm_bytes as f64)),
+            cpu_ratio: passing_ratio(real, &twins, |r| r.cpu_ms_per_img),
+            main_cpu_ratio: passing_ratio(real, &twins, |r| r.main_cpu_ms_per_step),
             rate_ratio: ratio(torch_summary.median, emulated.median),
             agrees: agree(&emulated, &torch_summary),
             emulated,

@@ -48,6 +48,37 @@ pub fn from_steps(config: &CellConfig, steps: &Steps, done: u64) -> Metrics {
 }
 
 /// Peak resident set of this process (VmHWM), in bytes.
+/// CPU time (user + system) of the cell process and of its reaped children: its workers, or its
+/// Python and the workers that Python reaped.
+pub struct CpuTime {
+    pub own_s: f64,
+    pub children_s: f64,
+}
+
+impl CpuTime {
+    pub fn now() -> CpuTime {
+        use nix::sys::resource::{getrusage, UsageWho};
+        let seconds = |who| {
+            getrusage(who)
+                .map(|u| {
+                    let t = |tv: nix::sys::time::TimeVal| {
+                        tv.tv_sec() as f64 + tv.tv_usec() as f64 / 1e6
+                    };
+                    t(u.user_time()) + t(u.system_time())
+                })
+                .unwrap_or(0.0)
+        };
+        CpuTime {
+            own_s: seconds(UsageWho::RUSAGE_SELF),
+            children_s: seconds(UsageWho::RUSAGE_CHILDREN),
+        }
+    }
+
+    pub fn total(&self) -> f64 {
+        self.own_s + self.children_s
+    }
+}
+
 pub fn peak_rss_bytes() -> u64 {
     nix::sys::resource::getrusage(nix::sys::resource::UsageWho::RUSAGE_SELF)
         .map(|u| u.max_rss() as u64 * 1024)

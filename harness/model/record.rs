@@ -104,6 +104,13 @@ pub struct Metrics {
     /// Fraction of steady-state wall time the emulated accelerator was busy (compute-ms > 0).
     pub accel_util: Option<f64>,
     pub wall_s: f64,
+    /// CPU seconds (user + system) of every process of the cell: main and workers (for a torch
+    /// cell, its Python and the workers it reaped, less the Python's start-up before the loop).
+    #[serde(default)]
+    pub cpu_s: Option<f64>,
+    /// CPU seconds of the loop's main process alone (a torch cell's Python main, all threads).
+    #[serde(default)]
+    pub main_cpu_s: Option<f64>,
 }
 
 /// The one JSON object a cell prints.

@@ -39,6 +39,7 @@ pub fn render(pairs: &[Pair]) -> String {
         "crash steps (emulated / torch)",
         "peak /dev/shm (torch / emulated)",
         "img/s (torch / emulated)",
+        "CPU per image; main's per step (torch / emulated)",
         "verdict",
     ];
     let rows: Vec<Vec<String>> = pairs
@@ -52,6 +53,7 @@ pub fn render(pairs: &[Pair]) -> String {
                 format!("{} / {}", steps(&p.emulated), steps(&p.torch)),
                 times(p.peak_ratio),
                 times(p.rate_ratio),
+                format!("{}; {}", times(p.cpu_ratio), times(p.main_cpu_ratio)),
                 if p.agrees { "agrees" } else { "differs" }.into(),
             ]
         })

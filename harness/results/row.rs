@@ -115,6 +115,13 @@ pub struct Row {
     /// The emulated loader's main-loop CPU per batch, microseconds (schema 3).
     #[serde(default)]
     pub main_us: u64,
+    /// CPU milliseconds (user + system, main and workers, start-up included) per image consumed
+    /// (schema 3).
+    #[serde(default)]
+    pub cpu_ms_per_img: Option<f64>,
+    /// CPU milliseconds of the main process alone per step (schema 3).
+    #[serde(default)]
+    pub main_cpu_ms_per_step: Option<f64>,
 }
 
 /// This invocation as a command a user can paste (`shmbench matrix --steps 20`).
@@ -130,6 +137,13 @@ fn command_line() -> String {
         .chain(std::env::args().skip(1).map(quote))
         .collect::<Vec<_>>()
         .join(" ")
+}
+
+/// Milliseconds per unit of `seconds` spread over `count` units; None when nothing was counted.
+fn per(seconds: Option<f64>, count: u64) -> Option<f64> {
+    seconds
+        .filter(|_| count > 0)
+        .map(|s| s * 1000.0 / count as f64)
 }
 
 /// `x` rounded to `places` decimals (results keep what the measurement can tell).
@@ -225,6 +239,8 @@ impl Row {
             torch_version: record.torch_version.clone(),
             image: c.image.clone(),
             main_us: c.main_us,
+            cpu_ms_per_img: per(m.cpu_s, m.steps_done * c.batch as u64).map(|x| round(x, 4)),
+            main_cpu_ms_per_step: per(m.main_cpu_s, m.steps_done).map(|x| round(x, 3)),
         }
     }
 }

@@ -7,9 +7,9 @@ use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
 use super::consumer::{self, Batch, PinnedPool};
-use super::synth::spend_cpu;
 use super::pool::{Event, Pool};
 use super::shm_meter::ShmMeter;
+use super::synth::spend_cpu;
 use super::wire::{ErrorKind, FromWorker};
 use crate::cell::protocol::{Progress, PROGRESS_ENV};
 use crate::model::config::CellConfig;

@@ -43,7 +43,11 @@ pub fn run_cell(config: &CellConfig) -> CellRecord {
         compute_s: std::mem::take(&mut lp.compute_s),
         series: std::mem::take(&mut lp.series),
     };
+    // Every worker has been reaped by tear_down, so their CPU is counted as our children's.
+    let cpu = metrics::CpuTime::now();
     let metrics = Metrics {
+        cpu_s: Some(cpu.total()),
+        main_cpu_s: Some(cpu.own_s),
         peak_shm_bytes: lp.meter.peak(),
         peak_rss_bytes: metrics::peak_rss_bytes(),
         main_private_rss_bytes: lp.main_private_rss,

@@ -15,6 +15,7 @@
 //! - start-up: torch forks its workers 7-10 ms apart (8 workers: 56 ms until `iter()` returns),
 //!   each spends 4.5 ms of CPU before its first sample, and the first seed batch arrives after
 //!   0.48-0.80 s against 0.39-0.45 s emulated.
+//!
 //! The main's extra CPU can be given to the emulation (`--main-us`, spent before each refill),
 //! but measured it moves emulated crashes *earlier* (a slower main keeps the queue fuller), and
 //! torch's do not move that way; neither did one intra-op thread (`OMP_NUM_THREADS=1`) change
@@ -69,7 +70,14 @@ enum Line {
         t: f64,
         in_flight: u64,
     },
-    End {},
+    End {
+        /// The Python main's CPU seconds in the loop, all its threads.
+        #[serde(default)]
+        cpu_s: Option<f64>,
+        /// ... and before it (starting Python, importing torch).
+        #[serde(default)]
+        setup_cpu_s: Option<f64>,
+    },
     Error {
         #[serde(rename = "type")]
         kind: String,
@@ -77,6 +85,10 @@ enum Line {
         completed: u64,
         #[serde(default)]
         workers: Vec<classify::WorkerExit>,
+        #[serde(default)]
+        cpu_s: Option<f64>,
+        #[serde(default)]
+        setup_cpu_s: Option<f64>,
     },
 }
 
@@ -203,6 +215,9 @@ struct Reported {
     worker_exits: Vec<classify::WorkerExit>,
     /// Steps whose body finished, as the program counted them at a failure.
     completed: Option<u64>,
+    /// The Python main's CPU seconds in the loop, and before it, as it reported them at its end.
+    main_cpu_s: Option<f64>,
+    setup_cpu_s: Option<f64>,
     steps: Steps,
 }
 
@@ -279,14 +294,22 @@ pub fn run_cell(config: &CellConfig) -> CellRecord {
                     eprintln!("{}", Progress { step, total }.line());
                 }
             }
-            Ok(Line::End {}) => reported.ended = true,
+            Ok(Line::End { cpu_s, setup_cpu_s }) => {
+                reported.ended = true;
+                reported.main_cpu_s = cpu_s;
+                reported.setup_cpu_s = setup_cpu_s;
+            }
             Ok(Line::Error {
                 kind,
                 message,
                 completed,
                 workers,
+                cpu_s,
+                setup_cpu_s,
             }) => {
                 reported.worker_exits = workers;
+                reported.main_cpu_s = cpu_s;
+                reported.setup_cpu_s = setup_cpu_s;
                 used_at_error = Some(meter.used_now());
                 reported.error = Some((kind, message));
                 reported.completed = Some(completed);
@@ -325,9 +348,15 @@ pub fn run_cell(config: &CellConfig) -> CellRecord {
             format!("{message} [{note}]")
         };
     }
+    // The interpreter has been waited for, and it reaped its workers: their CPU is ours now,
+    // less what starting Python and importing torch cost before the loop.
+    let cpu = metrics::CpuTime::now();
+    let cpu_s = (cpu.total() - reported.setup_cpu_s.unwrap_or(0.0)).max(0.0);
     let metrics = Metrics {
         peak_shm_bytes: meter.peak(),
         peak_rss_bytes: metrics::peak_rss_bytes(),
+        cpu_s: Some(cpu_s),
+        main_cpu_s: reported.main_cpu_s,
         wall_s: start.elapsed().as_secs_f64(),
         ..metrics::from_steps(config, &reported.steps, steps_done)
     };

@@ -114,6 +114,8 @@ def main():
     step = 0
     completed = 0
     started = time.perf_counter()
+    # CPU spent before the loop (starting Python, importing torch) is not the loader's.
+    setup_cpu_s = time.process_time()
     iterator = None
     try:
         for _epoch in range(cfg["epochs"]):
@@ -153,9 +155,17 @@ def main():
             message=str(e),
             completed=completed,
             workers=worker_exits(iterator),
+            cpu_s=time.process_time() - setup_cpu_s,
+            setup_cpu_s=setup_cpu_s,
         )
         return
-    emit(event="end", checksum=checksum)
+    # The main process's own CPU (all its threads: intra-op pools, the pin thread).
+    emit(
+        event="end",
+        checksum=checksum,
+        cpu_s=time.process_time() - setup_cpu_s,
+        setup_cpu_s=setup_cpu_s,
+    )
 
 
 if __name__ == "__main__":
