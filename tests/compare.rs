@@ -284,3 +284,67 @@ fn history_by_torch_version_tracks_torch_cells_across_releases() {
         "{out}"
     );
 }
+
+/// `runs` with CPU per image set per run (img/s all the same).
+fn runs_with_cpu(cpu: &[f64], run_id: &str) -> Vec<Row> {
+    let rates = vec![3000.0; cpu.len()];
+    runs(&rates, run_id, "6.1")
+        .into_iter()
+        .zip(cpu)
+        .map(|(mut r, &c)| {
+            r.cpu_ms_per_img = Some(c);
+            r
+        })
+        .collect()
+}
+
+#[test]
+fn a_tight_rise_of_cpu_per_image_is_regressed_even_when_img_per_s_holds() {
+    let dir = temp_dir("cmp-cpu");
+    let cpu = [0.600, 0.602, 0.598, 0.601, 0.599];
+    let base = write(&dir, "base.csv", runs_with_cpu(&cpu, "a"));
+    let up: Vec<f64> = cpu.iter().map(|x| x * 1.10).collect();
+    let cand = write(&dir, "cand.csv", runs_with_cpu(&up, "b"));
+    let (code, out) = compare(&base, &cand);
+    assert_eq!(code, Some(1), "{out}");
+    assert!(
+        out.contains("regressed") && out.contains("CPU per image up"),
+        "{out}"
+    );
+    // The same CPU again is no change, and a rise within the CPU threshold is none either.
+    let again = write(&dir, "again.csv", runs_with_cpu(&cpu, "c"));
+    let (code, out) = compare(&base, &again);
+    assert_eq!(code, Some(0), "{out}");
+    let small: Vec<f64> = cpu.iter().map(|x| x * 1.01).collect();
+    let small = write(&dir, "small.csv", runs_with_cpu(&small, "d"));
+    let (code, out) = compare(&base, &small);
+    assert_eq!(code, Some(0), "{out}");
+}
+
+#[test]
+fn match_name_pairs_cells_whose_knobs_changed_on_purpose_and_names_the_knob() {
+    let dir = temp_dir("cmp-match");
+    let base = write(&dir, "base.csv", runs(&BASE, "a", "6.1"));
+    let changed: Vec<Row> = runs(&BASE, "b", "6.1")
+        .into_iter()
+        .map(|mut r| {
+            r.decode_us = 300;
+            r
+        })
+        .collect();
+    let cand = write(&dir, "cand.csv", changed);
+    // By configuration they are different cells: nothing in common.
+    let (code, out) = compare(&base, &cand);
+    assert_eq!(code, Some(2), "{out}");
+    assert!(out.contains("--match name"), "{out}");
+    let o = shmbench(&[
+        "compare",
+        "--match",
+        "name",
+        base.to_str().unwrap(),
+        cand.to_str().unwrap(),
+    ]);
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert_eq!(o.status.code(), Some(0), "{out}");
+    assert!(out.contains("decode-us: 0 -> 300"), "{out}");
+}

@@ -1,183 +1,19 @@
-//! Repeated runs, summarised per cell, and two sets of results compared beyond noise.
+//! Two sets of results compared beyond noise, cell by cell.
 //!
-//! A cell is identified by its scenario, name and configuration, so results from different
-//! machines or days match when they ran the same thing. Outcomes are compared first (pass vs
-//! crash, crash kind and step): a change there is never noise. Throughput is compared only over
-//! passing runs, by the 95% bootstrap interval of the relative change of the medians: regressed
-//! or improved only when the whole interval lies outside +-threshold (criterion's rule).
-
-use std::collections::BTreeMap;
+//! Cells match by scenario, name and configuration ([`summary::cell_key`]), so results from
+//! different machines or days match when they ran the same thing; `Match::Name` pairs them by
+//! scenario and name alone when a knob was changed on purpose. Outcomes are compared first (pass
+//! vs crash, crash kind and step): a change there is never noise. Then, over passing runs, two
+//! measures each with its own threshold: img/s, and CPU time per image (work, not wall time, so
+//! far less noisy on a shared machine). A measure regressed or improved only when the 95%
+//! bootstrap interval of the relative change of its medians lies wholly outside +-threshold
+//! (criterion's rule).
 
 use serde::Serialize;
 
 use super::stats;
-use crate::model::estimate::median;
-use crate::model::record::Status;
+use super::summary::{cell_key, knob_differences, summarize_by, CellSummary, Outcome};
 use crate::results::Row;
-
-/// A cell-key field that a history may let vary between runs.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Varying {
-    /// The /dev/shm size (and so the runtime that provides it).
-    Shm,
-    /// The torch allocation profile.
-    Torch,
-}
-
-/// What must be equal for two rows to be the same cell.
-pub fn cell_key(r: &Row) -> String {
-    cell_key_except(r, None)
-}
-
-/// The cell key without one varying field, for histories along that field.
-pub fn cell_key_except(r: &Row, varying: Option<Varying>) -> String {
-    let shown = |hidden: bool, value: String| if hidden { String::new() } else { value };
-    let shm_varies = varying == Some(Varying::Shm);
-    let shm = match r.shm_bytes {
-        _ if shm_varies => "default".to_string(),
-        Some(b) => b.to_string(),
-        None => "default".into(),
-    };
-    format!(
-        "{}/{} [{} {} {} {} w{} p{} b{} {} {} shm={} ipc={} mem={} tmpfs={} pin={} touch={} c{} d{} m{} r{} s{}x{}]",
-        r.scenario,
-        r.cell,
-        r.loader,
-        shown(shm_varies, r.runtime.to_string()),
-        r.strategy,
-        shown(varying == Some(Varying::Torch), r.torch.to_string()),
-        r.workers,
-        r.prefetch,
-        r.batch,
-        r.shape,
-        r.dtype,
-        shm,
-        r.ipc,
-        r.memory_bytes.map(|b| b.to_string()).unwrap_or_default(),
-        r.shm_tmpfs,
-        r.pin_memory,
-        r.touch,
-        r.compute_ms,
-        r.decode_us,
-        r.main_us,
-        r.retain_every,
-        r.steps,
-        r.epochs
-    )
-}
-
-/// An outcome: `pass`, or a crash kind at a step.
-#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize)]
-pub struct Outcome {
-    pub status: Status,
-    pub crash_step: Option<u64>,
-}
-
-impl std::fmt::Display for Outcome {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self.crash_step {
-            Some(step) if !self.status.is_pass() => write!(f, "{} at step {step}", self.status),
-            _ => write!(f, "{}", self.status),
-        }
-    }
-}
-
-/// One cell over its repeated runs.
-#[derive(Clone, Debug, Serialize)]
-pub struct CellSummary {
-    pub key: String,
-    pub cell: String,
-    pub environment: String,
-    pub runs: usize,
-    /// The most common outcome (ties: the worst, so a flaky crash is never hidden).
-    pub outcome: Outcome,
-    /// Every run's outcome, in repeat order.
-    pub outcomes: Vec<Outcome>,
-    /// img/s of the passing runs (crashed runs never enter throughput statistics).
-    pub rates: Vec<f64>,
-    pub median: Option<f64>,
-    pub ci: Option<(f64, f64)>,
-    pub min: Option<f64>,
-    pub max: Option<f64>,
-    /// Repeat numbers whose img/s is an outlier by modified z-score.
-    pub outliers: Vec<u32>,
-    /// Earliest and latest crash step over the crashed runs.
-    pub crash_steps: Option<(u64, u64)>,
-}
-
-/// Summarises rows per cell (order of first appearance).
-pub fn summarize(rows: &[Row]) -> Vec<CellSummary> {
-    let mut order: Vec<String> = Vec::new();
-    let mut groups: BTreeMap<String, Vec<&Row>> = BTreeMap::new();
-    for r in rows {
-        let key = cell_key(r);
-        if !groups.contains_key(&key) {
-            order.push(key.clone());
-        }
-        groups.entry(key).or_default().push(r);
-    }
-    order
-        .into_iter()
-        .map(|key| {
-            let mut runs = groups.remove(&key).unwrap_or_default();
-            runs.sort_by_key(|r| r.repeat);
-            let outcomes: Vec<Outcome> = runs
-                .iter()
-                .map(|r| Outcome {
-                    status: r.status,
-                    crash_step: r.crash_step,
-                })
-                .collect();
-            let mut counts: BTreeMap<&Outcome, usize> = BTreeMap::new();
-            for o in &outcomes {
-                *counts.entry(o).or_default() += 1;
-            }
-            let most = counts.values().copied().max().unwrap_or(0);
-            let outcome = counts
-                .iter()
-                .filter(|(_, n)| **n == most)
-                .map(|(o, _)| (*o).clone())
-                .min_by_key(|o| (o.status.is_pass(), o.crash_step))
-                .unwrap_or(Outcome {
-                    status: Status::Error,
-                    crash_step: None,
-                });
-            let passing: Vec<(&Row, f64)> = runs
-                .iter()
-                .filter(|r| r.status.is_pass())
-                .filter_map(|r| r.img_per_s.map(|x| (*r, x)))
-                .collect();
-            let rates: Vec<f64> = passing.iter().map(|(_, x)| *x).collect();
-            let z = stats::modified_z(&rates);
-            let outliers = passing
-                .iter()
-                .zip(&z)
-                .filter(|(_, z)| z.abs() > stats::OUTLIER_Z)
-                .map(|((r, _), _)| r.repeat)
-                .collect();
-            let crashed: Vec<u64> = runs.iter().filter_map(|r| r.crash_step).collect();
-            CellSummary {
-                cell: runs[0].cell.clone(),
-                environment: runs[0].environment.clone(),
-                key,
-                runs: runs.len(),
-                outcome,
-                outcomes,
-                median: median(&rates),
-                ci: stats::median_ci(&rates),
-                min: rates.iter().copied().reduce(f64::min),
-                max: rates.iter().copied().reduce(f64::max),
-                outliers,
-                crash_steps: crashed
-                    .iter()
-                    .min()
-                    .zip(crashed.iter().max())
-                    .map(|(a, b)| (*a, *b)),
-                rates,
-            }
-        })
-        .collect()
-}
 
 /// A cell's verdict between two result sets.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
@@ -222,11 +58,33 @@ pub struct Comparison {
     pub verdict: Verdict,
     pub baseline: Option<CellSummary>,
     pub candidate: Option<CellSummary>,
-    /// Relative change of the median img/s (candidate/baseline - 1).
+    /// Relative change of the median img/s (candidate/baseline - 1), and its 95% interval.
     pub change: Option<f64>,
     pub change_ci: Option<(f64, f64)>,
+    /// Relative change of the median CPU per image, and its 95% interval (up is worse).
+    pub cpu_change: Option<f64>,
+    pub cpu_change_ci: Option<(f64, f64)>,
     /// Why, in words (e.g. "one run per side: no interval, no change claimed").
     pub note: String,
+}
+
+/// How cells of the two sides are paired.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum Match {
+    /// Same scenario, name and configuration: the same thing run again.
+    Config,
+    /// Same scenario and name, whatever the knobs: a change made on purpose (the note says
+    /// which knobs differ).
+    Name,
+}
+
+/// The smallest relative change of each measure that counts.
+#[derive(Clone, Copy, Debug)]
+pub struct Thresholds {
+    /// img/s, e.g. 0.05.
+    pub rate: f64,
+    /// CPU per image, e.g. 0.03.
+    pub cpu: f64,
 }
 
 fn outcome_verdict(base: &Outcome, cand: &Outcome) -> Option<Verdict> {
@@ -245,64 +103,128 @@ fn outcome_verdict(base: &Outcome, cand: &Outcome) -> Option<Verdict> {
     })
 }
 
-/// Compares per cell; `threshold` is a fraction (0.05 for 5%).
-pub fn compare(baseline: &[Row], candidate: &[Row], threshold: f64) -> Vec<Comparison> {
-    let base = summarize(baseline);
-    let cand = summarize(candidate);
+/// Which way one measure moved, beyond its threshold: `Some(true)` better, `Some(false)` worse.
+fn direction(ci: Option<(f64, f64)>, threshold: f64, higher_is_better: bool) -> Option<bool> {
+    let (lo, hi) = ci?;
+    let up = lo > threshold;
+    let down = hi < -threshold;
+    match (up, down) {
+        (true, _) => Some(higher_is_better),
+        (_, true) => Some(!higher_is_better),
+        _ => None,
+    }
+}
+
+/// The verdict of a passing cell from the intervals of both measures' relative changes: a
+/// regression of either is one.
+fn measured_verdict(
+    rate_ci: Option<(f64, f64)>,
+    cpu_ci: Option<(f64, f64)>,
+    t: Thresholds,
+) -> (Verdict, String) {
+    if rate_ci.is_none() && cpu_ci.is_none() {
+        return (
+            Verdict::Unchanged,
+            "fewer than two passing runs on a side: no interval, so no change is claimed (use --repeat)".into(),
+        );
+    }
+    let rate = direction(rate_ci, t.rate, true);
+    let cpu = direction(cpu_ci, t.cpu, false);
+    let mut said = Vec::new();
+    if let Some(better) = rate {
+        said.push(format!("img/s {}", if better { "up" } else { "down" }));
+    }
+    if let Some(better) = cpu {
+        said.push(format!(
+            "CPU per image {}",
+            if better { "down" } else { "up" }
+        ));
+    }
+    let verdict = match (rate, cpu) {
+        (Some(false), _) | (_, Some(false)) => Verdict::Regressed,
+        (Some(true), _) | (_, Some(true)) => Verdict::Improved,
+        _ => Verdict::Unchanged,
+    };
+    let note = if said.is_empty() {
+        format!(
+            "intervals within or across +-{:.0}% (img/s) and +-{:.0}% (CPU per image)",
+            t.rate * 100.0,
+            t.cpu * 100.0
+        )
+    } else {
+        said.join(", ")
+    };
+    (verdict, note)
+}
+
+/// Compares per cell, pairing cells as `matching` says.
+pub fn compare(
+    baseline: &[Row],
+    candidate: &[Row],
+    thresholds: Thresholds,
+    matching: Match,
+) -> Vec<Comparison> {
+    let key = |r: &Row| match matching {
+        Match::Config => cell_key(r),
+        Match::Name => format!("{}/{}", r.scenario, r.cell),
+    };
+    let base = summarize_by(baseline, key);
+    let cand = summarize_by(candidate, key);
     let mut out = Vec::new();
     for b in &base {
         let Some(c) = cand.iter().find(|c| c.key == b.key) else {
-            out.push(Comparison {
-                cell: b.cell.clone(),
-                key: b.key.clone(),
-                verdict: Verdict::Missing,
-                baseline: Some(b.clone()),
-                candidate: None,
-                change: None,
-                change_ci: None,
-                note: "not in the candidate".into(),
-            });
+            out.push(one_sided(b, Verdict::Missing, "not in the candidate"));
             continue;
         };
-        let change = b.median.zip(c.median).map(|(x, y)| y / x - 1.0);
-        let change_ci = stats::relative_change_ci(&b.rates, &c.rates);
-        let (verdict, note) = if let Some(v) = outcome_verdict(&b.outcome, &c.outcome) {
+        let rate_ci = stats::relative_change_ci(&b.rates, &c.rates);
+        let cpu_ci = stats::relative_change_ci(&b.cpu, &c.cpu);
+        let (verdict, mut note) = if let Some(v) = outcome_verdict(&b.outcome, &c.outcome) {
             (v, format!("{} -> {}", b.outcome, c.outcome))
         } else if !b.outcome.status.is_pass() {
             (Verdict::Unchanged, format!("{} in both", b.outcome))
         } else {
-            match change_ci {
-                Some((lo, _)) if lo > threshold => (Verdict::Improved, String::new()),
-                Some((_, hi)) if hi < -threshold => (Verdict::Regressed, String::new()),
-                Some(_) => (Verdict::Unchanged, format!("interval within or across +-{:.0}%", threshold * 100.0)),
-                None => (
-                    Verdict::Unchanged,
-                    "fewer than two passing runs on a side: no interval, so no change is claimed (use --repeat)".into(),
-                ),
-            }
+            measured_verdict(rate_ci, cpu_ci, thresholds)
         };
+        let differences = knob_differences(b, c);
+        if !differences.is_empty() {
+            note = format!("{note} [{}]", differences.join(", "));
+        }
+        let relative = |x: Option<f64>, y: Option<f64>| x.zip(y).map(|(x, y)| y / x - 1.0);
         out.push(Comparison {
             cell: b.cell.clone(),
             key: b.key.clone(),
             verdict,
+            change: relative(b.median, c.median),
+            change_ci: rate_ci,
+            cpu_change: relative(b.cpu_median, c.cpu_median),
+            cpu_change_ci: cpu_ci,
             baseline: Some(b.clone()),
             candidate: Some(c.clone()),
-            change,
-            change_ci,
             note,
         });
     }
     for c in cand.iter().filter(|c| !base.iter().any(|b| b.key == c.key)) {
-        out.push(Comparison {
-            cell: c.cell.clone(),
-            key: c.key.clone(),
-            verdict: Verdict::New,
-            baseline: None,
-            candidate: Some(c.clone()),
-            change: None,
-            change_ci: None,
-            note: "not in the baseline".into(),
-        });
+        out.push(one_sided(c, Verdict::New, "not in the baseline"));
     }
     out
+}
+
+/// A cell that only one side has.
+fn one_sided(summary: &CellSummary, verdict: Verdict, note: &str) -> Comparison {
+    let (baseline, candidate) = match verdict {
+        Verdict::Missing => (Some(summary.clone()), None),
+        _ => (None, Some(summary.clone())),
+    };
+    Comparison {
+        cell: summary.cell.clone(),
+        key: summary.key.clone(),
+        verdict,
+        baseline,
+        candidate,
+        change: None,
+        change_ci: None,
+        cpu_change: None,
+        cpu_change_ci: None,
+        note: note.into(),
+    }
 }

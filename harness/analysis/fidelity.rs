@@ -8,7 +8,7 @@ use std::collections::BTreeMap;
 
 use serde::Serialize;
 
-use super::compare::{summarize, CellSummary};
+use super::summary::{summarize, CellSummary};
 use crate::model::estimate::median;
 use crate::model::knobs::{Loader, TorchProfile};
 use crate::results::Row;

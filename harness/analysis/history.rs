@@ -14,7 +14,7 @@ use std::collections::BTreeMap;
 use anyhow::{bail, Result};
 use serde::Serialize;
 
-use super::compare::{self, Outcome, Varying};
+use super::summary::{self, Outcome, Varying};
 use crate::results::Row;
 
 /// The environment field runs are ordered by.
@@ -184,7 +184,7 @@ pub fn build(rows: &[Row], by: By, threshold: f64) -> Result<History> {
     }
     let mut keys: Vec<(String, String)> = Vec::new();
     for r in rows {
-        let key = compare::cell_key_except(r, by.varying());
+        let key = summary::cell_key_except(r, by.varying());
         if !keys.iter().any(|(k, _)| k == &key) {
             keys.push((key, r.cell.clone()));
         }
@@ -199,11 +199,11 @@ pub fn build(rows: &[Row], by: By, threshold: f64) -> Result<History> {
                     .filter(|r| {
                         r.run_id == run.run_id
                             && r.host == run.host
-                            && compare::cell_key_except(r, by.varying()) == key
+                            && summary::cell_key_except(r, by.varying()) == key
                     })
                     .cloned()
                     .collect();
-                let summary = compare::summarize(&mine).into_iter().next()?;
+                let summary = summary::summarize(&mine).into_iter().next()?;
                 let variance = (summary.rates.len() > 1)
                     .then(|| sse(&summary.rates) / (summary.rates.len() - 1) as f64);
                 Some(Point {

@@ -3,7 +3,9 @@
 
 pub mod claims;
 pub mod compare;
+pub mod convergence;
 pub mod efficiency;
 pub mod fidelity;
 pub mod history;
 pub mod stats;
+pub mod summary;

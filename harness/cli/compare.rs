@@ -16,6 +16,14 @@ pub struct Args {
     /// Smallest img/s change that counts (5%, 0.05)
     #[arg(long, default_value = "5%", value_parser = parse_threshold)]
     pub threshold: f64,
+    /// Smallest change of CPU time per image that counts (CPU time is work, not wall time: far
+    /// less noisy on a shared machine, so a tighter threshold holds)
+    #[arg(long, default_value = "3%", value_parser = parse_threshold)]
+    pub cpu_threshold: f64,
+    /// How cells are paired: config (same scenario, name and knobs) or name (same scenario and
+    /// name; for a knob changed on purpose, which the note names)
+    #[arg(long = "match", value_enum, default_value = "config")]
+    pub matching: compare::Match,
     /// Also write the comparison as Markdown here
     #[arg(long)]
     pub out: Option<PathBuf>,
@@ -24,18 +32,22 @@ pub struct Args {
 pub fn run(args: Args) -> Result<ExitCode> {
     let base = csv::read(&args.baseline)?;
     let cand = csv::read(&args.candidate)?;
-    let comparisons = compare::compare(&base, &cand, args.threshold);
+    let thresholds = compare::Thresholds {
+        rate: args.threshold,
+        cpu: args.cpu_threshold,
+    };
+    let comparisons = compare::compare(&base, &cand, thresholds, args.matching);
     if !comparisons
         .iter()
         .any(|c| c.baseline.is_some() && c.candidate.is_some())
     {
         bail!(
-            "no cell in common between {} and {}: compare results of the same scenario (cells match by scenario, name and configuration)",
+            "no cell in common between {} and {}: compare results of the same scenario (cells match by scenario, name and configuration; --match name pairs them by name alone)",
             args.baseline.display(),
             args.candidate.display()
         );
     }
-    let text = table::render(&comparisons, args.threshold);
+    let text = table::render(&comparisons, thresholds);
     println!("{text}");
     if let Some(path) = args.out {
         std::fs::write(

@@ -31,9 +31,8 @@ pub struct Args {
     /// Run cells whose predicted /dev/shm peak exceeds this machine's memory
     #[arg(long)]
     pub force: bool,
-    /// Run every cell this many times, interleaved (for statistics and `compare`)
-    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=1000))]
-    pub repeat: u32,
+    #[command(flatten)]
+    pub repeat: super::repeat::RepeatArgs,
     /// Overrides applied to every cell
     #[command(flatten)]
     pub knobs: Knobs,
@@ -59,7 +58,12 @@ pub fn run(args: Args) -> Result<ExitCode> {
         plan.len(),
         out.display()
     );
-    let outcome = runner::run(&plan, &out, args.repeat, &mut Terminal::new().observer())?;
+    let outcome = runner::run(
+        &plan,
+        &out,
+        args.repeat.repeat(),
+        &mut Terminal::new().observer(),
+    )?;
     outcome::print(&outcome);
     if !outcome.results.rows().is_empty() {
         outcome::write_report(&out);

@@ -15,6 +15,7 @@ mod merge;
 mod min_shm;
 mod outcome;
 mod progress;
+mod repeat;
 mod report;
 mod run;
 mod sweep;
@@ -45,7 +46,7 @@ pub struct Cli {
 pub enum Command {
     /// Run a scenario's cells (default: the how-to's validation matrix) and print the table
     #[command(
-        after_help = "Examples:\n  shmbench matrix\n  shmbench matrix scenarios/seed-matrix.toml --steps 30 --out results/quick.csv\n  shmbench matrix --cells docker-tuned --torch modern\n  shmbench matrix --dry-run"
+        after_help = "Examples:\n  shmbench matrix\n  shmbench matrix scenarios/seed-matrix.toml --steps 30 --out results/quick.csv\n  shmbench matrix --cells docker-tuned --torch modern\n  shmbench matrix --repeat 5                        # for compare: medians and 95% intervals\n  shmbench matrix --repeat auto --until-ci 3%       # rounds until CPU per image is that tight\n  shmbench matrix --dry-run"
     )]
     Matrix(matrix::Args),
     /// Run one ad-hoc cell from flags alone
@@ -79,7 +80,7 @@ pub enum Command {
     Bench(bench::Args),
     /// Compare two results files cell by cell, beyond noise; exit 1 when anything regressed
     #[command(
-        after_help = "Examples:\n  shmbench compare results/base.csv results/new.csv\n  shmbench compare base.csv new.csv --threshold 3% --out compare.md\n\nVerdicts: outcome-changed (worse: pass -> crash or an earlier crash), regressed / improved (the\n95% bootstrap interval of the img/s change lies wholly beyond +-threshold), unchanged, new, missing.\nExit status: 1 when any cell regressed or its outcome got worse, 0 otherwise, 2 on bad input."
+        after_help = "Examples:\n  shmbench compare results/base.csv results/new.csv\n  shmbench compare base.csv new.csv --threshold 3% --cpu-threshold 2% --out compare.md\n  shmbench compare before.csv after.csv --match name    # a knob changed on purpose\n\nVerdicts: outcome-changed (worse: pass -> crash or an earlier crash), regressed / improved (the\n95% bootstrap interval of the change of img/s, or of CPU time per image, lies wholly beyond its\nthreshold), unchanged, new, missing.\nExit status: 1 when any cell regressed or its outcome got worse, 0 otherwise, 2 on bad input."
     )]
     Compare(compare::Args),
     /// Merge results files from several machines or runs into one (same schema)

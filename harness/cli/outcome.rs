@@ -4,7 +4,7 @@
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
-use crate::analysis::compare::summarize;
+use crate::analysis::summary::summarize;
 use crate::orchestrate::runner::Outcome;
 use crate::present::report::{self, Report};
 use crate::present::{compare, matrix};

@@ -25,9 +25,8 @@ pub struct Args {
     /// Also print the cell's full JSON record on stdout
     #[arg(long)]
     pub json: bool,
-    /// Run the cell this many times
-    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=1000))]
-    pub repeat: u32,
+    #[command(flatten)]
+    pub repeat: super::repeat::RepeatArgs,
     /// Run even if the predicted /dev/shm peak exceeds this machine's memory
     #[arg(long)]
     pub force: bool,
@@ -65,7 +64,7 @@ pub fn run(args: Args) -> Result<ExitCode> {
     let outcome = runner::run(
         std::slice::from_ref(&config),
         &out,
-        args.repeat,
+        args.repeat.repeat(),
         &mut Terminal::new().observer(),
     )?;
     if args.json {

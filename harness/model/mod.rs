@@ -8,5 +8,6 @@ pub mod config;
 pub mod estimate;
 pub mod knobs;
 pub mod record;
+pub mod repeat;
 pub mod size;
 pub mod validate;

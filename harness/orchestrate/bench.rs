@@ -13,6 +13,7 @@ use super::event::Event;
 use super::{calibrate, runner};
 use crate::model::bench::Bench;
 use crate::model::knobs::{Knobs, RuntimeKind, Strategy, TorchProfile};
+use crate::model::repeat::Repeat;
 use crate::plan::resolve::{Identity, Platform};
 use crate::plan::scenario::{Scenario, SEED_MATRIX_PATH};
 use crate::runtime;
@@ -55,7 +56,7 @@ pub fn run(
     let plan = scenario.plan(&Knobs::default(), None, platform)?;
     let out = results_dir.join(format!("bench-matrix-{}.csv", clock::compact_now()));
     let began = Instant::now();
-    let outcome = runner::run(&plan, &out, 1, observe)?;
+    let outcome = runner::run(&plan, &out, Repeat::Fixed(1), observe)?;
     let matrix_s = began.elapsed().as_secs_f64();
     let slowest_crash_s = outcome
         .records

@@ -11,6 +11,7 @@ use super::runner::{self, Outcome};
 use crate::cell::torch;
 use crate::model::config::CellConfig;
 use crate::model::knobs::{Loader, Strategy};
+use crate::model::repeat::Repeat;
 
 /// The cells of a fidelity run: for each Python, each cell as a torch cell and as its emulated
 /// twin with the allocation profile of that torch, pinning only where torch would (it ignores
@@ -75,5 +76,5 @@ pub fn run(
     observe: &mut dyn FnMut(Event),
 ) -> Result<Outcome> {
     let planned = pairs(cells, pythons, observe)?;
-    runner::run(&planned, out, repeat, observe)
+    runner::run(&planned, out, Repeat::Fixed(repeat), observe)
 }

@@ -10,12 +10,14 @@ use anyhow::{anyhow, Result};
 
 use super::calibrate;
 use super::event::Event;
-use crate::analysis::{claims, efficiency};
+use crate::analysis::summary::summarize;
+use crate::analysis::{claims, convergence, efficiency};
 use crate::cell::loader::segment;
 use crate::cell::torch;
 use crate::model::config::CellConfig;
 use crate::model::knobs::{IpcMode, Loader, RuntimeKind};
 use crate::model::record::CellRecord;
+use crate::model::repeat::Repeat;
 use crate::results::csv::ResultsFile;
 use crate::results::{steps, Row};
 use crate::runtime::docker;
@@ -95,10 +97,11 @@ fn sweep_leftovers(runtimes: &Runtimes, observe: &mut dyn FnMut(Event)) {
 
 /// Runs every cell `repeat` times, interleaved (all cells, then all cells again) so a slow
 /// spell of the machine spreads over cells instead of landing on one; writes `out` after each.
+/// With `Repeat::Auto` a round runs only the cells that have not converged yet.
 pub fn run(
     cells: &[CellConfig],
     out: &Path,
-    repeat: u32,
+    repeat: Repeat,
     observe: &mut dyn FnMut(Event),
 ) -> Result<Outcome> {
     let runtimes = Runtimes::for_cells(cells)?;
@@ -122,58 +125,113 @@ pub fn run(
     let mut results = ResultsFile::create(out)?;
     let calibration = calibrate::for_cells(cells, out, observe);
     let mut records = Vec::new();
-    let repeat = repeat.max(1);
-    let total = cells.len() * repeat as usize;
+    let rounds = repeat.max_rounds();
     let mut interrupted = None;
-    let schedule = (1..=repeat).flat_map(|r| cells.iter().map(move |c| (r, c)));
-    for (i, (rep, config)) in schedule.enumerate() {
-        if let Some(sig) = signals::received() {
-            interrupted = Some(sig);
-            break;
-        }
-        let label = if repeat > 1 {
-            format!(
-                "[{}/{}] {} run {rep}/{repeat}",
-                i + 1,
-                total,
-                describe(config)
-            )
-        } else {
-            format!("[{}/{}] {}", i + 1, total, describe(config))
-        };
-        observe(Event::Started { label: &label });
-        let began = Instant::now();
-        let record = runtimes.launch(config, &mut |progress| {
-            observe(Event::Step {
-                label: &label,
-                progress,
-                elapsed: began.elapsed(),
+    // Each cell's rows, by index, to judge convergence.
+    let mut rows_of: Vec<Vec<Row>> = vec![Vec::new(); cells.len()];
+    let mut done = 0usize;
+    'rounds: for rep in 1..=rounds {
+        let due: Vec<usize> = (0..cells.len())
+            .filter(|&i| match repeat {
+                Repeat::Fixed(_) => true,
+                Repeat::Auto(rule) => rep <= rule.min || !stable(&rows_of[i], rule.target),
             })
-        });
-        if let Some(sig) = signals::received() {
-            observe(Event::Interrupted { label: &label });
-            interrupted = Some(sig);
+            .collect();
+        if due.is_empty() {
             break;
         }
-        let mut row = Row::new(&record, &fingerprint, &run_id, &started_at);
-        row.claim_verdict = claims::verdict(&row);
-        if let Some(c) = &calibration {
-            efficiency::judge(&mut row, c, config.image_bytes());
+        for i in due {
+            if let Some(sig) = signals::received() {
+                interrupted = Some(sig);
+                break 'rounds;
+            }
+            let config = &cells[i];
+            done += 1;
+            let of = match repeat {
+                Repeat::Fixed(_) => format!("{}", cells.len() * rounds as usize),
+                Repeat::Auto(_) => format!("up to {}", cells.len() * rounds as usize),
+            };
+            let label = match (repeat, rounds) {
+                (Repeat::Fixed(_), 1) => format!("[{done}/{of}] {}", describe(config)),
+                _ => format!("[{done}/{of}] {} run {rep}/{rounds}", describe(config)),
+            };
+            observe(Event::Started { label: &label });
+            let began = Instant::now();
+            let record = runtimes.launch(config, &mut |progress| {
+                observe(Event::Step {
+                    label: &label,
+                    progress,
+                    elapsed: began.elapsed(),
+                })
+            });
+            if let Some(sig) = signals::received() {
+                observe(Event::Interrupted { label: &label });
+                interrupted = Some(sig);
+                break 'rounds;
+            }
+            let mut row = Row::new(&record, &fingerprint, &run_id, &started_at);
+            row.claim_verdict = claims::verdict(&row);
+            if let Some(c) = &calibration {
+                efficiency::judge(&mut row, c, config.image_bytes());
+            }
+            row.repeat = rep;
+            row.steps_file = Some(steps::write(results.path(), &record, rep)?);
+            results.push(row)?;
+            let row = results.rows().last().expect("just pushed");
+            rows_of[i].push(row.clone());
+            observe(Event::Finished {
+                label: &label,
+                row,
+                elapsed: began.elapsed(),
+            });
+            records.push(record);
         }
-        row.repeat = rep;
-        row.steps_file = Some(steps::write(results.path(), &record, rep)?);
-        results.push(row)?;
-        let row = results.rows().last().expect("just pushed");
-        observe(Event::Finished {
-            label: &label,
-            row,
-            elapsed: began.elapsed(),
-        });
-        records.push(record);
+    }
+    if let (Repeat::Auto(rule), None) = (repeat, interrupted) {
+        observe(Event::Note(convergence_note(cells, &rows_of, rule.target)));
     }
     Ok(Outcome {
         records,
         results,
         interrupted,
     })
+}
+
+/// Whether one cell's runs so far meet `--repeat auto`'s target.
+fn stable(rows: &[Row], target: f64) -> bool {
+    summarize(rows)
+        .first()
+        .is_some_and(|s| convergence::converged(s, target))
+}
+
+/// What `--repeat auto` reached: how many runs, and the cells whose interval stayed wider than
+/// the target.
+fn convergence_note(cells: &[CellConfig], rows_of: &[Vec<Row>], target: f64) -> String {
+    let open: Vec<String> = cells
+        .iter()
+        .zip(rows_of)
+        .filter(|(_, rows)| !stable(rows, target))
+        .map(|(cell, rows)| {
+            let width = summarize(rows)
+                .first()
+                .and_then(convergence::relative_width)
+                .map(|w| format!("{:.1}%", w * 100.0))
+                .unwrap_or_else(|| "no interval".into());
+            format!("{} ({} runs, {width})", cell.cell, rows.len())
+        })
+        .collect();
+    let runs: usize = rows_of.iter().map(Vec::len).sum();
+    if open.is_empty() {
+        format!(
+            "--repeat auto: every cell's 95% interval narrower than {:.0}% of its median after {runs} runs in all",
+            target * 100.0
+        )
+    } else {
+        format!(
+            "--repeat auto: {} cell(s) did not converge to a 95% interval within {:.0}% of the median: {}",
+            open.len(),
+            target * 100.0,
+            open.join(", ")
+        )
+    }
 }

@@ -4,7 +4,8 @@
 use std::collections::BTreeMap;
 
 use super::table;
-use crate::analysis::compare::{CellSummary, Comparison, Verdict};
+use crate::analysis::compare::{Comparison, Thresholds, Verdict};
+use crate::analysis::summary::CellSummary;
 
 fn rate_text(s: &Option<CellSummary>) -> String {
     match s {
@@ -17,8 +18,33 @@ fn rate_text(s: &Option<CellSummary>) -> String {
     }
 }
 
+fn cpu_text(s: &Option<CellSummary>) -> String {
+    match s
+        .as_ref()
+        .and_then(|s| s.cpu_median.map(|m| (m, s.cpu_ci, s.cpu.len())))
+    {
+        Some((m, Some((lo, hi)), n)) => format!("{m:.3} [{lo:.3}, {hi:.3}] n={n}"),
+        Some((m, None, n)) => format!("{m:.3} n={n}"),
+        None => "-".into(),
+    }
+}
+
+/// A relative change and its interval, in percent.
+fn change_text(change: Option<f64>, ci: Option<(f64, f64)>) -> String {
+    match (change, ci) {
+        (Some(x), Some((lo, hi))) => format!(
+            "{:+.1}% [{:+.1}%, {:+.1}%]",
+            x * 100.0,
+            lo * 100.0,
+            hi * 100.0
+        ),
+        (Some(x), None) => format!("{:+.1}%", x * 100.0),
+        _ => "-".into(),
+    }
+}
+
 /// The comparison as a Markdown table, regressions and improvements first (rustc-perf style).
-pub fn render(comparisons: &[Comparison], threshold: f64) -> String {
+pub fn render(comparisons: &[Comparison], thresholds: Thresholds) -> String {
     let mut sorted: Vec<&Comparison> = comparisons.iter().collect();
     sorted.sort_by_key(|c| match c.verdict {
         Verdict::OutcomeWorse => 0,
@@ -34,27 +60,23 @@ pub fn render(comparisons: &[Comparison], threshold: f64) -> String {
         "baseline img/s (median [95% CI])",
         "candidate img/s",
         "change [95% CI]",
+        "baseline CPU ms/img",
+        "candidate CPU ms/img",
+        "CPU change [95% CI]",
         "note",
     ];
     let rows: Vec<Vec<String>> = sorted
         .iter()
         .map(|c| {
-            let change = match (c.change, c.change_ci) {
-                (Some(x), Some((lo, hi))) => format!(
-                    "{:+.1}% [{:+.1}%, {:+.1}%]",
-                    x * 100.0,
-                    lo * 100.0,
-                    hi * 100.0
-                ),
-                (Some(x), None) => format!("{:+.1}%", x * 100.0),
-                _ => "-".into(),
-            };
             vec![
                 c.cell.clone(),
                 c.verdict.label().into(),
                 rate_text(&c.baseline),
                 rate_text(&c.candidate),
-                change,
+                change_text(c.change, c.change_ci),
+                cpu_text(&c.baseline),
+                cpu_text(&c.candidate),
+                change_text(c.cpu_change, c.cpu_change_ci),
                 c.note.clone(),
             ]
         })
@@ -68,10 +90,11 @@ pub fn render(comparisons: &[Comparison], threshold: f64) -> String {
         .filter(|c| matches!(c.verdict, Verdict::Improved | Verdict::OutcomeChanged))
         .count();
     format!(
-        "{} regression(s), {} improvement(s) or other outcome change(s), threshold +-{:.0}%\n\n{}",
+        "{} regression(s), {} improvement(s) or other outcome change(s), thresholds +-{:.0}% img/s, +-{:.0}% CPU per image\n\n{}",
         regressions,
         improved,
-        threshold * 100.0,
+        thresholds.rate * 100.0,
+        thresholds.cpu * 100.0,
         table::markdown(&headers, &rows)
     )
 }
@@ -92,6 +115,7 @@ pub fn summary_cells(summaries: &[CellSummary]) -> (Vec<String>, Vec<Vec<String>
         "outcomes",
         "median img/s [95% CI]",
         "min..max",
+        "CPU ms/img [95% CI]",
         "outliers",
         "crash steps",
     ];
@@ -118,6 +142,11 @@ pub fn summary_cells(summaries: &[CellSummary]) -> (Vec<String>, Vec<Vec<String>
                 },
                 match (s.min, s.max) {
                     (Some(a), Some(b)) => format!("{a:.0}..{b:.0}"),
+                    _ => "-".into(),
+                },
+                match (s.cpu_median, s.cpu_ci) {
+                    (Some(m), Some((lo, hi))) => format!("{m:.3} [{lo:.3}, {hi:.3}]"),
+                    (Some(m), None) => format!("{m:.3}"),
                     _ => "-".into(),
                 },
                 if s.outliers.is_empty() {

@@ -2,8 +2,8 @@
 //! peak and throughput ratios, and whether they agree.
 
 use super::table;
-use crate::analysis::compare::CellSummary;
 use crate::analysis::fidelity::Pair;
+use crate::analysis::summary::CellSummary;
 
 fn outcome(s: &CellSummary) -> String {
     if s.runs > 1 && s.outcomes.iter().any(|o| *o != s.outcome) {

@@ -122,6 +122,11 @@ pub struct Row {
     /// CPU milliseconds of the main process alone per step (schema 3).
     #[serde(default)]
     pub main_cpu_ms_per_step: Option<f64>,
+    /// img/s from the median step time after warm-up: a robust estimate that one stall (a
+    /// neighbour's burst) does not move, beside `img_per_s`, the mean over the steady span
+    /// (schema 3).
+    #[serde(default)]
+    pub img_per_s_p50: Option<f64>,
 }
 
 /// This invocation as a command a user can paste (`shmbench matrix --steps 20`).
@@ -241,6 +246,10 @@ impl Row {
             main_us: c.main_us,
             cpu_ms_per_img: per(m.cpu_s, m.steps_done * c.batch as u64).map(|x| round(x, 4)),
             main_cpu_ms_per_step: per(m.main_cpu_s, m.steps_done).map(|x| round(x, 3)),
+            img_per_s_p50: m
+                .step_p50_ms
+                .filter(|ms| *ms > 0.0)
+                .map(|ms| round(c.batch as f64 * 1000.0 / ms, 1)),
         }
     }
 }

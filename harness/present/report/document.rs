@@ -1,7 +1,7 @@
 //! The report's content, once, as blocks that each output format renders its own way.
 
 use super::Report;
-use crate::analysis::compare::summarize;
+use crate::analysis::summary::summarize;
 use crate::model::size::ByteSize;
 use crate::present::compare::summary_cells;
 use crate::present::labels::{claim_label, explanation, status_label, verdict_label};
