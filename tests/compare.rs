@@ -348,3 +348,39 @@ fn match_name_pairs_cells_whose_knobs_changed_on_purpose_and_names_the_knob() {
     assert_eq!(o.status.code(), Some(0), "{out}");
     assert!(out.contains("decode-us: 0 -> 300"), "{out}");
 }
+
+#[test]
+fn compare_speaks_github_and_json_for_ci_services() {
+    let dir = temp_dir("cmp-formats");
+    let base = write(&dir, "base.csv", runs(&BASE, "a", "6.1"));
+    let drop: Vec<f64> = BASE.iter().map(|x| x * 0.9).collect();
+    let cand = write(&dir, "cand.csv", runs(&drop, "b", "6.1"));
+    let args = |format: &str| {
+        shmbench(&[
+            "compare",
+            "--format",
+            format,
+            base.to_str().unwrap(),
+            cand.to_str().unwrap(),
+        ])
+    };
+    let o = args("github");
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert_eq!(o.status.code(), Some(1), "{out}");
+    assert!(
+        out.lines()
+            .next()
+            .unwrap()
+            .starts_with("**shmbench: 1 regression(s)**: docker-tuned"),
+        "{out}"
+    );
+    let o = args("json");
+    assert_eq!(o.status.code(), Some(1));
+    let json: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(json["regressions"], 1, "{json}");
+    assert_eq!(json["cells"][0]["verdict"], "regressed", "{json}");
+    assert!(
+        json["cells"][0]["change"].as_f64().unwrap() < -0.05,
+        "{json}"
+    );
+}

@@ -24,7 +24,11 @@ pub struct Args {
     /// name; for a knob changed on purpose, which the note names)
     #[arg(long = "match", value_enum, default_value = "config")]
     pub matching: compare::Match,
-    /// Also write the comparison as Markdown here
+    /// markdown (a table), github (a one-line verdict first, then the table: for a pull-request
+    /// comment or $GITHUB_STEP_SUMMARY) or json (every comparison with its intervals)
+    #[arg(long, value_parser = ["markdown", "github", "json"], default_value = "markdown")]
+    pub format: String,
+    /// Also write the comparison here, in the same format
     #[arg(long)]
     pub out: Option<PathBuf>,
 }
@@ -47,17 +51,22 @@ pub fn run(args: Args) -> Result<ExitCode> {
             args.candidate.display()
         );
     }
-    let text = table::render(&comparisons, thresholds);
+    let text = match args.format.as_str() {
+        "json" => table::render_json(&comparisons, thresholds)?,
+        "github" => table::render_github(&comparisons, thresholds),
+        _ => table::render(&comparisons, thresholds),
+    };
     println!("{text}");
     if let Some(path) = args.out {
-        std::fs::write(
-            &path,
-            format!(
+        let body = match args.format.as_str() {
+            "markdown" => format!(
                 "# shmbench compare\n\n`{}` -> `{}`\n\n{text}\n",
                 args.baseline.display(),
                 args.candidate.display()
             ),
-        )?;
+            _ => format!("{text}\n"),
+        };
+        std::fs::write(&path, body)?;
     }
     let regressed = comparisons.iter().any(|c| c.verdict.is_regression());
     Ok(if regressed {

@@ -99,6 +99,46 @@ pub fn render(comparisons: &[Comparison], thresholds: Thresholds) -> String {
     )
 }
 
+/// The comparison for a pull-request comment or `$GITHUB_STEP_SUMMARY`: a one-line verdict
+/// first, then the table.
+pub fn render_github(comparisons: &[Comparison], thresholds: Thresholds) -> String {
+    let regressions: Vec<&str> = comparisons
+        .iter()
+        .filter(|c| c.verdict.is_regression())
+        .map(|c| c.cell.as_str())
+        .collect();
+    let verdict = if regressions.is_empty() {
+        format!(
+            "**shmbench: no regression** in {} cell(s) (thresholds +-{:.0}% img/s, +-{:.0}% CPU per image)",
+            comparisons.len(),
+            thresholds.rate * 100.0,
+            thresholds.cpu * 100.0
+        )
+    } else {
+        format!(
+            "**shmbench: {} regression(s)**: {}",
+            regressions.len(),
+            regressions.join(", ")
+        )
+    };
+    format!(
+        "{verdict}\n\n<details><summary>every cell</summary>\n\n{}\n\n</details>",
+        render(comparisons, thresholds)
+    )
+}
+
+/// The comparison as JSON: the thresholds and every cell's verdict, changes and intervals.
+pub fn render_json(
+    comparisons: &[Comparison],
+    thresholds: Thresholds,
+) -> serde_json::Result<String> {
+    serde_json::to_string_pretty(&serde_json::json!({
+        "thresholds": { "img_per_s": thresholds.rate, "cpu_ms_per_img": thresholds.cpu },
+        "regressions": comparisons.iter().filter(|c| c.verdict.is_regression()).count(),
+        "cells": comparisons,
+    }))
+}
+
 /// Per-cell summary of repeated runs as a Markdown table.
 pub fn render_summary(summaries: &[CellSummary]) -> String {
     let (headers, rows) = summary_cells(summaries);
