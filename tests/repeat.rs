@@ -1,5 +1,6 @@
 //! `--repeat auto`: interleaved rounds until a cell's interval is tight, within a minimum and a
-//! maximum, and a note naming what did not converge. Real cells, small batches.
+//! maximum, and a note naming what did not converge; named baselines saved by one run and
+//! compared by the next. Real cells, small batches.
 
 mod common;
 
@@ -63,5 +64,40 @@ fn a_passing_cell_runs_until_its_interval_is_tight_or_the_maximum() {
     let (rows, stderr) = run_auto(&dir, &loose);
     assert_eq!(rows.len(), 3, "{stderr}");
     assert!(stderr.contains("every cell"), "{stderr}");
+    assert_clean(&before);
+}
+
+#[test]
+fn a_named_baseline_is_saved_by_one_run_and_compared_by_the_next() {
+    let _guard = serial();
+    let before = machine_state();
+    let dir = temp_dir("baseline");
+    // One cell whose outcome cannot vary: a 9.2 MiB batch never fits an 8 MiB tmpfs.
+    std::fs::write(
+        dir.join("tiny.toml"),
+        "name = \"tiny\"\n[defaults]\nruntime = \"namespace\"\nshm-size = \"8m\"\nbatch = 8\nworkers = 2\nsteps = 3\n[[cells]]\nname = \"overflow\"\nenvironment = \"8 MiB\"\n",
+    )
+    .unwrap();
+    let matrix = |extra: &[&str]| {
+        let mut cmd = std::process::Command::new(BIN);
+        cmd.current_dir(&dir)
+            .args(["matrix", "tiny.toml", "--repeat", "2"]);
+        cmd.args(extra).output().unwrap()
+    };
+    let o = matrix(&["--baseline", "main"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        String::from_utf8_lossy(&o.stderr).contains("no baseline 'main'"),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let o = matrix(&["--save-baseline", "main"]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    assert!(dir.join("results/baselines/main.csv").is_file());
+    let o = matrix(&["--baseline", "main"]);
+    let stdout = String::from_utf8_lossy(&o.stdout);
+    assert_eq!(o.status.code(), Some(0), "{stdout}");
+    assert!(stdout.contains("against baseline 'main'"), "{stdout}");
+    assert!(stdout.contains("sigbus at step 1 in both"), "{stdout}");
     assert_clean(&before);
 }

@@ -87,6 +87,17 @@ pub struct Thresholds {
     pub cpu: f64,
 }
 
+impl Default for Thresholds {
+    /// `compare`'s defaults: 5% for img/s, 3% for CPU per image (work, not wall time, is
+    /// quieter on a shared machine).
+    fn default() -> Thresholds {
+        Thresholds {
+            rate: 0.05,
+            cpu: 0.03,
+        }
+    }
+}
+
 fn outcome_verdict(base: &Outcome, cand: &Outcome) -> Option<Verdict> {
     if base == cand {
         return None;

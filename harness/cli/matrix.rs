@@ -8,10 +8,13 @@ use anyhow::Result;
 
 use super::outcome;
 use super::progress::Terminal;
+use crate::analysis::compare;
 use crate::model::knobs::Knobs;
 use crate::orchestrate::runner;
 use crate::plan::guard;
 use crate::plan::scenario::{self, Scenario};
+use crate::present::compare as present_compare;
+use crate::results::baseline;
 use crate::sys::fingerprint::mem_total;
 
 #[derive(clap::Args)]
@@ -33,6 +36,13 @@ pub struct Args {
     pub force: bool,
     #[command(flatten)]
     pub repeat: super::repeat::RepeatArgs,
+    /// Save this run's results as baseline NAME (results/baselines/NAME.csv)
+    #[arg(long, value_name = "NAME")]
+    pub save_baseline: Option<String>,
+    /// Compare this run with baseline NAME afterwards (as `shmbench compare`, default
+    /// thresholds); exit 1 on a regression
+    #[arg(long, value_name = "NAME")]
+    pub baseline: Option<String>,
     /// Overrides applied to every cell
     #[command(flatten)]
     pub knobs: Knobs,
@@ -47,6 +57,11 @@ pub fn run(args: Args) -> Result<ExitCode> {
     if args.dry_run {
         println!("{}", serde_json::to_string_pretty(&plan)?);
         return Ok(ExitCode::SUCCESS);
+    }
+    // A missing baseline is known before anything runs.
+    let baseline = args.baseline.as_deref().map(baseline::load).transpose()?;
+    if let Some(name) = &args.save_baseline {
+        baseline::path(name)?;
     }
     let out = args
         .out
@@ -65,8 +80,29 @@ pub fn run(args: Args) -> Result<ExitCode> {
         &mut Terminal::new().observer(),
     )?;
     outcome::print(&outcome);
-    if !outcome.results.rows().is_empty() {
+    let rows = outcome.results.rows();
+    if !rows.is_empty() {
         outcome::write_report(&out);
+    }
+    if outcome.interrupted.is_some() {
+        return Ok(outcome::exit_code(&outcome));
+    }
+    if let Some(name) = &args.save_baseline {
+        println!(
+            "baseline '{name}': {}",
+            baseline::save(name, rows)?.display()
+        );
+    }
+    if let (Some(name), Some(base)) = (&args.baseline, baseline) {
+        let thresholds = compare::Thresholds::default();
+        let comparisons = compare::compare(&base, rows, thresholds, compare::Match::Config);
+        println!(
+            "\nagainst baseline '{name}':\n{}",
+            present_compare::render(&comparisons, thresholds)
+        );
+        if comparisons.iter().any(|c| c.verdict.is_regression()) {
+            return Ok(ExitCode::from(1));
+        }
     }
     Ok(outcome::exit_code(&outcome))
 }

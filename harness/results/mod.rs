@@ -2,6 +2,7 @@
 //! every cell), the per-step series beside them, and merging files from many machines.
 
 pub mod atomic;
+pub mod baseline;
 pub mod csv;
 pub mod merge;
 pub mod row;
