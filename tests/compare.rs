@@ -315,6 +315,9 @@ fn a_tight_rise_of_cpu_per_image_is_regressed_even_when_img_per_s_holds() {
     let again = write(&dir, "again.csv", runs_with_cpu(&cpu, "c"));
     let (code, out) = compare(&base, &again);
     assert_eq!(code, Some(0), "{out}");
+    // What a green result means: with this spread and 5 runs a side, only a change beyond the
+    // threshold plus the noise interval's half-width can be flagged.
+    assert!(out.contains("detectable here with the baseline's spread and up to 5 runs per side: CPU per image changes beyond 3."), "{out}");
     let small: Vec<f64> = cpu.iter().map(|x| x * 1.01).collect();
     let small = write(&dir, "small.csv", runs_with_cpu(&small, "d"));
     let (code, out) = compare(&base, &small);

@@ -7,5 +7,6 @@ pub mod convergence;
 pub mod efficiency;
 pub mod fidelity;
 pub mod history;
+pub mod power;
 pub mod stats;
 pub mod summary;

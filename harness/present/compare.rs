@@ -5,6 +5,7 @@ use std::collections::BTreeMap;
 
 use super::table;
 use crate::analysis::compare::{Comparison, Thresholds, Verdict};
+use crate::analysis::power;
 use crate::analysis::summary::CellSummary;
 
 fn rate_text(s: &Option<CellSummary>) -> String {
@@ -40,6 +41,44 @@ fn change_text(change: Option<f64>, ci: Option<(f64, f64)>) -> String {
         ),
         (Some(x), None) => format!("{:+.1}%", x * 100.0),
         _ => "-".into(),
+    }
+}
+
+/// The smallest changes the baseline's own spread lets `compare` see, over its passing cells.
+fn detectable_line(comparisons: &[Comparison], thresholds: Thresholds) -> String {
+    let bases: Vec<&CellSummary> = comparisons
+        .iter()
+        .filter_map(|c| c.baseline.as_ref())
+        .collect();
+    let range = |values: Vec<f64>| -> Option<String> {
+        let lo = values.iter().copied().reduce(f64::min)?;
+        let hi = values.iter().copied().reduce(f64::max)?;
+        Some(if (hi - lo) < 0.0005 {
+            format!("{:.1}%", lo * 100.0)
+        } else {
+            format!("{:.1}-{:.1}%", lo * 100.0, hi * 100.0)
+        })
+    };
+    let cpu = range(
+        bases
+            .iter()
+            .filter_map(|b| power::detectable(&b.cpu, thresholds.cpu))
+            .collect(),
+    );
+    let rate = range(
+        bases
+            .iter()
+            .filter_map(|b| power::detectable(&b.rates, thresholds.rate))
+            .collect(),
+    );
+    let runs = bases.iter().map(|b| b.rates.len()).max().unwrap_or(0);
+    match (cpu, rate) {
+        (None, None) => "detectable here: nothing (fewer than two passing runs per cell: use --repeat)".into(),
+        (cpu, rate) => format!(
+            "detectable here with the baseline's spread and up to {runs} runs per side: CPU per image changes beyond {}, img/s changes beyond {}",
+            cpu.unwrap_or_else(|| "-".into()),
+            rate.unwrap_or_else(|| "-".into())
+        ),
     }
 }
 
@@ -90,11 +129,12 @@ pub fn render(comparisons: &[Comparison], thresholds: Thresholds) -> String {
         .filter(|c| matches!(c.verdict, Verdict::Improved | Verdict::OutcomeChanged))
         .count();
     format!(
-        "{} regression(s), {} improvement(s) or other outcome change(s), thresholds +-{:.0}% img/s, +-{:.0}% CPU per image\n\n{}",
+        "{} regression(s), {} improvement(s) or other outcome change(s), thresholds +-{:.0}% img/s, +-{:.0}% CPU per image\n{}\n\n{}",
         regressions,
         improved,
         thresholds.rate * 100.0,
         thresholds.cpu * 100.0,
+        detectable_line(comparisons, thresholds),
         table::markdown(&headers, &rows)
     )
 }
