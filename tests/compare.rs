@@ -387,3 +387,37 @@ fn compare_speaks_github_and_json_for_ci_services() {
         "{json}"
     );
 }
+
+#[test]
+fn export_writes_bencher_metric_format_with_intervals() {
+    let dir = temp_dir("bmf");
+    let rows: Vec<Row> = runs(&BASE, "a", "6.1")
+        .into_iter()
+        .chain(runs(&[0.0, 0.0], "a", "6.1").into_iter().map(|mut r| {
+            r.cell = "crashing".into();
+            r
+        }))
+        .collect();
+    let file = write(&dir, "r.csv", rows);
+    let o = shmbench(&["export", file.to_str().unwrap()]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let bmf: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let tuned = &bmf["seed-matrix/docker-tuned"];
+    assert_eq!(tuned["throughput"]["value"], 3000.0, "{bmf}");
+    assert!(
+        tuned["throughput"]["lower_value"].as_f64().unwrap() <= 3000.0,
+        "{bmf}"
+    );
+    assert!(
+        tuned["throughput"]["upper_value"].as_f64().unwrap() >= 3000.0,
+        "{bmf}"
+    );
+    assert_eq!(
+        bmf["seed-matrix/crashing"]["crash-step"]["value"], 12.0,
+        "{bmf}"
+    );
+    assert!(
+        bmf["seed-matrix/crashing"].get("throughput").is_none(),
+        "{bmf}"
+    );
+}

@@ -101,3 +101,77 @@ fn a_named_baseline_is_saved_by_one_run_and_compared_by_the_next() {
     assert!(stdout.contains("sigbus at step 1 in both"), "{stdout}");
     assert_clean(&before);
 }
+
+/// The pids of processes whose command line starts with `shmbench`'s path, then `word`.
+fn processes_running(word: &str) -> Vec<u32> {
+    let mut pids = Vec::new();
+    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Ok(pid) = entry.file_name().to_string_lossy().parse::<u32>() else {
+            continue;
+        };
+        let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
+        let args: Vec<&[u8]> = cmdline.split(|b| *b == 0).collect();
+        if args.len() > 1 && args[1] == word.as_bytes() {
+            pids.push(pid);
+        }
+    }
+    pids
+}
+
+#[test]
+fn cpus_pins_the_cell_and_its_workers_and_a_cpu_that_is_not_there_is_an_error() {
+    let _guard = serial();
+    let before = machine_state();
+    // Long enough to look at its workers: 100 steps of 20 ms compute.
+    let mut child =
+        spawn_run("--cpus 0 --batch 8 --workers 2 --steps 100 --compute-ms 20 --runtime host");
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    let workers = loop {
+        let found = processes_running("worker");
+        if found.len() == 2 || std::time::Instant::now() > deadline {
+            break found;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    };
+    assert_eq!(workers.len(), 2, "the workers never showed up");
+    for pid in workers {
+        let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
+        let allowed = status
+            .lines()
+            .find(|l| l.starts_with("Cpus_allowed_list:"))
+            .map(|l| l.split_whitespace().last().unwrap_or("").to_string());
+        assert_eq!(allowed.as_deref(), Some("0"), "worker {pid}: {status}");
+    }
+    assert!(child.wait().unwrap().success());
+    let dir = temp_dir("cpus");
+    let out = dir.join("r.csv");
+    let o = shmbench(&[
+        "run",
+        "--cpus",
+        "1000",
+        "--batch",
+        "8",
+        "--steps",
+        "2",
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    let rows = read_csv(&out);
+    assert_eq!(
+        rows[0]["status"],
+        "error",
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    assert!(
+        rows[0]["message"].contains("--cpus 1000: cannot run on those CPUs"),
+        "{:?}",
+        rows[0]
+    );
+    assert_eq!(rows[0]["cpus"], "1000");
+    // Beyond any affinity mask: refused before anything runs.
+    let o = shmbench(&["run", "--cpus", "4000"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("not a CPU list"));
+    assert_clean(&before);
+}

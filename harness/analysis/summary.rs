@@ -45,6 +45,7 @@ pub fn knobs(r: &Row) -> Vec<(&'static str, String)> {
         ("retain-every", r.retain_every.to_string()),
         ("steps", r.steps.to_string()),
         ("epochs", r.epochs.to_string()),
+        ("cpus", r.cpus.clone().unwrap_or_else(|| "any".into())),
     ]
 }
 

@@ -17,7 +17,8 @@ use anyhow::{Context, Result};
 
 use crate::model::config::CellConfig;
 use crate::model::knobs::Loader;
-use crate::model::record::CellRecord;
+use crate::model::record::{CellRecord, Status};
+use crate::sys::process;
 
 /// Parses the config a runtime passed and runs the cell.
 pub fn run(config_json: &str) -> Result<CellRecord> {
@@ -26,6 +27,13 @@ pub fn run(config_json: &str) -> Result<CellRecord> {
     config
         .validate(0)
         .map_err(|e| anyhow::anyhow!("invalid cell config: {e}"))?;
+    // Pinned before anything starts, so workers (and a torch cell's Python) inherit it.
+    if let Some(cpus) = &config.cpus {
+        if let Err(e) = process::pin_to(&cpus.0) {
+            let message = format!("--cpus {cpus}: {e}");
+            return Ok(CellRecord::failed_to_run(config, Status::Error, message));
+        }
+    }
     Ok(match config.loader {
         Loader::Emulated => loader::run_cell(&config),
         Loader::Torch => torch::run_cell(&config),

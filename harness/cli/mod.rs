@@ -6,6 +6,7 @@ mod bench;
 mod calibrate;
 mod compare;
 mod doctor;
+mod export;
 mod fidelity;
 mod history;
 mod image;
@@ -88,6 +89,11 @@ pub enum Command {
         after_help = "Example:\n  shmbench merge hostA/*.csv hostB/*.csv --out results/all.csv"
     )]
     Merge(merge::Args),
+    /// Results in a format trackers read: Bencher's metric format (JSON)
+    #[command(
+        after_help = "Examples:\n  shmbench export results/seed-matrix-*.csv > bmf.json\n  bencher run --adapter json --file bmf.json    # push to a Bencher project\n\nOne benchmark per cell (scenario/cell), measures: throughput (img/s), cpu-ms-per-image,\npeak-shm-bytes, and crash-step for a cell that crashed; medians with 95% intervals as lower/upper."
+    )]
+    Export(export::Args),
     /// Trends of the same cells across runs ordered by an environment field, with change points
     #[command(
         after_help = "Examples:\n  shmbench history results/*.csv --by kernel\n  shmbench history results/*.csv --by time --threshold 10%"
@@ -131,6 +137,7 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
         Command::Bench(args) => bench::run(args),
         Command::Compare(args) => compare::run(args),
         Command::Merge(args) => merge::run(args),
+        Command::Export(args) => export::run(args),
         Command::History(args) => history::run(args),
         Command::Report(args) => report::run(args),
         Command::Fidelity(args) => fidelity::run(args),

@@ -4,6 +4,7 @@
 use serde::{Deserialize, Serialize};
 
 use super::claim::Claim;
+use super::cpus::CpuList;
 use super::knobs::{
     ContainerKind, Dtype, IpcMode, Knobs, Loader, RuntimeKind, Shape, Strategy, TorchProfile, Touch,
 };
@@ -52,6 +53,9 @@ pub struct CellConfig {
     pub main_us: u64,
     pub retain_every: u64,
     pub warmup_steps: u64,
+    /// The CPUs the cell's processes may run on (None: any).
+    #[serde(default)]
+    pub cpus: Option<CpuList>,
     pub timeout_s: f64,
     pub claim: Option<Claim>,
 }

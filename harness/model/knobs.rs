@@ -12,6 +12,7 @@ use std::str::FromStr;
 use clap::ValueEnum;
 use serde::{Deserialize, Serialize};
 
+use super::cpus::CpuList;
 use super::size::ByteSize;
 
 /// How a cell is isolated; every runtime launches the same `shmbench cell` protocol.
@@ -307,6 +308,9 @@ knobs! {
     #[arg(long, value_name = "N")]
     retain_every: u64 = Some(0),
         "Keep every Nth batch alive forever (the leak that makes late crashes); 0 = off";
+    #[arg(long, value_name = "LIST")]
+    cpus: CpuList = None,
+        "CPUs the cell's processes may run on, as taskset writes them (0, 0-1, 0,2-3): the same cores run after run, recorded in the row (docker: --cpuset-cpus too); unset = any";
     #[arg(long, value_name = "N")]
     warmup_steps: u64 = Some(5),
         "Steps excluded from img/s (at most half the steps are ever excluded)";

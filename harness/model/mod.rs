@@ -5,6 +5,7 @@ pub mod bench;
 pub mod calibration;
 pub mod claim;
 pub mod config;
+pub mod cpus;
 pub mod estimate;
 pub mod knobs;
 pub mod record;

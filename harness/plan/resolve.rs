@@ -55,7 +55,7 @@ impl Knobs {
     pub fn resolve(&self, id: Identity, platform: &Platform) -> Result<CellConfig, KnobError> {
         let mut k = Knobs::defaults();
         k.overlay(self);
-        // Every field has a default, so these are all Some except shm_size, memory and image.
+        // Every field has a default, so these are all Some except shm_size, memory, image, cpus.
         fn get<T>(value: Option<T>) -> T {
             value.expect("every knob except shm-size, memory and image has a default")
         }
@@ -90,6 +90,7 @@ impl Knobs {
             main_us: get(k.main_us),
             retain_every: get(k.retain_every),
             warmup_steps: get(k.warmup_steps),
+            cpus: k.cpus.clone(),
             timeout_s: get(k.timeout_s),
             claim: id.claim,
         };

@@ -2,6 +2,7 @@
 //! from results, analyses and diagnoses only; nothing here runs a cell or measures anything.
 
 pub mod bench;
+pub mod bmf;
 pub mod calibration;
 pub mod compare;
 pub mod doctor;

@@ -127,6 +127,9 @@ pub struct Row {
     /// (schema 3).
     #[serde(default)]
     pub img_per_s_p50: Option<f64>,
+    /// The CPUs the cell was pinned to (`--cpus`), empty when any (schema 3).
+    #[serde(default)]
+    pub cpus: Option<String>,
 }
 
 /// This invocation as a command a user can paste (`shmbench matrix --steps 20`).
@@ -250,6 +253,7 @@ impl Row {
                 .step_p50_ms
                 .filter(|ms| *ms > 0.0)
                 .map(|ms| round(c.batch as f64 * 1000.0 / ms, 1)),
+            cpus: c.cpus.as_ref().map(ToString::to_string),
         }
     }
 }

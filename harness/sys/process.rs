@@ -104,3 +104,16 @@ pub fn private_rss(pid: u32) -> u64 {
         .sum::<u64>()
         * 1024
 }
+
+/// Restricts this process (and what it starts later) to `cpus`.
+pub fn pin_to(cpus: &[usize]) -> Result<(), String> {
+    let mut set = nix::sched::CpuSet::new();
+    for &cpu in cpus {
+        set.set(cpu)
+            .map_err(|_| format!("CPU {cpu} is beyond what an affinity mask can name"))?;
+    }
+    nix::sched::sched_setaffinity(nix::unistd::Pid::from_raw(0), &set).map_err(|e| {
+        let online = std::thread::available_parallelism().map_or(0, |n| n.get());
+        format!("cannot run on those CPUs ({e}); this machine has {online} CPU(s) online, numbered from 0")
+    })
+}

@@ -137,6 +137,7 @@ impl Docker {
             tmpfs,
             ipc_mode: Some(config.ipc.to_string()),
             memory: config.memory.map(|m| m.bytes() as i64),
+            cpuset_cpus: config.cpus.as_ref().map(ToString::to_string),
             // No swap: tmpfs pages beyond the limit must not hide in swap.
             memory_swap: config.memory.map(|m| m.bytes() as i64),
             network_mode: Some("none".into()),

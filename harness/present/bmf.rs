@@ -1,0 +1,58 @@
+//! Results in Bencher's metric format (BMF JSON), so runs can be pushed to an existing tracker
+//! (`bencher run --adapter json --file FILE`): one benchmark per cell, named `scenario/cell`
+//! (with the torch version for real-torch cells), whose measures are the medians over its runs
+//! with their 95% bootstrap intervals as lower and upper values. Crashed cells report the step
+//! they crashed at instead of a throughput, so an outcome change is visible in the tracker too.
+
+use serde_json::{json, Map, Value};
+
+use crate::analysis::summary::{cell_key, summarize};
+use crate::model::estimate::median;
+use crate::model::knobs::Loader;
+use crate::results::Row;
+
+/// One measure: a value and, when there is an interval, its bounds.
+fn measure(value: f64, interval: Option<(f64, f64)>) -> Value {
+    match interval {
+        Some((lo, hi)) => json!({ "value": value, "lower_value": lo, "upper_value": hi }),
+        None => json!({ "value": value }),
+    }
+}
+
+/// The BMF document of `rows`.
+pub fn render(rows: &[Row]) -> Value {
+    let mut out = Map::new();
+    for summary in summarize(rows) {
+        let mine: Vec<&Row> = rows.iter().filter(|r| cell_key(r) == summary.key).collect();
+        let first = mine[0];
+        let mut name = format!("{}/{}", first.scenario, first.cell);
+        if first.loader == Loader::Torch {
+            let version = first.torch_version.as_deref().unwrap_or("unknown");
+            name = format!("{name} (torch {version})");
+        }
+        // Cells that share a name (the same cell with other knobs) stay apart.
+        let base = name.clone();
+        let mut n = 2;
+        while out.contains_key(&name) {
+            name = format!("{base} #{n}");
+            n += 1;
+        }
+        let mut measures = Map::new();
+        if let Some(m) = summary.median {
+            measures.insert("throughput".into(), measure(m, summary.ci));
+        }
+        if let Some(m) = summary.cpu_median {
+            measures.insert("cpu-ms-per-image".into(), measure(m, summary.cpu_ci));
+        }
+        let peaks: Vec<f64> = mine.iter().map(|r| r.peak_shm_bytes as f64).collect();
+        if let Some(m) = median(&peaks) {
+            measures.insert("peak-shm-bytes".into(), measure(m, None));
+        }
+        if let (false, Some(step)) = (summary.outcome.status.is_pass(), summary.outcome.crash_step)
+        {
+            measures.insert("crash-step".into(), measure(step as f64, None));
+        }
+        out.insert(name, Value::Object(measures));
+    }
+    Value::Object(out)
+}
