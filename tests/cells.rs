@@ -319,25 +319,9 @@ fn cpu_time_counts_the_workers_own_cost_per_image() {
     // 2 ms of worker CPU per image: the cell's CPU per image cannot be less, and the main's
     // share (reading 8 tiny images) is a small part of it. CPU time, unlike img/s, does not
     // depend on how busy the machine is.
-    let dir = temp_dir("cpu");
-    let out = dir.join("r.csv");
-    let o = shmbench(&[
-        "run",
-        "--decode-us",
-        "2000",
-        "--batch",
-        "8",
-        "--workers",
-        "2",
-        "--shape",
-        "3x32x32",
-        "--steps",
-        "10",
-        "--out",
-        out.to_str().unwrap(),
-    ]);
+    let (o, rows) = run_rows("--decode-us 2000 --batch 8 --workers 2 --shape 3x32x32 --steps 10");
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-    let row = &read_csv(&out)[0];
+    let row = &rows[0];
     let per_image: f64 = row["cpu_ms_per_img"].parse().unwrap();
     let main_per_step: f64 = row["main_cpu_ms_per_step"].parse().unwrap();
     assert!(per_image >= 2.0, "{row:?}");

@@ -100,23 +100,11 @@ fn cells_run_in_a_users_image_with_shmbench_brought_in() {
     assert_eq!(seed["shm_seen_bytes"], 64 << 20, "{seed}");
     assert_eq!(seed["config"]["runtime"], "docker", "{seed}");
     // A small loader passes in the same image, and the row says where it ran.
-    let dir = temp_dir("image-row");
-    let out = dir.join("r.csv");
-    let o = shmbench(&[
-        "run",
-        "--image",
-        &image.0,
-        "--batch",
-        "8",
-        "--workers",
-        "2",
-        "--steps",
-        "10",
-        "--out",
-        out.to_str().unwrap(),
-    ]);
+    let (o, rows) = run_rows(&format!(
+        "--image {} --batch 8 --workers 2 --steps 10",
+        image.0
+    ));
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-    let rows = read_csv(&out);
     assert_eq!(rows[0]["status"], "pass", "{:?}", rows[0]);
     assert_eq!(rows[0]["image"], image.0);
     assert_eq!(rows[0]["runtime"], "docker");

@@ -143,20 +143,7 @@ fn cpus_pins_the_cell_and_its_workers_and_a_cpu_that_is_not_there_is_an_error() 
         assert_eq!(allowed.as_deref(), Some("0"), "worker {pid}: {status}");
     }
     assert!(child.wait().unwrap().success());
-    let dir = temp_dir("cpus");
-    let out = dir.join("r.csv");
-    let o = shmbench(&[
-        "run",
-        "--cpus",
-        "1000",
-        "--batch",
-        "8",
-        "--steps",
-        "2",
-        "--out",
-        out.to_str().unwrap(),
-    ]);
-    let rows = read_csv(&out);
+    let (o, rows) = run_rows("--cpus 1000 --batch 8 --steps 2");
     assert_eq!(
         rows[0]["status"],
         "error",

@@ -22,10 +22,7 @@ pub struct Args {
 }
 
 pub fn run(args: Args) -> Result<ExitCode> {
-    let mut rows = Vec::new();
-    for path in &args.results {
-        rows.extend(csv::read(path)?);
-    }
+    let rows = csv::read_all(&args.results)?;
     if rows.is_empty() {
         bail!("no rows to export: the results files hold none");
     }

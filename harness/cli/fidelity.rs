@@ -52,10 +52,7 @@ fn verdict(pairs: &[fidelity::Pair]) -> ExitCode {
 
 pub fn run(args: Args) -> Result<ExitCode> {
     if !args.from.is_empty() {
-        let mut rows = Vec::new();
-        for path in &args.from {
-            rows.extend(csv::read(path)?);
-        }
+        let rows = csv::read_all(&args.from)?;
         let pairs = fidelity::pairs(&rows);
         if pairs.is_empty() {
             bail!("no cell in these results ran with both loaders: run `shmbench fidelity` to make such results");

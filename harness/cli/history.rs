@@ -25,10 +25,7 @@ pub struct Args {
 }
 
 pub fn run(args: Args) -> Result<ExitCode> {
-    let mut rows = Vec::new();
-    for path in &args.results {
-        rows.extend(csv::read(path)?);
-    }
+    let rows = csv::read_all(&args.results)?;
     let history = history::build(&rows, args.by, args.threshold)?;
     let text = table::render(&history);
     println!("{text}");

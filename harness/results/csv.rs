@@ -65,6 +65,15 @@ impl ResultsFile {
     }
 }
 
+/// Reads several results files into one list of rows, in order.
+pub fn read_all(paths: &[PathBuf]) -> Result<Vec<Row>> {
+    let mut rows = Vec::new();
+    for path in paths {
+        rows.extend(read(path)?);
+    }
+    Ok(rows)
+}
+
 /// Reads a results file, refusing another schema version and naming the line of a bad row.
 pub fn read(path: &Path) -> Result<Vec<Row>> {
     let mut reader = csv::Reader::from_path(path)

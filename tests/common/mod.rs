@@ -112,6 +112,22 @@ pub fn shmbench_without_docker(args: &[&str]) -> Output {
         .expect("run shmbench")
 }
 
+/// `shmbench run ARGS` (flags written as one string) into a fresh results file: its output and
+/// the rows it wrote.
+pub fn run_rows(args: &str) -> (Output, Vec<std::collections::HashMap<String, String>>) {
+    let dir = temp_dir("rows");
+    let out = dir.join("r.csv");
+    let mut full = vec!["run", "--out", out.to_str().unwrap()];
+    full.extend(args.split_whitespace());
+    let output = shmbench(&full);
+    let rows = if out.exists() {
+        read_csv(&out)
+    } else {
+        Vec::new()
+    };
+    (output, rows)
+}
+
 /// Runs one ad-hoc cell with `shmbench run` flags written as one string, and returns its JSON
 /// record.
 pub fn run_cell(args: &str) -> Value {
