@@ -4,8 +4,6 @@
 use std::fmt;
 use std::str::FromStr;
 
-use serde::{Deserialize, Serialize};
-
 /// Sorted, without duplicates.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct CpuList(pub Vec<usize>);
@@ -59,19 +57,7 @@ impl fmt::Display for CpuList {
     }
 }
 
-impl Serialize for CpuList {
-    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        s.serialize_str(&self.to_string())
-    }
-}
-
-impl<'de> Deserialize<'de> for CpuList {
-    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        String::deserialize(d)?
-            .parse()
-            .map_err(serde::de::Error::custom)
-    }
-}
+serde_as_text!(CpuList);
 
 #[cfg(test)]
 mod tests {

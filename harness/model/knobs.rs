@@ -178,19 +178,7 @@ impl fmt::Display for Shape {
     }
 }
 
-impl Serialize for Shape {
-    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        s.serialize_str(&self.to_string())
-    }
-}
-
-impl<'de> Deserialize<'de> for Shape {
-    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        String::deserialize(d)?
-            .parse()
-            .map_err(serde::de::Error::custom)
-    }
-}
+serde_as_text!(Shape);
 
 fn parse_bool(s: &str) -> Result<bool, String> {
     match s {

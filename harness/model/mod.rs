@@ -1,6 +1,26 @@
 //! Plain types every layer shares: the knobs, a resolved cell config and its validation, the
 //! record a cell prints, byte sizes, a calibration. No I/O here.
 
+/// Serialises a type as its `Display` text and reads it back through `FromStr`, so scenarios,
+/// cell configs and CSV cells all spell it the way its flag does.
+macro_rules! serde_as_text {
+    ($($ty:ty),*) => {$(
+        impl serde::Serialize for $ty {
+            fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+                s.serialize_str(&self.to_string())
+            }
+        }
+
+        impl<'de> serde::Deserialize<'de> for $ty {
+            fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+                <String as serde::Deserialize>::deserialize(d)?
+                    .parse()
+                    .map_err(serde::de::Error::custom)
+            }
+        }
+    )*};
+}
+
 pub mod bench;
 pub mod calibration;
 pub mod claim;
