@@ -326,5 +326,9 @@ fn cpu_time_counts_the_workers_own_cost_per_image() {
     let main_per_step: f64 = row["main_cpu_ms_per_step"].parse().unwrap();
     assert!(per_image >= 2.0, "{row:?}");
     assert!(main_per_step < 0.5 * per_image * 8.0, "{row:?}");
+    // Every batch is collated into a fresh segment, so each image's 3 pages (12 KiB) are faulted
+    // in at least once.
+    let faults: f64 = row["faults_per_img"].parse().unwrap();
+    assert!(faults >= 3.0, "{row:?}");
     assert_clean(&before);
 }

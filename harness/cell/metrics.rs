@@ -47,30 +47,29 @@ pub fn from_steps(config: &CellConfig, steps: &Steps, done: u64) -> Metrics {
     }
 }
 
-/// Peak resident set of this process (VmHWM), in bytes.
-/// CPU time (user + system) of the cell process and of its reaped children: its workers, or its
-/// Python and the workers that Python reaped.
+/// CPU time (user + system) and page faults (minor + major) of the cell process and of its
+/// reaped children: its workers, or its Python and the workers that Python reaped.
 pub struct CpuTime {
     pub own_s: f64,
     pub children_s: f64,
+    pub faults: u64,
 }
 
 impl CpuTime {
     pub fn now() -> CpuTime {
         use nix::sys::resource::{getrusage, UsageWho};
-        let seconds = |who| {
-            getrusage(who)
-                .map(|u| {
-                    let t = |tv: nix::sys::time::TimeVal| {
-                        tv.tv_sec() as f64 + tv.tv_usec() as f64 / 1e6
-                    };
-                    t(u.user_time()) + t(u.system_time())
-                })
-                .unwrap_or(0.0)
+        let seconds = |u: &nix::sys::resource::Usage| {
+            let t = |tv: nix::sys::time::TimeVal| tv.tv_sec() as f64 + tv.tv_usec() as f64 / 1e6;
+            t(u.user_time()) + t(u.system_time())
         };
+        let faults =
+            |u: &nix::sys::resource::Usage| (u.minor_page_faults() + u.major_page_faults()) as u64;
+        let own = getrusage(UsageWho::RUSAGE_SELF).ok();
+        let children = getrusage(UsageWho::RUSAGE_CHILDREN).ok();
         CpuTime {
-            own_s: seconds(UsageWho::RUSAGE_SELF),
-            children_s: seconds(UsageWho::RUSAGE_CHILDREN),
+            own_s: own.as_ref().map_or(0.0, seconds),
+            children_s: children.as_ref().map_or(0.0, seconds),
+            faults: own.as_ref().map_or(0, faults) + children.as_ref().map_or(0, faults),
         }
     }
 
@@ -79,6 +78,7 @@ impl CpuTime {
     }
 }
 
+/// Peak resident set of this process (VmHWM), in bytes.
 pub fn peak_rss_bytes() -> u64 {
     nix::sys::resource::getrusage(nix::sys::resource::UsageWho::RUSAGE_SELF)
         .map(|u| u.max_rss() as u64 * 1024)

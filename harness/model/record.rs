@@ -111,6 +111,9 @@ pub struct Metrics {
     /// CPU seconds of the loop's main process alone (a torch cell's Python main, all threads).
     #[serde(default)]
     pub main_cpu_s: Option<f64>,
+    /// Page faults (minor + major) of every process of the cell, counted like `cpu_s`.
+    #[serde(default)]
+    pub page_faults: Option<u64>,
 }
 
 /// The one JSON object a cell prints.

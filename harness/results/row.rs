@@ -127,6 +127,9 @@ pub struct Row {
     /// (schema 3).
     #[serde(default)]
     pub img_per_s_p50: Option<f64>,
+    /// Page faults (minor + major) of every process of the cell per image consumed (schema 3).
+    #[serde(default)]
+    pub faults_per_img: Option<f64>,
     /// The CPUs the cell was pinned to (`--cpus`), empty when any (schema 3).
     #[serde(default)]
     pub cpus: Option<String>,
@@ -253,6 +256,10 @@ impl Row {
                 .step_p50_ms
                 .filter(|ms| *ms > 0.0)
                 .map(|ms| round(c.batch as f64 * 1000.0 / ms, 1)),
+            faults_per_img: m
+                .page_faults
+                .filter(|_| m.steps_done > 0)
+                .map(|f| round(f as f64 / (m.steps_done * c.batch as u64) as f64, 2)),
             cpus: c.cpus.as_ref().map(ToString::to_string),
         }
     }

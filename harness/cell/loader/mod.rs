@@ -48,6 +48,7 @@ pub fn run_cell(config: &CellConfig) -> CellRecord {
     let metrics = Metrics {
         cpu_s: Some(cpu.total()),
         main_cpu_s: Some(cpu.own_s),
+        page_faults: Some(cpu.faults),
         peak_shm_bytes: lp.meter.peak(),
         peak_rss_bytes: metrics::peak_rss_bytes(),
         main_private_rss_bytes: lp.main_private_rss,

@@ -74,9 +74,11 @@ enum Line {
         /// The Python main's CPU seconds in the loop, all its threads.
         #[serde(default)]
         cpu_s: Option<f64>,
-        /// ... and before it (starting Python, importing torch).
+        /// ... and before it (starting Python, importing torch), with its page faults.
         #[serde(default)]
         setup_cpu_s: Option<f64>,
+        #[serde(default)]
+        setup_faults: Option<u64>,
     },
     Error {
         #[serde(rename = "type")]
@@ -89,6 +91,8 @@ enum Line {
         cpu_s: Option<f64>,
         #[serde(default)]
         setup_cpu_s: Option<f64>,
+        #[serde(default)]
+        setup_faults: Option<u64>,
     },
 }
 
@@ -218,6 +222,8 @@ struct Reported {
     /// The Python main's CPU seconds in the loop, and before it, as it reported them at its end.
     main_cpu_s: Option<f64>,
     setup_cpu_s: Option<f64>,
+    /// Page faults of the Python main before the loop.
+    setup_faults: Option<u64>,
     steps: Steps,
 }
 
@@ -294,10 +300,15 @@ pub fn run_cell(config: &CellConfig) -> CellRecord {
                     eprintln!("{}", Progress { step, total }.line());
                 }
             }
-            Ok(Line::End { cpu_s, setup_cpu_s }) => {
+            Ok(Line::End {
+                cpu_s,
+                setup_cpu_s,
+                setup_faults,
+            }) => {
                 reported.ended = true;
                 reported.main_cpu_s = cpu_s;
                 reported.setup_cpu_s = setup_cpu_s;
+                reported.setup_faults = setup_faults;
             }
             Ok(Line::Error {
                 kind,
@@ -306,10 +317,12 @@ pub fn run_cell(config: &CellConfig) -> CellRecord {
                 workers,
                 cpu_s,
                 setup_cpu_s,
+                setup_faults,
             }) => {
                 reported.worker_exits = workers;
                 reported.main_cpu_s = cpu_s;
                 reported.setup_cpu_s = setup_cpu_s;
+                reported.setup_faults = setup_faults;
                 used_at_error = Some(meter.used_now());
                 reported.error = Some((kind, message));
                 reported.completed = Some(completed);
@@ -352,11 +365,15 @@ pub fn run_cell(config: &CellConfig) -> CellRecord {
     // less what starting Python and importing torch cost before the loop.
     let cpu = metrics::CpuTime::now();
     let cpu_s = (cpu.total() - reported.setup_cpu_s.unwrap_or(0.0)).max(0.0);
+    let page_faults = cpu
+        .faults
+        .saturating_sub(reported.setup_faults.unwrap_or(0));
     let metrics = Metrics {
         peak_shm_bytes: meter.peak(),
         peak_rss_bytes: metrics::peak_rss_bytes(),
         cpu_s: Some(cpu_s),
         main_cpu_s: reported.main_cpu_s,
+        page_faults: Some(page_faults),
         wall_s: start.elapsed().as_secs_f64(),
         ..metrics::from_steps(config, &reported.steps, steps_done)
     };

@@ -16,6 +16,7 @@
 # Anything torch prints goes to stderr, which the cell keeps for its message.
 
 import json
+import resource
 import sys
 import time
 
@@ -116,6 +117,8 @@ def main():
     started = time.perf_counter()
     # CPU spent before the loop (starting Python, importing torch) is not the loader's.
     setup_cpu_s = time.process_time()
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    setup_faults = usage.ru_minflt + usage.ru_majflt
     iterator = None
     try:
         for _epoch in range(cfg["epochs"]):
@@ -157,6 +160,7 @@ def main():
             workers=worker_exits(iterator),
             cpu_s=time.process_time() - setup_cpu_s,
             setup_cpu_s=setup_cpu_s,
+            setup_faults=setup_faults,
         )
         return
     # The main process's own CPU (all its threads: intra-op pools, the pin thread).
@@ -165,6 +169,7 @@ def main():
         checksum=checksum,
         cpu_s=time.process_time() - setup_cpu_s,
         setup_cpu_s=setup_cpu_s,
+        setup_faults=setup_faults,
     )
 
 
