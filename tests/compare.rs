@@ -421,3 +421,49 @@ fn export_writes_bencher_metric_format_with_intervals() {
         "{bmf}"
     );
 }
+
+#[test]
+fn history_follows_cpu_per_image_through_a_knob_change_and_draws_it() {
+    let dir = temp_dir("hist-cpu");
+    let cpu = [0.600, 0.602, 0.598, 0.601, 0.599];
+    let before: Vec<Row> = runs_with_cpu(&cpu, "a");
+    let after: Vec<Row> = runs_with_cpu(&cpu.map(|x| x * 1.13), "b")
+        .into_iter()
+        .map(|mut r| {
+            r.kernel = "6.2".into();
+            r.decode_us = 70;
+            r
+        })
+        .collect();
+    let a = write(&dir, "a.csv", before);
+    let b = write(&dir, "b.csv", after);
+    let plots = dir.join("plots");
+    let o = shmbench(&[
+        "history",
+        a.to_str().unwrap(),
+        b.to_str().unwrap(),
+        "--by",
+        "kernel",
+        "--metric",
+        "cpu-per-image",
+        "--match",
+        "name",
+        "--plot",
+        plots.to_str().unwrap(),
+    ]);
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        o.status.success(),
+        "{out}{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    assert!(
+        out.contains("docker-tuned: CPU ms/img stepped +13.0% at kernel = 6.2"),
+        "{out}"
+    );
+    let png = std::fs::read(plots.join("history.png")).unwrap();
+    assert_eq!(&png[1..4], b"PNG");
+    assert!(std::fs::read_to_string(plots.join("history.svg"))
+        .unwrap()
+        .contains("<svg"));
+}

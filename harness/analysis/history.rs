@@ -14,6 +14,7 @@ use std::collections::BTreeMap;
 use anyhow::{bail, Result};
 use serde::Serialize;
 
+use super::compare::Match;
 use super::summary::{self, Outcome, Varying};
 use crate::results::Row;
 
@@ -90,6 +91,34 @@ fn natural_key(s: &str) -> Vec<(u64, String)> {
     key
 }
 
+/// The measure a history follows.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, clap::ValueEnum)]
+#[serde(rename_all = "kebab-case")]
+pub enum Metric {
+    /// Images per second of the passing runs.
+    ImgPerS,
+    /// CPU milliseconds per image of the passing runs (work, not wall time).
+    CpuPerImage,
+}
+
+impl Metric {
+    /// The unit as tables and plots write it.
+    pub fn unit(self) -> &'static str {
+        match self {
+            Metric::ImgPerS => "img/s",
+            Metric::CpuPerImage => "CPU ms/img",
+        }
+    }
+
+    /// The passing runs' values and their median, from a cell's summary.
+    fn of(self, s: &summary::CellSummary) -> (&[f64], Option<f64>) {
+        match self {
+            Metric::ImgPerS => (&s.rates, s.median),
+            Metric::CpuPerImage => (&s.cpu, s.cpu_median),
+        }
+    }
+}
+
 /// One run of the history.
 #[derive(Clone, Debug, Serialize)]
 pub struct Run {
@@ -114,7 +143,7 @@ pub struct Trend {
     pub key: String,
     /// One per run of the history (None: the cell was not in that run).
     pub points: Vec<Option<Point>>,
-    /// Runs (indices) where img/s stepped, with the relative step.
+    /// Runs (indices) where the metric stepped, with the relative step.
     pub rate_steps: Vec<(usize, f64)>,
     /// Runs where the outcome changed, with before and after.
     pub outcome_steps: Vec<(usize, Outcome, Outcome)>,
@@ -123,6 +152,7 @@ pub struct Trend {
 #[derive(Clone, Debug, Serialize)]
 pub struct History {
     pub by: By,
+    pub metric: Metric,
     pub runs: Vec<Run>,
     pub trends: Vec<Trend>,
 }
@@ -157,8 +187,19 @@ fn segment(values: &[f64], at: &[usize], s2: f64, threshold: f64, out: &mut Vec<
     }
 }
 
-/// Builds the history of `rows` ordered by `by`.
-pub fn build(rows: &[Row], by: By, threshold: f64) -> Result<History> {
+/// Builds the history of `metric` in `rows` ordered by `by`, a cell being what `matching`
+/// pairs (`Match::Name` follows a cell through knob changes made on purpose).
+pub fn build(
+    rows: &[Row],
+    by: By,
+    metric: Metric,
+    matching: Match,
+    threshold: f64,
+) -> Result<History> {
+    let key_of = |r: &Row| match matching {
+        Match::Config => summary::cell_key_except(r, by.varying()),
+        Match::Name => format!("{}/{}", r.scenario, r.cell),
+    };
     // Runs, keyed by host and run id.
     let mut runs: BTreeMap<(String, String), Run> = BTreeMap::new();
     for r in rows {
@@ -184,7 +225,7 @@ pub fn build(rows: &[Row], by: By, threshold: f64) -> Result<History> {
     }
     let mut keys: Vec<(String, String)> = Vec::new();
     for r in rows {
-        let key = summary::cell_key_except(r, by.varying());
+        let key = key_of(r);
         if !keys.iter().any(|(k, _)| k == &key) {
             keys.push((key, r.cell.clone()));
         }
@@ -196,18 +237,14 @@ pub fn build(rows: &[Row], by: By, threshold: f64) -> Result<History> {
             .map(|run| {
                 let mine: Vec<Row> = rows
                     .iter()
-                    .filter(|r| {
-                        r.run_id == run.run_id
-                            && r.host == run.host
-                            && summary::cell_key_except(r, by.varying()) == key
-                    })
+                    .filter(|r| r.run_id == run.run_id && r.host == run.host && key_of(r) == key)
                     .cloned()
                     .collect();
-                let summary = summary::summarize(&mine).into_iter().next()?;
-                let variance = (summary.rates.len() > 1)
-                    .then(|| sse(&summary.rates) / (summary.rates.len() - 1) as f64);
+                let summary = summary::summarize_by(&mine, key_of).into_iter().next()?;
+                let (values, median) = metric.of(&summary);
+                let variance = (values.len() > 1).then(|| sse(values) / (values.len() - 1) as f64);
                 Some(Point {
-                    median: summary.median,
+                    median,
                     outcome: summary.outcome,
                     variance,
                     runs: summary.runs,
@@ -257,5 +294,10 @@ pub fn build(rows: &[Row], by: By, threshold: f64) -> Result<History> {
             outcome_steps,
         });
     }
-    Ok(History { by, runs, trends })
+    Ok(History {
+        by,
+        metric,
+        runs,
+        trends,
+    })
 }

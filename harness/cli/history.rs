@@ -6,8 +6,10 @@ use std::process::ExitCode;
 use anyhow::Result;
 
 use super::compare::parse_threshold;
-use crate::analysis::history::{self, By};
+use crate::analysis::compare::Match;
+use crate::analysis::history::{self, By, Metric};
 use crate::present::history as table;
+use crate::present::report::plots;
 use crate::results::csv;
 
 #[derive(clap::Args)]
@@ -17,8 +19,18 @@ pub struct Args {
     /// The environment field that orders the runs
     #[arg(long, value_enum, default_value = "time")]
     pub by: By,
+    /// The measure to follow: img-per-s, or cpu-per-image (work, far less noisy)
+    #[arg(long, value_enum, default_value = "img-per-s")]
+    pub metric: Metric,
+    /// How runs of a cell are recognised: config (same knobs) or name (same scenario and name,
+    /// to follow a cell through a knob changed on purpose)
+    #[arg(long = "match", value_enum, default_value = "config")]
+    pub matching: Match,
     #[arg(long, default_value = "5%", value_parser = parse_threshold)]
     pub threshold: f64,
+    /// Also draw the trends (PNG and SVG, change points marked) into this directory
+    #[arg(long, value_name = "DIR")]
+    pub plot: Option<PathBuf>,
     /// Also write the history as Markdown here
     #[arg(long)]
     pub out: Option<PathBuf>,
@@ -26,12 +38,18 @@ pub struct Args {
 
 pub fn run(args: Args) -> Result<ExitCode> {
     let rows = csv::read_all(&args.results)?;
-    let history = history::build(&rows, args.by, args.threshold)?;
+    let history = history::build(&rows, args.by, args.metric, args.matching, args.threshold)?;
     let text = table::render(&history);
     println!("{text}");
     println!("method: binary segmentation of each cell's run medians (piecewise-constant fit), a split kept when it lowers the squared error by more than 2 s^2 ln(n) and steps by at least {:.0}%", args.threshold * 100.0);
     if let Some(path) = args.out {
         std::fs::write(&path, format!("# shmbench history\n\n{text}\n"))?;
+    }
+    if let Some(dir) = args.plot {
+        std::fs::create_dir_all(&dir)?;
+        for plot in plots::write_history(&history, &dir)? {
+            println!("plot: {}", dir.join(&plot.png).display());
+        }
     }
     Ok(ExitCode::SUCCESS)
 }

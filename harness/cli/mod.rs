@@ -96,7 +96,7 @@ pub enum Command {
     Export(export::Args),
     /// Trends of the same cells across runs ordered by an environment field, with change points
     #[command(
-        after_help = "Examples:\n  shmbench history results/*.csv --by kernel\n  shmbench history results/*.csv --by time --threshold 10%"
+        after_help = "Examples:\n  shmbench history results/*.csv --by kernel\n  shmbench history results/*.csv --by time --threshold 10%\n  shmbench history results/*.csv --metric cpu-per-image --match name --plot reports/history"
     )]
     History(history::Args),
     /// Make a report (Markdown, self-contained HTML, JSON, PNG/SVG plots) from results files

@@ -3,7 +3,7 @@
 use clap::ValueEnum;
 
 use super::table;
-use crate::analysis::history::{By, History, Run};
+use crate::analysis::history::{By, History, Metric, Run};
 use crate::model::size::ByteSize;
 
 /// The field's name as `--by` spells it.
@@ -13,13 +13,18 @@ fn by_name(by: By) -> String {
         .unwrap_or_default()
 }
 
+/// A run's value of the field, as people read it (sizes in units).
+pub fn run_label(h: &History, r: &Run) -> String {
+    match (h.by, r.label.parse::<u64>()) {
+        (By::Shm, Ok(bytes)) => ByteSize(bytes).to_string(),
+        _ => r.label.clone(),
+    }
+}
+
 /// Markdown: the trend table and the steps found.
 pub fn render(h: &History) -> String {
     let mut headers = vec!["cell".to_string()];
-    let label = |r: &Run| match (h.by, r.label.parse::<u64>()) {
-        (By::Shm, Ok(bytes)) => ByteSize(bytes).to_string(),
-        _ => r.label.clone(),
-    };
+    let label = |r: &Run| run_label(h, r);
     headers.extend(h.runs.iter().map(|r| format!("{} ({})", label(r), r.host)));
     let rows: Vec<Vec<String>> = h
         .trends
@@ -29,7 +34,10 @@ pub fn render(h: &History) -> String {
             row.extend(t.points.iter().map(|p| match p {
                 None => "-".into(),
                 Some(p) => match (p.outcome.status.is_pass(), p.median) {
-                    (true, Some(m)) => format!("{m:.0} img/s"),
+                    (true, Some(m)) => match h.metric {
+                        Metric::ImgPerS => format!("{m:.0} img/s"),
+                        Metric::CpuPerImage => format!("{m:.3} CPU ms/img"),
+                    },
                     _ => p.outcome.to_string(),
                 },
             }));
@@ -48,8 +56,9 @@ pub fn render(h: &History) -> String {
         for (i, step) in &t.rate_steps {
             any = true;
             out.push_str(&format!(
-                "- {}: img/s stepped {:+.1}% at {} = {} (run {})\n",
+                "- {}: {} stepped {:+.1}% at {} = {} (run {})\n",
                 t.cell,
+                h.metric.unit(),
                 step * 100.0,
                 by_name(h.by),
                 label(&h.runs[*i]),

@@ -4,6 +4,8 @@
 //! - `shm`: /dev/shm in use over the steps, one panel per cell, with the cell's limit drawn and
 //!   the crash point marked.
 //! - `latency`: step-latency distribution per cell (box: p25–p75, line: median, whisker: p5–p99).
+//! - `history` (for `shmbench history --plot`): each cell's median along the runs, with the
+//!   change points found.
 //!
 //! Colours are the Okabe–Ito palette (distinguishable with the common colour-vision deficiencies);
 //! the limit is dashed and crashes are crosses, so nothing relies on colour alone.
@@ -17,10 +19,12 @@ use plotters::coord::Shift;
 use plotters::prelude::*;
 use plotters::style::text_anchor::{HPos, Pos, VPos};
 
+mod history;
 mod latency;
 mod shm;
 mod throughput;
 
+use history::draw_history;
 use latency::draw_latency;
 use shm::draw_shm;
 use throughput::draw_throughput;
@@ -206,6 +210,19 @@ macro_rules! both {
         }
         Plot { name: $name, title: $title.to_string(), png: png.to_string(), svg_file: svg_file.to_string(), svg }
     }};
+}
+
+/// Writes the plot of a history into `dir`.
+pub fn write_history(history: &crate::analysis::history::History, dir: &Path) -> Result<Vec<Plot>> {
+    super::font::ensure()?;
+    let width = (160 * history.runs.len() as u32).clamp(900, 2400);
+    Ok(vec![both!(
+        dir,
+        "history",
+        "Each cell along the runs",
+        (width, 560),
+        draw_history(history)
+    )])
 }
 
 /// Writes every plot of `report` into `dir`.
