@@ -72,10 +72,11 @@ fn a_named_baseline_is_saved_by_one_run_and_compared_by_the_next() {
     let _guard = serial();
     let before = machine_state();
     let dir = temp_dir("baseline");
-    // One cell whose outcome cannot vary: a 9.2 MiB batch never fits an 8 MiB tmpfs.
+    // One cell whose outcome cannot vary: a batch of 16 images (9.2 MiB) never fits an 8 MiB
+    // tmpfs, so every run dies at its first batch, however busy the machine.
     std::fs::write(
         dir.join("tiny.toml"),
-        "name = \"tiny\"\n[defaults]\nruntime = \"namespace\"\nshm-size = \"8m\"\nbatch = 8\nworkers = 2\nsteps = 3\n[[cells]]\nname = \"overflow\"\nenvironment = \"8 MiB\"\n",
+        "name = \"tiny\"\n[defaults]\nruntime = \"namespace\"\nshm-size = \"8m\"\nbatch = 16\nworkers = 2\nsteps = 3\n[[cells]]\nname = \"overflow\"\nenvironment = \"8 MiB\"\n",
     )
     .unwrap();
     let matrix = |extra: &[&str]| {
