@@ -115,6 +115,26 @@ fn dry_run_shows_resolved_cells_with_overrides() {
     assert_eq!(plan[0]["shm_size"], 2u64 << 30);
 }
 
+#[test]
+fn scenarios_are_found_by_name_from_any_directory() {
+    // The scratch directory has no scenarios/: the built-in one answers to its name.
+    let o = shmbench(&["matrix", "kubernetes", "--dry-run"]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let plan: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let cells: Vec<&str> = plan
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["cell"].as_str().unwrap())
+        .collect();
+    assert_eq!(cells.len(), 5, "{cells:?}");
+    assert!(cells.contains(&"emptydir-2gi-limit-1gi"));
+    refused(
+        &["matrix", "nosuch", "--dry-run"],
+        &["no scenario nosuch", "seed-matrix, fidelity, kubernetes"],
+    );
+}
+
 fn refused(args: &[&str], expect: &[&str]) {
     let before = machine_state();
     let o = shmbench(args);
@@ -156,7 +176,7 @@ fn bad_input_is_refused_with_a_clear_message() {
     );
     refused(
         &["matrix", "/nonexistent.toml"],
-        &["cannot read scenario /nonexistent.toml"],
+        &["no scenario /nonexistent.toml"],
     );
 }
 

@@ -194,3 +194,42 @@ fn a_container_killed_from_outside_ends_its_cell_and_the_matrix_goes_on() {
     assert_eq!(rows[1]["status"], "pass");
     assert_clean(&before);
 }
+
+#[test]
+fn kubernetes_pod_setups_end_as_the_documentation_says() {
+    if !docker_or_skip() {
+        return;
+    }
+    let _guard = serial();
+    let before = machine_state();
+    let dir = temp_dir("k8s");
+    let out = dir.join("r.csv");
+    // 20 steps: more than the 16 batches the loader keeps outstanding, so every worker works.
+    let o = shmbench(&[
+        "matrix",
+        "kubernetes",
+        "--steps",
+        "20",
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let rows = read_csv(&out);
+    let status = |cell: &str| {
+        rows.iter()
+            .find(|r| r["cell"] == cell)
+            .map(|r| r["status"].clone())
+            .unwrap()
+    };
+    // No emptyDir: the runtime's 64 MiB, the seed batch never fits.
+    assert_eq!(status("no-emptydir"), "sigbus");
+    // The tmpfs has room but the memory limit does not: eight workers each build a batch in
+    // private memory (8 x 73.5 MiB) and collate it into a segment (8 x 73.5 MiB more), over
+    // 1 GiB before the main can free much, so the OOM killer ends it.
+    assert_eq!(status("emptydir-2gi-limit-1gi"), "oom");
+    assert_eq!(status("emptydir-unbounded-limit-1gi"), "oom");
+    assert_eq!(status("emptydir-2gi-limit-4gi"), "pass");
+    assert_eq!(status("emptydir-unbounded-limit-4gi"), "pass");
+    assert!(rows.iter().all(|r| r["runtime"] == "docker"), "{rows:?}");
+    assert_clean(&before);
+}

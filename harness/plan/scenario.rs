@@ -34,6 +34,17 @@ pub const SEED_MATRIX_PATH: &str = "scenarios/seed-matrix.toml";
 pub const FIDELITY: &str = include_str!("../../scenarios/fidelity.toml");
 pub const FIDELITY_PATH: &str = "scenarios/fidelity.toml";
 
+/// Where scenario files live, and every scenario built into the binary: (name, text).
+pub const SCENARIO_DIR: &str = "scenarios";
+const BUILT_IN: &[(&str, &str)] = &[
+    ("seed-matrix", SEED_MATRIX),
+    ("fidelity", FIDELITY),
+    (
+        "kubernetes",
+        include_str!("../../scenarios/kubernetes.toml"),
+    ),
+];
+
 #[derive(Clone, Debug)]
 pub struct ScenarioCell {
     pub name: String,
@@ -105,22 +116,38 @@ fn take_string(
 impl Scenario {
     /// Reads a scenario file; `scenarios/seed-matrix.toml` falls back to the built-in copy when
     /// run outside the repository.
+    /// Loads a scenario by path, or by name (`kubernetes` is `scenarios/kubernetes.toml`); a
+    /// built-in scenario is found by its name or its usual path from any directory.
     pub fn load(path: &Path) -> Result<Scenario> {
-        match std::fs::read_to_string(path) {
-            Ok(text) => Scenario::parse(&text, &path.display().to_string()),
-            Err(e)
-                if e.kind() == std::io::ErrorKind::NotFound
-                    && path == Path::new(SEED_MATRIX_PATH) =>
-            {
-                Scenario::parse(SEED_MATRIX, "seed-matrix (built in)")
+        let by_name = path.components().count() == 1 && path.extension().is_none();
+        let name = path
+            .file_stem()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        let candidates: Vec<PathBuf> = if by_name {
+            vec![Path::new(SCENARIO_DIR).join(format!("{name}.toml"))]
+        } else {
+            vec![path.to_path_buf()]
+        };
+        for candidate in &candidates {
+            match std::fs::read_to_string(candidate) {
+                Ok(text) => return Scenario::parse(&text, &candidate.display().to_string()),
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+                Err(e) => bail!("cannot read scenario {}: {e}", candidate.display()),
             }
-            Err(e)
-                if e.kind() == std::io::ErrorKind::NotFound && path == Path::new(FIDELITY_PATH) =>
-            {
-                Scenario::parse(FIDELITY, "fidelity (built in)")
-            }
-            Err(e) => bail!("cannot read scenario {}: {e}", path.display()),
         }
+        let usual = Path::new(SCENARIO_DIR).join(format!("{name}.toml"));
+        if by_name || path == usual {
+            if let Some((_, text)) = BUILT_IN.iter().find(|(n, _)| *n == name) {
+                return Scenario::parse(text, &format!("{name} (built in)"));
+            }
+        }
+        let names: Vec<&str> = BUILT_IN.iter().map(|(n, _)| *n).collect();
+        bail!(
+            "no scenario {}: give a file's path, or a name of one in {SCENARIO_DIR}/ or built in ({})",
+            path.display(),
+            names.join(", ")
+        )
     }
 
     pub fn parse(text: &str, origin: &str) -> Result<Scenario> {
