@@ -71,14 +71,8 @@ enum Line {
         in_flight: u64,
     },
     End {
-        /// The Python main's CPU seconds in the loop, all its threads.
-        #[serde(default)]
-        cpu_s: Option<f64>,
-        /// ... and before it (starting Python, importing torch), with its page faults.
-        #[serde(default)]
-        setup_cpu_s: Option<f64>,
-        #[serde(default)]
-        setup_faults: Option<u64>,
+        #[serde(flatten)]
+        cost: MainCost,
     },
     Error {
         #[serde(rename = "type")]
@@ -87,13 +81,22 @@ enum Line {
         completed: u64,
         #[serde(default)]
         workers: Vec<classify::WorkerExit>,
-        #[serde(default)]
-        cpu_s: Option<f64>,
-        #[serde(default)]
-        setup_cpu_s: Option<f64>,
-        #[serde(default)]
-        setup_faults: Option<u64>,
+        #[serde(flatten)]
+        cost: MainCost,
     },
+}
+
+/// What the Python main spent, as the program reports it at its end (either end).
+#[derive(Debug, Default, Deserialize)]
+struct MainCost {
+    /// CPU seconds in the loop, all its threads.
+    #[serde(default)]
+    cpu_s: Option<f64>,
+    /// ... and before it (starting Python, importing torch), with its page faults.
+    #[serde(default)]
+    setup_cpu_s: Option<f64>,
+    #[serde(default)]
+    setup_faults: Option<u64>,
 }
 
 /// The allocation profile of a torch version: 2.10 reserves segments with posix_fallocate.
@@ -219,11 +222,8 @@ struct Reported {
     worker_exits: Vec<classify::WorkerExit>,
     /// Steps whose body finished, as the program counted them at a failure.
     completed: Option<u64>,
-    /// The Python main's CPU seconds in the loop, and before it, as it reported them at its end.
-    main_cpu_s: Option<f64>,
-    setup_cpu_s: Option<f64>,
-    /// Page faults of the Python main before the loop.
-    setup_faults: Option<u64>,
+    /// What the Python main spent, as it reported at its end.
+    cost: MainCost,
     steps: Steps,
 }
 
@@ -300,29 +300,19 @@ pub fn run_cell(config: &CellConfig) -> CellRecord {
                     eprintln!("{}", Progress { step, total }.line());
                 }
             }
-            Ok(Line::End {
-                cpu_s,
-                setup_cpu_s,
-                setup_faults,
-            }) => {
+            Ok(Line::End { cost }) => {
                 reported.ended = true;
-                reported.main_cpu_s = cpu_s;
-                reported.setup_cpu_s = setup_cpu_s;
-                reported.setup_faults = setup_faults;
+                reported.cost = cost;
             }
             Ok(Line::Error {
                 kind,
                 message,
                 completed,
                 workers,
-                cpu_s,
-                setup_cpu_s,
-                setup_faults,
+                cost,
             }) => {
                 reported.worker_exits = workers;
-                reported.main_cpu_s = cpu_s;
-                reported.setup_cpu_s = setup_cpu_s;
-                reported.setup_faults = setup_faults;
+                reported.cost = cost;
                 used_at_error = Some(meter.used_now());
                 reported.error = Some((kind, message));
                 reported.completed = Some(completed);
@@ -364,15 +354,15 @@ pub fn run_cell(config: &CellConfig) -> CellRecord {
     // The interpreter has been waited for, and it reaped its workers: their CPU is ours now,
     // less what starting Python and importing torch cost before the loop.
     let cpu = metrics::CpuTime::now();
-    let cpu_s = (cpu.total() - reported.setup_cpu_s.unwrap_or(0.0)).max(0.0);
+    let cpu_s = (cpu.total() - reported.cost.setup_cpu_s.unwrap_or(0.0)).max(0.0);
     let page_faults = cpu
         .faults
-        .saturating_sub(reported.setup_faults.unwrap_or(0));
+        .saturating_sub(reported.cost.setup_faults.unwrap_or(0));
     let metrics = Metrics {
         peak_shm_bytes: meter.peak(),
         peak_rss_bytes: metrics::peak_rss_bytes(),
         cpu_s: Some(cpu_s),
-        main_cpu_s: reported.main_cpu_s,
+        main_cpu_s: reported.cost.cpu_s,
         page_faults: Some(page_faults),
         wall_s: start.elapsed().as_secs_f64(),
         ..metrics::from_steps(config, &reported.steps, steps_done)
