@@ -231,5 +231,14 @@ fn kubernetes_pod_setups_end_as_the_documentation_says() {
     assert_eq!(status("emptydir-2gi-limit-4gi"), "pass");
     assert_eq!(status("emptydir-unbounded-limit-4gi"), "pass");
     assert!(rows.iter().all(|r| r["runtime"] == "docker"), "{rows:?}");
+    // Each row's claim is the documentation's, and the measurement agrees with it.
+    assert!(
+        rows.iter()
+            .all(|r| r["claim_source"] == "Kubernetes documentation"
+                && r["claim_verdict"] == "agrees"),
+        "{rows:?}"
+    );
+    let stdout = String::from_utf8_lossy(&o.stdout);
+    assert!(stdout.contains("Kubernetes documentation says"), "{stdout}");
     assert_clean(&before);
 }

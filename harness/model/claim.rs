@@ -24,6 +24,14 @@ pub struct Claim {
     /// The row's /dev/shm as the how-to wrote it, e.g. "64 MB".
     #[serde(default)]
     pub shm: Option<String>,
+    /// Who claims it (e.g. "Kubernetes documentation"); unset: the how-to.
+    #[serde(default)]
+    pub source: Option<String>,
+}
+
+impl Claim {
+    /// The source a claim without one has.
+    pub const DEFAULT_SOURCE: &'static str = "How-to";
 }
 
 /// A measurement against its claim (decided by `analysis::claims`).

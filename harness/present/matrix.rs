@@ -3,7 +3,7 @@
 
 use super::labels::{claim_label, explanation, status_label, verdict_label};
 use super::table::{markdown, thousands};
-use crate::model::claim::ClaimVerdict;
+use crate::model::claim::{Claim, ClaimVerdict};
 use crate::model::knobs::{IpcMode, RuntimeKind};
 use crate::model::size::ByteSize;
 use crate::results::Row;
@@ -39,6 +39,21 @@ pub fn matrix(rows: &[Row]) -> String {
     markdown(&headers, &cells)
 }
 
+/// "<source> says" when every claim has one source, else "Claim says".
+pub fn claims_header(rows: &[Row]) -> String {
+    let mut sources: Vec<&str> = rows
+        .iter()
+        .filter(|r| r.claim_status.is_some())
+        .map(|r| r.claim_source.as_deref().unwrap_or(Claim::DEFAULT_SOURCE))
+        .collect();
+    sources.sort_unstable();
+    sources.dedup();
+    match sources.as_slice() {
+        [one] => format!("{one} says"),
+        _ => "Claim says".into(),
+    }
+}
+
 /// The matrix table's headers and cells, for any output format.
 pub fn matrix_cells(rows: &[Row]) -> (Vec<String>, Vec<Vec<String>>) {
     let steps = rows.first().map(|r| r.steps * r.epochs as u64).unwrap_or(0);
@@ -56,7 +71,7 @@ pub fn matrix_cells(rows: &[Row]) -> (Vec<String>, Vec<Vec<String>>) {
     .map(String::from)
     .to_vec();
     if has_claims {
-        headers.extend(["How-to says".to_string(), "Verdict".to_string()]);
+        headers.extend([claims_header(rows), "Verdict".to_string()]);
     }
     let cells: Vec<Vec<String>> = rows
         .iter()

@@ -133,6 +133,9 @@ pub struct Row {
     /// The CPUs the cell was pinned to (`--cpus`), empty when any (schema 3).
     #[serde(default)]
     pub cpus: Option<String>,
+    /// Who made the cell's claim, when it is not the how-to (schema 3).
+    #[serde(default)]
+    pub claim_source: Option<String>,
 }
 
 /// This invocation as a command a user can paste (`shmbench matrix --steps 20`).
@@ -261,6 +264,7 @@ impl Row {
                 .filter(|_| m.steps_done > 0)
                 .map(|f| round(f as f64 / (m.steps_done * c.batch as u64) as f64, 2)),
             cpus: c.cpus.as_ref().map(ToString::to_string),
+            claim_source: claim.and_then(|c| c.source.clone()),
         }
     }
 }

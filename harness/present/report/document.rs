@@ -24,13 +24,12 @@ fn claims_table(rows: &[Row]) -> Option<Block> {
         return None;
     }
     let headers = [
-        "Environment",
-        "How-to says",
-        "Measured",
-        "Verdict",
-        "Why (from the measurement)",
+        "Environment".to_string(),
+        matrix::claims_header(rows),
+        "Measured".into(),
+        "Verdict".into(),
+        "Why (from the measurement)".into(),
     ]
-    .map(String::from)
     .to_vec();
     let cells = claimed
         .iter()
