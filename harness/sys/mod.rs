@@ -1,6 +1,6 @@
 //! The bottom layer: thin readers and wrappers of Linux facilities (processes through pidfds,
-//! cgroups, signals, /dev/shm usage, the environment fingerprint, the clock, how to start shmbench again). Nothing here knows
-//! about cells, loaders or results.
+//! cgroups, signals, /dev/shm usage, the environment fingerprint, the clock, how to start
+//! shmbench again). Nothing here knows about cells, loaders or results.
 
 pub mod cgroup;
 pub mod clock;

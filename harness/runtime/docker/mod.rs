@@ -94,47 +94,31 @@ impl Docker {
     }
 
     fn host_config(&self, config: &CellConfig, python: Option<&PythonInContainer>) -> HostConfig {
-        let shm = config.shm_size.map(|s| s.bytes() as i64);
-        let (shm_size, tmpfs) = match (config.shm_tmpfs, shm) {
-            (true, Some(bytes)) => (
-                None,
-                Some(HashMap::from([(
+        let mut tmpfs = HashMap::new();
+        let shm_size = match (config.shm_tmpfs, config.shm_size) {
+            (true, Some(size)) => {
+                tmpfs.insert(
                     "/dev/shm".to_string(),
-                    format!("size={bytes},mode=1777"),
-                )])),
-            ),
-            (_, shm) => (shm, None),
+                    format!("size={},mode=1777", size.bytes()),
+                );
+                None
+            }
+            (_, size) => size.map(|s| s.bytes() as i64),
         };
-        // A torch cell also gets its Python (read-only) and a /tmp.
-        let tmpfs = match (tmpfs, python) {
-            (mounts, Some(p)) => Some(
-                mounts
-                    .unwrap_or_default()
-                    .into_iter()
-                    .chain(p.tmpfs.clone())
-                    .collect(),
-            ),
-            (mounts, None) => mounts,
-        };
+        // A torch cell, with this machine's Python or the image's, and any cell in a user's
+        // image get a /tmp: their root is read-only.
+        if python.is_some() || config.image.is_some() {
+            let (path, options) = python::tmp_mount();
+            tmpfs.insert(path, options);
+        }
         let mut binds: Vec<String> = python.map(|p| p.binds.clone()).unwrap_or_default();
         if let (Some(_), Some(dir)) = (&config.image, &self.bundle) {
             binds.push(format!("{}:{}:ro", dir.display(), bundle::IN_CONTAINER));
         }
-        // A torch cell in a user's image uses the image's Python; it still needs a /tmp.
-        let tmpfs = match (tmpfs, python.is_none() && config.image.is_some()) {
-            (mounts, true) => Some(
-                mounts
-                    .unwrap_or_default()
-                    .into_iter()
-                    .chain([python::tmp_mount()])
-                    .collect(),
-            ),
-            (mounts, false) => mounts,
-        };
         HostConfig {
             binds: (!binds.is_empty()).then_some(binds),
             shm_size,
-            tmpfs,
+            tmpfs: (!tmpfs.is_empty()).then_some(tmpfs),
             ipc_mode: Some(config.ipc.to_string()),
             memory: config.memory.map(|m| m.bytes() as i64),
             cpuset_cpus: config.cpus.as_ref().map(ToString::to_string),

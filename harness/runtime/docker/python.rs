@@ -1,10 +1,9 @@
 //! What a torch cell's container needs from this machine: shmbench's image has no Python, so the
 //! cell's Python (its venv and the installation it was made from) and the system libraries it
-//! loads are mounted read-only at the same paths, with a tmpfs on /tmp (torch's file_system
-//! strategy talks to `torch_shm_manager` through a socket there). No registry is needed and the
-//! torch that runs is exactly the one `--python` names.
+//! loads are mounted read-only at the same paths; the container gets a tmpfs on /tmp
+//! ([`tmp_mount`]: torch's file_system strategy talks to `torch_shm_manager` through a socket
+//! there). No registry is needed and the torch that runs is exactly the one `--python` names.
 
-use std::collections::HashMap;
 use std::path::Path;
 
 use crate::cell::torch;
@@ -19,8 +18,6 @@ pub struct PythonInContainer {
     pub executable: String,
     /// `host:container:ro` binds.
     pub binds: Vec<String>,
-    /// tmpfs mounts (path -> options).
-    pub tmpfs: HashMap<String, String>,
 }
 
 pub fn prepare(python: &str) -> Result<PythonInContainer, String> {
@@ -36,12 +33,7 @@ pub fn prepare(python: &str) -> Result<PythonInContainer, String> {
             binds.push(format!("{dir}:{dir}:ro"));
         }
     }
-    let tmpfs = HashMap::from([tmp_mount()]);
-    Ok(PythonInContainer {
-        executable,
-        binds,
-        tmpfs,
-    })
+    Ok(PythonInContainer { executable, binds })
 }
 
 /// The /tmp a torch cell needs in a read-only container (path, tmpfs options).
