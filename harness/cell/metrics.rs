@@ -47,16 +47,19 @@ pub fn from_steps(config: &CellConfig, steps: &Steps, done: u64) -> Metrics {
     }
 }
 
-/// CPU time (user + system) and page faults (minor + major) of the cell process and of its
-/// reaped children: its workers, or its Python and the workers that Python reaped.
-pub struct CpuTime {
+/// What the kernel accounted to the cell at its end: CPU time (user + system) and page faults
+/// (minor + major) of the cell process and of its reaped children (its workers, or its Python and
+/// the workers that Python reaped), and the cell process's own peak resident set.
+pub struct Usage {
     pub own_s: f64,
     pub children_s: f64,
     pub faults: u64,
+    /// Peak resident set of this process (VmHWM), in bytes.
+    pub peak_rss_bytes: u64,
 }
 
-impl CpuTime {
-    pub fn now() -> CpuTime {
+impl Usage {
+    pub fn now() -> Usage {
         use nix::sys::resource::{getrusage, UsageWho};
         let seconds = |u: &nix::sys::resource::Usage| {
             let t = |tv: nix::sys::time::TimeVal| tv.tv_sec() as f64 + tv.tv_usec() as f64 / 1e6;
@@ -66,21 +69,16 @@ impl CpuTime {
             |u: &nix::sys::resource::Usage| (u.minor_page_faults() + u.major_page_faults()) as u64;
         let own = getrusage(UsageWho::RUSAGE_SELF).ok();
         let children = getrusage(UsageWho::RUSAGE_CHILDREN).ok();
-        CpuTime {
+        Usage {
             own_s: own.as_ref().map_or(0.0, seconds),
             children_s: children.as_ref().map_or(0.0, seconds),
             faults: own.as_ref().map_or(0, faults) + children.as_ref().map_or(0, faults),
+            peak_rss_bytes: own.as_ref().map_or(0, |u| u.max_rss() as u64 * 1024),
         }
     }
 
-    pub fn total(&self) -> f64 {
+    /// CPU seconds of the cell process and its reaped children.
+    pub fn cpu_s(&self) -> f64 {
         self.own_s + self.children_s
     }
-}
-
-/// Peak resident set of this process (VmHWM), in bytes.
-pub fn peak_rss_bytes() -> u64 {
-    nix::sys::resource::getrusage(nix::sys::resource::UsageWho::RUSAGE_SELF)
-        .map(|u| u.max_rss() as u64 * 1024)
-        .unwrap_or(0)
 }

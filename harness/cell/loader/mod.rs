@@ -44,13 +44,13 @@ pub fn run_cell(config: &CellConfig) -> CellRecord {
         series: std::mem::take(&mut lp.series),
     };
     // Every worker has been reaped by tear_down, so their CPU is counted as our children's.
-    let cpu = metrics::CpuTime::now();
+    let usage = metrics::Usage::now();
     let metrics = Metrics {
-        cpu_s: Some(cpu.total()),
-        main_cpu_s: Some(cpu.own_s),
-        page_faults: Some(cpu.faults),
+        cpu_s: Some(usage.cpu_s()),
+        main_cpu_s: Some(usage.own_s),
+        page_faults: Some(usage.faults),
         peak_shm_bytes: lp.meter.peak(),
-        peak_rss_bytes: metrics::peak_rss_bytes(),
+        peak_rss_bytes: usage.peak_rss_bytes,
         main_private_rss_bytes: lp.main_private_rss,
         worker_private_rss_bytes: lp.worker_private_rss,
         wall_s: start.elapsed().as_secs_f64(),

@@ -353,14 +353,14 @@ pub fn run_cell(config: &CellConfig) -> CellRecord {
     }
     // The interpreter has been waited for, and it reaped its workers: their CPU is ours now,
     // less what starting Python and importing torch cost before the loop.
-    let cpu = metrics::CpuTime::now();
-    let cpu_s = (cpu.total() - reported.cost.setup_cpu_s.unwrap_or(0.0)).max(0.0);
-    let page_faults = cpu
+    let usage = metrics::Usage::now();
+    let cpu_s = (usage.cpu_s() - reported.cost.setup_cpu_s.unwrap_or(0.0)).max(0.0);
+    let page_faults = usage
         .faults
         .saturating_sub(reported.cost.setup_faults.unwrap_or(0));
     let metrics = Metrics {
         peak_shm_bytes: meter.peak(),
-        peak_rss_bytes: metrics::peak_rss_bytes(),
+        peak_rss_bytes: usage.peak_rss_bytes,
         cpu_s: Some(cpu_s),
         main_cpu_s: reported.cost.cpu_s,
         page_faults: Some(page_faults),
