@@ -130,6 +130,11 @@ pub fn run(
     // Each cell's rows, by index, to judge convergence.
     let mut rows_of: Vec<Vec<Row>> = vec![Vec::new(); cells.len()];
     let mut done = 0usize;
+    let most = cells.len() * rounds as usize;
+    let of = match repeat {
+        Repeat::Fixed(_) => most.to_string(),
+        Repeat::Auto(_) => format!("up to {most}"),
+    };
     'rounds: for rep in 1..=rounds {
         let due: Vec<usize> = (0..cells.len())
             .filter(|&i| match repeat {
@@ -147,10 +152,6 @@ pub fn run(
             }
             let config = &cells[i];
             done += 1;
-            let of = match repeat {
-                Repeat::Fixed(_) => format!("{}", cells.len() * rounds as usize),
-                Repeat::Auto(_) => format!("up to {}", cells.len() * rounds as usize),
-            };
             let label = match (repeat, rounds) {
                 (Repeat::Fixed(_), 1) => format!("[{done}/{of}] {}", describe(config)),
                 _ => format!("[{done}/{of}] {} run {rep}/{rounds}", describe(config)),
@@ -210,14 +211,20 @@ fn convergence_note(cells: &[CellConfig], rows_of: &[Vec<Row>], target: f64) -> 
     let open: Vec<String> = cells
         .iter()
         .zip(rows_of)
-        .filter(|(_, rows)| !stable(rows, target))
-        .map(|(cell, rows)| {
-            let width = summarize(rows)
-                .first()
+        .filter_map(|(cell, rows)| {
+            let summary = summarize(rows).into_iter().next();
+            if summary
+                .as_ref()
+                .is_some_and(|s| convergence::converged(s, target))
+            {
+                return None;
+            }
+            let width = summary
+                .as_ref()
                 .and_then(convergence::relative_width)
                 .map(|w| format!("{:.1}%", w * 100.0))
                 .unwrap_or_else(|| "no interval".into());
-            format!("{} ({} runs, {width})", cell.cell, rows.len())
+            Some(format!("{} ({} runs, {width})", cell.cell, rows.len()))
         })
         .collect();
     let runs: usize = rows_of.iter().map(Vec::len).sum();

@@ -7,9 +7,11 @@
 # Protocol: one JSON object per line on stdout.
 #   {"event": "start", "torch": "2.15.0", "accelerator": false}
 #   {"event": "step", "step": 7, "t": 0.31, "in_flight": 16}
-#   {"event": "end"}                                  every step ran
+#   {"event": "end", "cpu_s": 1.9, "setup_cpu_s": 1.4, "setup_faults": 52000}   every step ran
 #   {"event": "error", "type": "RuntimeError", "message": "...", "completed": 6,
-#    "workers": [{"pid": 123, "exitcode": -7}]}
+#    "workers": [{"pid": 123, "exitcode": -7}], "cpu_s": ..., "setup_cpu_s": ..., "setup_faults": ...}
+# (`cpu_s`: this main process's CPU in the loop, all its threads; `setup_*`: its CPU and page
+# faults before the loop, which the cell subtracts from what it accounts to the loader.)
 # (`completed`: steps whose body finished; the failure belongs to the next one. `workers`: how
 # each worker process ended, when it has: torch often reports a worker killed by SIGBUS only as
 # "exited unexpectedly", or as a broken connection of its resource sharer.)
