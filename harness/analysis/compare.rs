@@ -12,7 +12,9 @@
 use serde::Serialize;
 
 use super::stats;
-use super::summary::{cell_key, knob_differences, summarize_by, CellSummary, Outcome};
+use super::summary::{
+    cell_key_except, knob_differences, summarize_by, CellSummary, Outcome, Varying,
+};
 use crate::results::Row;
 
 /// A cell's verdict between two result sets.
@@ -76,6 +78,17 @@ pub enum Match {
     /// Same scenario and name, whatever the knobs: a change made on purpose (the note says
     /// which knobs differ).
     Name,
+}
+
+impl Match {
+    /// What makes two rows the same cell under this pairing (`varying`: a field a history lets
+    /// change between runs).
+    pub fn key(self, r: &Row, varying: Option<Varying>) -> String {
+        match self {
+            Match::Config => cell_key_except(r, varying),
+            Match::Name => format!("{}/{}", r.scenario, r.cell),
+        }
+    }
 }
 
 /// The smallest relative change of each measure that counts.
@@ -175,10 +188,7 @@ pub fn compare(
     thresholds: Thresholds,
     matching: Match,
 ) -> Vec<Comparison> {
-    let key = |r: &Row| match matching {
-        Match::Config => cell_key(r),
-        Match::Name => format!("{}/{}", r.scenario, r.cell),
-    };
+    let key = |r: &Row| matching.key(r, None);
     let base = summarize_by(baseline, key);
     let cand = summarize_by(candidate, key);
     let mut out = Vec::new();

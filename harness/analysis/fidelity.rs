@@ -114,7 +114,7 @@ pub fn pairs(rows: &[Row]) -> Vec<Pair> {
             torch_version: key.2.clone(),
             profile,
             peak_ratio: passing_ratio(real, &twins, |r| Some(r.peak_shm_bytes as f64)),
-            cpu_ratio: passing_ratio(real, &twins, |r| r.cpu_ms_per_img),
+            cpu_ratio: ratio(torch_summary.cpu_median, emulated.cpu_median),
             main_cpu_ratio: passing_ratio(real, &twins, |r| r.main_cpu_ms_per_step),
             rate_ratio: ratio(torch_summary.median, emulated.median),
             agrees: agree(&emulated, &torch_summary),

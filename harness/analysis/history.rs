@@ -196,10 +196,7 @@ pub fn build(
     matching: Match,
     threshold: f64,
 ) -> Result<History> {
-    let key_of = |r: &Row| match matching {
-        Match::Config => summary::cell_key_except(r, by.varying()),
-        Match::Name => format!("{}/{}", r.scenario, r.cell),
-    };
+    let key_of = |r: &Row| matching.key(r, by.varying());
     // Runs, keyed by host and run id.
     let mut runs: BTreeMap<(String, String), Run> = BTreeMap::new();
     for r in rows {
