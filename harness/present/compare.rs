@@ -44,6 +44,15 @@ fn change_text(change: Option<f64>, ci: Option<(f64, f64)>) -> String {
     }
 }
 
+/// Both thresholds, as every rendering states them.
+fn thresholds_text(t: Thresholds) -> String {
+    format!(
+        "thresholds +-{:.0}% img/s, +-{:.0}% CPU per image",
+        t.rate * 100.0,
+        t.cpu * 100.0
+    )
+}
+
 /// The smallest changes the baseline's own spread lets `compare` see, over its passing cells.
 fn detectable_line(comparisons: &[Comparison], thresholds: Thresholds) -> String {
     let bases: Vec<&CellSummary> = comparisons
@@ -129,11 +138,10 @@ pub fn render(comparisons: &[Comparison], thresholds: Thresholds) -> String {
         .filter(|c| matches!(c.verdict, Verdict::Improved | Verdict::OutcomeChanged))
         .count();
     format!(
-        "{} regression(s), {} improvement(s) or other outcome change(s), thresholds +-{:.0}% img/s, +-{:.0}% CPU per image\n{}\n\n{}",
+        "{} regression(s), {} improvement(s) or other outcome change(s), {}\n{}\n\n{}",
         regressions,
         improved,
-        thresholds.rate * 100.0,
-        thresholds.cpu * 100.0,
+        thresholds_text(thresholds),
         detectable_line(comparisons, thresholds),
         table::markdown(&headers, &rows)
     )
@@ -149,10 +157,9 @@ pub fn render_github(comparisons: &[Comparison], thresholds: Thresholds) -> Stri
         .collect();
     let verdict = if regressions.is_empty() {
         format!(
-            "**shmbench: no regression** in {} cell(s) (thresholds +-{:.0}% img/s, +-{:.0}% CPU per image)",
+            "**shmbench: no regression** in {} cell(s) ({})",
             comparisons.len(),
-            thresholds.rate * 100.0,
-            thresholds.cpu * 100.0
+            thresholds_text(thresholds)
         )
     } else {
         format!(
