@@ -15,7 +15,7 @@ impl FromStr for CpuList {
     type Err = String;
     fn from_str(s: &str) -> Result<CpuList, String> {
         let bad = || {
-            format!("'{s}' is not a CPU list: write CPU numbers and ranges, e.g. 0, 0-1 or 0,2-3")
+            format!("'{s}' is not a CPU list: write CPU numbers (0 to {MAX_CPU}) and ranges, e.g. 0, 0-1 or 0,2-3")
         };
         let mut cpus = Vec::new();
         for part in s.split(',').map(str::trim) {

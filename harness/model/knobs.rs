@@ -292,7 +292,7 @@ knobs! {
         "Worker CPU time per image in microseconds (decode/augment cost)";
     #[arg(long, value_name = "US")]
     main_us: u64 = Some(0),
-        "Emulated loader: main-loop CPU time per batch in microseconds beyond reading it (what real torch's main spends unpickling, receiving the fd, rebuilding and freeing storages, and in its intra-op threads; `fidelity` measures it); 0 = the bare data path";
+        "Emulated loader: main-loop CPU time per batch in microseconds beyond reading it (what real torch's main spends unpickling, receiving the fd, rebuilding and freeing storages, and in its intra-op threads; `fidelity` shows torch's main CPU per step against the emulation's); 0 = the bare data path";
     #[arg(long, value_name = "N")]
     retain_every: u64 = Some(0),
         "Keep every Nth batch alive forever (the leak that makes late crashes); 0 = off";

@@ -317,7 +317,8 @@ impl Loop<'_> {
             let batch = self.obtain(idx, Instant::now() + timeout)?;
             // Real torch's main spends CPU on each batch beyond the data path (unpickling,
             // receiving the fd from the worker's resource sharer, rebuilding the storage, its
-            // intra-op threads): `main_us`, measured by `fidelity`, before it refills.
+            // intra-op threads): `main_us`, as the user sets it (the fidelity table shows torch's
+            // main CPU per step beside the emulation's), before it refills.
             if cfg.main_us > 0 {
                 spend_cpu(Duration::from_micros(cfg.main_us));
             }
