@@ -57,7 +57,7 @@ impl Knobs {
         k.overlay(self);
         // Every field has a default, so these are all Some except shm_size, memory, image, cpus.
         fn get<T>(value: Option<T>) -> T {
-            value.expect("every knob except shm-size, memory and image has a default")
+            value.expect("every knob except shm-size, memory, image and cpus has a default")
         }
         let mut config = CellConfig {
             scenario: id.scenario,

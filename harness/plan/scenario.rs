@@ -124,20 +124,17 @@ impl Scenario {
             .file_stem()
             .map(|n| n.to_string_lossy().into_owned())
             .unwrap_or_default();
-        let candidates: Vec<PathBuf> = if by_name {
-            vec![Path::new(SCENARIO_DIR).join(format!("{name}.toml"))]
-        } else {
-            vec![path.to_path_buf()]
+        let file = match by_name {
+            true => Path::new(SCENARIO_DIR).join(format!("{name}.toml")),
+            false => path.to_path_buf(),
         };
-        for candidate in &candidates {
-            match std::fs::read_to_string(candidate) {
-                Ok(text) => return Scenario::parse(&text, &candidate.display().to_string()),
-                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
-                Err(e) => bail!("cannot read scenario {}: {e}", candidate.display()),
-            }
+        match std::fs::read_to_string(&file) {
+            Ok(text) => return Scenario::parse(&text, &file.display().to_string()),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+            Err(e) => bail!("cannot read scenario {}: {e}", file.display()),
         }
-        let usual = Path::new(SCENARIO_DIR).join(format!("{name}.toml"));
-        if by_name || path == usual {
+        // Not on disk: a built-in scenario answers to its name and to its usual path.
+        if by_name || path == Path::new(SCENARIO_DIR).join(format!("{name}.toml")) {
             if let Some((_, text)) = BUILT_IN.iter().find(|(n, _)| *n == name) {
                 return Scenario::parse(text, &format!("{name} (built in)"));
             }
