@@ -10,3 +10,4 @@ pub mod history;
 pub mod power;
 pub mod stats;
 pub mod summary;
+pub mod trend;

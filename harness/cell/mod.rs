@@ -1,6 +1,6 @@
 //! What runs inside a cell: `shmbench cell <config-json>` (this file), the emulated loader and
 //! its workers (`loader/`), the real torch DataLoader run by the cell's Python (`torch/`), the
-//! metrics both share (`metrics`), the calibration measurement (`measure`), and the protocol shared
+//! metrics both share (`metrics`), any command watched (`watch`), the calibration measurement (`measure`), and the protocol shared
 //! with the runtimes that launch it (`protocol`).
 //!
 //! A cell runs one loader configuration in this process tree and prints exactly one JSON record on
@@ -12,6 +12,7 @@ pub mod measure;
 mod metrics;
 pub mod protocol;
 pub mod torch;
+pub mod watch;
 
 use anyhow::{Context, Result};
 
@@ -37,6 +38,7 @@ pub fn run(config_json: &str) -> Result<CellRecord> {
     Ok(match config.loader {
         Loader::Emulated => loader::run_cell(&config),
         Loader::Torch => torch::run_cell(&config),
+        Loader::Command => watch::run_cell(&config),
     })
 }
 

@@ -30,9 +30,80 @@ impl Progress {
     }
 }
 
+/// Which stream of a watched command a line came from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Stream {
+    Stdout,
+    Stderr,
+}
+
+/// One line a watched command printed, relayed by its cell to the harness, which prints it
+/// where the command meant it (the cell's own stdout carries only its record).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Output {
+    pub stream: Stream,
+    pub text: String,
+}
+
+impl Output {
+    /// The stderr line for this output: `out 1 <text>` or `out 2 <text>`.
+    pub fn line(&self) -> String {
+        let fd = match self.stream {
+            Stream::Stdout => 1,
+            Stream::Stderr => 2,
+        };
+        format!("out {fd} {}", self.text)
+    }
+
+    /// Reads a line written by [`Output::line`]; None for any other line.
+    pub fn parse(line: &str) -> Option<Output> {
+        let rest = line.strip_prefix("out ")?;
+        let (stream, text) = match rest.split_at_checked(2)? {
+            ("1 ", text) => (Stream::Stdout, text),
+            ("2 ", text) => (Stream::Stderr, text),
+            _ => return None,
+        };
+        Some(Output {
+            stream,
+            text: text.to_string(),
+        })
+    }
+}
+
+/// What a running cell reports to the runtime that launched it, beside free text on stderr.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Report {
+    Progress(Progress),
+    Output(Output),
+}
+
+impl Report {
+    /// Reads one stderr line of a cell; None for free text.
+    pub fn parse(line: &str) -> Option<Report> {
+        Progress::parse(line)
+            .map(Report::Progress)
+            .or_else(|| Output::parse(line).map(Report::Output))
+    }
+}
+
 #[cfg(test)]
 mod tests {
-    use super::Progress;
+    use super::{Output, Progress, Report, Stream};
+
+    #[test]
+    fn output_lines_round_trip() {
+        let o = Output {
+            stream: Stream::Stderr,
+            text: "  progress 1 2 (the job's own words)".into(),
+        };
+        assert_eq!(Report::parse(&o.line()), Some(Report::Output(o)));
+        let empty = Output {
+            stream: Stream::Stdout,
+            text: String::new(),
+        };
+        assert_eq!(Output::parse(&empty.line()), Some(empty));
+        assert_eq!(Output::parse("out 3 x"), None);
+    }
 
     #[test]
     fn progress_lines_round_trip() {

@@ -20,6 +20,7 @@ mod repeat;
 mod report;
 mod run;
 mod sweep;
+mod watch;
 
 use std::process::ExitCode;
 
@@ -116,6 +117,12 @@ pub enum Command {
         after_help = "Examples:\n  shmbench image             # this binary's image tag and whether the engine has it\n  shmbench image --rebuild   # build it again (e.g. after the engine lost it)\n  shmbench image --remove    # remove every shmbench image"
     )]
     Image(image::Args),
+    /// Run any command under a chosen /dev/shm and explain its use: peak, who held it, trend,
+    /// leftovers, the size to give it
+    #[command(
+        after_help = "Examples:\n  shmbench watch --shm-size 64m -- python train.py        # Docker's default size, privately\n  shmbench watch -- python train.py                        # this machine's /dev/shm\n  shmbench watch --shm-size 2g --memory 4g --step-regex 'step (\\d+)' -- python train.py\n  shmbench watch --image my-train:latest --shm-size 1g -- python /app/train.py\n  shmbench watch --shm-size 256m --sweep --report reports/job -- ./job.sh\n\nThe command's output and exit status are its own; the explanation goes to stderr at the end.\nEnds: pass, sigbus (the command or a process of it, or torch's \"killed by signal: Bus error\"),\nenospc, emfile, oom (the memory cgroup's OOM killer), timeout, error (another non-zero exit)."
+    )]
+    Watch(watch::Args),
     #[command(hide = true)]
     Worker(internal::WorkerArgs),
 }
@@ -143,6 +150,7 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
         Command::Fidelity(args) => fidelity::run(args),
         Command::Sweep => sweep::run(),
         Command::Image(args) => image::run(args),
+        Command::Watch(args) => watch::run(args),
         Command::Worker(args) => internal::worker(args),
     }
 }

@@ -6,6 +6,7 @@ use std::io::{IsTerminal, Write};
 use crate::model::size::ByteSize;
 use crate::orchestrate::event::Event;
 use crate::present::labels::status_label;
+use crate::runtime::Stream;
 
 pub struct Terminal {
     tty: bool,
@@ -44,6 +45,15 @@ impl Terminal {
                         elapsed.as_secs_f64()
                     );
                     let _ = std::io::stderr().flush();
+                }
+            }
+            Event::Output(output) => {
+                if self.tty {
+                    eprint!("\r\x1b[2K");
+                }
+                match output.stream {
+                    Stream::Stdout => println!("{}", output.text),
+                    Stream::Stderr => eprintln!("{}", output.text),
                 }
             }
             Event::Finished {

@@ -9,6 +9,7 @@ use super::knobs::{
     ContainerKind, Dtype, IpcMode, Knobs, Loader, RuntimeKind, Shape, Strategy, TorchProfile, Touch,
 };
 use super::size::ByteSize;
+use super::watch::WatchSettings;
 
 /// A fully resolved, validated cell: what `shmbench cell` receives as JSON.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -56,8 +57,12 @@ pub struct CellConfig {
     /// The CPUs the cell's processes may run on (None: any).
     #[serde(default)]
     pub cpus: Option<CpuList>,
+    /// Watchdog: for loaders, no progress for this long; for a watched command, its whole run.
     pub timeout_s: f64,
     pub claim: Option<Claim>,
+    /// The command a `loader command` cell runs and how it is watched (`shmbench watch`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub watch: Option<WatchSettings>,
 }
 
 /// The knob's default, for records written before the knob existed.

@@ -49,6 +49,10 @@ pub enum Loader {
     Emulated,
     /// The real `torch.utils.data.DataLoader`, run by the `python` interpreter.
     Torch,
+    /// Any command, run and watched by `shmbench watch -- CMD` (not a knob value: the command
+    /// comes with it).
+    #[value(skip)]
+    Command,
 }
 
 /// Docker's IPC mode for the container (`--ipc`).
@@ -130,8 +134,11 @@ macro_rules! display_as_value_name {
     ($($ty:ty),*) => {$(
         impl fmt::Display for $ty {
             fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-                let value = self.to_possible_value().expect("no skipped variants");
-                f.write_str(value.get_name())
+                match self.to_possible_value() {
+                    Some(value) => f.write_str(value.get_name()),
+                    // A variant that is not a flag value (`loader command`): its serde name.
+                    None => f.write_str(&format!("{self:?}").to_lowercase()),
+                }
             }
         }
     )*};

@@ -32,3 +32,4 @@ pub mod record;
 pub mod repeat;
 pub mod size;
 pub mod validate;
+pub mod watch;

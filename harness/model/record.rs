@@ -9,6 +9,7 @@ use std::fmt;
 use serde::{Deserialize, Serialize};
 
 use super::config::CellConfig;
+use super::watch::WatchReport;
 
 /// How a cell ended.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
@@ -132,6 +133,12 @@ pub struct CellRecord {
     /// The torch version that ran a torch cell.
     #[serde(default)]
     pub torch_version: Option<String>,
+    /// A watched command's exit code (128 + N when a signal N killed it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub exit_code: Option<i32>,
+    /// What watching a command saw.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub watch: Option<WatchReport>,
 }
 
 impl CellRecord {
@@ -146,6 +153,8 @@ impl CellRecord {
             shm_seen_bytes: 0,
             series: Vec::new(),
             torch_version: None,
+            exit_code: None,
+            watch: None,
         }
     }
 }

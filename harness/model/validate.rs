@@ -119,6 +119,35 @@ impl CellConfig {
                 ));
             }
         }
+        match (&self.watch, self.loader) {
+            (Some(watch), Loader::Command) => {
+                if watch.command.first().is_none_or(|c| c.is_empty()) {
+                    return Err(bad("command", "name the command to watch after --, e.g. shmbench watch -- python train.py"));
+                }
+                if watch.interval_ms == 0 || watch.interval_ms > 60_000 {
+                    return Err(bad(
+                        "interval-ms",
+                        format!(
+                            "{} is out of range: sample between every 1 ms and every 60000 ms",
+                            watch.interval_ms
+                        ),
+                    ));
+                }
+                if self.runtime == RuntimeKind::Docker && self.image.is_none() {
+                    return Err(bad("image", "a watched command runs in Docker inside your own image, which has it: name it with --image"));
+                }
+            }
+            (None, Loader::Command) => {
+                return Err(bad("loader", "command is what `shmbench watch -- CMD` runs; it cannot be set in a scenario or by --loader"));
+            }
+            (Some(_), _) => {
+                return Err(bad(
+                    "loader",
+                    "only a watched command (loader command) carries a command",
+                ));
+            }
+            (None, _) => {}
+        }
         let docker_only = |key: &'static str, what: &str| {
             bad(key, format!("{what} is a Docker setting: use runtime docker (or auto with container docker)"))
         };

@@ -4,7 +4,7 @@
 use std::time::Duration;
 
 use crate::results::Row;
-use crate::runtime::Progress;
+use crate::runtime::{Output, Progress};
 
 /// What a run tells whoever watches it.
 pub enum Event<'a> {
@@ -18,6 +18,8 @@ pub enum Event<'a> {
         progress: Progress,
         elapsed: Duration,
     },
+    /// A line a watched command printed (`shmbench watch`), for its own stream.
+    Output(Output),
     /// The cell ended and its row is in the results file.
     Finished {
         label: &'a str,

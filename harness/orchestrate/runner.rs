@@ -19,9 +19,9 @@ use crate::model::knobs::{IpcMode, Loader, RuntimeKind};
 use crate::model::record::CellRecord;
 use crate::model::repeat::Repeat;
 use crate::results::csv::ResultsFile;
-use crate::results::{steps, Row};
+use crate::results::{steps, watch, Row};
 use crate::runtime::docker;
-use crate::runtime::Runtimes;
+use crate::runtime::{Report, Runtimes};
 use crate::sys::fingerprint::Fingerprint;
 use crate::sys::{clock, signals};
 
@@ -123,7 +123,13 @@ pub fn run(
     let started_at = clock::rfc3339_now();
     let run_id = format!("{}-{}", clock::compact_now(), std::process::id());
     let mut results = ResultsFile::create(out)?;
-    let calibration = calibrate::for_cells(cells, out, observe);
+    // A watched command has no data path of shmbench's to calibrate against.
+    let loaders: Vec<CellConfig> = cells
+        .iter()
+        .filter(|c| c.loader != Loader::Command)
+        .cloned()
+        .collect();
+    let calibration = calibrate::for_cells(&loaders, out, observe);
     let mut records = Vec::new();
     let rounds = repeat.max_rounds();
     let mut interrupted = None;
@@ -158,12 +164,13 @@ pub fn run(
             };
             observe(Event::Started { label: &label });
             let began = Instant::now();
-            let record = runtimes.launch(config, &mut |progress| {
-                observe(Event::Step {
+            let record = runtimes.launch(config, &mut |report| match report {
+                Report::Progress(progress) => observe(Event::Step {
                     label: &label,
                     progress,
                     elapsed: began.elapsed(),
-                })
+                }),
+                Report::Output(output) => observe(Event::Output(output)),
             });
             if let Some(sig) = signals::received() {
                 observe(Event::Interrupted { label: &label });
@@ -177,6 +184,7 @@ pub fn run(
             }
             row.repeat = rep;
             row.steps_file = Some(steps::write(results.path(), &record, rep)?);
+            row.watch_file = watch::write(results.path(), &record, rep)?;
             results.push(row)?;
             let row = results.rows().last().expect("just pushed");
             rows_of[i].push(row.clone());

@@ -6,7 +6,7 @@ use serde::Serialize;
 
 use super::predict;
 use crate::model::config::CellConfig;
-use crate::model::knobs::{Strategy, TorchProfile};
+use crate::model::knobs::{RuntimeKind, Strategy, TorchProfile};
 use crate::model::size::ByteSize;
 use crate::sys::detect::{Environment, Place};
 
@@ -49,6 +49,94 @@ fn k8s_size(bytes: u64) -> String {
 /// The largest value in `1..=current` for which `fits(value)`, if any below `current`.
 fn largest_below(current: u64, fits: impl Fn(u64) -> bool) -> Option<u64> {
     (1..current).rev().find(|&v| fits(v))
+}
+
+/// The size to give a /dev/shm whose peak is `peak_bytes`: 25% above, rounded up to 64 MiB.
+pub fn recommend(peak_bytes: u64) -> u64 {
+    ((peak_bytes as f64 * MARGIN) as u64).div_ceil(ROUND).max(1) * ROUND
+}
+
+/// The ways to give a job `recommended` bytes of /dev/shm where it runs (`place`), as
+/// ready-to-paste snippets; `cgroup_limit` is the memory limit the tmpfs pages count against.
+pub fn size_fixes(
+    place: Place,
+    recommended: u64,
+    peak_bytes: u64,
+    cgroup_limit: Option<u64>,
+) -> Vec<Fix> {
+    let mut fixes = Vec::new();
+    let size = docker_size(recommended);
+    match place {
+        Place::Docker => {
+            fixes.push(Fix {
+                title: format!("Give the container {} of /dev/shm (the peak {} + 25%)", ByteSize(recommended), ByteSize(peak_bytes)),
+                commands: vec![
+                    format!("docker run --shm-size={size} ..."),
+                    format!("# docker-compose.yml, under the service:\nshm_size: \"{size}\""),
+                ],
+            });
+            fixes.push(Fix {
+                title: "Or share the host's /dev/shm (single-tenant hosts only)".into(),
+                commands: vec!["docker run --ipc=host ...".into(), "# docker-compose.yml: ipc: host".into()],
+            });
+        }
+        Place::Kubernetes => {
+            let limit_needed = cgroup_limit
+                .map(|l| format!(" The pod's memory limit ({}) must also cover it: tmpfs pages count against it.", ByteSize(l)))
+                .unwrap_or_default();
+            fixes.push(Fix {
+                title: format!("Mount a memory-backed emptyDir of {} on /dev/shm.{limit_needed}", ByteSize(recommended)),
+                commands: vec![format!(
+                    "volumes:\n- name: dshm\n  emptyDir:\n    medium: Memory\n    sizeLimit: {}\n# in the container:\nvolumeMounts:\n- name: dshm\n  mountPath: /dev/shm\n# and resources.limits.memory of at least your usual use + {}",
+                    k8s_size(recommended),
+                    k8s_size(recommended)
+                )],
+            });
+        }
+        Place::OtherContainer => fixes.push(Fix {
+            title: format!("Give the container {} of /dev/shm", ByteSize(recommended)),
+            commands: vec![format!("podman run --shm-size={size} ...")],
+        }),
+        Place::Host => fixes.push(Fix {
+            title: format!("Resize this host's /dev/shm to {} (now, and at every boot)", ByteSize(recommended)),
+            commands: vec![
+                format!("sudo mount -o remount,size={size} /dev/shm"),
+                format!("echo \"tmpfs /dev/shm tmpfs defaults,size={size} 0 0\" | sudo tee -a /etc/fstab"),
+            ],
+        }),
+    }
+    fixes
+}
+
+/// What a watched job needs: its measured peak with the margin, and the ways to give it that
+/// where it runs (in Docker when it ran there, else where shmbench runs).
+#[derive(Clone, Debug, Serialize)]
+pub struct Sizing {
+    pub peak_bytes: u64,
+    /// The job died of a full /dev/shm of this size: its need is above it, unmeasured, and the
+    /// recommendation is the next size to try (twice it, with the margin).
+    pub filled: Option<u64>,
+    pub recommended_bytes: u64,
+    pub fixes: Vec<Fix>,
+}
+
+pub fn for_watched(
+    peak_bytes: u64,
+    filled: Option<u64>,
+    runtime: RuntimeKind,
+    cgroup_limit: Option<u64>,
+) -> Sizing {
+    let place = match runtime {
+        RuntimeKind::Docker => Place::Docker,
+        _ => Environment::read().place,
+    };
+    let recommended = recommend(filled.map_or(peak_bytes, |capacity| capacity * 2));
+    Sizing {
+        peak_bytes,
+        filled,
+        recommended_bytes: recommended,
+        fixes: size_fixes(place, recommended, peak_bytes, cgroup_limit),
+    }
 }
 
 pub fn diagnose(config: &CellConfig, env: Environment) -> Diagnosis {
@@ -114,49 +202,8 @@ pub fn diagnose(config: &CellConfig, env: Environment) -> Diagnosis {
             ByteSize(batch)
         )
     };
-    let recommended = ((peak_bytes as f64 * MARGIN) as u64).div_ceil(ROUND).max(1) * ROUND;
-    let mut fixes = Vec::new();
-    let size = docker_size(recommended);
-    match env.place {
-        Place::Docker => {
-            fixes.push(Fix {
-                title: format!("Give the container {} of /dev/shm (the peak {} + 25%)", ByteSize(recommended), ByteSize(peak_bytes)),
-                commands: vec![
-                    format!("docker run --shm-size={size} ..."),
-                    format!("# docker-compose.yml, under the service:\nshm_size: \"{size}\""),
-                ],
-            });
-            fixes.push(Fix {
-                title: "Or share the host's /dev/shm (single-tenant hosts only)".into(),
-                commands: vec!["docker run --ipc=host ...".into(), "# docker-compose.yml: ipc: host".into()],
-            });
-        }
-        Place::Kubernetes => {
-            let limit_needed = env
-                .cgroup_memory_limit
-                .map(|l| format!(" The pod's memory limit ({}) must also cover it: tmpfs pages count against it.", ByteSize(l)))
-                .unwrap_or_default();
-            fixes.push(Fix {
-                title: format!("Mount a memory-backed emptyDir of {} on /dev/shm.{limit_needed}", ByteSize(recommended)),
-                commands: vec![format!(
-                    "volumes:\n- name: dshm\n  emptyDir:\n    medium: Memory\n    sizeLimit: {}\n# in the container:\nvolumeMounts:\n- name: dshm\n  mountPath: /dev/shm\n# and resources.limits.memory of at least your usual use + {}",
-                    k8s_size(recommended),
-                    k8s_size(recommended)
-                )],
-            });
-        }
-        Place::OtherContainer => fixes.push(Fix {
-            title: format!("Give the container {} of /dev/shm", ByteSize(recommended)),
-            commands: vec![format!("podman run --shm-size={size} ...")],
-        }),
-        Place::Host => fixes.push(Fix {
-            title: format!("Resize this host's /dev/shm to {} (now, and at every boot)", ByteSize(recommended)),
-            commands: vec![
-                format!("sudo mount -o remount,size={size} /dev/shm"),
-                format!("echo \"tmpfs /dev/shm tmpfs defaults,size={size} 0 0\" | sudo tee -a /etc/fstab"),
-            ],
-        }),
-    }
+    let recommended = recommend(peak_bytes);
+    let mut fixes = size_fixes(env.place, recommended, peak_bytes, env.cgroup_memory_limit);
     // Loader changes that fit the /dev/shm there is, without touching the environment.
     if uses_shm && !fits {
         let peak_of = |c: &CellConfig| predict::batches_bytes(c, predict::peak_batches(c));

@@ -93,6 +93,7 @@ impl Knobs {
             cpus: k.cpus.clone(),
             timeout_s: get(k.timeout_s),
             claim: id.claim,
+            watch: None,
         };
         if config.runtime == RuntimeKind::Auto {
             resolve_auto_runtime(&mut config, platform);

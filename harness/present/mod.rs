@@ -12,3 +12,4 @@ pub mod labels;
 pub mod matrix;
 pub mod report;
 pub mod table;
+pub mod watch;

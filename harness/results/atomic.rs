@@ -15,15 +15,7 @@ pub fn write_csv<T: Serialize>(
     rows: &[T],
     empty_header: Option<&[&str]>,
 ) -> Result<()> {
-    let dir = path
-        .parent()
-        .filter(|d| !d.as_os_str().is_empty())
-        .unwrap_or(Path::new("."));
-    let tmp = tempfile::Builder::new()
-        .prefix(".shmbench-")
-        .suffix(".tmp")
-        .tempfile_in(dir)?;
-    let mut writer = csv::Writer::from_writer(std::io::BufWriter::new(tmp));
+    let mut writer = csv::Writer::from_writer(Vec::new());
     for row in rows {
         writer.serialize(row)?;
     }
@@ -32,9 +24,21 @@ pub fn write_csv<T: Serialize>(
             writer.write_record(header)?;
         }
     }
-    let mut buffered = writer.into_inner().map_err(|e| anyhow!("{e}"))?;
-    buffered.flush()?;
-    let tmp = buffered.into_inner().map_err(|e| anyhow!("{e}"))?;
+    let bytes = writer.into_inner().map_err(|e| anyhow!("{e}"))?;
+    write_bytes(path, &bytes)
+}
+
+/// Writes `bytes` to `path`, atomically.
+pub fn write_bytes(path: &Path, bytes: &[u8]) -> Result<()> {
+    let dir = path
+        .parent()
+        .filter(|d| !d.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
+    let mut tmp = tempfile::Builder::new()
+        .prefix(".shmbench-")
+        .suffix(".tmp")
+        .tempfile_in(dir)?;
+    tmp.write_all(bytes)?;
     tmp.as_file().sync_all()?;
     tmp.persist(path).map_err(|e| e.error)?;
     Ok(())

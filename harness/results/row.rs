@@ -12,10 +12,10 @@ use crate::model::record::{CellRecord, Status};
 use crate::sys::fingerprint::Fingerprint;
 
 /// Bump on any change to the columns' names, order or meaning.
-pub const SCHEMA: u32 = 3;
+pub const SCHEMA: u32 = 4;
 
 /// Earlier schemas this shmbench still reads (their missing columns take their defaults).
-pub const READS: &[u32] = &[1, 2, SCHEMA];
+pub const READS: &[u32] = &[1, 2, 3, SCHEMA];
 
 /// One CSV row. Field order is column order.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -136,10 +136,19 @@ pub struct Row {
     /// Who made the cell's claim, when it is not the how-to (schema 3).
     #[serde(default)]
     pub claim_source: Option<String>,
+    /// The command a `shmbench watch` row ran, as a shell would take it (schema 4).
+    #[serde(default)]
+    pub watched_command: Option<String>,
+    /// Its exit code, 128 + N when signal N killed it (schema 4).
+    #[serde(default)]
+    pub exit_code: Option<i32>,
+    /// What watching it saw, relative to this CSV's directory (schema 4).
+    #[serde(default)]
+    pub watch_file: Option<String>,
 }
 
-/// This invocation as a command a user can paste (`shmbench matrix --steps 20`).
-fn command_line() -> String {
+/// Arguments as a command a user can paste into a shell.
+pub fn shell_words(args: impl IntoIterator<Item = String>) -> String {
     let quote = |a: String| {
         if a.is_empty() || a.contains(|c: char| c.is_whitespace() || "'\"$`\\".contains(c)) {
             format!("'{}'", a.replace('\'', "'\\''"))
@@ -147,10 +156,12 @@ fn command_line() -> String {
             a
         }
     };
-    std::iter::once("shmbench".to_string())
-        .chain(std::env::args().skip(1).map(quote))
-        .collect::<Vec<_>>()
-        .join(" ")
+    args.into_iter().map(quote).collect::<Vec<_>>().join(" ")
+}
+
+/// This invocation as a command a user can paste (`shmbench matrix --steps 20`).
+fn command_line() -> String {
+    shell_words(std::iter::once("shmbench".to_string()).chain(std::env::args().skip(1)))
 }
 
 /// Milliseconds per unit of `seconds` spread over `count` units; None when nothing was counted.
@@ -207,7 +218,12 @@ impl Row {
             decode_us: c.decode_us,
             retain_every: c.retain_every,
             status: record.status,
-            crash_step: record.failure.as_ref().map(|f| f.crash_step),
+            // A watched job without a step regex has no steps to name: its time is in its report.
+            crash_step: record
+                .failure
+                .as_ref()
+                .map(|f| f.crash_step)
+                .filter(|_| c.watch.as_ref().is_none_or(|w| w.step_regex.is_some())),
             signal: record.failure.as_ref().and_then(|f| f.signal),
             pid: record.failure.as_ref().and_then(|f| f.pid),
             steps_done: m.steps_done,
@@ -265,6 +281,9 @@ impl Row {
                 .map(|f| round(f as f64 / (m.steps_done * c.batch as u64) as f64, 2)),
             cpus: c.cpus.as_ref().map(ToString::to_string),
             claim_source: claim.and_then(|c| c.source.clone()),
+            watched_command: c.watch.as_ref().map(|w| shell_words(w.command.clone())),
+            exit_code: record.exit_code,
+            watch_file: None,
         }
     }
 }

@@ -37,9 +37,14 @@ impl From<&StepSample> for StepRow {
     }
 }
 
-/// Writes the record's series next to `results_csv` (atomically); returns the path
-/// relative to the CSV's directory.
-pub fn write(results_csv: &Path, record: &CellRecord, repeat: u32) -> Result<String> {
+/// Where a file about one row goes beside `results_csv`: `<dir>/<csv stem>/<name>.<extension>`,
+/// as (the path relative to the CSV's directory, the path), its folder made.
+pub fn beside(
+    results_csv: &Path,
+    record: &CellRecord,
+    repeat: u32,
+    extension: &str,
+) -> Result<(String, PathBuf)> {
     let stem = results_csv
         .file_stem()
         .map(|s| s.to_string_lossy().into_owned())
@@ -55,19 +60,25 @@ pub fn write(results_csv: &Path, record: &CellRecord, repeat: u32) -> Result<Str
     if repeat > 1 {
         name.push_str(&format!(".{repeat}"));
     }
-    let file = format!("{name}.steps.csv");
-    let relative = PathBuf::from(&stem).join(file);
+    let relative = PathBuf::from(&stem).join(format!("{name}.{extension}"));
     let dir = results_csv.parent().unwrap_or(Path::new("."));
     let path = dir.join(&relative);
     if let Some(parent) = path.parent() {
         std::fs::create_dir_all(parent)
             .with_context(|| format!("cannot create {}", parent.display()))?;
     }
+    Ok((relative.display().to_string(), path))
+}
+
+/// Writes the record's series next to `results_csv` (atomically); returns the path
+/// relative to the CSV's directory.
+pub fn write(results_csv: &Path, record: &CellRecord, repeat: u32) -> Result<String> {
+    let (relative, path) = beside(results_csv, record, repeat, "steps.csv")?;
     let rows: Vec<StepRow> = record.series.iter().map(StepRow::from).collect();
     // Keep the header when there are no steps, so an empty series reads as empty, not missing.
     atomic::write_csv(&path, &rows, Some(&HEADER))
         .with_context(|| format!("cannot write {}", path.display()))?;
-    Ok(relative.display().to_string())
+    Ok(relative)
 }
 
 /// Reads a steps file named by a row of `results_csv`.

@@ -12,7 +12,7 @@ use std::process::{Command, Stdio};
 use std::sync::mpsc;
 use std::time::Duration;
 
-use super::launch::Progress;
+use super::launch::Report;
 use super::memory_cgroup::{self, MemoryCgroup};
 use super::output::Monitor;
 use super::privileges::drop_privileges;
@@ -35,7 +35,7 @@ pub trait PreExec: Send + Sync + 'static {
 pub fn run(
     config: &CellConfig,
     isolation: Option<Box<dyn PreExec>>,
-    progress: &mut dyn FnMut(Progress),
+    progress: &mut dyn FnMut(Report),
 ) -> CellRecord {
     let fail = |status: Status, message: String| {
         CellRecord::failed_to_run(config.clone(), status, message)

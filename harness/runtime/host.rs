@@ -1,7 +1,7 @@
 //! Runtime `host`: the cell runs as is and uses this machine's /dev/shm (the `--ipc=host` row).
 
 use super::child;
-use super::launch::{Progress, Runtime};
+use super::launch::{Report, Runtime};
 use crate::model::config::CellConfig;
 use crate::model::record::CellRecord;
 
@@ -12,7 +12,7 @@ impl Runtime for Host {
         "host"
     }
 
-    fn launch(&self, config: &CellConfig, progress: &mut dyn FnMut(Progress)) -> CellRecord {
+    fn launch(&self, config: &CellConfig, progress: &mut dyn FnMut(Report)) -> CellRecord {
         child::run(config, None, progress)
     }
 }

@@ -3,7 +3,7 @@
 use crate::model::config::CellConfig;
 use crate::model::record::CellRecord;
 
-pub use crate::cell::protocol::Progress;
+pub use crate::cell::protocol::{Output, Progress, Report, Stream};
 
 /// One way of launching a cell.
 pub trait Runtime {
@@ -11,5 +11,5 @@ pub trait Runtime {
     fn name(&self) -> &'static str;
     /// Runs the cell to completion (or failure) and returns its record; never panics on a cell
     /// that crashes or cannot start: that is a record with a non-pass status.
-    fn launch(&self, config: &CellConfig, progress: &mut dyn FnMut(Progress)) -> CellRecord;
+    fn launch(&self, config: &CellConfig, progress: &mut dyn FnMut(Report)) -> CellRecord;
 }

@@ -16,7 +16,7 @@ use crate::model::config::CellConfig;
 use crate::model::knobs::RuntimeKind;
 use crate::model::record::CellRecord;
 
-pub use launch::{Progress, Runtime};
+pub use launch::{Output, Progress, Report, Runtime, Stream};
 
 /// The runtimes one run uses; Docker is connected (and its image built) only when a cell needs it.
 pub struct Runtimes {
@@ -61,7 +61,7 @@ impl Runtimes {
     }
 
     /// Launches `config` in the runtime it asks for: what everything that runs a cell calls.
-    pub fn launch(&self, config: &CellConfig, progress: &mut dyn FnMut(Progress)) -> CellRecord {
+    pub fn launch(&self, config: &CellConfig, progress: &mut dyn FnMut(Report)) -> CellRecord {
         self.get(config).launch(config, progress)
     }
 }
@@ -69,7 +69,7 @@ impl Runtimes {
 /// Prepares the runtime one cell needs and runs it (for commands that run a single cell).
 pub fn launch_one(
     config: &CellConfig,
-    progress: &mut dyn FnMut(Progress),
+    progress: &mut dyn FnMut(Report),
 ) -> anyhow::Result<CellRecord> {
     Ok(Runtimes::for_cells(std::slice::from_ref(config))?.launch(config, progress))
 }

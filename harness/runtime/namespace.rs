@@ -10,7 +10,7 @@ use std::os::unix::process::CommandExt;
 use std::process::{Command, Stdio};
 
 use super::child::{self, PreExec};
-use super::launch::{Progress, Runtime};
+use super::launch::{Report, Runtime};
 use super::privileges::drop_privileges;
 use crate::model::config::CellConfig;
 use crate::model::record::{CellRecord, Status};
@@ -23,7 +23,7 @@ impl Runtime for Namespace {
         "namespace"
     }
 
-    fn launch(&self, config: &CellConfig, progress: &mut dyn FnMut(Progress)) -> CellRecord {
+    fn launch(&self, config: &CellConfig, progress: &mut dyn FnMut(Report)) -> CellRecord {
         let Some(size) = config.shm_size else {
             return CellRecord::failed_to_run(
                 config.clone(),

@@ -4,7 +4,7 @@
 
 use std::time::{Duration, Instant};
 
-use super::launch::Progress;
+use super::launch::Report;
 use crate::model::config::CellConfig;
 use crate::model::record::{CellRecord, Status};
 use crate::sys::signals;
@@ -18,7 +18,7 @@ const TAIL_LINES: usize = 20;
 
 /// Watches one running cell's stderr lines and the clock.
 pub struct Monitor<'a> {
-    progress: &'a mut dyn FnMut(Progress),
+    progress: &'a mut dyn FnMut(Report),
     last_progress: Instant,
     no_progress_limit: Duration,
     stderr_tail: Vec<String>,
@@ -26,7 +26,7 @@ pub struct Monitor<'a> {
 }
 
 impl<'a> Monitor<'a> {
-    pub fn new(config: &CellConfig, progress: &'a mut dyn FnMut(Progress)) -> Monitor<'a> {
+    pub fn new(config: &CellConfig, progress: &'a mut dyn FnMut(Report)) -> Monitor<'a> {
         Monitor {
             progress,
             last_progress: Instant::now(),
@@ -38,10 +38,12 @@ impl<'a> Monitor<'a> {
 
     /// One line the cell wrote on stderr.
     pub fn stderr_line(&mut self, line: &str) {
-        match Progress::parse(line) {
-            Some(p) => {
-                self.last_progress = Instant::now();
-                (self.progress)(p);
+        match Report::parse(line) {
+            Some(report) => {
+                if matches!(report, Report::Progress(_)) {
+                    self.last_progress = Instant::now();
+                }
+                (self.progress)(report);
             }
             None => {
                 self.stderr_tail.push(line.to_string());

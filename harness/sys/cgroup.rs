@@ -50,6 +50,27 @@ pub fn oom_kills() -> Option<u64> {
     read_keyed("memory.events", "oom_kill").or_else(|| read_keyed("memory.oom_control", "oom_kill"))
 }
 
+/// The memory cgroup's use in bytes (the tmpfs pages charged to it included), its file held
+/// open so a sampler reads it without opening it each time (reading it again from offset 0 makes
+/// the kernel write it afresh).
+pub struct UsageFile(std::fs::File);
+
+impl UsageFile {
+    pub fn open() -> Option<UsageFile> {
+        let dir = memory_dir()?;
+        ["memory.current", "memory.usage_in_bytes"]
+            .into_iter()
+            .find_map(|f| std::fs::File::open(dir.join(f)).ok())
+            .map(UsageFile)
+    }
+
+    pub fn bytes(&self) -> Option<u64> {
+        let mut buf = [0u8; 32];
+        let n = std::os::unix::fs::FileExt::read_at(&self.0, &mut buf, 0).ok()?;
+        std::str::from_utf8(&buf[..n]).ok()?.trim().parse().ok()
+    }
+}
+
 /// The memory limit in bytes, None when unlimited or unknown.
 pub fn memory_limit() -> Option<u64> {
     let dir = memory_dir()?;

@@ -6,6 +6,7 @@ pub mod cgroup;
 pub mod clock;
 pub mod detect;
 pub mod fingerprint;
+pub mod proc_tree;
 pub mod process;
 pub mod reexec;
 pub mod shm;

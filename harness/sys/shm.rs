@@ -7,7 +7,11 @@ pub const SHM_DIR: &str = "/dev/shm";
 
 /// (capacity, used) of /dev/shm in bytes; (0, 0) when it cannot be read.
 pub fn usage() -> (u64, u64) {
-    match statvfs(SHM_DIR) {
+    in_bytes(statvfs(SHM_DIR))
+}
+
+fn in_bytes(s: nix::Result<nix::sys::statvfs::Statvfs>) -> (u64, u64) {
+    match s {
         Ok(s) => {
             let frag = s.fragment_size();
             let total = s.blocks() * frag;
@@ -15,5 +19,19 @@ pub fn usage() -> (u64, u64) {
             (total, used)
         }
         Err(_) => (0, 0),
+    }
+}
+
+/// /dev/shm held open, for a sampler: statfs through the fd skips the path walk each time.
+pub struct OpenShm(std::fs::File);
+
+impl OpenShm {
+    pub fn open() -> Option<OpenShm> {
+        std::fs::File::open(SHM_DIR).ok().map(OpenShm)
+    }
+
+    /// (capacity, used) in bytes, as [`usage`].
+    pub fn usage(&self) -> (u64, u64) {
+        in_bytes(nix::sys::statvfs::fstatvfs(&self.0))
     }
 }

@@ -78,5 +78,7 @@ pub fn run_cell(config: &CellConfig) -> CellRecord {
         shm_seen_bytes: shm_seen,
         series: steps.series,
         torch_version: None,
+        exit_code: None,
+        watch: None,
     }
 }

@@ -54,7 +54,7 @@ fn signal_number(name: &str) -> Option<i32> {
 }
 
 /// The worker pid in "DataLoader worker (pid 123)" or "(pid(s) 123, 456)".
-fn worker_pid(message: &str) -> Option<u32> {
+pub fn worker_pid(message: &str) -> Option<u32> {
     let at = message.find("worker (pid")?;
     let digits: String = message[at..]
         .chars()
@@ -65,7 +65,7 @@ fn worker_pid(message: &str) -> Option<u32> {
 }
 
 /// The signal in "is killed by signal: Bus error."
-fn killed_by(message: &str) -> Option<i32> {
+pub fn killed_by(message: &str) -> Option<i32> {
     let rest = message.split("killed by signal: ").nth(1)?;
     let name = rest.split(['.', '\n']).next()?.trim();
     signal_number(name)
@@ -78,6 +78,22 @@ fn condensed(message: &str) -> String {
     match (lines.first(), lines.last()) {
         (Some(first), Some(last)) if lines.len() > 2 => format!("{first} {}", last.trim()),
         _ => message.to_string(),
+    }
+}
+
+/// The failure torch's (or the C library's) words name: a full /dev/shm at allocation or write,
+/// the fd table, torch's own timeout.
+pub fn status_of_words(message: &str) -> Option<Status> {
+    if message.contains("unable to allocate shared memory")
+        || message.contains("No space left on device")
+    {
+        Some(Status::Enospc)
+    } else if message.contains("Too many open files") {
+        Some(Status::Emfile)
+    } else if message.contains("DataLoader timed out") {
+        Some(Status::Timeout)
+    } else {
+        None
     }
 }
 
@@ -119,16 +135,8 @@ pub fn classify(e: &Ending) -> Verdict {
             Status::Sigbus
         } else if signal == Some(libc::SIGKILL) && oom {
             Status::Oom
-        } else if message.contains("unable to allocate shared memory")
-            || message.contains("No space left on device")
-        {
-            Status::Enospc
-        } else if message.contains("Too many open files") {
-            Status::Emfile
-        } else if message.contains("DataLoader timed out") {
-            Status::Timeout
         } else {
-            Status::Error
+            status_of_words(message).unwrap_or(Status::Error)
         };
         return verdict(status, text, signal, pid);
     }

@@ -24,7 +24,7 @@
 //! 128 MiB: steps 3, 3, 4, 3, 6 and 10 in six runs; in 160 MiB: 15, 24 and a pass in three),
 //! while the emulation's is narrow (step 5 in four runs of the same 128 MiB cell).
 
-mod classify;
+pub mod classify;
 
 use std::collections::BTreeMap;
 use std::io::{BufRead, BufReader};
@@ -382,5 +382,7 @@ pub fn run_cell(config: &CellConfig) -> CellRecord {
         shm_seen_bytes: meter.capacity,
         series: reported.steps.series,
         torch_version: reported.version,
+        exit_code: None,
+        watch: None,
     }
 }

@@ -24,7 +24,7 @@ use bollard::query_parameters::{
 };
 use futures_util::StreamExt;
 
-use super::launch::{Progress, Runtime};
+use super::launch::{Report, Runtime};
 use super::output::Monitor;
 use crate::cell::protocol::{LIFELINE_ENV, PROGRESS_ENV};
 use crate::model::config::CellConfig;
@@ -125,13 +125,17 @@ impl Docker {
             // No swap: tmpfs pages beyond the limit must not hide in swap.
             memory_swap: config.memory.map(|m| m.bytes() as i64),
             network_mode: Some("none".into()),
-            readonly_rootfs: Some(true),
+            // A watched job may write (checkpoints, logs) in its own image; the container is
+            // removed when it ends either way.
+            readonly_rootfs: Some(config.loader != Loader::Command),
             cap_drop: Some(vec!["ALL".into()]),
             security_opt: Some(vec!["no-new-privileges".into()]),
             // Real torch runs threads in every process (intra-op pools, the pin thread).
             pids_limit: Some(match config.loader {
                 Loader::Torch => (config.workers as i64 + 1) * 32 + 64,
                 Loader::Emulated => config.workers as i64 + 64,
+                // A user's job: bounded, but far above any DataLoader's needs.
+                Loader::Command => 4096,
             }),
             auto_remove: Some(true),
             ..Default::default()
@@ -308,7 +312,7 @@ impl Runtime for Docker {
         "docker"
     }
 
-    fn launch(&self, config: &CellConfig, progress: &mut dyn FnMut(Progress)) -> CellRecord {
+    fn launch(&self, config: &CellConfig, progress: &mut dyn FnMut(Report)) -> CellRecord {
         let mut monitor = Monitor::new(config, progress);
         let result = self
             .engine

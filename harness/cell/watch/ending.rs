@@ -1,0 +1,222 @@
+//! How a watched command ended, from the evidence the cell gathers: the command's own wait
+//! status, the wait statuses of the processes it orphaned (the cell is their subreaper), what it
+//! printed (torch's "killed by signal: Bus error" when the parent survives a worker's death, the
+//! C library's and torch's ENOSPC and EMFILE words), the memory cgroup's OOM-kill count, and the
+//! deadline. A worker reaped by its own parent leaves no wait status for the cell to see, so a
+//! SIGBUS there is known only from what the parent printed about it.
+
+use crate::cell::torch::classify::{killed_by, status_of_words, worker_pid};
+use crate::model::record::Status;
+use crate::sys::signals;
+
+/// How one process ended: exit code, or the signal that killed it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Exit {
+    Code(i32),
+    Signal(i32),
+}
+
+impl Exit {
+    /// From a raw wait status.
+    pub fn from_wait(status: i32) -> Exit {
+        if libc::WIFSIGNALED(status) {
+            Exit::Signal(libc::WTERMSIG(status))
+        } else {
+            Exit::Code(libc::WEXITSTATUS(status))
+        }
+    }
+
+    /// As a shell reports it: the code, or 128 + the signal.
+    pub fn code(self) -> i32 {
+        match self {
+            Exit::Code(c) => c,
+            Exit::Signal(s) => 128 + s,
+        }
+    }
+}
+
+/// Everything known when the command is gone.
+pub struct Ending<'a> {
+    /// The command's own end; None when it was ended at the deadline.
+    pub exit: Option<Exit>,
+    pub pid: u32,
+    /// Processes of the tree the cell reaped as their subreaper.
+    pub orphans: &'a [(u32, Exit)],
+    /// Output lines that name a failure (see [`is_evidence`]).
+    pub evidence: &'a [String],
+    /// The deadline it ran past, seconds.
+    pub timed_out: Option<f64>,
+    /// The memory cgroup's OOM-kill count before and after.
+    pub oom_kills: (Option<u64>, Option<u64>),
+}
+
+/// The cell's status, its message, and the process and signal that failed.
+#[derive(Debug, PartialEq)]
+pub struct Verdict {
+    pub status: Status,
+    pub message: String,
+    pub signal: Option<i32>,
+    pub pid: Option<u32>,
+}
+
+/// Whether an output line names a failure the classification uses.
+pub fn is_evidence(line: &str) -> bool {
+    line.contains("Bus error") || killed_by(line).is_some() || status_of_words(line).is_some()
+}
+
+fn verdict(status: Status, message: String, signal: Option<i32>, pid: Option<u32>) -> Verdict {
+    Verdict {
+        status,
+        message,
+        signal,
+        pid,
+    }
+}
+
+pub fn classify(e: &Ending) -> Verdict {
+    let said = |line: &String| format!("it printed: {}", line.trim());
+    let Some(exit) = e.exit else {
+        let limit = e.timed_out.unwrap_or(0.0);
+        return verdict(
+            Status::Timeout,
+            format!("the command ran past --timeout-s {limit:.0} s and was ended"),
+            None,
+            None,
+        );
+    };
+    if exit == Exit::Code(0) {
+        let note = e
+            .evidence
+            .first()
+            .map(|l| format!("exited 0, though {}", said(l)))
+            .unwrap_or_default();
+        return verdict(Status::Pass, note, None, None);
+    }
+    let how = match exit {
+        Exit::Code(c) => format!("the command exited with code {c}"),
+        Exit::Signal(s) => format!(
+            "the command was killed by signal {s} ({})",
+            signals::name(s)
+        ),
+    };
+    // Who died by which signal: the command itself, then the orphans the cell reaped.
+    let deaths: Vec<(u32, i32)> = std::iter::once((e.pid, exit))
+        .chain(e.orphans.iter().copied())
+        .filter_map(|(pid, x)| match x {
+            Exit::Signal(s) => Some((pid, s)),
+            Exit::Code(_) => None,
+        })
+        .collect();
+    if let Some(&(pid, sig)) = deaths.iter().find(|(_, s)| *s == libc::SIGBUS) {
+        let text = if pid == e.pid {
+            format!("the command (pid {pid}) was killed by signal {sig} (Bus error)")
+        } else {
+            format!(
+                "a process of the job (pid {pid}) was killed by signal {sig} (Bus error); {how}"
+            )
+        };
+        return verdict(Status::Sigbus, text, Some(sig), Some(pid));
+    }
+    let bus_words = e
+        .evidence
+        .iter()
+        .find(|l| killed_by(l) == Some(libc::SIGBUS) || l.contains("Bus error"));
+    if let Some(line) = bus_words {
+        let text = format!("{how}; {}", said(line));
+        return verdict(Status::Sigbus, text, Some(libc::SIGBUS), worker_pid(line));
+    }
+    let oom = matches!(e.oom_kills, (Some(a), Some(b)) if b > a);
+    let killed = deaths.iter().find(|(_, s)| *s == libc::SIGKILL);
+    if oom {
+        let text = format!(
+            "{how}; the OOM killer acted in its memory cgroup (tmpfs pages count against the limit)"
+        );
+        return verdict(
+            Status::Oom,
+            text,
+            killed.map(|(_, s)| *s),
+            killed.map(|(p, _)| *p),
+        );
+    }
+    if let Some((status, line)) = e
+        .evidence
+        .iter()
+        .find_map(|l| status_of_words(l).map(|s| (s, l)))
+    {
+        return verdict(
+            status,
+            format!("{how}; {}", said(line)),
+            None,
+            worker_pid(line),
+        );
+    }
+    let signal = match exit {
+        Exit::Signal(s) => Some(s),
+        Exit::Code(_) => None,
+    };
+    verdict(Status::Error, how, signal, Some(e.pid))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ending(exit: Option<Exit>, orphans: &[(u32, Exit)], evidence: &[&str]) -> Verdict {
+        let evidence: Vec<String> = evidence.iter().map(|s| s.to_string()).collect();
+        classify(&Ending {
+            exit,
+            pid: 10,
+            orphans,
+            evidence: &evidence,
+            timed_out: Some(5.0),
+            oom_kills: (Some(0), Some(0)),
+        })
+    }
+
+    #[test]
+    fn the_end_is_read_from_statuses_first_and_words_second() {
+        let bus = ending(Some(Exit::Signal(7)), &[], &[]);
+        assert_eq!((bus.status, bus.pid), (Status::Sigbus, Some(10)));
+        let orphan = ending(Some(Exit::Code(1)), &[(11, Exit::Signal(7))], &[]);
+        assert_eq!((orphan.status, orphan.pid), (Status::Sigbus, Some(11)));
+        let torch = ending(
+            Some(Exit::Code(1)),
+            &[],
+            &["RuntimeError: DataLoader worker (pid 4242) is killed by signal: Bus error. It is possible"],
+        );
+        assert_eq!((torch.status, torch.pid), (Status::Sigbus, Some(4242)));
+        let full = ending(
+            Some(Exit::Code(1)),
+            &[],
+            &["OSError: [Errno 28] No space left on device"],
+        );
+        assert_eq!(full.status, Status::Enospc);
+        let fds = ending(
+            Some(Exit::Code(1)),
+            &[],
+            &["OSError: [Errno 24] Too many open files"],
+        );
+        assert_eq!(fds.status, Status::Emfile);
+        assert_eq!(ending(Some(Exit::Code(3)), &[], &[]).status, Status::Error);
+        assert_eq!(ending(None, &[], &[]).status, Status::Timeout);
+        // A job that recovered and exited 0 passed; what it printed is noted.
+        let ok = ending(Some(Exit::Code(0)), &[], &["No space left on device"]);
+        assert_eq!(ok.status, Status::Pass);
+        assert!(ok.message.contains("No space left"));
+        assert_eq!(Exit::Signal(7).code(), 135);
+    }
+
+    #[test]
+    fn an_oom_kill_in_the_cgroup_is_named() {
+        let evidence: Vec<String> = Vec::new();
+        let v = classify(&Ending {
+            exit: Some(Exit::Signal(9)),
+            pid: 10,
+            orphans: &[],
+            evidence: &evidence,
+            timed_out: None,
+            oom_kills: (Some(0), Some(1)),
+        });
+        assert_eq!((v.status, v.signal), (Status::Oom, Some(9)));
+    }
+}

@@ -1,0 +1,285 @@
+//! A watched command (`shmbench watch -- CMD`) as a cell: the cell starts the command in its own
+//! isolation (the runtime's sized tmpfs, memory cgroup or container), relays its output lines to
+//! the harness, counts steps by `--step-regex`, samples /dev/shm and who holds it
+//! ([`sampler`]), lists what it left in /dev/shm, and classifies its end ([`ending`]) into the
+//! same record every cell prints.
+//!
+//! The cell is the job's subreaper: processes the command orphans are re-parented to it, so
+//! their ends are evidence too, and none outlives the cell.
+
+pub mod ending;
+pub mod sampler;
+
+use std::io::{BufRead, BufReader, Read};
+use std::os::unix::process::CommandExt;
+use std::process::{Command, Stdio};
+use std::sync::atomic::Ordering;
+use std::sync::{mpsc, Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use regex::Regex;
+
+use super::metrics::Usage;
+use super::protocol::{Output, Progress, Stream};
+use crate::model::config::CellConfig;
+use crate::model::record::{CellRecord, Failure, Metrics, Status};
+use crate::model::watch::{Leftover, WatchReport, WatchSettings};
+use crate::sys::{cgroup, proc_tree, shm};
+use ending::Exit;
+
+/// Output lines kept as evidence of how the job failed.
+const EVIDENCE_LINES: usize = 20;
+
+/// What the output relays gathered.
+#[derive(Default)]
+struct Heard {
+    evidence: Vec<String>,
+}
+
+/// Relays one of the command's streams line by line, counting steps and keeping evidence.
+fn relay(
+    stream: impl Read + Send + 'static,
+    which: Stream,
+    steps: Option<Regex>,
+    shared: Arc<sampler::Shared>,
+    heard: Arc<Mutex<Heard>>,
+) -> std::thread::JoinHandle<()> {
+    std::thread::spawn(move || {
+        let mut reader = BufReader::new(stream);
+        let mut raw = Vec::new();
+        loop {
+            raw.clear();
+            match reader.read_until(b'\n', &mut raw) {
+                Ok(0) | Err(_) => break,
+                Ok(_) => {}
+            }
+            let text = String::from_utf8_lossy(&raw)
+                .trim_end_matches(['\n', '\r'])
+                .to_string();
+            if let Some(found) = steps.as_ref().and_then(|re| re.captures(&text)) {
+                let numbered = found.get(1).and_then(|m| m.as_str().parse::<u64>().ok());
+                let step = match numbered {
+                    Some(n) => {
+                        shared.step.fetch_max(n, Ordering::Relaxed);
+                        n
+                    }
+                    None => shared.step.fetch_add(1, Ordering::Relaxed) + 1,
+                };
+                eprintln!("{}", Progress { step, total: 0 }.line());
+            }
+            if ending::is_evidence(&text) {
+                let mut heard = heard.lock().unwrap_or_else(|e| e.into_inner());
+                if heard.evidence.len() < EVIDENCE_LINES {
+                    heard.evidence.push(text.clone());
+                }
+            }
+            eprintln!(
+                "{}",
+                Output {
+                    stream: which,
+                    text
+                }
+                .line()
+            );
+        }
+    })
+}
+
+/// Reaps every child of the cell (the command and the orphans it leaves) until none is left,
+/// sending the command's own end on `done`.
+fn reap(command: u32, done: mpsc::Sender<Exit>) -> std::thread::JoinHandle<Vec<(u32, Exit)>> {
+    std::thread::spawn(move || {
+        let mut orphans = Vec::new();
+        loop {
+            let mut status = 0;
+            // SAFETY: plain syscall on a local.
+            let pid = unsafe { libc::waitpid(-1, &mut status, 0) };
+            if pid < 0 {
+                if std::io::Error::last_os_error().raw_os_error() == Some(libc::EINTR) {
+                    continue;
+                }
+                break; // ECHILD: nothing left
+            }
+            let exit = Exit::from_wait(status);
+            if pid as u32 == command {
+                let _ = done.send(exit);
+            } else {
+                orphans.push((pid as u32, exit));
+            }
+        }
+        orphans
+    })
+}
+
+/// How long the processes the command leaves may take to end by themselves (Python's resource
+/// tracker removes the segments its program leaked once it sees the program gone).
+const GRACE: Duration = Duration::from_secs(2);
+
+/// Lets the processes left below the cell end within [`GRACE`], then SIGKILLs them until none
+/// is left (a job's daemons included).
+fn end_tree() {
+    let me = std::process::id();
+    let waited = Instant::now();
+    while waited.elapsed() < GRACE && !proc_tree::descendants(me).is_empty() {
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    for _ in 0..50 {
+        let left = proc_tree::descendants(me);
+        if left.is_empty() {
+            return;
+        }
+        for pid in left {
+            // SAFETY: plain syscall; these are our descendants, not yet reaped.
+            unsafe { libc::kill(pid as libc::pid_t, libc::SIGKILL) };
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
+/// Runs the watched command of `config` and returns its record.
+pub fn run_cell(config: &CellConfig) -> CellRecord {
+    let fail = |message: String| CellRecord::failed_to_run(config.clone(), Status::Error, message);
+    let Some(settings) = &config.watch else {
+        return fail("a command cell without a command".into());
+    };
+    let steps = match settings.step_regex.as_deref().map(Regex::new).transpose() {
+        Ok(re) => re,
+        Err(e) => return fail(format!("--step-regex: {e}")),
+    };
+    let (capacity, _) = shm::usage();
+    let files_at_start = proc_tree::shm_files();
+    let oom_kills_at_start = cgroup::oom_kills();
+    // SAFETY: plain prctl on this process.
+    unsafe { libc::prctl(libc::PR_SET_CHILD_SUBREAPER, 1) };
+    let program = &settings.command[0];
+    let mut cmd = Command::new(program);
+    cmd.args(&settings.command[1..])
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    // SAFETY: prctl is async-signal-safe.
+    unsafe {
+        cmd.pre_exec(|| {
+            libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
+            Ok(())
+        });
+    }
+    let shared = Arc::new(sampler::Shared::default());
+    let root = std::process::id();
+    let sampling = {
+        let shared = shared.clone();
+        let interval = Duration::from_millis(settings.interval_ms);
+        std::thread::spawn(move || sampler::run(root, interval, shared))
+    };
+    let start = Instant::now();
+    let mut child = match cmd.spawn() {
+        Ok(c) => c,
+        Err(e) => {
+            shared.stop.store(true, Ordering::Release);
+            let _ = sampling.join();
+            return fail(format!("cannot start '{program}': {e}"));
+        }
+    };
+    let pid = child.id();
+    let heard = Arc::new(Mutex::new(Heard::default()));
+    let relays = [
+        relay(
+            child.stdout.take().expect("piped"),
+            Stream::Stdout,
+            steps.clone(),
+            shared.clone(),
+            heard.clone(),
+        ),
+        relay(
+            child.stderr.take().expect("piped"),
+            Stream::Stderr,
+            steps,
+            shared.clone(),
+            heard.clone(),
+        ),
+    ];
+    let (done_tx, done_rx) = mpsc::channel();
+    let reaper = reap(pid, done_tx);
+    let exit = done_rx
+        .recv_timeout(Duration::from_secs_f64(config.timeout_s))
+        .ok();
+    let wall_s = start.elapsed().as_secs_f64();
+    shared.stop.store(true, Ordering::Release);
+    let sampled = sampling.join().unwrap_or_default();
+    end_tree();
+    let orphans = reaper.join().unwrap_or_default();
+    for r in relays {
+        let _ = r.join();
+    }
+    let leftovers = leftovers(&files_at_start, settings);
+    let heard = std::mem::take(&mut *heard.lock().unwrap_or_else(|e| e.into_inner()));
+    let verdict = ending::classify(&ending::Ending {
+        exit,
+        pid,
+        orphans: &orphans,
+        evidence: &heard.evidence,
+        timed_out: exit.is_none().then_some(config.timeout_s),
+        oom_kills: (oom_kills_at_start, cgroup::oom_kills()),
+    });
+    let steps_done = shared.step.load(Ordering::Relaxed);
+    let usage = Usage::now();
+    let last_used = sampled.samples.last().map_or(0, |s| s.shm_used_bytes);
+    let failure = (!verdict.status.is_pass()).then(|| Failure {
+        crash_step: steps_done + 1,
+        signal: verdict.signal,
+        pid: verdict.pid,
+        shm_used_bytes: last_used,
+    });
+    let report = WatchReport {
+        peak_t_s: sampled.peak_t_s,
+        holders_at_peak: sampled.holders,
+        holders_t_s: sampled.holders_t_s,
+        max_processes: sampled.max_processes,
+        max_fds: sampled.max_fds,
+        cgroup_limit: cgroup::memory_limit(),
+        leftovers,
+        swept: settings.sweep,
+        sampler_cpu_s: sampled.cpu_s,
+        sample_count: sampled.count,
+        base_bytes: sampled.base_bytes,
+        samples: sampled.samples,
+    };
+    CellRecord {
+        config: config.clone(),
+        status: verdict.status,
+        message: verdict.message,
+        failure,
+        metrics: Metrics {
+            steps_done,
+            peak_shm_bytes: sampled.peak_bytes,
+            peak_rss_bytes: usage.peak_rss_bytes,
+            wall_s,
+            cpu_s: Some(usage.children_s),
+            page_faults: Some(usage.faults),
+            ..Metrics::default()
+        },
+        shm_seen_bytes: capacity,
+        series: Vec::new(),
+        torch_version: None,
+        exit_code: exit.map(Exit::code),
+        watch: Some(report),
+    }
+}
+
+/// Files in /dev/shm now that were not there at the start (removed when `--sweep` asks).
+fn leftovers(
+    at_start: &std::collections::BTreeMap<String, u64>,
+    settings: &WatchSettings,
+) -> Vec<Leftover> {
+    let left: Vec<Leftover> = proc_tree::shm_files()
+        .into_iter()
+        .filter(|(name, _)| !at_start.contains_key(name))
+        .map(|(name, bytes)| Leftover { name, bytes })
+        .collect();
+    if settings.sweep {
+        for l in &left {
+            let _ = std::fs::remove_file(&l.name);
+        }
+    }
+    left
+}

@@ -1,0 +1,174 @@
+//! `shmbench watch -- CMD`: runs any command under a chosen /dev/shm (a private tmpfs of
+//! `--shm-size`, this machine's, or a container of the user's image), forwards its output and exit
+//! status, and explains its /dev/shm: the peak and when, who held it, the trend, what it left
+//! behind, and the size to give it. The run is a results row like any cell's.
+
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use anyhow::{anyhow, bail, Result};
+
+use super::progress::Terminal;
+use crate::analysis::trend;
+use crate::model::config::CellConfig;
+use crate::model::cpus::CpuList;
+use crate::model::knobs::{Knobs, RuntimeKind};
+use crate::model::record::Status;
+use crate::model::repeat::Repeat;
+use crate::model::size::ByteSize;
+use crate::model::watch::{WatchSettings, DEFAULT_INTERVAL_MS};
+use crate::orchestrate::event::Event;
+use crate::orchestrate::runner;
+use crate::plan::scenario;
+use crate::plan::{self, advice};
+use crate::present::report::Report;
+use crate::present::watch;
+
+/// A day: the longest a watched job may run by default (and at most).
+const DEFAULT_TIMEOUT_S: f64 = 86_400.0;
+
+#[derive(clap::Args)]
+pub struct Args {
+    /// Size of the private /dev/shm (a tmpfs in a mount namespace, or the container's); without
+    /// it the command uses this machine's /dev/shm, or the engine's default in Docker
+    #[arg(long)]
+    pub shm_size: Option<ByteSize>,
+    /// auto (namespace when --shm-size is given, docker with --image, else host), host,
+    /// namespace, docker
+    #[arg(long, value_enum)]
+    pub runtime: Option<RuntimeKind>,
+    /// Run the command in a container of this local image (your training image)
+    #[arg(long, value_name = "IMAGE")]
+    pub image: Option<String>,
+    /// Memory limit (a memory cgroup; tmpfs pages count against it)
+    #[arg(long)]
+    pub memory: Option<ByteSize>,
+    /// CPUs the job may run on, e.g. 0-3
+    #[arg(long)]
+    pub cpus: Option<CpuList>,
+    /// Milliseconds between samples of /dev/shm
+    #[arg(long, default_value_t = DEFAULT_INTERVAL_MS)]
+    pub interval_ms: u64,
+    /// End the command after this many seconds (its end is then `timeout`)
+    #[arg(long, default_value_t = DEFAULT_TIMEOUT_S)]
+    pub timeout_s: f64,
+    /// Regular expression on output lines: each match is a step (a number in its first group is
+    /// the step's number), so a crash gets a step
+    #[arg(long, value_name = "RE")]
+    pub step_regex: Option<String>,
+    /// Remove the files the command left in /dev/shm (not with runtime host: that /dev/shm is
+    /// shared with the rest of this machine)
+    #[arg(long)]
+    pub sweep: bool,
+    /// Name of the run in the results
+    #[arg(long, default_value = "watch")]
+    pub name: String,
+    /// Results CSV (default: results/watch-<UTC time>.csv)
+    #[arg(long)]
+    pub out: Option<PathBuf>,
+    /// Also write a report (Markdown, HTML, JSON, plots) into this directory
+    #[arg(long)]
+    pub report: Option<PathBuf>,
+    /// The command and its arguments
+    #[arg(last = true, required = true, value_name = "CMD")]
+    pub command: Vec<String>,
+}
+
+/// Whether `program` can be started here: a path to an executable, or a name on PATH.
+fn findable(program: &str) -> bool {
+    use std::os::unix::fs::PermissionsExt;
+    let executable = |p: &Path| {
+        p.metadata()
+            .is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+    };
+    if program.contains('/') {
+        return executable(Path::new(program));
+    }
+    std::env::var_os("PATH")
+        .map(|paths| std::env::split_paths(&paths).any(|d| executable(&d.join(program))))
+        .unwrap_or(false)
+}
+
+/// The cell that runs the command as asked.
+pub fn config(args: &Args) -> Result<CellConfig> {
+    let knobs = Knobs {
+        shm_size: args.shm_size,
+        runtime: args.runtime,
+        image: args.image.clone(),
+        memory: args.memory,
+        cpus: args.cpus.clone(),
+        timeout_s: Some(args.timeout_s),
+        ..Knobs::default()
+    };
+    let settings = WatchSettings {
+        command: args.command.clone(),
+        interval_ms: args.interval_ms,
+        step_regex: args.step_regex.clone(),
+        sweep: args.sweep,
+    };
+    let config = plan::watch::cell(&knobs, &args.name, settings, &super::platform())
+        .map_err(|e| anyhow!("--{e}"))?;
+    if let Some(re) = &args.step_regex {
+        regex::Regex::new(re).map_err(|e| anyhow!("--step-regex: {e}"))?;
+    }
+    if args.sweep && config.runtime == RuntimeKind::Host {
+        bail!("--sweep: the command uses this machine's /dev/shm, shared with everything else here; give it its own with --shm-size (runtime namespace) to sweep what it leaves");
+    }
+    let program = &args.command[0];
+    if config.image.is_none() && !findable(program) {
+        bail!("command not found: '{program}' is not an executable file or a program on PATH");
+    }
+    Ok(config)
+}
+
+pub fn run(args: Args) -> Result<ExitCode> {
+    let config = config(&args)?;
+    let out = args
+        .out
+        .clone()
+        .unwrap_or_else(|| scenario::default_results_path("watch"));
+    let mut terminal = Terminal::new().observer();
+    // The command's output, and notes; no step line over its output.
+    let mut observe = |event: Event| match event {
+        Event::Output(_) | Event::Note(_) | Event::Interrupted { .. } => terminal(event),
+        _ => {}
+    };
+    let outcome = runner::run(
+        std::slice::from_ref(&config),
+        &out,
+        Repeat::Fixed(1),
+        &mut observe,
+    )?;
+    let Some(record) = outcome.records.first() else {
+        return Ok(super::outcome::exit_code(&outcome));
+    };
+    if let Some(report) = &record.watch {
+        let trend = trend::trend(&report.samples);
+        // A job that died of a full /dev/shm filled it: its peak is the size it had, not its need.
+        let filled = matches!(record.status, Status::Sigbus | Status::Enospc)
+            .then_some(record.shm_seen_bytes);
+        let sizing = advice::for_watched(
+            record.metrics.peak_shm_bytes,
+            filled,
+            config.runtime,
+            report.cgroup_limit,
+        );
+        eprint!(
+            "\n{}",
+            watch::render(record, report, trend.as_ref(), &sizing)
+        );
+    } else {
+        eprintln!("shmbench watch: {}: {}", record.status, record.message);
+    }
+    eprintln!("  results:     {}", out.display());
+    if let Some(dir) = &args.report {
+        let all: Vec<String> = ["md", "html", "json"].map(String::from).to_vec();
+        let files = Report::load(std::slice::from_ref(&out))?.write(dir, &all)?;
+        eprintln!("  report:      {}", files[0].display());
+    }
+    Ok(match record.exit_code {
+        Some(code) => ExitCode::from(code.clamp(0, 255) as u8),
+        // The command never ran (it could not start, or the harness ended it).
+        None => ExitCode::from(if record.status.is_pass() { 0 } else { 2 }),
+    })
+}

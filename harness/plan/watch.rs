@@ -1,0 +1,31 @@
+//! From what `watch` was asked to a cell: a command cell (`loader command`) with the isolation
+//! knobs given, `runtime = auto` decided as for any cell (namespace when a size is given, docker
+//! for an image, else host), validated.
+
+use crate::model::config::CellConfig;
+use crate::model::knobs::{Knobs, Loader};
+use crate::model::validate::KnobError;
+use crate::model::watch::WatchSettings;
+
+use super::resolve::{Identity, Platform};
+
+/// The cell that runs `settings.command` named `name`, isolated by `knobs` (shm-size, runtime,
+/// image, memory, cpus, timeout-s; the loader knobs do not apply to a command).
+pub fn cell(
+    knobs: &Knobs,
+    name: &str,
+    settings: WatchSettings,
+    platform: &Platform,
+) -> Result<CellConfig, KnobError> {
+    let id = Identity {
+        scenario: "watch".into(),
+        environment: name.to_string(),
+        cell: name.to_string(),
+        claim: None,
+    };
+    let mut config = knobs.resolve(id, platform)?;
+    config.loader = Loader::Command;
+    config.watch = Some(settings);
+    config.validate(platform.mem_total)?;
+    Ok(config)
+}

@@ -1,0 +1,221 @@
+//! A watched job explained in text: how it ended, its peak /dev/shm and when, who held it, the
+//! trend after warm-up, what it left behind, the size to give it and how.
+
+use std::fmt::Write;
+
+use crate::analysis::trend::Trend;
+use crate::model::record::CellRecord;
+use crate::model::size::ByteSize;
+use crate::model::watch::{Hold, WatchReport};
+use crate::plan::advice::Sizing;
+
+/// Processes and segments listed at most (the rest are counted).
+const MAX_HOLDERS: usize = 8;
+const MAX_SEGMENTS: usize = 4;
+
+fn mib_per_s(bytes_per_s: f64) -> String {
+    format!("{:+.2} MiB/s", bytes_per_s / (1u64 << 20) as f64)
+}
+
+/// The explanation, as plain text for the terminal.
+pub fn render(
+    record: &CellRecord,
+    report: &WatchReport,
+    trend: Option<&Trend>,
+    sizing: &Sizing,
+) -> String {
+    let mut out = String::new();
+    let c = &record.config;
+    let command = c
+        .watch
+        .as_ref()
+        .map(|w| w.command.join(" "))
+        .unwrap_or_default();
+    let _ = writeln!(out, "shmbench watch: {command}");
+    let place = match (&c.image, c.shm_size) {
+        (Some(image), _) => format!("in a container of image {image}"),
+        (None, Some(size)) => format!("in a private /dev/shm of {size}"),
+        (None, None) => "in this machine's /dev/shm".into(),
+    };
+    let when = match (record.failure.as_ref(), c.watch.as_ref()) {
+        (Some(f), Some(w)) if w.step_regex.is_some() => format!(" at step {}", f.crash_step),
+        (Some(_), _) => format!(" after {:.2} s", record.metrics.wall_s),
+        (None, _) => format!(" in {:.2} s", record.metrics.wall_s),
+    };
+    let code = record
+        .exit_code
+        .map(|c| format!(", exit code {c}"))
+        .unwrap_or_default();
+    let _ = writeln!(
+        out,
+        "  ended:       {}{when}{code} ({}, runtime {})",
+        record.status, place, c.runtime
+    );
+    if !record.message.is_empty() {
+        let _ = writeln!(out, "               {}", record.message);
+    }
+    let capacity = record.shm_seen_bytes;
+    let _ = writeln!(
+        out,
+        "  /dev/shm:    peak {} of {} at {:.2} s{}",
+        ByteSize(record.metrics.peak_shm_bytes),
+        ByteSize(capacity),
+        report.peak_t_s,
+        if report.base_bytes > 0 {
+            format!(
+                " (above the {} in use when it started)",
+                ByteSize(report.base_bytes)
+            )
+        } else {
+            String::new()
+        }
+    );
+    let cgroup_peak = report.samples.iter().filter_map(|s| s.cgroup_bytes).max();
+    if let (Some(peak), Some(limit)) = (cgroup_peak, report.cgroup_limit) {
+        let _ = writeln!(
+            out,
+            "  memory:      the cgroup peaked at {} of its {} limit (tmpfs pages count against it)",
+            ByteSize(peak),
+            ByteSize(limit)
+        );
+    }
+    holders(&mut out, report);
+    match trend {
+        Some(t) if t.leak => {
+            let _ = writeln!(
+                out,
+                "  trend:       LEAK: /dev/shm grew {} over {:.1}-{:.1} s ({}, r2 {:.2}); something keeps segments after use",
+                ByteSize(t.growth_bytes.max(0.0) as u64),
+                t.from_s,
+                t.to_s,
+                mib_per_s(t.bytes_per_s),
+                t.r2
+            );
+        }
+        Some(t) => {
+            let _ = writeln!(
+                out,
+                "  trend:       no leak after warm-up ({} over {:.1}-{:.1} s, r2 {:.2})",
+                mib_per_s(t.bytes_per_s),
+                t.from_s,
+                t.to_s,
+                t.r2
+            );
+        }
+        None => {
+            let _ = writeln!(
+                out,
+                "  trend:       too short a run (under 2 s after warm-up) to tell"
+            );
+        }
+    }
+    leftovers(&mut out, report);
+    let _ = match sizing.filled {
+        Some(capacity) => writeln!(
+            out,
+            "  give it:     more than the {} it filled, by how much is not measured: try {} (twice it + 25%) and watch again, or find the least it passes in with `shmbench min-shm -- CMD`",
+            ByteSize(capacity),
+            ByteSize(sizing.recommended_bytes)
+        ),
+        None => writeln!(
+            out,
+            "  give it:     {} of /dev/shm (the measured peak {} + 25%, rounded up to 64 MiB)",
+            ByteSize(sizing.recommended_bytes),
+            ByteSize(sizing.peak_bytes)
+        ),
+    };
+    for fix in &sizing.fixes {
+        let _ = writeln!(out, "    {}", fix.title);
+        for command in &fix.commands {
+            for line in command.lines() {
+                let _ = writeln!(out, "      {line}");
+            }
+        }
+    }
+    let span = record.metrics.wall_s.max(1e-9);
+    let interval = c.watch.as_ref().map_or(0, |w| w.interval_ms);
+    let _ = writeln!(
+        out,
+        "  sampler:     {} samples every {interval} ms, {:.3} s of CPU ({:.2}% of one core)",
+        report.sample_count,
+        report.sampler_cpu_s,
+        100.0 * report.sampler_cpu_s / span
+    );
+    out
+}
+
+fn holders(out: &mut String, report: &WatchReport) {
+    if report.holders_at_peak.is_empty() {
+        let _ = writeln!(
+            out,
+            "  held by:     no process of the job was seen holding /dev/shm"
+        );
+        return;
+    }
+    let _ = writeln!(
+        out,
+        "  held by:     at {:.2} s ({} processes at most, most fds in one: {})",
+        report.holders_t_s, report.max_processes, report.max_fds
+    );
+    let mut by_bytes: Vec<_> = report.holders_at_peak.iter().collect();
+    by_bytes.sort_by_key(|h| std::cmp::Reverse(h.bytes()));
+    for h in by_bytes.iter().take(MAX_HOLDERS) {
+        let limit = h.fd_limit.map(|l| format!("/{l}")).unwrap_or_default();
+        let _ = writeln!(
+            out,
+            "    pid {:<7} {:>10} in {} segment(s), {} fds{limit}  {}",
+            h.pid,
+            ByteSize(h.bytes()).to_string(),
+            h.segments.len(),
+            h.fds,
+            h.command
+        );
+        for s in h.segments.iter().take(MAX_SEGMENTS) {
+            let hold = match s.hold {
+                Hold::Fd => "fd",
+                Hold::Map => "mapped",
+            };
+            let gone = if s.deleted { ", unlinked" } else { "" };
+            let _ = writeln!(out, "      {} {} ({hold}{gone})", s.name, ByteSize(s.bytes));
+        }
+        if h.segments.len() > MAX_SEGMENTS {
+            let _ = writeln!(out, "      ... {} more", h.segments.len() - MAX_SEGMENTS);
+        }
+    }
+    if by_bytes.len() > MAX_HOLDERS {
+        let _ = writeln!(
+            out,
+            "    ... {} more processes",
+            by_bytes.len() - MAX_HOLDERS
+        );
+    }
+}
+
+fn leftovers(out: &mut String, report: &WatchReport) {
+    if report.leftovers.is_empty() {
+        let _ = writeln!(out, "  left behind: nothing in /dev/shm");
+        return;
+    }
+    let bytes: u64 = report.leftovers.iter().map(|l| l.bytes).sum();
+    let what = if report.swept {
+        "removed (--sweep)"
+    } else {
+        "still there: remove with --sweep, or rm them"
+    };
+    let _ = writeln!(
+        out,
+        "  left behind: {} file(s), {} in /dev/shm, {what}",
+        report.leftovers.len(),
+        ByteSize(bytes)
+    );
+    for l in report.leftovers.iter().take(MAX_SEGMENTS) {
+        let _ = writeln!(out, "    {} {}", l.name, ByteSize(l.bytes));
+    }
+    if report.leftovers.len() > MAX_SEGMENTS {
+        let _ = writeln!(
+            out,
+            "    ... {} more",
+            report.leftovers.len() - MAX_SEGMENTS
+        );
+    }
+}

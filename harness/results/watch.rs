@@ -1,0 +1,38 @@
+//! What watching a command saw (`shmbench watch`), beside a results CSV:
+//! `<dir>/<csv stem>/<cell>[.<repeat>].watch.json`, one file per watched row, referenced from the
+//! row by `watch_file`: /dev/shm over time, who held it at the peak, what was left behind.
+
+use std::path::Path;
+
+use anyhow::{bail, Context, Result};
+
+use super::{atomic, steps};
+use crate::model::record::CellRecord;
+use crate::model::watch::WatchReport;
+
+/// Writes the record's watch report next to `results_csv` (atomically); returns the path
+/// relative to the CSV's directory, None for a record that watched nothing.
+pub fn write(results_csv: &Path, record: &CellRecord, repeat: u32) -> Result<Option<String>> {
+    let Some(report) = &record.watch else {
+        return Ok(None);
+    };
+    let (relative, path) = steps::beside(results_csv, record, repeat, "watch.json")?;
+    let json = serde_json::to_vec_pretty(report)?;
+    atomic::write_bytes(&path, &json)
+        .with_context(|| format!("cannot write {}", path.display()))?;
+    Ok(Some(relative))
+}
+
+/// Reads a watch file named by a row of `results_csv`.
+pub fn read(results_csv: &Path, relative: &str) -> Result<WatchReport> {
+    let path = results_csv
+        .parent()
+        .unwrap_or(Path::new("."))
+        .join(relative);
+    if !path.exists() {
+        bail!("watch report {} is missing", path.display());
+    }
+    let text = std::fs::read(&path).with_context(|| format!("cannot read {}", path.display()))?;
+    serde_json::from_slice(&text)
+        .with_context(|| format!("{} is not a watch report of this shmbench", path.display()))
+}

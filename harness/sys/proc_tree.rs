@@ -1,0 +1,238 @@
+//! A process tree read from /proc: who descends from a process, and what shared memory each one
+//! holds (open fds and mappings of /dev/shm files and memfds, unlinked ones included) with its
+//! fd count and limit. Reading another process's fds and maps needs only the same user (ptrace
+//! read access), no capability.
+
+use std::collections::BTreeMap;
+use std::os::unix::fs::MetadataExt;
+
+use super::shm::SHM_DIR;
+
+/// A shared segment one process holds, as /proc shows it.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Held {
+    /// `/dev/shm/NAME` or `memfd:NAME`.
+    pub name: String,
+    pub inode: u64,
+    /// Allocated bytes when the file could be stat'ed (by its path or through the fd); for an
+    /// unlinked segment only mapped, the extent of its mappings.
+    pub bytes: u64,
+    pub deleted: bool,
+    /// Held through an fd (else only through a mapping).
+    pub by_fd: bool,
+}
+
+/// One process and what it holds.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ProcessView {
+    pub pid: u32,
+    pub command: String,
+    pub fds: u64,
+    pub fd_limit: Option<u64>,
+    pub held: Vec<Held>,
+}
+
+/// Direct children of `pid` (every thread's), from /proc/PID/task/TID/children.
+pub fn children(pid: u32) -> Vec<u32> {
+    let mut out = Vec::new();
+    let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) else {
+        return out;
+    };
+    for task in tasks.flatten() {
+        let path = task.path().join("children");
+        if let Ok(text) = std::fs::read_to_string(path) {
+            out.extend(
+                text.split_whitespace()
+                    .filter_map(|p| p.parse::<u32>().ok()),
+            );
+        }
+    }
+    out.sort_unstable();
+    out.dedup();
+    out
+}
+
+/// Every descendant of `root` (not `root` itself), parents before children.
+pub fn descendants(root: u32) -> Vec<u32> {
+    let mut out = Vec::new();
+    let mut next = children(root);
+    while let Some(pid) = next.pop() {
+        if !out.contains(&pid) {
+            out.push(pid);
+            next.extend(children(pid));
+        }
+    }
+    out
+}
+
+/// The command line of `pid`, arguments joined by spaces, at most `max` characters.
+pub fn command_line(pid: u32, max: usize) -> String {
+    let raw = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
+    let text: String = String::from_utf8_lossy(&raw)
+        .split('\0')
+        .filter(|a| !a.is_empty())
+        .collect::<Vec<_>>()
+        .join(" ");
+    match text.char_indices().nth(max) {
+        Some((cut, _)) => format!("{}...", &text[..cut]),
+        None => text,
+    }
+}
+
+/// The soft RLIMIT_NOFILE of `pid`.
+pub fn fd_limit(pid: u32) -> Option<u64> {
+    let text = std::fs::read_to_string(format!("/proc/{pid}/limits")).ok()?;
+    let line = text.lines().find(|l| l.starts_with("Max open files"))?;
+    line.split_whitespace().nth(3)?.parse().ok()
+}
+
+/// A link or map target naming shared memory: (name, deleted).
+fn shared_name(target: &str) -> Option<(String, bool)> {
+    let (path, deleted) = match target.strip_suffix(" (deleted)") {
+        Some(p) => (p, true),
+        None => (target, false),
+    };
+    if path.starts_with(SHM_DIR) && path[SHM_DIR.len()..].starts_with('/') {
+        Some((path.to_string(), deleted))
+    } else {
+        path.strip_prefix("/memfd:")
+            .map(|name| (format!("memfd:{name}"), true))
+    }
+}
+
+/// What `pid` holds and its fd count; None when it is gone or not readable.
+pub fn view(pid: u32) -> Option<ProcessView> {
+    let mut held: BTreeMap<u64, Held> = BTreeMap::new();
+    let mut fds = 0;
+    let dir = std::fs::read_dir(format!("/proc/{pid}/fd")).ok()?;
+    for entry in dir.flatten() {
+        fds += 1;
+        let Ok(target) = std::fs::read_link(entry.path()) else {
+            continue;
+        };
+        let Some((name, deleted)) = shared_name(&target.to_string_lossy()) else {
+            continue;
+        };
+        // stat through the fd link reaches the file even when it is unlinked.
+        if let Ok(meta) = std::fs::metadata(entry.path()) {
+            held.insert(
+                meta.ino(),
+                Held {
+                    name,
+                    inode: meta.ino(),
+                    bytes: meta.blocks() * 512,
+                    deleted,
+                    by_fd: true,
+                },
+            );
+        }
+    }
+    if let Ok(maps) = std::fs::read_to_string(format!("/proc/{pid}/maps")) {
+        for line in maps.lines() {
+            // start-end perms offset dev inode path
+            let mut fields = line.splitn(6, ' ');
+            let (Some(range), _, _, _, Some(inode), Some(path)) = (
+                fields.next(),
+                fields.next(),
+                fields.next(),
+                fields.next(),
+                fields.next(),
+                fields.next(),
+            ) else {
+                continue;
+            };
+            let Some((name, deleted)) = shared_name(path.trim_start()) else {
+                continue;
+            };
+            let Ok(inode) = inode.parse::<u64>() else {
+                continue;
+            };
+            if held.contains_key(&inode) {
+                continue;
+            }
+            let extent = range
+                .split_once('-')
+                .and_then(|(a, b)| {
+                    Some(u64::from_str_radix(b, 16).ok()? - u64::from_str_radix(a, 16).ok()?)
+                })
+                .unwrap_or(0);
+            let bytes = match deleted {
+                true => extent,
+                false => std::fs::metadata(&name).map_or(extent, |m| m.blocks() * 512),
+            };
+            held.entry(inode)
+                .and_modify(|h| h.bytes = h.bytes.max(bytes))
+                .or_insert(Held {
+                    name,
+                    inode,
+                    bytes,
+                    deleted,
+                    by_fd: false,
+                });
+        }
+    }
+    Some(ProcessView {
+        pid,
+        command: command_line(pid, 120),
+        fds,
+        fd_limit: fd_limit(pid),
+        held: held.into_values().collect(),
+    })
+}
+
+/// The files in /dev/shm now: name -> allocated bytes.
+pub fn shm_files() -> BTreeMap<String, u64> {
+    let mut out = BTreeMap::new();
+    if let Ok(dir) = std::fs::read_dir(SHM_DIR) {
+        for entry in dir.flatten() {
+            if let Ok(meta) = entry.metadata() {
+                if meta.is_file() {
+                    out.insert(
+                        entry.path().to_string_lossy().into_owned(),
+                        meta.blocks() * 512,
+                    );
+                }
+            }
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn shared_names_are_shm_files_and_memfds_only() {
+        assert_eq!(
+            shared_name("/dev/shm/torch_1_2 (deleted)"),
+            Some(("/dev/shm/torch_1_2".into(), true))
+        );
+        assert_eq!(
+            shared_name("/dev/shm/x"),
+            Some(("/dev/shm/x".into(), false))
+        );
+        assert_eq!(
+            shared_name("/memfd:batch (deleted)"),
+            Some(("memfd:batch".into(), true))
+        );
+        assert_eq!(shared_name("/dev/shmother/x"), None);
+        assert_eq!(shared_name("/tmp/x"), None);
+        assert_eq!(shared_name("socket:[123]"), None);
+    }
+
+    #[test]
+    fn an_unlinked_segment_held_by_fd_is_found_with_its_bytes() {
+        let file = tempfile::tempfile_in("/dev/shm").expect("a file in /dev/shm");
+        file.set_len(1 << 20).unwrap();
+        // Allocate the blocks: tmpfs counts written pages only.
+        std::os::unix::fs::FileExt::write_at(&file, &vec![1u8; 1 << 20], 0).unwrap();
+        let me = view(std::process::id()).expect("our own view");
+        let found = me
+            .held
+            .iter()
+            .find(|h| h.by_fd && h.deleted && h.bytes == 1 << 20);
+        assert!(found.is_some(), "{:?}", me.held);
+        assert!(me.fds >= 1 && me.fd_limit.is_some());
+    }
+}
