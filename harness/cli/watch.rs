@@ -56,8 +56,8 @@ pub struct Args {
     /// the step's number), so a crash gets a step
     #[arg(long, value_name = "RE")]
     pub step_regex: Option<String>,
-    /// Remove the files the command left in /dev/shm (not with runtime host: that /dev/shm is
-    /// shared with the rest of this machine)
+    /// Remove the files the command left in /dev/shm (in this machine's shared /dev/shm, only
+    /// those a process of the command was seen holding)
     #[arg(long)]
     pub sweep: bool,
     /// Name of the run in the results
@@ -110,9 +110,6 @@ pub fn config(args: &Args) -> Result<CellConfig> {
         .map_err(|e| anyhow!("--{e}"))?;
     if let Some(re) = &args.step_regex {
         regex::Regex::new(re).map_err(|e| anyhow!("--step-regex: {e}"))?;
-    }
-    if args.sweep && config.runtime == RuntimeKind::Host {
-        bail!("--sweep: the command uses this machine's /dev/shm, shared with everything else here; give it its own with --shm-size (runtime namespace) to sweep what it leaves");
     }
     let program = &args.command[0];
     if config.image.is_none() && !findable(program) {

@@ -84,6 +84,13 @@ impl Holder {
 pub struct Leftover {
     pub name: String,
     pub bytes: u64,
+    /// A process of the job was seen holding it (on a shared /dev/shm, a new file nobody of the
+    /// job was seen holding may be another program's).
+    #[serde(default)]
+    pub seen_held: bool,
+    /// `--sweep` removed it.
+    #[serde(default)]
+    pub removed: bool,
 }
 
 /// Everything the watching saw, beside the cell's record.
@@ -96,6 +103,10 @@ pub struct WatchReport {
     /// (each time the peak rose by more than 256 KiB), and when that was.
     pub holders_at_peak: Vec<Holder>,
     pub holders_t_s: f64,
+    /// /dev/shm in use then (above the base): what the holders do not account for is held by
+    /// no process (files kept, or leaked).
+    #[serde(default)]
+    pub holders_shm_bytes: u64,
     /// Most processes seen at once in the job's tree, and most fds one of them held.
     pub max_processes: u32,
     pub max_fds: u64,
@@ -103,8 +114,10 @@ pub struct WatchReport {
     pub cgroup_limit: Option<u64>,
     /// Files in /dev/shm when the job ended that were not there when it started.
     pub leftovers: Vec<Leftover>,
-    /// Whether `leftovers` were removed (`--sweep`).
-    pub swept: bool,
+    /// Whether the /dev/shm was the job's own (a private tmpfs or a container's): everything
+    /// new in it is the job's, and goes with it.
+    #[serde(default)]
+    pub private_shm: bool,
     /// /dev/shm bytes in use when the command started (samples are above it).
     pub base_bytes: u64,
     /// CPU seconds the sampler itself spent, and the number of samples it took.

@@ -124,6 +124,14 @@ pub fn render(
             ByteSize(sizing.peak_bytes)
         ),
     };
+    if let Some(t) = trend.filter(|t| t.leak) {
+        let _ = writeln!(
+            out,
+            "               with a leak no size lasts: at {} the recommended size fills about {:.0} s after the working level; find what keeps the segments",
+            mib_per_s(t.bytes_per_s),
+            sizing.recommended_bytes.saturating_sub(sizing.peak_bytes) as f64 / t.bytes_per_s.max(1.0)
+        );
+    }
     for fix in &sizing.fixes {
         let _ = writeln!(out, "    {}", fix.title);
         for command in &fix.commands {
@@ -157,6 +165,24 @@ fn holders(out: &mut String, report: &WatchReport) {
         "  held by:     at {:.2} s ({} processes at most, most fds in one: {})",
         report.holders_t_s, report.max_processes, report.max_fds
     );
+    // A segment two processes hold (a worker's, mapped by the main) counts once here.
+    let mut names: Vec<(&str, u64)> = report
+        .holders_at_peak
+        .iter()
+        .flat_map(|h| h.segments.iter().map(|s| (s.name.as_str(), s.bytes)))
+        .collect();
+    names.sort();
+    names.dedup_by_key(|(name, _)| *name);
+    let held: u64 = names.iter().map(|(_, b)| b).sum();
+    let unheld = report.holders_shm_bytes.saturating_sub(held);
+    if unheld > report.holders_shm_bytes / 10 {
+        let _ = writeln!(
+            out,
+            "    {} of the {} in use then was held by no process of the job: files kept in /dev/shm (named segments not yet unlinked, or leaked)",
+            ByteSize(unheld),
+            ByteSize(report.holders_shm_bytes)
+        );
+    }
     let mut by_bytes: Vec<_> = report.holders_at_peak.iter().collect();
     by_bytes.sort_by_key(|h| std::cmp::Reverse(h.bytes()));
     for h in by_bytes.iter().take(MAX_HOLDERS) {
@@ -197,14 +223,19 @@ fn leftovers(out: &mut String, report: &WatchReport) {
         return;
     }
     let bytes: u64 = report.leftovers.iter().map(|l| l.bytes).sum();
-    let what = if report.swept {
-        "removed (--sweep)"
-    } else {
-        "still there: remove with --sweep, or rm them"
+    let removed = report.leftovers.iter().filter(|l| l.removed).count();
+    let kept = report.leftovers.len() - removed;
+    let what = match (removed, report.private_shm) {
+        (0, true) => "gone with its private /dev/shm, but on a shared one (a host, --ipc=host) they would stay".to_string(),
+        (0, false) => "still there: rm them, or watch again with --sweep".to_string(),
+        (_, _) if kept == 0 => "removed (--sweep)".to_string(),
+        (_, _) => format!(
+            "{removed} removed (--sweep); {kept} left alone: no process of the job was seen holding them, and this /dev/shm is shared"
+        ),
     };
     let _ = writeln!(
         out,
-        "  left behind: {} file(s), {} in /dev/shm, {what}",
+        "  left behind: {} file(s), {} in /dev/shm when it ended; {what}",
         report.leftovers.len(),
         ByteSize(bytes)
     );

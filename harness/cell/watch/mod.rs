@@ -10,6 +10,7 @@
 pub mod ending;
 pub mod sampler;
 
+use std::collections::{BTreeMap, BTreeSet};
 use std::io::{BufRead, BufReader, Read};
 use std::os::unix::process::CommandExt;
 use std::process::{Command, Stdio};
@@ -22,6 +23,7 @@ use regex::Regex;
 use super::metrics::Usage;
 use super::protocol::{Output, Progress, Stream};
 use crate::model::config::CellConfig;
+use crate::model::knobs::RuntimeKind;
 use crate::model::record::{CellRecord, Failure, Metrics, Status};
 use crate::model::watch::{Leftover, WatchReport, WatchSettings};
 use crate::sys::{cgroup, proc_tree, shm};
@@ -211,7 +213,9 @@ pub fn run_cell(config: &CellConfig) -> CellRecord {
     for r in relays {
         let _ = r.join();
     }
-    let leftovers = leftovers(&files_at_start, settings);
+    // Only runtime host shares this machine's /dev/shm; a namespace or a container has its own.
+    let private_shm = config.runtime != RuntimeKind::Host;
+    let leftovers = leftovers(&files_at_start, &sampled.seen, private_shm, settings);
     let heard = std::mem::take(&mut *heard.lock().unwrap_or_else(|e| e.into_inner()));
     let verdict = ending::classify(&ending::Ending {
         exit,
@@ -234,11 +238,12 @@ pub fn run_cell(config: &CellConfig) -> CellRecord {
         peak_t_s: sampled.peak_t_s,
         holders_at_peak: sampled.holders,
         holders_t_s: sampled.holders_t_s,
+        holders_shm_bytes: sampled.holders_shm_bytes,
         max_processes: sampled.max_processes,
         max_fds: sampled.max_fds,
         cgroup_limit: cgroup::memory_limit(),
         leftovers,
-        swept: settings.sweep,
+        private_shm,
         sampler_cpu_s: sampled.cpu_s,
         sample_count: sampled.count,
         base_bytes: sampled.base_bytes,
@@ -266,20 +271,28 @@ pub fn run_cell(config: &CellConfig) -> CellRecord {
     }
 }
 
-/// Files in /dev/shm now that were not there at the start (removed when `--sweep` asks).
+/// Files in /dev/shm now that were not there at the start. `--sweep` removes them: all of them
+/// from a private /dev/shm, and from a shared one only those a process of the job was seen
+/// holding (another program may have made the others meanwhile).
 fn leftovers(
-    at_start: &std::collections::BTreeMap<String, u64>,
+    at_start: &BTreeMap<String, u64>,
+    seen: &BTreeSet<String>,
+    private_shm: bool,
     settings: &WatchSettings,
 ) -> Vec<Leftover> {
-    let left: Vec<Leftover> = proc_tree::shm_files()
+    proc_tree::shm_files()
         .into_iter()
         .filter(|(name, _)| !at_start.contains_key(name))
-        .map(|(name, bytes)| Leftover { name, bytes })
-        .collect();
-    if settings.sweep {
-        for l in &left {
-            let _ = std::fs::remove_file(&l.name);
-        }
-    }
-    left
+        .map(|(name, bytes)| {
+            let seen_held = seen.contains(&name);
+            let removed =
+                settings.sweep && (private_shm || seen_held) && std::fs::remove_file(&name).is_ok();
+            Leftover {
+                name,
+                bytes,
+                seen_held,
+                removed,
+            }
+        })
+        .collect()
 }

@@ -38,6 +38,10 @@ pub struct Sampled {
     pub peak_t_s: f64,
     pub holders: Vec<Holder>,
     pub holders_t_s: f64,
+    /// /dev/shm in use (above the base) when `holders` were walked.
+    pub holders_shm_bytes: u64,
+    /// Every /dev/shm name a process of the job was seen holding.
+    pub seen: std::collections::BTreeSet<String>,
     pub max_processes: u32,
     pub max_fds: u64,
     pub cpu_s: f64,
@@ -135,6 +139,9 @@ pub fn run(root: u32, interval: Duration, shared: Arc<Shared>) -> Sampled {
         if due {
             out.holders = attribute(root);
             out.holders_t_s = t_s;
+            out.holders_shm_bytes = used;
+            let names = out.holders.iter().flat_map(|h| &h.segments);
+            out.seen.extend(names.map(|s| s.name.clone()));
             attributed = Some(used);
         }
         if due || census_at.is_none_or(|at| at.elapsed() >= CENSUS_EVERY) {
