@@ -169,3 +169,40 @@ fn an_image_the_engine_does_not_have_or_outside_docker_is_a_clear_error() {
     );
     assert_clean(&before);
 }
+
+#[test]
+fn a_watched_command_runs_in_the_users_image_with_the_engines_64m() {
+    if !docker_or_skip() {
+        return;
+    }
+    let _guard = serial();
+    let Some(image) = python_image() else {
+        eprintln!("skipped: this machine has no /usr/bin/python3 to build a test image from");
+        return;
+    };
+    let before = machine_state();
+    // The image's own python3, in a container with the engine's default /dev/shm: the ninth
+    // 8 MiB segment does not fit in 64 MiB.
+    let (out, row, report) = watch(
+        &["--image", &image.0, "--step-regex", r"^step (\d+)$"],
+        &["python3", "-c", FILL_SHM_PY, "128", WATCHED_MARK],
+    );
+    let text = String::from_utf8_lossy(&out.stderr);
+    let row = row.expect("a row");
+    assert_eq!(row["status"], "sigbus", "{text}");
+    assert_eq!(row["crash_step"], "9", "{text}");
+    assert_eq!((row["runtime"].as_str(), row["image"].as_str()), ("docker", image.0.as_str()));
+    assert_eq!(row["shm_seen_bytes"], (64u64 << 20).to_string());
+    assert_eq!(out.status.code(), Some(135), "{text}");
+    let report = report.expect("a watch report");
+    assert!(!report["holders_at_peak"].as_array().unwrap().is_empty(), "{report}");
+    assert!(text.contains("docker run --shm-size="), "{text}");
+    // A command the image does not have is the cell's error, said plainly.
+    let (out, row, _) = watch(&["--image", &image.0], &["no-such-tool"]);
+    let row = row.expect("a row");
+    assert_eq!(row["status"], "error");
+    assert!(row["message"].contains("cannot start 'no-such-tool'"), "{row:?}");
+    assert_eq!(out.status.code(), Some(2));
+    assert_eq!(watched_left(), Vec::<String>::new());
+    assert_clean(&before);
+}

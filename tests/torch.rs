@@ -304,3 +304,78 @@ fn killing_the_harness_leaves_no_torch_process_or_segment() {
         assert_clean(&before);
     }
 }
+
+/// A training script as a user writes it: the real DataLoader, 4 workers, prefetch 2, batches of
+/// 32 ImageNet-sized images (19.3 MB), 30 steps.
+const TRAIN_PY: &str = r#"
+import torch
+from torch.utils.data import DataLoader, Dataset
+class Images(Dataset):
+    def __len__(self):
+        return 1 << 20
+    def __getitem__(self, i):
+        return torch.ones(3, 224, 224)
+loader = DataLoader(Images(), batch_size=32, num_workers=4, prefetch_factor=2)
+for step, batch in enumerate(loader, 1):
+    batch.sum()
+    print(f"step {step}", flush=True)
+    if step == 30:
+        break
+"#;
+
+#[test]
+fn watch_explains_a_real_dataloader_in_64m_and_in_2g() {
+    let Some(python) = torch_or_skip() else {
+        return;
+    };
+    let _guard = serial();
+    let before = machine_state();
+    let batch = 32 * IMAGE as u64;
+    // 64 MiB holds three batches; the 4 x 2 outstanding do not fit.
+    let (out, row, _) = watch(
+        &["--shm-size", "64m", "--step-regex", r"^step (\d+)$"],
+        &[&python, "-c", TRAIN_PY, WATCHED_MARK],
+    );
+    let text = String::from_utf8_lossy(&out.stderr);
+    let row = row.expect("a row");
+    let version = Command::new(&python)
+        .args(["-c", "import torch; print(torch.__version__)"])
+        .output()
+        .unwrap();
+    let version = String::from_utf8_lossy(&version.stdout).trim().to_string();
+    let expected = match shmbench::cell::torch::profile_of(&version) {
+        TorchProfile::Modern => "enospc",
+        TorchProfile::Legacy => "sigbus",
+    };
+    assert_eq!(row["status"], expected, "torch {version}: {text}");
+    assert_ne!(out.status.code(), Some(0));
+    assert!(row["crash_step"].parse::<u64>().unwrap() >= 1, "{row:?}");
+    // 2 GiB: it passes, and its peak is what the workers keep outstanding.
+    let (out, row, report) = watch(
+        &["--shm-size", "2g", "--step-regex", r"^step (\d+)$"],
+        &[&python, "-c", TRAIN_PY, WATCHED_MARK],
+    );
+    let text = String::from_utf8_lossy(&out.stderr);
+    let row = row.expect("a row");
+    assert_eq!(row["status"], "pass", "{text}");
+    assert_eq!(row["steps_done"], "30");
+    let peak: u64 = row["peak_shm_bytes"].parse().unwrap();
+    let (workers, prefetch) = (4, 2);
+    assert!(
+        peak >= batch && peak <= (workers * prefetch + 2) * batch,
+        "peak {peak} against {} batches of {batch}: {text}",
+        workers * prefetch + 1
+    );
+    // The workers and the main are the holders.
+    let report = report.expect("a watch report");
+    let holding = report["holders_at_peak"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|h| !h["segments"].as_array().unwrap().is_empty())
+        .count();
+    assert!(holding >= 2, "{text}");
+    assert!(text.contains("give it:"), "{text}");
+    assert_eq!(watched_left(), Vec::<String>::new());
+    assert_clean(&before);
+}

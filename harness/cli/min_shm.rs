@@ -1,13 +1,16 @@
-//! `shmbench min-shm`: the smallest /dev/shm a loader passes in, by bisection over real cells.
+//! `shmbench min-shm`: the smallest /dev/shm a loader, or any command (`-- CMD`), passes in, by
+//! bisection over real cells.
 
 use std::process::ExitCode;
+use std::time::Duration;
 
-use anyhow::Result;
+use anyhow::{anyhow, Result};
 
-use crate::model::knobs::Knobs;
+use crate::model::knobs::{Knobs, RuntimeKind};
 use crate::model::size::ByteSize;
+use crate::model::watch::{WatchSettings, DEFAULT_INTERVAL_MS};
 use crate::orchestrate::minshm;
-use crate::plan::guard;
+use crate::plan::{guard, watch};
 use crate::sys::fingerprint::mem_total;
 use crate::sys::signals;
 
@@ -19,15 +22,46 @@ pub struct Args {
     /// Runs that must pass at the boundary
     #[arg(long, default_value_t = 2)]
     pub repeat: u32,
+    /// Stop bisecting after this many seconds and report the bracket reached
+    #[arg(long, value_name = "SECONDS")]
+    pub budget: Option<f64>,
     /// Output format
     #[arg(long, value_parser = ["text", "json"], default_value = "text")]
     pub format: String,
     #[command(flatten)]
     pub knobs: Knobs,
+    /// A command to size instead of a loader, run as `shmbench watch` runs it
+    #[arg(last = true, value_name = "CMD")]
+    pub command: Vec<String>,
 }
 
 pub fn run(args: Args) -> Result<ExitCode> {
-    let config = guard::tool_config("min-shm", args.knobs, &super::platform())?;
+    let budget = match args.budget {
+        Some(s) if !(s.is_finite() && s > 0.0) => {
+            return Err(anyhow!("--budget {s}: give a positive number of seconds"))
+        }
+        other => other.map(Duration::from_secs_f64),
+    };
+    let config = if args.command.is_empty() {
+        guard::tool_config("min-shm", args.knobs, &super::platform())?
+    } else {
+        // A placeholder size: the search sets each trial's.
+        let knobs = Knobs {
+            runtime: Some(RuntimeKind::Namespace),
+            shm_size: Some(ByteSize(64 << 20)),
+            ..args.knobs
+        };
+        let settings = WatchSettings {
+            command: args.command.clone(),
+            interval_ms: DEFAULT_INTERVAL_MS,
+            step_regex: None,
+            sweep: false,
+        };
+        let config = watch::cell(&knobs, "min-shm", settings, &super::platform())
+            .map_err(|e| anyhow!("--{e}"))?;
+        super::watch::check_findable(&config)?;
+        config
+    };
     signals::install();
     let limit = mem_total() / 2;
     let result = minshm::search(
@@ -35,6 +69,7 @@ pub fn run(args: Args) -> Result<ExitCode> {
         args.resolution.bytes(),
         args.repeat.max(1),
         limit,
+        budget,
         |t| {
             eprintln!(
                 "  /dev/shm {:>12}: {}{}",
@@ -48,16 +83,36 @@ pub fn run(args: Args) -> Result<ExitCode> {
     )?;
     if args.format == "json" {
         println!("{}", serde_json::to_string_pretty(&result)?);
+        return Ok(ExitCode::SUCCESS);
+    }
+    let bracket = if result.budget_spent {
+        format!(
+            "between {} (failed) and {} (passed): the budget ran out before the {} resolution",
+            ByteSize(result.failed_below_bytes),
+            ByteSize(result.measured_bytes),
+            ByteSize(result.resolution_bytes)
+        )
     } else {
-        println!(
-            "minimum /dev/shm: {} (fails at {}; resolution {}; {} runs)\npredicted peak:   {} ({} batches of {})\nmeasured/predicted: {:.3}",
+        format!(
+            "{} (fails at {}; resolution {})",
             ByteSize(result.measured_bytes),
             ByteSize(result.failed_below_bytes),
-            ByteSize(result.resolution_bytes),
-            result.trials.len(),
+            ByteSize(result.resolution_bytes)
+        )
+    };
+    println!("minimum /dev/shm: {bracket}; {} runs", result.trials.len());
+    if args.command.is_empty() {
+        println!(
+            "predicted peak:   {} ({} batches of {})\nmeasured/predicted: {:.3}",
             ByteSize(result.predicted_bytes),
             result.predicted_batches,
             ByteSize(config.batch_bytes()),
+            result.ratio()
+        );
+    } else {
+        println!(
+            "its peak in a roomy /dev/shm: {}\nminimum/peak: {:.3}",
+            ByteSize(result.predicted_bytes),
             result.ratio()
         );
     }

@@ -67,7 +67,7 @@ pub enum Command {
     /// Find the smallest /dev/shm a loader passes in, by bisection over real cells
     #[command(
         name = "min-shm",
-        after_help = "Examples:\n  shmbench min-shm --workers 2 --batch 16 --steps 30 --compute-ms 20\n  shmbench min-shm --resolution 4m --repeat 3 --format json\n\nA --compute-ms slower than the workers (real training) gives the worst case the doctor predicts;\nwith a fast consumer fewer batches wait and the minimum is lower."
+        after_help = "Examples:\n  shmbench min-shm --workers 2 --batch 16 --steps 30 --compute-ms 20\n  shmbench min-shm --resolution 4m --repeat 3 --format json\n  shmbench min-shm --resolution 8m --budget 600 -- python train.py --epochs 1   # any command\n\nA --compute-ms slower than the workers (real training) gives the worst case the doctor predicts;\nwith a fast consumer fewer batches wait and the minimum is lower."
     )]
     MinShm(min_shm::Args),
     /// Measure this machine's data-path limits (memset, memcpy, fresh shared segments per strategy)

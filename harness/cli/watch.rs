@@ -111,11 +111,19 @@ pub fn config(args: &Args) -> Result<CellConfig> {
     if let Some(re) = &args.step_regex {
         regex::Regex::new(re).map_err(|e| anyhow!("--step-regex: {e}"))?;
     }
-    let program = &args.command[0];
-    if config.image.is_none() && !findable(program) {
-        bail!("command not found: '{program}' is not an executable file or a program on PATH");
-    }
+    check_findable(&config)?;
     Ok(config)
+}
+
+/// Refuses a command that cannot start here (in a user's image the cell finds out, and says).
+pub fn check_findable(config: &CellConfig) -> Result<()> {
+    let program = config.watch.as_ref().and_then(|w| w.command.first());
+    match program {
+        Some(p) if config.image.is_none() && !findable(p) => {
+            bail!("command not found: '{p}' is not an executable file or a program on PATH")
+        }
+        _ => Ok(()),
+    }
 }
 
 pub fn run(args: Args) -> Result<ExitCode> {

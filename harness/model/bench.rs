@@ -12,6 +12,8 @@ pub const TARGET_MATRIX_S: f64 = 20.0;
 pub const TARGET_RSS: u64 = 16 << 20;
 /// A first-batch crash cell must end within this.
 pub const TARGET_CRASH_S: f64 = 1.0;
+/// `watch`'s sampler may take at most this share of one core at its default interval.
+pub const TARGET_SAMPLER_SHARE: f64 = 0.01;
 /// Real torch's img/s for the seed setup on the development machine (quoted by the issue that
 /// set the targets); the host cell must beat it.
 pub const TORCH_IMG_PER_S: f64 = 2900.0;
@@ -30,4 +32,8 @@ pub struct Bench {
     /// One batch of the seed setup, in bytes.
     pub batch_bytes: u64,
     pub matrix_results: PathBuf,
+    /// `watch`'s sampler on a 9-process job at the default interval: its CPU over the job's
+    /// wall time, and the samples it took.
+    pub sampler_share: f64,
+    pub sampler_samples: u64,
 }

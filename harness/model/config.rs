@@ -91,6 +91,12 @@ impl CellConfig {
         self.workers as u64 * self.prefetch as u64
     }
 
+    /// Whether the cell's steps are known: a loader's always, a watched command's only through
+    /// its step regex (without one its crash has a time, not a step).
+    pub fn counts_steps(&self) -> bool {
+        self.watch.as_ref().is_none_or(|w| w.step_regex.is_some())
+    }
+
     pub fn total_steps(&self) -> u64 {
         self.steps.saturating_mul(self.epochs as u64)
     }

@@ -1,7 +1,7 @@
 //! `shmbench bench`: the harness measuring itself against this machine's limits, in one run:
 //! the seed setup as a host cell (img/s, against the calibrated all-cores fresh-segment limit),
 //! the private memory of its main and workers, the whole seed matrix's wall time and how fast its
-//! crash cells end. Targets are checked here, by measurement, never by timed unit tests; the
+//! crash cells end, and what `watch`'s sampler costs. Targets are checked here, by measurement, never by timed unit tests; the
 //! table is `present::bench`.
 
 use std::path::Path;
@@ -14,7 +14,10 @@ use super::{calibrate, runner};
 use crate::model::bench::Bench;
 use crate::model::knobs::{Knobs, RuntimeKind, Strategy, TorchProfile};
 use crate::model::repeat::Repeat;
+use crate::model::size::ByteSize;
+use crate::model::watch::{WatchSettings, DEFAULT_INTERVAL_MS};
 use crate::plan::resolve::{Identity, Platform};
+use crate::plan::watch;
 use crate::plan::scenario::{Scenario, SEED_MATRIX_PATH};
 use crate::runtime;
 use crate::sys::clock;
@@ -64,6 +67,8 @@ pub fn run(
         .filter(|r| !r.status.is_pass())
         .map(|r| r.metrics.wall_s)
         .fold(0.0f64, f64::max);
+    observe(Event::Note("watch's sampler on a 9-process job...".into()));
+    let (sampler_share, sampler_samples) = sampler_cost(platform)?;
     Ok(Bench {
         calibration,
         limit_img_per_s: limit,
@@ -75,5 +80,32 @@ pub fn run(
         worker_private_rss: record.metrics.worker_private_rss_bytes,
         batch_bytes: host.batch_bytes(),
         matrix_results: outcome.results.path().to_path_buf(),
+        sampler_share,
+        sampler_samples,
     })
+}
+
+/// Watches a job of 9 processes (a shell and 8 sleepers, like a main and its workers) for 3 s at
+/// the default interval, in a private /dev/shm: the sampler's CPU share of one core.
+fn sampler_cost(platform: &Platform) -> Result<(f64, u64)> {
+    let knobs = Knobs {
+        shm_size: Some(ByteSize(64 << 20)),
+        runtime: Some(RuntimeKind::Namespace),
+        ..Knobs::default()
+    };
+    let job = "for i in 1 2 3 4 5 6 7 8; do sleep 3 & done; wait";
+    let settings = WatchSettings {
+        command: ["sh", "-c", job].map(String::from).to_vec(),
+        interval_ms: DEFAULT_INTERVAL_MS,
+        step_regex: None,
+        sweep: false,
+    };
+    let config = watch::cell(&knobs, "bench-sampler", settings, platform)
+        .map_err(|e| anyhow!("{e}"))?;
+    let record = runtime::launch_one(&config, &mut |_| {})?;
+    let report = record
+        .watch
+        .ok_or_else(|| anyhow!("the watched job did not run: {}", record.message))?;
+    let share = report.sampler_cpu_s / record.metrics.wall_s.max(1e-9);
+    Ok((share, report.sample_count))
 }

@@ -1,12 +1,15 @@
-//! `shmbench min-shm`: the smallest /dev/shm a loader passes in, found by bisection over real
-//! namespace cells, to a stated resolution, with repeats at the boundary so one lucky run does
-//! not decide it.
+//! `shmbench min-shm`: the smallest /dev/shm a loader (or a watched command) passes in, found by
+//! bisection over real namespace cells, to a stated resolution, with repeats at the boundary so
+//! one lucky run does not decide it, within a time budget when one is given. A loader's bracket
+//! starts from the model's peak; a command's from its peak measured in a first, roomy run.
+
+use std::time::{Duration, Instant};
 
 use anyhow::{bail, Result};
 use serde::Serialize;
 
 use crate::model::config::CellConfig;
-use crate::model::knobs::RuntimeKind;
+use crate::model::knobs::{Loader, RuntimeKind};
 use crate::model::record::{CellRecord, Status};
 use crate::model::size::ByteSize;
 use crate::plan::predict;
@@ -27,9 +30,13 @@ pub struct MinShm {
     /// Largest size seen to fail.
     pub failed_below_bytes: u64,
     pub resolution_bytes: u64,
+    /// The model's peak for a loader; for a command, its peak measured in a roomy first run.
     pub predicted_bytes: u64,
     pub predicted_batches: u64,
     pub trials: Vec<Trial>,
+    /// The budget ran out before the bracket narrowed to the resolution: `measured_bytes`
+    /// passed, `failed_below_bytes` failed, and the minimum is between them.
+    pub budget_spent: bool,
 }
 
 impl MinShm {
@@ -49,20 +56,28 @@ pub fn search(
     resolution: u64,
     repeats: u32,
     limit: u64,
+    budget: Option<Duration>,
     mut progress: impl FnMut(&Trial),
 ) -> Result<MinShm> {
+    let began = Instant::now();
+    let spent = || budget.is_some_and(|b| began.elapsed() >= b);
     if resolution < 4096 {
         bail!("--resolution must be at least one page (4 KiB)");
     }
     // Sizes stay whole pages: tmpfs counts pages.
     let resolution = round_up(resolution, 4096);
-    let predicted_batches = predict::peak_batches(config);
-    let predicted_bytes = predict::batches_bytes(config, predicted_batches);
+    let command = config.loader == Loader::Command;
+    let predicted_batches = if command {
+        0
+    } else {
+        predict::peak_batches(config)
+    };
+    let mut predicted_bytes = predict::batches_bytes(config, predicted_batches);
     let mut probe = config.clone();
     probe.runtime = RuntimeKind::Namespace;
     let runtimes = Runtimes::for_cells(std::slice::from_ref(&probe))?;
     let mut trials = Vec::new();
-    let mut run = |bytes: u64| -> Result<bool> {
+    let mut run = |bytes: u64| -> Result<(bool, u64)> {
         if signals::received().is_some() {
             bail!("interrupted");
         }
@@ -71,36 +86,54 @@ pub fn search(
         let trial = Trial {
             shm_bytes: bytes,
             status: record.status,
-            crash_step: record.failure.as_ref().map(|f| f.crash_step),
+            crash_step: record
+                .failure
+                .as_ref()
+                .map(|f| f.crash_step)
+                .filter(|_| probe.counts_steps()),
         };
         progress(&trial);
         let passed = record.status.is_pass();
         if !passed && !matches!(record.status, Status::Sigbus | Status::Enospc) {
+            let what = if command { "command" } else { "loader" };
             bail!(
-                "the loader failed for another reason than /dev/shm ({}: {}); fix that first",
+                "the {what} failed for another reason than /dev/shm ({}: {}); fix that first",
                 record.status,
                 record.message
             );
         }
         trials.push(trial);
-        Ok(passed)
+        Ok((passed, record.metrics.peak_shm_bytes))
     };
+    if command {
+        // No model of a command: its peak in a roomy /dev/shm starts the bracket.
+        let (passed, peak) = run(round_up(limit, resolution))?;
+        if !passed {
+            bail!("the command does not pass even with {} of /dev/shm (the limit here); is something else wrong?", ByteSize(limit));
+        }
+        predicted_bytes = peak;
+    }
     let mut hi = round_up(
-        (predicted_bytes as f64 * 1.5) as u64 + resolution,
+        (predicted_bytes as f64 * if command { 1.1 } else { 1.5 }) as u64 + resolution,
         resolution,
     );
-    while !run(hi)? {
+    while !run(hi)?.0 {
         hi = round_up(hi * 2, resolution);
         if hi > limit {
             bail!("the loader does not pass even with {} of /dev/shm (the limit here); is something else wrong?", ByteSize(limit));
         }
     }
     let mut lo = 0u64;
+    let mut budget_spent = false;
     loop {
         while hi - lo > resolution {
+            if spent() {
+                budget_spent = true;
+                break;
+            }
             // lo and hi are whole pages at least two pages apart here.
             let mid = ((lo + (hi - lo) / 2) / 4096 * 4096).clamp(lo + 4096, hi - 4096);
-            if run(mid)? {
+            if run(mid)?.0 {
                 hi = mid;
             } else {
                 lo = mid;
@@ -109,12 +142,16 @@ pub fn search(
         // Confirm the boundary: every repeat must pass, else step up and confirm again.
         let mut confirmed = true;
         for _ in 1..repeats {
-            if !run(hi)? {
+            if budget_spent || spent() {
+                budget_spent = true;
+                break;
+            }
+            if !run(hi)?.0 {
                 confirmed = false;
                 break;
             }
         }
-        if confirmed {
+        if confirmed || budget_spent {
             break;
         }
         lo = hi;
@@ -127,5 +164,6 @@ pub fn search(
         predicted_bytes,
         predicted_batches,
         trials,
+        budget_spent,
     })
 }

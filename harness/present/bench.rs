@@ -2,7 +2,8 @@
 
 use super::table;
 use crate::model::bench::{
-    Bench, TARGET_CRASH_S, TARGET_EFFICIENCY, TARGET_MATRIX_S, TARGET_RSS, TORCH_IMG_PER_S,
+    Bench, TARGET_CRASH_S, TARGET_EFFICIENCY, TARGET_MATRIX_S, TARGET_RSS, TARGET_SAMPLER_SHARE,
+    TORCH_IMG_PER_S,
 };
 use crate::model::size::ByteSize;
 
@@ -61,6 +62,12 @@ pub fn render(b: &Bench) -> String {
             ByteSize(b.worker_private_rss).to_string(),
             format!("<= {}", ByteSize(TARGET_RSS)),
             met(b.worker_private_rss <= TARGET_RSS),
+        ],
+        vec![
+            format!("watch sampler, 9-process job, every 10 ms ({} samples)", b.sampler_samples),
+            format!("{:.2}% of one core", b.sampler_share * 100.0),
+            format!("< {:.0}%", TARGET_SAMPLER_SHARE * 100.0),
+            met(b.sampler_share < TARGET_SAMPLER_SHARE),
         ],
     ];
     let mut text = table::markdown(&headers, &rows);

@@ -223,7 +223,7 @@ impl Row {
                 .failure
                 .as_ref()
                 .map(|f| f.crash_step)
-                .filter(|_| c.watch.as_ref().is_none_or(|w| w.step_regex.is_some())),
+                .filter(|_| c.counts_steps()),
             signal: record.failure.as_ref().and_then(|f| f.signal),
             pid: record.failure.as_ref().and_then(|f| f.pid),
             steps_done: m.steps_done,
