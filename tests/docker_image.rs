@@ -191,17 +191,26 @@ fn a_watched_command_runs_in_the_users_image_with_the_engines_64m() {
     let row = row.expect("a row");
     assert_eq!(row["status"], "sigbus", "{text}");
     assert_eq!(row["crash_step"], "9", "{text}");
-    assert_eq!((row["runtime"].as_str(), row["image"].as_str()), ("docker", image.0.as_str()));
+    assert_eq!(
+        (row["runtime"].as_str(), row["image"].as_str()),
+        ("docker", image.0.as_str())
+    );
     assert_eq!(row["shm_seen_bytes"], (64u64 << 20).to_string());
     assert_eq!(out.status.code(), Some(135), "{text}");
     let report = report.expect("a watch report");
-    assert!(!report["holders_at_peak"].as_array().unwrap().is_empty(), "{report}");
+    assert!(
+        !report["holders_at_peak"].as_array().unwrap().is_empty(),
+        "{report}"
+    );
     assert!(text.contains("docker run --shm-size="), "{text}");
     // A command the image does not have is the cell's error, said plainly.
     let (out, row, _) = watch(&["--image", &image.0], &["no-such-tool"]);
     let row = row.expect("a row");
     assert_eq!(row["status"], "error");
-    assert!(row["message"].contains("cannot start 'no-such-tool'"), "{row:?}");
+    assert!(
+        row["message"].contains("cannot start 'no-such-tool'"),
+        "{row:?}"
+    );
     assert_eq!(out.status.code(), Some(2));
     assert_eq!(watched_left(), Vec::<String>::new());
     assert_clean(&before);

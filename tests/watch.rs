@@ -51,7 +51,7 @@ fn a_job_that_fills_a_64m_shm_dies_of_sigbus_at_the_step_the_sizes_give() {
     let holders = report["holders_at_peak"].as_array().unwrap();
     let main = holders
         .iter()
-        .find(|h| h["pid"].to_string() == row["pid"])
+        .find(|h| h["pid"].as_u64().map(|p| p.to_string()).as_ref() == Some(&row["pid"]))
         .unwrap_or_else(|| panic!("the command (pid {}) among {holders:?}", row["pid"]));
     assert!(main["segments"].as_array().unwrap().len() >= 6, "{main}");
     assert!(

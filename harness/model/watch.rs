@@ -96,6 +96,9 @@ pub struct Leftover {
 /// Everything the watching saw, beside the cell's record.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct WatchReport {
+    /// The command's own pid (the others of the tree descend from it, or were orphaned by it).
+    #[serde(default)]
+    pub command_pid: u32,
     pub samples: Vec<ShmSample>,
     /// When the peak was seen, seconds since the start.
     pub peak_t_s: f64,

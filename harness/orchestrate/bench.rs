@@ -17,8 +17,8 @@ use crate::model::repeat::Repeat;
 use crate::model::size::ByteSize;
 use crate::model::watch::{WatchSettings, DEFAULT_INTERVAL_MS};
 use crate::plan::resolve::{Identity, Platform};
-use crate::plan::watch;
 use crate::plan::scenario::{Scenario, SEED_MATRIX_PATH};
+use crate::plan::watch;
 use crate::runtime;
 use crate::sys::clock;
 
@@ -100,8 +100,8 @@ fn sampler_cost(platform: &Platform) -> Result<(f64, u64)> {
         step_regex: None,
         sweep: false,
     };
-    let config = watch::cell(&knobs, "bench-sampler", settings, platform)
-        .map_err(|e| anyhow!("{e}"))?;
+    let config =
+        watch::cell(&knobs, "bench-sampler", settings, platform).map_err(|e| anyhow!("{e}"))?;
     let record = runtime::launch_one(&config, &mut |_| {})?;
     let report = record
         .watch

@@ -56,12 +56,18 @@ pub fn recommend(peak_bytes: u64) -> u64 {
     ((peak_bytes as f64 * MARGIN) as u64).div_ceil(ROUND).max(1) * ROUND
 }
 
+/// Where a recommendation made from a peak comes from, for its fix's title.
+fn peak_basis(peak_bytes: u64) -> String {
+    format!("the peak {} + 25%", ByteSize(peak_bytes))
+}
+
 /// The ways to give a job `recommended` bytes of /dev/shm where it runs (`place`), as
-/// ready-to-paste snippets; `cgroup_limit` is the memory limit the tmpfs pages count against.
+/// ready-to-paste snippets; `basis` says where the number comes from ("the peak 60 MiB + 25%"),
+/// `cgroup_limit` is the memory limit the tmpfs pages count against.
 pub fn size_fixes(
     place: Place,
     recommended: u64,
-    peak_bytes: u64,
+    basis: &str,
     cgroup_limit: Option<u64>,
 ) -> Vec<Fix> {
     let mut fixes = Vec::new();
@@ -69,7 +75,7 @@ pub fn size_fixes(
     match place {
         Place::Docker => {
             fixes.push(Fix {
-                title: format!("Give the container {} of /dev/shm (the peak {} + 25%)", ByteSize(recommended), ByteSize(peak_bytes)),
+                title: format!("Give the container {} of /dev/shm ({basis})", ByteSize(recommended)),
                 commands: vec![
                     format!("docker run --shm-size={size} ..."),
                     format!("# docker-compose.yml, under the service:\nshm_size: \"{size}\""),
@@ -130,12 +136,18 @@ pub fn for_watched(
         RuntimeKind::Docker => Place::Docker,
         _ => Environment::read().place,
     };
-    let recommended = recommend(filled.map_or(peak_bytes, |capacity| capacity * 2));
+    let (recommended, basis) = match filled {
+        Some(capacity) => (
+            recommend(capacity * 2),
+            format!("twice the {} it filled + 25%", ByteSize(capacity)),
+        ),
+        None => (recommend(peak_bytes), peak_basis(peak_bytes)),
+    };
     Sizing {
         peak_bytes,
         filled,
         recommended_bytes: recommended,
-        fixes: size_fixes(place, recommended, peak_bytes, cgroup_limit),
+        fixes: size_fixes(place, recommended, &basis, cgroup_limit),
     }
 }
 
@@ -203,7 +215,8 @@ pub fn diagnose(config: &CellConfig, env: Environment) -> Diagnosis {
         )
     };
     let recommended = recommend(peak_bytes);
-    let mut fixes = size_fixes(env.place, recommended, peak_bytes, env.cgroup_memory_limit);
+    let basis = peak_basis(peak_bytes);
+    let mut fixes = size_fixes(env.place, recommended, &basis, env.cgroup_memory_limit);
     // Loader changes that fit the /dev/shm there is, without touching the environment.
     if uses_shm && !fits {
         let peak_of = |c: &CellConfig| predict::batches_bytes(c, predict::peak_batches(c));

@@ -64,7 +64,10 @@ pub fn render(b: &Bench) -> String {
             met(b.worker_private_rss <= TARGET_RSS),
         ],
         vec![
-            format!("watch sampler, 9-process job, every 10 ms ({} samples)", b.sampler_samples),
+            format!(
+                "watch sampler, 9-process job, every 10 ms ({} samples)",
+                b.sampler_samples
+            ),
             format!("{:.2}% of one core", b.sampler_share * 100.0),
             format!("< {:.0}%", TARGET_SAMPLER_SHARE * 100.0),
             met(b.sampler_share < TARGET_SAMPLER_SHARE),

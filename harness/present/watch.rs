@@ -187,16 +187,23 @@ fn holders(out: &mut String, report: &WatchReport) {
     by_bytes.sort_by_key(|h| std::cmp::Reverse(h.bytes()));
     for h in by_bytes.iter().take(MAX_HOLDERS) {
         let limit = h.fd_limit.map(|l| format!("/{l}")).unwrap_or_default();
+        let who = if h.pid == report.command_pid {
+            " (the command)"
+        } else {
+            ""
+        };
         let _ = writeln!(
             out,
-            "    pid {:<7} {:>10} in {} segment(s), {} fds{limit}  {}",
+            "    pid {:<7} {:>10} in {} segment(s), {} fds{limit}  {}{who}",
             h.pid,
             ByteSize(h.bytes()).to_string(),
             h.segments.len(),
             h.fds,
             h.command
         );
-        for s in h.segments.iter().take(MAX_SEGMENTS) {
+        let mut largest: Vec<_> = h.segments.iter().collect();
+        largest.sort_by_key(|s| std::cmp::Reverse(s.bytes));
+        for s in largest.into_iter().take(MAX_SEGMENTS) {
             let hold = match s.hold {
                 Hold::Fd => "fd",
                 Hold::Map => "mapped",

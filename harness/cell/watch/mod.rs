@@ -235,6 +235,7 @@ pub fn run_cell(config: &CellConfig) -> CellRecord {
         shm_used_bytes: last_used,
     });
     let report = WatchReport {
+        command_pid: pid,
         peak_t_s: sampled.peak_t_s,
         holders_at_peak: sampled.holders,
         holders_t_s: sampled.holders_t_s,

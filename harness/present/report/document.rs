@@ -1,22 +1,14 @@
 //! The report's content, once, as blocks that each output format renders its own way.
 
-use super::Report;
+use super::block::Block;
+use super::{watched, Report};
 use crate::analysis::summary::summarize;
+use crate::model::knobs::Loader;
 use crate::model::size::ByteSize;
 use crate::present::compare::summary_cells;
 use crate::present::labels::{claim_label, explanation, status_label, verdict_label};
 use crate::present::matrix;
 use crate::results::Row;
-
-pub enum Block {
-    Heading(u8, String),
-    Paragraph(String),
-    Table(Vec<String>, Vec<Vec<String>>),
-    List(Vec<String>),
-    Code(String),
-    /// Index into `Report::plots`.
-    Plot(usize),
-}
 
 fn claims_table(rows: &[Row]) -> Option<Block> {
     let claimed: Vec<&Row> = rows.iter().filter(|r| r.claim_status.is_some()).collect();
@@ -151,23 +143,29 @@ pub fn build(report: &Report) -> Vec<Block> {
         report.sources.iter().map(|s| format!("`{}`", s.path.display())).collect::<Vec<_>>().join(", ")
     )));
     for source in &report.sources {
+        doc.extend(watched::blocks(source));
+        // The loaders' rows; a watched command is not a loader configuration.
+        let loaders: Vec<Row> = source
+            .rows
+            .iter()
+            .filter(|r| r.loader != Loader::Command)
+            .cloned()
+            .collect();
+        if loaders.is_empty() {
+            continue;
+        }
         doc.push(Block::Heading(2, format!("Matrix: {}", source.label)));
-        let repeated = source.rows.iter().any(|r| r.repeat > 1);
+        let repeated = loaders.iter().any(|r| r.repeat > 1);
         if repeated {
             // Statistics over the repeats first; the matrix below shows the first repeat.
-            let (headers, cells) = summary_cells(&summarize(&source.rows));
+            let (headers, cells) = summary_cells(&summarize(&loaders));
             doc.push(Block::Paragraph("Every repeat, per cell (median img/s with its 95% bootstrap interval over the passing runs):".into()));
             doc.push(Block::Table(headers, cells));
             doc.push(Block::Paragraph(
                 "The first repeat, in the how-to's shape:".into(),
             ));
         }
-        let first: Vec<Row> = source
-            .rows
-            .iter()
-            .filter(|r| r.repeat <= 1)
-            .cloned()
-            .collect();
+        let first: Vec<Row> = loaders.into_iter().filter(|r| r.repeat <= 1).collect();
         let (headers, cells) = matrix::matrix_cells(&first);
         doc.push(Block::Table(headers, cells));
         let notes = matrix::notes(&first);

@@ -4,7 +4,8 @@ use std::path::{Path, PathBuf};
 
 use anyhow::Result;
 
-use super::document::{self, Block};
+use super::block::Block;
+use super::document;
 use super::{Format, Report};
 
 pub struct Markdown;

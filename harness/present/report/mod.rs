@@ -1,21 +1,25 @@
 //! Reports made from results files only (never by running cells): the matrix in the how-to's
-//! shape, the how-to's claims beside the measurements, plots, and the environment, as Markdown,
+//! shape, the how-to's claims beside the measurements, watched jobs, plots, and the environment, as Markdown,
 //! self-contained HTML and JSON. One file per output format behind [`Format`]; the plots are
 //! written once as PNG and SVG and shared by the formats.
 
+mod block;
 mod document;
 pub mod font;
 mod html;
 mod json;
 mod markdown;
 pub mod plots;
+pub(crate) mod watched;
 
 use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Result};
 
+use crate::model::watch::WatchReport;
 use crate::results::csv;
 use crate::results::steps::{self, StepRow};
+use crate::results::watch;
 use crate::results::Row;
 
 /// One results file and what could be read of it.
@@ -26,6 +30,8 @@ pub struct Source {
     pub rows: Vec<Row>,
     /// Per row (same order): the time series, or why it is missing.
     pub series: Vec<Result<Vec<StepRow>, String>>,
+    /// Per row (same order): what watching it saw, for a watched command's row.
+    pub watches: Vec<Option<WatchReport>>,
 }
 
 /// Everything a report shows.
@@ -80,6 +86,15 @@ impl Report {
                     for e in series.iter().filter_map(|s| s.as_ref().err()) {
                         problems.push(e.clone());
                     }
+                    let watches = rows
+                        .iter()
+                        .map(|r| {
+                            let file = r.watch_file.as_deref()?;
+                            watch::read(path, file)
+                                .map_err(|e| problems.push(format!("{e:#}")))
+                                .ok()
+                        })
+                        .collect();
                     let stem = path
                         .file_stem()
                         .map(|s| s.to_string_lossy().into_owned())
@@ -89,6 +104,7 @@ impl Report {
                         label: stem,
                         rows,
                         series,
+                        watches,
                     });
                 }
                 Err(e) => problems.push(format!("{e:#}")),

@@ -4,6 +4,8 @@
 //! - `shm`: /dev/shm in use over the steps, one panel per cell, with the cell's limit drawn and
 //!   the crash point marked.
 //! - `latency`: step-latency distribution per cell (box: p25–p75, line: median, whisker: p5–p99).
+//! - `watch`: each watched job's /dev/shm over time with its limit (and its memory cgroup's use
+//!   when it had a limit), the end marked, beside who held /dev/shm at the peak.
 //! - `history` (for `shmbench history --plot`): each cell's median along the runs, with the
 //!   change points found.
 //!
@@ -23,13 +25,17 @@ mod history;
 mod latency;
 mod shm;
 mod throughput;
+mod watch;
 
 use history::draw_history;
 use latency::draw_latency;
 use shm::draw_shm;
 use throughput::draw_throughput;
+use watch::draw_watch;
 
+use super::watched::watched;
 use super::Report;
+use crate::model::knobs::Loader;
 use crate::results::steps::StepRow;
 use crate::results::Row;
 
@@ -114,11 +120,12 @@ fn items(report: &Report) -> Vec<Item<'_>> {
     let mut out = Vec::new();
     for (s, source) in report.sources.iter().enumerate() {
         // One item per cell: with repeats, the first (the statistics are in the tables).
+        // A watched command has its own plot.
         for (row, series) in source
             .rows
             .iter()
             .zip(&source.series)
-            .filter(|(r, _)| r.repeat <= 1)
+            .filter(|(r, _)| r.repeat <= 1 && r.loader != Loader::Command)
         {
             let label = if several {
                 format!("{} [{}]", row.environment, s + 1)
@@ -225,14 +232,30 @@ pub fn write_history(history: &crate::analysis::history::History, dir: &Path) ->
     )])
 }
 
-/// Writes every plot of `report` into `dir`.
+/// Writes every plot of `report` into `dir`: the loaders' three when it has loader rows, the
+/// watched jobs' one when it has watched rows.
 pub fn write_all(report: &Report, dir: &Path) -> Result<Vec<Plot>> {
     super::font::ensure()?;
+    let mut plots = Vec::new();
+    let jobs: Vec<_> = report.sources.iter().flat_map(watched).collect();
+    if !jobs.is_empty() {
+        let height = 60 + 320 * jobs.len() as u32;
+        plots.push(both!(
+            dir,
+            "watch",
+            "/dev/shm of each watched job over time, and who held it at the peak",
+            (1200, height),
+            draw_watch(&jobs)
+        ));
+    }
     let items = items(report);
+    if items.is_empty() {
+        return Ok(plots);
+    }
     let width = (220 * items.len() as u32).clamp(900, 2400);
     let cols = items.len().clamp(1, 3);
     let shm_height = 70 + 300 * items.len().div_ceil(cols) as u32;
-    Ok(vec![
+    plots.extend([
         both!(
             dir,
             "throughput",
@@ -254,5 +277,6 @@ pub fn write_all(report: &Report, dir: &Path) -> Result<Vec<Plot>> {
             (width, 520),
             draw_latency(&items, report)
         ),
-    ])
+    ]);
+    Ok(plots)
 }

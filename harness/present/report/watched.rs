@@ -1,0 +1,162 @@
+//! The report's section on watched commands (`shmbench watch`): one line per job (how it ended,
+//! its peak and when, who held most, the trend, what it left) and, below, who held /dev/shm at
+//! the peak, process by process.
+
+use super::block::Block;
+use super::Source;
+use crate::analysis::trend::trend;
+use crate::model::knobs::Loader;
+use crate::model::size::ByteSize;
+use crate::model::watch::WatchReport;
+use crate::results::Row;
+
+/// Processes listed per job at the peak.
+const HOLDERS: usize = 6;
+
+/// The watched rows of a source, each with what watching it saw.
+pub fn watched(source: &Source) -> Vec<(&Row, Option<&WatchReport>)> {
+    source
+        .rows
+        .iter()
+        .zip(&source.watches)
+        .filter(|(r, _)| r.loader == Loader::Command)
+        .map(|(r, w)| (r, w.as_ref()))
+        .collect()
+}
+
+fn ended(row: &Row) -> String {
+    let when = match row.crash_step {
+        Some(step) => format!(" at step {step}"),
+        None if !row.status.is_pass() => format!(" after {:.2} s", row.wall_s),
+        None => format!(" in {:.2} s", row.wall_s),
+    };
+    let code = row
+        .exit_code
+        .map(|c| format!(" (exit {c})"))
+        .unwrap_or_default();
+    format!("{}{when}{code}", row.status.to_string().to_uppercase())
+}
+
+fn shm(row: &Row) -> String {
+    match (&row.image, row.shm_bytes) {
+        (Some(image), Some(size)) => format!("{} in {image}", ByteSize(size)),
+        (Some(image), None) => format!("engine's default in {image}"),
+        (None, Some(size)) => ByteSize(size).to_string(),
+        (None, None) => format!("host's ({})", ByteSize(row.shm_seen_bytes)),
+    }
+}
+
+fn trend_text(report: &WatchReport) -> String {
+    match trend(&report.samples) {
+        Some(t) if t.leak => format!(
+            "LEAK, {:+.2} MiB/s (r2 {:.2})",
+            t.bytes_per_s / (1u64 << 20) as f64,
+            t.r2
+        ),
+        Some(t) => format!("steady ({:+.2} MiB/s)", t.bytes_per_s / (1u64 << 20) as f64),
+        None => "too short to tell".into(),
+    }
+}
+
+fn left(report: &WatchReport) -> String {
+    if report.leftovers.is_empty() {
+        return "nothing".into();
+    }
+    let bytes: u64 = report.leftovers.iter().map(|l| l.bytes).sum();
+    let removed = report.leftovers.iter().filter(|l| l.removed).count();
+    format!(
+        "{} file(s), {}{}",
+        report.leftovers.len(),
+        ByteSize(bytes),
+        if removed > 0 {
+            format!(", {removed} swept")
+        } else {
+            String::new()
+        }
+    )
+}
+
+/// The section's blocks for one source; empty when it has no watched rows.
+pub fn blocks(source: &Source) -> Vec<Block> {
+    let jobs = watched(source);
+    if jobs.is_empty() {
+        return Vec::new();
+    }
+    let headers = [
+        "Command",
+        "/dev/shm",
+        "Runtime",
+        "Ended",
+        "Peak /dev/shm (when)",
+        "Trend after warm-up",
+        "Left in /dev/shm",
+    ]
+    .map(String::from)
+    .to_vec();
+    let mut rows = Vec::new();
+    let mut details = Vec::new();
+    for (row, report) in &jobs {
+        let command = row.watched_command.clone().unwrap_or_default();
+        let (peak, trend, leftovers) = match report {
+            Some(w) => (
+                format!("{} ({:.2} s)", ByteSize(row.peak_shm_bytes), w.peak_t_s),
+                trend_text(w),
+                left(w),
+            ),
+            None => (
+                ByteSize(row.peak_shm_bytes).to_string(),
+                "-".into(),
+                "-".into(),
+            ),
+        };
+        rows.push(vec![
+            format!("`{command}`"),
+            shm(row),
+            row.runtime.to_string(),
+            ended(row),
+            peak,
+            trend,
+            leftovers,
+        ]);
+        if let Some(w) = report {
+            let mut holders: Vec<_> = w.holders_at_peak.iter().collect();
+            holders.sort_by_key(|h| std::cmp::Reverse(h.bytes()));
+            let list: Vec<String> = holders
+                .iter()
+                .take(HOLDERS)
+                .map(|h| {
+                    let who = if h.pid == w.command_pid {
+                        " (the command)"
+                    } else {
+                        ""
+                    };
+                    format!(
+                        "pid {}{who}: {} in {} segment(s), {} fds, `{}`",
+                        h.pid,
+                        ByteSize(h.bytes()),
+                        h.segments.len(),
+                        h.fds,
+                        h.command
+                    )
+                })
+                .collect();
+            if !list.is_empty() {
+                details.push(Block::Paragraph(format!(
+                    "`{command}`: who held /dev/shm at {:.2} s ({} in use then):",
+                    w.holders_t_s,
+                    ByteSize(w.holders_shm_bytes)
+                )));
+                details.push(Block::List(list));
+            }
+        }
+        if !row.message.is_empty() {
+            details.push(Block::Paragraph(format!("How it ended: {}", row.message)));
+        }
+    }
+    let mut out = vec![
+        Block::Heading(2, format!("Watched jobs: {}", source.label)),
+        Block::Table(headers, rows),
+    ];
+    out.extend(details);
+    out
+}
