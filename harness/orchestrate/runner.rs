@@ -45,7 +45,11 @@ fn describe(config: &CellConfig) -> String {
         Some(image) => format!("{} in {image}", config.runtime),
         None => config.runtime.to_string(),
     };
-    format!("{} ({runtime}, {shm}, {})", config.cell, config.strategy)
+    let what = match &config.watch {
+        Some(w) => w.command.join(" ").chars().take(60).collect(),
+        None => config.strategy.to_string(),
+    };
+    format!("{} ({runtime}, {shm}, {what})", config.cell)
 }
 
 /// Refuses up front, saying how to install torch, when a torch cell's Python cannot import it.

@@ -269,7 +269,10 @@ impl Row {
             torch_version: record.torch_version.clone(),
             image: c.image.clone(),
             main_us: c.main_us,
-            cpu_ms_per_img: per(m.cpu_s, m.steps_done * c.batch as u64).map(|x| round(x, 4)),
+            // Per image only where there are images: a watched command's batch is not known.
+            cpu_ms_per_img: per(m.cpu_s, m.steps_done * c.batch as u64)
+                .filter(|_| c.loader != Loader::Command)
+                .map(|x| round(x, 4)),
             main_cpu_ms_per_step: per(m.main_cpu_s, m.steps_done).map(|x| round(x, 3)),
             img_per_s_p50: m
                 .step_p50_ms
@@ -277,7 +280,7 @@ impl Row {
                 .map(|ms| round(c.batch as f64 * 1000.0 / ms, 1)),
             faults_per_img: m
                 .page_faults
-                .filter(|_| m.steps_done > 0)
+                .filter(|_| m.steps_done > 0 && c.loader != Loader::Command)
                 .map(|f| round(f as f64 / (m.steps_done * c.batch as u64) as f64, 2)),
             cpus: c.cpus.as_ref().map(ToString::to_string),
             claim_source: claim.and_then(|c| c.source.clone()),
