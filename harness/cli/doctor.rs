@@ -3,20 +3,33 @@
 
 use std::process::ExitCode;
 
-use anyhow::Result;
+use anyhow::{bail, Result};
 
+use crate::model::job::LoaderList;
 use crate::model::knobs::Knobs;
 use crate::model::size::ByteSize;
 use crate::orchestrate::verify;
-use crate::plan::{advice, guard};
+use crate::plan::fixes::Target;
+use crate::plan::{advice, guard, job};
 use crate::present::doctor;
 use crate::sys::detect::Environment;
 
 #[derive(clap::Args)]
 pub struct Args {
-    /// Run the loader in a namespace cell under the recommended /dev/shm size
+    /// Run the loader (or every rank's loaders at once) in a namespace cell under the
+    /// recommended /dev/shm size
     #[arg(long)]
     pub verify: bool,
+    /// Processes per node, each with its own loaders (DDP: one per GPU)
+    #[arg(long, default_value_t = 1)]
+    pub ranks: u32,
+    /// The loaders each rank runs at once, NAME:WORKERSxPREFETCHxBATCH, comma-separated (e.g.
+    /// train:8x2x128,val:4x2x256; default: the one the loader flags describe)
+    #[arg(long)]
+    pub loaders: Option<LoaderList>,
+    /// Where the job runs, for the fixes (default: detected)
+    #[arg(long, value_enum)]
+    pub platform: Option<Target>,
     /// Output format
     #[arg(long, value_parser = ["text", "json", "md"], default_value = "text")]
     pub format: String,
@@ -36,7 +49,15 @@ pub fn run(args: Args) -> Result<ExitCode> {
         env.evidence
             .push_str("; /dev/shm size taken from --shm-size");
     }
-    let diagnosis = advice::diagnose(&config, env);
+    if args.ranks == 0 || args.ranks > 1024 {
+        bail!(
+            "--ranks {}: give the processes per node, 1 to 1024",
+            args.ranks
+        );
+    }
+    let specs = args.loaders.map(|l| l.0).unwrap_or_default();
+    let job = job::predict(&config, args.ranks, &specs);
+    let diagnosis = advice::diagnose(&config, &job, env, args.platform);
     match args.format.as_str() {
         "json" => println!("{}", serde_json::to_string_pretty(&diagnosis)?),
         "md" => print!("{}", doctor::render(&diagnosis, true)),
@@ -44,25 +65,44 @@ pub fn run(args: Args) -> Result<ExitCode> {
     }
     let mut ok = diagnosis.fits;
     if args.verify {
-        let cell = verify::cell(&config, diagnosis.recommended_bytes);
-        eprintln!(
-            "verifying: {} steps under {} of /dev/shm (namespace cell, {} ms per step)...",
-            cell.steps,
-            ByteSize(diagnosis.recommended_bytes),
-            cell.compute_ms
-        );
-        let record = verify::run(&cell)?;
+        let shm = diagnosis.recommended_bytes;
+        let single = args.ranks == 1 && job.loaders.len() == 1;
+        let record = if single {
+            let cell = verify::cell(&config, shm);
+            eprintln!(
+                "verifying: {} steps under {} of /dev/shm (namespace cell, {} ms per step)...",
+                cell.steps,
+                ByteSize(shm),
+                cell.compute_ms
+            );
+            verify::run(&cell)?
+        } else {
+            let specs: Vec<_> = job.loaders.iter().map(|l| l.spec.clone()).collect();
+            let cells = verify::job_cells(&config, args.ranks, &specs);
+            eprintln!(
+                "verifying: {} loaders at once ({} rank(s) x {}), {} steps each, under {} of /dev/shm (one namespace cell, {} ms per step)...",
+                cells.len(),
+                args.ranks,
+                specs.len(),
+                cells[0].steps,
+                ByteSize(shm),
+                cells[0].compute_ms
+            );
+            verify::run_job(&cells, shm, &super::platform())?
+        };
         let verdict = if record.status.is_pass() {
             "PASSED"
         } else {
             "FAILED"
         };
         println!(
-            "verify: {verdict} with /dev/shm = {}: {} after {} steps, peak /dev/shm {}{}",
-            ByteSize(diagnosis.recommended_bytes),
+            "verify: {verdict} with /dev/shm = {}: {} after {:.1} s, peak /dev/shm {} against the predicted {} ({:.0}%){}",
+            ByteSize(shm),
             record.status,
-            record.metrics.steps_done,
+            record.metrics.wall_s,
             ByteSize(record.metrics.peak_shm_bytes),
+            ByteSize(job.node_bytes),
+            100.0 * record.metrics.peak_shm_bytes as f64 / job.node_bytes.max(1) as f64,
             if record.message.is_empty() {
                 String::new()
             } else {

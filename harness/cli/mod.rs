@@ -125,6 +125,8 @@ pub enum Command {
     Watch(watch::Args),
     #[command(hide = true)]
     Worker(internal::WorkerArgs),
+    #[command(hide = true)]
+    Job(internal::JobArgs),
 }
 
 /// This machine, as planning sees it (memory; whether a Docker engine answers, asked lazily).
@@ -152,5 +154,6 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
         Command::Image(args) => image::run(args),
         Command::Watch(args) => watch::run(args),
         Command::Worker(args) => internal::worker(args),
+        Command::Job(args) => internal::job(args),
     }
 }

@@ -27,6 +27,7 @@ pub mod claim;
 pub mod config;
 pub mod cpus;
 pub mod estimate;
+pub mod job;
 pub mod knobs;
 pub mod record;
 pub mod repeat;

@@ -1,13 +1,20 @@
 //! `shmbench doctor --verify`: the doctor's recommendation proved by running the loader in a
-//! namespace cell under the recommended /dev/shm size.
+//! namespace cell under the recommended /dev/shm size, or, for a job of several ranks and
+//! loaders, every one of them at once in one namespace cell of that size (a watched `shmbench
+//! job`, so the /dev/shm they share is measured as a whole).
 
-use anyhow::Result;
+use anyhow::{anyhow, Result};
 
 use crate::model::config::CellConfig;
-use crate::model::knobs::RuntimeKind;
+use crate::model::job::LoaderSpec;
+use crate::model::knobs::{Knobs, RuntimeKind};
 use crate::model::record::CellRecord;
 use crate::model::size::ByteSize;
-use crate::runtime;
+use crate::model::watch::{WatchSettings, DEFAULT_INTERVAL_MS};
+use crate::plan::job::loader_config;
+use crate::plan::resolve::Platform;
+use crate::plan::watch;
+use crate::runtime::{self, Report};
 
 /// Steps a verification runs at most: enough to fill the prefetch window many times over.
 const MAX_STEPS: u64 = 40;
@@ -30,4 +37,81 @@ pub fn cell(config: &CellConfig, shm_bytes: u64) -> CellConfig {
 /// Runs the verification cell.
 pub fn run(cell: &CellConfig) -> Result<CellRecord> {
     runtime::launch_one(cell, &mut |_| {})
+}
+
+/// The cells of a job: every loader of every rank, each run as is (in the /dev/shm the job's
+/// cell gives them all).
+pub fn job_cells(config: &CellConfig, ranks: u32, loaders: &[LoaderSpec]) -> Vec<CellConfig> {
+    let mut cells = Vec::new();
+    for rank in 0..ranks {
+        for spec in loaders {
+            let mut c = cell(&loader_config(config, spec), 0);
+            c.runtime = RuntimeKind::Host;
+            c.shm_size = None;
+            c.cell = format!("rank{rank}-{}", spec.name);
+            cells.push(c);
+        }
+    }
+    cells
+}
+
+/// Runs `cells` at once in one namespace cell of `shm_bytes` (a watched `shmbench job`); its
+/// record has the /dev/shm they used together and how the job ended.
+pub fn run_job(cells: &[CellConfig], shm_bytes: u64, platform: &Platform) -> Result<CellRecord> {
+    let json = serde_json::to_string(cells)?;
+    let exe =
+        std::env::current_exe().map_err(|e| anyhow!("cannot find shmbench's own binary: {e}"))?;
+    let command = vec![exe.display().to_string(), "job".to_string(), json];
+    let knobs = Knobs {
+        shm_size: Some(ByteSize(shm_bytes)),
+        runtime: Some(RuntimeKind::Namespace),
+        ..Knobs::default()
+    };
+    let settings = WatchSettings {
+        command,
+        interval_ms: DEFAULT_INTERVAL_MS,
+        step_regex: None,
+        sweep: false,
+    };
+    let job =
+        watch::cell(&knobs, "doctor-verify", settings, platform).map_err(|e| anyhow!("{e}"))?;
+    // What `shmbench job` said of each cell, for a failure's message.
+    let mut said = Vec::new();
+    let mut record = runtime::launch_one(&job, &mut |report| {
+        if let Report::Output(line) = report {
+            said.push(line.text);
+        }
+    })?;
+    if !record.status.is_pass() && !said.is_empty() {
+        record.message = format!("{}: {}", record.message, said.join("; "));
+    }
+    Ok(record)
+}
+
+/// Runs `cells` at the same time in this process's /dev/shm (what `shmbench job` does inside the
+/// job's cell); their records, in order.
+pub fn together(cells: &[CellConfig]) -> Vec<CellRecord> {
+    std::thread::scope(|scope| {
+        let running: Vec<_> = cells
+            .iter()
+            .map(|c| scope.spawn(move || runtime::launch_one(c, &mut |_| {})))
+            .collect();
+        running
+            .into_iter()
+            .zip(cells)
+            .map(|(handle, c)| match handle.join() {
+                Ok(Ok(record)) => record,
+                Ok(Err(e)) => CellRecord::failed_to_run(
+                    c.clone(),
+                    crate::model::record::Status::Error,
+                    format!("{e:#}"),
+                ),
+                Err(_) => CellRecord::failed_to_run(
+                    c.clone(),
+                    crate::model::record::Status::Error,
+                    "the thread running it panicked".into(),
+                ),
+            })
+            .collect()
+    })
 }

@@ -4,11 +4,13 @@
 
 use serde::Serialize;
 
+use super::fixes::{size_fixes, Fix, Target};
+use super::job::{self, JobPeak};
 use super::predict;
 use crate::model::config::CellConfig;
 use crate::model::knobs::{RuntimeKind, Strategy, TorchProfile};
 use crate::model::size::ByteSize;
-use crate::sys::detect::{Environment, Place};
+use crate::sys::detect::Environment;
 
 /// Headroom added to the predicted peak in recommendations.
 const MARGIN: f64 = 1.25;
@@ -18,6 +20,12 @@ const ROUND: u64 = 64 << 20;
 #[derive(Clone, Debug, Serialize)]
 pub struct Diagnosis {
     pub environment: Environment,
+    /// Where the fixes are for (detected, or `--platform`).
+    pub target: Target,
+    /// The ranks and loaders the peak is for.
+    pub job: JobPeak,
+    /// The other limits the job meets: the memory cgroup's, RLIMIT_NOFILE.
+    pub limits: Vec<String>,
     pub loader: String,
     pub batch_bytes: u64,
     pub peak_batches: u64,
@@ -30,20 +38,6 @@ pub struct Diagnosis {
     pub recommended_bytes: u64,
     pub fixes: Vec<Fix>,
     pub warnings: Vec<String>,
-}
-
-#[derive(Clone, Debug, Serialize)]
-pub struct Fix {
-    pub title: String,
-    pub commands: Vec<String>,
-}
-
-fn docker_size(bytes: u64) -> String {
-    format!("{}m", bytes.div_ceil(1 << 20))
-}
-
-fn k8s_size(bytes: u64) -> String {
-    format!("{}Mi", bytes.div_ceil(1 << 20))
 }
 
 /// The largest value in `1..=current` for which `fits(value)`, if any below `current`.
@@ -59,59 +53,6 @@ pub fn recommend(peak_bytes: u64) -> u64 {
 /// Where a recommendation made from a peak comes from, for its fix's title.
 fn peak_basis(peak_bytes: u64) -> String {
     format!("the peak {} + 25%", ByteSize(peak_bytes))
-}
-
-/// The ways to give a job `recommended` bytes of /dev/shm where it runs (`place`), as
-/// ready-to-paste snippets; `basis` says where the number comes from ("the peak 60 MiB + 25%"),
-/// `cgroup_limit` is the memory limit the tmpfs pages count against.
-pub fn size_fixes(
-    place: Place,
-    recommended: u64,
-    basis: &str,
-    cgroup_limit: Option<u64>,
-) -> Vec<Fix> {
-    let mut fixes = Vec::new();
-    let size = docker_size(recommended);
-    match place {
-        Place::Docker => {
-            fixes.push(Fix {
-                title: format!("Give the container {} of /dev/shm ({basis})", ByteSize(recommended)),
-                commands: vec![
-                    format!("docker run --shm-size={size} ..."),
-                    format!("# docker-compose.yml, under the service:\nshm_size: \"{size}\""),
-                ],
-            });
-            fixes.push(Fix {
-                title: "Or share the host's /dev/shm (single-tenant hosts only)".into(),
-                commands: vec!["docker run --ipc=host ...".into(), "# docker-compose.yml: ipc: host".into()],
-            });
-        }
-        Place::Kubernetes => {
-            let limit_needed = cgroup_limit
-                .map(|l| format!(" The pod's memory limit ({}) must also cover it: tmpfs pages count against it.", ByteSize(l)))
-                .unwrap_or_default();
-            fixes.push(Fix {
-                title: format!("Mount a memory-backed emptyDir of {} on /dev/shm.{limit_needed}", ByteSize(recommended)),
-                commands: vec![format!(
-                    "volumes:\n- name: dshm\n  emptyDir:\n    medium: Memory\n    sizeLimit: {}\n# in the container:\nvolumeMounts:\n- name: dshm\n  mountPath: /dev/shm\n# and resources.limits.memory of at least your usual use + {}",
-                    k8s_size(recommended),
-                    k8s_size(recommended)
-                )],
-            });
-        }
-        Place::OtherContainer => fixes.push(Fix {
-            title: format!("Give the container {} of /dev/shm", ByteSize(recommended)),
-            commands: vec![format!("podman run --shm-size={size} ...")],
-        }),
-        Place::Host => fixes.push(Fix {
-            title: format!("Resize this host's /dev/shm to {} (now, and at every boot)", ByteSize(recommended)),
-            commands: vec![
-                format!("sudo mount -o remount,size={size} /dev/shm"),
-                format!("echo \"tmpfs /dev/shm tmpfs defaults,size={size} 0 0\" | sudo tee -a /etc/fstab"),
-            ],
-        }),
-    }
-    fixes
 }
 
 /// What a watched job needs: its measured peak with the margin, and the ways to give it that
@@ -132,9 +73,9 @@ pub fn for_watched(
     runtime: RuntimeKind,
     cgroup_limit: Option<u64>,
 ) -> Sizing {
-    let place = match runtime {
-        RuntimeKind::Docker => Place::Docker,
-        _ => Environment::read().place,
+    let target = match runtime {
+        RuntimeKind::Docker => Target::Docker,
+        _ => Target::from(Environment::read().place),
     };
     let (recommended, basis) = match filled {
         Some(capacity) => (
@@ -147,14 +88,12 @@ pub fn for_watched(
         peak_bytes,
         filled,
         recommended_bytes: recommended,
-        fixes: size_fixes(place, recommended, &basis, cgroup_limit),
+        fixes: size_fixes(target, recommended, &basis, cgroup_limit),
     }
 }
 
-pub fn diagnose(config: &CellConfig, env: Environment) -> Diagnosis {
-    let batch = config.batch_bytes();
-    let peak_batches = predict::peak_batches(config);
-    let peak_bytes = predict::batches_bytes(config, peak_batches);
+/// One loader's peak, in words: what makes it up.
+fn loader_reason(config: &CellConfig, peak_batches: u64) -> String {
     let uses_shm = matches!(
         config.strategy,
         Strategy::FileDescriptor | Strategy::FileSystem
@@ -187,6 +126,60 @@ pub fn diagnose(config: &CellConfig, env: Environment) -> Diagnosis {
         }
         text
     };
+    peak_reason
+}
+
+/// The job's peak, in words: each loader's, times the ranks.
+fn job_reason(config: &CellConfig, job: &JobPeak) -> String {
+    let parts: Vec<String> = job
+        .loaders
+        .iter()
+        .map(|l| {
+            format!(
+                "{}: {} = {} batches of {} = {}",
+                l.spec.name,
+                loader_reason(&job::loader_config(config, &l.spec), l.peak_batches),
+                l.peak_batches,
+                ByteSize(l.batch_bytes),
+                ByteSize(l.peak_bytes)
+            )
+        })
+        .collect();
+    format!(
+        "{} rank(s) x ({}) = {}; every rank's loaders at once on one node's /dev/shm",
+        job.ranks,
+        parts.join("; "),
+        ByteSize(job.node_bytes)
+    )
+}
+
+/// The diagnosis of `config`'s job (`job`: its ranks and loaders, from `plan::job`) in `env`,
+/// with the fixes for `target` (None: where this runs).
+pub fn diagnose(
+    config: &CellConfig,
+    job: &JobPeak,
+    env: Environment,
+    target: Option<Target>,
+) -> Diagnosis {
+    let single = job.ranks == 1 && job.loaders.len() == 1;
+    // One loader: the knobs' own cell (the model's crash step is for it alone).
+    let config = &match single {
+        true => job::loader_config(config, &job.loaders[0].spec),
+        false => config.clone(),
+    };
+    let batch = config.batch_bytes();
+    let peak_batches: u64 =
+        job.loaders.iter().map(|l| l.peak_batches).sum::<u64>() * job.ranks as u64;
+    let peak_bytes = job.node_bytes;
+    let uses_shm = matches!(
+        config.strategy,
+        Strategy::FileDescriptor | Strategy::FileSystem
+    );
+    let peak_reason = if single {
+        loader_reason(config, peak_batches)
+    } else {
+        job_reason(config, job)
+    };
     let capacity = env.shm_free_bytes;
     let fits = peak_bytes <= capacity;
     let prediction = predict::predict(config, capacity);
@@ -202,10 +195,11 @@ pub fn diagnose(config: &CellConfig, env: Environment) -> Diagnosis {
             ByteSize(capacity)
         )
     } else {
-        let step = prediction
-            .crash_step
-            .map(|s| format!("at about step {s}"))
-            .unwrap_or_else(|| "late in the run".into());
+        let step = match (single, prediction.crash_step) {
+            (true, Some(s)) => format!("at about step {s}"),
+            (true, None) => "late in the run".into(),
+            (false, _) => "as soon as the loaders' outstanding batches meet".into(),
+        };
         format!(
             "crashes {step} with {how}: the peak {} does not fit in the {} free in /dev/shm ({} whole batches of {})",
             ByteSize(peak_bytes),
@@ -216,9 +210,11 @@ pub fn diagnose(config: &CellConfig, env: Environment) -> Diagnosis {
     };
     let recommended = recommend(peak_bytes);
     let basis = peak_basis(peak_bytes);
-    let mut fixes = size_fixes(env.place, recommended, &basis, env.cgroup_memory_limit);
-    // Loader changes that fit the /dev/shm there is, without touching the environment.
-    if uses_shm && !fits {
+    let target = target.unwrap_or(Target::from(env.place));
+    let mut fixes = size_fixes(target, recommended, &basis, env.cgroup_memory_limit);
+    // Loader changes that fit the /dev/shm there is, without touching the environment (for one
+    // loader; a job's loaders share the room, and which to shrink is the user's call).
+    if uses_shm && !fits && single {
         let peak_of = |c: &CellConfig| predict::batches_bytes(c, predict::peak_batches(c));
         let changed = |change: &dyn Fn(&mut CellConfig)| {
             let mut c = config.clone();
@@ -271,25 +267,52 @@ pub fn diagnose(config: &CellConfig, env: Environment) -> Diagnosis {
     warnings.extend([
         "torch.multiprocessing.set_sharing_strategy('file_system') does not help: its segments are named files in /dev/shm, bounded exactly like file_descriptor's.".to_string(),
     ]);
-    if let Some(limit) = env.cgroup_memory_limit {
-        if peak_bytes > limit / 2 {
-            warnings.push(format!(
-                "the memory cgroup limit is {}: /dev/shm pages count against it, so the peak {} leaves {} for everything else; a kill by the OOM killer would replace the SIGBUS",
-                ByteSize(limit),
-                ByteSize(peak_bytes),
-                ByteSize(limit.saturating_sub(peak_bytes))
-            ));
-        }
+    let mut limits = Vec::new();
+    match env.cgroup_memory_limit {
+        Some(limit) if peak_bytes > limit / 2 => limits.push(format!(
+            "memory: the cgroup limit is {}: /dev/shm pages count against it, so the peak {} leaves {} for everything else; a kill by the OOM killer would replace the SIGBUS: raise the limit by at least {}",
+            ByteSize(limit),
+            ByteSize(peak_bytes),
+            ByteSize(limit.saturating_sub(peak_bytes)),
+            ByteSize(peak_bytes)
+        )),
+        Some(limit) => limits.push(format!(
+            "memory: the cgroup limit {} covers the peak {} of /dev/shm pages with {} to spare",
+            ByteSize(limit),
+            ByteSize(peak_bytes),
+            ByteSize(limit - peak_bytes)
+        )),
+        None => limits.push(
+            "memory: no cgroup limit here; where the job has one (a container, a pod), /dev/shm pages count against it".into(),
+        ),
     }
-    if config.strategy == Strategy::FileDescriptor {
-        let fds = peak_batches + config.workers as u64 * 4 + 64;
-        if fds > env.nofile_soft {
-            warnings.push(format!(
-                "file_descriptor keeps one fd per batch alive (about {fds} at the peak) but RLIMIT_NOFILE is {}: expect \"Too many open files\"; raise `ulimit -n` or use file_system",
-                env.nofile_soft
-            ));
-        }
-    }
+    let fds = job.rank_fds;
+    let nofile = env.nofile_soft;
+    limits.push(match (config.strategy, fds > nofile) {
+        (Strategy::FileDescriptor, true) => format!(
+            "file descriptors: file_descriptor keeps one fd per batch alive: each rank's main holds about {fds} at the peak but RLIMIT_NOFILE is {nofile}: expect \"Too many open files\"; raise it to {} (`ulimit -n {}`, `docker run --ulimit nofile={}:{}`) or use file_system",
+            fds * 2, fds * 2, fds * 2, fds * 2
+        ),
+        (Strategy::FileDescriptor, false) => format!(
+            "file descriptors: each rank's main holds about {fds} at the peak (one per batch alive), within RLIMIT_NOFILE {nofile}"
+        ),
+        _ => format!(
+            "file descriptors: {} keeps no fd per batch (about {fds} per rank), within RLIMIT_NOFILE {nofile}",
+            config.strategy
+        ),
+    });
+    let loaders = match single {
+        true => String::new(),
+        false => format!(
+            "; job: {} rank(s) x {}",
+            job.ranks,
+            job.loaders
+                .iter()
+                .map(|l| l.spec.to_string())
+                .collect::<Vec<_>>()
+                .join(", ")
+        ),
+    };
     Diagnosis {
         loader: format!(
             "{} workers x prefetch {}, batch {} of {} {} ({}), {}, torch {}{}{}",
@@ -311,8 +334,11 @@ pub fn diagnose(config: &CellConfig, env: Environment) -> Diagnosis {
             } else {
                 String::new()
             },
-        ),
+        ) + &loaders,
         environment: env,
+        target,
+        job: job.clone(),
+        limits,
         batch_bytes: batch,
         peak_batches,
         peak_bytes,

@@ -3,7 +3,9 @@
 //! predictions and the doctor's advice, and the cell a watched command runs in. Nothing here runs a cell.
 
 pub mod advice;
+pub mod fixes;
 pub mod guard;
+pub mod job;
 pub mod predict;
 pub mod resolve;
 pub mod scenario;

@@ -40,10 +40,19 @@ pub fn render(d: &Diagnosis, md: bool) -> String {
         d.peak_reason,
         d.verdict
     ));
-    out.push_str(&head(if d.fits {
-        "If you need more (e.g. a bigger loader)"
+    out.push_str(&head("Limits"));
+    for l in &d.limits {
+        out.push_str(&format!("{}{l}\n", if md { "- " } else { "* " }));
+    }
+    out.push('\n');
+    let target = serde_json::to_value(d.target)
+        .ok()
+        .and_then(|v| v.as_str().map(String::from))
+        .unwrap_or_default();
+    out.push_str(&head(&if d.fits {
+        format!("If you need more (e.g. a bigger loader), on {target}")
     } else {
-        "Fixes that fit here"
+        format!("Fixes that fit, on {target}")
     }));
     for fix in &d.fixes {
         out.push_str(&format!("{}{}\n", if md { "- " } else { "* " }, fix.title));

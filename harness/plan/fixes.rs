@@ -1,0 +1,134 @@
+//! How to give a job N bytes of /dev/shm, as ready-to-paste snippets for where it runs: Docker,
+//! Compose, Kubernetes, AWS Batch, Kubeflow Pipelines, Slurm, another container engine, a bare
+//! host. Each snippet carries the number it was made for; nothing here is run.
+
+use serde::Serialize;
+
+use crate::model::size::ByteSize;
+use crate::sys::detect::Place;
+
+/// Where the job runs, as `doctor --platform` names it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, clap::ValueEnum)]
+#[serde(rename_all = "kebab-case")]
+pub enum Target {
+    Docker,
+    Compose,
+    Kubernetes,
+    AwsBatch,
+    Kubeflow,
+    Slurm,
+    /// Podman or another engine with Docker's flags.
+    Podman,
+    /// A machine without a container: its own /dev/shm.
+    Host,
+}
+
+impl From<Place> for Target {
+    fn from(place: Place) -> Target {
+        match place {
+            Place::Docker => Target::Docker,
+            Place::Kubernetes => Target::Kubernetes,
+            Place::OtherContainer => Target::Podman,
+            Place::Host => Target::Host,
+        }
+    }
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct Fix {
+    pub title: String,
+    pub commands: Vec<String>,
+}
+
+fn docker_size(bytes: u64) -> String {
+    format!("{}m", bytes.div_ceil(1 << 20))
+}
+
+fn k8s_size(bytes: u64) -> String {
+    format!("{}Mi", bytes.div_ceil(1 << 20))
+}
+
+/// The ways to give a job `recommended` bytes of /dev/shm on `target`; `basis` says where the
+/// number comes from ("the peak 60 MiB + 25%"), `cgroup_limit` is the memory limit the tmpfs
+/// pages count against, when one is known.
+pub fn size_fixes(
+    target: Target,
+    recommended: u64,
+    basis: &str,
+    cgroup_limit: Option<u64>,
+) -> Vec<Fix> {
+    let size = docker_size(recommended);
+    let mib = recommended.div_ceil(1 << 20);
+    let shown = ByteSize(recommended);
+    let memory_too = match cgroup_limit {
+        Some(l) => format!(
+            " The memory limit ({}) must also cover it: tmpfs pages count against it.",
+            ByteSize(l)
+        ),
+        None => " The memory limit must also cover it: tmpfs pages count against it.".into(),
+    };
+    let fix = |title: String, commands: Vec<String>| Fix { title, commands };
+    match target {
+        Target::Docker => vec![
+            fix(
+                format!("Give the container {shown} of /dev/shm ({basis})"),
+                vec![
+                    format!("docker run --shm-size={size} ..."),
+                    format!("# docker-compose.yml, under the service:\nshm_size: \"{size}\""),
+                ],
+            ),
+            fix(
+                "Or share the host's /dev/shm (single-tenant hosts only)".into(),
+                vec![
+                    "docker run --ipc=host ...".into(),
+                    "# docker-compose.yml: ipc: host".into(),
+                ],
+            ),
+        ],
+        Target::Compose => vec![fix(
+            format!("Give the service {shown} of /dev/shm ({basis})"),
+            vec![format!(
+                "# docker-compose.yml\nservices:\n  train:\n    shm_size: \"{size}\""
+            )],
+        )],
+        Target::Kubernetes => vec![fix(
+            format!("Mount a memory-backed emptyDir of {shown} on /dev/shm ({basis}).{memory_too}"),
+            vec![format!(
+                "volumes:\n- name: dshm\n  emptyDir:\n    medium: Memory\n    sizeLimit: {}\n# in the container:\nvolumeMounts:\n- name: dshm\n  mountPath: /dev/shm\n# and resources.limits.memory of at least your usual use + {}",
+                k8s_size(recommended),
+                k8s_size(recommended)
+            )],
+        )],
+        Target::AwsBatch => vec![fix(
+            format!("Set the job definition's shared memory to {shown} ({basis}); sharedMemorySize is in MiB.{memory_too}"),
+            vec![format!(
+                "\"containerProperties\": {{\n  \"linuxParameters\": {{ \"sharedMemorySize\": {mib} }}\n}}"
+            )],
+        )],
+        Target::Kubeflow => vec![fix(
+            format!("Mount a memory-backed emptyDir of {shown} on the task's /dev/shm ({basis}), with kfp-kubernetes.{memory_too}"),
+            vec![format!(
+                "from kfp import kubernetes\nkubernetes.empty_dir_mount(task, volume_name=\"dshm\", mount_path=\"/dev/shm\",\n                           medium=\"Memory\", size_limit=\"{}\")",
+                k8s_size(recommended)
+            )],
+        )],
+        Target::Slurm => vec![fix(
+            format!("A node's /dev/shm is shared by the jobs on it: make it {shown} or more ({basis}) on the nodes, and ask for memory that covers the pages (with ConstrainRAMSpace they count against the job's cgroup)"),
+            vec![
+                format!("# by the cluster's admins, on each node (and in its /etc/fstab):\nmount -o remount,size={size} /dev/shm"),
+                format!("#SBATCH --mem=<your usual use + {size}>"),
+            ],
+        )],
+        Target::Podman => vec![fix(
+            format!("Give the container {shown} of /dev/shm ({basis})"),
+            vec![format!("podman run --shm-size={size} ...")],
+        )],
+        Target::Host => vec![fix(
+            format!("Resize this host's /dev/shm to {shown} ({basis}; now, and at every boot)"),
+            vec![
+                format!("sudo mount -o remount,size={size} /dev/shm"),
+                format!("echo \"tmpfs /dev/shm tmpfs defaults,size={size} 0 0\" | sudo tee -a /etc/fstab"),
+            ],
+        )],
+    }
+}

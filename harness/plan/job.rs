@@ -1,0 +1,125 @@
+//! The model's peak for a whole job: every rank runs every loader at once, and one node's
+//! /dev/shm holds them all (DDP's ranks share the node's tmpfs; a validation loader whose
+//! workers start while the training loader's persistent workers still hold their prefetched
+//! batches adds to them). Per loader the peak is `predict`'s; the job's is their sum times the
+//! ranks. The file descriptors the file_descriptor strategy keeps are counted per rank (each rank
+//! is a process with its own RLIMIT_NOFILE).
+
+use serde::Serialize;
+
+use super::predict;
+use crate::model::config::CellConfig;
+use crate::model::job::LoaderSpec;
+use crate::model::knobs::Strategy;
+
+/// One loader of the job, as predicted.
+#[derive(Clone, Debug, Serialize)]
+pub struct LoaderPeak {
+    pub spec: LoaderSpec,
+    pub batch_bytes: u64,
+    pub peak_batches: u64,
+    pub peak_bytes: u64,
+}
+
+/// The job's predicted peak.
+#[derive(Clone, Debug, Serialize)]
+pub struct JobPeak {
+    pub ranks: u32,
+    pub loaders: Vec<LoaderPeak>,
+    /// One rank's loaders together, and the node's (every rank).
+    pub rank_bytes: u64,
+    pub node_bytes: u64,
+    /// File descriptors one rank's main holds at the peak (file_descriptor keeps one per batch
+    /// alive; file_system none), with the few every process has.
+    pub rank_fds: u64,
+}
+
+/// `base` with one loader's shape (its other knobs: strategy, images, steps, are the job's).
+pub fn loader_config(base: &CellConfig, spec: &LoaderSpec) -> CellConfig {
+    let mut c = base.clone();
+    c.cell = spec.name.clone();
+    c.workers = spec.workers;
+    c.prefetch = spec.prefetch;
+    c.batch = spec.batch;
+    c
+}
+
+/// The loaders of a job given as `specs`; none given: the one `base` describes.
+pub fn loaders_of(base: &CellConfig, specs: &[LoaderSpec]) -> Vec<LoaderSpec> {
+    if specs.is_empty() {
+        vec![LoaderSpec {
+            name: "loader".into(),
+            workers: base.workers,
+            prefetch: base.prefetch,
+            batch: base.batch,
+        }]
+    } else {
+        specs.to_vec()
+    }
+}
+
+/// Descriptors a process holds besides batches: stdio, its sockets and pidfds to each worker, a
+/// few libraries' own.
+const BASE_FDS: u64 = 64;
+const FDS_PER_WORKER: u64 = 4;
+
+pub fn predict(base: &CellConfig, ranks: u32, specs: &[LoaderSpec]) -> JobPeak {
+    let loaders: Vec<LoaderPeak> = loaders_of(base, specs)
+        .into_iter()
+        .map(|spec| {
+            let c = loader_config(base, &spec);
+            let peak_batches = predict::peak_batches(&c);
+            LoaderPeak {
+                batch_bytes: c.batch_bytes(),
+                peak_bytes: predict::batches_bytes(&c, peak_batches),
+                peak_batches,
+                spec,
+            }
+        })
+        .collect();
+    let rank_bytes: u64 = loaders.iter().map(|l| l.peak_bytes).sum();
+    let held_fds: u64 = match base.strategy {
+        Strategy::FileDescriptor => loaders.iter().map(|l| l.peak_batches).sum(),
+        _ => 0,
+    };
+    let worker_fds: u64 = loaders
+        .iter()
+        .map(|l| l.spec.workers as u64 * FDS_PER_WORKER)
+        .sum();
+    JobPeak {
+        ranks,
+        rank_bytes,
+        node_bytes: rank_bytes * ranks as u64,
+        rank_fds: held_fds + worker_fds + BASE_FDS,
+        loaders,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::knobs::Knobs;
+    use crate::plan::resolve::{Identity, Platform};
+
+    #[test]
+    fn a_job_is_its_loaders_summed_times_its_ranks() {
+        let base = Knobs::default()
+            .resolve(Identity::default(), &Platform::fixed(1 << 40, false))
+            .unwrap();
+        let specs: Vec<LoaderSpec> = vec![
+            "train:8x2x128".parse().unwrap(),
+            "val:4x2x256".parse().unwrap(),
+        ];
+        let job = predict(&base, 4, &specs);
+        let image = 3 * 224 * 224 * 4u64;
+        // train: 8 x 2 outstanding + 1 held = 17 batches of 128; val: 4 x 2 + 1 = 9 of 256.
+        assert_eq!(job.loaders[0].peak_batches, 17);
+        assert_eq!(job.loaders[1].peak_batches, 9);
+        let rank = 17 * 128 * image + 9 * 256 * image;
+        assert_eq!(job.rank_bytes, rank);
+        assert_eq!(job.node_bytes, 4 * rank);
+        assert_eq!(job.rank_fds, 17 + 9 + (8 + 4) * 4 + 64);
+        // No loaders given: the knobs' one.
+        assert_eq!(predict(&base, 1, &[]).loaders[0].spec.workers, base.workers);
+    }
+}

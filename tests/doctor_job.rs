@@ -1,0 +1,173 @@
+//! The doctor for a whole job: ranks per node and several loaders per rank, the limits it meets
+//! (RLIMIT_NOFILE, the memory cgroup), fixes per platform, and the prediction checked against
+//! every loader of every rank run at once in one real namespace cell (`--verify`).
+
+mod common;
+
+use common::*;
+
+const IMAGE: u64 = 3 * 224 * 224 * 4;
+
+fn doctor_json(args: &[&str]) -> serde_json::Value {
+    let mut full = vec!["doctor", "--format", "json"];
+    full.extend(args);
+    let o = shmbench(&full);
+    assert!(
+        o.status.code() == Some(0) || o.status.code() == Some(1),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    serde_json::from_slice(&o.stdout).unwrap()
+}
+
+#[test]
+fn a_job_of_ranks_and_loaders_is_predicted_as_their_sum() {
+    let d = doctor_json(&[
+        "--ranks",
+        "4",
+        "--loaders",
+        "train:8x2x128,val:4x2x256",
+        "--shm-size",
+        "8g",
+    ]);
+    // train: 8 x 2 + 1 = 17 batches of 128 images; val: 4 x 2 + 1 = 9 of 256; four ranks.
+    let rank = (17 * 128 + 9 * 256) * IMAGE;
+    assert_eq!(d["peak_bytes"], 4 * rank);
+    assert_eq!(d["job"]["ranks"], 4);
+    assert_eq!(d["fits"], false, "10 GiB does not fit in 8 GiB");
+    assert!(d["recommended_bytes"].as_u64().unwrap() >= 4 * rank);
+    // One rank with the knobs' loader is the single-loader diagnosis.
+    let one = doctor_json(&["--workers", "8", "--batch", "128"]);
+    assert_eq!(one["peak_bytes"], 17 * 128 * IMAGE);
+}
+
+#[test]
+fn fixes_come_for_the_platform_asked_with_the_number_in_them() {
+    let mib = |d: &serde_json::Value| d["recommended_bytes"].as_u64().unwrap() >> 20;
+    let text = |d: &serde_json::Value| d["fixes"].to_string();
+    let batch = doctor_json(&["--platform", "aws-batch", "--shm-size", "64m"]);
+    assert!(
+        text(&batch).contains(&format!("\\\"sharedMemorySize\\\": {}", mib(&batch))),
+        "{}",
+        text(&batch)
+    );
+    let kubeflow = doctor_json(&["--platform", "kubeflow", "--shm-size", "64m"]);
+    assert!(
+        text(&kubeflow).contains("empty_dir_mount"),
+        "{}",
+        text(&kubeflow)
+    );
+    assert!(text(&kubeflow).contains(&format!("{}Mi", mib(&kubeflow))));
+    let slurm = doctor_json(&["--platform", "slurm", "--shm-size", "64m"]);
+    assert!(text(&slurm).contains("remount,size="), "{}", text(&slurm));
+    let compose = doctor_json(&["--platform", "compose", "--shm-size", "64m"]);
+    assert!(text(&compose).contains("shm_size:"), "{}", text(&compose));
+    let o = shmbench(&["doctor", "--platform", "mainframe"]);
+    assert_eq!(o.status.code(), Some(2));
+    let o = shmbench(&["doctor", "--loaders", "train:8x2"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("NAME:WORKERSxPREFETCHxBATCH"));
+}
+
+#[test]
+fn the_fds_file_descriptor_keeps_are_checked_against_rlimit_nofile() {
+    let job = [
+        "doctor",
+        "--loaders",
+        "train:16x8x128,val:8x8x64",
+        "--shm-size",
+        "64g",
+    ];
+    let under = |nofile: &str, format: &str| {
+        let o = std::process::Command::new("prlimit")
+            .arg(format!("--nofile={nofile}:{nofile}"))
+            .arg(BIN)
+            .args(job)
+            .args(["--format", format])
+            .output()
+            .expect("prlimit (util-linux)");
+        String::from_utf8_lossy(&o.stdout).into_owned()
+    };
+    // Each rank's main keeps one fd per batch alive, plus its workers' sockets and pidfds.
+    let d: serde_json::Value = serde_json::from_str(&under("200", "json")).unwrap();
+    let fds = d["job"]["rank_fds"].as_u64().unwrap();
+    let batches: u64 = d["job"]["loaders"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|l| l["peak_batches"].as_u64().unwrap())
+        .sum();
+    assert_eq!(fds, batches + (16 + 8) * 4 + 64);
+    assert!(fds > 200);
+    let text = under("200", "text");
+    assert!(
+        text.contains(&format!("about {fds} at the peak but RLIMIT_NOFILE is 200")),
+        "{text}"
+    );
+    assert!(text.contains(&format!("ulimit -n {}", fds * 2)), "{text}");
+    let text = under("10000", "text");
+    assert!(text.contains("within RLIMIT_NOFILE 10000"), "{text}");
+}
+
+#[test]
+fn verify_runs_every_rank_and_loader_at_once_and_meets_the_prediction() {
+    let _guard = serial();
+    let before = machine_state();
+    let o = shmbench(&[
+        "doctor",
+        "--ranks",
+        "2",
+        "--loaders",
+        "train:2x2x8,val:1x2x16",
+        "--compute-ms",
+        "100",
+        "--steps",
+        "20",
+        "--verify",
+    ]);
+    let text = String::from_utf8_lossy(&o.stdout);
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "{text}{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let line = text
+        .lines()
+        .find(|l| l.starts_with("verify: PASSED"))
+        .unwrap_or_else(|| panic!("{text}"));
+    let percent: f64 = line
+        .rsplit_once('(')
+        .and_then(|(_, p)| p.split('%').next())
+        .and_then(|p| p.parse().ok())
+        .unwrap_or_else(|| panic!("{line}"));
+    // Predicted: 2 x ((2 x 2 + 1) x 8 + (1 x 2 + 1) x 16) images. Measured together, with a
+    // step slower than the workers every queue fills: at least 3/4 of it; at most one batch per
+    // loader more (a worker refills before the loop drops the batch it replaced).
+    let predicted = 2 * (5 * 8 + 3 * 16) * IMAGE;
+    let handoff = 2 * (8 + 16) * IMAGE;
+    let most = 100.0 * (predicted + handoff) as f64 / predicted as f64;
+    assert!(
+        (75.0..=most).contains(&percent),
+        "{percent}% of {predicted}: {line}"
+    );
+    assert_clean(&before);
+}
+
+#[test]
+fn the_memory_cgroup_limit_in_force_is_checked_against_the_tmpfs_pages() {
+    let _guard = serial();
+    let before = machine_state();
+    // The doctor inside a real memory cgroup of 512 MiB (a watched command under --memory): the
+    // loader's 5 batches of 73.5 MiB are more than half of it.
+    let (out, _, _) = watch(
+        &["--shm-size", "1g", "--memory", "512m"],
+        &[BIN, "doctor", "--workers", "2", "--batch", "128"],
+    );
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains("memory: the cgroup limit is 512 MiB: /dev/shm pages count against it, so the peak 367.5 MiB leaves 144.5 MiB"),
+        "{text}"
+    );
+    assert_clean(&before);
+}
