@@ -215,3 +215,55 @@ fn a_watched_command_runs_in_the_users_image_with_the_engines_64m() {
     assert_eq!(watched_left(), Vec::<String>::new());
     assert_clean(&before);
 }
+
+#[test]
+fn the_harness_image_exports_as_a_tar_docker_load_accepts() {
+    if !docker_or_skip() {
+        return;
+    }
+    let _guard = serial();
+    let dir = temp_dir("export");
+    let tar = dir.join("shmbench.tar");
+    let o = shmbench(&["image", "export", "--out", tar.to_str().unwrap()]);
+    let stdout = String::from_utf8_lossy(&o.stdout);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let tag = stdout
+        .split("image ")
+        .nth(1)
+        .and_then(|rest| rest.lines().next())
+        .unwrap_or_else(|| panic!("{stdout}"))
+        .trim()
+        .to_string();
+    // The tar is what `docker save` writes: a manifest naming the tag, and its layers.
+    let list = Command::new("tar")
+        .arg("-xOf")
+        .arg(&tar)
+        .arg("manifest.json")
+        .output()
+        .unwrap();
+    let manifest: serde_json::Value = serde_json::from_slice(&list.stdout).unwrap();
+    assert_eq!(manifest[0]["RepoTags"][0], tag.as_str(), "{manifest}");
+    // docker load reads it back.
+    let load = Command::new("docker")
+        .arg("load")
+        .arg("-i")
+        .arg(&tar)
+        .output()
+        .unwrap();
+    assert!(
+        load.status.success(),
+        "{}",
+        String::from_utf8_lossy(&load.stderr)
+    );
+    assert!(String::from_utf8_lossy(&load.stdout).contains(&tag));
+    // Nowhere to write: a clear error, no partial file.
+    let o = shmbench(&["image", "export", "--out", "/nonexistent-dir/x.tar"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("/nonexistent-dir"));
+    let left: Vec<_> = std::fs::read_dir(&*dir)
+        .unwrap()
+        .flatten()
+        .map(|e| e.file_name())
+        .collect();
+    assert_eq!(left.len(), 1, "only the tar: {left:?}");
+}

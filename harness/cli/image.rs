@@ -1,5 +1,6 @@
 //! `shmbench image`: the container image the Docker runtime builds for itself.
 
+use std::path::PathBuf;
 use std::process::ExitCode;
 
 use anyhow::Result;
@@ -9,6 +10,8 @@ use crate::runtime::docker::image;
 
 #[derive(clap::Args)]
 pub struct Args {
+    #[command(subcommand)]
+    pub action: Option<Action>,
     /// Build the image for this binary even if the engine has it
     #[arg(long, conflicts_with = "remove")]
     pub rebuild: bool,
@@ -17,8 +20,33 @@ pub struct Args {
     pub remove: bool,
 }
 
+#[derive(clap::Subcommand)]
+pub enum Action {
+    /// Write the image for this binary as a tar (`docker load -i FILE`, then tag and push it to
+    /// your registry for a cluster to pull)
+    Export {
+        /// Where to write the tar
+        #[arg(long, value_name = "FILE.tar")]
+        out: PathBuf,
+    },
+}
+
 pub fn run(args: Args) -> Result<ExitCode> {
     let engine = Engine::connect()?;
+    if let Some(Action::Export { out }) = &args.action {
+        let (tag, built) = image::ensure(&engine)?;
+        if let Some(took) = built {
+            eprintln!("built {tag} in {:.2} s", took.as_secs_f64());
+        }
+        let bytes = image::export(&engine, &tag, out)?;
+        println!(
+            "wrote {} ({:.1} MiB): image {tag}\nload it with: docker load -i {}",
+            out.display(),
+            bytes as f64 / (1 << 20) as f64,
+            out.display()
+        );
+        return Ok(ExitCode::SUCCESS);
+    }
     if args.remove {
         let removed = image::remove_all(&engine)?;
         if removed.is_empty() {

@@ -114,7 +114,7 @@ pub enum Command {
     Fidelity(fidelity::Args),
     /// Show, rebuild or remove the container image the Docker runtime builds for itself
     #[command(
-        after_help = "Examples:\n  shmbench image             # this binary's image tag and whether the engine has it\n  shmbench image --rebuild   # build it again (e.g. after the engine lost it)\n  shmbench image --remove    # remove every shmbench image"
+        after_help = "Examples:\n  shmbench image             # this binary's image tag and whether the engine has it\n  shmbench image --rebuild   # build it again (e.g. after the engine lost it)\n  shmbench image --remove    # remove every shmbench image\n  shmbench image export --out shmbench.tar   # for docker load, a registry, a cluster"
     )]
     Image(image::Args),
     /// Run any command under a chosen /dev/shm and explain its use: peak, who held it, trend,

@@ -262,6 +262,36 @@ pub fn list(engine: &Engine) -> Result<Vec<Listed>> {
         .collect())
 }
 
+/// Writes the image `tag` as a tar that `docker load` (or a registry push after it) accepts to
+/// `out`, through a temporary file beside it, so a failure leaves no partial tar; returns its
+/// size in bytes.
+pub fn export(engine: &Engine, tag: &str, out: &Path) -> Result<u64> {
+    use std::io::Write;
+    let dir = out
+        .parent()
+        .filter(|d| !d.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
+    let mut tmp = tempfile::Builder::new()
+        .prefix(".shmbench-image-")
+        .suffix(".tmp")
+        .tempfile_in(dir)
+        .map_err(|e| anyhow!("cannot write in {}: {e}", dir.display()))?;
+    let written = engine.block_on(async {
+        let mut stream = engine.docker().export_image(tag);
+        let mut written = 0u64;
+        while let Some(chunk) = stream.next().await {
+            let chunk = chunk.map_err(|e| anyhow!("exporting image {tag}: {e}"))?;
+            tmp.write_all(&chunk)?;
+            written += chunk.len() as u64;
+        }
+        anyhow::Ok(written)
+    })?;
+    tmp.as_file().sync_all()?;
+    tmp.persist(out)
+        .map_err(|e| anyhow!("cannot write {}: {}", out.display(), e.error))?;
+    Ok(written)
+}
+
 /// Removes every shmbench image; returns what was removed.
 pub fn remove_all(engine: &Engine) -> Result<Vec<String>> {
     let mut removed = Vec::new();
