@@ -14,7 +14,34 @@ use crate::orchestrate::verify;
 #[derive(clap::Args)]
 pub struct CellArgs {
     /// The resolved cell config as JSON (see `matrix --dry-run`)
-    pub config_json: String,
+    #[arg(required_unless_present = "from")]
+    pub config_json: Option<String>,
+    /// A JSON array of cell configs: run the one at JOB_COMPLETION_INDEX (modulo its length), as
+    /// a pod of the Indexed Job `shmbench k8s manifest` writes does
+    #[arg(long, value_name = "FILE", conflicts_with = "config_json")]
+    pub from: Option<std::path::PathBuf>,
+}
+
+/// The variable Kubernetes sets in each pod of an Indexed Job.
+const COMPLETION_INDEX: &str = "JOB_COMPLETION_INDEX";
+
+/// The config a `--from` list gives this pod.
+fn indexed(path: &std::path::Path) -> Result<String> {
+    let text = std::fs::read_to_string(path)
+        .with_context(|| format!("cannot read the cells file {}", path.display()))?;
+    let cells: Vec<serde_json::Value> = serde_json::from_str(&text)
+        .with_context(|| format!("{} is not a JSON array of cells", path.display()))?;
+    let raw = std::env::var(COMPLETION_INDEX).with_context(|| {
+        format!("{COMPLETION_INDEX} is not set: --from is for pods of an Indexed Job")
+    })?;
+    let index: usize = raw
+        .trim()
+        .parse()
+        .with_context(|| format!("{COMPLETION_INDEX}={raw} is not an index"))?;
+    let cell = cells
+        .get(index % cells.len().max(1))
+        .with_context(|| format!("{} holds no cells", path.display()))?;
+    Ok(cell.to_string())
 }
 
 #[derive(clap::Args)]
@@ -53,7 +80,12 @@ pub fn job(args: JobArgs) -> Result<ExitCode> {
 }
 
 pub fn cell(args: CellArgs) -> Result<ExitCode> {
-    cell::main(&args.config_json)?;
+    let json = match (&args.from, args.config_json) {
+        (Some(path), _) => indexed(path)?,
+        (None, Some(json)) => json,
+        (None, None) => unreachable!("clap requires one of them"),
+    };
+    cell::main(&json)?;
     Ok(ExitCode::SUCCESS)
 }
 

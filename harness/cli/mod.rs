@@ -11,6 +11,7 @@ mod fidelity;
 mod history;
 mod image;
 mod internal;
+mod k8s;
 mod matrix;
 mod merge;
 mod min_shm;
@@ -123,6 +124,8 @@ pub enum Command {
         after_help = "Examples:\n  shmbench watch --shm-size 64m -- python train.py        # Docker's default size, privately\n  shmbench watch -- python train.py                        # this machine's /dev/shm\n  shmbench watch --shm-size 2g --memory 4g --step-regex 'step (\\d+)' -- python train.py\n  shmbench watch --image my-train:latest --shm-size 1g -- python /app/train.py\n  shmbench watch --shm-size 256m --sweep --report reports/job -- ./job.sh\n\nThe command's output and exit status are its own; the explanation goes to stderr at the end.\nEnds: pass, sigbus (the command or a process of it, or torch's \"killed by signal: Bus error\"),\nenospc, emfile, oom (the memory cgroup's OOM killer), timeout, error (another non-zero exit)."
     )]
     Watch(watch::Args),
+    /// Kubernetes: the scenario's cells as an Indexed Job per pod shape
+    K8s(k8s::Args),
     #[command(hide = true)]
     Worker(internal::WorkerArgs),
     #[command(hide = true)]
@@ -153,6 +156,7 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
         Command::Sweep => sweep::run(),
         Command::Image(args) => image::run(args),
         Command::Watch(args) => watch::run(args),
+        Command::K8s(args) => k8s::run(args),
         Command::Worker(args) => internal::worker(args),
         Command::Job(args) => internal::job(args),
     }

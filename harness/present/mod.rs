@@ -8,6 +8,7 @@ pub mod compare;
 pub mod doctor;
 pub mod fidelity;
 pub mod history;
+pub mod k8s_manifest;
 pub mod labels;
 pub mod matrix;
 pub mod report;

@@ -4,7 +4,7 @@
 use std::path::Path;
 use std::process::Command;
 
-use crate::{apt, docker, torch};
+use crate::{apt, docker, k8s, torch};
 
 /// One requirement of the tests.
 pub trait Need {
@@ -29,6 +29,7 @@ pub fn all() -> Vec<Box<dyn Need>> {
         Box::new(Font),
         Box::new(docker::Engine),
         Box::new(torch::Torch),
+        Box::new(k8s::Validator),
     ]
 }
 

@@ -1,0 +1,201 @@
+//! A scenario as Kubernetes objects (`shmbench k8s manifest`): one Indexed Job per pod shape
+//! (/dev/shm size, memory limit), each pod running one cell with the `host` runtime inside it
+//! (its /dev/shm is the pod's: a memory-backed emptyDir of the cell's size, or none for the
+//! runtime's default rows), the cells in a ConfigMap the pod indexes by `JOB_COMPLETION_INDEX`.
+//! Pods run unprivileged (non-root, no privilege escalation, every capability dropped, read-only
+//! root, no service account token); a pod that fails (OOMKilled, evicted) fails its index only,
+//! never retried, since a crash is the result being measured.
+//!
+//! Written as JSON documents separated by `---`: JSON is YAML, so `kubectl apply -f` and schema
+//! validators read it as they read YAML.
+
+use std::collections::BTreeMap;
+
+use serde_json::{json, Value};
+
+use crate::model::config::CellConfig;
+use crate::model::knobs::{IpcMode, RuntimeKind};
+
+/// Where the cells file is mounted in the pod.
+const CELLS_DIR: &str = "/etc/shmbench";
+/// The user and group pods run as (nobody).
+const NOBODY: u64 = 65534;
+
+/// What the manifest is for.
+pub struct Target<'a> {
+    pub image: &'a str,
+    pub namespace: &'a str,
+    pub node_selector: &'a [(String, String)],
+    pub repeat: u32,
+}
+
+/// The shape of a pod: what its spec must differ by.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
+struct Shape {
+    shm: Option<u64>,
+    host_shm: bool,
+    memory: Option<u64>,
+}
+
+fn mebibytes(bytes: u64) -> String {
+    format!("{}Mi", bytes.div_ceil(1 << 20))
+}
+
+/// The memory a pod of these cells needs when the cell sets no limit: the /dev/shm pages (they
+/// count against it), a batch of private memory per worker and the main (samples before they are
+/// collated), and room for the processes themselves.
+fn memory_for(cells: &[&CellConfig], shape: &Shape) -> u64 {
+    if let Some(limit) = shape.memory {
+        return limit;
+    }
+    let shm = shape.shm.unwrap_or(64 << 20);
+    let private = cells
+        .iter()
+        .map(|c| (c.workers as u64 + 1) * (c.batch_bytes() + (32 << 20)))
+        .max()
+        .unwrap_or(0);
+    shm + private + (128 << 20)
+}
+
+/// The config a pod runs: the cell as is, in the pod's own /dev/shm (runtime host), its limits
+/// being the pod's.
+fn in_pod(cell: &CellConfig, shape: &Shape) -> CellConfig {
+    let mut c = cell.clone();
+    c.runtime = RuntimeKind::Host;
+    c.shm_size = None;
+    c.shm_tmpfs = false;
+    c.memory = None;
+    c.ipc = IpcMode::Private;
+    c.image = None;
+    c.runtime_note = Some(match (shape.shm, shape.host_shm) {
+        (_, true) => "a Kubernetes pod with the node's /dev/shm (hostPath)".into(),
+        (Some(size), _) => format!(
+            "a Kubernetes pod, /dev/shm an emptyDir (medium Memory, sizeLimit {})",
+            mebibytes(size)
+        ),
+        (None, _) => {
+            "a Kubernetes pod without an emptyDir: the container runtime's /dev/shm".into()
+        }
+    });
+    c
+}
+
+/// The objects for `cells`: a ConfigMap and an Indexed Job per pod shape.
+pub fn objects(scenario: &str, cells: &[CellConfig], target: &Target) -> Vec<Value> {
+    let mut shapes: BTreeMap<Shape, Vec<&CellConfig>> = BTreeMap::new();
+    for c in cells {
+        let shape = Shape {
+            shm: c.shm_size.map(|s| s.bytes()),
+            host_shm: c.ipc == IpcMode::Host,
+            memory: c.memory.map(|m| m.bytes()),
+        };
+        shapes.entry(shape).or_default().push(c);
+    }
+    let base = format!("shmbench-{}", kube_name(scenario));
+    let labels = json!({
+        "app.kubernetes.io/name": "shmbench",
+        "app.kubernetes.io/component": "cell",
+        "shmbench.org/scenario": kube_name(scenario),
+    });
+    let mut out = Vec::new();
+    for (i, (shape, group)) in shapes.iter().enumerate() {
+        let name = format!("{base}-{i}");
+        let pod_cells: Vec<CellConfig> = group.iter().map(|c| in_pod(c, shape)).collect();
+        let completions = group.len() as u64 * target.repeat.max(1) as u64;
+        out.push(json!({
+            "apiVersion": "v1",
+            "kind": "ConfigMap",
+            "metadata": {"name": format!("{name}-cells"), "namespace": target.namespace, "labels": labels},
+            "data": {"cells.json": serde_json::to_string(&pod_cells).unwrap_or_default()},
+        }));
+        let memory = mebibytes(memory_for(group, shape));
+        let mut mounts = vec![json!({"name": "cells", "mountPath": CELLS_DIR, "readOnly": true})];
+        let mut volumes =
+            vec![json!({"name": "cells", "configMap": {"name": format!("{name}-cells")}})];
+        if shape.host_shm {
+            mounts.push(json!({"name": "dshm", "mountPath": "/dev/shm"}));
+            volumes.push(
+                json!({"name": "dshm", "hostPath": {"path": "/dev/shm", "type": "Directory"}}),
+            );
+        } else if let Some(size) = shape.shm {
+            mounts.push(json!({"name": "dshm", "mountPath": "/dev/shm"}));
+            volumes.push(json!({"name": "dshm", "emptyDir": {"medium": "Memory", "sizeLimit": mebibytes(size)}}));
+        }
+        let selector: serde_json::Map<String, Value> = target
+            .node_selector
+            .iter()
+            .map(|(k, v)| (k.clone(), Value::String(v.clone())))
+            .collect();
+        let mut pod = json!({
+            "restartPolicy": "Never",
+            "automountServiceAccountToken": false,
+            "enableServiceLinks": false,
+            "securityContext": {
+                "runAsNonRoot": true,
+                "runAsUser": NOBODY,
+                "runAsGroup": NOBODY,
+                "seccompProfile": {"type": "RuntimeDefault"},
+            },
+            "containers": [{
+                "name": "cell",
+                "image": target.image,
+                "args": ["cell", "--from", format!("{CELLS_DIR}/cells.json")],
+                "resources": {
+                    "requests": {"memory": memory, "cpu": "1"},
+                    "limits": {"memory": memory},
+                },
+                "securityContext": {
+                    "allowPrivilegeEscalation": false,
+                    "readOnlyRootFilesystem": true,
+                    "capabilities": {"drop": ["ALL"]},
+                },
+                "volumeMounts": mounts,
+            }],
+            "volumes": volumes,
+        });
+        if !selector.is_empty() {
+            pod["nodeSelector"] = Value::Object(selector);
+        }
+        out.push(json!({
+            "apiVersion": "batch/v1",
+            "kind": "Job",
+            "metadata": {"name": name, "namespace": target.namespace, "labels": labels},
+            "spec": {
+                "completionMode": "Indexed",
+                "completions": completions,
+                // One cell at a time: cells measure, and neighbours on a node disturb them.
+                "parallelism": 1,
+                // A failed pod (OOMKilled, evicted) is a result: its index fails, nothing retries.
+                "backoffLimitPerIndex": 0,
+                "maxFailedIndexes": completions,
+                "podFailurePolicy": {"rules": [
+                    {"action": "FailIndex", "onExitCodes": {"containerName": "cell", "operator": "NotIn", "values": [0]}},
+                    {"action": "FailIndex", "onPodConditions": [{"type": "DisruptionTarget", "status": "True"}]},
+                ]},
+                // Pods stay a day for `kubectl logs` and `shmbench k8s collect`.
+                "ttlSecondsAfterFinished": 86400,
+                "template": {"metadata": {"labels": labels}, "spec": pod},
+            },
+        }));
+    }
+    out
+}
+
+/// A scenario name as a Kubernetes object name allows it (lower case, digits, '-').
+fn kube_name(s: &str) -> String {
+    let name: String = s
+        .to_lowercase()
+        .chars()
+        .map(|c| if c.is_ascii_alphanumeric() { c } else { '-' })
+        .collect();
+    name.trim_matches('-').chars().take(40).collect()
+}
+
+/// The objects as a file: JSON documents (which are YAML) separated by `---`.
+pub fn render(objects: &[Value]) -> String {
+    let docs: Vec<String> = objects
+        .iter()
+        .map(|o| serde_json::to_string_pretty(o).unwrap_or_default())
+        .collect();
+    format!("{}\n", docs.join("\n---\n"))
+}

@@ -1,0 +1,230 @@
+//! `shmbench k8s manifest`: every scenario as Kubernetes objects, validated against the official
+//! OpenAPI schemas of two Kubernetes minor versions (kubernetes-validate, set up by `cargo xtask
+//! test`; SHMBENCH_SKIP_K8S_VALIDATE=1 skips), and the pod's side, `shmbench cell --from`, run
+//! for real in a tmpfs of the pod's size.
+
+mod common;
+
+use std::path::PathBuf;
+use std::process::Command;
+
+use common::*;
+use serde_json::Value;
+
+/// The Kubernetes versions the manifests are checked against.
+const VERSIONS: [&str; 2] = ["1.29.0", "1.33.0"];
+
+fn validator() -> Option<PathBuf> {
+    let program = std::env::var_os("SHMBENCH_K8S_VALIDATE").map(PathBuf::from)?;
+    let present = || {
+        Command::new(&program)
+            .arg("--version")
+            .output()
+            .is_ok_and(|o| o.status.success())
+    };
+    require("k8s_validate", present, "kubernetes-validate").then_some(program)
+}
+
+fn manifest(args: &[&str]) -> Vec<Value> {
+    let mut full = vec!["k8s", "manifest"];
+    full.extend(args);
+    let o = shmbench(&full);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    String::from_utf8_lossy(&o.stdout)
+        .split("\n---\n")
+        .map(|doc| serde_json::from_str(doc).unwrap())
+        .collect()
+}
+
+fn scenarios() -> Vec<PathBuf> {
+    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("scenarios");
+    let mut all: Vec<PathBuf> = std::fs::read_dir(dir)
+        .unwrap()
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| p.extension().is_some_and(|e| e == "toml"))
+        .collect();
+    all.sort();
+    all
+}
+
+#[test]
+fn every_scenario_makes_jobs_the_kubernetes_schemas_accept() {
+    let program = validator();
+    for scenario in scenarios() {
+        let path = scenario.to_str().unwrap();
+        let args = [
+            path,
+            "--image",
+            "registry.example/shmbench:1",
+            "--node-selector",
+            "pool=a100",
+            "--repeat",
+            "2",
+        ];
+        let objects = manifest(&args);
+        let jobs: Vec<&Value> = objects.iter().filter(|o| o["kind"] == "Job").collect();
+        assert!(!jobs.is_empty(), "{path}");
+        let mut cells = 0;
+        for job in &jobs {
+            let spec = &job["spec"];
+            let pod = &spec["template"]["spec"];
+            assert_eq!(spec["completionMode"], "Indexed");
+            assert_eq!(
+                spec["backoffLimitPerIndex"], 0,
+                "a crash is a result, never retried"
+            );
+            assert_eq!(pod["automountServiceAccountToken"], false);
+            assert_eq!(pod["securityContext"]["runAsNonRoot"], true);
+            assert_eq!(pod["nodeSelector"]["pool"], "a100");
+            let container = &pod["containers"][0];
+            assert_eq!(
+                container["securityContext"]["capabilities"]["drop"][0],
+                "ALL"
+            );
+            assert_eq!(container["securityContext"]["readOnlyRootFilesystem"], true);
+            // The ConfigMap the pods index holds the job's cells; each index is one run of one.
+            let map_name = pod["volumes"][0]["configMap"]["name"].as_str().unwrap();
+            let map = objects
+                .iter()
+                .find(|o| o["metadata"]["name"] == map_name)
+                .unwrap();
+            let list: Vec<Value> =
+                serde_json::from_str(map["data"]["cells.json"].as_str().unwrap()).unwrap();
+            assert_eq!(spec["completions"], 2 * list.len() as u64);
+            cells += list.len();
+            for c in &list {
+                assert_eq!(c["runtime"], "host", "the pod's /dev/shm is the cell's");
+            }
+        }
+        assert!(cells > 0);
+        let Some(program) = &program else { continue };
+        let dir = temp_dir("manifest");
+        let file = dir.join("m.yaml");
+        let o = shmbench(
+            &["k8s", "manifest", "--out", file.to_str().unwrap()]
+                .iter()
+                .copied()
+                .chain(args)
+                .collect::<Vec<_>>(),
+        );
+        assert!(o.status.success());
+        for version in VERSIONS {
+            let v = Command::new(program)
+                .args(["--strict", "--quiet", "-k", version])
+                .arg(&file)
+                .output()
+                .unwrap();
+            assert!(
+                v.status.success(),
+                "{path} against Kubernetes {version}: {}{}",
+                String::from_utf8_lossy(&v.stdout),
+                String::from_utf8_lossy(&v.stderr)
+            );
+        }
+    }
+}
+
+#[test]
+fn a_sized_row_mounts_an_emptydir_of_its_size_and_a_default_row_none() {
+    let objects = manifest(&["--image", "i:1"]);
+    let job_of = |cell: &str| {
+        let map = objects
+            .iter()
+            .find(|o| {
+                o["kind"] == "ConfigMap"
+                    && o["data"]["cells.json"]
+                        .as_str()
+                        .unwrap()
+                        .contains(&format!("\"cell\":\"{cell}\""))
+            })
+            .unwrap();
+        let name = map["metadata"]["name"]
+            .as_str()
+            .unwrap()
+            .trim_end_matches("-cells")
+            .to_string();
+        objects
+            .iter()
+            .find(|o| o["kind"] == "Job" && o["metadata"]["name"] == name.as_str())
+            .unwrap()
+            .clone()
+    };
+    let tuned = job_of("docker-tuned");
+    let volumes = tuned["spec"]["template"]["spec"]["volumes"]
+        .as_array()
+        .unwrap();
+    let dshm = volumes.iter().find(|v| v["name"] == "dshm").unwrap();
+    assert_eq!(dshm["emptyDir"]["medium"], "Memory");
+    assert_eq!(dshm["emptyDir"]["sizeLimit"], "2048Mi");
+    // The tmpfs pages count against the memory limit, so it is above the size.
+    let memory = tuned["spec"]["template"]["spec"]["containers"][0]["resources"]["limits"]
+        ["memory"]
+        .as_str()
+        .unwrap()
+        .trim_end_matches("Mi")
+        .parse::<u64>()
+        .unwrap();
+    assert!(memory > 2048, "{memory}");
+    let default = job_of("docker-default");
+    let volumes = default["spec"]["template"]["spec"]["volumes"]
+        .as_array()
+        .unwrap();
+    assert!(volumes.iter().all(|v| v["name"] != "dshm"), "{volumes:?}");
+    let o = shmbench(&["k8s", "manifest"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("--image"));
+}
+
+#[test]
+fn a_pod_runs_the_cell_its_completion_index_picks() {
+    let _guard = serial();
+    let before = machine_state();
+    let objects = manifest(&[
+        "--image",
+        "i:1",
+        "--batch",
+        "8",
+        "--workers",
+        "2",
+        "--steps",
+        "5",
+    ]);
+    let map = objects
+        .iter()
+        .find(|o| {
+            o["kind"] == "ConfigMap"
+                && o["data"]["cells.json"]
+                    .as_str()
+                    .unwrap()
+                    .contains("docker-tuned")
+        })
+        .unwrap();
+    let dir = temp_dir("pod");
+    let cells = dir.join("cells.json");
+    std::fs::write(&cells, map["data"]["cells.json"].as_str().unwrap()).unwrap();
+    // A tmpfs of the emptyDir's size stands for the pod's /dev/shm; index 3 of a one-cell list
+    // (a repeat) is that cell.
+    let o = command()
+        .args(["watch", "--shm-size", "2g", "--out"])
+        .arg(dir.join("w.csv"))
+        .args(["--", BIN, "cell", "--from"])
+        .arg(&cells)
+        .env("JOB_COMPLETION_INDEX", "3")
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let record: Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(record["config"]["cell"], "docker-tuned");
+    assert_eq!(record["status"], "pass", "{record}");
+    assert_eq!(record["shm_seen_bytes"], 2u64 << 30);
+    assert!(record["config"]["runtime_note"]
+        .as_str()
+        .unwrap()
+        .contains("emptyDir"));
+    // Outside an Indexed Job there is no index: a clear error.
+    let o = shmbench(&["cell", "--from", cells.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("JOB_COMPLETION_INDEX is not set"));
+    assert_clean(&before);
+}

@@ -1,0 +1,45 @@
+//! Python venvs the tests use, cached under the user's cache directory
+//! (`$XDG_CACHE_HOME/shmbench/venvs/NAME`, else `~/.cache/...`): made once with `python3 -m venv`
+//! and filled from PyPI with pip, reused after.
+
+use std::path::PathBuf;
+
+use crate::apt;
+use crate::needs::{on_path, run};
+
+/// Where the venv `name` lives.
+pub fn dir(name: &str) -> PathBuf {
+    let cache = std::env::var_os("XDG_CACHE_HOME")
+        .map(PathBuf::from)
+        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache")))
+        .unwrap_or_else(|| PathBuf::from("/tmp"));
+    cache.join("shmbench/venvs").join(name)
+}
+
+/// Makes the venv `name` if it is not there, and pip-installs `packages` into it.
+pub fn install(name: &str, packages: &[&str]) -> Result<(), String> {
+    if !on_path("python3") {
+        apt::install(&["python3", "python3-venv"])?;
+    }
+    let dir = dir(name);
+    let dir_text = dir.display().to_string();
+    if !dir.join("bin/python").is_file() {
+        std::fs::create_dir_all(dir.parent().unwrap_or(&dir))
+            .map_err(|e| format!("cannot create {dir_text}: {e}"))?;
+        if run(&["python3", "-m", "venv", &dir_text]).is_err() {
+            // Debian's python3 has venv in a package of its own.
+            apt::install(&["python3-venv"])?;
+            let _ = std::fs::remove_dir_all(&dir);
+            run(&["python3", "-m", "venv", &dir_text])?;
+        }
+    }
+    let pip = dir.join("bin/pip").display().to_string();
+    let mut args = vec![
+        pip.as_str(),
+        "install",
+        "--quiet",
+        "--disable-pip-version-check",
+    ];
+    args.extend(packages);
+    run(&args)
+}
