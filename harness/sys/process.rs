@@ -105,6 +105,23 @@ pub fn private_rss(pid: u32) -> u64 {
         * 1024
 }
 
+/// Sets `cmd` up as a child whose output the caller reads (stdin from /dev/null, stdout and
+/// stderr piped) and that dies with the calling thread's process (PR_SET_PDEATHSIG).
+pub fn piped_and_tied(cmd: &mut std::process::Command) {
+    use std::os::unix::process::CommandExt;
+    use std::process::Stdio;
+    cmd.stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    // SAFETY: prctl is async-signal-safe.
+    unsafe {
+        cmd.pre_exec(|| {
+            libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
+            Ok(())
+        });
+    }
+}
+
 /// Restricts this process (and what it starts later) to `cpus`.
 pub fn pin_to(cpus: &[usize]) -> Result<(), String> {
     let mut set = nix::sched::CpuSet::new();

@@ -28,7 +28,6 @@ pub mod classify;
 
 use std::collections::BTreeMap;
 use std::io::{BufRead, BufReader};
-use std::os::unix::process::CommandExt;
 use std::process::{Command, Stdio};
 use std::sync::Mutex;
 use std::time::Instant;
@@ -41,7 +40,7 @@ use super::protocol::{Progress, PROGRESS_ENV};
 use crate::model::config::CellConfig;
 use crate::model::knobs::TorchProfile;
 use crate::model::record::{CellRecord, Failure, Metrics, Status, StepSample};
-use crate::sys::cgroup;
+use crate::sys::{cgroup, process};
 
 /// The program a torch cell runs, passed in the environment so `ps` shows a short command.
 pub const PROGRAM: &str = include_str!("program.py");
@@ -247,17 +246,8 @@ pub fn run_cell(config: &CellConfig) -> CellRecord {
         .env(PROGRAM_ENV, PROGRAM)
         .env("PYTHONUNBUFFERED", "1")
         // A container's root is read-only: no bytecode caches.
-        .env("PYTHONDONTWRITEBYTECODE", "1")
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped());
-    // SAFETY: prctl is async-signal-safe.
-    unsafe {
-        cmd.pre_exec(|| {
-            libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
-            Ok(())
-        });
-    }
+        .env("PYTHONDONTWRITEBYTECODE", "1");
+    process::piped_and_tied(&mut cmd);
     let mut child = match cmd.spawn() {
         Ok(c) => c,
         Err(e) => return fail(cannot_run(&config.python, e)),

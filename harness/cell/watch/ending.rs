@@ -50,14 +50,8 @@ pub struct Ending<'a> {
     pub oom_kills: (Option<u64>, Option<u64>),
 }
 
-/// The cell's status, its message, and the process and signal that failed.
-#[derive(Debug, PartialEq)]
-pub struct Verdict {
-    pub status: Status,
-    pub message: String,
-    pub signal: Option<i32>,
-    pub pid: Option<u32>,
-}
+/// The cell's status, its message, and the process and signal that failed: a torch cell's kind.
+pub use crate::cell::torch::classify::Verdict;
 
 /// Whether an output line names a failure the classification uses.
 pub fn is_evidence(line: &str) -> bool {

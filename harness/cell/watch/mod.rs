@@ -12,8 +12,7 @@ pub mod sampler;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::io::{BufRead, BufReader, Read};
-use std::os::unix::process::CommandExt;
-use std::process::{Command, Stdio};
+use std::process::Command;
 use std::sync::atomic::Ordering;
 use std::sync::{mpsc, Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -26,7 +25,7 @@ use crate::model::config::CellConfig;
 use crate::model::knobs::RuntimeKind;
 use crate::model::record::{CellRecord, Failure, Metrics, Status};
 use crate::model::watch::{Leftover, WatchReport, WatchSettings};
-use crate::sys::{cgroup, proc_tree, shm};
+use crate::sys::{cgroup, proc_tree, process, shm};
 use ending::Exit;
 
 /// Output lines kept as evidence of how the job failed.
@@ -155,17 +154,8 @@ pub fn run_cell(config: &CellConfig) -> CellRecord {
     unsafe { libc::prctl(libc::PR_SET_CHILD_SUBREAPER, 1) };
     let program = &settings.command[0];
     let mut cmd = Command::new(program);
-    cmd.args(&settings.command[1..])
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped());
-    // SAFETY: prctl is async-signal-safe.
-    unsafe {
-        cmd.pre_exec(|| {
-            libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
-            Ok(())
-        });
-    }
+    cmd.args(&settings.command[1..]);
+    process::piped_and_tied(&mut cmd);
     let shared = Arc::new(sampler::Shared::default());
     let root = std::process::id();
     let sampling = {
