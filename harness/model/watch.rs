@@ -110,6 +110,10 @@ pub struct WatchReport {
     /// no process (files kept, or leaked).
     #[serde(default)]
     pub holders_shm_bytes: u64,
+    /// The shared memory (tmpfs pages) charged to the job's memory cgroup then, when it had a
+    /// limit (memory.stat's `shmem`).
+    #[serde(default)]
+    pub cgroup_shmem_bytes: Option<u64>,
     /// Most processes seen at once in the job's tree, and most fds one of them held.
     pub max_processes: u32,
     pub max_fds: u64,

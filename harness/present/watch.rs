@@ -72,9 +72,19 @@ pub fn render(
     );
     let cgroup_peak = report.samples.iter().filter_map(|s| s.cgroup_bytes).max();
     if let (Some(peak), Some(limit)) = (cgroup_peak, report.cgroup_limit) {
+        let shmem = report
+            .cgroup_shmem_bytes
+            .map(|b| {
+                format!(
+                    "; {} of it shared memory at {:.2} s",
+                    ByteSize(b),
+                    report.holders_t_s
+                )
+            })
+            .unwrap_or_default();
         let _ = writeln!(
             out,
-            "  memory:      the cgroup peaked at {} of its {} limit (tmpfs pages count against it)",
+            "  memory:      the cgroup peaked at {} of its {} limit (tmpfs pages count against it{shmem})",
             ByteSize(peak),
             ByteSize(limit)
         );

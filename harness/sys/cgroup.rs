@@ -71,6 +71,12 @@ impl UsageFile {
     }
 }
 
+/// Shared memory (tmpfs pages, /dev/shm's among them) charged to this process's memory cgroup,
+/// from memory.stat (`shmem` in v1 and v2).
+pub fn shmem_bytes() -> Option<u64> {
+    read_keyed("memory.stat", "shmem")
+}
+
 /// The memory limit in bytes, None when unlimited or unknown.
 pub fn memory_limit() -> Option<u64> {
     let dir = memory_dir()?;

@@ -230,6 +230,7 @@ pub fn run_cell(config: &CellConfig) -> CellRecord {
         holders_at_peak: sampled.holders,
         holders_t_s: sampled.holders_t_s,
         holders_shm_bytes: sampled.holders_shm_bytes,
+        cgroup_shmem_bytes: sampled.holders_cgroup_shmem,
         max_processes: sampled.max_processes,
         max_fds: sampled.max_fds,
         cgroup_limit: cgroup::memory_limit(),

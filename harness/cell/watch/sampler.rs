@@ -38,8 +38,10 @@ pub struct Sampled {
     pub peak_t_s: f64,
     pub holders: Vec<Holder>,
     pub holders_t_s: f64,
-    /// /dev/shm in use (above the base) when `holders` were walked.
+    /// /dev/shm in use (above the base) when `holders` were walked, and the shared memory the
+    /// memory cgroup was charged then (when the job has a limit).
     pub holders_shm_bytes: u64,
+    pub holders_cgroup_shmem: Option<u64>,
     /// Every /dev/shm name a process of the job was seen holding.
     pub seen: std::collections::BTreeSet<String>,
     pub max_processes: u32,
@@ -140,6 +142,7 @@ pub fn run(root: u32, interval: Duration, shared: Arc<Shared>) -> Sampled {
             out.holders = attribute(root);
             out.holders_t_s = t_s;
             out.holders_shm_bytes = used;
+            out.holders_cgroup_shmem = cgroup_use.as_ref().and_then(|_| cgroup::shmem_bytes());
             let names = out.holders.iter().flat_map(|h| &h.segments);
             out.seen.extend(names.map(|s| s.name.clone()));
             attributed = Some(used);
