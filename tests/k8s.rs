@@ -14,8 +14,17 @@ use serde_json::Value;
 /// The Kubernetes versions the manifests are checked against.
 const VERSIONS: [&str; 2] = ["1.29.0", "1.33.0"];
 
+/// The validator: SHMBENCH_K8S_VALIDATE, or the venv `cargo xtask test` makes.
 fn validator() -> Option<PathBuf> {
-    let program = std::env::var_os("SHMBENCH_K8S_VALIDATE").map(PathBuf::from)?;
+    let program = match std::env::var_os("SHMBENCH_K8S_VALIDATE") {
+        Some(p) => PathBuf::from(p),
+        None => {
+            let cache = std::env::var_os("XDG_CACHE_HOME")
+                .map(PathBuf::from)
+                .unwrap_or_else(|| PathBuf::from(std::env::var_os("HOME").unwrap()).join(".cache"));
+            cache.join("shmbench/venvs/k8s/bin/kubernetes-validate")
+        }
+    };
     let present = || {
         Command::new(&program)
             .arg("--version")
@@ -34,6 +43,17 @@ fn manifest(args: &[&str]) -> Vec<Value> {
         .split("\n---\n")
         .map(|doc| serde_json::from_str(doc).unwrap())
         .collect()
+}
+
+/// The ConfigMap whose cells include `cell`.
+fn config_map_of<'a>(objects: &'a [Value], cell: &str) -> &'a Value {
+    let name = format!("\"cell\":\"{cell}\"");
+    objects
+        .iter()
+        .find(|o| {
+            o["kind"] == "ConfigMap" && o["data"]["cells.json"].as_str().unwrap().contains(&name)
+        })
+        .unwrap_or_else(|| panic!("no ConfigMap holds {cell}"))
 }
 
 fn scenarios() -> Vec<PathBuf> {
@@ -129,16 +149,7 @@ fn every_scenario_makes_jobs_the_kubernetes_schemas_accept() {
 fn a_sized_row_mounts_an_emptydir_of_its_size_and_a_default_row_none() {
     let objects = manifest(&["--image", "i:1"]);
     let job_of = |cell: &str| {
-        let map = objects
-            .iter()
-            .find(|o| {
-                o["kind"] == "ConfigMap"
-                    && o["data"]["cells.json"]
-                        .as_str()
-                        .unwrap()
-                        .contains(&format!("\"cell\":\"{cell}\""))
-            })
-            .unwrap();
+        let map = config_map_of(&objects, cell);
         let name = map["metadata"]["name"]
             .as_str()
             .unwrap()
@@ -190,16 +201,7 @@ fn a_pod_runs_the_cell_its_completion_index_picks() {
         "--steps",
         "5",
     ]);
-    let map = objects
-        .iter()
-        .find(|o| {
-            o["kind"] == "ConfigMap"
-                && o["data"]["cells.json"]
-                    .as_str()
-                    .unwrap()
-                    .contains("docker-tuned")
-        })
-        .unwrap();
+    let map = config_map_of(&objects, "docker-tuned");
     let dir = temp_dir("pod");
     let cells = dir.join("cells.json");
     std::fs::write(&cells, map["data"]["cells.json"].as_str().unwrap()).unwrap();
