@@ -8,7 +8,7 @@ use anyhow::{anyhow, Result};
 
 use crate::model::knobs::{Knobs, RuntimeKind};
 use crate::model::size::ByteSize;
-use crate::model::watch::{WatchSettings, DEFAULT_INTERVAL_MS};
+use crate::model::watch::WatchSettings;
 use crate::orchestrate::minshm;
 use crate::plan::{guard, watch};
 use crate::sys::fingerprint::mem_total;
@@ -51,12 +51,7 @@ pub fn run(args: Args) -> Result<ExitCode> {
             shm_size: Some(ByteSize(64 << 20)),
             ..args.knobs
         };
-        let settings = WatchSettings {
-            command: args.command.clone(),
-            interval_ms: DEFAULT_INTERVAL_MS,
-            step_regex: None,
-            sweep: false,
-        };
+        let settings = WatchSettings::plain(args.command.clone());
         let config = watch::cell(&knobs, "min-shm", settings, &super::platform())
             .map_err(|e| anyhow!("--{e}"))?;
         super::watch::check_findable(&config)?;

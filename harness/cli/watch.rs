@@ -108,9 +108,6 @@ pub fn config(args: &Args) -> Result<CellConfig> {
     };
     let config = plan::watch::cell(&knobs, &args.name, settings, &super::platform())
         .map_err(|e| anyhow!("--{e}"))?;
-    if let Some(re) = &args.step_regex {
-        regex::Regex::new(re).map_err(|e| anyhow!("--step-regex: {e}"))?;
-    }
     check_findable(&config)?;
     Ok(config)
 }

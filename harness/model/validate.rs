@@ -133,6 +133,9 @@ impl CellConfig {
                         ),
                     ));
                 }
+                if let Some(Err(e)) = watch.step_regex.as_deref().map(regex::Regex::new) {
+                    return Err(bad("step-regex", e.to_string()));
+                }
                 if self.runtime == RuntimeKind::Docker && self.image.is_none() {
                     return Err(bad("image", "a watched command runs in Docker inside your own image, which has it: name it with --image"));
                 }

@@ -23,6 +23,18 @@ pub struct WatchSettings {
 /// The default sampling interval: fine enough to see a batch come and go.
 pub const DEFAULT_INTERVAL_MS: u64 = 10;
 
+impl WatchSettings {
+    /// `command` watched at the default interval, without steps or a sweep.
+    pub fn plain(command: Vec<String>) -> WatchSettings {
+        WatchSettings {
+            command,
+            interval_ms: DEFAULT_INTERVAL_MS,
+            step_regex: None,
+            sweep: false,
+        }
+    }
+}
+
 /// One sample of the watched job.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct ShmSample {
@@ -130,4 +142,22 @@ pub struct WatchReport {
     /// CPU seconds the sampler itself spent, and the number of samples it took.
     pub sampler_cpu_s: f64,
     pub sample_count: u64,
+}
+
+impl WatchReport {
+    /// The processes at the peak, the one holding most first.
+    pub fn holders_by_bytes(&self) -> Vec<&Holder> {
+        let mut holders: Vec<&Holder> = self.holders_at_peak.iter().collect();
+        holders.sort_by_key(|h| std::cmp::Reverse(h.bytes()));
+        holders
+    }
+
+    /// Bytes of the files left in /dev/shm, and how many of them were removed.
+    pub fn left_bytes(&self) -> u64 {
+        self.leftovers.iter().map(|l| l.bytes).sum()
+    }
+
+    pub fn removed(&self) -> usize {
+        self.leftovers.iter().filter(|l| l.removed).count()
+    }
 }

@@ -14,8 +14,6 @@ use super::{calibrate, runner};
 use crate::model::bench::Bench;
 use crate::model::knobs::{Knobs, RuntimeKind, Strategy, TorchProfile};
 use crate::model::repeat::Repeat;
-use crate::model::size::ByteSize;
-use crate::model::watch::{WatchSettings, DEFAULT_INTERVAL_MS};
 use crate::plan::resolve::{Identity, Platform};
 use crate::plan::scenario::{Scenario, SEED_MATRIX_PATH};
 use crate::plan::watch;
@@ -88,20 +86,10 @@ pub fn run(
 /// Watches a job of 9 processes (a shell and 8 sleepers, like a main and its workers) for 3 s at
 /// the default interval, in a private /dev/shm: the sampler's CPU share of one core.
 fn sampler_cost(platform: &Platform) -> Result<(f64, u64)> {
-    let knobs = Knobs {
-        shm_size: Some(ByteSize(64 << 20)),
-        runtime: Some(RuntimeKind::Namespace),
-        ..Knobs::default()
-    };
     let job = "for i in 1 2 3 4 5 6 7 8; do sleep 3 & done; wait";
-    let settings = WatchSettings {
-        command: ["sh", "-c", job].map(String::from).to_vec(),
-        interval_ms: DEFAULT_INTERVAL_MS,
-        step_regex: None,
-        sweep: false,
-    };
+    let command = ["sh", "-c", job].map(String::from).to_vec();
     let config =
-        watch::cell(&knobs, "bench-sampler", settings, platform).map_err(|e| anyhow!("{e}"))?;
+        watch::private("bench-sampler", command, 64 << 20, platform).map_err(|e| anyhow!("{e}"))?;
     let record = runtime::launch_one(&config, &mut |_| {})?;
     let report = record
         .watch

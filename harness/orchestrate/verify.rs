@@ -7,10 +7,9 @@ use anyhow::{anyhow, Result};
 
 use crate::model::config::CellConfig;
 use crate::model::job::LoaderSpec;
-use crate::model::knobs::{Knobs, RuntimeKind};
+use crate::model::knobs::RuntimeKind;
 use crate::model::record::CellRecord;
 use crate::model::size::ByteSize;
-use crate::model::watch::{WatchSettings, DEFAULT_INTERVAL_MS};
 use crate::plan::job::loader_config;
 use crate::plan::resolve::Platform;
 use crate::plan::watch;
@@ -62,19 +61,8 @@ pub fn run_job(cells: &[CellConfig], shm_bytes: u64, platform: &Platform) -> Res
     let exe =
         std::env::current_exe().map_err(|e| anyhow!("cannot find shmbench's own binary: {e}"))?;
     let command = vec![exe.display().to_string(), "job".to_string(), json];
-    let knobs = Knobs {
-        shm_size: Some(ByteSize(shm_bytes)),
-        runtime: Some(RuntimeKind::Namespace),
-        ..Knobs::default()
-    };
-    let settings = WatchSettings {
-        command,
-        interval_ms: DEFAULT_INTERVAL_MS,
-        step_regex: None,
-        sweep: false,
-    };
-    let job =
-        watch::cell(&knobs, "doctor-verify", settings, platform).map_err(|e| anyhow!("{e}"))?;
+    let job = watch::private("doctor-verify", command, shm_bytes, platform)
+        .map_err(|e| anyhow!("{e}"))?;
     // What `shmbench job` said of each cell, for a failure's message.
     let mut said = Vec::new();
     let mut record = runtime::launch_one(&job, &mut |report| {

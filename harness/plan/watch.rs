@@ -3,7 +3,8 @@
 //! for an image, else host), validated.
 
 use crate::model::config::CellConfig;
-use crate::model::knobs::{Knobs, Loader};
+use crate::model::knobs::{Knobs, Loader, RuntimeKind};
+use crate::model::size::ByteSize;
 use crate::model::validate::KnobError;
 use crate::model::watch::WatchSettings;
 
@@ -28,4 +29,20 @@ pub fn cell(
     config.watch = Some(settings);
     config.validate(platform.mem_total)?;
     Ok(config)
+}
+
+/// `command` watched in a private /dev/shm of `shm_bytes` (a namespace cell), as shmbench's own
+/// checks run one (`bench`'s sampler cost, `doctor --verify` of a job).
+pub fn private(
+    name: &str,
+    command: Vec<String>,
+    shm_bytes: u64,
+    platform: &Platform,
+) -> Result<CellConfig, KnobError> {
+    let knobs = Knobs {
+        shm_size: Some(ByteSize(shm_bytes)),
+        runtime: Some(RuntimeKind::Namespace),
+        ..Knobs::default()
+    };
+    cell(&knobs, name, WatchSettings::plain(command), platform)
 }

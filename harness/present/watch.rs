@@ -6,15 +6,25 @@ use std::fmt::Write;
 use crate::analysis::trend::Trend;
 use crate::model::record::CellRecord;
 use crate::model::size::ByteSize;
-use crate::model::watch::{Hold, WatchReport};
+use crate::model::watch::{Hold, Holder, WatchReport};
 use crate::plan::advice::Sizing;
 
 /// Processes and segments listed at most (the rest are counted).
 const MAX_HOLDERS: usize = 8;
 const MAX_SEGMENTS: usize = 4;
 
-fn mib_per_s(bytes_per_s: f64) -> String {
+/// A rate of growth as the explanation and the report write it.
+pub fn mib_per_s(bytes_per_s: f64) -> String {
     format!("{:+.2} MiB/s", bytes_per_s / (1u64 << 20) as f64)
+}
+
+/// A holder's process as the explanation, the report and its plot name it.
+pub fn pid_label(report: &WatchReport, h: &Holder) -> String {
+    if h.pid == report.command_pid {
+        format!("pid {} (the command)", h.pid)
+    } else {
+        format!("pid {}", h.pid)
+    }
 }
 
 /// The explanation, as plain text for the terminal.
@@ -193,8 +203,7 @@ fn holders(out: &mut String, report: &WatchReport) {
             ByteSize(report.holders_shm_bytes)
         );
     }
-    let mut by_bytes: Vec<_> = report.holders_at_peak.iter().collect();
-    by_bytes.sort_by_key(|h| std::cmp::Reverse(h.bytes()));
+    let by_bytes = report.holders_by_bytes();
     for h in by_bytes.iter().take(MAX_HOLDERS) {
         let limit = h.fd_limit.map(|l| format!("/{l}")).unwrap_or_default();
         let who = if h.pid == report.command_pid {
@@ -239,8 +248,8 @@ fn leftovers(out: &mut String, report: &WatchReport) {
         let _ = writeln!(out, "  left behind: nothing in /dev/shm");
         return;
     }
-    let bytes: u64 = report.leftovers.iter().map(|l| l.bytes).sum();
-    let removed = report.leftovers.iter().filter(|l| l.removed).count();
+    let bytes = report.left_bytes();
+    let removed = report.removed();
     let kept = report.leftovers.len() - removed;
     let what = match (removed, report.private_shm) {
         (0, true) => "gone with its private /dev/shm, but on a shared one (a host, --ipc=host) they would stay".to_string(),

@@ -3,7 +3,6 @@
 //! find it through SHMBENCH_K8S_VALIDATE.
 
 use std::path::PathBuf;
-use std::process::{Command, Stdio};
 
 use crate::needs::Need;
 use crate::venv;
@@ -13,13 +12,7 @@ fn program() -> PathBuf {
 }
 
 fn version() -> Option<String> {
-    let out = Command::new(program())
-        .arg("--version")
-        .stderr(Stdio::null())
-        .output()
-        .ok()?;
-    let v = String::from_utf8_lossy(&out.stdout).trim().to_string();
-    (out.status.success() && !v.is_empty()).then_some(v)
+    venv::answer(&program(), &["--version"])
 }
 
 pub struct Validator;

@@ -3,7 +3,6 @@
 //! The tests find it through SHMBENCH_TORCH_PYTHON.
 
 use std::path::PathBuf;
-use std::process::{Command, Stdio};
 
 use crate::needs::Need;
 use crate::venv;
@@ -19,13 +18,7 @@ fn python() -> PathBuf {
 
 /// The torch version the venv's Python imports, if it does.
 fn version() -> Option<String> {
-    let out = Command::new(python())
-        .args(["-c", "import torch; print(torch.__version__)"])
-        .stderr(Stdio::null())
-        .output()
-        .ok()?;
-    let v = String::from_utf8_lossy(&out.stdout).trim().to_string();
-    (out.status.success() && !v.is_empty()).then_some(v)
+    venv::answer(&python(), &["-c", "import torch; print(torch.__version__)"])
 }
 
 pub struct Torch;

@@ -2,7 +2,8 @@
 //! (`$XDG_CACHE_HOME/shmbench/venvs/NAME`, else `~/.cache/...`): made once with `python3 -m venv`
 //! and filled from PyPI with pip, reused after.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
 
 use crate::apt;
 use crate::needs::{on_path, run};
@@ -42,4 +43,16 @@ pub fn install(name: &str, packages: &[&str]) -> Result<(), String> {
     ];
     args.extend(packages);
     run(&args)
+}
+
+/// What `program args` prints on stdout, trimmed, when it runs and succeeds with something to
+/// say (how a venv's tool is asked whether it works, and which version it is).
+pub fn answer(program: &Path, args: &[&str]) -> Option<String> {
+    let out = Command::new(program)
+        .args(args)
+        .stderr(Stdio::null())
+        .output()
+        .ok()?;
+    let v = String::from_utf8_lossy(&out.stdout).trim().to_string();
+    (out.status.success() && !v.is_empty()).then_some(v)
 }

@@ -37,15 +37,14 @@ impl Exit {
 
 /// Everything known when the command is gone.
 pub struct Ending<'a> {
-    /// The command's own end; None when it was ended at the deadline.
+    /// The command's own end; None when it was ended at the deadline, `timeout_s`.
     pub exit: Option<Exit>,
     pub pid: u32,
     /// Processes of the tree the cell reaped as their subreaper.
     pub orphans: &'a [(u32, Exit)],
     /// Output lines that name a failure (see [`is_evidence`]).
     pub evidence: &'a [String],
-    /// The deadline it ran past, seconds.
-    pub timed_out: Option<f64>,
+    pub timeout_s: f64,
     /// The memory cgroup's OOM-kill count before and after.
     pub oom_kills: (Option<u64>, Option<u64>),
 }
@@ -70,10 +69,12 @@ fn verdict(status: Status, message: String, signal: Option<i32>, pid: Option<u32
 pub fn classify(e: &Ending) -> Verdict {
     let said = |line: &String| format!("it printed: {}", line.trim());
     let Some(exit) = e.exit else {
-        let limit = e.timed_out.unwrap_or(0.0);
         return verdict(
             Status::Timeout,
-            format!("the command ran past --timeout-s {limit:.0} s and was ended"),
+            format!(
+                "the command ran past --timeout-s {:.0} s and was ended",
+                e.timeout_s
+            ),
             None,
             None,
         );
@@ -162,7 +163,7 @@ mod tests {
             pid: 10,
             orphans,
             evidence: &evidence,
-            timed_out: Some(5.0),
+            timeout_s: 5.0,
             oom_kills: (Some(0), Some(0)),
         })
     }
@@ -208,7 +209,7 @@ mod tests {
             pid: 10,
             orphans: &[],
             evidence: &evidence,
-            timed_out: None,
+            timeout_s: 5.0,
             oom_kills: (Some(0), Some(1)),
         });
         assert_eq!((v.status, v.signal), (Status::Oom, Some(9)));

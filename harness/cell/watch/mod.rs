@@ -31,19 +31,13 @@ use ending::Exit;
 /// Output lines kept as evidence of how the job failed.
 const EVIDENCE_LINES: usize = 20;
 
-/// What the output relays gathered.
-#[derive(Default)]
-struct Heard {
-    evidence: Vec<String>,
-}
-
 /// Relays one of the command's streams line by line, counting steps and keeping evidence.
 fn relay(
     stream: impl Read + Send + 'static,
     which: Stream,
     steps: Option<Regex>,
     shared: Arc<sampler::Shared>,
-    heard: Arc<Mutex<Heard>>,
+    evidence: Arc<Mutex<Vec<String>>>,
 ) -> std::thread::JoinHandle<()> {
     std::thread::spawn(move || {
         let mut reader = BufReader::new(stream);
@@ -69,9 +63,9 @@ fn relay(
                 eprintln!("{}", Progress { step, total: 0 }.line());
             }
             if ending::is_evidence(&text) {
-                let mut heard = heard.lock().unwrap_or_else(|e| e.into_inner());
-                if heard.evidence.len() < EVIDENCE_LINES {
-                    heard.evidence.push(text.clone());
+                let mut evidence = evidence.lock().unwrap_or_else(|e| e.into_inner());
+                if evidence.len() < EVIDENCE_LINES {
+                    evidence.push(text.clone());
                 }
             }
             eprintln!(
@@ -173,21 +167,21 @@ pub fn run_cell(config: &CellConfig) -> CellRecord {
         }
     };
     let pid = child.id();
-    let heard = Arc::new(Mutex::new(Heard::default()));
+    let evidence = Arc::new(Mutex::new(Vec::new()));
     let relays = [
         relay(
             child.stdout.take().expect("piped"),
             Stream::Stdout,
             steps.clone(),
             shared.clone(),
-            heard.clone(),
+            evidence.clone(),
         ),
         relay(
             child.stderr.take().expect("piped"),
             Stream::Stderr,
             steps,
             shared.clone(),
-            heard.clone(),
+            evidence.clone(),
         ),
     ];
     let (done_tx, done_rx) = mpsc::channel();
@@ -206,13 +200,13 @@ pub fn run_cell(config: &CellConfig) -> CellRecord {
     // Only runtime host shares this machine's /dev/shm; a namespace or a container has its own.
     let private_shm = config.runtime != RuntimeKind::Host;
     let leftovers = leftovers(&files_at_start, &sampled.seen, private_shm, settings);
-    let heard = std::mem::take(&mut *heard.lock().unwrap_or_else(|e| e.into_inner()));
+    let evidence = std::mem::take(&mut *evidence.lock().unwrap_or_else(|e| e.into_inner()));
     let verdict = ending::classify(&ending::Ending {
         exit,
         pid,
         orphans: &orphans,
-        evidence: &heard.evidence,
-        timed_out: exit.is_none().then_some(config.timeout_s),
+        evidence: &evidence,
+        timeout_s: config.timeout_s,
         oom_kills: (oom_kills_at_start, cgroup::oom_kills()),
     });
     let steps_done = shared.step.load(Ordering::Relaxed);

@@ -8,6 +8,7 @@ use crate::analysis::trend::trend;
 use crate::model::knobs::Loader;
 use crate::model::size::ByteSize;
 use crate::model::watch::WatchReport;
+use crate::present::watch::{mib_per_s, pid_label};
 use crate::results::Row;
 
 /// Processes listed per job at the peak.
@@ -48,12 +49,8 @@ fn shm(row: &Row) -> String {
 
 fn trend_text(report: &WatchReport) -> String {
     match trend(&report.samples) {
-        Some(t) if t.leak => format!(
-            "LEAK, {:+.2} MiB/s (r2 {:.2})",
-            t.bytes_per_s / (1u64 << 20) as f64,
-            t.r2
-        ),
-        Some(t) => format!("steady ({:+.2} MiB/s)", t.bytes_per_s / (1u64 << 20) as f64),
+        Some(t) if t.leak => format!("LEAK, {} (r2 {:.2})", mib_per_s(t.bytes_per_s), t.r2),
+        Some(t) => format!("steady ({})", mib_per_s(t.bytes_per_s)),
         None => "too short to tell".into(),
     }
 }
@@ -62,12 +59,11 @@ fn left(report: &WatchReport) -> String {
     if report.leftovers.is_empty() {
         return "nothing".into();
     }
-    let bytes: u64 = report.leftovers.iter().map(|l| l.bytes).sum();
-    let removed = report.leftovers.iter().filter(|l| l.removed).count();
+    let removed = report.removed();
     format!(
         "{} file(s), {}{}",
         report.leftovers.len(),
-        ByteSize(bytes),
+        ByteSize(report.left_bytes()),
         if removed > 0 {
             format!(", {removed} swept")
         } else {
@@ -119,20 +115,14 @@ pub fn blocks(source: &Source) -> Vec<Block> {
             leftovers,
         ]);
         if let Some(w) = report {
-            let mut holders: Vec<_> = w.holders_at_peak.iter().collect();
-            holders.sort_by_key(|h| std::cmp::Reverse(h.bytes()));
-            let list: Vec<String> = holders
+            let list: Vec<String> = w
+                .holders_by_bytes()
                 .iter()
                 .take(HOLDERS)
                 .map(|h| {
-                    let who = if h.pid == w.command_pid {
-                        " (the command)"
-                    } else {
-                        ""
-                    };
                     format!(
-                        "pid {}{who}: {} in {} segment(s), {} fds, `{}`",
-                        h.pid,
+                        "{}: {} in {} segment(s), {} fds, `{}`",
+                        pid_label(w, h),
                         ByteSize(h.bytes()),
                         h.segments.len(),
                         h.fds,

@@ -9,6 +9,7 @@ use plotters::prelude::*;
 use super::{pe, whole, CRASH, FONT, GRID, LIMIT, MIB, PALETTE};
 use crate::model::size::ByteSize;
 use crate::model::watch::WatchReport;
+use crate::present::watch::pid_label;
 use crate::results::Row;
 
 /// Processes drawn per job.
@@ -146,12 +147,8 @@ fn holders<DB: DrawingBackend>(area: &DrawingArea<DB, Shift>, report: &WatchRepo
 where
     DB::ErrorType: 'static,
 {
-    let mut held: Vec<_> = report
-        .holders_at_peak
-        .iter()
-        .filter(|h| h.bytes() > 0)
-        .collect();
-    held.sort_by_key(|h| std::cmp::Reverse(h.bytes()));
+    let mut held = report.holders_by_bytes();
+    held.retain(|h| h.bytes() > 0);
     held.truncate(BARS);
     let top = held
         .first()
@@ -201,14 +198,9 @@ where
                 PALETTE[1].mix(0.85).filled(),
             )))
             .map_err(pe)?;
-        let who = if h.pid == report.command_pid {
-            " (the command)"
-        } else {
-            ""
-        };
         chart
             .draw_series(std::iter::once(Text::new(
-                format!("pid {}{who}: {}", h.pid, ByteSize(h.bytes())),
+                format!("{}: {}", pid_label(report, h), ByteSize(h.bytes())),
                 (mib + top * 0.03, y + 0.62),
                 (FONT, 11).into_font(),
             )))
