@@ -32,6 +32,10 @@ pub enum By {
     /// The torch version of torch cells (`emulated` for the emulation).
     TorchVersion,
     Host,
+    /// The Kubernetes node (`k8s collect` rows; the host elsewhere).
+    Node,
+    /// The container runtime: a node's (`containerd://1.7.13`), or the Docker engine's.
+    Runtime,
     /// The /dev/shm size.
     Shm,
     /// When the run started.
@@ -48,6 +52,12 @@ impl By {
             By::Torch => r.torch.to_string(),
             By::TorchVersion => r.torch_version.clone().unwrap_or_else(|| "emulated".into()),
             By::Host => r.host.clone(),
+            By::Node => r.node.clone().unwrap_or_else(|| r.host.clone()),
+            By::Runtime => r
+                .container_runtime
+                .clone()
+                .or_else(|| r.docker_version.as_ref().map(|v| format!("docker://{v}")))
+                .unwrap_or_else(|| "none".into()),
             By::Shm => r.shm_bytes.unwrap_or(r.shm_seen_bytes).to_string(),
             By::Time => r.started_at.clone(),
         }

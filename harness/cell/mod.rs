@@ -1,6 +1,6 @@
 //! What runs inside a cell: `shmbench cell <config-json>` (this file), the emulated loader and
 //! its workers (`loader/`), the real torch DataLoader run by the cell's Python (`torch/`), the
-//! metrics both share (`metrics`), any command watched (`watch`), the calibration measurement (`measure`), and the protocol shared
+//! metrics both share (`metrics`), what a Kubernetes pod says about itself (`pod`), any command watched (`watch`), the calibration measurement (`measure`), and the protocol shared
 //! with the runtimes that launch it (`protocol`).
 //!
 //! A cell runs one loader configuration in this process tree and prints exactly one JSON record on
@@ -10,6 +10,7 @@
 pub mod loader;
 pub mod measure;
 mod metrics;
+mod pod;
 pub mod protocol;
 pub mod torch;
 pub mod watch;
@@ -43,12 +44,14 @@ pub fn run(config_json: &str) -> Result<CellRecord> {
 }
 
 /// Runs and prints the record; the exit code is 0 whenever a record was printed (a crashed
-/// cell is a result, not a failure of the command).
-pub fn main(config_json: &str) -> Result<()> {
+/// cell is a result, not a failure of the command). A pod of an Indexed Job passes its
+/// completion index: its record then says which pod, node and machine ran it.
+pub fn main(config_json: &str, completion_index: Option<u64>) -> Result<()> {
     if std::env::var(protocol::LIFELINE_ENV).as_deref() == Ok("stdin") {
         watch_lifeline();
     }
-    let record = run(config_json)?;
+    let mut record = run(config_json)?;
+    record.pod = completion_index.map(pod::info);
     let line = serde_json::to_string(&record)?;
     println!("{line}");
     Ok(())

@@ -9,6 +9,7 @@ use anyhow::{Context, Result};
 use crate::cell;
 use crate::cell::loader::worker;
 use crate::model::config::CellConfig;
+use crate::model::pod::COMPLETION_INDEX_ENV;
 use crate::orchestrate::verify;
 
 #[derive(clap::Args)]
@@ -22,26 +23,23 @@ pub struct CellArgs {
     pub from: Option<std::path::PathBuf>,
 }
 
-/// The variable Kubernetes sets in each pod of an Indexed Job.
-const COMPLETION_INDEX: &str = "JOB_COMPLETION_INDEX";
-
-/// The config a `--from` list gives this pod.
-fn indexed(path: &std::path::Path) -> Result<String> {
+/// The config a `--from` list gives this pod, and the pod's completion index.
+fn indexed(path: &std::path::Path) -> Result<(String, u64)> {
     let text = std::fs::read_to_string(path)
         .with_context(|| format!("cannot read the cells file {}", path.display()))?;
     let cells: Vec<serde_json::Value> = serde_json::from_str(&text)
         .with_context(|| format!("{} is not a JSON array of cells", path.display()))?;
-    let raw = std::env::var(COMPLETION_INDEX).with_context(|| {
-        format!("{COMPLETION_INDEX} is not set: --from is for pods of an Indexed Job")
+    let raw = std::env::var(COMPLETION_INDEX_ENV).with_context(|| {
+        format!("{COMPLETION_INDEX_ENV} is not set: --from is for pods of an Indexed Job")
     })?;
-    let index: usize = raw
+    let index: u64 = raw
         .trim()
         .parse()
-        .with_context(|| format!("{COMPLETION_INDEX}={raw} is not an index"))?;
+        .with_context(|| format!("{COMPLETION_INDEX_ENV}={raw} is not an index"))?;
     let cell = cells
-        .get(index % cells.len().max(1))
+        .get(index as usize % cells.len().max(1))
         .with_context(|| format!("{} holds no cells", path.display()))?;
-    Ok(cell.to_string())
+    Ok((cell.to_string(), index))
 }
 
 #[derive(clap::Args)]
@@ -80,12 +78,15 @@ pub fn job(args: JobArgs) -> Result<ExitCode> {
 }
 
 pub fn cell(args: CellArgs) -> Result<ExitCode> {
-    let json = match (&args.from, args.config_json) {
-        (Some(path), _) => indexed(path)?,
-        (None, Some(json)) => json,
+    let (json, index) = match (&args.from, args.config_json) {
+        (Some(path), _) => {
+            let (json, index) = indexed(path)?;
+            (json, Some(index))
+        }
+        (None, Some(json)) => (json, None),
         (None, None) => unreachable!("clap requires one of them"),
     };
-    cell::main(&json)?;
+    cell::main(&json, index)?;
     Ok(ExitCode::SUCCESS)
 }
 

@@ -1,14 +1,22 @@
-//! `shmbench k8s`: a scenario as Kubernetes objects, to run its cells on a fleet's nodes.
+//! `shmbench k8s`: a scenario as Kubernetes objects, to run its cells on a fleet's nodes
+//! (`manifest`), and the fleet's pods back as results rows (`collect`).
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
-use anyhow::{anyhow, bail, Result};
+use anyhow::{anyhow, bail, Context, Result};
+
+use super::outcome;
 
 use crate::model::knobs::Knobs;
+use crate::model::pod::{NodeInfo, PodStatus};
 use crate::plan::resolve::Platform;
 use crate::plan::scenario::{self, Scenario};
 use crate::present::k8s_manifest::{self, Target};
+use crate::results::csv::ResultsFile;
+use crate::results::k8s::{self, Fleet};
+use crate::results::steps;
+use crate::sys::clock;
 use crate::sys::fingerprint::mem_total;
 
 #[derive(clap::Args)]
@@ -23,7 +31,31 @@ pub enum Action {
     #[command(
         after_help = "Examples:\n  shmbench k8s manifest --image registry.example/shmbench:1 > seed.yaml\n  shmbench k8s manifest kubernetes --image IMG --namespace ml --node-selector pool=a100 --repeat 3 --out k8s.yaml\n  shmbench image export --out shmbench.tar   # the image to push for IMG\n\nThe output is JSON documents separated by ---, which kubectl reads as YAML."
     )]
-    Manifest(ManifestArgs),
+    Manifest(Box<ManifestArgs>),
+    /// Turn a fleet run's pod logs and pod statuses into a results CSV, one row per pod
+    #[command(
+        after_help = "Examples:\n  kubectl logs -n ml -l shmbench.org/scenario=seed --prefix --tail=-1 --max-log-requests 50 > logs.txt\n  kubectl get pods -n ml -l shmbench.org/scenario=seed -o json > pods.json\n  kubectl get nodes -o json > nodes.json\n  shmbench k8s collect logs.txt --pods pods.json --nodes nodes.json --manifest k8s.yaml\n  shmbench history results/seed-k8s-*.csv --by node\n\nA pod that printed a record gives its row, with its node and the pod's own fingerprint. A pod\nended from outside prints nothing: its row's status comes from its status (OOMKilled -> oom,\nEvicted -> evicted, another failure -> error) and its cell from --manifest. Pods still running\nare named and left out."
+    )]
+    Collect(CollectArgs),
+}
+
+#[derive(clap::Args)]
+pub struct CollectArgs {
+    /// Pod logs (`kubectl logs`, with or without --prefix): files, directories of them, or - for stdin
+    #[arg(required = true)]
+    pub logs: Vec<PathBuf>,
+    /// `kubectl get pods -o json` of the Jobs' pods (repeat for several)
+    #[arg(long, value_name = "FILE")]
+    pub pods: Vec<PathBuf>,
+    /// `kubectl get nodes -o json`: each node's kubelet and container runtime versions
+    #[arg(long, value_name = "FILE")]
+    pub nodes: Option<PathBuf>,
+    /// The manifest the Jobs were made from (`k8s manifest --out`): the cell of a pod that left no record
+    #[arg(long, value_name = "FILE")]
+    pub manifest: Option<PathBuf>,
+    /// Results file to write (default results/<scenario>-k8s-<time>.csv)
+    #[arg(long)]
+    pub out: Option<PathBuf>,
 }
 
 #[derive(clap::Args)]
@@ -52,7 +84,13 @@ pub struct ManifestArgs {
 }
 
 pub fn run(args: Args) -> Result<ExitCode> {
-    let Action::Manifest(mut args) = args.action;
+    match args.action {
+        Action::Manifest(args) => manifest(*args),
+        Action::Collect(args) => collect(args),
+    }
+}
+
+fn manifest(mut args: ManifestArgs) -> Result<ExitCode> {
     let image = args.knobs.image.take().ok_or_else(|| {
         anyhow!("--image: name the image the pods run, e.g. your registry's copy of `shmbench image export --out shmbench.tar`")
     })?;
@@ -85,5 +123,109 @@ pub fn run(args: Args) -> Result<ExitCode> {
         }
         None => print!("{text}"),
     }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Every file to read for `paths`: files as given, a directory's files in name order, `-` stdin.
+fn texts(paths: &[PathBuf]) -> Result<Vec<(String, String)>> {
+    let mut out = Vec::new();
+    for path in paths {
+        if path.as_os_str() == "-" {
+            let mut text = String::new();
+            std::io::Read::read_to_string(&mut std::io::stdin(), &mut text)?;
+            out.push(("stdin".into(), text));
+            continue;
+        }
+        let mut files = vec![path.clone()];
+        if path.is_dir() {
+            files = std::fs::read_dir(path)
+                .with_context(|| format!("cannot list {}", path.display()))?
+                .flatten()
+                .map(|e| e.path())
+                .filter(|p| p.is_file())
+                .collect();
+            files.sort();
+        }
+        for file in files {
+            let text = std::fs::read_to_string(&file)
+                .with_context(|| format!("cannot read {}", file.display()))?;
+            out.push((file.display().to_string(), text));
+        }
+    }
+    Ok(out)
+}
+
+/// A JSON document of the API (`kubectl get ... -o json`).
+fn api_document(path: &Path, what: &str) -> Result<serde_json::Value> {
+    let text =
+        std::fs::read_to_string(path).with_context(|| format!("cannot read {}", path.display()))?;
+    serde_json::from_str(&text).with_context(|| {
+        format!(
+            "{}: not JSON; write it with `kubectl get {what} -o json`",
+            path.display()
+        )
+    })
+}
+
+fn collect(args: CollectArgs) -> Result<ExitCode> {
+    let mut logged = Vec::new();
+    for (name, text) in texts(&args.logs)? {
+        let (found, bad) = k8s::records_in(&text);
+        for problem in bad {
+            eprintln!("shmbench: {name}, {problem}: not a record of this shmbench; skipped");
+        }
+        logged.extend(found);
+    }
+    let mut fleet = Fleet::default();
+    for path in &args.pods {
+        fleet
+            .pods
+            .extend(PodStatus::all_in(&api_document(path, "pods")?));
+    }
+    if let Some(path) = &args.nodes {
+        fleet.nodes = NodeInfo::all_in(&api_document(path, "nodes")?);
+    }
+    if let Some(path) = &args.manifest {
+        let text = std::fs::read_to_string(path)
+            .with_context(|| format!("cannot read {}", path.display()))?;
+        fleet.jobs = Some(
+            k8s::JobCells::from_manifest(&text)
+                .with_context(|| format!("--manifest {}", path.display()))?,
+        );
+    }
+    if logged.is_empty() && fleet.pods.is_empty() {
+        bail!("no cell record in the logs given, and no --pods: collect the logs with `kubectl logs -l shmbench.org/scenario=NAME --prefix --tail=-1`");
+    }
+    // The run began when its first pod did.
+    let started_at = fleet
+        .pods
+        .iter()
+        .filter_map(|p| p.start_time.clone())
+        .min()
+        .unwrap_or_else(clock::rfc3339_now);
+    let run_id = format!("{}-k8s", clock::compact_now());
+    let collected = k8s::collect(logged, &fleet, &run_id, &started_at)?;
+    for note in &collected.notes {
+        eprintln!("{note}");
+    }
+    let Some((first, _)) = collected.rows.first() else {
+        bail!("no pod has ended yet: nothing to collect");
+    };
+    let out = args
+        .out
+        .clone()
+        .unwrap_or_else(|| scenario::default_results_path(&format!("{}-k8s", first.scenario)));
+    if let Some(dir) = out.parent().filter(|d| !d.as_os_str().is_empty()) {
+        std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
+    }
+    let mut results = ResultsFile::create(&out)?;
+    for (mut row, record) in collected.rows {
+        if let Some(record) = &record {
+            row.steps_file = Some(steps::write(results.path(), record, row.repeat)?);
+        }
+        results.push(row)?;
+    }
+    outcome::print_rows(results.rows(), results.path());
+    outcome::write_report(&out);
     Ok(ExitCode::SUCCESS)
 }

@@ -8,10 +8,15 @@ use crate::analysis::summary::summarize;
 use crate::orchestrate::runner::Outcome;
 use crate::present::report::{self, Report};
 use crate::present::{compare, matrix};
+use crate::results::Row;
 use crate::sys::signals;
 
 pub fn print(outcome: &Outcome) {
-    let rows = outcome.results.rows();
+    print_rows(outcome.results.rows(), outcome.results.path());
+}
+
+/// The summary, the first runs' matrix and its notes, and where the rows are.
+pub fn print_rows(rows: &[Row], path: &Path) {
     if rows.iter().any(|r| r.repeat > 1) {
         // Repeated: one line per cell with its statistics, then the first run's matrix.
         println!("{}\n", compare::render_summary(&summarize(rows)));
@@ -26,11 +31,7 @@ pub fn print(outcome: &Outcome) {
         }
     }
     println!();
-    println!(
-        "results: {} ({} rows)",
-        outcome.results.path().display(),
-        rows.len()
-    );
+    println!("results: {} ({} rows)", path.display(), rows.len());
 }
 
 /// Writes the report of results file `out` (Markdown, HTML, JSON) into its default directory and

@@ -9,6 +9,7 @@ use std::fmt;
 use serde::{Deserialize, Serialize};
 
 use super::config::CellConfig;
+use super::pod::PodInfo;
 use super::watch::WatchReport;
 
 /// How a cell ended.
@@ -27,6 +28,10 @@ pub enum Status {
     Emfile,
     /// No progress within the watchdog's time.
     Timeout,
+    /// The kubelet evicted the pod that ran the cell (node memory pressure, or an emptyDir over
+    /// its sizeLimit where that is not the tmpfs size): read from the pod's status by
+    /// `k8s collect`, since an evicted pod prints no record.
+    Evicted,
     /// Anything else: a worker killed by another signal, a harness or runtime failure.
     Error,
 }
@@ -46,6 +51,7 @@ impl fmt::Display for Status {
             Status::Oom => "oom",
             Status::Emfile => "emfile",
             Status::Timeout => "timeout",
+            Status::Evicted => "evicted",
             Status::Error => "error",
         };
         f.write_str(s)
@@ -139,6 +145,9 @@ pub struct CellRecord {
     /// What watching a command saw.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub watch: Option<WatchReport>,
+    /// The Kubernetes pod that ran the cell (`shmbench cell --from` in an Indexed Job's pod).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pod: Option<PodInfo>,
 }
 
 impl CellRecord {
@@ -155,6 +164,7 @@ impl CellRecord {
             torch_version: None,
             exit_code: None,
             watch: None,
+            pod: None,
         }
     }
 }

@@ -4,7 +4,8 @@
 //! runtime's default rows), the cells in a ConfigMap the pod indexes by `JOB_COMPLETION_INDEX`.
 //! Pods run unprivileged (non-root, no privilege escalation, every capability dropped, read-only
 //! root, no service account token); a pod that fails (OOMKilled, evicted) fails its index only,
-//! never retried, since a crash is the result being measured.
+//! never retried, since a crash is the result being measured. Each pod's record names the pod
+//! and its node (downward API) for `k8s collect`.
 //!
 //! Written as JSON documents separated by `---`: JSON is YAML, so `kubectl apply -f` and schema
 //! validators read it as they read YAML.
@@ -15,6 +16,7 @@ use serde_json::{json, Value};
 
 use crate::model::config::CellConfig;
 use crate::model::knobs::{IpcMode, RuntimeKind};
+use crate::model::pod::{NODE_NAME_ENV, POD_NAMESPACE_ENV, POD_NAME_ENV};
 
 /// Where the cells file is mounted in the pod.
 const CELLS_DIR: &str = "/etc/shmbench";
@@ -140,6 +142,12 @@ pub fn objects(scenario: &str, cells: &[CellConfig], target: &Target) -> Vec<Val
                 "name": "cell",
                 "image": target.image,
                 "args": ["cell", "--from", format!("{CELLS_DIR}/cells.json")],
+                // The record names its pod and node (`k8s collect` keys a fleet by them).
+                "env": [
+                    downward(NODE_NAME_ENV, "spec.nodeName"),
+                    downward(POD_NAME_ENV, "metadata.name"),
+                    downward(POD_NAMESPACE_ENV, "metadata.namespace"),
+                ],
                 "resources": {
                     "requests": {"memory": memory, "cpu": "1"},
                     "limits": {"memory": memory},
@@ -179,6 +187,11 @@ pub fn objects(scenario: &str, cells: &[CellConfig], target: &Target) -> Vec<Val
         }));
     }
     out
+}
+
+/// An environment variable the downward API fills from the pod's `field`.
+fn downward(name: &str, field: &str) -> Value {
+    json!({"name": name, "valueFrom": {"fieldRef": {"fieldPath": field}}})
 }
 
 /// A scenario name as a Kubernetes object name allows it (lower case, digits, '-').

@@ -11,13 +11,13 @@ use crate::results::Row;
 pub fn status_label(row: &Row) -> String {
     match (row.status, row.crash_step) {
         (Status::Pass, _) => "PASS (Stable)".to_string(),
+        // A pod's container that failed without a record did run; a cell's that has none did not.
+        (Status::Error, None) if row.pod.is_some() => "ERROR (no record)".to_string(),
         (Status::Error, None) => "ERROR (did not run)".to_string(),
         (Status::Timeout, step) => format!("TIMEOUT (Step {})", step.unwrap_or(0)),
-        (other, step) => format!(
-            "CRASH ({} Step {})",
-            other.to_string().to_uppercase(),
-            step.unwrap_or(0)
-        ),
+        (other, Some(step)) => format!("CRASH ({} Step {step})", other.to_string().to_uppercase()),
+        // Ended from outside with no step known (a pod OOMKilled or evicted).
+        (other, None) => format!("CRASH ({})", other.to_string().to_uppercase()),
     }
 }
 

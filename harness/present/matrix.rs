@@ -11,6 +11,14 @@ use crate::results::Row;
 /// The cell's /dev/shm as measured inside it.
 pub fn shm_label(row: &Row) -> String {
     let seen = ByteSize(row.shm_seen_bytes);
+    if row.pod.is_some() {
+        // A pod's: what it saw, else its emptyDir's sizeLimit, else the runtime's default.
+        return match (row.shm_seen_bytes, row.shm_bytes) {
+            (0, Some(limit)) => format!("pod ({})", ByteSize(limit)),
+            (0, None) => "pod (no emptyDir)".into(),
+            _ => format!("pod ({seen})"),
+        };
+    }
     if row.runtime == RuntimeKind::Host || row.ipc == IpcMode::Host {
         format!("host ({seen})")
     } else if row.shm_seen_bytes == 0 {

@@ -1,9 +1,11 @@
 //! Results: the typed row of one cell run, the CSV files that hold rows (written atomically after
-//! every cell), the per-step series and watch reports beside them, and merging files from many machines.
+//! every cell), the per-step series and watch reports beside them, merging files from many
+//! machines, and the rows of a Kubernetes fleet's pods (`k8s`).
 
 pub mod atomic;
 pub mod baseline;
 pub mod csv;
+pub mod k8s;
 pub mod merge;
 pub mod row;
 pub mod steps;

@@ -12,10 +12,10 @@ use crate::model::record::{CellRecord, Status};
 use crate::sys::fingerprint::Fingerprint;
 
 /// Bump on any change to the columns' names, order or meaning.
-pub const SCHEMA: u32 = 4;
+pub const SCHEMA: u32 = 5;
 
 /// Earlier schemas this shmbench still reads (their missing columns take their defaults).
-pub const READS: &[u32] = &[1, 2, 3, SCHEMA];
+pub const READS: &[u32] = &[1, 2, 3, 4, SCHEMA];
 
 /// One CSV row. Field order is column order.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -145,6 +145,19 @@ pub struct Row {
     /// What watching it saw, relative to this CSV's directory (schema 4).
     #[serde(default)]
     pub watch_file: Option<String>,
+    /// The Kubernetes node that ran the cell, for rows of `k8s collect` (schema 5).
+    #[serde(default)]
+    pub node: Option<String>,
+    /// The pod that ran it (schema 5).
+    #[serde(default)]
+    pub pod: Option<String>,
+    /// The node's container runtime (`containerd://1.7.13`, from `--nodes`; else the runtime
+    /// the pod's cgroup path names) (schema 5).
+    #[serde(default)]
+    pub container_runtime: Option<String>,
+    /// The node's kubelet version, from `--nodes` (schema 5).
+    #[serde(default)]
+    pub kubelet_version: Option<String>,
 }
 
 /// Arguments as a command a user can paste into a shell.
@@ -287,6 +300,13 @@ impl Row {
             watched_command: c.watch.as_ref().map(|w| shell_words(w.command.clone())),
             exit_code: record.exit_code,
             watch_file: None,
+            node: record.pod.as_ref().and_then(|p| p.node.clone()),
+            pod: record.pod.as_ref().map(|p| p.pod.clone()),
+            container_runtime: record
+                .pod
+                .as_ref()
+                .and_then(|p| p.container_runtime.clone()),
+            kubelet_version: None,
         }
     }
 }

@@ -1,38 +1,6 @@
-//! The environment a run happened in: what must be the same for two runs to be comparable
-//! (kernel, OS, CPU, memory, cgroup, harness version) and where it ran (host).
+//! The environment fingerprint read from this machine (`model::fingerprint` holds its type).
 
-use serde::{Deserialize, Serialize};
-
-/// What a Docker engine says about itself (versions, cgroup and storage drivers).
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
-pub struct EngineInfo {
-    pub version: String,
-    pub api_version: String,
-    pub cgroup_version: String,
-    pub cgroup_driver: String,
-    pub storage_driver: String,
-}
-
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
-pub struct Fingerprint {
-    pub kernel: String,
-    pub os: String,
-    pub cpu: String,
-    pub cores: u32,
-    pub mem_bytes: u64,
-    /// Capacity of this machine's own /dev/shm (cells may see another size).
-    pub host_shm_bytes: u64,
-    pub cgroup_version: String,
-    pub cgroup_memory_limit: Option<u64>,
-    pub host: String,
-    pub harness_version: String,
-    /// The Docker engine, when the run used one.
-    pub docker: Option<EngineInfo>,
-    /// Transparent huge pages for shmem/tmpfs (`/sys/kernel/mm/transparent_hugepage/shmem_enabled`).
-    pub thp_shmem: String,
-    /// The NVIDIA driver version, where one is loaded.
-    pub gpu_driver: Option<String>,
-}
+pub use crate::model::fingerprint::{EngineInfo, Fingerprint};
 
 /// Total memory from /proc/meminfo in bytes (0 if unreadable).
 pub fn mem_total() -> u64 {
@@ -98,30 +66,6 @@ impl Fingerprint {
             thp_shmem: thp_shmem(),
             gpu_driver: gpu_driver(),
         }
-    }
-
-    /// A stable id of the fields that make two runs' environments "the same": kernel, OS, CPU,
-    /// cores, memory, cgroup version, shmem THP, GPU driver and Docker engine. The host name and
-    /// the harness version are not part of it (the same setup on two hosts is the same
-    /// environment; hosts are keyed separately).
-    pub fn env_id(&self) -> String {
-        use sha2::{Digest, Sha256};
-        let fields = [
-            self.kernel.clone(),
-            self.os.clone(),
-            self.cpu.clone(),
-            self.cores.to_string(),
-            self.mem_bytes.to_string(),
-            self.cgroup_version.clone(),
-            self.thp_shmem.clone(),
-            self.gpu_driver.clone().unwrap_or_default(),
-            self.docker
-                .as_ref()
-                .map(|d| d.version.clone())
-                .unwrap_or_default(),
-        ];
-        let digest = Sha256::digest(fields.join("\u{1f}").as_bytes());
-        digest.iter().take(6).map(|b| format!("{b:02x}")).collect()
     }
 }
 

@@ -80,5 +80,6 @@ pub fn run_cell(config: &CellConfig) -> CellRecord {
         torch_version: None,
         exit_code: None,
         watch: None,
+        pod: None,
     }
 }

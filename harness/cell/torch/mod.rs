@@ -374,5 +374,6 @@ pub fn run_cell(config: &CellConfig) -> CellRecord {
         torch_version: reported.version,
         exit_code: None,
         watch: None,
+        pod: None,
     }
 }

@@ -254,6 +254,7 @@ pub fn run_cell(config: &CellConfig) -> CellRecord {
         torch_version: None,
         exit_code: exit.map(Exit::code),
         watch: Some(report),
+        pod: None,
     }
 }
 
