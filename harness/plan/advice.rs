@@ -313,15 +313,22 @@ pub fn diagnose(
                 .join(", ")
         ),
     };
-    Diagnosis {
-        loader: format!(
-            "{} workers x prefetch {}, batch {} of {} {} ({}), {}, torch {}{}{}",
+    // A job's loaders name their own workers, prefetch and batch; the knobs' would mislead.
+    let shape = match single {
+        true => format!(
+            "{} workers x prefetch {}, batch {} of {} {} ({})",
             config.workers,
             config.prefetch,
             config.batch,
             config.shape,
             config.dtype,
-            ByteSize(batch),
+            ByteSize(batch)
+        ),
+        false => format!("samples of {} {}", config.shape, config.dtype),
+    };
+    Diagnosis {
+        loader: format!(
+            "{shape}, {}, torch {}{}{}",
             config.strategy,
             config.torch,
             if config.pin_memory {
