@@ -207,10 +207,11 @@ pub fn build(
     threshold: f64,
 ) -> Result<History> {
     let key_of = |r: &Row| matching.key(r, by.varying());
-    // Runs, keyed by host and run id.
-    let mut runs: BTreeMap<(String, String), Run> = BTreeMap::new();
+    // Runs, keyed by host, run id and the field's value (one run may span several: a fleet's
+    // collected rows, one per node).
+    let mut runs: BTreeMap<(String, String, String), Run> = BTreeMap::new();
     for r in rows {
-        runs.entry((r.host.clone(), r.run_id.clone()))
+        runs.entry((r.host.clone(), r.run_id.clone(), by.of(r)))
             .or_insert_with(|| Run {
                 label: by.of(r),
                 run_id: r.run_id.clone(),
@@ -244,7 +245,12 @@ pub fn build(
             .map(|run| {
                 let mine: Vec<Row> = rows
                     .iter()
-                    .filter(|r| r.run_id == run.run_id && r.host == run.host && key_of(r) == key)
+                    .filter(|r| {
+                        r.run_id == run.run_id
+                            && r.host == run.host
+                            && by.of(r) == run.label
+                            && key_of(r) == key
+                    })
                     .cloned()
                     .collect();
                 let summary = summary::summarize_by(&mine, key_of).into_iter().next()?;
