@@ -1,5 +1,6 @@
 //! Numbers from results, no text: statistics across runs, claims against measurements,
-//! efficiency against a calibration, comparisons of two result sets and histories across many.
+//! efficiency against a calibration, comparisons of two result sets and histories across many,
+//! statements that several cells measure together.
 
 pub mod claims;
 pub mod compare;
@@ -8,6 +9,7 @@ pub mod efficiency;
 pub mod fidelity;
 pub mod history;
 pub mod power;
+pub mod statements;
 pub mod stats;
 pub mod summary;
 pub mod trend;

@@ -46,6 +46,8 @@ pub fn knobs(r: &Row) -> Vec<(&'static str, String)> {
         ("steps", r.steps.to_string()),
         ("epochs", r.epochs.to_string()),
         ("cpus", r.cpus.clone().unwrap_or_else(|| "any".into())),
+        ("nofile", text(r.nofile)),
+        ("shm-remount", text(r.shm_remount_bytes)),
         // A watched job is its command (and the image it ran in).
         ("command", r.watched_command.clone().unwrap_or_default()),
         ("image", r.image.clone().unwrap_or_default()),

@@ -36,6 +36,12 @@ pub fn run(config_json: &str) -> Result<CellRecord> {
             return Ok(CellRecord::failed_to_run(config, Status::Error, message));
         }
     }
+    if let Some(n) = config.nofile {
+        if let Err(e) = process::limit_fds(n) {
+            let message = format!("--nofile {n}: {e}");
+            return Ok(CellRecord::failed_to_run(config, Status::Error, message));
+        }
+    }
     Ok(match config.loader {
         Loader::Emulated => loader::run_cell(&config),
         Loader::Torch => torch::run_cell(&config),

@@ -9,12 +9,16 @@ use anyhow::Result;
 use super::outcome;
 use super::progress::Terminal;
 use crate::analysis::compare;
+use crate::analysis::statements::judge_all;
 use crate::model::knobs::Knobs;
 use crate::orchestrate::runner;
 use crate::plan::guard;
 use crate::plan::scenario::{self, Scenario};
 use crate::present::compare as present_compare;
+use crate::present::statements as present_statements;
+use crate::present::table;
 use crate::results::baseline;
+use crate::results::statements;
 use crate::sys::fingerprint::mem_total;
 
 #[derive(clap::Args)]
@@ -79,8 +83,19 @@ pub fn run(args: Args) -> Result<ExitCode> {
         args.repeat.repeat(),
         &mut Terminal::new().observer(),
     )?;
+    // The sentences its cells measure together, kept beside the rows for the report.
+    statements::write(&out, &scenario.statements)?;
     outcome::print(&outcome);
     let rows = outcome.results.rows();
+    if !scenario.statements.is_empty() {
+        let judged = judge_all(&scenario.statements, rows);
+        let (headers, cells) = present_statements::table(&judged, &scenario.name);
+        let headers: Vec<&str> = headers.iter().map(String::as_str).collect();
+        println!(
+            "\nThe how-to's claims, checked:\n{}",
+            table::markdown(&headers, &cells)
+        );
+    }
     if !rows.is_empty() {
         outcome::write_report(&out);
     }

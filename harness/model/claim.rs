@@ -42,6 +42,8 @@ pub enum ClaimVerdict {
     Agrees,
     /// Another outcome or another crash step.
     Differs,
+    /// A sentence with several parts: some measured true, some not.
+    Partly,
     /// The cell ended in an error or a timeout, which measures nothing about the claim.
     Inconclusive,
 }
@@ -51,6 +53,7 @@ impl std::fmt::Display for ClaimVerdict {
         f.write_str(match self {
             ClaimVerdict::Agrees => "agrees",
             ClaimVerdict::Differs => "differs",
+            ClaimVerdict::Partly => "partly",
             ClaimVerdict::Inconclusive => "inconclusive",
         })
     }

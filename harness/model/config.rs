@@ -54,6 +54,12 @@ pub struct CellConfig {
     pub main_us: u64,
     pub retain_every: u64,
     pub warmup_steps: u64,
+    /// RLIMIT_NOFILE soft limit for the cell's processes (None: inherited).
+    #[serde(default)]
+    pub nofile: Option<u64>,
+    /// The size a namespace cell's /dev/shm is remounted to before the loader starts.
+    #[serde(default)]
+    pub shm_remount: Option<ByteSize>,
     /// The CPUs the cell's processes may run on (None: any).
     #[serde(default)]
     pub cpus: Option<CpuList>,

@@ -303,6 +303,12 @@ knobs! {
     #[arg(long, value_name = "N")]
     retain_every: u64 = Some(0),
         "Keep every Nth batch alive forever (the leak that makes late crashes); 0 = off";
+    #[arg(long, value_name = "N")]
+    nofile: u64 = None,
+        "RLIMIT_NOFILE soft limit of the cell's processes (`ulimit -n N`): where file_descriptor's one fd per live batch runs out; unset = the inherited limit";
+    #[arg(long, value_name = "SIZE")]
+    shm_remount: ByteSize = None,
+        "Namespace cell: once its /dev/shm is mounted at shm-size, resize it with `mount -o remount,size=SIZE`, the bare-host fix, before the loader starts; unset = no remount";
     #[arg(long, value_name = "LIST")]
     cpus: CpuList = None,
         "CPUs the cell's processes may run on, as taskset writes them (0, 0-1, 0,2-3): the same cores run after run, recorded in the row (docker: --cpuset-cpus too); unset = any";

@@ -34,5 +34,6 @@ pub mod pod;
 pub mod record;
 pub mod repeat;
 pub mod size;
+pub mod statement;
 pub mod validate;
 pub mod watch;

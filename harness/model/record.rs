@@ -121,6 +121,10 @@ pub struct Metrics {
     /// Page faults (minor + major) of every process of the cell, counted like `cpu_s`.
     #[serde(default)]
     pub page_faults: Option<u64>,
+    /// The most file descriptors the loader's main process held open when a step's batch was
+    /// obtained (file_descriptor keeps one per live batch; file_system none).
+    #[serde(default)]
+    pub peak_fds: Option<u64>,
 }
 
 /// The one JSON object a cell prints.

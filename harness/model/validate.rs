@@ -196,6 +196,12 @@ impl CellConfig {
                     "with ipc host the container uses the host's /dev/shm: shm-size does not apply",
                 ));
             }
+            RuntimeKind::Host | RuntimeKind::Docker if self.shm_remount.is_some() => {
+                return Err(bad(
+                    "shm-remount",
+                    "only a namespace cell remounts its own tmpfs: use runtime namespace with shm-size (remounting this machine's /dev/shm is `sudo mount -o remount,size=SIZE /dev/shm`, which shmbench never does for you)",
+                ));
+            }
             RuntimeKind::Docker if self.shm_tmpfs && self.shm_size.is_none() => {
                 return Err(bad(
                     "shm-tmpfs",
@@ -204,6 +210,21 @@ impl CellConfig {
             }
             _ => {}
         }
+        if let Some(n) = self.nofile.filter(|n| *n < MIN_NOFILE) {
+            return Err(bad(
+                "nofile",
+                format!("{n} leaves no room for the cell's own files and pipes: use at least {MIN_NOFILE}"),
+            ));
+        }
+        if self.shm_remount.is_some_and(|s| s.bytes() == 0) {
+            return Err(bad(
+                "shm-remount",
+                "a tmpfs of 0 bytes holds nothing: give a size, e.g. 2g",
+            ));
+        }
         Ok(())
     }
 }
+
+/// The fewest open files a cell runs with: its stdio, a pipe per worker, the meter's handles.
+const MIN_NOFILE: u64 = 32;

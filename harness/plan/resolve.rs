@@ -90,6 +90,8 @@ impl Knobs {
             main_us: get(k.main_us),
             retain_every: get(k.retain_every),
             warmup_steps: get(k.warmup_steps),
+            nofile: k.nofile,
+            shm_remount: k.shm_remount,
             cpus: k.cpus.clone(),
             timeout_s: get(k.timeout_s),
             claim: id.claim,

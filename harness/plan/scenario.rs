@@ -25,6 +25,7 @@ use super::resolve::{Identity, Platform};
 use crate::model::claim::Claim;
 use crate::model::config::CellConfig;
 use crate::model::knobs::Knobs;
+use crate::model::statement::Statement;
 use crate::sys::clock;
 
 /// The seed matrix, built in so `shmbench matrix` works from any directory.
@@ -42,6 +43,10 @@ const BUILT_IN: &[(&str, &str)] = &[
     (
         "kubernetes",
         include_str!("../../scenarios/kubernetes.toml"),
+    ),
+    (
+        "seed-claims",
+        include_str!("../../scenarios/seed-claims.toml"),
     ),
 ];
 
@@ -61,6 +66,8 @@ pub struct Scenario {
     pub origin: String,
     pub defaults: Knobs,
     pub cells: Vec<ScenarioCell>,
+    /// Sentences of the source that several cells measure together (`[[claims]]`).
+    pub statements: Vec<Statement>,
 }
 
 /// Scenario keys may be written with `_` or `-`; knobs use `-`.
@@ -111,6 +118,34 @@ fn take_string(
             other.type_str()
         ),
     }
+}
+
+/// The `[[claims]]` tables: each a [`Statement`] whose cells are the scenario's.
+fn statements_from(
+    value: Option<toml::Value>,
+    cells: &[&str],
+    origin: &str,
+) -> Result<Vec<Statement>> {
+    let Some(value) = value else {
+        return Ok(Vec::new());
+    };
+    let toml::Value::Array(entries) = value else {
+        bail!("{origin}: 'claims' must be an array of tables ([[claims]])");
+    };
+    let mut out: Vec<Statement> = Vec::new();
+    for (i, entry) in entries.into_iter().enumerate() {
+        let statement = Statement::deserialize(entry)
+            .map_err(|e| anyhow!("{origin}: claims[{i}]: {}", e.to_string().trim()))?;
+        let place = format!("claim '{}'", statement.id);
+        if out.iter().any(|s| s.id == statement.id) {
+            bail!("{origin}: {place} is defined twice");
+        }
+        if let Some(problem) = statement.problem(cells) {
+            bail!("{origin}: {place}: {problem}");
+        }
+        out.push(statement);
+    }
+    Ok(out)
 }
 
 impl Scenario {
@@ -164,8 +199,9 @@ impl Scenario {
         let cells_value = root
             .remove("cells")
             .ok_or_else(|| anyhow!("{origin}: no cells: add at least one [[cells]] table"))?;
+        let statements_value = root.remove("claims");
         if let Some(key) = root.keys().next() {
-            bail!("{origin}: top level: unknown key '{key}' (expected name, description, [defaults], [[cells]])");
+            bail!("{origin}: top level: unknown key '{key}' (expected name, description, [defaults], [[cells]], [[claims]])");
         }
         let toml::Value::Array(entries) = cells_value else {
             bail!("{origin}: 'cells' must be an array of tables ([[cells]])");
@@ -209,12 +245,15 @@ impl Scenario {
         if cells.is_empty() {
             bail!("{origin}: no cells: add at least one [[cells]] table");
         }
+        let names: Vec<&str> = cells.iter().map(|c| c.name.as_str()).collect();
+        let statements = statements_from(statements_value, &names, origin)?;
         Ok(Scenario {
             name,
             description,
             origin: origin.to_string(),
             defaults,
             cells,
+            statements,
         })
     }
 

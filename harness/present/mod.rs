@@ -12,5 +12,6 @@ pub mod k8s_manifest;
 pub mod labels;
 pub mod matrix;
 pub mod report;
+pub mod statements;
 pub mod table;
 pub mod watch;

@@ -1,6 +1,7 @@
 //! Results: the typed row of one cell run, the CSV files that hold rows (written atomically after
 //! every cell), the per-step series and watch reports beside them, merging files from many
-//! machines, and the rows of a Kubernetes fleet's pods (`k8s`).
+//! machines, the rows of a Kubernetes fleet's pods (`k8s`), and a scenario's statements beside
+//! its results (`statements`).
 
 pub mod atomic;
 pub mod baseline;
@@ -8,6 +9,7 @@ pub mod csv;
 pub mod k8s;
 pub mod merge;
 pub mod row;
+pub mod statements;
 pub mod steps;
 pub mod watch;
 

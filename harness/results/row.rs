@@ -158,6 +158,15 @@ pub struct Row {
     /// The node's kubelet version, from `--nodes` (schema 5).
     #[serde(default)]
     pub kubelet_version: Option<String>,
+    /// The cell's RLIMIT_NOFILE soft limit (`nofile`), empty when inherited (schema 5).
+    #[serde(default)]
+    pub nofile: Option<u64>,
+    /// The size a namespace cell's /dev/shm was remounted to (`shm-remount`) (schema 5).
+    #[serde(default)]
+    pub shm_remount_bytes: Option<u64>,
+    /// The most file descriptors the loader's main held open at a step (schema 5).
+    #[serde(default)]
+    pub peak_fds: Option<u64>,
 }
 
 /// Arguments as a command a user can paste into a shell.
@@ -307,6 +316,9 @@ impl Row {
                 .as_ref()
                 .and_then(|p| p.container_runtime.clone()),
             kubelet_version: None,
+            nofile: c.nofile,
+            shm_remount_bytes: c.shm_remount.map(|s| s.bytes()),
+            peak_fds: m.peak_fds,
         }
     }
 }

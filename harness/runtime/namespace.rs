@@ -3,7 +3,8 @@
 //! The child unshares its mount namespace (through a user namespace when not root), makes every
 //! mount private so nothing propagates back, and mounts the sized tmpfs on /dev/shm before it
 //! execs `shmbench cell`. The host's /dev/shm is never touched, and the tmpfs disappears with the
-//! last process of the cell: there is nothing to unmount or clean afterwards.
+//! last process of the cell: there is nothing to unmount or clean afterwards. With `shm-remount`
+//! the tmpfs is then resized by a remount, as the bare-host fix resizes a live /dev/shm.
 
 use std::ffi::CString;
 use std::os::unix::process::CommandExt;
@@ -31,11 +32,11 @@ impl Runtime for Namespace {
                 "runtime namespace needs shm-size".to_string(),
             );
         };
-        child::run(
-            config,
-            Some(Box::new(NamespacePlan::new(size.bytes()))),
-            progress,
-        )
+        let mut plan = NamespacePlan::new(size.bytes());
+        if let Some(new_size) = config.shm_remount {
+            plan = plan.remounted_to(new_size.bytes());
+        }
+        child::run(config, Some(Box::new(plan)), progress)
     }
 }
 
@@ -45,6 +46,8 @@ pub struct NamespacePlan {
     target: CString,
     fstype: CString,
     options: CString,
+    /// `mount -o remount,size=...` options applied after the mount (`shm-remount`).
+    remount: Option<CString>,
     uid_map: Vec<u8>,
     gid_map: Vec<u8>,
     rootless: bool,
@@ -59,10 +62,18 @@ impl NamespacePlan {
             target: CString::new(SHM_DIR).expect("no NUL"),
             fstype: CString::new("tmpfs").expect("no NUL"),
             options: CString::new(format!("size={bytes},mode=1777")).expect("no NUL"),
+            remount: None,
             uid_map: format!("0 {uid} 1\n").into_bytes(),
             gid_map: format!("0 {gid} 1\n").into_bytes(),
             rootless: uid != 0,
         }
+    }
+
+    /// The tmpfs is resized once mounted, as `mount -o remount,size=BYTES /dev/shm` resizes a
+    /// live one (the bare-host fix).
+    pub fn remounted_to(mut self, bytes: u64) -> NamespacePlan {
+        self.remount = Some(CString::new(format!("size={bytes}")).expect("no NUL"));
+        self
     }
 
     /// Runs in the forked child. Only async-signal-safe calls.
@@ -98,6 +109,15 @@ impl NamespacePlan {
                 libc::MS_NOSUID | libc::MS_NODEV,
                 self.options.as_ptr() as *const libc::c_void,
             ))?;
+            if let Some(remount) = &self.remount {
+                check(libc::mount(
+                    self.fstype.as_ptr(),
+                    self.target.as_ptr(),
+                    self.fstype.as_ptr(),
+                    libc::MS_REMOUNT | libc::MS_NOSUID | libc::MS_NODEV,
+                    remount.as_ptr() as *const libc::c_void,
+                ))?;
+            }
         }
         Ok(())
     }

@@ -105,6 +105,24 @@ pub fn private_rss(pid: u32) -> u64 {
         * 1024
 }
 
+/// The file descriptors this process has open (entries of /proc/self/fd, less the one reading
+/// it); None if it cannot be read.
+pub fn open_fds() -> Option<u64> {
+    let entries = std::fs::read_dir("/proc/self/fd").ok()?;
+    Some((entries.count() as u64).saturating_sub(1))
+}
+
+/// Lowers this process's RLIMIT_NOFILE soft limit to `n` (children inherit it); the hard limit
+/// stays. Fails when `n` is above the hard limit.
+pub fn limit_fds(n: u64) -> Result<(), String> {
+    use nix::sys::resource::{getrlimit, setrlimit, Resource};
+    let (_, hard) = getrlimit(Resource::RLIMIT_NOFILE).map_err(|e| e.to_string())?;
+    if n > hard {
+        return Err(format!("above the hard limit {hard}"));
+    }
+    setrlimit(Resource::RLIMIT_NOFILE, n, hard).map_err(|e| e.to_string())
+}
+
 /// Sets `cmd` up as a child whose output the caller reads (stdin from /dev/null, stdout and
 /// stderr piped) and that dies with the calling thread's process (PR_SET_PDEATHSIG).
 pub fn piped_and_tied(cmd: &mut std::process::Command) {

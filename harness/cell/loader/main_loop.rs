@@ -53,6 +53,7 @@ pub(super) struct Loop<'a> {
     pub(super) progress: bool,
     pub(super) main_private_rss: u64,
     pub(super) worker_private_rss: u64,
+    pub(super) peak_fds: Option<u64>,
 }
 
 impl<'a> Loop<'a> {
@@ -82,6 +83,7 @@ impl<'a> Loop<'a> {
             progress: std::env::var_os(PROGRESS_ENV).is_some(),
             main_private_rss: 0,
             worker_private_rss: 0,
+            peak_fds: None,
         }
     }
 
@@ -341,6 +343,8 @@ impl Loop<'_> {
                 .checksum
                 .wrapping_add(consumer::touch(&batch, cfg.touch));
             self.held = Some((step, batch));
+            // Every batch alive is in hand now: the received, the held and the retained.
+            self.peak_fds = self.peak_fds.max(process::open_fds());
             if !compute.is_zero() {
                 let began = Instant::now();
                 self.wait_until(began + compute)?;

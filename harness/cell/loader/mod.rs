@@ -53,6 +53,7 @@ pub fn run_cell(config: &CellConfig) -> CellRecord {
         peak_rss_bytes: usage.peak_rss_bytes,
         main_private_rss_bytes: lp.main_private_rss,
         worker_private_rss_bytes: lp.worker_private_rss,
+        peak_fds: lp.peak_fds,
         wall_s: start.elapsed().as_secs_f64(),
         ..metrics::from_steps(config, &steps, lp.steps_done)
     };

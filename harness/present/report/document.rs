@@ -1,7 +1,7 @@
 //! The report's content, once, as blocks that each output format renders its own way.
 
 use super::block::Block;
-use super::{watched, Report};
+use super::{checked, watched, Report};
 use crate::analysis::summary::summarize;
 use crate::model::knobs::Loader;
 use crate::model::size::ByteSize;
@@ -188,6 +188,12 @@ pub fn build(report: &Report) -> Vec<Block> {
             "The how-to's claims beside the measurements".into(),
         ));
         doc.push(block);
+    }
+    for source in &report.sources {
+        doc.extend(checked::blocks(source, report));
+    }
+    if scenarios.iter().any(|s| s == "seed-matrix") {
+        doc.push(Block::Paragraph("The how-to's other claims (where file_system's segments live, file descriptors against workers and `ulimit -n`, persistent_workers across epochs, prefetch_factor, pin_memory, the sizes and fixes that resolve the Bus error, SIGBUS or the OOM killer) are measured by `shmbench matrix seed-claims`: its report's section \"The how-to's claims, checked\" gives each sentence its verdict and numbers.".into()));
     }
     if !report.plots.is_empty() {
         doc.push(Block::Heading(2, "Plots".into()));

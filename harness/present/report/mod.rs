@@ -1,9 +1,11 @@
 //! Reports made from results files only (never by running cells): the matrix in the how-to's
-//! shape, the how-to's claims beside the measurements, watched jobs, plots, and the environment, as Markdown,
+//! shape, the how-to's claims beside the measurements and those several cells measure together
+//! (`checked`), watched jobs, plots, and the environment, as Markdown,
 //! self-contained HTML and JSON. One file per output format behind [`Format`]; the plots are
 //! written once as PNG and SVG and shared by the formats.
 
 mod block;
+pub(crate) mod checked;
 mod document;
 pub mod font;
 mod html;
@@ -16,8 +18,10 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Result};
 
+use crate::model::statement::Statement;
 use crate::model::watch::WatchReport;
 use crate::results::csv;
+use crate::results::statements;
 use crate::results::steps::{self, StepRow};
 use crate::results::watch;
 use crate::results::Row;
@@ -32,6 +36,8 @@ pub struct Source {
     pub series: Vec<Result<Vec<StepRow>, String>>,
     /// Per row (same order): what watching it saw, for a watched command's row.
     pub watches: Vec<Option<WatchReport>>,
+    /// The sentences its scenario's cells measure together (`[[claims]]`), kept beside it.
+    pub statements: Vec<Statement>,
 }
 
 /// Everything a report shows.
@@ -99,12 +105,17 @@ impl Report {
                         .file_stem()
                         .map(|s| s.to_string_lossy().into_owned())
                         .unwrap_or_default();
+                    let statements = statements::read(path).unwrap_or_else(|e| {
+                        problems.push(format!("{e:#}"));
+                        Vec::new()
+                    });
                     sources.push(Source {
                         path: path.clone(),
                         label: stem,
                         rows,
                         series,
                         watches,
+                        statements,
                     });
                 }
                 Err(e) => problems.push(format!("{e:#}")),

@@ -6,6 +6,8 @@
 //! - `latency`: step-latency distribution per cell (box: p25–p75, line: median, whisker: p5–p99).
 //! - `watch`: each watched job's /dev/shm over time with its limit (and its memory cgroup's use
 //!   when it had a limit), the end marked, beside who held /dev/shm at the peak.
+//! - `claims`: one panel per claim of the how-to whose words are a trend or a comparison, the
+//!   quantity per cell with the model's bound for /dev/shm.
 //! - `history` (for `shmbench history --plot`): each cell's median along the runs, with the
 //!   change points found.
 //!
@@ -21,18 +23,21 @@ use plotters::coord::Shift;
 use plotters::prelude::*;
 use plotters::style::text_anchor::{HPos, Pos, VPos};
 
+mod claims;
 mod history;
 mod latency;
 mod shm;
 mod throughput;
 mod watch;
 
+use claims::draw_claims;
 use history::draw_history;
 use latency::draw_latency;
 use shm::draw_shm;
 use throughput::draw_throughput;
 use watch::draw_watch;
 
+use super::checked;
 use super::watched::watched;
 use super::Report;
 use crate::model::knobs::Loader;
@@ -246,6 +251,19 @@ pub fn write_all(report: &Report, dir: &Path) -> Result<Vec<Plot>> {
             "/dev/shm of each watched job over time, and who held it at the peak",
             (1200, height),
             draw_watch(&jobs)
+        ));
+    }
+    let judged: Vec<_> = report.sources.iter().flat_map(checked::judged).collect();
+    let drawn = checked::drawn(&judged);
+    if !drawn.is_empty() {
+        let cols = drawn.len().clamp(1, 2);
+        let height = 40 + 380 * drawn.len().div_ceil(cols) as u32;
+        plots.push(both!(
+            dir,
+            "claims",
+            "The how-to's claims where a trend or a comparison is the claim",
+            (1300, height),
+            draw_claims(&drawn, cols)
         ));
     }
     let items = items(report);

@@ -1,0 +1,252 @@
+//! Statements (sentences of a source that several cells measure together) judged against the
+//! rows: each cell's outcome and measured quantity, and a verdict.
+//!
+//! The tolerances follow from what the quantities are, not from a quiet machine: a peak of
+//! /dev/shm or of open fds is a count of what the loader holds (a step's worth of slack is
+//! noise: 1 MiB, 2 fds), so "zero", "grows" and "level" are read against those; a rise must be at
+//! least 20% from the first cell to the last, and "greater" means 10% above, well beyond the
+//! run-to-run spread of a peak. Cells that ended in an error or a timeout measure nothing and make
+//! a statement inconclusive only when nothing else was measured.
+
+use crate::analysis::summary;
+use crate::model::claim::ClaimVerdict;
+use crate::model::record::Status;
+use crate::model::size::ByteSize;
+use crate::model::statement::{Quantity, Statement, StatementKind};
+use crate::results::Row;
+
+/// One cell of a statement, as measured.
+#[derive(Clone, Debug)]
+pub struct Measured {
+    pub cell: String,
+    /// The value of the knob that varies along the statement's cells (`prefetch=8`), or the
+    /// cell's name when several vary.
+    pub label: String,
+    /// None when the results hold no row of this cell.
+    pub status: Option<Status>,
+    /// The quantity (median over repeats); None where it was not measured.
+    pub value: Option<f64>,
+    /// The cell's /dev/shm size: the remounted size, the requested one, or the one it saw.
+    pub shm_bytes: u64,
+    /// The loader model's bound on /dev/shm: (workers x prefetch + 1) batches.
+    pub bound_bytes: f64,
+}
+
+/// A statement with its verdict.
+#[derive(Clone, Debug)]
+pub struct Judged {
+    pub statement: Statement,
+    pub verdict: ClaimVerdict,
+    pub measured: Vec<Measured>,
+    /// The knob that varies along the cells, when exactly one does.
+    pub varying: Option<&'static str>,
+    /// For `greater`: the first cell's quantity over the second's.
+    pub ratio: Option<f64>,
+    /// For `smallest-pass`: the smallest /dev/shm among the cells that passed.
+    pub smallest_pass: Option<u64>,
+}
+
+/// The knobs whose values are byte sizes.
+const SIZE_KNOBS: [&str; 3] = ["shm-size", "memory", "shm-remount"];
+
+fn median(mut v: Vec<f64>) -> Option<f64> {
+    if v.is_empty() {
+        return None;
+    }
+    v.sort_by(f64::total_cmp);
+    Some(v[v.len() / 2])
+}
+
+fn value_of(q: Quantity, r: &Row) -> Option<f64> {
+    match q {
+        Quantity::PeakShm => Some(r.peak_shm_bytes as f64),
+        Quantity::PeakFds => r.peak_fds.map(|f| f as f64),
+        Quantity::ImgPerS => r.img_per_s.filter(|_| r.status.is_pass()),
+    }
+}
+
+/// What a step's worth of slack is for the quantity.
+fn slack(q: Quantity) -> f64 {
+    match q {
+        Quantity::PeakShm => (1u64 << 20) as f64,
+        Quantity::PeakFds => 2.0,
+        Quantity::ImgPerS => 0.0,
+    }
+}
+
+fn measure(statement: &Statement, rows: &[Row]) -> (Vec<Measured>, Option<&'static str>) {
+    let firsts: Vec<Option<&Row>> = statement
+        .cells
+        .iter()
+        .map(|c| rows.iter().find(|r| &r.cell == c))
+        .collect();
+    // The knob that differs between the cells' rows, when exactly one does.
+    let knobs: Vec<Vec<(&'static str, String)>> =
+        firsts.iter().flatten().map(|r| summary::knobs(r)).collect();
+    let differing: Vec<&'static str> = knobs
+        .first()
+        .map(|first| {
+            first
+                .iter()
+                .enumerate()
+                .filter(|(i, (_, v))| knobs.iter().any(|k| &k[*i].1 != v))
+                .map(|(_, (name, _))| *name)
+                .collect()
+        })
+        .unwrap_or_default();
+    let varying = (differing.len() == 1).then(|| differing[0]);
+    let measured = statement
+        .cells
+        .iter()
+        .zip(&firsts)
+        .map(|(cell, first)| {
+            let mine: Vec<&Row> = rows.iter().filter(|r| &r.cell == cell).collect();
+            let mut statuses: Vec<Status> = mine.iter().map(|r| r.status).collect();
+            statuses.sort();
+            // The most common outcome (the worse one on a tie: statuses sort pass first).
+            let status = statuses
+                .iter()
+                .max_by_key(|s| statuses.iter().filter(|t| t == s).count())
+                .copied();
+            let label = match (varying, first) {
+                (Some(name), Some(r)) => {
+                    let value = summary::knobs(r)
+                        .into_iter()
+                        .find(|(n, _)| *n == name)
+                        .map(|(_, v)| v)
+                        .unwrap_or_default();
+                    // Sizes as people write them (`shm-size=1.4 GiB`), not in bytes.
+                    match (SIZE_KNOBS.contains(&name), value.parse::<u64>()) {
+                        (true, Ok(bytes)) => format!("{name}={}", ByteSize(bytes)),
+                        _ => format!("{name}={value}"),
+                    }
+                }
+                _ => cell.clone(),
+            };
+            Measured {
+                cell: cell.clone(),
+                label,
+                status,
+                value: median(
+                    mine.iter()
+                        .filter_map(|r| value_of(statement.quantity, r))
+                        .collect(),
+                ),
+                shm_bytes: first
+                    .map(|r| {
+                        r.shm_remount_bytes
+                            .or(r.shm_bytes)
+                            .unwrap_or(r.shm_seen_bytes)
+                    })
+                    .unwrap_or(0),
+                bound_bytes: first
+                    .map(|r| ((r.workers as u64 * r.prefetch as u64 + 1) * r.batch_bytes) as f64)
+                    .unwrap_or(0.0),
+            }
+        })
+        .collect();
+    (measured, varying)
+}
+
+/// Agrees when every part holds, differs when none does, partly in between; inconclusive when
+/// nothing was measured.
+fn tally(holds: impl IntoIterator<Item = Option<bool>>) -> ClaimVerdict {
+    let parts: Vec<bool> = holds.into_iter().flatten().collect();
+    match (parts.iter().filter(|h| **h).count(), parts.len()) {
+        (_, 0) => ClaimVerdict::Inconclusive,
+        (yes, n) if yes == n => ClaimVerdict::Agrees,
+        (0, _) => ClaimVerdict::Differs,
+        _ => ClaimVerdict::Partly,
+    }
+}
+
+fn measured_status(m: &Measured) -> Option<Status> {
+    m.status
+        .filter(|s| !matches!(s, Status::Error | Status::Timeout))
+}
+
+/// Judges one statement.
+pub fn judge(statement: &Statement, rows: &[Row]) -> Judged {
+    let (measured, varying) = measure(statement, rows);
+    let q = statement.quantity;
+    let values: Option<Vec<f64>> = measured.iter().map(|m| m.value).collect();
+    let mut ratio = None;
+    let mut smallest_pass = None;
+    let verdict = match statement.kind {
+        StatementKind::Status => tally(
+            measured
+                .iter()
+                .map(|m| measured_status(m).map(|s| Some(s) == statement.expect)),
+        ),
+        StatementKind::Zero => tally(measured.iter().map(|m| m.value.map(|v| v <= slack(q)))),
+        StatementKind::Grows => match values {
+            Some(v) => {
+                let (first, last) = (v[0], v[v.len() - 1]);
+                let rises = last >= first * 1.2 && last - first > slack(q);
+                let steady = v.windows(2).all(|w| w[1] >= w[0] * 0.95 - slack(q));
+                match (rises, steady) {
+                    (true, true) => ClaimVerdict::Agrees,
+                    (true, false) => ClaimVerdict::Partly,
+                    _ => ClaimVerdict::Differs,
+                }
+            }
+            None => ClaimVerdict::Inconclusive,
+        },
+        StatementKind::Flat => match values {
+            Some(v) => {
+                let (lo, hi) = v
+                    .iter()
+                    .fold((f64::MAX, f64::MIN), |(lo, hi), x| (lo.min(*x), hi.max(*x)));
+                match hi <= lo * 1.2 || hi - lo <= slack(q) {
+                    true => ClaimVerdict::Agrees,
+                    false => ClaimVerdict::Differs,
+                }
+            }
+            None => ClaimVerdict::Inconclusive,
+        },
+        StatementKind::Greater => match values {
+            Some(v) if v[1] > 0.0 => {
+                ratio = Some(v[0] / v[1]);
+                match v[0] > v[1] * 1.1 && v[0] - v[1] > slack(q) {
+                    true => ClaimVerdict::Agrees,
+                    false => ClaimVerdict::Differs,
+                }
+            }
+            _ => ClaimVerdict::Inconclusive,
+        },
+        StatementKind::SmallestPass => {
+            let claimed = statement.size.map(|s| s.bytes()).unwrap_or(0);
+            smallest_pass = measured
+                .iter()
+                .filter(|m| m.status.is_some_and(Status::is_pass))
+                .map(|m| m.shm_bytes)
+                .min();
+            let claimed_passes = measured
+                .iter()
+                .any(|m| m.shm_bytes >= claimed && m.status.is_some_and(Status::is_pass));
+            match smallest_pass {
+                None if measured.iter().all(|m| measured_status(m).is_none()) => {
+                    ClaimVerdict::Inconclusive
+                }
+                // Within 10%: the size named is what it takes.
+                Some(s) if s as f64 >= claimed as f64 * 0.9 => ClaimVerdict::Agrees,
+                // It works, but far less already does.
+                Some(_) if claimed_passes => ClaimVerdict::Partly,
+                _ => ClaimVerdict::Differs,
+            }
+        }
+    };
+    Judged {
+        statement: statement.clone(),
+        verdict,
+        measured,
+        varying,
+        ratio,
+        smallest_pass,
+    }
+}
+
+/// Judges every statement against the rows.
+pub fn judge_all(statements: &[Statement], rows: &[Row]) -> Vec<Judged> {
+    statements.iter().map(|s| judge(s, rows)).collect()
+}

@@ -1,0 +1,47 @@
+//! The scenario's statements (`[[claims]]`, sentences several cells measure together), beside a
+//! results CSV: `<dir>/<csv stem>/claims.json`, so a report made later from the CSV judges the
+//! same sentences the run was made for.
+
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context, Result};
+
+use super::atomic;
+use crate::model::statement::Statement;
+
+/// Where the statements of `results_csv` are kept.
+fn path_of(results_csv: &Path) -> PathBuf {
+    let stem = results_csv
+        .file_stem()
+        .map(|s| s.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    results_csv
+        .parent()
+        .unwrap_or(Path::new("."))
+        .join(stem)
+        .join("claims.json")
+}
+
+/// Writes them (atomically); nothing when there are none.
+pub fn write(results_csv: &Path, statements: &[Statement]) -> Result<()> {
+    if statements.is_empty() {
+        return Ok(());
+    }
+    let path = path_of(results_csv);
+    if let Some(dir) = path.parent() {
+        std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
+    }
+    atomic::write_bytes(&path, &serde_json::to_vec_pretty(statements)?)
+        .with_context(|| format!("cannot write {}", path.display()))
+}
+
+/// The statements kept beside `results_csv`; none when the run had none.
+pub fn read(results_csv: &Path) -> Result<Vec<Statement>> {
+    let path = path_of(results_csv);
+    if !path.exists() {
+        return Ok(Vec::new());
+    }
+    let text = std::fs::read(&path).with_context(|| format!("cannot read {}", path.display()))?;
+    serde_json::from_slice(&text)
+        .with_context(|| format!("{} holds no statements of this shmbench", path.display()))
+}
