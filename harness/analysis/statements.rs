@@ -250,3 +250,137 @@ pub fn judge(statement: &Statement, rows: &[Row]) -> Judged {
 pub fn judge_all(statements: &[Statement], rows: &[Row]) -> Vec<Judged> {
     statements.iter().map(|s| judge(s, rows)).collect()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::statement::Quantity;
+
+    /// A row of the seed fixture, renamed and measured as the case needs.
+    fn row(cell: &str, status: Status, peak_mib: u64, fds: u64) -> Row {
+        let path = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/seed.csv");
+        let mut r = crate::results::csv::read(std::path::Path::new(path)).unwrap()[0].clone();
+        r.cell = cell.into();
+        r.status = status;
+        r.peak_shm_bytes = peak_mib << 20;
+        r.peak_fds = Some(fds);
+        r.prefetch = peak_mib as u32; // one knob varies along a trend's cells
+        r
+    }
+
+    fn statement(kind: StatementKind, quantity: Quantity, cells: &[&str]) -> Statement {
+        Statement {
+            id: "s".into(),
+            section: "S".into(),
+            quote: "q".into(),
+            kind,
+            quantity,
+            cells: cells.iter().map(|c| c.to_string()).collect(),
+            expect: Some(Status::Pass),
+            size: None,
+        }
+    }
+
+    #[test]
+    fn trends_are_read_against_a_steps_worth_of_slack() {
+        let rows = [
+            row("a", Status::Pass, 100, 9),
+            row("b", Status::Pass, 200, 9),
+            row("c", Status::Pass, 400, 10),
+        ];
+        let cells = ["a", "b", "c"];
+        let grows = judge(
+            &statement(StatementKind::Grows, Quantity::PeakShm, &cells),
+            &rows,
+        );
+        assert_eq!(grows.verdict, ClaimVerdict::Agrees);
+        assert_eq!(grows.varying, Some("prefetch"));
+        assert_eq!(grows.measured[2].label, "prefetch=400");
+        // 9, 9, 10 fds: within two of each other, level.
+        let flat = judge(
+            &statement(StatementKind::Flat, Quantity::PeakFds, &cells),
+            &rows,
+        );
+        assert_eq!(flat.verdict, ClaimVerdict::Agrees);
+        let fds_grow = judge(
+            &statement(StatementKind::Grows, Quantity::PeakFds, &cells),
+            &rows,
+        );
+        assert_eq!(fds_grow.verdict, ClaimVerdict::Differs);
+        let rises_unevenly = [
+            row("a", Status::Pass, 100, 9),
+            row("b", Status::Pass, 50, 9),
+            row("c", Status::Pass, 400, 9),
+        ];
+        let s = statement(StatementKind::Grows, Quantity::PeakShm, &cells);
+        assert_eq!(judge(&s, &rises_unevenly).verdict, ClaimVerdict::Partly);
+    }
+
+    #[test]
+    fn a_sentence_of_several_parts_can_hold_partly() {
+        let rows = [row("a", Status::Pass, 1, 1), row("b", Status::Sigbus, 1, 1)];
+        let s = statement(StatementKind::Status, Quantity::PeakShm, &["a", "b"]);
+        assert_eq!(judge(&s, &rows).verdict, ClaimVerdict::Partly);
+        let s = statement(StatementKind::Status, Quantity::PeakShm, &["b"]);
+        assert_eq!(judge(&s, &rows).verdict, ClaimVerdict::Differs);
+        // An error measures nothing; a missing cell neither.
+        let rows = [row("a", Status::Error, 0, 0)];
+        let s = statement(StatementKind::Status, Quantity::PeakShm, &["a", "gone"]);
+        assert_eq!(judge(&s, &rows).verdict, ClaimVerdict::Inconclusive);
+    }
+
+    #[test]
+    fn greater_and_zero_need_a_clear_difference() {
+        let rows = [
+            row("a", Status::Pass, 110, 30),
+            row("b", Status::Pass, 100, 9),
+        ];
+        let s = statement(StatementKind::Greater, Quantity::PeakShm, &["a", "b"]);
+        let j = judge(&s, &rows);
+        assert_eq!(j.verdict, ClaimVerdict::Differs, "10% is not clearly above");
+        assert!((j.ratio.unwrap() - 1.1).abs() < 1e-9);
+        let s = statement(StatementKind::Greater, Quantity::PeakFds, &["a", "b"]);
+        assert_eq!(judge(&s, &rows).verdict, ClaimVerdict::Agrees);
+        let s = statement(StatementKind::Zero, Quantity::PeakShm, &["a"]);
+        assert_eq!(judge(&s, &rows).verdict, ClaimVerdict::Differs);
+        let rows = [row("a", Status::Pass, 0, 9)];
+        assert_eq!(judge(&s, &rows).verdict, ClaimVerdict::Agrees);
+    }
+
+    #[test]
+    fn the_smallest_size_that_passed_against_the_size_named() {
+        let sized = |cell: &str, status, gib: u64| {
+            let mut r = row(cell, status, 1, 1);
+            r.shm_bytes = Some(gib << 30);
+            r
+        };
+        let mut s = statement(
+            StatementKind::SmallestPass,
+            Quantity::PeakShm,
+            &["a", "b", "c"],
+        );
+        s.size = Some(crate::model::size::ByteSize(16 << 30));
+        let rows = [
+            sized("a", Status::Sigbus, 1),
+            sized("b", Status::Pass, 2),
+            sized("c", Status::Pass, 16),
+        ];
+        let j = judge(&s, &rows);
+        assert_eq!(
+            (j.verdict, j.smallest_pass),
+            (ClaimVerdict::Partly, Some(2 << 30))
+        );
+        let rows = [
+            sized("a", Status::Sigbus, 1),
+            sized("b", Status::Sigbus, 2),
+            sized("c", Status::Pass, 16),
+        ];
+        assert_eq!(judge(&s, &rows).verdict, ClaimVerdict::Agrees);
+        let rows = [
+            sized("a", Status::Sigbus, 1),
+            sized("b", Status::Sigbus, 2),
+            sized("c", Status::Sigbus, 16),
+        ];
+        assert_eq!(judge(&s, &rows).verdict, ClaimVerdict::Differs);
+    }
+}
