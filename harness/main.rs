@@ -14,6 +14,10 @@ fn main() -> ExitCode {
     unsafe {
         libc::signal(libc::SIGPIPE, libc::SIG_DFL);
     }
+    // Booted as a VM guest's /init (`--runtime vm`): run its cell and power off.
+    if shmbench::cell::guest::is_init() {
+        shmbench::cell::guest::init();
+    }
     match cli::run(Cli::parse()) {
         Ok(code) => code,
         Err(e) => {

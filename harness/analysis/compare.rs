@@ -203,6 +203,9 @@ pub fn compare(
             (v, format!("{} -> {}", b.outcome, c.outcome))
         } else if !b.outcome.status.is_pass() {
             (Verdict::Unchanged, format!("{} in both", b.outcome))
+        } else if b.emulated || c.emulated {
+            let note = "pass in both; speeds under TCG (software emulation) are not compared";
+            (Verdict::Unchanged, note.to_string())
         } else {
             measured_verdict(rate_ci, cpu_ci, thresholds)
         };

@@ -68,6 +68,7 @@ impl By {
         match self {
             By::Shm => Some(Varying::Shm),
             By::Torch | By::TorchVersion => Some(Varying::Torch),
+            By::Kernel => Some(Varying::Kernel),
             _ => None,
         }
     }
@@ -254,7 +255,11 @@ pub fn build(
                     .cloned()
                     .collect();
                 let summary = summary::summarize_by(&mine, key_of).into_iter().next()?;
-                let (values, median) = metric.of(&summary);
+                // A TCG guest's speed is the emulator's: its outcome counts, its rate does not.
+                let (values, median) = match summary.emulated {
+                    true => (&[][..], None),
+                    false => metric.of(&summary),
+                };
                 let variance = (values.len() > 1).then(|| sse(values) / (values.len() - 1) as f64);
                 Some(Point {
                     median,

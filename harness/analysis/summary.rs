@@ -9,6 +9,7 @@ use serde::Serialize;
 use super::stats;
 use crate::model::estimate::median;
 use crate::model::record::Status;
+use crate::model::vm::Accel;
 use crate::results::Row;
 
 /// A cell-key field that a history may let vary between runs.
@@ -18,6 +19,8 @@ pub enum Varying {
     Shm,
     /// The torch allocation profile.
     Torch,
+    /// The kernel (a VM's, or the host's).
+    Kernel,
 }
 
 /// The knobs that make a cell what it is, by their flag names, as a row records them.
@@ -47,6 +50,10 @@ pub fn knobs(r: &Row) -> Vec<(&'static str, String)> {
         ("epochs", r.epochs.to_string()),
         ("cpus", r.cpus.clone().unwrap_or_else(|| "any".into())),
         ("nofile", text(r.nofile)),
+        (
+            "kernel",
+            r.vm_kernel.clone().unwrap_or_else(|| "host".into()),
+        ),
         ("shm-remount", text(r.shm_remount_bytes)),
         // A watched job is its command (and the image it ran in).
         ("command", r.watched_command.clone().unwrap_or_default()),
@@ -64,6 +71,7 @@ pub fn cell_key_except(r: &Row, varying: Option<Varying>) -> String {
     let hidden: &[&str] = match varying {
         Some(Varying::Shm) => &["shm-size", "runtime"],
         Some(Varying::Torch) => &["torch"],
+        Some(Varying::Kernel) => &["kernel", "runtime"],
         None => &[],
     };
     let shown: Vec<String> = knobs(r)
@@ -127,6 +135,9 @@ pub struct CellSummary {
     pub cpu_ci: Option<(f64, f64)>,
     /// The cell's knobs (of its first run), to say how two cells paired by name differ.
     pub knobs: Vec<(&'static str, String)>,
+    /// Whether its runs were under software emulation (a TCG VM): their speeds mean nothing for
+    /// the data path, so only outcomes are compared.
+    pub emulated: bool,
 }
 
 /// Summarises rows per cell (order of first appearance).
@@ -194,6 +205,7 @@ pub fn summarize_by(rows: &[Row], key: impl Fn(&Row) -> String) -> Vec<CellSumma
                 cell: runs[0].cell.clone(),
                 environment: runs[0].environment.clone(),
                 knobs: knobs(runs[0]),
+                emulated: runs.iter().any(|r| r.vm_accel == Some(Accel::Tcg)),
                 key,
                 runs: runs.len(),
                 outcome,

@@ -1,12 +1,13 @@
 //! What runs inside a cell: `shmbench cell <config-json>` (this file), the emulated loader and
 //! its workers (`loader/`), the real torch DataLoader run by the cell's Python (`torch/`), the
-//! metrics both share (`metrics`), what a Kubernetes pod says about itself (`pod`), any command watched (`watch`), the calibration measurement (`measure`), and the protocol shared
+//! metrics both share (`metrics`), what a Kubernetes pod says about itself (`pod`), a VM guest's init (`guest`), any command watched (`watch`), the calibration measurement (`measure`), and the protocol shared
 //! with the runtimes that launch it (`protocol`).
 //!
 //! A cell runs one loader configuration in this process tree and prints exactly one JSON record on
 //! stdout. Every runtime launches this same command; they differ only in how (as is, in a mount
 //! namespace, in a container).
 
+pub mod guest;
 pub mod loader;
 pub mod measure;
 mod metrics;

@@ -8,6 +8,13 @@ pub const PROGRESS_ENV: &str = "SHMBENCH_PROGRESS";
 /// Set to `stdin` by the Docker runtime: end the cell when stdin closes (the harness died).
 pub const LIFELINE_ENV: &str = "SHMBENCH_LIFELINE";
 
+/// Where a VM guest finds its cell's config (in the initramfs).
+pub const GUEST_CELL_FILE: &str = "/cell.json";
+/// The console line a VM guest prints its record behind.
+pub const RECORD_MARK: &str = "SHMBENCH-RECORD ";
+/// The console line a VM guest without a cell prints (the accelerator probe).
+pub const READY_MARK: &str = "SHMBENCH-READY";
+
 /// Progress of a running cell, as its stderr reports it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Progress {

@@ -12,8 +12,8 @@ use crate::analysis::compare;
 use crate::analysis::statements::judge_all;
 use crate::model::knobs::Knobs;
 use crate::orchestrate::runner;
-use crate::plan::guard;
 use crate::plan::scenario::{self, Scenario};
+use crate::plan::{guard, kernels};
 use crate::present::compare as present_compare;
 use crate::present::statements as present_statements;
 use crate::present::table;
@@ -35,6 +35,10 @@ pub struct Args {
     /// Print the resolved cells as JSON and run nothing
     #[arg(long)]
     pub dry_run: bool,
+    /// Run every cell on each of these kernels, interleaved, into one CSV: `host` (this machine's
+    /// own), a bzImage path, or debian:VERSION (booted in a QEMU VM, runtime vm)
+    #[arg(long, value_delimiter = ',', value_name = "KERNELS")]
+    pub kernels: Option<Vec<String>>,
     /// Run cells whose predicted /dev/shm peak exceeds this machine's memory
     #[arg(long)]
     pub force: bool,
@@ -54,7 +58,10 @@ pub struct Args {
 
 pub fn run(args: Args) -> Result<ExitCode> {
     let scenario = Scenario::load(&args.scenario)?;
-    let plan = scenario.plan(&args.knobs, args.cells.as_deref(), &super::platform())?;
+    let mut plan = scenario.plan(&args.knobs, args.cells.as_deref(), &super::platform())?;
+    if let Some(kernels) = &args.kernels {
+        plan = kernels::on_kernels(&plan, kernels, mem_total())?;
+    }
     if !args.force {
         guard::refuse_oversized(&plan, mem_total())?;
     }

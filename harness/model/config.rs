@@ -9,6 +9,7 @@ use super::knobs::{
     ContainerKind, Dtype, IpcMode, Knobs, Loader, RuntimeKind, Shape, Strategy, TorchProfile, Touch,
 };
 use super::size::ByteSize;
+use super::vm::Accel;
 use super::watch::WatchSettings;
 
 /// A fully resolved, validated cell: what `shmbench cell` receives as JSON.
@@ -54,6 +55,17 @@ pub struct CellConfig {
     pub main_us: u64,
     pub retain_every: u64,
     pub warmup_steps: u64,
+    /// runtime vm: the kernel to boot (a path, or `debian:VERSION`).
+    #[serde(default)]
+    pub kernel: Option<String>,
+    #[serde(default = "default_vm_memory")]
+    pub vm_memory: ByteSize,
+    #[serde(default = "default_vm_cpus")]
+    pub vm_cpus: u32,
+    #[serde(default = "default_vm_boot_s")]
+    pub vm_boot_s: f64,
+    #[serde(default)]
+    pub accel: Accel,
     /// RLIMIT_NOFILE soft limit for the cell's processes (None: inherited).
     #[serde(default)]
     pub nofile: Option<u64>,
@@ -69,6 +81,22 @@ pub struct CellConfig {
     /// The command a `loader command` cell runs and how it is watched (`shmbench watch`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub watch: Option<WatchSettings>,
+}
+
+fn default_vm_memory() -> ByteSize {
+    Knobs::defaults()
+        .vm_memory
+        .expect("vm-memory has a default")
+}
+
+fn default_vm_boot_s() -> f64 {
+    Knobs::defaults()
+        .vm_boot_s
+        .expect("vm-boot-s has a default")
+}
+
+fn default_vm_cpus() -> u32 {
+    Knobs::defaults().vm_cpus.expect("vm-cpus has a default")
 }
 
 /// The knob's default, for records written before the knob existed.

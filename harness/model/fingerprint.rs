@@ -36,6 +36,25 @@ pub struct Fingerprint {
 }
 
 impl Fingerprint {
+    /// This host's fingerprint as seen from a guest it ran: the machine fields (kernel, OS, CPU,
+    /// cores, memory, /dev/shm, cgroup, THP) are the guest's; the host's name, the harness version
+    /// and the engine stay.
+    pub fn in_guest(&self, guest: &Fingerprint) -> Fingerprint {
+        Fingerprint {
+            kernel: guest.kernel.clone(),
+            os: guest.os.clone(),
+            cpu: guest.cpu.clone(),
+            cores: guest.cores,
+            mem_bytes: guest.mem_bytes,
+            host_shm_bytes: guest.host_shm_bytes,
+            cgroup_version: guest.cgroup_version.clone(),
+            cgroup_memory_limit: guest.cgroup_memory_limit,
+            thp_shmem: guest.thp_shmem.clone(),
+            gpu_driver: None,
+            ..self.clone()
+        }
+    }
+
     /// A stable id of the fields that make two runs' environments "the same": kernel, OS, CPU,
     /// cores, memory, cgroup version, shmem THP, GPU driver and Docker engine. The host name and
     /// the harness version are not part of it (the same setup on two hosts is the same

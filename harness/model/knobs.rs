@@ -14,6 +14,7 @@ use serde::{Deserialize, Serialize};
 
 use super::cpus::CpuList;
 use super::size::ByteSize;
+use super::vm::Accel;
 
 /// How a cell is isolated; every runtime launches the same `shmbench cell` protocol.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, ValueEnum)]
@@ -27,6 +28,8 @@ pub enum RuntimeKind {
     Namespace,
     /// A Docker container (`--shm-size`, `--ipc`, `--memory`) from an image shmbench builds.
     Docker,
+    /// A QEMU VM booting `kernel`, its /dev/shm a tmpfs of `shm-size` in the guest.
+    Vm,
 }
 
 /// The setup a cell stands for, whatever runtime measures it.
@@ -309,6 +312,21 @@ knobs! {
     #[arg(long, value_name = "SIZE")]
     shm_remount: ByteSize = None,
         "Namespace cell: once its /dev/shm is mounted at shm-size, resize it with `mount -o remount,size=SIZE`, the bare-host fix, before the loader starts; unset = no remount";
+    #[arg(long, value_name = "KERNEL")]
+    kernel: String = None,
+        "runtime vm: the kernel to boot, a bzImage's path or debian:VERSION (Debian's linux-image-VERSION, fetched with apt-get download into the cache), e.g. debian:6.1.0-57-cloud-amd64";
+    #[arg(long, value_name = "SIZE")]
+    vm_memory: ByteSize = Some(ByteSize(3 << 30)),
+        "runtime vm: the VM's memory (its /dev/shm tmpfs pages live in it)";
+    #[arg(long, value_name = "N")]
+    vm_cpus: u32 = Some(2),
+        "runtime vm: the VM's CPUs";
+    #[arg(long, value_name = "SECONDS")]
+    vm_boot_s: f64 = Some(90.0),
+        "runtime vm: seconds a guest may stay silent while it boots and starts its cell, beyond timeout-s (TCG on a busy machine boots slowly)";
+    #[arg(long, value_enum)]
+    accel: Accel = Some(Accel::Auto),
+        "runtime vm: kvm, tcg (QEMU's software emulation: outcomes hold, speeds do not), or auto (kvm when a probe VM boots with it, else tcg)";
     #[arg(long, value_name = "LIST")]
     cpus: CpuList = None,
         "CPUs the cell's processes may run on, as taskset writes them (0, 0-1, 0,2-3): the same cores run after run, recorded in the row (docker: --cpuset-cpus too); unset = any";

@@ -36,4 +36,5 @@ pub mod repeat;
 pub mod size;
 pub mod statement;
 pub mod validate;
+pub mod vm;
 pub mod watch;

@@ -10,6 +10,7 @@ use serde::{Deserialize, Serialize};
 
 use super::config::CellConfig;
 use super::pod::PodInfo;
+use super::vm::VmInfo;
 use super::watch::WatchReport;
 
 /// How a cell ended.
@@ -152,6 +153,9 @@ pub struct CellRecord {
     /// The Kubernetes pod that ran the cell (`shmbench cell --from` in an Indexed Job's pod).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub pod: Option<PodInfo>,
+    /// The VM that ran the cell (`--runtime vm`): kernel, accelerator, size, the guest's view.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub vm: Option<VmInfo>,
 }
 
 impl CellRecord {
@@ -169,6 +173,7 @@ impl CellRecord {
             exit_code: None,
             watch: None,
             pod: None,
+            vm: None,
         }
     }
 }

@@ -210,6 +210,7 @@ impl CellConfig {
             }
             _ => {}
         }
+        self.validate_vm()?;
         if let Some(n) = self.nofile.filter(|n| *n < MIN_NOFILE) {
             return Err(bad(
                 "nofile",
@@ -223,6 +224,38 @@ impl CellConfig {
             ));
         }
         Ok(())
+    }
+}
+
+impl CellConfig {
+    /// What runtime vm allows: a kernel, the emulated loader alone in its guest, a VM size.
+    fn validate_vm(&self) -> Result<(), KnobError> {
+        if self.runtime != RuntimeKind::Vm {
+            return match self.kernel {
+                Some(_) => Err(bad(
+                    "kernel",
+                    "a kernel is booted by runtime vm: add --runtime vm",
+                )),
+                None => Ok(()),
+            };
+        }
+        if self.kernel.as_deref().is_none_or(str::is_empty) {
+            return Err(bad("kernel", "runtime vm boots a kernel: name one with --kernel PATH or --kernel debian:VERSION (e.g. debian:6.1.0-57-cloud-amd64)"));
+        }
+        let refused = [
+            ("memory", self.memory.is_some(), "the guest has no memory cgroup: size the VM with vm-memory, or use runtime namespace or docker for a memory limit"),
+            ("image", self.image.is_some(), "an image is Docker's: the VM boots shmbench's own initramfs"),
+            ("loader", self.loader != Loader::Emulated, "the guest holds only shmbench: torch cells and watched commands run on the host, in a namespace or in Docker"),
+            ("shm-tmpfs", self.shm_tmpfs, "the guest's /dev/shm is always a tmpfs of shm-size"),
+            ("shm-remount", self.shm_remount.is_some(), "only a namespace cell remounts its tmpfs"),
+            ("vm-cpus", self.vm_cpus == 0, "a VM needs at least one CPU"),
+            ("vm-boot-s", self.vm_boot_s.is_nan() || self.vm_boot_s <= 0.0, "give the guest some seconds to boot, e.g. 90"),
+            ("vm-memory", self.vm_memory.bytes() < 256 << 20, "a VM needs at least 256m to boot and run a cell"),
+        ];
+        match refused.iter().find(|(_, wrong, _)| *wrong) {
+            Some((key, _, why)) => Err(bad(key, *why)),
+            None => Ok(()),
+        }
     }
 }
 

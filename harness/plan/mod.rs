@@ -1,11 +1,13 @@
 //! From what the user asked to the cells to run, and what the model predicts for them: scenario
 //! files, resolving knobs for this machine, the guard against loaders bigger than the machine,
-//! predictions and the doctor's advice, and the cell a watched command runs in. Nothing here runs a cell.
+//! predictions and the doctor's advice, the cell a watched command runs in, and a plan spread over
+//! kernels. Nothing here runs a cell.
 
 pub mod advice;
 pub mod fixes;
 pub mod guard;
 pub mod job;
+pub mod kernels;
 pub mod predict;
 pub mod resolve;
 pub mod scenario;

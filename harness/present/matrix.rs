@@ -6,6 +6,7 @@ use super::table::{markdown, thousands};
 use crate::model::claim::{Claim, ClaimVerdict};
 use crate::model::knobs::{IpcMode, RuntimeKind};
 use crate::model::size::ByteSize;
+use crate::model::vm::Accel;
 use crate::results::Row;
 
 /// The cell's /dev/shm as measured inside it.
@@ -30,8 +31,17 @@ pub fn shm_label(row: &Row) -> String {
     }
 }
 
-/// img/s as the how-to writes it: a number, or `0.0 (Failed)`.
+/// img/s as the how-to writes it: a number, or `0.0 (Failed)`; under software emulation (a TCG
+/// VM) marked as such, since it says nothing of the data path's speed.
 pub fn throughput(row: &Row) -> String {
+    let speed = rate(row);
+    match row.vm_accel {
+        Some(Accel::Tcg) if row.img_per_s.is_some() => format!("{speed} (TCG, emulated)"),
+        _ => speed,
+    }
+}
+
+fn rate(row: &Row) -> String {
     match (row.status.is_pass(), row.img_per_s) {
         (true, Some(r)) => thousands(r),
         (true, None) => "n/a".into(),
@@ -67,6 +77,7 @@ pub fn matrix_cells(rows: &[Row]) -> (Vec<String>, Vec<Vec<String>>) {
     let steps = rows.first().map(|r| r.steps * r.epochs as u64).unwrap_or(0);
     let status_header = format!("Status After {steps} Steps");
     let has_claims = rows.iter().any(|r| r.claim_status.is_some());
+    let kernels_vary = rows.iter().any(|r| r.vm_kernel.is_some());
     let mut headers: Vec<String> = [
         "Environment",
         "/dev/shm",
@@ -88,9 +99,11 @@ pub fn matrix_cells(rows: &[Row]) -> (Vec<String>, Vec<Vec<String>>) {
                 r.environment.clone(),
                 shm_label(r),
                 r.strategy.to_string(),
-                match &r.torch_version {
-                    Some(v) => format!("{} (torch {v})", r.runtime),
-                    None => r.runtime.to_string(),
+                match (&r.torch_version, kernels_vary) {
+                    (Some(v), _) => format!("{} (torch {v})", r.runtime),
+                    // Rows on several kernels (VMs among them): each row's kernel.
+                    (None, true) => format!("{} ({})", r.runtime, r.kernel),
+                    (None, false) => r.runtime.to_string(),
                 },
                 status_label(r),
                 throughput(r),

@@ -9,6 +9,7 @@ use crate::model::knobs::{
     ContainerKind, Dtype, IpcMode, Loader, RuntimeKind, Shape, Strategy, TorchProfile, Touch,
 };
 use crate::model::record::{CellRecord, Status};
+use crate::model::vm::Accel;
 use crate::sys::fingerprint::Fingerprint;
 
 /// Bump on any change to the columns' names, order or meaning.
@@ -167,6 +168,20 @@ pub struct Row {
     /// The most file descriptors the loader's main held open at a step (schema 5).
     #[serde(default)]
     pub peak_fds: Option<u64>,
+    /// The kernel a VM cell booted, as asked (`debian:6.1.0-57-cloud-amd64`, or a path); the
+    /// `kernel` column is what the guest reported (schema 5).
+    #[serde(default)]
+    pub vm_kernel: Option<String>,
+    /// `kvm` or `tcg` (software emulation: img/s not comparable with other rows) (schema 5).
+    #[serde(default)]
+    pub vm_accel: Option<Accel>,
+    #[serde(default)]
+    pub vm_memory_bytes: Option<u64>,
+    #[serde(default)]
+    pub vm_cpus: Option<u32>,
+    /// Seconds from starting QEMU to the record: boot plus cell (schema 5).
+    #[serde(default)]
+    pub vm_wall_s: Option<f64>,
 }
 
 /// Arguments as a command a user can paste into a shell.
@@ -203,6 +218,10 @@ impl Row {
     /// The row of one cell's record, in the environment `fp`; the claim's verdict and the
     /// calibrated limit are filled in by analysis (`analysis::claims`, `analysis::efficiency`).
     pub fn new(record: &CellRecord, fp: &Fingerprint, run_id: &str, started_at: &str) -> Row {
+        // A VM cell ran on its guest: the machine columns are the guest's.
+        let in_guest = record.vm.as_ref().map(|v| fp.in_guest(&v.fingerprint));
+        let fp = in_guest.as_ref().unwrap_or(fp);
+        let vm = record.vm.as_ref();
         let c = &record.config;
         let m = &record.metrics;
         let claim = c.claim.as_ref();
@@ -319,6 +338,11 @@ impl Row {
             nofile: c.nofile,
             shm_remount_bytes: c.shm_remount.map(|s| s.bytes()),
             peak_fds: m.peak_fds,
+            vm_kernel: vm.map(|v| v.kernel.clone()),
+            vm_accel: vm.and_then(|v| v.accel),
+            vm_memory_bytes: vm.map(|v| v.memory_bytes),
+            vm_cpus: vm.map(|v| v.cpus),
+            vm_wall_s: vm.map(|v| round(v.boot_and_run_s, 3)),
         }
     }
 }

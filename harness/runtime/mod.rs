@@ -11,6 +11,7 @@ mod memory_cgroup;
 pub mod namespace;
 mod output;
 mod privileges;
+pub mod vm;
 
 use crate::model::config::CellConfig;
 use crate::model::knobs::RuntimeKind;
@@ -23,6 +24,7 @@ pub struct Runtimes {
     host: host::Host,
     namespace: namespace::Namespace,
     pub docker: Option<docker::Docker>,
+    vm: vm::Vm,
 }
 
 impl Runtimes {
@@ -41,10 +43,14 @@ impl Runtimes {
         } else {
             None
         };
+        if needs(RuntimeKind::Vm) {
+            vm::check_qemu()?;
+        }
         Ok(Runtimes {
             host: host::Host,
             namespace: namespace::Namespace,
             docker,
+            vm: vm::Vm::new(),
         })
     }
 
@@ -52,6 +58,7 @@ impl Runtimes {
     pub fn get(&self, config: &CellConfig) -> &dyn Runtime {
         match (config.runtime, &self.docker) {
             (RuntimeKind::Namespace, _) => &self.namespace,
+            (RuntimeKind::Vm, _) => &self.vm,
             (RuntimeKind::Docker, Some(docker)) => docker,
             (RuntimeKind::Docker, None) => {
                 unreachable!("for_cells connects Docker for docker cells")

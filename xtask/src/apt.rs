@@ -34,11 +34,16 @@ pub fn install(packages: &[&str]) -> Result<(), String> {
             packages.join(", ")
         ));
     }
-    static UPDATED: Once = Once::new();
-    let mut updated = Ok(());
-    UPDATED.call_once(|| updated = run(&["apt-get", "update", "-qq"]));
-    updated?;
+    update()?;
     let mut args = vec!["apt-get", "install", "-y", "-qq"];
     args.extend_from_slice(packages);
     run(&args)
+}
+
+/// Refreshes the package lists, once per run.
+pub fn update() -> Result<(), String> {
+    static UPDATED: Once = Once::new();
+    let mut updated = Ok(());
+    UPDATED.call_once(|| updated = run(&["apt-get", "update", "-qq"]));
+    updated
 }

@@ -4,7 +4,8 @@
 //! any extra arguments.
 //!
 //! `cargo xtask setup` does the set-up alone. A requirement the user skips by name
-//! (`SHMBENCH_SKIP_DOCKER=1`, `SHMBENCH_SKIP_TORCH=1`, `SHMBENCH_SKIP_K8S_VALIDATE=1`) is not
+//! (`SHMBENCH_SKIP_DOCKER=1`, `SHMBENCH_SKIP_TORCH=1`, `SHMBENCH_SKIP_K8S_VALIDATE=1`,
+//! `SHMBENCH_SKIP_VM=1`) is not
 //! set up, and the tests that need it
 //! say they were skipped.
 
@@ -14,6 +15,7 @@ mod k8s;
 mod needs;
 mod torch;
 mod venv;
+mod vm;
 
 use std::process::{Command, ExitCode};
 use std::time::Instant;
@@ -29,7 +31,8 @@ examples:
   cargo xtask test --test cells         # one test file, after the same set-up
   SHMBENCH_SKIP_DOCKER=1 cargo xtask test   # no Docker engine here: skip its tests by name
   SHMBENCH_SKIP_TORCH=1 cargo xtask test    # no 5 GB torch venv: skip the real-torch tests
-  SHMBENCH_SKIP_K8S_VALIDATE=1 cargo xtask test   # no PyPI: skip the manifest schema checks";
+  SHMBENCH_SKIP_K8S_VALIDATE=1 cargo xtask test   # no PyPI: skip the manifest schema checks
+  SHMBENCH_SKIP_VM=1 cargo xtask test   # no QEMU or Debian archive: skip the VM runtime's tests";
 
 fn main() -> ExitCode {
     let mut args = std::env::args().skip(1);

@@ -1,10 +1,10 @@
 //! What the tests need from the machine, one [`Need`] each, in the order they are set up. A new
-//! requirement (a Python venv with real torch, QEMU and a kernel image) is a new entry here.
+//! requirement is a new entry here.
 
 use std::path::Path;
 use std::process::Command;
 
-use crate::{apt, docker, k8s, torch};
+use crate::{apt, docker, k8s, torch, vm};
 
 /// One requirement of the tests.
 pub trait Need {
@@ -30,6 +30,7 @@ pub fn all() -> Vec<Box<dyn Need>> {
         Box::new(docker::Engine),
         Box::new(torch::Torch),
         Box::new(k8s::Validator),
+        Box::new(vm::Qemu),
     ]
 }
 

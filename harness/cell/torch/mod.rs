@@ -375,5 +375,6 @@ pub fn run_cell(config: &CellConfig) -> CellRecord {
         exit_code: None,
         watch: None,
         pod: None,
+        vm: None,
     }
 }

@@ -255,6 +255,7 @@ pub fn run_cell(config: &CellConfig) -> CellRecord {
         exit_code: exit.map(Exit::code),
         watch: Some(report),
         pod: None,
+        vm: None,
     }
 }
 

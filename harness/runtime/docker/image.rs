@@ -111,6 +111,11 @@ impl BuildContext {
         })
     }
 
+    /// Every file: (absolute path, bytes).
+    pub fn files(&self) -> &[(String, Vec<u8>)] {
+        &self.files
+    }
+
     pub fn paths(&self) -> impl Iterator<Item = &str> {
         self.files.iter().map(|(p, _)| p.as_str())
     }

@@ -1,0 +1,110 @@
+//! The init of a VM cell's guest (`--runtime vm`): this binary runs as `/init`, pid 1 of a
+//! kernel booted with shmbench's initramfs. It mounts /proc, /sys, /dev and a tmpfs of the cell's
+//! size on /dev/shm, runs `shmbench cell` on `/cell.json` as its child, prints the record on the
+//! console behind [`RECORD_MARK`] with the guest's own fingerprint attached, and powers off.
+//! Without a `/cell.json` it only says it is ready ([`READY_MARK`]): the accelerator probe.
+
+use std::ffi::CString;
+use std::io::Read;
+use std::process::{Command, Stdio};
+
+use super::protocol::{GUEST_CELL_FILE, PROGRESS_ENV, READY_MARK, RECORD_MARK};
+use crate::model::config::CellConfig;
+use crate::model::knobs::IpcMode;
+use crate::model::record::{CellRecord, Status};
+use crate::model::vm::VmInfo;
+use crate::sys::fingerprint::Fingerprint;
+
+/// Whether this process is a guest's init: pid 1, started as `/init`.
+pub fn is_init() -> bool {
+    std::process::id() == 1 && std::env::args().next().as_deref() == Some("/init")
+}
+
+fn mount(fstype: &str, target: &str, options: &str) -> Result<(), String> {
+    let _ = std::fs::create_dir_all(target);
+    let c = |s: &str| CString::new(s).expect("no NUL");
+    let (fs, dir, opts) = (c(fstype), c(target), c(options));
+    // SAFETY: plain mount(2) on NUL-terminated strings that outlive the call.
+    let rc = unsafe {
+        libc::mount(
+            fs.as_ptr(),
+            dir.as_ptr(),
+            fs.as_ptr(),
+            libc::MS_NOSUID,
+            opts.as_ptr() as *const libc::c_void,
+        )
+    };
+    match rc {
+        0 => Ok(()),
+        _ => Err(format!(
+            "mount {fstype} on {target}: {}",
+            std::io::Error::last_os_error()
+        )),
+    }
+}
+
+/// Runs the guest and powers the VM off; never returns.
+pub fn init() -> ! {
+    let outcome = run();
+    if let Err(e) = outcome {
+        println!("{RECORD_MARK}{e}");
+    }
+    // SAFETY: sync and reboot(2) with the power-off command end the VM; QEMU exits with it.
+    unsafe {
+        libc::sync();
+        libc::reboot(libc::RB_POWER_OFF);
+    }
+    std::process::exit(0)
+}
+
+fn run() -> Result<(), String> {
+    mount("proc", "/proc", "")?;
+    mount("sysfs", "/sys", "")?;
+    mount("devtmpfs", "/dev", "")?;
+    mount("tmpfs", "/tmp", "mode=1777")?;
+    let Ok(json) = std::fs::read_to_string(GUEST_CELL_FILE) else {
+        println!("{READY_MARK}");
+        return Ok(());
+    };
+    let config: CellConfig =
+        serde_json::from_str(&json).map_err(|e| failed(&json, e.to_string()))?;
+    // shm-size as asked; unset, Docker's 64 MiB, or for ipc host the kernel's own default (half
+    // the VM's memory), as a machine's /dev/shm has.
+    let size = match (config.shm_size, config.ipc) {
+        (Some(size), _) => format!("size={},", size.bytes()),
+        (None, IpcMode::Host) => String::new(),
+        (None, _) => format!("size={},", 64u64 << 20),
+    };
+    mount("tmpfs", "/dev/shm", &format!("{size}mode=1777")).map_err(|e| failed(&json, e))?;
+    let mut child = Command::new("/proc/self/exe")
+        .args(["cell", &json])
+        .env(PROGRESS_ENV, "1")
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .spawn()
+        .map_err(|e| failed(&json, format!("cannot start the cell: {e}")))?;
+    let mut out = String::new();
+    if let Some(mut stdout) = child.stdout.take() {
+        let _ = stdout.read_to_string(&mut out);
+    }
+    let status = child.wait().map_err(|e| e.to_string())?;
+    let mut record: CellRecord = serde_json::from_str(out.trim())
+        .map_err(|_| failed(&json, format!("the cell ended ({status}) without a record")))?;
+    record.vm = Some(VmInfo {
+        fingerprint: Fingerprint::collect(),
+        ..VmInfo::default()
+    });
+    println!(
+        "{RECORD_MARK}{}",
+        serde_json::to_string(&record).unwrap_or_default()
+    );
+    Ok(())
+}
+
+/// A record saying why the cell could not run in the guest, as the line to print.
+fn failed(json: &str, why: String) -> String {
+    let record = serde_json::from_str::<CellConfig>(json)
+        .map(|config| CellRecord::failed_to_run(config, Status::Error, format!("in the VM: {why}")))
+        .map(|r| serde_json::to_string(&r).unwrap_or_default());
+    record.unwrap_or(why)
+}
