@@ -45,6 +45,11 @@ impl Runtimes {
         };
         if needs(RuntimeKind::Vm) {
             vm::check_qemu()?;
+            // Every kernel fetched (or found) before the first cell, so a bad name fails the
+            // run up front, not each of its cells.
+            for cell in cells.iter().filter(|c| c.runtime == RuntimeKind::Vm) {
+                vm::kernel::resolve(cell.kernel.as_deref().unwrap_or_default())?;
+            }
         }
         Ok(Runtimes {
             host: host::Host,

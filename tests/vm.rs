@@ -1,0 +1,218 @@
+//! Runtime `vm`: cells under other kernels, booted for real in QEMU (TCG here: /dev/kvm exists on
+//! these machines but a KVM guest hangs) from Debian's kernel packages, which `cargo xtask test`
+//! names in SHMBENCH_TEST_KERNELS (SHMBENCH_SKIP_VM=1 skips). A boot, a crash, a kernel that
+//! panics, a guest that stays silent, and a matrix over kernels with its history; nothing left
+//! behind (QEMU processes, initrd files).
+
+mod common;
+
+use std::process::Command;
+
+use common::*;
+
+/// The two kernels to boot (`debian:VERSION`), when set up.
+fn kernels() -> Option<Vec<String>> {
+    let present = || {
+        std::env::var("SHMBENCH_TEST_KERNELS").is_ok_and(|k| k.contains(','))
+            && Command::new("qemu-system-x86_64")
+                .arg("--version")
+                .output()
+                .is_ok()
+    };
+    require("vm", present, "QEMU and two Debian kernels").then(|| {
+        std::env::var("SHMBENCH_TEST_KERNELS")
+            .unwrap()
+            .split(',')
+            .map(String::from)
+            .collect()
+    })
+}
+
+/// QEMU processes and initrd files: none may outlive a run.
+fn vm_leftovers() -> Vec<String> {
+    let mut left: Vec<String> = std::fs::read_dir(std::env::temp_dir())
+        .unwrap()
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|n| n.starts_with("shmbench-initrd-"))
+        .collect();
+    let qemu = Command::new("pgrep")
+        .args(["-a", "qemu-system"])
+        .output()
+        .unwrap();
+    left.extend(
+        String::from_utf8_lossy(&qemu.stdout)
+            .lines()
+            .map(String::from),
+    );
+    left
+}
+
+/// `shmbench run` in a TCG VM with small batches (the mechanism is the same; TCG writes memory
+/// 30-40x slower than the host).
+fn vm_run(
+    kernel: &str,
+    extra: &str,
+) -> (
+    std::process::Output,
+    Vec<std::collections::HashMap<String, String>>,
+) {
+    run_rows(&format!(
+        "--runtime vm --kernel {kernel} --accel tcg --vm-memory 1g --workers 2 --batch 2 --steps 8 {extra}"
+    ))
+}
+
+#[test]
+fn a_cell_boots_its_kernel_and_reports_from_the_guest() {
+    let Some(kernels) = kernels() else { return };
+    let _guard = serial();
+    let before = machine_state();
+    let (o, rows) = vm_run(&kernels[0], "--shm-size 64m");
+    let stdout = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        o.status.success(),
+        "{stdout}{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let r = &rows[0];
+    assert_eq!(r["status"], "pass", "{r:?}");
+    assert_eq!(r["runtime"], "vm");
+    // The kernel column is the guest's own report; vm_kernel what was asked.
+    let version = kernels[0].trim_start_matches("debian:");
+    assert_eq!(r["kernel"], version);
+    assert_eq!(r["vm_kernel"], kernels[0]);
+    assert_eq!(r["vm_accel"], "tcg");
+    assert_eq!(r["shm_seen_bytes"], (64u64 << 20).to_string());
+    assert!(r["vm_wall_s"].parse::<f64>().unwrap() > 0.0);
+    // Speeds under TCG are the emulator's, and said to be.
+    assert!(stdout.contains("(TCG, emulated)"), "{stdout}");
+    assert!(vm_leftovers().is_empty(), "{:?}", vm_leftovers());
+    assert_clean(&before);
+}
+
+#[test]
+fn a_full_tmpfs_in_the_guest_is_a_sigbus_as_on_the_host() {
+    let Some(kernels) = kernels() else { return };
+    let _guard = serial();
+    let before = machine_state();
+    // One worker (no race into ENOSPC), 4 batches of 4.6 MiB outstanding + 1 held: 23 MiB > 16.
+    let (o, rows) = run_rows(&format!(
+        "--runtime vm --kernel {} --accel tcg --vm-memory 1g --workers 1 --prefetch 4 --batch 8 --steps 12 --shm-size 16m",
+        kernels[1]
+    ));
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let r = &rows[0];
+    assert_eq!(r["status"], "sigbus", "{r:?}");
+    assert_eq!(r["signal"], "7");
+    assert_eq!(r["kernel"], kernels[1].trim_start_matches("debian:"));
+    assert!(vm_leftovers().is_empty(), "{:?}", vm_leftovers());
+    assert_clean(&before);
+}
+
+#[test]
+fn a_kernel_that_panics_or_a_silent_guest_is_an_error_with_the_console() {
+    let Some(kernels) = kernels() else { return };
+    let _guard = serial();
+    let before = machine_state();
+    // No init it can run: the kernel panics, and panic=-1 powers it off at once.
+    let o = command()
+        .args([
+            "run",
+            "--runtime",
+            "vm",
+            "--kernel",
+            &kernels[0],
+            "--accel",
+            "tcg",
+            "--vm-memory",
+            "1g",
+        ])
+        .args(["--batch", "2", "--workers", "1", "--steps", "4", "--out"])
+        .arg(temp_dir("panic").join("p.csv"))
+        .env("SHMBENCH_VM_APPEND", "rdinit=/nonexistent")
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&o.stdout);
+    assert!(o.status.success(), "{stdout}");
+    assert!(
+        stdout.contains("the guest kernel panicked") && stdout.contains("Kernel panic"),
+        "{stdout}"
+    );
+    // A guest given half a second of silence ends as an error too, QEMU killed.
+    let (o, rows) = vm_run(
+        &kernels[0],
+        "--shm-size 64m --vm-boot-s 0.5 --timeout-s 0.5",
+    );
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    assert_eq!(rows[0]["status"], "error");
+    assert!(
+        rows[0]["message"].contains("no console output in time"),
+        "{:?}",
+        rows[0]
+    );
+    assert!(vm_leftovers().is_empty(), "{:?}", vm_leftovers());
+    assert_clean(&before);
+}
+
+#[test]
+fn a_matrix_over_kernels_is_one_csv_with_a_history_by_kernel() {
+    let Some(kernels) = kernels() else { return };
+    let _guard = serial();
+    let before = machine_state();
+    let dir = temp_dir("kernels");
+    let out = dir.join("k.csv");
+    let list = format!("host,{}", kernels.join(","));
+    let o = shmbench(&[
+        "matrix",
+        "--cells",
+        "docker-tuned,docker-standard",
+        "--batch",
+        "2",
+        "--workers",
+        "2",
+        "--steps",
+        "8",
+        "--runtime",
+        "namespace",
+        "--container",
+        "none",
+        "--vm-memory",
+        "1g",
+        "--accel",
+        "tcg",
+        "--kernels",
+        &list,
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let rows = read_csv(&out);
+    assert_eq!(rows.len(), 6, "two cells on three kernels");
+    let mut seen: Vec<&str> = rows.iter().map(|r| r["kernel"].as_str()).collect();
+    seen.sort();
+    seen.dedup();
+    assert_eq!(seen.len(), 3, "{seen:?}");
+    let o = shmbench(&["history", out.to_str().unwrap(), "--by", "kernel"]);
+    let text = String::from_utf8_lossy(&o.stdout);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    for k in &kernels {
+        assert!(text.contains(k.trim_start_matches("debian:")), "{text}");
+    }
+    // A name that is no kernel fails the run up front, with what to do.
+    let o = shmbench(&[
+        "run",
+        "--runtime",
+        "vm",
+        "--kernel",
+        "/nonexistent/bzImage",
+        "--batch",
+        "2",
+    ]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("no such file"));
+    let o = shmbench(&["run", "--runtime", "vm", "--batch", "2"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("--kernel"));
+    assert!(vm_leftovers().is_empty(), "{:?}", vm_leftovers());
+    assert_clean(&before);
+}
