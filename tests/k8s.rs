@@ -11,6 +11,18 @@ use std::process::Command;
 use common::*;
 use serde_json::Value;
 
+/// A manifest of small cells (batches of 8 images, 2 workers, 5 steps) that run in a second.
+const SMALL: [&str; 8] = [
+    "--image",
+    "i:1",
+    "--batch",
+    "8",
+    "--workers",
+    "2",
+    "--steps",
+    "5",
+];
+
 /// The Kubernetes versions the manifests are checked against.
 const VERSIONS: [&str; 2] = ["1.29.0", "1.33.0"];
 
@@ -191,16 +203,7 @@ fn a_sized_row_mounts_an_emptydir_of_its_size_and_a_default_row_none() {
 fn a_pod_runs_the_cell_its_completion_index_picks() {
     let _guard = serial();
     let before = machine_state();
-    let objects = manifest(&[
-        "--image",
-        "i:1",
-        "--batch",
-        "8",
-        "--workers",
-        "2",
-        "--steps",
-        "5",
-    ]);
+    let objects = manifest(&SMALL);
     let dir = temp_dir("pod");
     let cells = cells_file(&objects, "docker-tuned", &dir);
     // A tmpfs of the emptyDir's size stands for the pod's /dev/shm; index 3 of a one-cell list
@@ -273,18 +276,7 @@ fn collect_turns_real_pod_logs_and_api_statuses_into_rows() {
     let dir = temp_dir("collect");
     let manifest_path = dir.join("m.yaml");
     let m = manifest_path.to_str().unwrap();
-    let objects = manifest(&[
-        "--image",
-        "i:1",
-        "--batch",
-        "8",
-        "--workers",
-        "2",
-        "--steps",
-        "5",
-        "--namespace",
-        "ml",
-    ]);
+    let objects = manifest(&[&SMALL[..], &["--namespace", "ml"]].concat());
     std::fs::write(&manifest_path, k8s_text(&objects)).unwrap();
     // Two pods of tests/fixtures/k8s/pods.json run for real: their logs, one written by
     // `kubectl logs --prefix`, one bare, in a directory.

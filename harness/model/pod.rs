@@ -157,10 +157,11 @@ impl NodeInfo {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
 
-    fn pods() -> Vec<PodStatus> {
+    /// The pods of `tests/fixtures/k8s/pods.json`, in the API's shape.
+    pub(crate) fn pods() -> Vec<PodStatus> {
         let doc = include_str!("../../tests/fixtures/k8s/pods.json");
         PodStatus::all_in(&serde_json::from_str(doc).unwrap())
     }

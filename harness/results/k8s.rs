@@ -333,11 +333,7 @@ fn node_fingerprint(node: Option<&str>, nodes: &[NodeInfo]) -> Fingerprint {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn pods() -> Vec<PodStatus> {
-        let doc = include_str!("../../tests/fixtures/k8s/pods.json");
-        PodStatus::all_in(&serde_json::from_str(doc).unwrap())
-    }
+    use crate::model::pod::tests::pods;
 
     #[test]
     fn a_silent_pod_ends_as_its_status_says() {

@@ -93,7 +93,15 @@ fn qemu(kernel: &Path, initrd: &Path, accel: Accel, memory: u64, cpus: u32) -> C
 }
 
 /// Runs a VM until its record, its end, or `limit` without a line; the console read on a thread.
-fn boot(mut child: Child, limit: Duration, progress: &mut dyn FnMut(Report)) -> Boot {
+/// The initrd file is removed at the first console line: QEMU has loaded it before its firmware
+/// prints anything, so even a run killed with SIGKILL leaves no file behind after that.
+fn boot(
+    mut child: Child,
+    initrd: tempfile::NamedTempFile,
+    limit: Duration,
+    progress: &mut dyn FnMut(Report),
+) -> Boot {
+    let mut initrd = Some(initrd);
     let (tx, rx) = mpsc::channel();
     if let Some(stdout) = child.stdout.take() {
         std::thread::spawn(move || {
@@ -125,6 +133,7 @@ fn boot(mut child: Child, limit: Duration, progress: &mut dyn FnMut(Report)) -> 
         match rx.recv_timeout(Duration::from_millis(200)) {
             Ok(line) => {
                 last = Instant::now();
+                drop(initrd.take());
                 let line = line.trim_end_matches('\r').to_string();
                 if let Some(rest) = line.strip_prefix(RECORD_MARK) {
                     boot.record = Some(rest.to_string());
@@ -198,7 +207,7 @@ impl Vm {
                 let probe = initrd(None).and_then(|file| {
                     let child = qemu(kernel, file.path(), Accel::Kvm, config.vm_memory.bytes(), 1)
                         .spawn()?;
-                    Ok(boot(child, KVM_PROBE, &mut |_| {}).ready)
+                    Ok(boot(child, file, KVM_PROBE, &mut |_| {}).ready)
                 });
                 match probe {
                     Ok(true) => (Accel::Kvm, "accel auto: a KVM guest booted, so KVM".into()),
@@ -247,7 +256,7 @@ impl Runtime for Vm {
             Err(e) => return fail(format!("cannot start qemu-system-x86_64 ({e}): install it (apt-get install qemu-system-x86)")),
         };
         let limit = Duration::from_secs_f64(config.vm_boot_s + config.timeout_s);
-        let boot = boot(child, limit, progress);
+        let boot = boot(child, file, limit, progress);
         let info = |fingerprint| VmInfo {
             kernel: spec.clone(),
             accel: Some(accel),
