@@ -135,15 +135,18 @@ fn boot(
                 last = Instant::now();
                 drop(initrd.take());
                 let line = line.trim_end_matches('\r').to_string();
-                if let Some(rest) = line.strip_prefix(RECORD_MARK) {
-                    boot.record = Some(rest.to_string());
+                // The firmware's terminal codes can share a line with the guest's first words:
+                // the marks are looked for anywhere in a line.
+                let after = |mark: &str| line.find(mark).map(|i| &line[i..]);
+                if let Some(rest) = after(RECORD_MARK) {
+                    boot.record = Some(rest[RECORD_MARK.len()..].to_string());
                     break;
                 }
-                if line.starts_with(READY_MARK) {
+                if after(READY_MARK).is_some() {
                     boot.ready = true;
                     break;
                 }
-                if let Some(p) = Progress::parse(&line) {
+                if let Some(p) = after("progress ").and_then(Progress::parse) {
                     progress(Report::Progress(p));
                     continue;
                 }
