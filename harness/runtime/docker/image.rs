@@ -2,7 +2,8 @@
 //! image is `FROM scratch` plus the running harness binary and the shared libraries it has mapped
 //! (the dynamic loader, libc, libgcc_s), built through the API from an in-memory tar. It is
 //! tagged by the content's hash, so it is built once and reused until the binary changes; building
-//! a new one removes the images of earlier binaries.
+//! a new one removes the images of earlier binaries. The same files make the VM runtime's
+//! initramfs (`runtime/vm/initramfs.rs`).
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
