@@ -69,6 +69,9 @@ fn in_pod(cell: &CellConfig, shape: &Shape) -> CellConfig {
     c.memory = None;
     c.ipc = IpcMode::Private;
     c.image = None;
+    // The pod's emptyDir is already the size a remount would give; a pod boots no kernel.
+    c.shm_remount = None;
+    c.kernel = None;
     c.runtime_note = Some(match (shape.shm, shape.host_shm) {
         (_, true) => "a Kubernetes pod with the node's /dev/shm (hostPath)".into(),
         (Some(size), _) => format!(
@@ -87,7 +90,7 @@ pub fn objects(scenario: &str, cells: &[CellConfig], target: &Target) -> Vec<Val
     let mut shapes: BTreeMap<Shape, Vec<&CellConfig>> = BTreeMap::new();
     for c in cells {
         let shape = Shape {
-            shm: c.shm_size.map(|s| s.bytes()),
+            shm: c.shm_remount.or(c.shm_size).map(|s| s.bytes()),
             host_shm: c.ipc == IpcMode::Host,
             memory: c.memory.map(|m| m.bytes()),
         };
