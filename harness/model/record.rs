@@ -126,6 +126,13 @@ pub struct Metrics {
     /// obtained (file_descriptor keeps one per live batch; file_system none).
     #[serde(default)]
     pub peak_fds: Option<u64>,
+    /// Instructions every process of the cell executed (perf_event_open, inherited by the
+    /// workers), where the kernel has and allows hardware counters.
+    #[serde(default)]
+    pub instructions: Option<u64>,
+    /// Whether that count is of user space only (perf_event_paranoid forbade the kernel's part).
+    #[serde(default)]
+    pub instructions_user_only: bool,
 }
 
 /// The one JSON object a cell prints.

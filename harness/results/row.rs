@@ -168,6 +168,13 @@ pub struct Row {
     /// The most file descriptors the loader's main held open at a step (schema 5).
     #[serde(default)]
     pub peak_fds: Option<u64>,
+    /// Instructions of every process of the cell per image consumed, where hardware counters
+    /// exist and are allowed (empty elsewhere, e.g. in a VM without a PMU) (schema 5).
+    #[serde(default)]
+    pub instructions_per_img: Option<f64>,
+    /// `user+kernel`, or `user` where perf_event_paranoid forbade counting the kernel (schema 5).
+    #[serde(default)]
+    pub instructions_scope: Option<String>,
     /// The kernel a VM cell booted, as asked (`debian:6.1.0-57-cloud-amd64`, or a path); the
     /// `kernel` column is what the guest reported (schema 5).
     #[serde(default)]
@@ -338,6 +345,14 @@ impl Row {
             nofile: c.nofile,
             shm_remount_bytes: c.shm_remount.map(|s| s.bytes()),
             peak_fds: m.peak_fds,
+            instructions_per_img: m
+                .instructions
+                .filter(|_| m.steps_done > 0)
+                .map(|n| round(n as f64 / (m.steps_done * c.batch as u64) as f64, 1)),
+            instructions_scope: m.instructions.map(|_| match m.instructions_user_only {
+                true => "user".to_string(),
+                false => "user+kernel".to_string(),
+            }),
             vm_kernel: vm.map(|v| v.kernel.clone()),
             vm_accel: vm.and_then(|v| v.accel),
             vm_memory_bytes: vm.map(|v| v.memory_bytes),

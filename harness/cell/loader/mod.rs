@@ -21,11 +21,14 @@ use std::time::Instant;
 use super::metrics::{self, Steps};
 use crate::model::config::CellConfig;
 use crate::model::record::{CellRecord, Failure, Metrics, Status};
+use crate::sys::perf;
 use main_loop::Loop;
 
 /// Runs one cell's loader in this process and returns its record. Never leaves a worker, a
 /// mapping or a named segment of its own behind.
 pub fn run_cell(config: &CellConfig) -> CellRecord {
+    // Opened before any worker starts, so every worker's instructions are counted too.
+    let instructions = perf::Counter::open(perf::Event::Instructions).ok();
     let start = Instant::now();
     let mut lp = Loop::new(config, start);
     let shm_seen = lp.meter.capacity;
@@ -54,6 +57,8 @@ pub fn run_cell(config: &CellConfig) -> CellRecord {
         main_private_rss_bytes: lp.main_private_rss,
         worker_private_rss_bytes: lp.worker_private_rss,
         peak_fds: lp.peak_fds,
+        instructions: instructions.as_ref().and_then(|c| c.read()),
+        instructions_user_only: instructions.is_some_and(|c| c.scope == perf::Scope::User),
         wall_s: start.elapsed().as_secs_f64(),
         ..metrics::from_steps(config, &steps, lp.steps_done)
     };

@@ -35,12 +35,15 @@ const TAIL: usize = 12;
 pub struct Vm {
     /// `accel auto`'s answer, probed once per run.
     auto: OnceLock<(Accel, String)>,
+    /// The base initramfs, found (or built) once per run: finding it hashes the binary.
+    base: OnceLock<Result<PathBuf, String>>,
 }
 
 impl Vm {
     pub fn new() -> Vm {
         Vm {
             auto: OnceLock::new(),
+            base: OnceLock::new(),
         }
     }
 }
@@ -181,13 +184,12 @@ fn boot(
     boot
 }
 
-/// The initrd for one cell (or the probe): the cached base with the cell's archive appended.
-fn initrd(config_json: Option<&str>) -> anyhow::Result<tempfile::NamedTempFile> {
-    let base = initramfs::base()?;
+/// The initrd for one cell (or the probe): the base with the cell's archive appended.
+fn initrd(base: &Path, config_json: Option<&str>) -> anyhow::Result<tempfile::NamedTempFile> {
     let mut file = tempfile::Builder::new()
         .prefix("shmbench-initrd-")
         .tempfile()?;
-    file.write_all(&std::fs::read(&base)?)?;
+    file.write_all(&std::fs::read(base)?)?;
     if let Some(json) = config_json {
         file.write_all(&initramfs::cell(json))?;
     }
@@ -196,6 +198,13 @@ fn initrd(config_json: Option<&str>) -> anyhow::Result<tempfile::NamedTempFile> 
 }
 
 impl Vm {
+    fn base(&self) -> anyhow::Result<PathBuf> {
+        self.base
+            .get_or_init(|| initramfs::base().map_err(|e| format!("{e:#}")))
+            .clone()
+            .map_err(|e| anyhow::anyhow!("cannot build the initramfs: {e}"))
+    }
+
     /// The accelerator for `asked` with kernel `kernel`: KVM or TCG as asked, or for `auto` KVM when
     /// a probe VM boots with it within [`KVM_PROBE`] (checked once), else TCG; with why.
     fn accel(&self, asked: Accel, kernel: &Path, config: &CellConfig) -> (Accel, String) {
@@ -207,7 +216,7 @@ impl Vm {
                 if std::fs::File::options().read(true).write(true).open("/dev/kvm").is_err() {
                     return (Accel::Tcg, "accel auto: /dev/kvm cannot be opened, so TCG (software emulation)".into());
                 }
-                let probe = initrd(None).and_then(|file| {
+                let probe = self.base().and_then(|base| initrd(&base, None)).and_then(|file| {
                     let child = qemu(kernel, file.path(), Accel::Kvm, config.vm_memory.bytes(), 1)
                         .spawn()?;
                     Ok(boot(child, file, KVM_PROBE, &mut |_| {}).ready)
@@ -249,9 +258,9 @@ impl Runtime for Vm {
             Ok(j) => j,
             Err(e) => return fail(format!("cannot encode the cell config: {e}")),
         };
-        let file = match initrd(Some(&json)) {
+        let file = match self.base().and_then(|base| initrd(&base, Some(&json))) {
             Ok(f) => f,
-            Err(e) => return fail(format!("cannot build the initramfs: {e:#}")),
+            Err(e) => return fail(format!("{e:#}")),
         };
         let began = Instant::now();
         let child = match qemu(&kernel, file.path(), accel, config.vm_memory.bytes(), config.vm_cpus).spawn() {
