@@ -66,6 +66,9 @@ pub struct Comparison {
     /// Relative change of the median CPU per image, and its 95% interval (up is worse).
     pub cpu_change: Option<f64>,
     pub cpu_change_ci: Option<(f64, f64)>,
+    /// Relative change of the median instructions per image, and its 95% interval (up is worse).
+    pub instructions_change: Option<f64>,
+    pub instructions_change_ci: Option<(f64, f64)>,
     /// Why, in words (e.g. "one run per side: no interval, no change claimed").
     pub note: String,
 }
@@ -98,15 +101,19 @@ pub struct Thresholds {
     pub rate: f64,
     /// CPU per image, e.g. 0.03.
     pub cpu: f64,
+    /// Instructions per image, e.g. 0.02.
+    pub instructions: f64,
 }
 
 impl Default for Thresholds {
     /// `compare`'s defaults: 5% for img/s, 3% for CPU per image (work, not wall time, is
-    /// quieter on a shared machine).
+    /// quieter on a shared machine), 2% for instructions per image (a count of work, quieter
+    /// still).
     fn default() -> Thresholds {
         Thresholds {
             rate: 0.05,
             cpu: 0.03,
+            instructions: 0.02,
         }
     }
 }
@@ -144,9 +151,10 @@ fn direction(ci: Option<(f64, f64)>, threshold: f64, higher_is_better: bool) -> 
 fn measured_verdict(
     rate_ci: Option<(f64, f64)>,
     cpu_ci: Option<(f64, f64)>,
+    instructions_ci: Option<(f64, f64)>,
     t: Thresholds,
 ) -> (Verdict, String) {
-    if rate_ci.is_none() && cpu_ci.is_none() {
+    if rate_ci.is_none() && cpu_ci.is_none() && instructions_ci.is_none() {
         return (
             Verdict::Unchanged,
             "fewer than two passing runs on a side: no interval, so no change is claimed (use --repeat)".into(),
@@ -154,6 +162,7 @@ fn measured_verdict(
     }
     let rate = direction(rate_ci, t.rate, true);
     let cpu = direction(cpu_ci, t.cpu, false);
+    let instructions = direction(instructions_ci, t.instructions, false);
     let mut said = Vec::new();
     if let Some(better) = rate {
         said.push(format!("img/s {}", if better { "up" } else { "down" }));
@@ -164,10 +173,19 @@ fn measured_verdict(
             if better { "down" } else { "up" }
         ));
     }
-    let verdict = match (rate, cpu) {
-        (Some(false), _) | (_, Some(false)) => Verdict::Regressed,
-        (Some(true), _) | (_, Some(true)) => Verdict::Improved,
-        _ => Verdict::Unchanged,
+    if let Some(better) = instructions {
+        said.push(format!(
+            "instructions per image {}",
+            if better { "down" } else { "up" }
+        ));
+    }
+    let moves = [rate, cpu, instructions];
+    let verdict = if moves.contains(&Some(false)) {
+        Verdict::Regressed
+    } else if moves.contains(&Some(true)) {
+        Verdict::Improved
+    } else {
+        Verdict::Unchanged
     };
     let note = if said.is_empty() {
         format!(
@@ -199,6 +217,7 @@ pub fn compare(
         };
         let rate_ci = stats::relative_change_ci(&b.rates, &c.rates);
         let cpu_ci = stats::relative_change_ci(&b.cpu, &c.cpu);
+        let instructions_ci = stats::relative_change_ci(&b.instructions, &c.instructions);
         let (verdict, mut note) = if let Some(v) = outcome_verdict(&b.outcome, &c.outcome) {
             (v, format!("{} -> {}", b.outcome, c.outcome))
         } else if !b.outcome.status.is_pass() {
@@ -207,7 +226,7 @@ pub fn compare(
             let note = "pass in both; speeds under TCG (software emulation) are not compared";
             (Verdict::Unchanged, note.to_string())
         } else {
-            measured_verdict(rate_ci, cpu_ci, thresholds)
+            measured_verdict(rate_ci, cpu_ci, instructions_ci, thresholds)
         };
         let differences = knob_differences(b, c);
         if !differences.is_empty() {
@@ -222,6 +241,8 @@ pub fn compare(
             change_ci: rate_ci,
             cpu_change: relative(b.cpu_median, c.cpu_median),
             cpu_change_ci: cpu_ci,
+            instructions_change: relative(b.instructions_median, c.instructions_median),
+            instructions_change_ci: instructions_ci,
             baseline: Some(b.clone()),
             candidate: Some(c.clone()),
             note,
@@ -249,6 +270,48 @@ fn one_sided(summary: &CellSummary, verdict: Verdict, note: &str) -> Comparison 
         change_ci: None,
         cpu_change: None,
         cpu_change_ci: None,
+        instructions_change: None,
+        instructions_change_ci: None,
         note: note.into(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Runs of one passing seed-fixture cell, each with these instructions per image.
+    fn runs(instructions: &[f64]) -> Vec<Row> {
+        let path = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/seed.csv");
+        let rows = crate::results::csv::read(std::path::Path::new(path)).unwrap();
+        let pass = rows.iter().find(|r| r.status.is_pass()).unwrap().clone();
+        instructions
+            .iter()
+            .enumerate()
+            .map(|(i, n)| Row {
+                repeat: i as u32 + 1,
+                instructions_per_img: Some(*n),
+                cpu_ms_per_img: None,
+                ..pass.clone()
+            })
+            .collect()
+    }
+
+    #[test]
+    fn more_instructions_per_image_beyond_the_threshold_is_a_regression() {
+        let base = runs(&[1000.0, 1002.0, 998.0, 1001.0, 999.0]);
+        let t = Thresholds::default();
+        let same = compare(
+            &base,
+            &runs(&[1001.0, 999.0, 1000.0, 1002.0, 998.0]),
+            t,
+            Match::Config,
+        );
+        assert_eq!(same[0].verdict, Verdict::Unchanged, "{}", same[0].note);
+        let more = runs(&[1100.0, 1102.0, 1098.0, 1101.0, 1099.0]);
+        let c = &compare(&base, &more, t, Match::Config)[0];
+        assert_eq!(c.verdict, Verdict::Regressed, "{}", c.note);
+        assert!(c.note.contains("instructions per image up"), "{}", c.note);
+        assert!((c.instructions_change.unwrap() - 0.1).abs() < 1e-9);
     }
 }

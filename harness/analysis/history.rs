@@ -110,6 +110,8 @@ pub enum Metric {
     ImgPerS,
     /// CPU milliseconds per image of the passing runs (work, not wall time).
     CpuPerImage,
+    /// Instructions per image of the passing runs (hardware counters, where they exist).
+    InstructionsPerImage,
 }
 
 impl Metric {
@@ -118,6 +120,7 @@ impl Metric {
         match self {
             Metric::ImgPerS => "img/s",
             Metric::CpuPerImage => "CPU ms/img",
+            Metric::InstructionsPerImage => "instructions/img",
         }
     }
 
@@ -126,6 +129,7 @@ impl Metric {
         match self {
             Metric::ImgPerS => (&s.rates, s.median),
             Metric::CpuPerImage => (&s.cpu, s.cpu_median),
+            Metric::InstructionsPerImage => (&s.instructions, s.instructions_median),
         }
     }
 }

@@ -133,6 +133,9 @@ pub struct CellSummary {
     pub cpu: Vec<f64>,
     pub cpu_median: Option<f64>,
     pub cpu_ci: Option<(f64, f64)>,
+    /// Instructions per image of the passing runs that counted them (hardware counters).
+    pub instructions: Vec<f64>,
+    pub instructions_median: Option<f64>,
     /// The cell's knobs (of its first run), to say how two cells paired by name differ.
     pub knobs: Vec<(&'static str, String)>,
     /// Whether its runs were under software emulation (a TCG VM): their speeds mean nothing for
@@ -196,11 +199,9 @@ pub fn summarize_by(rows: &[Row], key: impl Fn(&Row) -> String) -> Vec<CellSumma
                 .map(|((r, _), _)| r.repeat)
                 .collect();
             let crashed: Vec<u64> = runs.iter().filter_map(|r| r.crash_step).collect();
-            let cpu: Vec<f64> = runs
-                .iter()
-                .filter(|r| r.status.is_pass())
-                .filter_map(|r| r.cpu_ms_per_img)
-                .collect();
+            let passing = || runs.iter().filter(|r| r.status.is_pass());
+            let cpu: Vec<f64> = passing().filter_map(|r| r.cpu_ms_per_img).collect();
+            let instructions: Vec<f64> = passing().filter_map(|r| r.instructions_per_img).collect();
             CellSummary {
                 cell: runs[0].cell.clone(),
                 environment: runs[0].environment.clone(),
@@ -224,6 +225,8 @@ pub fn summarize_by(rows: &[Row], key: impl Fn(&Row) -> String) -> Vec<CellSumma
                 cpu_median: median(&cpu),
                 cpu_ci: stats::median_ci(&cpu),
                 cpu,
+                instructions_median: median(&instructions),
+                instructions,
             }
         })
         .collect()

@@ -20,6 +20,10 @@ pub struct Args {
     /// less noisy on a shared machine, so a tighter threshold holds)
     #[arg(long, default_value = "3%", value_parser = parse_threshold)]
     pub cpu_threshold: f64,
+    /// Smallest change of instructions per image that counts (where hardware counters measured
+    /// them: a count of work, quieter still)
+    #[arg(long, default_value = "2%", value_parser = parse_threshold)]
+    pub instructions_threshold: f64,
     /// How cells are paired: config (same scenario, name and knobs) or name (same scenario and
     /// name; for a knob changed on purpose, which the note names)
     #[arg(long = "match", value_enum, default_value = "config")]
@@ -39,6 +43,7 @@ pub fn run(args: Args) -> Result<ExitCode> {
     let thresholds = compare::Thresholds {
         rate: args.threshold,
         cpu: args.cpu_threshold,
+        instructions: args.instructions_threshold,
     };
     let comparisons = compare::compare(&base, &cand, thresholds, args.matching);
     if !comparisons

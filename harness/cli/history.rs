@@ -19,7 +19,8 @@ pub struct Args {
     /// The environment field that orders the runs
     #[arg(long, value_enum, default_value = "time")]
     pub by: By,
-    /// The measure to follow: img-per-s, or cpu-per-image (work, far less noisy)
+    /// The measure to follow: img-per-s, cpu-per-image (work, far less noisy), or
+    /// instructions-per-image (where hardware counters measured it)
     #[arg(long, value_enum, default_value = "img-per-s")]
     pub metric: Metric,
     /// How runs of a cell are recognised: config (same knobs) or name (same scenario and name,

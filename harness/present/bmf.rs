@@ -44,6 +44,9 @@ pub fn render(rows: &[Row]) -> Value {
         if let Some(m) = summary.cpu_median {
             measures.insert("cpu-ms-per-image".into(), measure(m, summary.cpu_ci));
         }
+        if let Some(m) = summary.instructions_median {
+            measures.insert("instructions-per-image".into(), measure(m, None));
+        }
         let peaks: Vec<f64> = mine.iter().map(|r| r.peak_shm_bytes as f64).collect();
         if let Some(m) = median(&peaks) {
             measures.insert("peak-shm-bytes".into(), measure(m, None));

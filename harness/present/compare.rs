@@ -102,7 +102,9 @@ pub fn render(comparisons: &[Comparison], thresholds: Thresholds) -> String {
         Verdict::New | Verdict::Missing => 4,
         Verdict::Unchanged => 5,
     });
-    let headers = [
+    // Instructions only where hardware counters measured them.
+    let counted = comparisons.iter().any(|c| c.instructions_change.is_some());
+    let mut headers = vec![
         "cell",
         "verdict",
         "baseline img/s (median [95% CI])",
@@ -111,12 +113,15 @@ pub fn render(comparisons: &[Comparison], thresholds: Thresholds) -> String {
         "baseline CPU ms/img",
         "candidate CPU ms/img",
         "CPU change [95% CI]",
-        "note",
     ];
+    if counted {
+        headers.push("instructions/img change [95% CI]");
+    }
+    headers.push("note");
     let rows: Vec<Vec<String>> = sorted
         .iter()
         .map(|c| {
-            vec![
+            let mut row = vec![
                 c.cell.clone(),
                 c.verdict.label().into(),
                 rate_text(&c.baseline),
@@ -125,8 +130,12 @@ pub fn render(comparisons: &[Comparison], thresholds: Thresholds) -> String {
                 cpu_text(&c.baseline),
                 cpu_text(&c.candidate),
                 change_text(c.cpu_change, c.cpu_change_ci),
-                c.note.clone(),
-            ]
+            ];
+            if counted {
+                row.push(change_text(c.instructions_change, c.instructions_change_ci));
+            }
+            row.push(c.note.clone());
+            row
         })
         .collect();
     let regressions = comparisons
@@ -180,7 +189,7 @@ pub fn render_json(
     thresholds: Thresholds,
 ) -> serde_json::Result<String> {
     serde_json::to_string_pretty(&serde_json::json!({
-        "thresholds": { "img_per_s": thresholds.rate, "cpu_ms_per_img": thresholds.cpu },
+        "thresholds": { "img_per_s": thresholds.rate, "cpu_ms_per_img": thresholds.cpu, "instructions_per_img": thresholds.instructions },
         "regressions": comparisons.iter().filter(|c| c.verdict.is_regression()).count(),
         "cells": comparisons,
     }))

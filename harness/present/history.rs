@@ -37,6 +37,7 @@ pub fn render(h: &History) -> String {
                     (true, Some(m)) => match h.metric {
                         Metric::ImgPerS => format!("{m:.0} img/s"),
                         Metric::CpuPerImage => format!("{m:.3} CPU ms/img"),
+                        Metric::InstructionsPerImage => format!("{m:.0} instructions/img"),
                     },
                     _ => p.outcome.to_string(),
                 },

@@ -96,19 +96,18 @@ impl Counter {
                 fd,
                 scope: Scope::All,
             }),
-            Err(e) if matches!(e.raw_os_error(), Some(libc::EACCES | libc::EPERM)) => open(
-                event,
-                EXCLUDE_KERNEL | EXCLUDE_HV,
-            )
-            .map(|fd| Counter {
-                fd,
-                scope: Scope::User,
-            })
-            .map_err(|e| {
-                format!(
+            Err(e) if matches!(e.raw_os_error(), Some(libc::EACCES | libc::EPERM)) => {
+                open(event, EXCLUDE_KERNEL | EXCLUDE_HV)
+                    .map(|fd| Counter {
+                        fd,
+                        scope: Scope::User,
+                    })
+                    .map_err(|e| {
+                        format!(
                     "perf_event_open is not allowed here ({e}): lower kernel.perf_event_paranoid"
                 )
-            }),
+                    })
+            }
             Err(e) if e.raw_os_error() == Some(libc::ENOENT) => Err(
                 "no hardware counters here (perf_event_open: ENOENT; many VMs have no PMU)".into(),
             ),
