@@ -7,7 +7,7 @@ use anyhow::Result;
 use plotters::coord::Shift;
 use plotters::prelude::*;
 
-use super::{label, pe, FONT, GRID, LIMIT, MIB, PALETTE};
+use super::{label, label_at, pe, FONT, GRID, LIMIT, MIB, PALETTE};
 use crate::analysis::statements::Judged;
 use crate::model::statement::Quantity;
 
@@ -76,13 +76,7 @@ where
         // Headroom for the key in the upper left and the values' labels.
         * 1.45;
     let labels: Vec<String> = j.measured.iter().map(|m| m.label.clone()).collect();
-    let formatter = |x: &f64| {
-        let i = x.round();
-        match (x - i).abs() < 1e-6 && i >= 0.0 {
-            true => labels.get(i as usize).cloned().unwrap_or_default(),
-            false => String::new(),
-        }
-    };
+    let formatter = |x: &f64| label_at(&labels, *x);
     let mut chart = ChartBuilder::on(area)
         .caption(format!("{} ({})", j.statement.id, j.verdict), (FONT, 17))
         .margin(12)

@@ -6,7 +6,7 @@ use anyhow::Result;
 use plotters::coord::Shift;
 use plotters::prelude::*;
 
-use super::{label, pe, FONT, GRID, PALETTE};
+use super::{label, label_at, pe, FONT, GRID, PALETTE};
 use crate::analysis::history::History;
 use crate::present::history::run_label;
 
@@ -27,14 +27,7 @@ where
         .max(1e-9)
         * 1.2;
     let labels: Vec<String> = history.runs.iter().map(|r| run_label(history, r)).collect();
-    let formatter = |x: &f64| {
-        let i = x.round();
-        if (x - i).abs() < 1e-6 && i >= 0.0 {
-            labels.get(i as usize).cloned().unwrap_or_default()
-        } else {
-            String::new()
-        }
-    };
+    let formatter = |x: &f64| label_at(&labels, *x);
     let mut chart = ChartBuilder::on(root)
         .caption(
             format!("{} along the runs", history.metric.unit()),

@@ -68,6 +68,16 @@ fn label(size: u32, colour: &RGBColor) -> TextStyle<'static> {
         .pos(Pos::new(HPos::Center, VPos::Bottom))
 }
 
+/// The label at integer `x` of an axis whose categories sit at 0, 1, 2... (runs, cells); none
+/// between them.
+fn label_at(labels: &[String], x: f64) -> String {
+    let i = x.round();
+    match (x - i).abs() < 1e-6 && i >= 0.0 {
+        true => labels.get(i as usize).cloned().unwrap_or_default(),
+        false => String::new(),
+    }
+}
+
 fn whole(v: &f64) -> String {
     format!("{v:.0}")
 }
