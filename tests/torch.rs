@@ -361,8 +361,12 @@ fn watch_explains_a_real_dataloader_in_64m_and_in_2g() {
     assert_eq!(row["steps_done"], "30");
     let peak: u64 = row["peak_shm_bytes"].parse().unwrap();
     let (workers, prefetch) = (4, 2);
+    // Outstanding batches, the one the step holds and one being replaced; beside them Python's
+    // multiprocessing keeps its semaphores and torch a few small objects in /dev/shm: a page
+    // each, 1 MiB in all at most (a loaded run measured 20 pages over 10 batches).
+    let slack = 1 << 20;
     assert!(
-        peak >= batch && peak <= (workers * prefetch + 2) * batch,
+        peak >= batch && peak <= (workers * prefetch + 2) * batch + slack,
         "peak {peak} against {} batches of {batch}: {text}",
         workers * prefetch + 1
     );
