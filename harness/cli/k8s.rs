@@ -34,7 +34,7 @@ pub enum Action {
     Manifest(Box<ManifestArgs>),
     /// Turn a fleet run's pod logs and pod statuses into a results CSV, one row per pod
     #[command(
-        after_help = "Examples:\n  kubectl logs -n ml -l shmbench.org/scenario=seed --prefix --tail=-1 --max-log-requests 50 > logs.txt\n  kubectl get pods -n ml -l shmbench.org/scenario=seed -o json > pods.json\n  kubectl get nodes -o json > nodes.json\n  shmbench k8s collect logs.txt --pods pods.json --nodes nodes.json --manifest k8s.yaml\n  shmbench history results/seed-k8s-*.csv --by node\n\nA pod that printed a record gives its row, with its node and the pod's own fingerprint. A pod\nended from outside prints nothing: its row's status comes from its status (OOMKilled -> oom,\nEvicted -> evicted, another failure -> error) and its cell from --manifest. Pods still running\nare named and left out."
+        after_help = "Examples:\n  kubectl logs -n ml -l shmbench.org/scenario=seed-matrix --prefix --tail=-1 --max-log-requests 50 > logs.txt\n  kubectl get pods -n ml -l shmbench.org/scenario=seed-matrix -o json > pods.json\n  kubectl get nodes -o json > nodes.json\n  shmbench k8s collect logs.txt --pods pods.json --nodes nodes.json --manifest k8s.yaml\n  shmbench history results/seed-matrix-k8s-*.csv --by node\n\nA pod that printed a record gives its row, with its node and the pod's own fingerprint. A pod\nended from outside prints nothing: its row's status comes from its status (OOMKilled -> oom,\nEvicted -> evicted, another failure -> error) and its cell from --manifest. Pods still running\nare named and left out."
     )]
     Collect(CollectArgs),
 }

@@ -242,7 +242,7 @@ knobs! {
         "Docker: run the cell in this local image (e.g. your training image, whose python3 runs torch cells) instead of the one shmbench builds; shmbench mounts its own binary into it read-only. Implies runtime docker";
     #[arg(long, value_enum)]
     runtime: RuntimeKind = Some(RuntimeKind::Auto),
-        "How to run it: auto (docker for container=docker when an engine answers, else namespace when shm-size is set, else host), host, namespace, docker";
+        "How to run it: auto (docker for container=docker when an engine answers, else namespace when shm-size is set, else host), host, namespace, docker, vm (a QEMU VM booting --kernel)";
     #[arg(long, value_enum)]
     container: ContainerKind = Some(ContainerKind::None),
         "The setup the cell stands for: none, or docker (runs in Docker with runtime auto when an engine answers)";
