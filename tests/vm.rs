@@ -218,3 +218,20 @@ fn a_matrix_over_kernels_is_one_csv_with_a_history_by_kernel() {
     assert!(vm_leftovers().is_empty(), "{:?}", vm_leftovers());
     assert_clean(&before);
 }
+
+#[test]
+fn a_memory_limit_in_the_guest_ends_the_loader_by_its_oom_killer() {
+    let Some(kernels) = kernels() else { return };
+    let _guard = serial();
+    let before = machine_state();
+    // One batch of 32 images is 18.4 MiB of tmpfs pages, charged to the guest's 16 MiB cgroup.
+    let (o, rows) = run_rows(&format!(
+        "--runtime vm --kernel {} --accel tcg --vm-memory 1g --workers 2 --batch 32 --steps 8 --shm-size 256m --memory 16m",
+        kernels[0]
+    ));
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    assert_eq!(rows[0]["status"], "oom", "{:?}", rows[0]);
+    assert_eq!(rows[0]["memory_bytes"], (16u64 << 20).to_string());
+    assert!(vm_leftovers().is_empty(), "{:?}", vm_leftovers());
+    assert_clean(&before);
+}

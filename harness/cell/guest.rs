@@ -1,11 +1,14 @@
 //! The init of a VM cell's guest (`--runtime vm`): this binary runs as `/init`, pid 1 of a
 //! kernel booted with shmbench's initramfs. It mounts /proc, /sys, /dev and a tmpfs of the cell's
-//! size on /dev/shm, runs `shmbench cell` on `/cell.json` as its child, prints the record on the
+//! size on /dev/shm (and a memory cgroup for a `memory` limit), runs `shmbench cell` on
+//! `/cell.json` as its child, prints the record on the
 //! console behind [`RECORD_MARK`] with the guest's own fingerprint attached, and powers off.
 //! Without a `/cell.json` it only says it is ready ([`READY_MARK`]): the accelerator probe.
 
 use std::ffi::CString;
 use std::io::Read;
+use std::os::fd::AsRawFd;
+use std::os::unix::process::CommandExt;
 use std::process::{Command, Stdio};
 
 use super::protocol::{GUEST_CELL_FILE, PROGRESS_ENV, READY_MARK, RECORD_MARK};
@@ -76,7 +79,25 @@ fn run() -> Result<(), String> {
         (None, _) => format!("size={},", 64u64 << 20),
     };
     mount("tmpfs", "/dev/shm", &format!("{size}mode=1777")).map_err(|e| failed(&json, e))?;
-    let mut child = Command::new("/proc/self/exe")
+    // A memory limit: a cgroup v2 group the cell joins before it execs, so its tmpfs pages are
+    // charged there, as in a namespace cell or a container on the host.
+    let procs = match config.memory {
+        Some(limit) => Some(memory_group(limit.bytes()).map_err(|e| failed(&json, e))?),
+        None => None,
+    };
+    let mut command = Command::new("/proc/self/exe");
+    if let Some(procs) = procs {
+        // SAFETY: write(2) of a constant buffer to a descriptor opened above: async-signal-safe.
+        unsafe {
+            command.pre_exec(move || {
+                match libc::write(procs.as_raw_fd(), b"0".as_ptr().cast(), 1) {
+                    1 => Ok(()),
+                    _ => Err(std::io::Error::last_os_error()),
+                }
+            });
+        }
+    }
+    let mut child = command
         .args(["cell", &json])
         .env(PROGRESS_ENV, "1")
         .stdin(Stdio::null())
@@ -99,6 +120,25 @@ fn run() -> Result<(), String> {
         serde_json::to_string(&record).unwrap_or_default()
     );
     Ok(())
+}
+
+/// The guest's memory cgroup for a cell limited to `limit` bytes (no swap); returns its
+/// `cgroup.procs`, which the cell writes itself into.
+fn memory_group(limit: u64) -> Result<std::fs::File, String> {
+    mount("cgroup2", "/sys/fs/cgroup", "")?;
+    let write = |path: &str, value: &str| {
+        std::fs::write(path, value).map_err(|e| format!("cannot write {value} to {path}: {e}"))
+    };
+    write("/sys/fs/cgroup/cgroup.subtree_control", "+memory")?;
+    std::fs::create_dir_all("/sys/fs/cgroup/cell")
+        .map_err(|e| format!("cannot create the cell's cgroup: {e}"))?;
+    write("/sys/fs/cgroup/cell/memory.max", &limit.to_string())?;
+    // Swap may not be accounted; the memory limit is what counts.
+    let _ = write("/sys/fs/cgroup/cell/memory.swap.max", "0");
+    std::fs::OpenOptions::new()
+        .write(true)
+        .open("/sys/fs/cgroup/cell/cgroup.procs")
+        .map_err(|e| format!("cannot open the cell's cgroup.procs: {e}"))
 }
 
 /// A record saying why the cell could not run in the guest, as the line to print.

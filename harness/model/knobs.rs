@@ -251,7 +251,7 @@ knobs! {
         "Docker --ipc: private, shareable, host (host: the machine's /dev/shm)";
     #[arg(long, value_name = "SIZE")]
     memory: ByteSize = None,
-        "Memory limit (Docker --memory, or a memory cgroup around a namespace cell); tmpfs pages count against it, so a cell can end OOM-killed";
+        "Memory limit (Docker --memory, or a memory cgroup around a namespace cell or inside a VM guest); tmpfs pages count against it, so a cell can end OOM-killed";
     #[arg(long, value_name = "BOOL", num_args = 0..=1, default_missing_value = "true", value_parser = parse_bool)]
     shm_tmpfs: bool = Some(false),
         "Docker: mount /dev/shm as a tmpfs of shm-size (a Kubernetes emptyDir, medium: Memory) instead of --shm-size";

@@ -243,7 +243,6 @@ impl CellConfig {
             return Err(bad("kernel", "runtime vm boots a kernel: name one with --kernel PATH or --kernel debian:VERSION (e.g. debian:6.1.0-57-cloud-amd64)"));
         }
         let refused = [
-            ("memory", self.memory.is_some(), "the guest has no memory cgroup: size the VM with vm-memory, or use runtime namespace or docker for a memory limit"),
             ("image", self.image.is_some(), "an image is Docker's: the VM boots shmbench's own initramfs"),
             ("loader", self.loader != Loader::Emulated, "the guest holds only shmbench: torch cells and watched commands run on the host, in a namespace or in Docker"),
             ("shm-tmpfs", self.shm_tmpfs, "the guest's /dev/shm is always a tmpfs of shm-size"),

@@ -27,9 +27,6 @@ pub fn on_kernels(
             let refuse = |what: &str| {
                 bail!("--kernels: cell '{}' {what}, which a VM cannot give it: leave the cell out with --cells, or run it on the host alone", cell.cell)
             };
-            if cell.memory.is_some() {
-                return refuse("has a memory limit");
-            }
             if cell.image.is_some() {
                 return refuse("runs in your image");
             }
