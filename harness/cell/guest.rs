@@ -7,7 +7,6 @@
 
 use std::ffi::CString;
 use std::io::Read;
-use std::os::fd::AsRawFd;
 use std::os::unix::process::CommandExt;
 use std::process::{Command, Stdio};
 
@@ -17,6 +16,7 @@ use crate::model::knobs::IpcMode;
 use crate::model::record::{CellRecord, Status};
 use crate::model::vm::VmInfo;
 use crate::sys::fingerprint::Fingerprint;
+use crate::sys::memory_cgroup::{self, MemoryCgroup};
 
 /// Whether this process is a guest's init: pid 1, started as `/init`.
 pub fn is_init() -> bool {
@@ -81,20 +81,15 @@ fn run() -> Result<(), String> {
     mount("tmpfs", "/dev/shm", &format!("{size}mode=1777")).map_err(|e| failed(&json, e))?;
     // A memory limit: a cgroup v2 group the cell joins before it execs, so its tmpfs pages are
     // charged there, as in a namespace cell or a container on the host.
-    let procs = match config.memory {
+    let group = match config.memory {
         Some(limit) => Some(memory_group(limit.bytes()).map_err(|e| failed(&json, e))?),
         None => None,
     };
     let mut command = Command::new("/proc/self/exe");
-    if let Some(procs) = procs {
-        // SAFETY: write(2) of a constant buffer to a descriptor opened above: async-signal-safe.
+    if let Some(fd) = group.as_ref().map(MemoryCgroup::procs_fd) {
+        // SAFETY: join only writes our pid to a descriptor opened above: async-signal-safe.
         unsafe {
-            command.pre_exec(move || {
-                match libc::write(procs.as_raw_fd(), b"0".as_ptr().cast(), 1) {
-                    1 => Ok(()),
-                    _ => Err(std::io::Error::last_os_error()),
-                }
-            });
+            command.pre_exec(move || memory_cgroup::join(fd));
         }
     }
     let mut child = command
@@ -122,23 +117,13 @@ fn run() -> Result<(), String> {
     Ok(())
 }
 
-/// The guest's memory cgroup for a cell limited to `limit` bytes (no swap); returns its
-/// `cgroup.procs`, which the cell writes itself into.
-fn memory_group(limit: u64) -> Result<std::fs::File, String> {
+/// The guest's memory cgroup for a cell limited to `limit` bytes: cgroup v2 mounted, its memory
+/// controller handed down to child groups, and the same group a namespace cell gets on a host.
+fn memory_group(limit: u64) -> Result<MemoryCgroup, String> {
     mount("cgroup2", "/sys/fs/cgroup", "")?;
-    let write = |path: &str, value: &str| {
-        std::fs::write(path, value).map_err(|e| format!("cannot write {value} to {path}: {e}"))
-    };
-    write("/sys/fs/cgroup/cgroup.subtree_control", "+memory")?;
-    std::fs::create_dir_all("/sys/fs/cgroup/cell")
-        .map_err(|e| format!("cannot create the cell's cgroup: {e}"))?;
-    write("/sys/fs/cgroup/cell/memory.max", &limit.to_string())?;
-    // Swap may not be accounted; the memory limit is what counts.
-    let _ = write("/sys/fs/cgroup/cell/memory.swap.max", "0");
-    std::fs::OpenOptions::new()
-        .write(true)
-        .open("/sys/fs/cgroup/cell/cgroup.procs")
-        .map_err(|e| format!("cannot open the cell's cgroup.procs: {e}"))
+    std::fs::write("/sys/fs/cgroup/cgroup.subtree_control", "+memory")
+        .map_err(|e| format!("cannot enable the memory controller: {e}"))?;
+    MemoryCgroup::create(limit, "vm").map_err(|e| format!("{e:#}"))
 }
 
 /// A record saying why the cell could not run in the guest, as the line to print.

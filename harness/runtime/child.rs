@@ -13,13 +13,13 @@ use std::sync::mpsc;
 use std::time::Duration;
 
 use super::launch::Report;
-use super::memory_cgroup::{self, MemoryCgroup};
 use super::output::Monitor;
 use super::privileges::drop_privileges;
 use crate::cell::loader::segment;
 use crate::cell::protocol::PROGRESS_ENV;
 use crate::model::config::CellConfig;
 use crate::model::record::{CellRecord, Status};
+use crate::sys::memory_cgroup::{self, MemoryCgroup};
 use crate::sys::process::{self, Exit};
 use crate::sys::signals;
 

@@ -7,7 +7,6 @@ mod child;
 pub mod docker;
 pub mod host;
 pub mod launch;
-mod memory_cgroup;
 pub mod namespace;
 mod output;
 mod privileges;

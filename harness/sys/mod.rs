@@ -1,11 +1,13 @@
 //! The bottom layer: thin readers and wrappers of Linux facilities (processes through pidfds,
-//! cgroups, signals, /dev/shm usage, perf counters, the environment fingerprint, the clock, how to start
-//! shmbench again). Nothing here knows about cells, loaders or results.
+//! cgroups (the one this process is in, and a memory-limited one for a child), signals, /dev/shm
+//! usage, perf counters, the environment fingerprint, the clock, how to start shmbench again).
+//! Nothing here knows about cells, loaders or results.
 
 pub mod cgroup;
 pub mod clock;
 pub mod detect;
 pub mod fingerprint;
+pub mod memory_cgroup;
 pub mod perf;
 pub mod proc_tree;
 pub mod process;

@@ -1,6 +1,7 @@
-//! A memory cgroup around one namespace cell, for `memory` limits outside Docker: tmpfs pages
-//! are charged to the cgroup of the process that faults them in, so a limit below the batches in
-//! flight ends the cell by the OOM killer (recorded as `oom`) instead of SIGBUS.
+//! A memory cgroup around one cell, for `memory` limits outside Docker (a namespace cell on the
+//! host, or a VM cell in its guest): tmpfs pages are charged to the cgroup of the process that
+//! faults them in, so a limit below the batches in flight ends the cell by the OOM killer
+//! (recorded as `oom`) instead of SIGBUS.
 //!
 //! cgroup v2 (`memory.max`, `memory.swap.max`) or v1 (`memory.limit_in_bytes`,
 //! `memory.memsw.limit_in_bytes`); the cgroup is created beside this process's own and removed
@@ -33,7 +34,7 @@ impl MemoryCgroup {
         static NEXT: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
         let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         let name = format!("shmbench-{}-{n}-{label}", std::process::id());
-        let (dir, files): (PathBuf, [(&str, String); 2]) = match crate::sys::cgroup::version() {
+        let (dir, files): (PathBuf, [(&str, String); 2]) = match super::cgroup::version() {
             Some(2) => (
                 PathBuf::from("/sys/fs/cgroup").join(&name),
                 [
