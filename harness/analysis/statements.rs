@@ -10,6 +10,7 @@
 
 use crate::analysis::summary;
 use crate::model::claim::ClaimVerdict;
+use crate::model::estimate::median;
 use crate::model::record::Status;
 use crate::model::size::ByteSize;
 use crate::model::statement::{Quantity, Statement, StatementKind};
@@ -49,14 +50,6 @@ pub struct Judged {
 /// The knobs whose values are byte sizes.
 const SIZE_KNOBS: [&str; 3] = ["shm-size", "memory", "shm-remount"];
 
-fn median(mut v: Vec<f64>) -> Option<f64> {
-    if v.is_empty() {
-        return None;
-    }
-    v.sort_by(f64::total_cmp);
-    Some(v[v.len() / 2])
-}
-
 fn value_of(q: Quantity, r: &Row) -> Option<f64> {
     match q {
         Quantity::PeakShm => Some(r.peak_shm_bytes as f64),
@@ -75,21 +68,25 @@ fn slack(q: Quantity) -> f64 {
 }
 
 fn measure(statement: &Statement, rows: &[Row]) -> (Vec<Measured>, Option<&'static str>) {
-    let firsts: Vec<Option<&Row>> = statement
+    // Each cell's runs, and the knobs of its first run.
+    let runs: Vec<Vec<Row>> = statement
         .cells
         .iter()
-        .map(|c| rows.iter().find(|r| &r.cell == c))
+        .map(|c| rows.iter().filter(|r| &r.cell == c).cloned().collect())
+        .collect();
+    let knobs: Vec<Option<Vec<(&'static str, String)>>> = runs
+        .iter()
+        .map(|mine| mine.first().map(summary::knobs))
         .collect();
     // The knob that differs between the cells' rows, when exactly one does.
-    let knobs: Vec<Vec<(&'static str, String)>> =
-        firsts.iter().flatten().map(|r| summary::knobs(r)).collect();
-    let differing: Vec<&'static str> = knobs
+    let present: Vec<&Vec<(&'static str, String)>> = knobs.iter().flatten().collect();
+    let differing: Vec<&'static str> = present
         .first()
         .map(|first| {
             first
                 .iter()
                 .enumerate()
-                .filter(|(i, (_, v))| knobs.iter().any(|k| &k[*i].1 != v))
+                .filter(|(i, (_, v))| present.iter().any(|k| &k[*i].1 != v))
                 .map(|(_, (name, _))| *name)
                 .collect()
         })
@@ -98,40 +95,31 @@ fn measure(statement: &Statement, rows: &[Row]) -> (Vec<Measured>, Option<&'stat
     let measured = statement
         .cells
         .iter()
-        .zip(&firsts)
-        .map(|(cell, first)| {
-            let mine: Vec<&Row> = rows.iter().filter(|r| &r.cell == cell).collect();
-            let mut statuses: Vec<Status> = mine.iter().map(|r| r.status).collect();
-            statuses.sort();
-            // The most common outcome (the worse one on a tie: statuses sort pass first).
-            let status = statuses
-                .iter()
-                .max_by_key(|s| statuses.iter().filter(|t| t == s).count())
-                .copied();
-            let label = match (varying, first) {
-                (Some(name), Some(r)) => {
-                    let value = summary::knobs(r)
-                        .into_iter()
-                        .find(|(n, _)| *n == name)
-                        .map(|(_, v)| v)
-                        .unwrap_or_default();
-                    // Sizes as people write them (`shm-size=1.4 GiB`), not in bytes.
-                    match (SIZE_KNOBS.contains(&name), value.parse::<u64>()) {
-                        (true, Ok(bytes)) => format!("{name}={}", ByteSize(bytes)),
-                        _ => format!("{name}={value}"),
-                    }
-                }
-                _ => cell.clone(),
+        .zip(runs.iter().zip(&knobs))
+        .map(|(cell, (mine, knobs))| {
+            // The most common outcome, as every summary of repeated runs takes it.
+            let status = summary::summarize_by(mine, |r| r.cell.clone())
+                .first()
+                .map(|s| s.outcome.status);
+            let value = |name| knobs.iter().flatten().find(|(n, _)| *n == name);
+            let label = match varying.and_then(value) {
+                // Sizes as people write them (`shm-size=1.4 GiB`), not in bytes.
+                Some((name, v)) => match (SIZE_KNOBS.contains(name), v.parse::<u64>()) {
+                    (true, Ok(bytes)) => format!("{name}={}", ByteSize(bytes)),
+                    _ => format!("{name}={v}"),
+                },
+                None => cell.clone(),
             };
+            let values: Vec<f64> = mine
+                .iter()
+                .filter_map(|r| value_of(statement.quantity, r))
+                .collect();
+            let first = mine.first();
             Measured {
                 cell: cell.clone(),
                 label,
                 status,
-                value: median(
-                    mine.iter()
-                        .filter_map(|r| value_of(statement.quantity, r))
-                        .collect(),
-                ),
+                value: median(&values),
                 shm_bytes: first
                     .map(|r| {
                         r.shm_remount_bytes
