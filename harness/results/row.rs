@@ -232,6 +232,13 @@ impl Row {
         let c = &record.config;
         let m = &record.metrics;
         let claim = c.claim.as_ref();
+        // Per image only where there are images: a watched command's batch is not known.
+        let images = m.steps_done * c.batch as u64;
+        let per_image = |count: Option<f64>| {
+            count
+                .filter(|_| images > 0 && c.loader != Loader::Command)
+                .map(|n| n / images as f64)
+        };
         Row {
             schema: SCHEMA,
             run_id: run_id.to_string(),
@@ -317,19 +324,13 @@ impl Row {
             torch_version: record.torch_version.clone(),
             image: c.image.clone(),
             main_us: c.main_us,
-            // Per image only where there are images: a watched command's batch is not known.
-            cpu_ms_per_img: per(m.cpu_s, m.steps_done * c.batch as u64)
-                .filter(|_| c.loader != Loader::Command)
-                .map(|x| round(x, 4)),
+            cpu_ms_per_img: per_image(m.cpu_s.map(|s| s * 1000.0)).map(|x| round(x, 4)),
             main_cpu_ms_per_step: per(m.main_cpu_s, m.steps_done).map(|x| round(x, 3)),
             img_per_s_p50: m
                 .step_p50_ms
                 .filter(|ms| *ms > 0.0)
                 .map(|ms| round(c.batch as f64 * 1000.0 / ms, 1)),
-            faults_per_img: m
-                .page_faults
-                .filter(|_| m.steps_done > 0 && c.loader != Loader::Command)
-                .map(|f| round(f as f64 / (m.steps_done * c.batch as u64) as f64, 2)),
+            faults_per_img: per_image(m.page_faults.map(|f| f as f64)).map(|x| round(x, 2)),
             cpus: c.cpus.as_ref().map(ToString::to_string),
             claim_source: claim.and_then(|c| c.source.clone()),
             watched_command: c.watch.as_ref().map(|w| shell_words(w.command.clone())),
@@ -345,10 +346,7 @@ impl Row {
             nofile: c.nofile,
             shm_remount_bytes: c.shm_remount.map(|s| s.bytes()),
             peak_fds: m.peak_fds,
-            instructions_per_img: m
-                .instructions
-                .filter(|_| m.steps_done > 0)
-                .map(|n| round(n as f64 / (m.steps_done * c.batch as u64) as f64, 1)),
+            instructions_per_img: per_image(m.instructions.map(|n| n as f64)).map(|x| round(x, 1)),
             instructions_scope: m.instructions.map(|_| match m.instructions_user_only {
                 true => "user".to_string(),
                 false => "user+kernel".to_string(),

@@ -77,6 +77,22 @@ impl Runtimes {
     }
 }
 
+/// shmbench's cache (`$XDG_CACHE_HOME/shmbench`, else `~/.cache/shmbench`): the bundles `--image`
+/// mounts, the kernels and initramfs archives VMs boot.
+pub(crate) fn cache_dir() -> anyhow::Result<std::path::PathBuf> {
+    use std::path::PathBuf;
+    let cache = std::env::var_os("XDG_CACHE_HOME")
+        .filter(|v| !v.is_empty())
+        .map(PathBuf::from)
+        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache")))
+        .ok_or_else(|| {
+            anyhow::anyhow!(
+                "neither XDG_CACHE_HOME nor HOME is set: nowhere to keep shmbench's cache"
+            )
+        })?;
+    Ok(cache.join("shmbench"))
+}
+
 /// Prepares the runtime one cell needs and runs it (for commands that run a single cell).
 pub fn launch_one(
     config: &CellConfig,

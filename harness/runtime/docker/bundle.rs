@@ -18,16 +18,11 @@ use crate::sys::reexec::{BUNDLE_BINARY, BUNDLE_LIBS, BUNDLE_LOADER};
 /// Where the bundle is mounted in the user's container.
 pub const IN_CONTAINER: &str = "/.shmbench";
 
-/// The directory bundles live in: `$XDG_CACHE_HOME/shmbench/bundles`, else `~/.cache/...`.
+/// The directory bundles live in: `<shmbench's cache>/bundles`.
 fn bundles_dir() -> Result<PathBuf> {
-    let cache = std::env::var_os("XDG_CACHE_HOME")
-        .filter(|v| !v.is_empty())
-        .map(PathBuf::from)
-        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache")))
-        .context(
-            "neither XDG_CACHE_HOME nor HOME is set: nowhere to keep the bundle for --image",
-        )?;
-    Ok(cache.join("shmbench").join("bundles"))
+    Ok(crate::runtime::cache_dir()
+        .context("no place for the bundle --image mounts")?
+        .join("bundles"))
 }
 
 /// Makes sure the bundle of this binary exists on the host; returns its directory. It is written

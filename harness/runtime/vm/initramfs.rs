@@ -9,14 +9,14 @@ use std::path::PathBuf;
 use anyhow::{Context, Result};
 
 use super::cpio::Archive;
-use super::kernel::cache_dir;
 use crate::cell::protocol::GUEST_CELL_FILE;
+use crate::runtime::cache_dir;
 use crate::runtime::docker::image::{BuildContext, BINARY_IN_IMAGE};
 
 /// The base archive for this binary, built once.
 pub fn base() -> Result<PathBuf> {
     let context = BuildContext::of_this_binary()?;
-    let dir = cache_dir().join("initramfs");
+    let dir = cache_dir()?.join("initramfs");
     let path = dir.join(format!("{}.cpio", context.hash()));
     if path.is_file() {
         return Ok(path);

@@ -7,14 +7,7 @@ use std::process::Command;
 
 use anyhow::{bail, Context, Result};
 
-/// The cache directory of shmbench's downloads.
-pub fn cache_dir() -> PathBuf {
-    std::env::var_os("XDG_CACHE_HOME")
-        .map(PathBuf::from)
-        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache")))
-        .unwrap_or_else(|| PathBuf::from("/tmp"))
-        .join("shmbench")
-}
+use crate::runtime::cache_dir;
 
 /// The bzImage `spec` names, fetched first when it is a Debian package.
 pub fn resolve(spec: &str) -> Result<PathBuf> {
@@ -38,7 +31,7 @@ fn debian(version: &str) -> Result<PathBuf> {
     {
         bail!("--kernel debian:{version}: write a Debian kernel version, e.g. debian:6.1.0-57-cloud-amd64");
     }
-    let dir = cache_dir().join("kernels").join(version);
+    let dir = cache_dir()?.join("kernels").join(version);
     let image = dir.join("vmlinuz");
     if image.is_file() {
         return Ok(image);

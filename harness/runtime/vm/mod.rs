@@ -189,7 +189,8 @@ fn initrd(base: &Path, config_json: Option<&str>) -> anyhow::Result<tempfile::Na
     let mut file = tempfile::Builder::new()
         .prefix("shmbench-initrd-")
         .tempfile()?;
-    file.write_all(&std::fs::read(base)?)?;
+    // Streamed: the base is the binary's size, tens of MiB, for every cell.
+    std::io::copy(&mut std::fs::File::open(base)?, &mut file)?;
     if let Some(json) = config_json {
         file.write_all(&initramfs::cell(json))?;
     }
