@@ -124,7 +124,7 @@ pub enum Command {
         after_help = "Examples:\n  shmbench watch --shm-size 64m -- python train.py        # Docker's default size, privately\n  shmbench watch -- python train.py                        # this machine's /dev/shm\n  shmbench watch --shm-size 2g --memory 4g --step-regex 'step (\\d+)' -- python train.py\n  shmbench watch --image my-train:latest --shm-size 1g -- python /app/train.py\n  shmbench watch --shm-size 256m --sweep --report reports/job -- ./job.sh\n\nThe command's output and exit status are its own; the explanation goes to stderr at the end.\nEnds: pass, sigbus (the command or a process of it, or torch's \"killed by signal: Bus error\"),\nenospc, emfile, oom (the memory cgroup's OOM killer), timeout, error (another non-zero exit)."
     )]
     Watch(watch::Args),
-    /// Kubernetes: the scenario's cells as an Indexed Job per pod shape
+    /// Kubernetes: the scenario's cells as an Indexed Job per pod shape, and its pods' records back as results
     K8s(k8s::Args),
     #[command(hide = true)]
     Worker(internal::WorkerArgs),
