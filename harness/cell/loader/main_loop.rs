@@ -7,6 +7,7 @@ use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
 use super::consumer::{self, Batch, PinnedPool};
+use super::ending::{harness_stop, Stop, EMFILE_HINT};
 use super::pool::{Event, Pool};
 use super::shm_meter::ShmMeter;
 use super::synth::spend_cpu;
@@ -14,22 +15,11 @@ use super::wire::{ErrorKind, FromWorker};
 use crate::cell::protocol::{Progress, PROGRESS_ENV};
 use crate::model::config::CellConfig;
 use crate::model::record::{Status, StepSample};
-use crate::sys::process::{self, Exit};
-use crate::sys::{cgroup, signals};
-
-/// How the loop ended early.
-pub(super) struct Stop {
-    pub status: Status,
-    pub message: String,
-    pub signal: Option<i32>,
-    pub pid: Option<u32>,
-}
+use crate::sys::cgroup;
+use crate::sys::process;
 
 /// How much later than a death a worker's exception reaches torch's main (see `obtain`).
 const EXCEPTION_LATENCY: Duration = Duration::from_millis(10);
-
-/// torch's hint when the fd table is full.
-const EMFILE_HINT: &str = "Too many open files. Communication with the workers is no longer possible. Please increase the limit using `ulimit -n` in the shell or change the sharing strategy by calling `torch.multiprocessing.set_sharing_strategy('file_system')` at the beginning of your code";
 
 pub(super) struct Loop<'a> {
     pub(super) config: &'a CellConfig,
@@ -110,7 +100,7 @@ impl<'a> Loop<'a> {
 }
 
 impl Loop<'_> {
-    fn pool(&mut self) -> &mut Pool {
+    pub(super) fn pool(&mut self) -> &mut Pool {
         self.pool.as_mut().expect("pool exists while an epoch runs")
     }
 
@@ -154,21 +144,6 @@ impl Loop<'_> {
         }
     }
 
-    fn stop_for_worker(
-        &self,
-        status: Status,
-        message: String,
-        pid: u32,
-        signal: Option<i32>,
-    ) -> Stop {
-        Stop {
-            status,
-            message,
-            signal,
-            pid: Some(pid),
-        }
-    }
-
     /// Reacts to one event; `Err` ends the cell.
     fn handle(&mut self, event: Event) -> Result<bool, Stop> {
         match event {
@@ -176,6 +151,11 @@ impl Loop<'_> {
             Event::Message { worker, msg, fd } => match msg {
                 FromWorker::Batch { idx, bytes, name } => {
                     self.outstanding = self.outstanding.saturating_sub(1);
+                    // Unpickling a file_descriptor batch fetches its fd from the worker.
+                    let fd = match (&name, fd) {
+                        (None, None) => Some(self.fetch_fd(worker, idx)?),
+                        (_, fd) => fd,
+                    };
                     let shared = consumer::map_received(fd, name, bytes).map_err(|e| Stop {
                         status: if e.raw_os_error() == Some(libc::EMFILE) {
                             Status::Emfile
@@ -215,41 +195,7 @@ impl Loop<'_> {
                     Ok(true)
                 }
             },
-            Event::FdTableFull { .. } => Err(Stop {
-                status: Status::Emfile,
-                message: EMFILE_HINT.to_string(),
-                signal: None,
-                pid: None,
-            }),
             Event::Died { pid, exit, .. } => Err(self.classify_death(pid, exit)),
-        }
-    }
-
-    fn classify_death(&self, pid: u32, exit: Exit) -> Stop {
-        match exit {
-            Exit::Signal(sig) if sig == libc::SIGBUS => self.stop_for_worker(
-                Status::Sigbus,
-                format!("DataLoader worker (pid {pid}) is killed by signal: Bus error. It is possible that dataloader's workers are out of shared memory. Please try to raise your shared memory limit."),
-                pid,
-                Some(sig),
-            ),
-            Exit::Signal(sig) => {
-                let oom_now = cgroup::oom_kills();
-                let by_oom = sig == libc::SIGKILL
-                    && matches!((self.oom_kills_at_start, oom_now), (Some(a), Some(b)) if b > a);
-                let mut message = format!("DataLoader worker (pid {pid}) is killed by signal: {}.", signals::name(sig));
-                if by_oom {
-                    message.push_str(" The memory cgroup's OOM killer fired: tmpfs pages count against its limit.");
-                }
-                let status = if by_oom { Status::Oom } else { Status::Error };
-                self.stop_for_worker(status, message, pid, Some(sig))
-            }
-            Exit::Code(code) => self.stop_for_worker(
-                Status::Error,
-                format!("DataLoader worker (pid(s) {pid}) exited unexpectedly (exit code {code})"),
-                pid,
-                None,
-            ),
         }
     }
 
@@ -292,15 +238,7 @@ impl Loop<'_> {
             }
             let event = self.pool().next_event(deadline).map_err(harness_stop)?;
             if matches!(event, Event::Timeout) && Instant::now() >= deadline {
-                return Err(Stop {
-                    status: Status::Timeout,
-                    message: format!(
-                        "DataLoader timed out after {} seconds",
-                        self.config.timeout_s
-                    ),
-                    signal: None,
-                    pid: None,
-                });
+                return Err(self.timed_out());
             }
             self.handle(event)?;
         }
@@ -390,14 +328,5 @@ impl Loop<'_> {
             }
         }
         Ok(())
-    }
-}
-
-fn harness_stop(e: anyhow::Error) -> Stop {
-    Stop {
-        status: Status::Error,
-        message: format!("harness error: {e:#}"),
-        signal: None,
-        pid: None,
     }
 }

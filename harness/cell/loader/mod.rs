@@ -8,9 +8,11 @@
 //! loop itself is in [`main_loop`]; this file runs it over the epochs and makes the record.
 
 pub mod consumer;
+mod ending;
 mod main_loop;
 pub mod pool;
 pub mod segment;
+mod sharer;
 pub mod shm_meter;
 pub mod synth;
 pub mod wire;

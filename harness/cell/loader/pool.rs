@@ -1,7 +1,7 @@
 //! The worker processes of one cell and the failure monitor over them.
 //!
 //! Workers are re-execs of this binary (`/proc/self/exe worker ...`), not forks of a threaded
-//! process. Each has a socket pair and a pidfd; one `poll` over all of them wakes the main the
+//! process. Each has a socket pair, a second one for its sharer thread and a pidfd; one `poll` over all of them wakes the main the
 //! moment a message arrives or a worker dies, so a SIGBUS is noticed within milliseconds.
 
 use std::os::fd::{AsFd, AsRawFd, OwnedFd};
@@ -12,6 +12,7 @@ use std::time::{Duration, Instant};
 use anyhow::{Context, Result};
 use nix::poll::{poll, PollFd, PollFlags, PollTimeout};
 
+use super::sharer::{self, FetchError, SHARER_SOCKET_FD};
 use super::wire::{self, FromWorker, RecvError, ToWorker, WORKER_SOCKET_FD};
 use crate::model::config::CellConfig;
 use crate::sys::process::{self, pidfd_open, try_reap, Exit};
@@ -20,6 +21,8 @@ use crate::sys::reexec;
 struct Worker {
     pid: u32,
     sock: OwnedFd,
+    /// The main's end of the worker's sharer socket.
+    sharer: OwnedFd,
     pidfd: OwnedFd,
     /// The worker closed its socket (it is exiting); stop polling it so a slow exit cannot spin.
     closed: bool,
@@ -35,8 +38,6 @@ pub enum Event {
         msg: FromWorker,
         fd: Option<OwnedFd>,
     },
-    /// A worker's message carried an fd this process had no room for.
-    FdTableFull { worker: u32 },
     /// A worker is gone (after any messages it sent first have been delivered).
     Died { worker: u32, pid: u32, exit: Exit },
     /// Nothing happened before the deadline.
@@ -54,7 +55,10 @@ impl Pool {
         let mut workers = Vec::with_capacity(config.workers as usize);
         for id in 0..config.workers {
             let (main_end, worker_end) = wire::pair().context("creating a worker socket pair")?;
+            let (sharer_main, sharer_worker) =
+                wire::pair().context("creating a worker's sharer socket pair")?;
             let raw = worker_end.as_raw_fd();
+            let raw_sharer = sharer_worker.as_raw_fd();
             let mut cmd = reexec::self_command();
             cmd.arg("worker")
                 .arg(id.to_string())
@@ -65,7 +69,9 @@ impl Pool {
             // SAFETY: only async-signal-safe calls between fork and exec.
             unsafe {
                 cmd.pre_exec(move || {
-                    if libc::dup2(raw, WORKER_SOCKET_FD) < 0 {
+                    if libc::dup2(raw, WORKER_SOCKET_FD) < 0
+                        || libc::dup2(raw_sharer, SHARER_SOCKET_FD) < 0
+                    {
                         return Err(std::io::Error::last_os_error());
                     }
                     libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
@@ -74,11 +80,13 @@ impl Pool {
             }
             let child = cmd.spawn().context("starting a worker process")?;
             drop(worker_end);
+            drop(sharer_worker);
             let pid = child.id();
             let pidfd = pidfd_open(pid).context("pidfd_open on a worker (needs Linux >= 5.3)")?;
             workers.push(Worker {
                 pid,
                 sock: main_end,
+                sharer: sharer_main,
                 pidfd,
                 closed: false,
                 exited: None,
@@ -187,8 +195,9 @@ impl Pool {
                             fd: r.fd,
                         })
                     }
+                    // Batch messages carry no fd (the sharer hands it over).
                     Err(RecvError::FdTableFull) => {
-                        return Ok(Event::FdTableFull { worker: i as u32 })
+                        anyhow::bail!("worker {i} sent an fd on its task socket")
                     }
                     // Its death follows through the pidfd.
                     Err(RecvError::Closed) => self.workers[i].closed = true,
@@ -208,6 +217,29 @@ impl Pool {
                 return Ok(Event::Timeout);
             }
         }
+    }
+
+    /// Fetches batch `idx`'s fd from `worker`'s sharer (see [`sharer`]).
+    pub fn fetch_fd(
+        &self,
+        worker: u32,
+        idx: u64,
+        deadline: Instant,
+    ) -> Result<OwnedFd, FetchError> {
+        let w = &self.workers[worker as usize];
+        sharer::fetch(w.sharer.as_fd(), w.pidfd.as_fd(), idx, deadline)
+    }
+
+    /// How `worker` ended, waiting up to `grace` for it, once its sharer went quiet mid-fetch;
+    /// its death is then not reported again as an event.
+    pub fn death_of(&mut self, worker: u32, grace: Duration) -> Option<(u32, Exit)> {
+        let w = &mut self.workers[worker as usize];
+        if w.exited.is_none() {
+            process::wait_exit(&w.pidfd, grace);
+            w.exited = try_reap(&w.pidfd);
+        }
+        w.reported = true;
+        w.exited.map(|exit| (w.pid, exit))
     }
 
     fn report_death(&mut self, i: usize) -> Event {

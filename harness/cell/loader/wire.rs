@@ -1,9 +1,10 @@
 //! Messages between the main and its workers over one SOCK_SEQPACKET socket pair per worker.
 //!
-//! The main sends task indices (torch's per-worker index queue); a worker answers with the batch's
-//! handle: a file descriptor carried by SCM_RIGHTS (file_descriptor, memfd, disk) or a segment
-//! name (file_system), or with the error it hit. Seqpacket keeps message boundaries, so one
-//! `recvmsg` is one message and its fd.
+//! The main sends task indices (torch's per-worker index queue); a worker answers with the batch
+//! (a segment name for file_system; for file_descriptor, memfd and disk the fd waits in the
+//! worker's sharer, which hands it over SCM_RIGHTS on a second pair: [`super::sharer`]), or with
+//! the error it hit. Seqpacket keeps message boundaries, so one `recvmsg` is one message and its
+//! fd.
 
 use std::io::{self, IoSlice, IoSliceMut};
 use std::os::fd::{AsRawFd, BorrowedFd, FromRawFd, OwnedFd, RawFd};
@@ -34,7 +35,7 @@ pub enum ErrorKind {
 /// Worker -> main.
 #[derive(Debug, Serialize, Deserialize, PartialEq)]
 pub enum FromWorker {
-    /// A finished batch; its segment travels as the attached fd, or by `name` for file_system.
+    /// A finished batch: by `name` for file_system, else its fd waits in the worker's sharer.
     Batch {
         idx: u64,
         bytes: u64,

@@ -1,9 +1,12 @@
-//! A DataLoader worker process: `shmbench worker <id> <config-json>`, socket on fd 3.
+//! A DataLoader worker process: `shmbench worker <id> <config-json>`, its socket on fd 3 and its
+//! sharer's on fd 4.
 //!
 //! For each task index it produces the batch's samples one by one in private memory (the
 //! Dataset), then allocates a fresh shared segment and copies the samples into it in one pass
-//! (`default_collate` + `torch.stack(out=...)`), then sends the segment's handle and drops its own
-//! mapping. A full tmpfs kills it here with SIGBUS (legacy) or makes it report ENOSPC (modern).
+//! (`default_collate` + `torch.stack(out=...)`), then drops its own mapping and sends the
+//! segment's name (file_system) or a note that its fd waits in the worker's sharer thread
+//! ([`super::sharer`]). A full tmpfs kills it here with SIGBUS (legacy) or makes it report
+//! ENOSPC (modern).
 
 use std::os::fd::{AsFd, FromRawFd, OwnedFd};
 use std::time::Duration;
@@ -11,6 +14,7 @@ use std::time::Duration;
 use anyhow::{Context, Result};
 
 use super::segment;
+use super::sharer::{Sharer, SHARER_SOCKET_FD};
 use super::synth::{spend_cpu, Pattern};
 use super::wire::{self, FromWorker, RecvError, ToWorker, WORKER_SOCKET_FD};
 use crate::model::config::CellConfig;
@@ -33,6 +37,9 @@ pub fn run(worker_id: u32, main_pid: u32, config: &CellConfig) -> Result<i32> {
     }
     // SAFETY: the main dup2'ed our end of the socket pair onto this fd before exec.
     let sock = unsafe { OwnedFd::from_raw_fd(WORKER_SOCKET_FD) };
+    // SAFETY: likewise for the sharer's socket.
+    let sharer = Sharer::start(unsafe { OwnedFd::from_raw_fd(SHARER_SOCKET_FD) })
+        .context("starting the worker's resource-sharer thread")?;
     let image_bytes = config.image_bytes() as usize;
     let batch_bytes = config.batch_bytes();
     let pattern = Pattern::new(image_bytes, 0x5eed ^ worker_id as u64);
@@ -80,12 +87,11 @@ pub fn run(worker_id: u32, main_pid: u32, config: &CellConfig) -> Result<i32> {
             bytes: batch_bytes,
             name: seg.name.clone(),
         };
-        let fd = if seg.name.is_some() {
-            None
-        } else {
-            Some(seg.fd.as_fd())
-        };
-        if wire::send(sock.as_fd(), &msg, fd).is_err() {
+        // An unnamed segment's fd waits in the sharer until the main fetches it.
+        if seg.name.is_none() {
+            sharer.hold(idx, seg.fd);
+        }
+        if wire::send(sock.as_fd(), &msg, None).is_err() {
             // The main is gone; do not leave a named segment behind.
             if let Some(n) = &seg.name {
                 segment::unlink_named(n);
