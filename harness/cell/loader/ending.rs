@@ -2,10 +2,6 @@
 //! memory cgroup's OOM kill, another signal, an exit code), a batch's fd the worker's sharer could
 //! not hand over, the DataLoader's timeout, and the harness's own errors.
 
-use std::os::fd::OwnedFd;
-use std::time::{Duration, Instant};
-
-use super::main_loop::Loop;
 use super::sharer::FetchError;
 use crate::model::record::Status;
 use crate::sys::process::Exit;
@@ -22,9 +18,18 @@ pub(super) struct Stop {
 /// torch's hint when the fd table is full.
 pub(super) const EMFILE_HINT: &str = "Too many open files. Communication with the workers is no longer possible. Please increase the limit using `ulimit -n` in the shell or change the sharing strategy by calling `torch.multiprocessing.set_sharing_strategy('file_system')` at the beginning of your code";
 
-impl Loop<'_> {
-    pub(super) fn stop_for_worker(
-        &self,
+impl Stop {
+    fn new(status: Status, message: String) -> Stop {
+        Stop {
+            status,
+            message,
+            signal: None,
+            pid: None,
+        }
+    }
+
+    /// An ending a worker caused.
+    pub(super) fn by_worker(
         status: Status,
         message: String,
         pid: u32,
@@ -39,48 +44,18 @@ impl Loop<'_> {
     }
 
     /// torch's `timeout` expired waiting for a batch.
-    pub(super) fn timed_out(&self) -> Stop {
-        Stop {
-            status: Status::Timeout,
-            message: format!(
-                "DataLoader timed out after {} seconds",
-                self.config.timeout_s
-            ),
-            signal: None,
-            pid: None,
-        }
+    pub(super) fn timed_out(timeout_s: f64) -> Stop {
+        Stop::new(
+            Status::Timeout,
+            format!("DataLoader timed out after {timeout_s} seconds"),
+        )
     }
 
-    /// A batch's fd from its worker's sharer; a failure is the cell's end, as torch raises it.
-    pub(super) fn fetch_fd(&mut self, worker: u32, idx: u64) -> Result<OwnedFd, Stop> {
-        let deadline = Instant::now() + Duration::from_secs_f64(self.config.timeout_s);
-        let error = match self.pool().fetch_fd(worker, idx, deadline) {
-            Ok(fd) => return Ok(fd),
-            Err(e) => e,
-        };
-        let stop = |status, message: String| Stop {
-            status,
-            message,
-            signal: None,
-            pid: None,
-        };
-        Err(match error {
-            FetchError::FdTableFull => stop(Status::Emfile, EMFILE_HINT.to_string()),
-            FetchError::Timeout => self.timed_out(),
-            FetchError::Io(e) => stop(Status::Error, format!("harness error: {e}")),
-            FetchError::WorkerGone => match self.pool().death_of(worker, Duration::from_secs(1)) {
-                Some((pid, exit)) => self.classify_death(pid, exit),
-                None => stop(
-                    Status::Error,
-                    format!("DataLoader worker {worker} stopped answering for batch {idx}"),
-                ),
-            },
-        })
-    }
-
-    pub(super) fn classify_death(&self, pid: u32, exit: Exit) -> Stop {
+    /// A worker's death, as torch's SIGCHLD handler words it; a SIGKILL while the memory
+    /// cgroup's OOM count rose since `oom_kills_at_start` is the OOM killer's.
+    pub(super) fn death(pid: u32, exit: Exit, oom_kills_at_start: Option<u64>) -> Stop {
         match exit {
-            Exit::Signal(sig) if sig == libc::SIGBUS => self.stop_for_worker(
+            Exit::Signal(sig) if sig == libc::SIGBUS => Stop::by_worker(
                 Status::Sigbus,
                 format!("DataLoader worker (pid {pid}) is killed by signal: Bus error. It is possible that dataloader's workers are out of shared memory. Please try to raise your shared memory limit."),
                 pid,
@@ -89,15 +64,15 @@ impl Loop<'_> {
             Exit::Signal(sig) => {
                 let oom_now = cgroup::oom_kills();
                 let by_oom = sig == libc::SIGKILL
-                    && matches!((self.oom_kills_at_start, oom_now), (Some(a), Some(b)) if b > a);
+                    && matches!((oom_kills_at_start, oom_now), (Some(a), Some(b)) if b > a);
                 let mut message = format!("DataLoader worker (pid {pid}) is killed by signal: {}.", signals::name(sig));
                 if by_oom {
                     message.push_str(" The memory cgroup's OOM killer fired: tmpfs pages count against its limit.");
                 }
                 let status = if by_oom { Status::Oom } else { Status::Error };
-                self.stop_for_worker(status, message, pid, Some(sig))
+                Stop::by_worker(status, message, pid, Some(sig))
             }
-            Exit::Code(code) => self.stop_for_worker(
+            Exit::Code(code) => Stop::by_worker(
                 Status::Error,
                 format!("DataLoader worker (pid(s) {pid}) exited unexpectedly (exit code {code})"),
                 pid,
@@ -105,13 +80,30 @@ impl Loop<'_> {
             ),
         }
     }
+
+    /// Batch `idx`'s fd did not come from `worker`'s sharer: `death` is how the worker ended,
+    /// when it did.
+    pub(super) fn fetch_failed(
+        error: FetchError,
+        worker: u32,
+        idx: u64,
+        timeout_s: f64,
+        death: Option<Stop>,
+    ) -> Stop {
+        match error {
+            FetchError::FdTableFull => Stop::new(Status::Emfile, EMFILE_HINT.to_string()),
+            FetchError::Timeout => Stop::timed_out(timeout_s),
+            FetchError::Io(e) => Stop::new(Status::Error, format!("harness error: {e}")),
+            FetchError::WorkerGone => death.unwrap_or_else(|| {
+                Stop::new(
+                    Status::Error,
+                    format!("DataLoader worker {worker} stopped answering for batch {idx}"),
+                )
+            }),
+        }
+    }
 }
 
 pub(super) fn harness_stop(e: anyhow::Error) -> Stop {
-    Stop {
-        status: Status::Error,
-        message: format!("harness error: {e:#}"),
-        signal: None,
-        pid: None,
-    }
+    Stop::new(Status::Error, format!("harness error: {e:#}"))
 }

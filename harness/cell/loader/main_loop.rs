@@ -4,11 +4,13 @@
 //! messages, and records what each step saw.
 
 use std::collections::BTreeMap;
+use std::os::fd::OwnedFd;
 use std::time::{Duration, Instant};
 
 use super::consumer::{self, Batch, PinnedPool};
 use super::ending::{harness_stop, Stop, EMFILE_HINT};
 use super::pool::{Event, Pool};
+use super::sharer::FetchError;
 use super::shm_meter::ShmMeter;
 use super::synth::spend_cpu;
 use super::wire::{ErrorKind, FromWorker};
@@ -100,7 +102,7 @@ impl<'a> Loop<'a> {
 }
 
 impl Loop<'_> {
-    pub(super) fn pool(&mut self) -> &mut Pool {
+    fn pool(&mut self) -> &mut Pool {
         self.pool.as_mut().expect("pool exists while an epoch runs")
     }
 
@@ -190,13 +192,31 @@ impl Loop<'_> {
                     }
                     // Raised when this index's turn comes, as torch re-raises an ExceptionWrapper
                     // in order; a worker death meanwhile is raised at once instead.
-                    let stop = self.stop_for_worker(status, text, pid, None);
+                    let stop = Stop::by_worker(status, text, pid, None);
                     self.reorder.insert(idx, Err(stop));
                     Ok(true)
                 }
             },
-            Event::Died { pid, exit, .. } => Err(self.classify_death(pid, exit)),
+            Event::Died { pid, exit, .. } => Err(Stop::death(pid, exit, self.oom_kills_at_start)),
         }
+    }
+
+    /// A batch's fd from its worker's sharer; a failure is the cell's end, as torch raises it.
+    fn fetch_fd(&mut self, worker: u32, idx: u64) -> Result<OwnedFd, Stop> {
+        let timeout_s = self.config.timeout_s;
+        let deadline = Instant::now() + Duration::from_secs_f64(timeout_s);
+        let error = match self.pool().fetch_fd(worker, idx, deadline) {
+            Ok(fd) => return Ok(fd),
+            Err(e) => e,
+        };
+        let death = match error {
+            FetchError::WorkerGone => self
+                .pool()
+                .death_of(worker, Duration::from_secs(1))
+                .map(|(pid, exit)| Stop::death(pid, exit, self.oom_kills_at_start)),
+            _ => None,
+        };
+        Err(Stop::fetch_failed(error, worker, idx, timeout_s, death))
     }
 
     /// Handles every event already pending, without blocking.
@@ -238,7 +258,7 @@ impl Loop<'_> {
             }
             let event = self.pool().next_event(deadline).map_err(harness_stop)?;
             if matches!(event, Event::Timeout) && Instant::now() >= deadline {
-                return Err(self.timed_out());
+                return Err(Stop::timed_out(self.config.timeout_s));
             }
             self.handle(event)?;
         }
@@ -273,15 +293,16 @@ impl Loop<'_> {
             // Notice a death at once even when the next batch is already here (SIGCHLD).
             self.drain()?;
             let batch = self.obtain(idx, Instant::now() + timeout)?;
-            // Real torch's main spends CPU on each batch beyond the data path (unpickling,
-            // receiving the fd from the worker's resource sharer, rebuilding the storage, its
-            // intra-op threads): `main_us`, as the user sets it (the fidelity table shows torch's
-            // main CPU per step beside the emulation's), before it refills.
+            // Real torch's main spends CPU on each batch beyond the data path (unpickling and
+            // rebuilding the storage in Python, its intra-op threads; the fd's round trips to
+            // the worker's sharer are already made): `main_us`, as the user sets it (the fidelity
+            // table shows torch's main CPU per step beside the emulation's), before it refills.
             if cfg.main_us > 0 {
                 spend_cpu(Duration::from_micros(cfg.main_us));
             }
             let t = self.start.elapsed().as_secs_f64();
-            // _process_data refills before the loop body lets go of the previous batch.
+            // _process_data puts the refill before the loop body lets go of the previous batch;
+            // it reaches the worker after (`send_queued`).
             self.try_put_index();
             if let Some((prev_step, prev)) = self.held.take() {
                 self.release(prev_step, prev);

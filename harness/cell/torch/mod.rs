@@ -4,25 +4,40 @@
 //! it, relays its steps as progress and classifies how it ended (see [`classify`]).
 //!
 //! Timing against the emulation, measured on the development machine (2 cores, torch 2.9.1 and
-//! 2.15), which is what decides crash steps at intermediate sizes. CPU per batch, with every
-//! worker busy (the fidelity cells' regime), torch against the emulation:
-//! - workers: 17.7 against 15.8 ms for 32 images, 64.6 against 62.4 ms for 128: torch's
-//!   pickling and resource-sharer thread add about 2 ms per batch;
-//! - the main loop: 11.4 against 5.8 ms for 32 images, 25.9 against 20.8 ms for 128, of which
-//!   0.5 ms per batch is receiving and rebuilding it (a 1-image batch: 0.56 against 0.02 ms) and
-//!   most of the rest is `batch.sum()` on torch's two intra-op threads (6.0 ms against 2.7 ms on
-//!   one; with `torch.set_num_threads(1)` the main costs 5.9 and 18.9 ms, the emulation's);
-//! - start-up: torch forks its workers 7-10 ms apart (8 workers: 56 ms until `iter()` returns),
-//!   each spends 4.5 ms of CPU before its first sample, and the first seed batch arrives after
-//!   0.48-0.80 s against 0.39-0.45 s emulated.
+//! 2.15), which is what decides crash steps at intermediate sizes:
+//! - **When a refill reaches its worker.** torch's `_try_put_index` only appends to the worker's
+//!   `multiprocessing.Queue`; its feeder thread sends the index once it holds the GIL, after the
+//!   loop has rebound its batch variable. So torch's peak is `workers x prefetch + 1` batches
+//!   (17.0 seed batches in all three passing 1400m runs of 2.15, 9.0 and 5.0 for the smaller
+//!   loaders; one more only now and then, as in one of three 2g runs), where an emulation that
+//!   sent at once held one more every time: the woken worker preempted the main on 2 cores. The emulation now sends after the release
+//!   (`loader::main_loop`), and its peaks are torch's to the page.
+//! - **How a batch's fd reaches the main.** `rebuild_storage_fd` fetches it from the worker's
+//!   resource-sharer thread in four waits: 0.35-0.40 ms of the main's CPU, but 0.8-2.9 ms median
+//!   and 9-27 ms at the 90th percentile of wall time with every worker busy. Sending the fd with
+//!   the message made the emulation's small-batch crashes 1-2 steps late (4 workers of batch 32
+//!   in 96m: steps 3-4 against torch's 1-2; a 5 ms receive delay alone moved them to 2). The
+//!   emulation now makes the same round trips to a thread in each worker (`loader::sharer`).
+//! - **The Dataset.** The torch program's samples are fresh tensors whose pages fault in again
+//!   for most batches (5.7k of 18.8k pages per seed batch with 2.9.1, 11.3k with 2.15), so its
+//!   workers spend 22.6 and 29.0 ms of CPU per seed batch before collating, against 14.2 ms for
+//!   the emulation's warm buffer; collating into shared memory costs the same (55-58 against
+//!   55 ms). Modelling that as CPU per sample made things worse, not better (60 or 100 us per
+//!   sample: 18 of 27 crash-step cells in range against 22 of 29 without), because the small
+//!   loaders then crash later than torch while only the seed loader moves toward it; a fresh
+//!   allocation per sample faulted every page (42.7 ms) and overshot. So the emulation keeps
+//!   its warm buffer.
+//! - **The main loop's CPU**: 31-35 ms per seed step for torch (its two intra-op threads summing
+//!   the batch, the fd fetch, Python) against 23-27 ms emulated. `--main-us` can add CPU before
+//!   each refill, but measured it moves emulated crashes earlier, not toward torch's, so it is
+//!   not a default; neither did one intra-op thread move torch's (`OMP_NUM_THREADS=1`, seed in
+//!   1200m modern: steps 17, 24, 19 against 18, 20, 22 with two).
+//! - **Start-up**: torch's workers receive their first index 64-90 ms after `iter()` starts and
+//!   the first seed batch arrives after 0.48-0.80 s, against 0.39-0.45 s emulated.
 //!
-//! The main's extra CPU can be given to the emulation (`--main-us`, spent before each refill),
-//! but measured it moves emulated crashes *earlier* (a slower main keeps the queue fuller), and
-//! torch's do not move that way; neither did one intra-op thread (`OMP_NUM_THREADS=1`) change
-//! torch's. So `fidelity` leaves it 0 unless asked: the crash step at intermediate sizes is a
-//! race whose range torch itself spreads widely from run to run (4 workers of batch 32 in
-//! 128 MiB: steps 3, 3, 4, 3, 6 and 10 in six runs; in 160 MiB: 15, 24 and a pass in three),
-//! while the emulation's is narrow (step 5 in four runs of the same 128 MiB cell).
+//! What remains is a race whose range torch itself spreads widely from run to run (the seed
+//! loader in 1200m, modern: steps 18 to 27 over eight runs; 4 workers of batch 32 in 160m,
+//! legacy: 8 to 23 and two passes in five).
 
 pub mod classify;
 
