@@ -36,8 +36,8 @@
 //!   the first seed batch arrives after 0.48-0.80 s, against 0.39-0.45 s emulated.
 //!
 //! What remains is a race whose range torch itself spreads widely from run to run (the seed
-//! loader in 1200m, modern: steps 18 to 27 over eight runs; 4 workers of batch 32 in 160m,
-//! legacy: 8 to 23 and two passes in five).
+//! loader in 1200m, modern, file_system: steps 18 to 27 over eight runs; 4 workers of batch 32
+//! in 160m, legacy: 8 to 23 and two passes in five).
 
 pub mod classify;
 
