@@ -46,11 +46,17 @@ pub fn try_reap(pidfd: &OwnedFd) -> Option<Exit> {
     }
 }
 
+/// `timeout` as poll(2)'s, in whole milliseconds rounded up (a wait for a deadline must not
+/// end before it), at most poll's longest.
+pub fn poll_timeout(timeout: Duration) -> PollTimeout {
+    let ms = timeout.as_micros().div_ceil(1000).min(i32::MAX as u128) as i32;
+    PollTimeout::try_from(ms).unwrap_or(PollTimeout::MAX)
+}
+
 /// Waits up to `timeout` for the pidfd to become readable (the child exited).
 pub fn wait_exit(pidfd: &OwnedFd, timeout: Duration) -> bool {
     let mut fds = [PollFd::new(pidfd.as_fd(), PollFlags::POLLIN)];
-    let ms = timeout.as_millis().min(i32::MAX as u128) as i32;
-    matches!(poll(&mut fds, PollTimeout::try_from(ms).unwrap_or(PollTimeout::MAX)), Ok(n) if n > 0)
+    matches!(poll(&mut fds, poll_timeout(timeout)), Ok(n) if n > 0)
 }
 
 /// Sends `sig` through the pidfd (cannot hit a recycled pid).

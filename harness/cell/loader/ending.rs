@@ -19,7 +19,8 @@ pub(super) struct Stop {
 pub(super) const EMFILE_HINT: &str = "Too many open files. Communication with the workers is no longer possible. Please increase the limit using `ulimit -n` in the shell or change the sharing strategy by calling `torch.multiprocessing.set_sharing_strategy('file_system')` at the beginning of your code";
 
 impl Stop {
-    fn new(status: Status, message: String) -> Stop {
+    /// An ending no single worker caused.
+    pub(super) fn new(status: Status, message: String) -> Stop {
         Stop {
             status,
             message,

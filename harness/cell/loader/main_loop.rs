@@ -150,23 +150,24 @@ impl Loop<'_> {
     fn handle(&mut self, event: Event) -> Result<bool, Stop> {
         match event {
             Event::Timeout => Ok(false),
-            Event::Message { worker, msg, fd } => match msg {
+            Event::Message { worker, msg } => match msg {
                 FromWorker::Batch { idx, bytes, name } => {
                     self.outstanding = self.outstanding.saturating_sub(1);
                     // Unpickling a file_descriptor batch fetches its fd from the worker.
-                    let fd = match (&name, fd) {
-                        (None, None) => Some(self.fetch_fd(worker, idx)?),
-                        (_, fd) => fd,
+                    let fd = match name {
+                        None => Some(self.fetch_fd(worker, idx)?),
+                        Some(_) => None,
                     };
-                    let shared = consumer::map_received(fd, name, bytes).map_err(|e| Stop {
-                        status: if e.raw_os_error() == Some(libc::EMFILE) {
+                    let shared = consumer::map_received(fd, name, bytes).map_err(|e| {
+                        let status = if e.raw_os_error() == Some(libc::EMFILE) {
                             Status::Emfile
                         } else {
                             Status::Error
-                        },
-                        message: format!("mapping batch {idx} from worker {worker}: {e}"),
-                        signal: None,
-                        pid: None,
+                        };
+                        Stop::new(
+                            status,
+                            format!("mapping batch {idx} from worker {worker}: {e}"),
+                        )
                     })?;
                     let batch = if self.config.pin_memory {
                         self.pinned.pin(shared)

@@ -1,8 +1,9 @@
 //! The worker processes of one cell and the failure monitor over them.
 //!
 //! Workers are re-execs of this binary (`/proc/self/exe worker ...`), not forks of a threaded
-//! process. Each has a socket pair, a second one for its sharer thread and a pidfd; one `poll` over all of them wakes the main the
-//! moment a message arrives or a worker dies, so a SIGBUS is noticed within milliseconds.
+//! process. Each has a socket pair, a second one for its sharer thread and a pidfd; one `poll`
+//! over all of them wakes the main the moment a message arrives or a worker dies, so a SIGBUS is
+//! noticed within milliseconds.
 
 use std::os::fd::{AsFd, AsRawFd, OwnedFd};
 use std::os::unix::process::CommandExt;
@@ -10,7 +11,7 @@ use std::process::Stdio;
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result};
-use nix::poll::{poll, PollFd, PollFlags, PollTimeout};
+use nix::poll::{poll, PollFd, PollFlags};
 
 use super::sharer::{self, FetchError, SHARER_SOCKET_FD};
 use super::wire::{self, FromWorker, RecvError, ToWorker, WORKER_SOCKET_FD};
@@ -31,15 +32,28 @@ struct Worker {
     reported: bool,
 }
 
+impl Worker {
+    /// Waits up to `grace` for the worker to exit and reaps it if it has.
+    fn reap_within(&mut self, grace: Duration) {
+        if self.exited.is_none() {
+            process::wait_exit(&self.pidfd, grace);
+            self.exited = try_reap(&self.pidfd);
+        }
+    }
+}
+
 /// Something the main must react to.
 pub enum Event {
     Message {
         worker: u32,
         msg: FromWorker,
-        fd: Option<OwnedFd>,
     },
     /// A worker is gone (after any messages it sent first have been delivered).
-    Died { worker: u32, pid: u32, exit: Exit },
+    Died {
+        worker: u32,
+        pid: u32,
+        exit: Exit,
+    },
     /// Nothing happened before the deadline.
     Timeout,
 }
@@ -138,11 +152,7 @@ impl Pool {
                 };
                 fds.push(PollFd::new(w.pidfd.as_fd(), flags));
             }
-            let ms = timeout.as_millis().min(i32::MAX as u128) as i32;
-            let ready = match poll(
-                &mut fds,
-                PollTimeout::try_from(ms).unwrap_or(PollTimeout::MAX),
-            ) {
+            let ready = match poll(&mut fds, process::poll_timeout(timeout)) {
                 Ok(n) => n,
                 Err(nix::errno::Errno::EINTR) => continue,
                 Err(e) => return Err(e).context("poll on workers"),
@@ -192,7 +202,6 @@ impl Pool {
                         return Ok(Event::Message {
                             worker: i as u32,
                             msg: r.msg,
-                            fd: r.fd,
                         })
                     }
                     // Batch messages carry no fd (the sharer hands it over).
@@ -234,10 +243,7 @@ impl Pool {
     /// its death is then not reported again as an event.
     pub fn death_of(&mut self, worker: u32, grace: Duration) -> Option<(u32, Exit)> {
         let w = &mut self.workers[worker as usize];
-        if w.exited.is_none() {
-            process::wait_exit(&w.pidfd, grace);
-            w.exited = try_reap(&w.pidfd);
-        }
+        w.reap_within(grace);
         w.reported = true;
         w.exited.map(|exit| (w.pid, exit))
     }
@@ -259,10 +265,7 @@ impl Pool {
         }
         let deadline = Instant::now() + grace;
         for w in &mut self.workers {
-            if w.exited.is_none() {
-                process::wait_exit(&w.pidfd, deadline.saturating_duration_since(Instant::now()));
-                w.exited = try_reap(&w.pidfd);
-            }
+            w.reap_within(deadline.saturating_duration_since(Instant::now()));
         }
         self.kill_all();
     }

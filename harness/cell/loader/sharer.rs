@@ -24,10 +24,11 @@ use std::os::fd::{AsFd, BorrowedFd, OwnedFd, RawFd};
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
-use nix::poll::{poll, PollFd, PollFlags, PollTimeout};
+use nix::poll::{poll, PollFd, PollFlags};
 use serde::{Deserialize, Serialize};
 
-use super::wire::{self, RecvError};
+use super::wire::{self, Received, RecvError};
+use crate::sys::process;
 
 /// The fd number a worker finds its sharer socket on.
 pub const SHARER_SOCKET_FD: RawFd = 4;
@@ -110,29 +111,40 @@ pub fn fetch(
     idx: u64,
     deadline: Instant,
 ) -> Result<OwnedFd, FetchError> {
-    for round in 0..ROUND_TRIPS {
-        wire::send(sock, &Ask { idx, round }, None).map_err(|_| FetchError::WorkerGone)?;
-        wait_readable(sock, pidfd, deadline)?;
-        let r = wire::recv::<Answer>(sock).map_err(|e| match e {
-            RecvError::Closed => FetchError::WorkerGone,
-            RecvError::FdTableFull => FetchError::FdTableFull,
-            RecvError::Io(e) => FetchError::Io(e),
-        })?;
-        if r.msg.idx != idx || r.msg.round != round {
-            return Err(FetchError::Io(std::io::Error::other(format!(
-                "sharer answered batch {} round {} to batch {idx} round {round}",
-                r.msg.idx, r.msg.round
-            ))));
-        }
-        if round + 1 == ROUND_TRIPS {
-            return r.fd.ok_or_else(|| {
-                FetchError::Io(std::io::Error::other(format!(
-                    "the worker's sharer holds no fd for batch {idx}"
-                )))
-            });
-        }
+    for round in 0..ROUND_TRIPS - 1 {
+        exchange(sock, pidfd, idx, round, deadline)?;
     }
-    unreachable!("the last round returns")
+    exchange(sock, pidfd, idx, ROUND_TRIPS - 1, deadline)?
+        .fd
+        .ok_or_else(|| {
+            FetchError::Io(std::io::Error::other(format!(
+                "the worker's sharer holds no fd for batch {idx}"
+            )))
+        })
+}
+
+/// One round trip: asks, waits, and checks the answer is to this batch and round.
+fn exchange(
+    sock: BorrowedFd<'_>,
+    pidfd: BorrowedFd<'_>,
+    idx: u64,
+    round: u32,
+    deadline: Instant,
+) -> Result<Received<Answer>, FetchError> {
+    wire::send(sock, &Ask { idx, round }, None).map_err(|_| FetchError::WorkerGone)?;
+    wait_readable(sock, pidfd, deadline)?;
+    let r = wire::recv::<Answer>(sock).map_err(|e| match e {
+        RecvError::Closed => FetchError::WorkerGone,
+        RecvError::FdTableFull => FetchError::FdTableFull,
+        RecvError::Io(e) => FetchError::Io(e),
+    })?;
+    if r.msg.idx != idx || r.msg.round != round {
+        return Err(FetchError::Io(std::io::Error::other(format!(
+            "sharer answered batch {} round {} to batch {idx} round {round}",
+            r.msg.idx, r.msg.round
+        ))));
+    }
+    Ok(r)
 }
 
 /// Blocks until `sock` has a message; a worker death first is `WorkerGone`.
@@ -150,11 +162,7 @@ fn wait_readable(
             PollFd::new(sock, PollFlags::POLLIN),
             PollFd::new(pidfd, PollFlags::POLLIN),
         ];
-        let ms = left.as_millis().clamp(1, i32::MAX as u128) as i32;
-        match poll(
-            &mut fds,
-            PollTimeout::try_from(ms).unwrap_or(PollTimeout::MAX),
-        ) {
+        match poll(&mut fds, process::poll_timeout(left)) {
             Ok(0) | Err(nix::errno::Errno::EINTR) => continue,
             Ok(_) => {}
             Err(e) => return Err(FetchError::Io(e.into())),
