@@ -293,6 +293,24 @@ fn a_memory_cgroup_below_the_in_flight_bytes_ends_a_namespace_cell_as_oom() {
 }
 
 #[test]
+fn an_oom_kill_is_named_whichever_process_of_the_cell_it_hits() {
+    let _guard = serial();
+    let before = machine_state();
+    // The main keeps every batch it gets mapped (retain_every 1), so its RSS soon outgrows each
+    // worker's and the OOM killer may pick the main itself, which then prints no record: the
+    // runtime reads the kill from the cgroup instead. A worker picked is the loader's own report.
+    let r =
+        run_cell("--shm-size 1g --batch 32 --workers 2 --steps 30 --memory 80m --retain-every 1");
+    assert_eq!(status(&r), "oom", "{r}");
+    let message = r["message"].as_str().unwrap();
+    assert!(
+        message.contains("the cell's main was OOM-killed") || message.contains("OOM killer fired"),
+        "{r}"
+    );
+    assert_clean(&before);
+}
+
+#[test]
 fn main_us_spends_cpu_in_the_main_loop_for_every_batch() {
     let _guard = serial();
     let before = machine_state();

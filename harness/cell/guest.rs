@@ -104,8 +104,17 @@ fn run() -> Result<(), String> {
         let _ = stdout.read_to_string(&mut out);
     }
     let status = child.wait().map_err(|e| e.to_string())?;
-    let mut record: CellRecord = serde_json::from_str(out.trim())
-        .map_err(|_| failed(&json, format!("the cell ended ({status}) without a record")))?;
+    let mut record: CellRecord = match serde_json::from_str(out.trim()) {
+        Ok(record) => record,
+        Err(_) => {
+            let why = format!("in the VM: the cell ended ({status}) without a record");
+            let mut record = CellRecord::failed_to_run(config, Status::Error, why);
+            let oom_killed = group.and_then(|g| g.oom_kills()).is_some_and(|n| n > 0);
+            let what = format!("in the VM: the cell's main was OOM-killed ({status})");
+            record.main_killed_by_oom(oom_killed, &what);
+            record
+        }
+    };
     record.vm = Some(VmInfo {
         fingerprint: Fingerprint::collect(),
         ..VmInfo::default()

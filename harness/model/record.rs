@@ -183,4 +183,14 @@ impl CellRecord {
             vm: None,
         }
     }
+
+    /// A cell whose main the memory limit's OOM killer ended printed no record, so the runtime
+    /// made an `error` one. Names it `oom`, as a worker's OOM death is named, when the runtime saw
+    /// the kill (its cgroup's count, or Docker's event); `what` says how the main went.
+    pub fn main_killed_by_oom(&mut self, oom_killed: bool, what: &str) {
+        if oom_killed && self.status == Status::Error && self.failure.is_none() {
+            self.status = Status::Oom;
+            self.message = format!("{what}: tmpfs pages count against the memory limit");
+        }
+    }
 }

@@ -146,12 +146,16 @@ pub fn run(
         monitor.stderr_line(&line);
     }
     let swept = segment::sweep(Some(pid));
-    drop(cgroup);
     let how = match exit {
         Exit::Signal(sig) => format!("process was killed by signal: {}", signals::name(sig)),
         Exit::Code(code) => format!("process exited with code {code}"),
     };
     let mut record = monitor.into_record(config, ended_by_harness, &how);
+    let oom_killed = cgroup.and_then(|g| g.oom_kills()).is_some_and(|n| n > 0);
+    record.main_killed_by_oom(
+        oom_killed,
+        &format!("the cell's main was OOM-killed ({how})"),
+    );
     if !swept.is_empty() {
         record.message = format!(
             "{} [harness removed {} leftover segment(s) from /dev/shm]",

@@ -1,7 +1,7 @@
 //! The memory cgroup this process runs in (v1 or v2): its limit and its OOM-kill count, because
 //! tmpfs pages are charged to it and a cell can die by the OOM killer instead of SIGBUS.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 /// cgroup hierarchy version in use for memory: 1 or 2 (None if no memory cgroup is mounted).
 pub fn version() -> Option<u8> {
@@ -38,7 +38,11 @@ fn memory_dir() -> Option<PathBuf> {
 }
 
 fn read_keyed(file: &str, key: &str) -> Option<u64> {
-    let text = std::fs::read_to_string(memory_dir()?.join(file)).ok()?;
+    read_keyed_in(&memory_dir()?, file, key)
+}
+
+fn read_keyed_in(dir: &Path, file: &str, key: &str) -> Option<u64> {
+    let text = std::fs::read_to_string(dir.join(file)).ok()?;
     text.lines().find_map(|l| {
         let (k, v) = l.split_once(' ')?;
         (k == key).then(|| v.trim().parse().ok()).flatten()
@@ -47,7 +51,14 @@ fn read_keyed(file: &str, key: &str) -> Option<u64> {
 
 /// How many processes the OOM killer has killed in this memory cgroup so far.
 pub fn oom_kills() -> Option<u64> {
-    read_keyed("memory.events", "oom_kill").or_else(|| read_keyed("memory.oom_control", "oom_kill"))
+    oom_kills_in(&memory_dir()?)
+}
+
+/// How many processes the OOM killer has killed in the memory cgroup at `dir` (v2's
+/// memory.events or v1's memory.oom_control).
+pub fn oom_kills_in(dir: &Path) -> Option<u64> {
+    read_keyed_in(dir, "memory.events", "oom_kill")
+        .or_else(|| read_keyed_in(dir, "memory.oom_control", "oom_kill"))
 }
 
 /// The memory cgroup's use in bytes (the tmpfs pages charged to it included), its file held

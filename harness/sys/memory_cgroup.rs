@@ -80,6 +80,12 @@ impl MemoryCgroup {
         Ok(group)
     }
 
+    /// How many of the cell's processes the OOM killer has ended: a main killed for the group's
+    /// limit prints no record, and this says why it is gone.
+    pub fn oom_kills(&self) -> Option<u64> {
+        super::cgroup::oom_kills_in(&self.dir)
+    }
+
     /// The cgroup.procs fd a child writes its own pid to before exec.
     pub fn procs_fd(&self) -> RawFd {
         self.procs.as_raw_fd()

@@ -326,13 +326,7 @@ impl Runtime for Docker {
             Ok(ended) => {
                 let mut record = monitor.into_record(config, ended.by_harness, &ended.how);
                 // A main that was itself OOM-killed printed no record; the engine's event says why.
-                if ended.oom && record.status == Status::Error && record.failure.is_none() {
-                    record.status = Status::Oom;
-                    record.message = format!(
-                        "the {}: tmpfs pages count against the container's memory limit",
-                        ended.how
-                    );
-                }
+                record.main_killed_by_oom(ended.oom, &format!("the {}", ended.how));
                 record
             }
         }
