@@ -108,31 +108,61 @@ impl PinnedPool {
     }
 }
 
-/// Reads the batch as the training loop would; returns a checksum so the reads stay.
-pub fn touch(batch: &Batch, mode: Touch) -> u64 {
+/// Reads the batch as the training loop would; returns a checksum so the reads stay. The main's
+/// training step runs on torch's intra-op threads (one per core by default; workers get one), so
+/// a read of every byte is split over `threads`, as torch's `batch.sum()` is: that doubles the
+/// main's share of 2 busy cores against 8 single-threaded workers, and so how fast it drains the
+/// window they fill.
+pub fn touch(batch: &Batch, mode: Touch, threads: usize) -> u64 {
     let bytes = batch.bytes();
     match mode {
         Touch::None => 0,
         Touch::First => bytes.first().copied().unwrap_or(0) as u64,
-        Touch::All => {
-            // SAFETY: u64 has no invalid bit patterns; align_to only reinterprets.
-            let (head, words, tail) = unsafe { bytes.align_to::<u64>() };
-            let mut lanes = [0u64; 4];
-            let chunks = words.chunks_exact(4);
-            let rest = chunks.remainder();
-            for c in chunks {
-                for (lane, w) in lanes.iter_mut().zip(c) {
-                    *lane = lane.wrapping_add(*w);
-                }
-            }
-            let mut sum = lanes.iter().fold(0u64, |a, b| a.wrapping_add(*b));
-            for w in rest {
-                sum = sum.wrapping_add(*w);
-            }
-            for b in head.iter().chain(tail) {
-                sum = sum.wrapping_add(*b as u64);
-            }
-            sum
+        Touch::All if threads > 1 && bytes.len() >= PARALLEL_MIN_BYTES => {
+            let part = bytes.len().div_ceil(threads);
+            std::thread::scope(|scope| {
+                let parts: Vec<_> = bytes
+                    .chunks(part)
+                    .map(|chunk| scope.spawn(move || sum_bytes(chunk)))
+                    .collect();
+                parts
+                    .into_iter()
+                    .map(|p| p.join().unwrap_or(0))
+                    .fold(0u64, u64::wrapping_add)
+            })
+        }
+        Touch::All => sum_bytes(bytes),
+    }
+}
+
+/// Below this a batch is read on one thread: starting threads would cost more than the read
+/// (torch's own parallel reductions have a grain of 32k elements).
+const PARALLEL_MIN_BYTES: usize = 1 << 20;
+
+/// The intra-op threads the main reads a batch with: torch's default, one per core this process
+/// may run on.
+pub fn intra_op_threads() -> usize {
+    std::thread::available_parallelism().map_or(1, |n| n.get())
+}
+
+/// A wrapping sum of the bytes read as u64 words: every byte read at memory speed.
+fn sum_bytes(bytes: &[u8]) -> u64 {
+    // SAFETY: u64 has no invalid bit patterns; align_to only reinterprets.
+    let (head, words, tail) = unsafe { bytes.align_to::<u64>() };
+    let mut lanes = [0u64; 4];
+    let chunks = words.chunks_exact(4);
+    let rest = chunks.remainder();
+    for c in chunks {
+        for (lane, w) in lanes.iter_mut().zip(c) {
+            *lane = lane.wrapping_add(*w);
         }
     }
+    let mut sum = lanes.iter().fold(0u64, |a, b| a.wrapping_add(*b));
+    for w in rest {
+        sum = sum.wrapping_add(*w);
+    }
+    for b in head.iter().chain(tail) {
+        sum = sum.wrapping_add(*b as u64);
+    }
+    sum
 }

@@ -44,6 +44,8 @@ pub(super) struct Loop<'a> {
     pub(super) series: Vec<StepSample>,
     pub(super) oom_kills_at_start: Option<u64>,
     pub(super) checksum: u64,
+    /// How many threads read a batch (torch's intra-op threads).
+    pub(super) touch_threads: usize,
     pub(super) progress: bool,
     pub(super) main_private_rss: u64,
     pub(super) worker_private_rss: u64,
@@ -75,6 +77,7 @@ impl<'a> Loop<'a> {
             series: Vec::new(),
             oom_kills_at_start: cgroup::oom_kills(),
             checksum: 0,
+            touch_threads: consumer::intra_op_threads(),
             progress: std::env::var_os(PROGRESS_ENV).is_some(),
             main_private_rss: 0,
             worker_private_rss: 0,
@@ -318,9 +321,9 @@ impl Loop<'_> {
                 shm_used_bytes: self.meter.used_now(),
                 in_flight: self.outstanding + self.reorder.len() as u64,
             });
-            self.checksum = self
-                .checksum
-                .wrapping_add(consumer::touch(&batch, cfg.touch));
+            self.checksum =
+                self.checksum
+                    .wrapping_add(consumer::touch(&batch, cfg.touch, self.touch_threads));
             self.held = Some((step, batch));
             // Every batch alive is in hand now: the received, the held and the retained.
             self.peak_fds = self.peak_fds.max(process::open_fds());
