@@ -27,17 +27,13 @@
 //!   loaders then crash later than torch while only the seed loader moves toward it; a fresh
 //!   allocation per sample faulted every page (42.7 ms) and overshot. So the emulation keeps
 //!   its warm buffer.
-//! - **The main loop's CPU**: 31-35 ms per seed step for torch (its two intra-op threads summing
-//!   the batch, the fd fetch, Python) against 23-27 ms emulated. What decides the race is not
-//!   the CPU but the share of it: torch's main sums the batch on one thread per core while each
-//!   worker has one, so with 8 workers on 2 cores the main gets two of ten runnable threads'
-//!   share, not one of nine. The emulation's main reads each batch on as many threads
-//!   (`loader::consumer::touch`); in 3 runs each (`shmbench fidelity --cells ...`), the seed
-//!   loader's modern crash in 1200m moved from steps 17-20 (median 18) to 19-23 (21; torch over
-//!   six runs: 17-23, median 21), and legacy seed-fs-1200m passed in 2 of 3 runs, not 1 (torch:
-//!   6 of 6). Added CPU (`--main-us`) instead moved emulated crashes earlier, so it is not a
-//!   default; nor did one intra-op thread move torch's beyond its spread (`OMP_NUM_THREADS=1`,
-//!   seed in 1200m modern: steps 17, 24, 19 against 18, 20, 22 with two).
+//! - **The main loop's CPU**: 31-35 ms per seed step for torch against 23-27 ms emulated; what
+//!   decides the race is its share: torch's main sums the batch on one intra-op thread per core
+//!   while each worker has one, so with 8 workers on 2 cores it gets two of ten runnable
+//!   threads' share. The emulated main reads on as many (`loader::consumer::touch`): the seed
+//!   loader's modern crash in 1200m moved from steps 17-20 to 19-23 (torch's six: 17-23), legacy
+//!   seed-fs-1200m passed in 2 of 3 runs, not 1 (torch: 6 of 6). Added CPU (`--main-us`) moved
+//!   crashes earlier instead, so it is not a default.
 //! - **Start-up**: torch's workers receive their first index 64-90 ms after `iter()` starts and
 //!   the first seed batch arrives after 0.48-0.80 s, against 0.39-0.45 s emulated.
 //!
