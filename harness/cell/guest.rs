@@ -109,9 +109,8 @@ fn run() -> Result<(), String> {
         Err(_) => {
             let why = format!("in the VM: the cell ended ({status}) without a record");
             let mut record = CellRecord::failed_to_run(config, Status::Error, why);
-            let oom_killed = group.and_then(|g| g.oom_kills()).is_some_and(|n| n > 0);
             let what = format!("in the VM: the cell's main was OOM-killed ({status})");
-            record.main_killed_by_oom(oom_killed, &what);
+            record.main_killed_by_oom(group.is_some_and(|g| g.oom_killed()), &what);
             record
         }
     };

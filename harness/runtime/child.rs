@@ -151,9 +151,8 @@ pub fn run(
         Exit::Code(code) => format!("process exited with code {code}"),
     };
     let mut record = monitor.into_record(config, ended_by_harness, &how);
-    let oom_killed = cgroup.and_then(|g| g.oom_kills()).is_some_and(|n| n > 0);
     record.main_killed_by_oom(
-        oom_killed,
+        cgroup.is_some_and(|g| g.oom_killed()),
         &format!("the cell's main was OOM-killed ({how})"),
     );
     if !swept.is_empty() {

@@ -80,10 +80,10 @@ impl MemoryCgroup {
         Ok(group)
     }
 
-    /// How many of the cell's processes the OOM killer has ended: a main killed for the group's
-    /// limit prints no record, and this says why it is gone.
-    pub fn oom_kills(&self) -> Option<u64> {
-        super::cgroup::oom_kills_in(&self.dir)
+    /// Whether the OOM killer has ended any of the cell's processes: a main killed for the
+    /// group's limit prints no record, and this says why it is gone.
+    pub fn oom_killed(&self) -> bool {
+        super::cgroup::oom_kills_in(&self.dir).is_some_and(|n| n > 0)
     }
 
     /// The cgroup.procs fd a child writes its own pid to before exec.

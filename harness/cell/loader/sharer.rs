@@ -36,16 +36,10 @@ pub const SHARER_SOCKET_FD: RawFd = 4;
 /// The main's waits on the sharer per fd: challenge, welcome, answer, the fd itself.
 pub const ROUND_TRIPS: u32 = 4;
 
-/// Main -> sharer: one step of the exchange for batch `idx`.
+/// One step of the exchange for batch `idx`, both ways: the main asks with it and the sharer
+/// answers with the same; the last answer carries the fd (none: no such batch).
 #[derive(Debug, Serialize, Deserialize)]
-pub struct Ask {
-    pub idx: u64,
-    pub round: u32,
-}
-
-/// Sharer -> main: the step's answer; the last one carries the fd (none: no such batch).
-#[derive(Debug, Serialize, Deserialize)]
-pub struct Answer {
+pub struct Round {
     pub idx: u64,
     pub round: u32,
 }
@@ -76,9 +70,9 @@ impl Sharer {
 }
 
 fn serve(sock: OwnedFd, held: &Mutex<HashMap<u64, OwnedFd>>) {
-    while let Ok(r) = wire::recv::<Ask>(sock.as_fd()) {
-        let Ask { idx, round } = r.msg;
-        let answer = Answer { idx, round };
+    while let Ok(r) = wire::recv::<Round>(sock.as_fd()) {
+        let answer = r.msg;
+        let (idx, round) = (answer.idx, answer.round);
         let sent = if round + 1 < ROUND_TRIPS {
             wire::send(sock.as_fd(), &answer, None)
         } else {
@@ -130,10 +124,10 @@ fn exchange(
     idx: u64,
     round: u32,
     deadline: Instant,
-) -> Result<Received<Answer>, FetchError> {
-    wire::send(sock, &Ask { idx, round }, None).map_err(|_| FetchError::WorkerGone)?;
+) -> Result<Received<Round>, FetchError> {
+    wire::send(sock, &Round { idx, round }, None).map_err(|_| FetchError::WorkerGone)?;
     wait_readable(sock, pidfd, deadline)?;
-    let r = wire::recv::<Answer>(sock).map_err(|e| match e {
+    let r = wire::recv::<Round>(sock).map_err(|e| match e {
         RecvError::Closed => FetchError::WorkerGone,
         RecvError::FdTableFull => FetchError::FdTableFull,
         RecvError::Io(e) => FetchError::Io(e),
