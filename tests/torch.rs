@@ -202,6 +202,8 @@ fn a_short_fidelity_run_pairs_each_cell_with_its_real_twin() {
         scenario.to_str().unwrap(),
         "--with",
         &python,
+        "--repeat",
+        "2",
         "--out",
         out.to_str().unwrap(),
     ]);
@@ -213,30 +215,38 @@ fn a_short_fidelity_run_pairs_each_cell_with_its_real_twin() {
         String::from_utf8_lossy(&o.stderr)
     );
     assert!(stdout.contains("2 of 2 cell(s) agree"), "{stdout}");
+    // Real torch's second run against its first, by the same test.
+    assert!(
+        stdout.contains("real torch against itself: 2 of 2 cell(s) agree"),
+        "{stdout}"
+    );
     // The same analysis from the results file alone.
     let again = shmbench(&["fidelity", "--from", out.to_str().unwrap()]);
     assert_eq!(again.status.code(), Some(0));
     assert!(String::from_utf8_lossy(&again.stdout).contains("2 of 2 cell(s) agree"));
     let rows = read_csv(&out);
-    assert_eq!(rows.len(), 4, "each cell with each loader");
+    assert_eq!(rows.len(), 8, "each cell with each loader, twice");
     let mut series: Vec<&str> = rows.iter().map(|r| r["steps_file"].as_str()).collect();
     series.sort();
     series.dedup();
-    assert_eq!(series.len(), 4, "one time series per row: {series:?}");
+    assert_eq!(series.len(), 8, "one time series per row: {series:?}");
     for cell in ["roomy", "none-fits"] {
         let loaders: Vec<&str> = rows
             .iter()
             .filter(|r| r["cell"] == cell)
             .map(|r| r["loader"].as_str())
             .collect();
-        assert_eq!(loaders, ["emulated", "torch"], "{cell}");
+        for loader in ["emulated", "torch"] {
+            let runs = loaders.iter().filter(|l| **l == loader).count();
+            assert_eq!(runs, 2, "{cell}: {loaders:?}");
+        }
     }
     let crashed: Vec<&str> = rows
         .iter()
         .filter(|r| r["cell"] == "none-fits")
         .map(|r| r["crash_step"].as_str())
         .collect();
-    assert_eq!(crashed, ["1", "1"]);
+    assert_eq!(crashed, ["1"; 4]);
     // A Python without torch is refused before anything runs.
     let o = shmbench(&[
         "fidelity",

@@ -2,7 +2,9 @@
 //! each loader had most often, their crash-step ranges, and the ratios of peak /dev/shm and img/s
 //! (torch / emulated, medians of the passing runs). A cell agrees when the outcomes are the same
 //! (pass, or the same crash kind) and, for crashes, every emulated crash step lies within real
-//! torch's observed range, give or take one step.
+//! torch's observed range, give or take one step. Real torch's own runs are held to the same
+//! test (its later runs against its earlier ones), which says how often the race alone makes
+//! a cell differ.
 
 use std::collections::BTreeMap;
 
@@ -31,6 +33,9 @@ pub struct Pair {
     /// Median CPU of the main process per step, torch's passing runs over the emulation's.
     pub main_cpu_ratio: Option<f64>,
     pub agrees: bool,
+    /// Whether real torch's later runs agree with its earlier ones (the first half, rounded up)
+    /// by the same test; None with fewer than two runs.
+    pub torch_self_agrees: Option<bool>,
 }
 
 /// The median of one measure over the passing runs that have it.
@@ -72,6 +77,15 @@ fn agree(emulated: &CellSummary, torch: &CellSummary) -> bool {
     }
 }
 
+/// Real torch's later runs against its earlier ones, by [`agree`].
+fn self_agreement(real: &[&Row], summary: impl Fn(&[&Row]) -> CellSummary) -> Option<bool> {
+    if real.len() < 2 {
+        return None;
+    }
+    let (earlier, later) = real.split_at(real.len().div_ceil(2));
+    Some(agree(&summary(later), &summary(earlier)))
+}
+
 /// Pairs every torch cell with its emulated twin (same scenario, cell and profile).
 pub fn pairs(rows: &[Row]) -> Vec<Pair> {
     let mut torch: BTreeMap<(String, String, String), Vec<&Row>> = BTreeMap::new();
@@ -108,6 +122,7 @@ pub fn pairs(rows: &[Row]) -> Vec<Pair> {
             summarize(&owned).remove(0)
         };
         let (emulated, torch_summary) = (summary(&twins), summary(real));
+        let torch_self_agrees = self_agreement(real, summary);
         out.push(Pair {
             cell: key.1.clone(),
             environment: real[0].environment.clone(),
@@ -118,6 +133,7 @@ pub fn pairs(rows: &[Row]) -> Vec<Pair> {
             main_cpu_ratio: passing_ratio(real, &twins, |r| r.main_cpu_ms_per_step),
             rate_ratio: ratio(torch_summary.median, emulated.median),
             agrees: agree(&emulated, &torch_summary),
+            torch_self_agrees,
             emulated,
             torch: torch_summary,
         });

@@ -60,8 +60,22 @@ pub fn render(pairs: &[Pair]) -> String {
         .collect();
     let agreeing = pairs.iter().filter(|p| p.agrees).count();
     format!(
-        "{agreeing} of {} cell(s) agree (same outcome; emulated crash steps within torch's range +-1)\n\n{}",
+        "{agreeing} of {} cell(s) agree (same outcome; emulated crash steps within torch's range +-1){}\n\n{}",
         pairs.len(),
+        torch_against_itself(pairs),
         table::markdown(&headers, &rows)
+    )
+}
+
+/// The same test between real torch's own runs: the ceiling the race leaves the emulation.
+fn torch_against_itself(pairs: &[Pair]) -> String {
+    let tested: Vec<bool> = pairs.iter().filter_map(|p| p.torch_self_agrees).collect();
+    if tested.is_empty() {
+        return String::new();
+    }
+    format!(
+        "\nreal torch against itself: {} of {} cell(s) agree (its later runs against its earlier half, by the same test; --repeat 6 compares halves of 3 runs)",
+        tested.iter().filter(|a| **a).count(),
+        tested.len()
     )
 }

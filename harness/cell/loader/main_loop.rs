@@ -122,7 +122,7 @@ impl Loop<'_> {
     }
 
     /// torch's `_try_put_index`: one more task if under the outstanding bound. It counts as
-    /// outstanding at once, but reaches its worker only at `send_queued`.
+    /// outstanding at once, and reaches its worker at `send_queued`.
     fn try_put_index(&mut self) {
         if self.outstanding >= self.config.max_outstanding() || self.next_idx >= self.epoch_end_idx
         {
@@ -135,18 +135,11 @@ impl Loop<'_> {
         self.outstanding += 1;
     }
 
-    /// Hands the put indices to their workers. torch's index queue is a
-    /// `multiprocessing.Queue`: `put` appends to a buffer, and the queue's feeder thread pickles
-    /// and sends it once it holds the GIL, which the main thread keeps until it blocks: after
-    /// `next()` has returned and the loop has rebound its batch variable, freeing the previous
-    /// batch. So a refill never starts while the batch before is alive, and torch's peak is
-    /// `workers x prefetch + 1` batches, not one more (measured: 17.0 seed batches in every
-    /// 1400m modern run of torch 2.15, where sending at once gave the emulation 18: the woken
-    /// worker preempts the main on 2 cores, and its samples are ready before the main runs again).
+    /// Hands the put indices to the feeder thread and sleeps until they are sent, as torch's
+    /// main gives the GIL to its index queue's feeder thread (see [`super::feeder`]).
     fn send_queued(&mut self) {
-        for (worker, idx) in std::mem::take(&mut self.queued) {
-            self.pool().send_task(worker, idx);
-        }
+        let tasks = std::mem::take(&mut self.queued);
+        self.pool().send_tasks(tasks);
     }
 
     /// Reacts to one event; `Err` ends the cell.
@@ -305,13 +298,13 @@ impl Loop<'_> {
                 spend_cpu(Duration::from_micros(cfg.main_us));
             }
             let t = self.start.elapsed().as_secs_f64();
-            // _process_data puts the refill before the loop body lets go of the previous batch;
-            // it reaches the worker after (`send_queued`).
+            // _process_data puts the refill, its feeder sends it while the main waits for the
+            // GIL, and only then does the loop body let go of the previous batch.
             self.try_put_index();
+            self.send_queued();
             if let Some((prev_step, prev)) = self.held.take() {
                 self.release(prev_step, prev);
             }
-            self.send_queued();
             let prev_t = self.obtained_s.last().copied().unwrap_or(0.0);
             self.obtained_s.push(t);
             self.series.push(StepSample {

@@ -9,6 +9,7 @@
 
 pub mod consumer;
 mod ending;
+mod feeder;
 mod main_loop;
 pub mod pool;
 pub mod segment;

@@ -13,6 +13,7 @@ use std::time::{Duration, Instant};
 use anyhow::{Context, Result};
 use nix::poll::{poll, PollFd, PollFlags};
 
+use super::feeder::Feeder;
 use super::sharer::{self, FetchError, SHARER_SOCKET_FD};
 use super::wire::{self, FromWorker, RecvError, ToWorker, WORKER_SOCKET_FD};
 use crate::model::config::CellConfig;
@@ -59,6 +60,8 @@ pub enum Event {
 }
 
 pub struct Pool {
+    /// Sends the workers' indices (torch's index-queue feeder thread).
+    feeder: Feeder,
     workers: Vec<Worker>,
 }
 
@@ -107,7 +110,13 @@ impl Pool {
                 reported: false,
             });
         }
-        Ok(Pool { workers })
+        let sockets = workers
+            .iter()
+            .map(|w| w.sock.try_clone())
+            .collect::<std::io::Result<Vec<_>>>()
+            .context("duplicating the workers' sockets for the index feeder")?;
+        let feeder = Feeder::start(sockets).context("starting the index feeder thread")?;
+        Ok(Pool { feeder, workers })
     }
 
     /// Pids of the workers still running.
@@ -123,11 +132,10 @@ impl Pool {
         self.workers[worker as usize].pid
     }
 
-    /// Queues task `idx` on `worker`. A dead worker's send error is ignored: its death arrives
-    /// as an event.
-    pub fn send_task(&self, worker: u32, idx: u64) {
-        let w = &self.workers[worker as usize];
-        let _ = wire::send(w.sock.as_fd(), &ToWorker::Task { idx }, None);
+    /// Sends each (worker, index) through the feeder thread and returns once all are sent (see
+    /// [`Feeder`]). A dead worker's send error is ignored: its death arrives as an event.
+    pub fn send_tasks(&self, tasks: Vec<(u32, u64)>) {
+        self.feeder.send(tasks);
     }
 
     /// Waits until `deadline` for the next event. Messages already sent by a worker are always

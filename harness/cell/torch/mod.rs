@@ -6,12 +6,13 @@
 //! Timing against the emulation, measured on the development machine (2 cores, torch 2.9.1 and
 //! 2.15), which is what decides crash steps at intermediate sizes:
 //! - **When a refill reaches its worker.** torch's `_try_put_index` only appends to the worker's
-//!   `multiprocessing.Queue`; its feeder thread sends the index once it holds the GIL, after the
-//!   loop has rebound its batch variable. So torch's peak is `workers x prefetch + 1` batches
-//!   (17.0 seed batches in all three passing 1400m runs of 2.15, 9.0 and 5.0 for the smaller
-//!   loaders; one more only now and then, as in one of three 2g runs), where an emulation that
-//!   sent at once held one more every time: the woken worker preempted the main on 2 cores. The emulation now sends after the release
-//!   (`loader::main_loop`), and its peaks are torch's to the page.
+//!   `multiprocessing.Queue`; its feeder thread sends the index once it holds the GIL, which the
+//!   main gives up before its loop rebinds the batch variable. If the main is woken late, the
+//!   refilled worker allocates before the previous batch is freed and the peak is `workers x
+//!   prefetch + 2` batches: in every w4-b32 and w2-b16 run of 2.15 on Linux 6.18 (10.0 and 6.0
+//!   batches; 18.0 seed batches in most), never in an earlier session's 1400m runs on another
+//!   kernel (17.0). So the emulation makes the same handoff (`loader::feeder`) rather than fix
+//!   an order, and here it peaks where torch does.
 //! - **How a batch's fd reaches the main.** `rebuild_storage_fd` fetches it from the worker's
 //!   resource-sharer thread in four waits: 0.35-0.40 ms of the main's CPU, but 0.8-2.9 ms median
 //!   and 9-27 ms at the 90th percentile of wall time with every worker busy. Sending the fd with
