@@ -15,15 +15,28 @@
 //! peaked at 10.0 batches in 6 of 6 runs (18.0 for the seed loader in most), where an emulation
 //! that sent after the release peaked at 9.0 every time; in an earlier session, on another
 //! kernel, torch's seed loader peaked at 17.0 in all three 1400m runs.
+//!
+//! Each of torch's index queues starts its own feeder thread at its first put, so the first
+//! round of indices reaches the workers one after another, not at once: worker i begins its
+//! first batch about i x 3.5 ms after worker 0 (torch 2.15 and 2.9.1 here: 8.5-12.4 ms from
+//! worker 0 to worker 3, 19-34 ms to worker 7). That order decides which allocations of a
+//! first round too big for /dev/shm fail, and so the step a modern loader raises at: torch's
+//! 4 workers of batch 32 in 64m raised at step 3 in 6 of 6 runs, an emulation that reached all
+//! workers at once at step 1 in 2 of 3. The feeder spaces each worker's first send the same way.
 
 use std::os::fd::{AsFd, OwnedFd};
 use std::sync::mpsc::{sync_channel, Receiver, SyncSender};
 use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
 
 use super::wire::{self, ToWorker};
 
 /// Indices to send: (worker, index).
 type Tasks = Vec<(u32, u64)>;
+
+/// How much later each worker's queue sends its first index than the queue before it (torch's
+/// per-queue feeder threads starting in turn; see the module notes).
+pub const QUEUE_START_GAP: Duration = Duration::from_micros(3500);
 
 pub struct Feeder {
     tasks: Option<SyncSender<Tasks>>,
@@ -39,8 +52,18 @@ impl Feeder {
         let thread = std::thread::Builder::new()
             .name("index-feeder".into())
             .spawn(move || {
+                let mut started = vec![false; sockets.len()];
+                let mut first_send: Option<Instant> = None;
+                let mut queues_started = 0u32;
                 for batch in inbox {
                     for (worker, idx) in batch {
+                        if !started[worker as usize] {
+                            let first = *first_send.get_or_insert_with(Instant::now);
+                            let due = first + QUEUE_START_GAP * queues_started;
+                            std::thread::sleep(due.saturating_duration_since(Instant::now()));
+                            started[worker as usize] = true;
+                            queues_started += 1;
+                        }
                         // A dead worker's send error is ignored: its death arrives as an event.
                         let sock = sockets[worker as usize].as_fd();
                         let _ = wire::send(sock, &ToWorker::Task { idx }, None);

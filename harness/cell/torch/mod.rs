@@ -35,8 +35,9 @@
 //!   loader's modern crash in 1200m moved from steps 17-20 to 19-23 (torch's six: 17-23), legacy
 //!   seed-fs-1200m passed in 2 of 3 runs, not 1 (torch: 6 of 6). Added CPU (`--main-us`) moved
 //!   crashes earlier instead, so it is not a default.
-//! - **Start-up**: torch's workers receive their first index 64-90 ms after `iter()` starts and
-//!   the first seed batch arrives after 0.48-0.80 s, against 0.39-0.45 s emulated.
+//! - **Start-up**: torch's workers receive their first index 64-90 ms after `iter()` starts (it
+//!   forks each in about 9 ms), one queue after another about 3.5 ms apart, as the emulation's
+//!   feeder sends them; the first seed batch arrives after 0.48-0.80 s, against 0.39-0.45 s.
 //!
 //! What remains is a race whose range torch itself spreads widely from run to run (the seed
 //! loader in 1200m, modern, file_system: steps 18 to 27 over eight runs; 4 workers of batch 32
