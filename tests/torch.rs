@@ -220,6 +220,10 @@ fn a_short_fidelity_run_pairs_each_cell_with_its_real_twin() {
         stdout.contains("real torch against itself: 2 of 2 cell(s) agree"),
         "{stdout}"
     );
+    assert!(
+        stdout.contains("median crash steps: within one step of torch's in 1 of 1 crashed cell(s); 0.00 steps apart"),
+        "{stdout}"
+    );
     // The same analysis from the results file alone.
     let again = shmbench(&["fidelity", "--from", out.to_str().unwrap()]);
     assert_eq!(again.status.code(), Some(0));

@@ -4,7 +4,8 @@
 //! (pass, or the same crash kind) and, for crashes, every emulated crash step lies within real
 //! torch's observed range, give or take one step. Real torch's own runs are held to the same
 //! test (its later runs against its earlier ones), which says how often the race alone makes
-//! a cell differ.
+//! a cell differ. The medians of the crash steps are the steadier measure of a race torch
+//! spreads widely: their distance is reported beside the verdicts.
 
 use std::collections::BTreeMap;
 
@@ -33,6 +34,8 @@ pub struct Pair {
     /// Median CPU of the main process per step, torch's passing runs over the emulation's.
     pub main_cpu_ratio: Option<f64>,
     pub agrees: bool,
+    /// Median crash step of the emulation's crashed runs and of torch's, when both crashed.
+    pub crash_step_medians: Option<(f64, f64)>,
     /// Whether real torch's later runs agree with its earlier ones (the first half, rounded up)
     /// by the same test; None with fewer than two runs.
     pub torch_self_agrees: Option<bool>,
@@ -75,6 +78,16 @@ fn agree(emulated: &CellSummary, torch: &CellSummary) -> bool {
         }
         _ => true,
     }
+}
+
+/// The median crash step of the runs that crashed.
+fn median_crash_step(rows: &[&Row]) -> Option<f64> {
+    let steps: Vec<f64> = rows
+        .iter()
+        .filter_map(|r| r.crash_step)
+        .map(|s| s as f64)
+        .collect();
+    median(&steps)
 }
 
 /// Real torch's later runs against its earlier ones, by [`agree`].
@@ -133,6 +146,7 @@ pub fn pairs(rows: &[Row]) -> Vec<Pair> {
             main_cpu_ratio: passing_ratio(real, &twins, |r| r.main_cpu_ms_per_step),
             rate_ratio: ratio(torch_summary.median, emulated.median),
             agrees: agree(&emulated, &torch_summary),
+            crash_step_medians: median_crash_step(&twins).zip(median_crash_step(real)),
             torch_self_agrees,
             emulated,
             torch: torch_summary,

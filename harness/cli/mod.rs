@@ -110,7 +110,7 @@ pub enum Command {
     Sweep,
     /// Measure the emulation against the real DataLoader: every cell with both loaders
     #[command(
-        after_help = "Examples:\n  shmbench fidelity --python ~/venvs/torch/bin/python\n  shmbench fidelity --with ~/venvs/torch29/bin/python --with ~/venvs/torch/bin/python --repeat 3\n  shmbench fidelity --cells seed-fd-64m,seed-fd-2g --steps 20\n\nVerdict per cell: agrees (same outcome; crash steps within one step) or differs.\nReal torch's later runs are held to the same test against its earlier ones (`real torch against itself`): how often the race alone makes a cell differ.\nExit status: 1 when any cell differs, 0 otherwise, 2 on bad input (e.g. a Python without torch)."
+        after_help = "Examples:\n  shmbench fidelity --python ~/venvs/torch/bin/python\n  shmbench fidelity --with ~/venvs/torch29/bin/python --with ~/venvs/torch/bin/python --repeat 3\n  shmbench fidelity --cells seed-fd-64m,seed-fd-2g --steps 20\n\nVerdict per cell: agrees (same outcome; crash steps within one step) or differs.\nReal torch's later runs are held to the same test against its earlier ones (`real torch against itself`): how often the race alone makes a cell differ. The distance between the median crash steps is the steadier measure.\nExit status: 1 when any cell differs, 0 otherwise, 2 on bad input (e.g. a Python without torch)."
     )]
     Fidelity(fidelity::Args),
     /// Show, rebuild or remove the container image the Docker runtime builds for itself

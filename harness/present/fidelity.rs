@@ -60,10 +60,33 @@ pub fn render(pairs: &[Pair]) -> String {
         .collect();
     let agreeing = pairs.iter().filter(|p| p.agrees).count();
     format!(
-        "{agreeing} of {} cell(s) agree (same outcome; emulated crash steps within torch's range +-1){}\n\n{}",
+        "{agreeing} of {} cell(s) agree (same outcome; emulated crash steps within torch's range +-1){}{}\n\n{}",
         pairs.len(),
         torch_against_itself(pairs),
+        median_distance(pairs),
         table::markdown(&headers, &rows)
+    )
+}
+
+/// How far the emulation's median crash steps lie from torch's, over the cells where both
+/// crashed with the same outcome.
+fn median_distance(pairs: &[Pair]) -> String {
+    let distances: Vec<f64> = pairs
+        .iter()
+        .filter(|p| p.emulated.outcome.status == p.torch.outcome.status)
+        .filter_map(|p| p.crash_step_medians)
+        .map(|(emulated, torch)| emulated - torch)
+        .collect();
+    if distances.is_empty() {
+        return String::new();
+    }
+    let n = distances.len() as f64;
+    let within = distances.iter().filter(|d| d.abs() <= 1.0).count();
+    format!(
+        "\nmedian crash steps: within one step of torch's in {within} of {} crashed cell(s); {:.2} steps apart on average, emulated {:+.2} (negative: earlier)",
+        distances.len(),
+        distances.iter().map(|d| d.abs()).sum::<f64>() / n,
+        distances.iter().sum::<f64>() / n,
     )
 }
 
