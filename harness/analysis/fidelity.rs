@@ -34,7 +34,8 @@ pub struct Pair {
     /// Median CPU of the main process per step, torch's passing runs over the emulation's.
     pub main_cpu_ratio: Option<f64>,
     pub agrees: bool,
-    /// Median crash step of the emulation's crashed runs and of torch's, when both crashed.
+    /// Median crash step of the emulation's crashed runs and of torch's, when both loaders
+    /// crashed the same way most often (the cells whose crash steps `agrees` compares).
     pub crash_step_medians: Option<(f64, f64)>,
     /// Whether real torch's later runs agree with its earlier ones (the first half, rounded up)
     /// by the same test; None with fewer than two runs.
@@ -67,15 +68,18 @@ fn ratio(a: Option<f64>, b: Option<f64>) -> Option<f64> {
     a.zip(b).filter(|(_, b)| *b > 0.0).map(|(a, b)| a / b)
 }
 
+/// Whether both loaders crashed the same way most often.
+fn same_crash(emulated: &CellSummary, torch: &CellSummary) -> bool {
+    emulated.outcome.status == torch.outcome.status && !emulated.outcome.status.is_pass()
+}
+
 /// Whether two summaries tell the same story.
 fn agree(emulated: &CellSummary, torch: &CellSummary) -> bool {
     if emulated.outcome.status != torch.outcome.status {
         return false;
     }
     match (emulated.crash_steps, torch.crash_steps) {
-        (Some((a, b)), Some((c, d))) if !emulated.outcome.status.is_pass() => {
-            a + 1 >= c && b <= d + 1
-        }
+        (Some((a, b)), Some((c, d))) if same_crash(emulated, torch) => a + 1 >= c && b <= d + 1,
         _ => true,
     }
 }
@@ -146,7 +150,9 @@ pub fn pairs(rows: &[Row]) -> Vec<Pair> {
             main_cpu_ratio: passing_ratio(real, &twins, |r| r.main_cpu_ms_per_step),
             rate_ratio: ratio(torch_summary.median, emulated.median),
             agrees: agree(&emulated, &torch_summary),
-            crash_step_medians: median_crash_step(&twins).zip(median_crash_step(real)),
+            crash_step_medians: same_crash(&emulated, &torch_summary)
+                .then(|| median_crash_step(&twins).zip(median_crash_step(real)))
+                .flatten(),
             torch_self_agrees,
             emulated,
             torch: torch_summary,

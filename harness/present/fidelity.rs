@@ -69,11 +69,10 @@ pub fn render(pairs: &[Pair]) -> String {
 }
 
 /// How far the emulation's median crash steps lie from torch's, over the cells where both
-/// crashed with the same outcome.
+/// crashed the same way.
 fn median_distance(pairs: &[Pair]) -> String {
     let distances: Vec<f64> = pairs
         .iter()
-        .filter(|p| p.emulated.outcome.status == p.torch.outcome.status)
         .filter_map(|p| p.crash_step_medians)
         .map(|(emulated, torch)| emulated - torch)
         .collect();
