@@ -38,7 +38,7 @@ fn fresh_segment(c: &mut Criterion) {
     let private = vec![7u8; BATCH];
     let mut group = c.benchmark_group("fresh_segment");
     group.throughput(Throughput::Bytes(BATCH as u64));
-    let pid = std::process::id();
+    let owner = segment::new_owner().expect("an owner record in /dev/shm");
     for strategy in [
         Strategy::FileDescriptor,
         Strategy::FileSystem,
@@ -50,7 +50,7 @@ fn fresh_segment(c: &mut Criterion) {
             group.bench_with_input(id, &(strategy, torch), |b, &(strategy, torch)| {
                 let mut seq = 0u64;
                 b.iter(|| {
-                    let name = segment::segment_name(pid, 0, seq);
+                    let name = segment::segment_name(owner.token(), 0, seq);
                     seq += 1;
                     let mut seg =
                         segment::create(strategy, torch, BATCH as u64, &name).expect("segment");
@@ -64,7 +64,7 @@ fn fresh_segment(c: &mut Criterion) {
         }
     }
     group.finish();
-    segment::sweep(Some(pid));
+    drop(owner); // removes what an interrupted iteration left
 }
 
 fn fd_round_trip(c: &mut Criterion) {

@@ -176,7 +176,7 @@ fn a_container_killed_from_outside_ends_its_cell_and_the_matrix_goes_on() {
     }
     std::thread::sleep(Duration::from_millis(500));
     let ids = Command::new("docker")
-        .args(["ps", "-q", "--filter", "label=org.shmbench.owner-pid"])
+        .args(["ps", "-q", "--filter", "label=org.shmbench.run-token"])
         .output()
         .unwrap();
     let id = String::from_utf8_lossy(&ids.stdout).trim().to_string();

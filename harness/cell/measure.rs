@@ -11,7 +11,7 @@
 
 use std::time::{Duration, Instant};
 
-use anyhow::{bail, Result};
+use anyhow::{bail, Context, Result};
 
 use super::loader::segment;
 use crate::model::calibration::{Calibration, SegmentRate};
@@ -64,7 +64,8 @@ pub fn segment_rate(
     threads: u32,
     duration: Duration,
 ) -> Result<SegmentRate> {
-    let pid = std::process::id();
+    let owner = segment::new_owner().context("creating the calibration's owner record")?;
+    let token = owner.token();
     let results: Vec<Result<f64>> = std::thread::scope(|scope| {
         let handles: Vec<_> = (0..threads)
             .map(|t| {
@@ -74,7 +75,7 @@ pub fn segment_rate(
                     let mut done = 0u64;
                     // At least three batches, so a short duration still measures a rate.
                     while started.elapsed() < duration || done < 3 {
-                        let name = segment::segment_name(pid, 10_000 + t, done);
+                        let name = segment::segment_name(token, 10_000 + t, done);
                         let mut seg = segment::create(strategy, torch, bytes, &name)
                             .map_err(|e| anyhow::anyhow!("{}", e.message))?;
                         seg.map.as_mut_slice().copy_from_slice(&private);
@@ -96,7 +97,7 @@ pub fn segment_rate(
             })
             .collect()
     });
-    segment::sweep(Some(pid));
+    drop(owner); // removes whatever a failed thread left
     let mut per_s = 0.0;
     for r in results {
         per_s += r?;

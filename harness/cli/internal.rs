@@ -11,6 +11,7 @@ use crate::cell::loader::worker;
 use crate::model::config::CellConfig;
 use crate::model::pod::COMPLETION_INDEX_ENV;
 use crate::orchestrate::verify;
+use crate::sys::owner::Token;
 
 #[derive(clap::Args)]
 pub struct CellArgs {
@@ -46,6 +47,8 @@ fn indexed(path: &std::path::Path) -> Result<(String, u64)> {
 pub struct WorkerArgs {
     pub id: u32,
     pub main_pid: u32,
+    /// The token of the main's segment owner record (names the worker's segments)
+    pub token: String,
     pub config_json: String,
 }
 
@@ -92,6 +95,8 @@ pub fn cell(args: CellArgs) -> Result<ExitCode> {
 
 pub fn worker(args: WorkerArgs) -> Result<ExitCode> {
     let config = serde_json::from_str(&args.config_json).context("worker config")?;
-    let code = worker::run(args.id, args.main_pid, &config)?;
+    let token = Token::parse(&args.token)
+        .with_context(|| format!("worker token {:?} is not 16 hex digits", args.token))?;
+    let code = worker::run(args.id, args.main_pid, &token, &config)?;
     Ok(ExitCode::from(code as u8))
 }

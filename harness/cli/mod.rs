@@ -139,6 +139,13 @@ fn platform() -> Platform {
 
 /// Runs the parsed command; its exit status.
 pub fn run(cli: Cli) -> Result<ExitCode> {
+    let code = dispatch(cli);
+    // Whatever this run made is gone by now: its owner record proves nothing any more.
+    crate::sys::owner::release_run();
+    code
+}
+
+fn dispatch(cli: Cli) -> Result<ExitCode> {
     match cli.command {
         Command::Matrix(args) => matrix::run(args),
         Command::Run(args) => run::run(args),

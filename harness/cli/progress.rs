@@ -27,6 +27,11 @@ impl Terminal {
     fn show(&self, event: Event) {
         match event {
             Event::Note(text) => eprintln!("{text}"),
+            Event::Swept(swept) => {
+                for line in super::sweep::lines(&swept) {
+                    eprintln!("{line}");
+                }
+            }
             Event::Started { label } => {
                 if !self.tty {
                     eprintln!("{label} ...");

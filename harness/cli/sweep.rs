@@ -1,18 +1,50 @@
-//! `shmbench sweep`: removes /dev/shm segments left by shmbench runs that died (SIGKILL).
+//! `shmbench sweep`: removes what shmbench runs that died (SIGKILL, the OOM killer) left: their
+//! /dev/shm segments, memory cgroups and containers, each only when its run's owner record
+//! proves the run dead and no live process holds it (`sys::owner`, `orchestrate::leftovers`).
 
 use std::process::ExitCode;
 
 use anyhow::Result;
 
-use crate::cell::loader::segment;
+use crate::orchestrate::leftovers::{self, Swept};
+use crate::runtime::docker::engine::{self, Engine};
 
 pub fn run() -> Result<ExitCode> {
-    let removed = segment::sweep(None);
-    if removed.is_empty() {
-        println!("nothing to remove: no shmbench segments of dead runs in /dev/shm");
+    // Containers are swept when an engine answers; without one there are none to sweep.
+    let engine = engine::socket_present()
+        .then(Engine::connect)
+        .and_then(Result::ok);
+    let swept = leftovers::sweep(engine.as_ref());
+    if swept.is_empty() {
+        println!("nothing to remove: no leftovers of dead shmbench runs");
     }
-    for r in removed {
-        println!("removed {r}");
+    for line in lines(&swept) {
+        println!("{line}");
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// What a sweep did, a line per thing, for the terminal.
+pub fn lines(swept: &Swept) -> Vec<String> {
+    let mut out = Vec::new();
+    for path in &swept.segments {
+        out.push(format!("removed {} (a dead run's segment)", path.display()));
+    }
+    for path in &swept.segments_kept {
+        let why = swept
+            .unreadable
+            .as_deref()
+            .unwrap_or("a live process holds it");
+        out.push(format!(
+            "kept {}: a dead run's segment, but {why}",
+            path.display()
+        ));
+    }
+    for group in &swept.cgroups {
+        out.push(format!("removed memory cgroup {group} (a dead run's)"));
+    }
+    for name in &swept.containers {
+        out.push(format!("removed container {name} (a dead run's)"));
+    }
+    out
 }

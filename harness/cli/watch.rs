@@ -132,7 +132,9 @@ pub fn run(args: Args) -> Result<ExitCode> {
     let mut terminal = Terminal::new().observer();
     // The command's output, and notes; no step line over its output.
     let mut observe = |event: Event| match event {
-        Event::Output(_) | Event::Note(_) | Event::Interrupted { .. } => terminal(event),
+        Event::Output(_) | Event::Note(_) | Event::Swept(_) | Event::Interrupted { .. } => {
+            terminal(event)
+        }
         _ => {}
     };
     let outcome = runner::run(

@@ -3,6 +3,7 @@
 
 use std::time::Duration;
 
+use super::leftovers::Swept;
 use crate::results::Row;
 use crate::runtime::{Output, Progress};
 
@@ -10,6 +11,8 @@ use crate::runtime::{Output, Progress};
 pub enum Event<'a> {
     /// Something done around the cells (a sweep of leftovers, the image, the calibration).
     Note(String),
+    /// What dead runs left, removed at the start of a run.
+    Swept(Swept),
     /// A cell is starting; `label` names it and its place in the run (`[2/5] docker-tuned (...)`).
     Started { label: &'a str },
     /// The running cell reported a step.

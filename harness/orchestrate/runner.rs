@@ -10,9 +10,9 @@ use anyhow::{anyhow, Result};
 
 use super::calibrate;
 use super::event::Event;
+use super::leftovers;
 use crate::analysis::summary::summarize;
 use crate::analysis::{claims, convergence, efficiency};
-use crate::cell::loader::segment;
 use crate::cell::torch;
 use crate::model::config::CellConfig;
 use crate::model::knobs::{IpcMode, Loader, RuntimeKind};
@@ -20,7 +20,6 @@ use crate::model::record::CellRecord;
 use crate::model::repeat::Repeat;
 use crate::results::csv::ResultsFile;
 use crate::results::{steps, watch, Row};
-use crate::runtime::docker;
 use crate::runtime::{Report, Runtimes};
 use crate::sys::fingerprint::Fingerprint;
 use crate::sys::{clock, signals};
@@ -77,25 +76,12 @@ fn check_pythons(cells: &[CellConfig], observe: &mut dyn FnMut(Event)) -> Result
     Ok(())
 }
 
-/// Removes what dead runs left (named segments; containers when Docker is used) and says so.
+/// Removes what dead runs left (named segments, memory cgroups; containers when Docker is
+/// used) and says so.
 fn sweep_leftovers(runtimes: &Runtimes, observe: &mut dyn FnMut(Event)) {
-    let removed = segment::sweep(None);
-    if !removed.is_empty() {
-        observe(Event::Note(format!(
-            "removed {} segment(s) left in /dev/shm by dead shmbench runs: {}",
-            removed.len(),
-            removed.join(", ")
-        )));
-    }
-    if let Some(docker) = &runtimes.docker {
-        let removed = docker::sweep_dead_owners(docker.engine());
-        if !removed.is_empty() {
-            observe(Event::Note(format!(
-                "removed {} container(s) left by dead shmbench runs: {}",
-                removed.len(),
-                removed.join(", ")
-            )));
-        }
+    let swept = leftovers::sweep(runtimes.docker.as_ref().map(|d| d.engine()));
+    if !swept.is_empty() {
+        observe(Event::Swept(swept));
     }
 }
 

@@ -145,7 +145,8 @@ pub fn run(
     for line in lines_rx.try_iter() {
         monitor.stderr_line(&line);
     }
-    let swept = segment::sweep(Some(pid));
+    // A host cell shares this machine's /dev/shm: what its dead tree left, no one holds.
+    let swept = segment::sweep_abandoned().removed;
     let how = match exit {
         Exit::Signal(sig) => format!("process was killed by signal: {}", signals::name(sig)),
         Exit::Code(code) => format!("process exited with code {code}"),

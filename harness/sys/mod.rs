@@ -8,6 +8,7 @@ pub mod clock;
 pub mod detect;
 pub mod fingerprint;
 pub mod memory_cgroup;
+pub mod owner;
 pub mod perf;
 pub mod proc_tree;
 pub mod process;

@@ -193,7 +193,7 @@ fn shmbench_containers() -> Vec<String> {
             "ps",
             "-a",
             "--filter",
-            "label=org.shmbench.owner-pid",
+            "label=org.shmbench.run-token",
             "--format",
             "{{.Names}} {{.Status}}",
         ])

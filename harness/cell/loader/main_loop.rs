@@ -10,6 +10,7 @@ use std::time::{Duration, Instant};
 use super::consumer::{self, Batch, PinnedPool};
 use super::ending::{harness_stop, Stop, EMFILE_HINT};
 use super::pool::{Event, Pool};
+use super::segment;
 use super::sharer::FetchError;
 use super::shm_meter::ShmMeter;
 use super::synth::spend_cpu;
@@ -18,7 +19,9 @@ use crate::cell::protocol::{Progress, PROGRESS_ENV};
 use crate::model::config::CellConfig;
 use crate::model::record::{Status, StepSample};
 use crate::sys::cgroup;
+use crate::sys::owner::OwnerRecord;
 use crate::sys::process;
+use anyhow::Context;
 
 /// How much later than a death a worker's exception reaches torch's main (see `obtain`).
 const EXCEPTION_LATENCY: Duration = Duration::from_millis(10);
@@ -28,6 +31,9 @@ pub(super) struct Loop<'a> {
     pub(super) start: Instant,
     pub(super) meter: ShmMeter,
     pub(super) pool: Option<Pool>,
+    /// The owner record of this loader's segments, made with the first pool (dropped last: it
+    /// removes what it proves once nothing holds it).
+    pub(super) owner: Option<OwnerRecord>,
     /// Results that arrived before their turn: a batch, or the error its worker raised.
     pub(super) reorder: BTreeMap<u64, Result<Batch, Stop>>,
     pub(super) held: Option<(u64, Batch)>,
@@ -59,6 +65,7 @@ impl<'a> Loop<'a> {
             start,
             meter: ShmMeter::start(),
             pool: None,
+            owner: None,
             reorder: BTreeMap::new(),
             held: None,
             retained: Vec::new(),
@@ -98,7 +105,9 @@ impl<'a> Loop<'a> {
         self.reorder.clear();
         self.held = None;
         self.retained.clear();
-        super::segment::sweep(Some(std::process::id()));
+        if let Some(owner) = &self.owner {
+            owner.remove_unheld();
+        }
         std::hint::black_box(self.checksum);
         used_at_stop
     }
@@ -273,7 +282,15 @@ impl Loop<'_> {
     pub(super) fn run_epoch(&mut self, epoch: u64) -> Result<(), Stop> {
         let cfg = self.config;
         if self.pool.is_none() {
-            self.pool = Some(Pool::spawn(cfg).map_err(harness_stop)?);
+            let owner = match self.owner.take() {
+                Some(owner) => owner,
+                None => segment::new_owner()
+                    .context("creating the owner record of this loader's segments in /dev/shm")
+                    .map_err(harness_stop)?,
+            };
+            let pool = Pool::spawn(cfg, owner.token());
+            self.owner = Some(owner);
+            self.pool = Some(pool.map_err(harness_stop)?);
         }
         let base = epoch * cfg.steps;
         self.next_idx = base;

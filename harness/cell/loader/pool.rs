@@ -17,6 +17,7 @@ use super::feeder::Feeder;
 use super::sharer::{self, FetchError, SHARER_SOCKET_FD};
 use super::wire::{self, FromWorker, RecvError, ToWorker, WORKER_SOCKET_FD};
 use crate::model::config::CellConfig;
+use crate::sys::owner::Token;
 use crate::sys::process::{self, pidfd_open, try_reap, Exit};
 use crate::sys::reexec;
 
@@ -67,7 +68,8 @@ pub struct Pool {
 
 impl Pool {
     /// Starts `config.workers` workers.
-    pub fn spawn(config: &CellConfig) -> Result<Pool> {
+    /// Their segments carry `token`, their main's owner record's.
+    pub fn spawn(config: &CellConfig, token: &Token) -> Result<Pool> {
         let config_json = serde_json::to_string(config)?;
         let mut workers = Vec::with_capacity(config.workers as usize);
         for id in 0..config.workers {
@@ -80,6 +82,7 @@ impl Pool {
             cmd.arg("worker")
                 .arg(id.to_string())
                 .arg(std::process::id().to_string())
+                .arg(token.as_str())
                 .arg(&config_json)
                 .stdin(Stdio::null())
                 .stdout(Stdio::null());

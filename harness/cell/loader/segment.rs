@@ -17,15 +17,30 @@ use nix::sys::stat::Mode;
 
 use super::wire::ErrorKind;
 use crate::model::knobs::{Strategy, TorchProfile};
-use crate::sys::process;
+use crate::sys::owner::{self, OwnerRecord, Removal, Token};
 use crate::sys::shm::SHM_DIR;
+use std::path::Path;
 
-/// Prefix of every segment name shmbench creates: `shmbench_<main pid>_<worker>_<seq>`. The main
-/// pid lets a sweep tell a live run's segments from a dead run's leftovers.
+/// Prefix of every name shmbench gives in /dev/shm: `shmbench_<token>` is the owner record a
+/// loader's main holds locked while it lives, `shmbench_<token>_<worker>_<seq>` its batches
+/// (see `sys::owner`: a sweep removes them only once the record's lock is free and no live
+/// process holds them). The random token keeps concurrent runs apart, containers sharing the
+/// host's /dev/shm (`--ipc host`, where every main is pid 1) included.
 pub const NAME_PREFIX: &str = "shmbench_";
 
-pub fn segment_name(main_pid: u32, worker: u32, seq: u64) -> String {
-    format!("/{NAME_PREFIX}{main_pid}_{worker}_{seq}")
+pub fn segment_name(token: &Token, worker: u32, seq: u64) -> String {
+    format!("/{NAME_PREFIX}{token}_{worker}_{seq}")
+}
+
+/// A fresh owner record for one loader's segments, in the /dev/shm this process sees.
+pub fn new_owner() -> io::Result<OwnerRecord> {
+    OwnerRecord::create(Path::new(SHM_DIR), NAME_PREFIX)
+}
+
+/// Removes the segments of dead owners that no live process holds, and their records: the
+/// sweep of `shmbench sweep`, of every run's start and of a host cell's end.
+pub fn sweep_abandoned() -> Removal {
+    owner::sweep(Path::new(SHM_DIR), NAME_PREFIX)
 }
 
 /// An allocation failure, phrased as torch phrases it.
@@ -195,33 +210,4 @@ impl Drop for Mapping {
             let _ = munmap(self.ptr, self.len);
         }
     }
-}
-
-/// Removes every `/dev/shm/shmbench_<pid>_*` whose `pid` matches `owner` (or, with `None`, whose
-/// pid is no longer alive: a dead run's leftovers). Returns the names removed.
-pub fn sweep(owner: Option<u32>) -> Vec<String> {
-    let mut removed = Vec::new();
-    let Ok(dir) = std::fs::read_dir(SHM_DIR) else {
-        return removed;
-    };
-    for entry in dir.flatten() {
-        let file_name = entry.file_name();
-        let Some(name) = file_name.to_str() else {
-            continue;
-        };
-        let Some(rest) = name.strip_prefix(NAME_PREFIX) else {
-            continue;
-        };
-        let Some(pid) = rest.split('_').next().and_then(|p| p.parse::<u32>().ok()) else {
-            continue;
-        };
-        let doomed = match owner {
-            Some(o) => o == pid,
-            None => !process::alive(pid),
-        };
-        if doomed && std::fs::remove_file(entry.path()).is_ok() {
-            removed.push(format!("{SHM_DIR}/{name}"));
-        }
-    }
-    removed
 }

@@ -18,9 +18,10 @@ use super::sharer::{Sharer, SHARER_SOCKET_FD};
 use super::synth::{spend_cpu, Pattern};
 use super::wire::{self, FromWorker, RecvError, ToWorker, WORKER_SOCKET_FD};
 use crate::model::config::CellConfig;
+use crate::sys::owner::Token;
 
 /// Runs the worker loop until told to stop or the main goes away; returns the exit code.
-pub fn run(worker_id: u32, main_pid: u32, config: &CellConfig) -> Result<i32> {
+pub fn run(worker_id: u32, main_pid: u32, token: &Token, config: &CellConfig) -> Result<i32> {
     // Die with the main even if it is SIGKILLed: no orphaned workers holding segments. (Also
     // armed before exec; checking the parent closes the window in which the main may have died.)
     nix::sys::prctl::set_pdeathsig(nix::sys::signal::Signal::SIGKILL)
@@ -62,7 +63,7 @@ pub fn run(worker_id: u32, main_pid: u32, config: &CellConfig) -> Result<i32> {
             spend_cpu(decode);
         }
         // Phase 2: collate into a fresh shared segment.
-        let name = segment::segment_name(main_pid, worker_id, seq);
+        let name = segment::segment_name(token, worker_id, seq);
         seq += 1;
         let mut seg = match segment::create(config.strategy, config.torch, batch_bytes, &name) {
             Ok(s) => s,

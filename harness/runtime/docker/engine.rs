@@ -100,6 +100,15 @@ impl Engine {
     }
 }
 
+/// Whether an engine may be there: false only when DOCKER_HOST is unset or a unix socket, and
+/// that socket does not exist (then no container of any run can exist either).
+pub fn socket_present() -> bool {
+    match address().strip_prefix("unix://") {
+        Some(path) => std::path::Path::new(path).exists(),
+        None => true,
+    }
+}
+
 /// Whether an engine answers (for `runtime = auto`).
 pub fn reachable() -> bool {
     Engine::connect().is_ok()

@@ -30,13 +30,14 @@ use crate::cell::protocol::{LIFELINE_ENV, PROGRESS_ENV};
 use crate::model::config::CellConfig;
 use crate::model::knobs::Loader;
 use crate::model::record::{CellRecord, Status};
-use crate::sys::process;
+use crate::sys::owner::{self, Token};
 use crate::sys::reexec::{bundle_argv, BUNDLE_ENV};
 use engine::Engine;
 use python::PythonInContainer;
 
-/// Labels on every container shmbench starts: who started it, from which host.
-pub const LABEL_OWNER: &str = "org.shmbench.owner-pid";
+/// Labels on every container shmbench starts: the token of the harness run that started it
+/// (`sys::owner::this_run`: its owner record proves the run alive or dead), from which host.
+pub const LABEL_OWNER: &str = "org.shmbench.run-token";
 pub const LABEL_HOST: &str = "org.shmbench.host";
 
 pub struct Docker {
@@ -161,7 +162,8 @@ impl Docker {
         let json = serde_json::to_string(&inside).map_err(|e| e.to_string())?;
         let n = self.counter.get() + 1;
         self.counter.set(n);
-        let name = format!("shmbench-{}-{}-{n}", std::process::id(), config.cell);
+        let token = owner::this_run()?;
+        let name = format!("shmbench-{token}-{}-{n}", config.cell);
         let mut env = vec![format!("{PROGRESS_ENV}=1"), format!("{LIFELINE_ENV}=stdin")];
         // In a user's image shmbench starts through its bundle's loader, whatever the image's
         // entrypoint, and its workers are started the same way.
@@ -178,7 +180,7 @@ impl Docker {
             cmd: Some(vec!["cell".into(), json]),
             env: Some(env),
             labels: Some(HashMap::from([
-                (LABEL_OWNER.to_string(), std::process::id().to_string()),
+                (LABEL_OWNER.to_string(), token.to_string()),
                 (LABEL_HOST.to_string(), hostname()),
             ])),
             attach_stdin: Some(true),
@@ -333,8 +335,22 @@ impl Runtime for Docker {
     }
 }
 
-/// Removes containers left by shmbench runs on this host whose harness is gone (e.g. SIGKILLed
-/// before its cell's lifeline closed). Returns their names.
+/// Whether the engine still has a container of `token`'s run (true when it cannot say).
+pub fn has_containers_of(engine: &Engine, token: &Token) -> bool {
+    let filters = HashMap::from([("label", vec![format!("{LABEL_OWNER}={token}")])]);
+    let options = ListContainersOptionsBuilder::default()
+        .all(true)
+        .filters(&filters)
+        .build();
+    engine
+        .block_on(engine.docker().list_containers(Some(options)))
+        .map_or(true, |found| !found.is_empty())
+}
+
+/// Removes containers left by shmbench runs on this host whose harness is provably dead (its run
+/// token's owner record is unlocked; e.g. SIGKILLed before its cell's lifeline closed). A
+/// container without a token, or whose run's record is gone, is not provably ours: it stays.
+/// Returns their names.
 pub fn sweep_dead_owners(engine: &Engine) -> Vec<String> {
     let host = hostname();
     let filters = HashMap::from([("label", vec![format!("{LABEL_HOST}={host}")])]);
@@ -351,11 +367,10 @@ pub fn sweep_dead_owners(engine: &Engine) -> Vec<String> {
             .labels
             .as_ref()
             .and_then(|l| l.get(LABEL_OWNER))
-            .and_then(|p| p.parse::<u32>().ok());
-        let alive = owner.is_some_and(process::alive);
-        if alive {
+            .and_then(|t| Token::parse(t));
+        let Some(_dead) = owner.as_ref().and_then(owner::dead_run) else {
             continue;
-        }
+        };
         if let Some(id) = &c.id {
             let options = RemoveContainerOptionsBuilder::default().force(true).build();
             if engine

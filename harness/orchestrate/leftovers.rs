@@ -1,0 +1,54 @@
+//! What dead shmbench runs left on this node, removed by proof of ownership (`sys::owner`):
+//! named segments in this machine's /dev/shm, memory cgroups and, when Docker is in use,
+//! containers, then the owner records of dead runs that prove nothing any more. Used by
+//! `shmbench sweep` and at the start of every run. Nothing a live run or another program made is
+//! touched, and nothing a live process holds.
+
+use std::path::PathBuf;
+
+use crate::cell::loader::segment;
+use crate::runtime::docker::{self, engine::Engine};
+use crate::sys::{memory_cgroup, owner};
+
+/// What one sweep removed and what it had to leave.
+#[derive(Debug, Default)]
+pub struct Swept {
+    pub segments: Vec<PathBuf>,
+    /// Segments of dead runs left because a live process holds them (or none could be proved
+    /// unheld: `unreadable` says why).
+    pub segments_kept: Vec<PathBuf>,
+    pub unreadable: Option<String>,
+    pub cgroups: Vec<String>,
+    pub containers: Vec<String>,
+}
+
+impl Swept {
+    pub fn is_empty(&self) -> bool {
+        self.segments.is_empty()
+            && self.segments_kept.is_empty()
+            && self.cgroups.is_empty()
+            && self.containers.is_empty()
+    }
+}
+
+/// Sweeps everything dead runs left; `engine` when Docker is in use.
+pub fn sweep(engine: Option<&Engine>) -> Swept {
+    let segments = segment::sweep_abandoned();
+    let cgroups = memory_cgroup::sweep();
+    let containers = engine.map(docker::sweep_dead_owners).unwrap_or_default();
+    // A dead run's record goes once nothing of it is left to prove; without an engine to ask,
+    // its containers cannot be known gone, so records stay for a sweep that can.
+    if engine.is_some() || !docker::engine::socket_present() {
+        owner::sweep_run_records(|token| {
+            memory_cgroup::exists_for(token)
+                || engine.is_some_and(|e| docker::has_containers_of(e, token))
+        });
+    }
+    Swept {
+        segments: segments.removed,
+        segments_kept: segments.kept,
+        unreadable: segments.unreadable,
+        cgroups,
+        containers,
+    }
+}

@@ -1,0 +1,520 @@
+//! Ownership by run token: what shmbench may delete on a node it shares with other programs.
+//!
+//! A name pattern is not ownership: another run, a run in another pid namespace, or another
+//! program can make a file called `shmbench_...`. So whatever creates things that may outlive it
+//! (named segments, memory cgroups, containers) first creates an **owner record**: an empty file
+//! named `<prefix><token>` (a random 64-bit token) that it holds `flock`ed for as long as it
+//! lives. The lock dies with the last process holding the record's open file, however it died
+//! (SIGKILL, the OOM killer), and `flock` works across pid namespaces and containers that share
+//! the directory. Things the owner makes carry the token in their names (`<prefix><token>_...`).
+//!
+//! A sweep removes a thing only when (1) its token's record exists and its lock can be taken
+//! (the owner is dead) and (2) no live process holds the file, by fd or by mapping, in any pid
+//! namespace ([`held`] reads every process in /proc). A process whose fds the kernel will not
+//! show us (a more privileged one: a sandbox's or container engine's init, under Yama or an LSM)
+//! cannot be read; the dead owner's lock is then the proof, since only the owner's own tree
+//! knows its token. When /proc itself cannot be read, nothing is removed. Names are compared as raw bytes and files as (device, inode), never after a lossy
+//! conversion. Records appear already locked (O_TMPFILE, then linked into place), so a sweep can
+//! never mistake a record being created for a dead one.
+
+use std::collections::HashSet;
+use std::fs::File;
+use std::io;
+use std::os::fd::AsRawFd;
+use std::os::unix::ffi::OsStrExt;
+use std::os::unix::fs::{DirBuilderExt, MetadataExt, OpenOptionsExt};
+use std::path::{Path, PathBuf};
+
+/// A file's identity: (device, inode).
+pub type FileId = (u64, u64);
+
+/// Hex digits in a token (64 random bits).
+const TOKEN_LEN: usize = 16;
+
+/// A run's random token: 16 lowercase hex digits.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct Token(String);
+
+impl Token {
+    /// A fresh token from the kernel's random source.
+    pub fn random() -> io::Result<Token> {
+        let mut bytes = [0u8; TOKEN_LEN / 2];
+        // SAFETY: getrandom fills the buffer we pass, of the length we pass.
+        let n = unsafe { libc::getrandom(bytes.as_mut_ptr().cast(), bytes.len(), 0) };
+        if n != bytes.len() as isize {
+            return Err(io::Error::last_os_error());
+        }
+        Ok(Token(bytes.iter().map(|b| format!("{b:02x}")).collect()))
+    }
+
+    /// The token at the start of `bytes`, if they begin with one.
+    pub fn leading(bytes: &[u8]) -> Option<Token> {
+        let head = bytes.get(..TOKEN_LEN)?;
+        head.iter()
+            .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(b))
+            .then(|| Token(String::from_utf8_lossy(head).into_owned()))
+    }
+
+    /// `text` if it is exactly a token.
+    pub fn parse(text: &str) -> Option<Token> {
+        (text.len() == TOKEN_LEN)
+            .then(|| Token::leading(text.as_bytes()))
+            .flatten()
+    }
+
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+impl std::fmt::Display for Token {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+/// What a name in an owner's directory is, read from its raw bytes.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Named {
+    /// `<prefix><token>`: an owner record.
+    Record(Token),
+    /// `<prefix><token>_<rest>`: a thing that token's owner made.
+    Owned(Token),
+    /// Anything else: not shmbench's to touch.
+    Foreign,
+}
+
+/// Classifies `name` (raw bytes) against `prefix`.
+pub fn classify(name: &[u8], prefix: &str) -> Named {
+    let Some(rest) = name.strip_prefix(prefix.as_bytes()) else {
+        return Named::Foreign;
+    };
+    let Some(token) = Token::leading(rest) else {
+        return Named::Foreign;
+    };
+    match &rest[TOKEN_LEN..] {
+        [] => Named::Record(token),
+        [b'_', more @ ..] if !more.is_empty() => Named::Owned(token),
+        _ => Named::Foreign,
+    }
+}
+
+fn flock(file: &File, how: libc::c_int) -> io::Result<()> {
+    // SAFETY: plain syscall on an fd we own.
+    if unsafe { libc::flock(file.as_raw_fd(), how) } == 0 {
+        Ok(())
+    } else {
+        Err(io::Error::last_os_error())
+    }
+}
+
+/// Gives the unnamed file `file` the name `path` (linkat through /proc/self/fd, which needs no
+/// capability, unlike AT_EMPTY_PATH).
+fn link_into_place(file: &File, path: &Path) -> io::Result<()> {
+    let from = std::ffi::CString::new(format!("/proc/self/fd/{}", file.as_raw_fd()))?;
+    let to = std::ffi::CString::new(path.as_os_str().as_bytes())?;
+    // SAFETY: plain syscall on two NUL-terminated paths we own.
+    let rc = unsafe {
+        libc::linkat(
+            libc::AT_FDCWD,
+            from.as_ptr(),
+            libc::AT_FDCWD,
+            to.as_ptr(),
+            libc::AT_SYMLINK_FOLLOW,
+        )
+    };
+    if rc == 0 {
+        Ok(())
+    } else {
+        Err(io::Error::last_os_error())
+    }
+}
+
+fn file_id(meta: &std::fs::Metadata) -> FileId {
+    (meta.dev(), meta.ino())
+}
+
+/// A live owner record: the lock is held while this value (and any process that inherited
+/// its fd) lives.
+pub struct OwnerRecord {
+    file: File,
+    path: PathBuf,
+    dir: PathBuf,
+    prefix: &'static str,
+    token: Token,
+}
+
+impl OwnerRecord {
+    /// Creates `dir/<prefix><token>` with a fresh token, locked before it has a name.
+    pub fn create(dir: &Path, prefix: &'static str) -> io::Result<OwnerRecord> {
+        let token = Token::random()?;
+        let path = dir.join(format!("{prefix}{token}"));
+        let file = match std::fs::OpenOptions::new()
+            .read(true)
+            .write(true)
+            .custom_flags(libc::O_TMPFILE)
+            .mode(0o600)
+            .open(dir)
+        {
+            Ok(file) => {
+                flock(&file, libc::LOCK_EX)?;
+                // Linked into place already locked: no sweep can see it unlocked while we live.
+                link_into_place(&file, &path)?;
+                file
+            }
+            // A filesystem without O_TMPFILE: a dot-name no sweep considers, locked, renamed.
+            Err(e) if e.raw_os_error() == Some(libc::EOPNOTSUPP) => {
+                let staging = dir.join(format!(".{prefix}{token}.new"));
+                let file = std::fs::OpenOptions::new()
+                    .read(true)
+                    .write(true)
+                    .create_new(true)
+                    .mode(0o600)
+                    .open(&staging)?;
+                flock(&file, libc::LOCK_EX)?;
+                std::fs::rename(&staging, &path)?;
+                file
+            }
+            Err(e) => return Err(e),
+        };
+        Ok(OwnerRecord {
+            file,
+            path,
+            dir: dir.to_path_buf(),
+            prefix,
+            token,
+        })
+    }
+
+    pub fn token(&self) -> &Token {
+        &self.token
+    }
+
+    /// Removes what this owner made in its directory that no live process holds.
+    pub fn remove_unheld(&self) -> Removal {
+        remove_owned(&self.dir, self.prefix, &self.token)
+    }
+}
+
+impl Drop for OwnerRecord {
+    fn drop(&mut self) {
+        // The record goes only with the last thing it proves: whatever a live process still
+        // holds stays provably ours for a later sweep, once that process lets go.
+        if self.remove_unheld().kept.is_empty() {
+            unlink_if_same(&self.path, &self.file);
+        }
+    }
+}
+
+/// Unlinks `path` only if it is still the file `file` is open on (not a replacement).
+fn unlink_if_same(path: &Path, file: &File) {
+    let same = match (std::fs::symlink_metadata(path), file.metadata()) {
+        (Ok(on_disk), Ok(ours)) => file_id(&on_disk) == file_id(&ours),
+        _ => false,
+    };
+    if same {
+        let _ = std::fs::remove_file(path);
+    }
+}
+
+/// Whether the owner of `token` in `dir` is provably dead: its record exists and its lock could
+/// be taken. The lock is held until the returned value drops, so the owner cannot come back.
+pub fn claim_dead(dir: &Path, prefix: &str, token: &Token) -> Option<DeadOwner> {
+    let path = dir.join(format!("{prefix}{token}"));
+    let file = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
+        .open(&path)
+        .ok()?;
+    if !file.metadata().ok()?.is_file() {
+        return None;
+    }
+    flock(&file, libc::LOCK_EX | libc::LOCK_NB).ok()?;
+    Some(DeadOwner { file, path })
+}
+
+/// A dead owner's record, locked by us.
+pub struct DeadOwner {
+    file: File,
+    path: PathBuf,
+}
+
+impl DeadOwner {
+    /// Removes the record (once what it proved is gone).
+    pub fn remove(self) {
+        unlink_if_same(&self.path, &self.file);
+    }
+}
+
+/// What a removal did.
+#[derive(Debug, Default)]
+pub struct Removal {
+    pub removed: Vec<PathBuf>,
+    /// Owned files left because a live process holds them (or /proc could not be read).
+    pub kept: Vec<PathBuf>,
+    /// Why files were kept without a holder seen: /proc could not be read.
+    pub unreadable: Option<String>,
+}
+
+impl Removal {
+    fn absorb(&mut self, other: Removal) {
+        self.removed.extend(other.removed);
+        self.kept.extend(other.kept);
+        self.unreadable = self.unreadable.take().or(other.unreadable);
+    }
+}
+
+/// Files in `dir` that `token`'s owner made: path and identity.
+fn owned_files(dir: &Path, prefix: &str, token: &Token) -> Vec<(PathBuf, FileId)> {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return Vec::new();
+    };
+    entries
+        .flatten()
+        .filter(|e| classify(e.file_name().as_bytes(), prefix) == Named::Owned(token.clone()))
+        .filter_map(|e| {
+            let meta = e.metadata().ok()?; // does not follow symlinks
+            meta.is_file().then(|| (e.path(), file_id(&meta)))
+        })
+        .collect()
+}
+
+/// Removes the files `token` owns in `dir` that no live process holds.
+pub fn remove_owned(dir: &Path, prefix: &str, token: &Token) -> Removal {
+    remove_unheld(owned_files(dir, prefix, token))
+}
+
+/// Removes each of `files` that no live process holds and that is still the same file.
+pub fn remove_unheld(files: Vec<(PathBuf, FileId)>) -> Removal {
+    let mut removal = Removal::default();
+    if files.is_empty() {
+        return removal;
+    }
+    let wanted: HashSet<FileId> = files.iter().map(|(_, id)| *id).collect();
+    let held = match held(&wanted) {
+        Ok(held) => held,
+        Err(why) => {
+            removal.kept = files.into_iter().map(|(p, _)| p).collect();
+            removal.unreadable = Some(why);
+            return removal;
+        }
+    };
+    for (path, id) in files {
+        let still_same = std::fs::symlink_metadata(&path).is_ok_and(|m| file_id(&m) == id);
+        if held.contains(&id) || !still_same {
+            removal.kept.push(path);
+        } else if std::fs::remove_file(&path).is_ok() {
+            removal.removed.push(path);
+        }
+    }
+    removal
+}
+
+/// Removes, in `dir`, the owned files of every dead owner no live process holds, and the
+/// records of owners that left nothing else. Live owners and foreign names are not touched.
+pub fn sweep(dir: &Path, prefix: &str) -> Removal {
+    let mut removal = Removal::default();
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return removal;
+    };
+    let tokens: Vec<Token> = entries
+        .flatten()
+        .filter_map(|e| match classify(e.file_name().as_bytes(), prefix) {
+            Named::Record(token) => Some(token),
+            _ => None,
+        })
+        .collect();
+    for token in tokens {
+        let Some(dead) = claim_dead(dir, prefix, &token) else {
+            continue;
+        };
+        let done = remove_owned(dir, prefix, &token);
+        let nothing_left = done.kept.is_empty();
+        removal.absorb(done);
+        if nothing_left {
+            dead.remove();
+        }
+    }
+    removal
+}
+
+/// Which of `wanted` some live process holds open or mapped, over every process in /proc that
+/// we may read (so every pid namespace below ours). An error when /proc cannot be read.
+pub fn held(wanted: &HashSet<FileId>) -> Result<HashSet<FileId>, String> {
+    let mut found = HashSet::new();
+    let procs = std::fs::read_dir("/proc").map_err(|e| format!("cannot read /proc: {e}"))?;
+    for entry in procs.flatten() {
+        let name = entry.file_name();
+        if !name.as_bytes().iter().all(u8::is_ascii_digit) {
+            continue;
+        }
+        // A process that ended meanwhile holds nothing; one we may not read is skipped (see
+        // the module's notes).
+        let dir = entry.path();
+        if let Ok(fds) = std::fs::read_dir(dir.join("fd")) {
+            for fd in fds.flatten() {
+                if let Ok(meta) = std::fs::metadata(fd.path()) {
+                    if wanted.contains(&file_id(&meta)) {
+                        found.insert(file_id(&meta));
+                    }
+                }
+            }
+        }
+        if let Ok(maps) = std::fs::read(dir.join("maps")) {
+            found.extend(mapped(&maps).filter(|id| wanted.contains(id)));
+        }
+    }
+    Ok(found)
+}
+
+/// The (device, inode) of every file mapping in a /proc/PID/maps text.
+fn mapped(maps: &[u8]) -> impl Iterator<Item = FileId> + '_ {
+    maps.split(|b| *b == b'\n').filter_map(|line| {
+        // start-end perms offset major:minor inode [path]
+        let mut fields = line.split(|b| *b == b' ').filter(|f| !f.is_empty()).skip(3);
+        let dev = std::str::from_utf8(fields.next()?).ok()?;
+        let inode: u64 = std::str::from_utf8(fields.next()?).ok()?.parse().ok()?;
+        let (major, minor) = dev.split_once(':')?;
+        let major = u32::from_str_radix(major, 16).ok()?;
+        let minor = u32::from_str_radix(minor, 16).ok()?;
+        (inode != 0).then(|| (libc::makedev(major, minor), inode))
+    })
+}
+
+/// Where this harness run keeps its own owner record (for its memory cgroups and containers):
+/// /run/shmbench as root, else `$XDG_RUNTIME_DIR/shmbench`, else a per-user folder in /tmp.
+pub fn run_dir() -> PathBuf {
+    if nix::unistd::geteuid().is_root() {
+        return PathBuf::from("/run/shmbench");
+    }
+    match std::env::var_os("XDG_RUNTIME_DIR") {
+        Some(dir) if !dir.is_empty() => PathBuf::from(dir).join("shmbench"),
+        _ => std::env::temp_dir().join(format!("shmbench-{}", nix::unistd::geteuid())),
+    }
+}
+
+/// Prefix of this harness's run records in [`run_dir`].
+pub const RUN_PREFIX: &str = "run-";
+
+static RUN_RECORD: std::sync::OnceLock<Result<OwnerRecord, String>> = std::sync::OnceLock::new();
+
+/// This harness process's owner record, made on first use: the token its memory cgroups and
+/// containers carry. An error says why none could be made (the caller then makes nothing).
+pub fn this_run() -> Result<&'static Token, String> {
+    RUN_RECORD
+        .get_or_init(|| {
+            let dir = run_dir();
+            std::fs::DirBuilder::new()
+                .recursive(true)
+                .mode(0o700)
+                .create(&dir)
+                .and_then(|_| OwnerRecord::create(&dir, RUN_PREFIX))
+                .map_err(|e| {
+                    format!(
+                        "cannot make this run's owner record in {}: {e}",
+                        dir.display()
+                    )
+                })
+        })
+        .as_ref()
+        .map(OwnerRecord::token)
+        .map_err(Clone::clone)
+}
+
+/// Removes this run's record at a normal end, when its cgroups and containers are gone (the
+/// lock itself goes with the process).
+pub fn release_run() {
+    if let Some(Ok(record)) = RUN_RECORD.get() {
+        unlink_if_same(&record.path, &record.file);
+    }
+}
+
+/// Removes the records of dead harness runs for which `in_use` finds nothing left.
+pub fn sweep_run_records(in_use: impl Fn(&Token) -> bool) {
+    let dir = run_dir();
+    let Ok(entries) = std::fs::read_dir(&dir) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        let Named::Record(token) = classify(entry.file_name().as_bytes(), RUN_PREFIX) else {
+            continue;
+        };
+        if let Some(dead) = claim_dead(&dir, RUN_PREFIX, &token) {
+            if !in_use(&token) {
+                dead.remove();
+            }
+        }
+    }
+}
+
+/// Whether the harness run that made `token` is provably dead (its record in [`run_dir`] is
+/// there and unlocked). The returned lock keeps the answer true until it drops; remove it with
+/// [`DeadOwner::remove`] once its things are gone.
+pub fn dead_run(token: &Token) -> Option<DeadOwner> {
+    claim_dead(&run_dir(), RUN_PREFIX, token)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_are_classified_from_raw_bytes() {
+        let t = "0123456789abcdef";
+        let p = "shmbench_";
+        assert_eq!(
+            classify(format!("{p}{t}").as_bytes(), p),
+            Named::Record(Token(t.into()))
+        );
+        assert_eq!(
+            classify(format!("{p}{t}_0_3").as_bytes(), p),
+            Named::Owned(Token(t.into()))
+        );
+        // The old pid-named segments, upper case, short tokens, a bare separator, other bytes.
+        for foreign in [
+            "shmbench_999999_0_0".as_bytes(),
+            b"shmbench_12_important",
+            b"shmbench_0123456789ABCDEF",
+            b"shmbench_0123456789abcde",
+            b"shmbench_0123456789abcdef_",
+            b"shmbench_0123456789abcdefX",
+            b"torch_0123456789abcdef",
+            b"shmbench_0123456789abcd\xff\xfe",
+        ] {
+            assert_eq!(classify(foreign, p), Named::Foreign, "{foreign:?}");
+        }
+    }
+
+    #[test]
+    fn maps_lines_give_device_and_inode() {
+        let maps = b"7f00-7f10 rw-s 00000000 00:1a 4242 /dev/shm/x (deleted)\n\
+                     7f10-7f20 r--p 00000000 00:00 0 \n\
+                     7f20-7f30 r-xp 00000000 fd:01 77 /usr/lib/libc.so.6\n";
+        let ids: Vec<FileId> = mapped(maps).collect();
+        assert_eq!(
+            ids,
+            vec![(libc::makedev(0, 0x1a), 4242), (libc::makedev(0xfd, 1), 77)]
+        );
+    }
+
+    #[test]
+    fn a_record_is_locked_while_it_lives_and_claimable_after() {
+        let dir = tempfile::tempdir().unwrap();
+        let record = OwnerRecord::create(dir.path(), "t_").unwrap();
+        let token = record.token().clone();
+        assert!(
+            claim_dead(dir.path(), "t_", &token).is_none(),
+            "a live owner"
+        );
+        let owned = dir.path().join(format!("t_{token}_a"));
+        std::fs::write(&owned, b"x").unwrap();
+        let holder = File::open(&owned).unwrap();
+        assert!(
+            record.remove_unheld().kept == vec![owned.clone()],
+            "held by us"
+        );
+        drop(holder);
+        drop(record);
+        assert!(!owned.exists() && std::fs::read_dir(dir.path()).unwrap().next().is_none());
+    }
+}
