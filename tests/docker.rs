@@ -222,7 +222,7 @@ fn kubernetes_pod_setups_end_as_the_documentation_says() {
             .unwrap()
     };
     // No emptyDir: the runtime's 64 MiB, the seed batch never fits.
-    assert_eq!(status("no-emptydir"), "sigbus");
+    assert!(out_of_shm_kind(&status("no-emptydir")), "{rows:?}");
     // The tmpfs has room but the memory limit does not: eight workers each build a batch in
     // private memory (8 x 73.5 MiB) and collate it into a segment (8 x 73.5 MiB more), over
     // 1 GiB before the main can free much, so the OOM killer ends it.

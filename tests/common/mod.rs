@@ -313,6 +313,13 @@ pub fn assert_legacy_out_of_shm(r: &Value) {
     }
 }
 
+/// Whether `status` is how a legacy loader ends in a tmpfs smaller than its batches in flight:
+/// `sigbus` on the copy's page fault, or `enospc` when another worker's 1-byte write finds the
+/// tmpfs already full (the race the README documents). A test of such a cell accepts both.
+pub fn out_of_shm_kind(status: &str) -> bool {
+    matches!(status, "sigbus" | "enospc")
+}
+
 /// Starts `shmbench run` with `args` (one string) writing its results to a fresh path, with
 /// stdout (the JSON record, with `--json`) and stderr piped.
 pub fn spawn_run(args: &str) -> Child {
