@@ -14,6 +14,7 @@ use std::time::Duration;
 
 use super::launch::Report;
 use super::output::Monitor;
+use super::pid_namespace;
 use super::privileges::drop_privileges;
 use crate::cell::loader::segment;
 use crate::cell::protocol::PROGRESS_ENV;
@@ -29,6 +30,10 @@ pub trait PreExec: Send + Sync + 'static {
     fn enter(&self) -> std::io::Result<()>;
     /// What the user should do when a child could not be started with this isolation.
     fn hint(&self) -> &'static str;
+    /// Whether `enter` made a mount namespace of the child's own, with private mounts.
+    fn makes_mount_namespace(&self) -> bool {
+        false
+    }
 }
 
 /// Runs one cell to completion, isolated by `isolation` (None: as is).
@@ -55,6 +60,11 @@ pub fn run(
     };
     let cgroup_fd = cgroup.as_ref().map(|g| g.procs_fd());
     let harness_pid = std::process::id() as libc::pid_t;
+    // A watched job may daemonize out of reach of PDEATHSIG: its cell is a pid namespace's init.
+    let own_pid_namespace = config.watch.is_some() && pid_namespace::available();
+    let mounts_made = isolation
+        .as_ref()
+        .is_some_and(|i| i.makes_mount_namespace());
     let mut cmd = Command::new("/proc/self/exe");
     cmd.arg("cell")
         .arg(&json)
@@ -75,6 +85,9 @@ pub fn run(
             }
             if let Some(isolation) = &isolation {
                 isolation.enter()?;
+            }
+            if own_pid_namespace {
+                pid_namespace::enter(mounts_made)?;
             }
             drop_privileges()
         });

@@ -9,6 +9,7 @@ pub mod host;
 pub mod launch;
 pub mod namespace;
 mod output;
+mod pid_namespace;
 mod privileges;
 pub mod vm;
 

@@ -131,6 +131,10 @@ impl PreExec for NamespacePlan {
     fn hint(&self) -> &'static str {
         PERMISSION_HINT
     }
+
+    fn makes_mount_namespace(&self) -> bool {
+        true
+    }
 }
 
 /// open + write + close with raw syscalls (async-signal-safe).
