@@ -63,7 +63,7 @@ fn a_daemonizing_job_is_gone_after_sigint_sigterm_and_sigkill_of_watch() {
         );
         send_signal(child.id(), signal);
         child.wait().unwrap();
-        drop(out.lines().count());
+        let _rest = out.lines().count();
         let deadline = Instant::now() + Duration::from_secs(10);
         while !watched_left().is_empty() && Instant::now() < deadline {
             std::thread::sleep(Duration::from_millis(20));
