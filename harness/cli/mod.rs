@@ -141,7 +141,7 @@ fn platform() -> Platform {
 pub fn run(cli: Cli) -> Result<ExitCode> {
     let code = dispatch(cli);
     // Whatever this run made is gone by now: its owner record proves nothing any more.
-    crate::sys::owner::release_run();
+    crate::sys::run_owner::release_run();
     code
 }
 

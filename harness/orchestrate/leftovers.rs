@@ -8,7 +8,7 @@ use std::path::PathBuf;
 
 use crate::cell::loader::segment;
 use crate::runtime::docker::{self, engine::Engine};
-use crate::sys::{memory_cgroup, owner};
+use crate::sys::{memory_cgroup, run_owner};
 
 /// What one sweep removed and what it had to leave.
 #[derive(Debug, Default)]
@@ -39,7 +39,7 @@ pub fn sweep(engine: Option<&Engine>) -> Swept {
     // A dead run's record goes once nothing of it is left to prove; without an engine to ask,
     // its containers cannot be known gone, so records stay for a sweep that can.
     if engine.is_some() || !docker::engine::socket_present() {
-        owner::sweep_run_records(|token| {
+        run_owner::sweep_run_records(|token| {
             memory_cgroup::exists_for(token)
                 || engine.is_some_and(|e| docker::has_containers_of(e, token))
         });

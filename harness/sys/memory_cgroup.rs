@@ -5,7 +5,7 @@
 //!
 //! cgroup v2 (`memory.max`, `memory.swap.max`) or v1 (`memory.limit_in_bytes`,
 //! `memory.memsw.limit_in_bytes`); the cgroup is created at the hierarchy's root and removed
-//! when the cell is gone. Its name carries this harness run's token (`sys::owner::this_run`), so
+//! when the cell is gone. Its name carries this harness run's token (`sys::run_owner::this_run`), so
 //! a later run can prove a group left by a SIGKILLed harness dead and remove it ([`sweep`]).
 
 use std::io::Write;
@@ -35,7 +35,7 @@ impl MemoryCgroup {
     pub fn create(limit: u64, label: &str) -> Result<MemoryCgroup> {
         static NEXT: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
         let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        let token = super::owner::this_run().map_err(|e| anyhow!("{e}"))?;
+        let token = super::run_owner::this_run().map_err(|e| anyhow!("{e}"))?;
         let name = format!("{GROUP_PREFIX}{token}_{n}-{label}");
         let Some(root) = hierarchy() else {
             return Err(anyhow!(
@@ -131,7 +131,7 @@ fn hierarchy() -> Option<PathBuf> {
 }
 
 /// Removes the memory cgroups of harness runs that are provably dead (their owner record is
-/// unlocked: `sys::owner::dead_run`), first killing any process still in one (it can only be a
+/// unlocked: `sys::run_owner::dead_run`), first killing any process still in one (it can only be a
 /// leftover of that run's cell). Groups of live runs and groups named otherwise are not touched.
 /// Returns the groups removed.
 pub fn sweep() -> Vec<String> {
@@ -148,7 +148,7 @@ pub fn sweep() -> Vec<String> {
             super::owner::Named::Owned(token) => token,
             _ => continue,
         };
-        let Some(_dead) = super::owner::dead_run(&owner) else {
+        let Some(_dead) = super::run_owner::dead_run(&owner) else {
             continue;
         };
         let dir = entry.path();

@@ -10,23 +10,18 @@
 //!
 //! A sweep removes a thing only when (1) its token's record exists and its lock can be taken
 //! (the owner is dead) and (2) no live process holds the file, by fd or by mapping, in any pid
-//! namespace ([`held`] reads every process in /proc). A process whose fds the kernel will not
-//! show us (a more privileged one: a sandbox's or container engine's init, under Yama or an LSM)
-//! cannot be read; the dead owner's lock is then the proof, since only the owner's own tree
-//! knows its token. When /proc itself cannot be read, nothing is removed. Names are compared as raw bytes and files as (device, inode), never after a lossy
+//! namespace (`sys::holders`). Names are compared as raw bytes and files as (device, inode), never after a lossy
 //! conversion. Records appear already locked (O_TMPFILE, then linked into place), so a sweep can
 //! never mistake a record being created for a dead one.
 
-use std::collections::HashSet;
 use std::fs::File;
 use std::io;
 use std::os::fd::AsRawFd;
 use std::os::unix::ffi::OsStrExt;
-use std::os::unix::fs::{DirBuilderExt, MetadataExt, OpenOptionsExt};
+use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 
-/// A file's identity: (device, inode).
-pub type FileId = (u64, u64);
+use super::holders::{file_id, remove_unheld, FileId, Removal};
 
 /// Hex digits in a token (64 random bits).
 const TOKEN_LEN: usize = 16;
@@ -130,10 +125,6 @@ fn link_into_place(file: &File, path: &Path) -> io::Result<()> {
     }
 }
 
-fn file_id(meta: &std::fs::Metadata) -> FileId {
-    (meta.dev(), meta.ino())
-}
-
 /// A live owner record: the lock is held while this value (and any process that inherited
 /// its fd) lives.
 pub struct OwnerRecord {
@@ -190,6 +181,11 @@ impl OwnerRecord {
         &self.token
     }
 
+    /// Removes the record (the lock goes with the last fd on it).
+    pub fn unlink(&self) {
+        unlink_if_same(&self.path, &self.file);
+    }
+
     /// Removes what this owner made in its directory that no live process holds.
     pub fn remove_unheld(&self) -> Removal {
         remove_owned(&self.dir, self.prefix, &self.token)
@@ -201,7 +197,7 @@ impl Drop for OwnerRecord {
         // The record goes only with the last thing it proves: whatever a live process still
         // holds stays provably ours for a later sweep, once that process lets go.
         if self.remove_unheld().kept.is_empty() {
-            unlink_if_same(&self.path, &self.file);
+            self.unlink();
         }
     }
 }
@@ -246,24 +242,6 @@ impl DeadOwner {
     }
 }
 
-/// What a removal did.
-#[derive(Debug, Default)]
-pub struct Removal {
-    pub removed: Vec<PathBuf>,
-    /// Owned files left because a live process holds them (or /proc could not be read).
-    pub kept: Vec<PathBuf>,
-    /// Why files were kept without a holder seen: /proc could not be read.
-    pub unreadable: Option<String>,
-}
-
-impl Removal {
-    fn absorb(&mut self, other: Removal) {
-        self.removed.extend(other.removed);
-        self.kept.extend(other.kept);
-        self.unreadable = self.unreadable.take().or(other.unreadable);
-    }
-}
-
 /// Files in `dir` that `token`'s owner made: path and identity.
 fn owned_files(dir: &Path, prefix: &str, token: &Token) -> Vec<(PathBuf, FileId)> {
     let Ok(entries) = std::fs::read_dir(dir) else {
@@ -282,32 +260,6 @@ fn owned_files(dir: &Path, prefix: &str, token: &Token) -> Vec<(PathBuf, FileId)
 /// Removes the files `token` owns in `dir` that no live process holds.
 pub fn remove_owned(dir: &Path, prefix: &str, token: &Token) -> Removal {
     remove_unheld(owned_files(dir, prefix, token))
-}
-
-/// Removes each of `files` that no live process holds and that is still the same file.
-pub fn remove_unheld(files: Vec<(PathBuf, FileId)>) -> Removal {
-    let mut removal = Removal::default();
-    if files.is_empty() {
-        return removal;
-    }
-    let wanted: HashSet<FileId> = files.iter().map(|(_, id)| *id).collect();
-    let held = match held(&wanted) {
-        Ok(held) => held,
-        Err(why) => {
-            removal.kept = files.into_iter().map(|(p, _)| p).collect();
-            removal.unreadable = Some(why);
-            return removal;
-        }
-    };
-    for (path, id) in files {
-        let still_same = std::fs::symlink_metadata(&path).is_ok_and(|m| file_id(&m) == id);
-        if held.contains(&id) || !still_same {
-            removal.kept.push(path);
-        } else if std::fs::remove_file(&path).is_ok() {
-            removal.removed.push(path);
-        }
-    }
-    removal
 }
 
 /// Removes, in `dir`, the owned files of every dead owner no live process holds, and the
@@ -336,122 +288,6 @@ pub fn sweep(dir: &Path, prefix: &str) -> Removal {
         }
     }
     removal
-}
-
-/// Which of `wanted` some live process holds open or mapped, over every process in /proc that
-/// we may read (so every pid namespace below ours). An error when /proc cannot be read.
-pub fn held(wanted: &HashSet<FileId>) -> Result<HashSet<FileId>, String> {
-    let mut found = HashSet::new();
-    let procs = std::fs::read_dir("/proc").map_err(|e| format!("cannot read /proc: {e}"))?;
-    for entry in procs.flatten() {
-        let name = entry.file_name();
-        if !name.as_bytes().iter().all(u8::is_ascii_digit) {
-            continue;
-        }
-        // A process that ended meanwhile holds nothing; one we may not read is skipped (see
-        // the module's notes).
-        let dir = entry.path();
-        if let Ok(fds) = std::fs::read_dir(dir.join("fd")) {
-            for fd in fds.flatten() {
-                if let Ok(meta) = std::fs::metadata(fd.path()) {
-                    if wanted.contains(&file_id(&meta)) {
-                        found.insert(file_id(&meta));
-                    }
-                }
-            }
-        }
-        if let Ok(maps) = std::fs::read(dir.join("maps")) {
-            found.extend(mapped(&maps).filter(|id| wanted.contains(id)));
-        }
-    }
-    Ok(found)
-}
-
-/// The (device, inode) of every file mapping in a /proc/PID/maps text.
-fn mapped(maps: &[u8]) -> impl Iterator<Item = FileId> + '_ {
-    maps.split(|b| *b == b'\n').filter_map(|line| {
-        // start-end perms offset major:minor inode [path]
-        let mut fields = line.split(|b| *b == b' ').filter(|f| !f.is_empty()).skip(3);
-        let dev = std::str::from_utf8(fields.next()?).ok()?;
-        let inode: u64 = std::str::from_utf8(fields.next()?).ok()?.parse().ok()?;
-        let (major, minor) = dev.split_once(':')?;
-        let major = u32::from_str_radix(major, 16).ok()?;
-        let minor = u32::from_str_radix(minor, 16).ok()?;
-        (inode != 0).then(|| (libc::makedev(major, minor), inode))
-    })
-}
-
-/// Where this harness run keeps its own owner record (for its memory cgroups and containers):
-/// /run/shmbench as root, else `$XDG_RUNTIME_DIR/shmbench`, else a per-user folder in /tmp.
-pub fn run_dir() -> PathBuf {
-    if nix::unistd::geteuid().is_root() {
-        return PathBuf::from("/run/shmbench");
-    }
-    match std::env::var_os("XDG_RUNTIME_DIR") {
-        Some(dir) if !dir.is_empty() => PathBuf::from(dir).join("shmbench"),
-        _ => std::env::temp_dir().join(format!("shmbench-{}", nix::unistd::geteuid())),
-    }
-}
-
-/// Prefix of this harness's run records in [`run_dir`].
-pub const RUN_PREFIX: &str = "run-";
-
-static RUN_RECORD: std::sync::OnceLock<Result<OwnerRecord, String>> = std::sync::OnceLock::new();
-
-/// This harness process's owner record, made on first use: the token its memory cgroups and
-/// containers carry. An error says why none could be made (the caller then makes nothing).
-pub fn this_run() -> Result<&'static Token, String> {
-    RUN_RECORD
-        .get_or_init(|| {
-            let dir = run_dir();
-            std::fs::DirBuilder::new()
-                .recursive(true)
-                .mode(0o700)
-                .create(&dir)
-                .and_then(|_| OwnerRecord::create(&dir, RUN_PREFIX))
-                .map_err(|e| {
-                    format!(
-                        "cannot make this run's owner record in {}: {e}",
-                        dir.display()
-                    )
-                })
-        })
-        .as_ref()
-        .map(OwnerRecord::token)
-        .map_err(Clone::clone)
-}
-
-/// Removes this run's record at a normal end, when its cgroups and containers are gone (the
-/// lock itself goes with the process).
-pub fn release_run() {
-    if let Some(Ok(record)) = RUN_RECORD.get() {
-        unlink_if_same(&record.path, &record.file);
-    }
-}
-
-/// Removes the records of dead harness runs for which `in_use` finds nothing left.
-pub fn sweep_run_records(in_use: impl Fn(&Token) -> bool) {
-    let dir = run_dir();
-    let Ok(entries) = std::fs::read_dir(&dir) else {
-        return;
-    };
-    for entry in entries.flatten() {
-        let Named::Record(token) = classify(entry.file_name().as_bytes(), RUN_PREFIX) else {
-            continue;
-        };
-        if let Some(dead) = claim_dead(&dir, RUN_PREFIX, &token) {
-            if !in_use(&token) {
-                dead.remove();
-            }
-        }
-    }
-}
-
-/// Whether the harness run that made `token` is provably dead (its record in [`run_dir`] is
-/// there and unlocked). The returned lock keeps the answer true until it drops; remove it with
-/// [`DeadOwner::remove`] once its things are gone.
-pub fn dead_run(token: &Token) -> Option<DeadOwner> {
-    claim_dead(&run_dir(), RUN_PREFIX, token)
 }
 
 #[cfg(test)]
@@ -483,18 +319,6 @@ mod tests {
         ] {
             assert_eq!(classify(foreign, p), Named::Foreign, "{foreign:?}");
         }
-    }
-
-    #[test]
-    fn maps_lines_give_device_and_inode() {
-        let maps = b"7f00-7f10 rw-s 00000000 00:1a 4242 /dev/shm/x (deleted)\n\
-                     7f10-7f20 r--p 00000000 00:00 0 \n\
-                     7f20-7f30 r-xp 00000000 fd:01 77 /usr/lib/libc.so.6\n";
-        let ids: Vec<FileId> = mapped(maps).collect();
-        assert_eq!(
-            ids,
-            vec![(libc::makedev(0, 0x1a), 4242), (libc::makedev(0xfd, 1), 77)]
-        );
     }
 
     #[test]

@@ -17,7 +17,8 @@ use nix::sys::stat::Mode;
 
 use super::wire::ErrorKind;
 use crate::model::knobs::{Strategy, TorchProfile};
-use crate::sys::owner::{self, OwnerRecord, Removal, Token};
+use crate::sys::holders::Removal;
+use crate::sys::owner::{self, OwnerRecord, Token};
 use crate::sys::shm::SHM_DIR;
 use std::path::Path;
 

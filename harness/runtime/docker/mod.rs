@@ -30,13 +30,14 @@ use crate::cell::protocol::{LIFELINE_ENV, PROGRESS_ENV};
 use crate::model::config::CellConfig;
 use crate::model::knobs::Loader;
 use crate::model::record::{CellRecord, Status};
-use crate::sys::owner::{self, Token};
+use crate::sys::owner::Token;
 use crate::sys::reexec::{bundle_argv, BUNDLE_ENV};
+use crate::sys::run_owner;
 use engine::Engine;
 use python::PythonInContainer;
 
 /// Labels on every container shmbench starts: the token of the harness run that started it
-/// (`sys::owner::this_run`: its owner record proves the run alive or dead), from which host.
+/// (`sys::run_owner::this_run`: its owner record proves the run alive or dead), from which host.
 pub const LABEL_OWNER: &str = "org.shmbench.run-token";
 pub const LABEL_HOST: &str = "org.shmbench.host";
 
@@ -162,7 +163,7 @@ impl Docker {
         let json = serde_json::to_string(&inside).map_err(|e| e.to_string())?;
         let n = self.counter.get() + 1;
         self.counter.set(n);
-        let token = owner::this_run()?;
+        let token = run_owner::this_run()?;
         let name = format!("shmbench-{token}-{}-{n}", config.cell);
         let mut env = vec![format!("{PROGRESS_ENV}=1"), format!("{LIFELINE_ENV}=stdin")];
         // In a user's image shmbench starts through its bundle's loader, whatever the image's
@@ -368,7 +369,7 @@ pub fn sweep_dead_owners(engine: &Engine) -> Vec<String> {
             .as_ref()
             .and_then(|l| l.get(LABEL_OWNER))
             .and_then(|t| Token::parse(t));
-        let Some(_dead) = owner.as_ref().and_then(owner::dead_run) else {
+        let Some(_dead) = owner.as_ref().and_then(run_owner::dead_run) else {
             continue;
         };
         if let Some(id) = &c.id {

@@ -1,0 +1,126 @@
+//! Who holds a file: every process's open fds and file mappings, read from /proc (so every
+//! pid namespace below ours), matched by (device, inode), never by name; and the removal of
+//! files that nobody holds, which is all a sweep may delete (`sys::owner` says which files are
+//! shmbench's to consider at all).
+//!
+//! A process whose fds the kernel will not show us (a more privileged one: a sandbox's or
+//! container engine's init, under Yama or an LSM) cannot be read and is skipped: the dead
+//! owner's lock is then the proof, since only the owner's own tree knows its token. When /proc
+//! itself cannot be read, nothing is removed.
+
+use std::collections::HashSet;
+use std::os::unix::ffi::OsStrExt;
+use std::os::unix::fs::MetadataExt;
+use std::path::PathBuf;
+
+/// A file's identity: (device, inode).
+pub type FileId = (u64, u64);
+
+pub fn file_id(meta: &std::fs::Metadata) -> FileId {
+    (meta.dev(), meta.ino())
+}
+
+/// What a removal did.
+#[derive(Debug, Default)]
+pub struct Removal {
+    pub removed: Vec<PathBuf>,
+    /// Owned files left because a live process holds them (or /proc could not be read).
+    pub kept: Vec<PathBuf>,
+    /// Why files were kept without a holder seen: /proc could not be read.
+    pub unreadable: Option<String>,
+}
+
+impl Removal {
+    /// Adds `other` to this removal.
+    pub fn absorb(&mut self, other: Removal) {
+        self.removed.extend(other.removed);
+        self.kept.extend(other.kept);
+        self.unreadable = self.unreadable.take().or(other.unreadable);
+    }
+}
+
+/// Removes each of `files` that no live process holds and that is still the same file.
+pub fn remove_unheld(files: Vec<(PathBuf, FileId)>) -> Removal {
+    let mut removal = Removal::default();
+    if files.is_empty() {
+        return removal;
+    }
+    let wanted: HashSet<FileId> = files.iter().map(|(_, id)| *id).collect();
+    let held = match held(&wanted) {
+        Ok(held) => held,
+        Err(why) => {
+            removal.kept = files.into_iter().map(|(p, _)| p).collect();
+            removal.unreadable = Some(why);
+            return removal;
+        }
+    };
+    for (path, id) in files {
+        let still_same = std::fs::symlink_metadata(&path).is_ok_and(|m| file_id(&m) == id);
+        if held.contains(&id) || !still_same {
+            removal.kept.push(path);
+        } else if std::fs::remove_file(&path).is_ok() {
+            removal.removed.push(path);
+        }
+    }
+    removal
+}
+
+/// Which of `wanted` some live process holds open or mapped, over every process in /proc that
+/// we may read (so every pid namespace below ours). An error when /proc cannot be read.
+pub fn held(wanted: &HashSet<FileId>) -> Result<HashSet<FileId>, String> {
+    let mut found = HashSet::new();
+    let procs = std::fs::read_dir("/proc").map_err(|e| format!("cannot read /proc: {e}"))?;
+    for entry in procs.flatten() {
+        let name = entry.file_name();
+        if !name.as_bytes().iter().all(u8::is_ascii_digit) {
+            continue;
+        }
+        // A process that ended meanwhile holds nothing; one we may not read is skipped (see
+        // the module's notes).
+        let dir = entry.path();
+        if let Ok(fds) = std::fs::read_dir(dir.join("fd")) {
+            for fd in fds.flatten() {
+                if let Ok(meta) = std::fs::metadata(fd.path()) {
+                    if wanted.contains(&file_id(&meta)) {
+                        found.insert(file_id(&meta));
+                    }
+                }
+            }
+        }
+        if let Ok(maps) = std::fs::read(dir.join("maps")) {
+            found.extend(mapped(&maps).filter(|id| wanted.contains(id)));
+        }
+    }
+    Ok(found)
+}
+
+/// The (device, inode) of every file mapping in a /proc/PID/maps text.
+fn mapped(maps: &[u8]) -> impl Iterator<Item = FileId> + '_ {
+    maps.split(|b| *b == b'\n').filter_map(|line| {
+        // start-end perms offset major:minor inode [path]
+        let mut fields = line.split(|b| *b == b' ').filter(|f| !f.is_empty()).skip(3);
+        let dev = std::str::from_utf8(fields.next()?).ok()?;
+        let inode: u64 = std::str::from_utf8(fields.next()?).ok()?.parse().ok()?;
+        let (major, minor) = dev.split_once(':')?;
+        let major = u32::from_str_radix(major, 16).ok()?;
+        let minor = u32::from_str_radix(minor, 16).ok()?;
+        (inode != 0).then(|| (libc::makedev(major, minor), inode))
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn maps_lines_give_device_and_inode() {
+        let maps = b"7f00-7f10 rw-s 00000000 00:1a 4242 /dev/shm/x (deleted)\n\
+                     7f10-7f20 r--p 00000000 00:00 0 \n\
+                     7f20-7f30 r-xp 00000000 fd:01 77 /usr/lib/libc.so.6\n";
+        let ids: Vec<FileId> = mapped(maps).collect();
+        assert_eq!(
+            ids,
+            vec![(libc::makedev(0, 0x1a), 4242), (libc::makedev(0xfd, 1), 77)]
+        );
+    }
+}

@@ -1,0 +1,82 @@
+//! This harness process's own owner record (`sys::owner`), kept in a runtime folder of its
+//! own: the token its memory cgroups and containers carry, so a later run can prove them a dead
+//! run's before it removes them.
+
+use std::os::unix::ffi::OsStrExt;
+use std::os::unix::fs::DirBuilderExt;
+use std::path::PathBuf;
+
+use super::owner::{claim_dead, classify, DeadOwner, Named, OwnerRecord, Token};
+
+/// Where this harness run keeps its own owner record (for its memory cgroups and containers):
+/// /run/shmbench as root, else `$XDG_RUNTIME_DIR/shmbench`, else a per-user folder in /tmp.
+pub fn run_dir() -> PathBuf {
+    if nix::unistd::geteuid().is_root() {
+        return PathBuf::from("/run/shmbench");
+    }
+    match std::env::var_os("XDG_RUNTIME_DIR") {
+        Some(dir) if !dir.is_empty() => PathBuf::from(dir).join("shmbench"),
+        _ => std::env::temp_dir().join(format!("shmbench-{}", nix::unistd::geteuid())),
+    }
+}
+
+/// Prefix of this harness's run records in [`run_dir`].
+pub const RUN_PREFIX: &str = "run-";
+
+static RUN_RECORD: std::sync::OnceLock<Result<OwnerRecord, String>> = std::sync::OnceLock::new();
+
+/// This harness process's owner record, made on first use: the token its memory cgroups and
+/// containers carry. An error says why none could be made (the caller then makes nothing).
+pub fn this_run() -> Result<&'static Token, String> {
+    RUN_RECORD
+        .get_or_init(|| {
+            let dir = run_dir();
+            std::fs::DirBuilder::new()
+                .recursive(true)
+                .mode(0o700)
+                .create(&dir)
+                .and_then(|_| OwnerRecord::create(&dir, RUN_PREFIX))
+                .map_err(|e| {
+                    format!(
+                        "cannot make this run's owner record in {}: {e}",
+                        dir.display()
+                    )
+                })
+        })
+        .as_ref()
+        .map(OwnerRecord::token)
+        .map_err(Clone::clone)
+}
+
+/// Removes this run's record at a normal end, when its cgroups and containers are gone (the
+/// lock itself goes with the process).
+pub fn release_run() {
+    if let Some(Ok(record)) = RUN_RECORD.get() {
+        record.unlink();
+    }
+}
+
+/// Removes the records of dead harness runs for which `in_use` finds nothing left.
+pub fn sweep_run_records(in_use: impl Fn(&Token) -> bool) {
+    let dir = run_dir();
+    let Ok(entries) = std::fs::read_dir(&dir) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        let Named::Record(token) = classify(entry.file_name().as_bytes(), RUN_PREFIX) else {
+            continue;
+        };
+        if let Some(dead) = claim_dead(&dir, RUN_PREFIX, &token) {
+            if !in_use(&token) {
+                dead.remove();
+            }
+        }
+    }
+}
+
+/// Whether the harness run that made `token` is provably dead (its record in [`run_dir`] is
+/// there and unlocked). The returned lock keeps the answer true until it drops; remove it with
+/// [`DeadOwner::remove`] once its things are gone.
+pub fn dead_run(token: &Token) -> Option<DeadOwner> {
+    claim_dead(&run_dir(), RUN_PREFIX, token)
+}
