@@ -61,7 +61,7 @@ fn sampler_parts(c: &mut Criterion) {
     });
     group.bench_function("attribution (9 processes, 8 segments)", |b| {
         b.iter(|| {
-            let holders = sampler::attribute(root);
+            let (holders, _ids) = sampler::attribute(root);
             assert!(holders.iter().any(|h| !h.segments.is_empty()));
             holders
         })

@@ -49,17 +49,29 @@ pub enum Stream {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Output {
     pub stream: Stream,
-    pub text: String,
+    /// The bytes as the command wrote them: any bytes, CRs and partial lines included.
+    pub bytes: Vec<u8>,
 }
 
 impl Output {
-    /// The stderr line for this output: `out 1 <text>` or `out 2 <text>`.
+    /// The stderr line for this output: `out 1 <escaped>` or `out 2 <escaped>`, where every byte
+    /// but printable ASCII other than `%` and space is written `%XX`, so the line is one line of
+    /// ASCII whatever the command wrote, and [`Output::parse`] gives back the very bytes.
     pub fn line(&self) -> String {
         let fd = match self.stream {
             Stream::Stdout => 1,
             Stream::Stderr => 2,
         };
-        format!("out {fd} {}", self.text)
+        let mut line = String::with_capacity(6 + self.bytes.len());
+        line.push_str(&format!("out {fd} "));
+        for &b in &self.bytes {
+            if b.is_ascii_graphic() && b != b'%' {
+                line.push(b as char);
+            } else {
+                line.push_str(&format!("%{b:02X}"));
+            }
+        }
+        line
     }
 
     /// Reads a line written by [`Output::line`]; None for any other line.
@@ -72,9 +84,24 @@ impl Output {
         };
         Some(Output {
             stream,
-            text: text.to_string(),
+            bytes: unescape(text)?,
         })
     }
+}
+
+/// The bytes an escaped output line stands for; None when it is not one.
+fn unescape(text: &str) -> Option<Vec<u8>> {
+    let mut out = Vec::with_capacity(text.len());
+    let mut bytes = text.bytes();
+    while let Some(b) = bytes.next() {
+        if b == b'%' {
+            let hex = [bytes.next()?, bytes.next()?];
+            out.push(u8::from_str_radix(std::str::from_utf8(&hex).ok()?, 16).ok()?);
+        } else {
+            out.push(b);
+        }
+    }
+    Some(out)
 }
 
 /// What a running cell reports to the runtime that launched it, beside free text on stderr.
@@ -101,12 +128,24 @@ mod tests {
     fn output_lines_round_trip() {
         let o = Output {
             stream: Stream::Stderr,
-            text: "  progress 1 2 (the job's own words)".into(),
+            bytes: b"  progress 1 2 (the job's own words)".to_vec(),
         };
         assert_eq!(Report::parse(&o.line()), Some(Report::Output(o)));
+        // Any bytes: CR, LF, NUL, invalid UTF-8, '%', no final newline.
+        let raw = Output {
+            stream: Stream::Stdout,
+            bytes: b"a\r\nb\xff\x00c 100% done\r".to_vec(),
+        };
+        let line = raw.line();
+        assert!(
+            line.is_ascii() && !line.contains('\n') && !line.contains('\r'),
+            "{line}"
+        );
+        assert_eq!(Output::parse(&line), Some(raw));
+        assert_eq!(Output::parse("out 1 %G0"), None);
         let empty = Output {
             stream: Stream::Stdout,
-            text: String::new(),
+            bytes: Vec::new(),
         };
         assert_eq!(Output::parse(&empty.line()), Some(empty));
         assert_eq!(Output::parse("out 3 x"), None);

@@ -10,12 +10,15 @@ use crate::runtime::Stream;
 
 pub struct Terminal {
     tty: bool,
+    /// A step line is on the terminal's last line (to be erased before other output).
+    drawn: std::cell::Cell<bool>,
 }
 
 impl Terminal {
     pub fn new() -> Terminal {
         Terminal {
             tty: std::io::stderr().is_terminal(),
+            drawn: std::cell::Cell::new(false),
         }
     }
 
@@ -50,16 +53,22 @@ impl Terminal {
                         elapsed.as_secs_f64()
                     );
                     let _ = std::io::stderr().flush();
+                    self.drawn.set(true);
                 }
             }
             Event::Output(output) => {
-                if self.tty {
+                // The command's bytes as it wrote them (no newline added, none taken away), so
+                // no step line may be erased over a line it has not finished.
+                if self.drawn.replace(false) {
                     eprint!("\r\x1b[2K");
                 }
-                match output.stream {
-                    Stream::Stdout => println!("{}", output.text),
-                    Stream::Stderr => eprintln!("{}", output.text),
-                }
+                let _ = match output.stream {
+                    Stream::Stdout => {
+                        let mut out = std::io::stdout().lock();
+                        out.write_all(&output.bytes).and_then(|_| out.flush())
+                    }
+                    Stream::Stderr => std::io::stderr().lock().write_all(&output.bytes),
+                };
             }
             Event::Finished {
                 label,

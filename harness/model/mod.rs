@@ -30,6 +30,7 @@ pub mod estimate;
 pub mod fingerprint;
 pub mod job;
 pub mod knobs;
+pub mod name;
 pub mod pod;
 pub mod record;
 pub mod repeat;

@@ -66,12 +66,14 @@ pub fn run_job(cells: &[CellConfig], shm_bytes: u64, platform: &Platform) -> Res
     // What `shmbench job` said of each cell, for a failure's message.
     let mut said = Vec::new();
     let mut record = runtime::launch_one(&job, &mut |report| {
-        if let Report::Output(line) = report {
-            said.push(line.text);
+        if let Report::Output(output) = report {
+            said.extend(output.bytes);
         }
     })?;
-    if !record.status.is_pass() && !said.is_empty() {
-        record.message = format!("{}: {}", record.message, said.join("; "));
+    let said = String::from_utf8_lossy(&said);
+    let lines: Vec<&str> = said.lines().filter(|l| !l.is_empty()).collect();
+    if !record.status.is_pass() && !lines.is_empty() {
+        record.message = format!("{}: {}", record.message, lines.join("; "));
     }
     Ok(record)
 }

@@ -25,6 +25,7 @@ use super::resolve::{Identity, Platform};
 use crate::model::claim::Claim;
 use crate::model::config::CellConfig;
 use crate::model::knobs::Knobs;
+use crate::model::name;
 use crate::model::statement::Statement;
 use crate::sys::clock;
 
@@ -189,6 +190,9 @@ impl Scenario {
         let mut root = normalise(root);
         let name = take_string(&mut root, "name", origin, "top level")?
             .ok_or_else(|| anyhow!("{origin}: top level: missing key 'name'"))?;
+        if let Some(problem) = name::problem(&name) {
+            bail!("{origin}: top level: name '{name}' {problem}");
+        }
         let description =
             take_string(&mut root, "description", origin, "top level")?.unwrap_or_default();
         let defaults = match root.remove("defaults") {
@@ -215,12 +219,8 @@ impl Scenario {
             let place = format!("cells[{i}]");
             let name = take_string(&mut table, "name", origin, &place)?
                 .ok_or_else(|| anyhow!("{origin}: {place}: missing key 'name'"))?;
-            if name.is_empty()
-                || !name
-                    .chars()
-                    .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
-            {
-                bail!("{origin}: {place}: name '{name}' must be letters, digits, '-' or '_'");
+            if let Some(problem) = name::problem(&name) {
+                bail!("{origin}: {place}: name '{name}' {problem}");
             }
             if !seen.insert(name.clone()) {
                 bail!("{origin}: cell '{name}' is defined twice");

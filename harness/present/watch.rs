@@ -256,7 +256,7 @@ fn leftovers(out: &mut String, report: &WatchReport) {
         (0, false) => "still there: rm them, or watch again with --sweep".to_string(),
         (_, _) if kept == 0 => "removed (--sweep)".to_string(),
         (_, _) => format!(
-            "{removed} removed (--sweep); {kept} left alone: no process of the job was seen holding them, and this /dev/shm is shared"
+            "{removed} removed (--sweep); {kept} left alone: a live process still holds them, or (on a shared /dev/shm) no process of the job was seen holding them"
         ),
     };
     let _ = writeln!(

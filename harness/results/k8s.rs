@@ -11,6 +11,7 @@ use serde_json::Value;
 use super::row::Row;
 use crate::model::config::CellConfig;
 use crate::model::fingerprint::Fingerprint;
+use crate::model::name;
 use crate::model::pod::{NodeInfo, PodStatus};
 use crate::model::record::{CellRecord, Status};
 
@@ -36,11 +37,24 @@ pub fn records_in(text: &str) -> (Vec<Logged>, Vec<String>) {
             continue;
         }
         match serde_json::from_str::<CellRecord>(body) {
-            Ok(record) => found.push(Logged { pod, record }),
+            Ok(record) => match names_problem(&record.config) {
+                // Names become paths beside the results: a log is untrusted data.
+                Some(problem) => bad.push(format!("line {}: {problem}", n + 1)),
+                None => found.push(Logged { pod, record }),
+            },
             Err(e) => bad.push(format!("line {}: {e}", n + 1)),
         }
     }
     (found, bad)
+}
+
+/// Why a record's scenario or cell name may not name a file, if it may not.
+fn names_problem(config: &CellConfig) -> Option<String> {
+    [("scenario", &config.scenario), ("cell", &config.cell)]
+        .into_iter()
+        .find_map(|(what, value)| {
+            name::problem(value).map(|p| format!("{what} name {value:?} {p}"))
+        })
 }
 
 /// The cells of each Job in a manifest `shmbench k8s manifest` wrote (the ConfigMap a Job's pods
@@ -86,6 +100,9 @@ impl JobCells {
                             serde_json::from_str(cells).with_context(|| {
                                 format!("ConfigMap {name}: cells of another shmbench version")
                             })?;
+                        if let Some(problem) = cells.iter().find_map(names_problem) {
+                            bail!("ConfigMap {name}: {problem}");
+                        }
                         maps.insert(name, cells);
                     }
                 }

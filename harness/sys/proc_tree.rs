@@ -6,14 +6,17 @@
 use std::collections::BTreeMap;
 use std::os::unix::fs::MetadataExt;
 
+use super::holders::{file_id, FileId};
 use super::shm::SHM_DIR;
 
 /// A shared segment one process holds, as /proc shows it.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Held {
-    /// `/dev/shm/NAME` or `memfd:NAME`.
+    /// `/dev/shm/NAME` or `memfd:NAME`, for display (a lossy conversion of the raw name).
     pub name: String,
     pub inode: u64,
+    /// (device, inode): what identifies the file, whatever its name.
+    pub id: FileId,
     /// Allocated bytes when the file could be stat'ed (by its path or through the fd); for an
     /// unlinked segment only mapped, the extent of its mappings.
     pub bytes: u64,
@@ -120,6 +123,7 @@ pub fn view(pid: u32) -> Option<ProcessView> {
                 Held {
                     name,
                     inode: meta.ino(),
+                    id: file_id(&meta),
                     bytes: meta.blocks() * 512,
                     deleted,
                     by_fd: true,
@@ -131,7 +135,7 @@ pub fn view(pid: u32) -> Option<ProcessView> {
         for line in maps.lines() {
             // start-end perms offset dev inode path
             let mut fields = line.splitn(6, ' ');
-            let (Some(range), _, _, _, Some(inode), Some(path)) = (
+            let (Some(range), _, _, Some(dev), Some(inode), Some(path)) = (
                 fields.next(),
                 fields.next(),
                 fields.next(),
@@ -145,6 +149,9 @@ pub fn view(pid: u32) -> Option<ProcessView> {
                 continue;
             };
             let Ok(inode) = inode.parse::<u64>() else {
+                continue;
+            };
+            let Some(device) = device_number(dev) else {
                 continue;
             };
             if held.contains_key(&inode) {
@@ -165,6 +172,7 @@ pub fn view(pid: u32) -> Option<ProcessView> {
                 .or_insert(Held {
                     name,
                     inode,
+                    id: (device, inode),
                     bytes,
                     deleted,
                     by_fd: false,
@@ -180,17 +188,34 @@ pub fn view(pid: u32) -> Option<ProcessView> {
     })
 }
 
-/// The files in /dev/shm now: name -> allocated bytes.
-pub fn shm_files() -> BTreeMap<String, u64> {
+/// A maps line's `major:minor` (hex) as a device number.
+fn device_number(field: &str) -> Option<u64> {
+    let (major, minor) = field.split_once(':')?;
+    Some(libc::makedev(
+        u32::from_str_radix(major, 16).ok()?,
+        u32::from_str_radix(minor, 16).ok()?,
+    ))
+}
+
+/// A file in /dev/shm: its path with the raw bytes of its name, identity and allocated bytes.
+#[derive(Clone, Debug)]
+pub struct ShmFile {
+    pub path: std::path::PathBuf,
+    pub id: FileId,
+    pub bytes: u64,
+}
+
+/// The files in /dev/shm now, by identity (device, inode).
+pub fn shm_files() -> BTreeMap<FileId, ShmFile> {
     let mut out = BTreeMap::new();
     if let Ok(dir) = std::fs::read_dir(SHM_DIR) {
         for entry in dir.flatten() {
             if let Ok(meta) = entry.metadata() {
                 if meta.is_file() {
-                    out.insert(
-                        entry.path().to_string_lossy().into_owned(),
-                        meta.blocks() * 512,
-                    );
+                    let id = file_id(&meta);
+                    let path = entry.path();
+                    let bytes = meta.blocks() * 512;
+                    out.insert(id, ShmFile { path, id, bytes });
                 }
             }
         }

@@ -8,10 +8,11 @@
 //! their ends are evidence too, and none outlives the cell.
 
 pub mod ending;
+pub mod lines;
 pub mod sampler;
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::io::{BufRead, BufReader, Read};
+use std::io::Read;
 use std::process::Command;
 use std::sync::atomic::Ordering;
 use std::sync::{mpsc, Arc, Mutex};
@@ -25,33 +26,30 @@ use crate::model::config::CellConfig;
 use crate::model::knobs::RuntimeKind;
 use crate::model::record::{CellRecord, Failure, Metrics, Status};
 use crate::model::watch::{Leftover, WatchReport, WatchSettings};
+use crate::sys::holders::{self, FileId};
 use crate::sys::{cgroup, proc_tree, process, shm};
 use ending::Exit;
 
 /// Output lines kept as evidence of how the job failed.
 const EVIDENCE_LINES: usize = 20;
 
-/// Relays one of the command's streams line by line, counting steps and keeping evidence.
+/// Bytes read from the command at a time: the most one relayed chunk holds.
+const CHUNK: usize = 64 * 1024;
+
+/// Relays one of the command's streams as it writes it, chunk by chunk and byte for byte,
+/// counting steps and keeping evidence on the lines it completes ([`lines`]).
 fn relay(
-    stream: impl Read + Send + 'static,
+    mut stream: impl Read + Send + 'static,
     which: Stream,
     steps: Option<Regex>,
     shared: Arc<sampler::Shared>,
     evidence: Arc<Mutex<Vec<String>>>,
 ) -> std::thread::JoinHandle<()> {
     std::thread::spawn(move || {
-        let mut reader = BufReader::new(stream);
-        let mut raw = Vec::new();
-        loop {
-            raw.clear();
-            match reader.read_until(b'\n', &mut raw) {
-                Ok(0) | Err(_) => break,
-                Ok(_) => {}
-            }
-            let text = String::from_utf8_lossy(&raw)
-                .trim_end_matches(['\n', '\r'])
-                .to_string();
-            if let Some(found) = steps.as_ref().and_then(|re| re.captures(&text)) {
+        let mut buf = vec![0u8; CHUNK];
+        let mut lines = lines::Lines::default();
+        let see = |text: &str| {
+            if let Some(found) = steps.as_ref().and_then(|re| re.captures(text)) {
                 let numbered = found.get(1).and_then(|m| m.as_str().parse::<u64>().ok());
                 let step = match numbered {
                     Some(n) => {
@@ -62,20 +60,30 @@ fn relay(
                 };
                 eprintln!("{}", Progress { step, total: 0 }.line());
             }
-            if ending::is_evidence(&text) {
+            if ending::is_evidence(text) {
                 let mut evidence = evidence.lock().unwrap_or_else(|e| e.into_inner());
                 if evidence.len() < EVIDENCE_LINES {
-                    evidence.push(text.clone());
+                    evidence.push(text.to_string());
                 }
             }
-            eprintln!(
-                "{}",
-                Output {
-                    stream: which,
-                    text
-                }
-                .line()
-            );
+        };
+        loop {
+            let n = match stream.read(&mut buf) {
+                Ok(0) => break,
+                Ok(n) => n,
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+                Err(_) => break,
+            };
+            let chunk = &buf[..n];
+            lines.push(chunk).iter().for_each(|l| see(l));
+            let output = Output {
+                stream: which,
+                bytes: chunk.to_vec(),
+            };
+            eprintln!("{}", output.line());
+        }
+        if let Some(last) = lines.finish() {
+            see(&last);
         }
     })
 }
@@ -259,28 +267,32 @@ pub fn run_cell(config: &CellConfig) -> CellRecord {
     }
 }
 
-/// Files in /dev/shm now that were not there at the start. `--sweep` removes them: all of them
-/// from a private /dev/shm, and from a shared one only those a process of the job was seen
-/// holding (another program may have made the others meanwhile).
+/// Files in /dev/shm now that were not there at the start, by identity (device, inode), not by
+/// name. `--sweep` removes those no live process holds now: all such files of a private
+/// /dev/shm, and from a shared one only those a process of the job was seen holding (another
+/// program may have made the others meanwhile, and one that still holds a file keeps it).
 fn leftovers(
-    at_start: &BTreeMap<String, u64>,
-    seen: &BTreeSet<String>,
+    at_start: &BTreeMap<FileId, proc_tree::ShmFile>,
+    seen: &BTreeSet<FileId>,
     private_shm: bool,
     settings: &WatchSettings,
 ) -> Vec<Leftover> {
-    proc_tree::shm_files()
-        .into_iter()
-        .filter(|(name, _)| !at_start.contains_key(name))
-        .map(|(name, bytes)| {
-            let seen_held = seen.contains(&name);
-            let removed =
-                settings.sweep && (private_shm || seen_held) && std::fs::remove_file(&name).is_ok();
-            Leftover {
-                name,
-                bytes,
-                seen_held,
-                removed,
-            }
+    let new: Vec<proc_tree::ShmFile> = proc_tree::shm_files()
+        .into_values()
+        .filter(|f| !at_start.contains_key(&f.id))
+        .collect();
+    let doomed: Vec<_> = new
+        .iter()
+        .filter(|f| settings.sweep && (private_shm || seen.contains(&f.id)))
+        .map(|f| (f.path.clone(), f.id))
+        .collect();
+    let removed = holders::remove_unheld(doomed).removed;
+    new.into_iter()
+        .map(|f| Leftover {
+            name: f.path.to_string_lossy().into_owned(),
+            bytes: f.bytes,
+            seen_held: seen.contains(&f.id),
+            removed: removed.contains(&f.path),
         })
         .collect()
 }

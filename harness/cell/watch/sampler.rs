@@ -10,6 +10,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use crate::model::watch::{Hold, Holder, Segment, ShmSample};
+use crate::sys::holders::FileId;
 use crate::sys::{cgroup, proc_tree, shm};
 
 /// How far a new peak must rise above the last attributed one to be attributed again: a page
@@ -42,8 +43,8 @@ pub struct Sampled {
     /// memory cgroup was charged then (when the job has a limit).
     pub holders_shm_bytes: u64,
     pub holders_cgroup_shmem: Option<u64>,
-    /// Every /dev/shm name a process of the job was seen holding.
-    pub seen: std::collections::BTreeSet<String>,
+    /// Every file (device, inode) a process of the job was seen holding.
+    pub seen: std::collections::BTreeSet<FileId>,
     pub max_processes: u32,
     pub max_fds: u64,
     pub cpu_s: f64,
@@ -60,11 +61,18 @@ fn thread_cpu_s() -> f64 {
 }
 
 /// The processes below `root` (the cell itself: the job and the orphans it adopted), each with
-/// the shared memory it holds.
-pub fn attribute(root: u32) -> Vec<Holder> {
-    proc_tree::descendants(root)
+/// the shared memory it holds, and the identities of the files they hold.
+pub fn attribute(root: u32) -> (Vec<Holder>, Vec<FileId>) {
+    let views: Vec<_> = proc_tree::descendants(root)
         .into_iter()
         .filter_map(proc_tree::view)
+        .collect();
+    let ids = views
+        .iter()
+        .flat_map(|v| v.held.iter().map(|h| h.id))
+        .collect();
+    let holders = views
+        .into_iter()
         .map(|v| Holder {
             pid: v.pid,
             command: v.command,
@@ -81,7 +89,8 @@ pub fn attribute(root: u32) -> Vec<Holder> {
                 })
                 .collect(),
         })
-        .collect()
+        .collect();
+    (holders, ids)
 }
 
 impl Sampled {
@@ -139,12 +148,12 @@ pub fn run(root: u32, interval: Duration, shared: Arc<Shared>) -> Sampled {
         }
         let due = used > 0 && attributed.is_none_or(|bytes| used > bytes + RISE);
         if due {
-            out.holders = attribute(root);
+            let (holders, ids) = attribute(root);
+            out.holders = holders;
+            out.seen.extend(ids);
             out.holders_t_s = t_s;
             out.holders_shm_bytes = used;
             out.holders_cgroup_shmem = cgroup_use.as_ref().and_then(|_| cgroup::shmem_bytes());
-            let names = out.holders.iter().flat_map(|h| &h.segments);
-            out.seen.extend(names.map(|s| s.name.clone()));
             attributed = Some(used);
         }
         if due || census_at.is_none_or(|at| at.elapsed() >= CENSUS_EVERY) {
