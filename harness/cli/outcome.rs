@@ -55,12 +55,13 @@ pub fn write_report(out: &Path) -> Option<PathBuf> {
 pub fn exit_code(outcome: &Outcome) -> ExitCode {
     match outcome.interrupted {
         Some(sig) => {
-            eprintln!(
-                "stopped by {}: {} cell(s) finished and are in {}",
-                signals::name(sig),
-                outcome.records.len(),
-                outcome.results.path().display()
-            );
+            let (finished, path) = (outcome.records.len(), outcome.results.path().display());
+            let kept = match finished {
+                // Nothing was written: an earlier file at that path is as it was, or none is.
+                0 => format!("no cell finished; {path} was not written"),
+                n => format!("{n} cell(s) finished and are in {path}"),
+            };
+            eprintln!("stopped by {}: {kept}", signals::name(sig));
             ExitCode::from(128 + sig as u8)
         }
         None => ExitCode::SUCCESS,

@@ -3,8 +3,12 @@
 
 /// Pads columns to equal width and joins them as a Markdown table.
 pub fn markdown(headers: &[&str], rows: &[Vec<String>]) -> String {
+    let rows: Vec<Vec<String>> = rows
+        .iter()
+        .map(|r| r.iter().map(|c| cell(c)).collect())
+        .collect();
     let mut widths: Vec<usize> = headers.iter().map(|h| h.chars().count()).collect();
-    for row in rows {
+    for row in &rows {
         for (w, cell) in widths.iter_mut().zip(row) {
             *w = (*w).max(cell.chars().count());
         }
@@ -30,6 +34,12 @@ pub fn markdown(headers: &[&str], rows: &[Vec<String>]) -> String {
     out.join("\n")
 }
 
+/// A value as a Markdown table cell: a `|` in it escaped, line breaks as spaces (values come from
+/// elsewhere: a message, a pod's log, a command line).
+pub fn cell(value: &str) -> String {
+    value.replace('|', "\\|").replace(['\n', '\r'], " ")
+}
+
 /// `1,234.5`
 pub fn thousands(x: f64) -> String {
     let whole = x.trunc() as u64;
@@ -42,4 +52,21 @@ pub fn thousands(x: f64) -> String {
         grouped.push(ch);
     }
     format!("{grouped}.{}", ((x.fract() * 10.0).round() as u64).min(9))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_pipe_or_line_break_in_a_value_stays_in_its_cell() {
+        let table = markdown(
+            &["cell", "message"],
+            &[vec!["a".into(), "=cmd|' /C calc'!A0\nnext".into()]],
+        );
+        let last = table.lines().last().unwrap();
+        assert_eq!(table.lines().count(), 3, "{table}");
+        assert_eq!(last.matches(" | ").count(), 1, "{last}");
+        assert!(last.contains("=cmd\\|' /C calc'!A0 next"), "{last}");
+    }
 }

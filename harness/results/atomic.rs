@@ -3,10 +3,13 @@
 //! one; a failure leaves no temporary file behind (tempfile removes it when dropped).
 
 use std::io::Write;
+use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
 
 use anyhow::{anyhow, Result};
 use serde::Serialize;
+
+use super::spreadsheet;
 
 /// Writes `rows` as CSV to `path`, atomically. `empty_header` is written when there are no rows,
 /// so an empty file still names its columns.
@@ -15,14 +18,25 @@ pub fn write_csv<T: Serialize>(
     rows: &[T],
     empty_header: Option<&[&str]>,
 ) -> Result<()> {
-    let mut writer = csv::Writer::from_writer(Vec::new());
+    let mut plain = csv::Writer::from_writer(Vec::new());
     for row in rows {
-        writer.serialize(row)?;
+        plain.serialize(row)?;
     }
     if rows.is_empty() {
         if let Some(header) = empty_header {
-            writer.write_record(header)?;
+            plain.write_record(header)?;
         }
+    }
+    let plain = plain.into_inner().map_err(|e| anyhow!("{e}"))?;
+    // Every cell once more, guarded for spreadsheets (serde writes the cells, not their text).
+    let mut reader = csv::ReaderBuilder::new()
+        .has_headers(false)
+        .from_reader(plain.as_slice());
+    let mut writer = csv::Writer::from_writer(Vec::with_capacity(plain.len()));
+    for record in reader.records() {
+        let record = record?;
+        let cells: Vec<_> = record.iter().map(spreadsheet::guard).collect();
+        writer.write_record(cells.iter().map(|c| c.as_bytes()))?;
     }
     let bytes = writer.into_inner().map_err(|e| anyhow!("{e}"))?;
     write_bytes(path, &bytes)
@@ -39,6 +53,11 @@ pub fn write_bytes(path: &Path, bytes: &[u8]) -> Result<()> {
         .suffix(".tmp")
         .tempfile_in(dir)?;
     tmp.write_all(bytes)?;
+    // A temporary file is 0600: the result keeps the mode of the file it replaces, or is
+    // readable by all as a new file is (results are shared: CI artifacts, a team's folder).
+    let mode = std::fs::metadata(path).map_or(0o644, |m| m.permissions().mode() & 0o7777);
+    tmp.as_file()
+        .set_permissions(std::fs::Permissions::from_mode(mode))?;
     tmp.as_file().sync_all()?;
     tmp.persist(path).map_err(|e| e.error)?;
     Ok(())

@@ -8,6 +8,7 @@ use anyhow::{bail, Context, Result};
 
 use super::atomic;
 use super::row::{Row, READS, SCHEMA};
+use super::spreadsheet;
 
 /// A results file being written, one complete rewrite per added row.
 pub struct ResultsFile {
@@ -79,17 +80,28 @@ pub fn read(path: &Path) -> Result<Vec<Row>> {
     let mut reader = csv::Reader::from_path(path)
         .with_context(|| format!("cannot open results file {}", path.display()))?;
     let mut rows = Vec::new();
-    for result in reader.deserialize::<Row>() {
-        let row = match result {
-            Ok(row) => row,
-            Err(e) => {
-                let line = e.position().map(|p| p.line()).unwrap_or(0);
-                bail!(
-                    "{}: line {line}: not a valid shmbench results row: {e}",
-                    path.display()
-                );
-            }
+    let headers = reader
+        .headers()
+        .with_context(|| format!("{}: no header line", path.display()))?
+        .clone();
+    let mut record = csv::StringRecord::new();
+    loop {
+        let bad = |line: u64, e: &dyn std::fmt::Display| {
+            anyhow::anyhow!(
+                "{}: line {line}: not a valid shmbench results row: {e}",
+                path.display()
+            )
         };
+        match reader.read_record(&mut record) {
+            Ok(true) => {}
+            Ok(false) => break,
+            Err(e) => return Err(bad(e.position().map_or(0, |p| p.line()), &e)),
+        }
+        let line = record.position().map_or(0, |p| p.line());
+        let cells: csv::StringRecord = record.iter().map(spreadsheet::unguard).collect();
+        let row: Row = cells
+            .deserialize(Some(&headers))
+            .map_err(|e| bad(line, &e))?;
         if !READS.contains(&row.schema) {
             let reads: Vec<String> = READS.iter().map(u32::to_string).collect();
             bail!(

@@ -9,6 +9,7 @@ pub mod csv;
 pub mod k8s;
 pub mod merge;
 pub mod row;
+pub mod spreadsheet;
 pub mod statements;
 pub mod steps;
 pub mod watch;

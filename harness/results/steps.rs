@@ -52,10 +52,19 @@ pub fn beside(
     // One file per row: a fidelity run has each cell twice (emulated and torch), repeats more.
     let mut name = record.config.cell.clone();
     if record.config.loader == Loader::Torch {
-        name.push_str(&format!(
-            ".torch-{}",
-            record.torch_version.as_deref().unwrap_or("unknown")
-        ));
+        // The version is what the cell's Python (or a pod's log) said: in a file name, only
+        // characters a version is made of; a '/' can never reach the path.
+        let version: String = record
+            .torch_version
+            .as_deref()
+            .unwrap_or("unknown")
+            .chars()
+            .map(|c| match c {
+                'a'..='z' | 'A'..='Z' | '0'..='9' | '.' | '+' | '-' | '_' => c,
+                _ => '_',
+            })
+            .collect();
+        name.push_str(&format!(".torch-{version}"));
     }
     if repeat > 1 {
         name.push_str(&format!(".{repeat}"));
