@@ -14,7 +14,44 @@ use serde::Serialize;
 use super::summary::{summarize, CellSummary};
 use crate::model::estimate::median;
 use crate::model::knobs::{Loader, TorchProfile};
+use crate::model::record::Status;
 use crate::results::Row;
+
+/// What one cell's pair says of the emulation.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Verdict {
+    Agrees,
+    Differs,
+    /// A loader ended outside the loader's story most often (`error`: a crash of the cell's
+    /// Python or of torch itself, a failed start): nothing is said of the emulation.
+    Inconclusive,
+}
+
+impl Verdict {
+    pub fn name(self) -> &'static str {
+        match self {
+            Verdict::Agrees => "agrees",
+            Verdict::Differs => "differs",
+            Verdict::Inconclusive => "inconclusive",
+        }
+    }
+}
+
+/// The verdict of a pair: inconclusive when either loader mostly ended in an error outside the
+/// loader (real torch segfaulting says nothing of the emulation), else by [`agree`].
+fn judge(emulated: &CellSummary, torch: &CellSummary) -> Verdict {
+    if [emulated, torch]
+        .iter()
+        .any(|s| s.outcome.status == Status::Error)
+    {
+        Verdict::Inconclusive
+    } else if agree(emulated, torch) {
+        Verdict::Agrees
+    } else {
+        Verdict::Differs
+    }
+}
 
 /// One cell against one torch.
 #[derive(Clone, Debug, Serialize)]
@@ -33,7 +70,7 @@ pub struct Pair {
     pub cpu_ratio: Option<f64>,
     /// Median CPU of the main process per step, torch's passing runs over the emulation's.
     pub main_cpu_ratio: Option<f64>,
-    pub agrees: bool,
+    pub verdict: Verdict,
     /// Median crash step of the emulation's crashed runs and of torch's, when both loaders
     /// crashed the same way most often (the cells whose crash steps `agrees` compares).
     pub crash_step_medians: Option<(f64, f64)>,
@@ -149,7 +186,7 @@ pub fn pairs(rows: &[Row]) -> Vec<Pair> {
             cpu_ratio: ratio(torch_summary.cpu_median, emulated.cpu_median),
             main_cpu_ratio: passing_ratio(real, &twins, |r| r.main_cpu_ms_per_step),
             rate_ratio: ratio(torch_summary.median, emulated.median),
-            agrees: agree(&emulated, &torch_summary),
+            verdict: judge(&emulated, &torch_summary),
             crash_step_medians: same_crash(&emulated, &torch_summary)
                 .then(|| median_crash_step(&twins).zip(median_crash_step(real)))
                 .flatten(),

@@ -2,7 +2,7 @@
 //! peak and throughput ratios, and whether they agree.
 
 use super::table;
-use crate::analysis::fidelity::Pair;
+use crate::analysis::fidelity::{Pair, Verdict};
 use crate::analysis::summary::CellSummary;
 
 fn outcome(s: &CellSummary) -> String {
@@ -54,13 +54,28 @@ pub fn render(pairs: &[Pair]) -> String {
                 times(p.peak_ratio),
                 times(p.rate_ratio),
                 format!("{}; {}", times(p.cpu_ratio), times(p.main_cpu_ratio)),
-                if p.agrees { "agrees" } else { "differs" }.into(),
+                p.verdict.name().into(),
             ]
         })
         .collect();
-    let agreeing = pairs.iter().filter(|p| p.agrees).count();
+    let agreeing = pairs
+        .iter()
+        .filter(|p| p.verdict == Verdict::Agrees)
+        .count();
+    let inconclusive: Vec<&str> = pairs
+        .iter()
+        .filter(|p| p.verdict == Verdict::Inconclusive)
+        .map(|p| p.cell.as_str())
+        .collect();
+    let inconclusive = match inconclusive.len() {
+        0 => String::new(),
+        n => format!(
+            "; {n} inconclusive ({}: a loader ended in an error outside the loader, e.g. the cell's Python crashed)",
+            inconclusive.join(", ")
+        ),
+    };
     format!(
-        "{agreeing} of {} cell(s) agree (same outcome; emulated crash steps within torch's range +-1){}{}\n\n{}",
+        "{agreeing} of {} cell(s) agree (same outcome; emulated crash steps within torch's range +-1){inconclusive}{}{}\n\n{}",
         pairs.len(),
         torch_against_itself(pairs),
         median_distance(pairs),

@@ -223,8 +223,17 @@ fn probe_once(python: &str) -> Result<Found, String> {
     } else {
         let stderr = String::from_utf8_lossy(&out.stderr);
         let last = stderr.lines().last().unwrap_or("").trim().to_string();
+        // A Python that crashes on import prints nothing: its signal is the evidence.
+        let why = match (
+            std::os::unix::process::ExitStatusExt::signal(&out.status),
+            last,
+        ) {
+            (Some(sig), _) => format!("killed by signal {}", crate::sys::signals::name(sig)),
+            (None, last) if last.is_empty() => format!("{}, with no message", out.status),
+            (None, last) => last,
+        };
         Err(format!(
-            "'{python}' cannot import torch ({last}): {INSTALL_HINT}"
+            "'{python}' cannot import torch ({why}): {INSTALL_HINT}"
         ))
     }
 }
