@@ -130,18 +130,41 @@ struct Item<'a> {
     series: Option<&'a [StepRow]>,
 }
 
-fn items(report: &Report) -> Vec<Item<'_>> {
+/// The most cells (or watched jobs) a plot draws: a plot's size grows with what it draws, and
+/// past a few dozen panels nobody reads them (the tables keep every cell). The plots' titles say
+/// when they show the first of more.
+pub const MAX_PLOTTED: usize = 36;
+
+/// ` (the first 36 of 200)` when `shown` is fewer than `of`.
+fn first_of(shown: usize, of: usize) -> String {
+    match shown < of {
+        true => format!(" (the first {shown} of {of})"),
+        false => String::new(),
+    }
+}
+
+/// One item per cell of each source, in order, and how many cells there were in all.
+fn items(report: &Report) -> (Vec<Item<'_>>, usize) {
     let several = report.sources.len() > 1;
     let mut out = Vec::new();
+    let mut cells = 0;
     for (s, source) in report.sources.iter().enumerate() {
-        // One item per cell: with repeats, the first (the statistics are in the tables).
-        // A watched command has its own plot.
+        // One item per cell: with repeats or runs, its first row (the statistics are in the
+        // tables). A watched command has its own plot.
+        let mut seen = std::collections::HashSet::new();
         for (row, series) in source
             .rows
             .iter()
             .zip(&source.series)
-            .filter(|(r, _)| r.repeat <= 1 && r.loader != Loader::Command)
+            .filter(|(r, _)| r.loader != Loader::Command)
+            .filter(|(r, _)| {
+                seen.insert((&r.run_id, &r.kernel, &r.cell, r.loader, &r.torch_version))
+            })
         {
+            cells += 1;
+            if out.len() >= MAX_PLOTTED {
+                continue;
+            }
             let label = if several {
                 format!("{} [{}]", row.environment, s + 1)
             } else {
@@ -155,7 +178,7 @@ fn items(report: &Report) -> Vec<Item<'_>> {
             });
         }
     }
-    out
+    (out, cells)
 }
 
 fn crash_text(row: &Row) -> String {
@@ -252,19 +275,25 @@ pub fn write_history(history: &crate::analysis::history::History, dir: &Path) ->
 pub fn write_all(report: &Report, dir: &Path) -> Result<Vec<Plot>> {
     super::font::ensure()?;
     let mut plots = Vec::new();
-    let jobs: Vec<_> = report.sources.iter().flat_map(watched).collect();
+    let mut jobs: Vec<_> = report.sources.iter().flat_map(watched).collect();
+    let all_jobs = jobs.len();
+    jobs.truncate(MAX_PLOTTED);
     if !jobs.is_empty() {
         let height = 60 + 320 * jobs.len() as u32;
         plots.push(both!(
             dir,
             "watch",
-            "/dev/shm of each watched job over time, and who held it at the peak",
+            format!(
+                "/dev/shm of each watched job over time, and who held it at the peak{}",
+                first_of(jobs.len(), all_jobs)
+            ),
             (1200, height),
             draw_watch(&jobs)
         ));
     }
     let judged: Vec<_> = report.sources.iter().flat_map(checked::judged).collect();
-    let drawn = checked::drawn(&judged);
+    let mut drawn = checked::drawn(&judged);
+    drawn.truncate(MAX_PLOTTED);
     if !drawn.is_empty() {
         let cols = drawn.len().clamp(1, 2);
         let height = 40 + 380 * drawn.len().div_ceil(cols) as u32;
@@ -276,10 +305,11 @@ pub fn write_all(report: &Report, dir: &Path) -> Result<Vec<Plot>> {
             draw_claims(&drawn, cols)
         ));
     }
-    let items = items(report);
+    let (items, cells) = items(report);
     if items.is_empty() {
         return Ok(plots);
     }
+    let shown = first_of(items.len(), cells);
     let width = (220 * items.len() as u32).clamp(900, 2400);
     let cols = items.len().clamp(1, 3);
     let shm_height = 70 + 300 * items.len().div_ceil(cols) as u32;
@@ -287,21 +317,21 @@ pub fn write_all(report: &Report, dir: &Path) -> Result<Vec<Plot>> {
         both!(
             dir,
             "throughput",
-            "Throughput per cell",
+            format!("Throughput per cell{shown}"),
             (width, 520),
             draw_throughput(&items, report)
         ),
         both!(
             dir,
             "shm",
-            "/dev/shm in use over the steps",
+            format!("/dev/shm in use over the steps{shown}"),
             (1200, shm_height),
             draw_shm(&items, cols, report)
         ),
         both!(
             dir,
             "latency",
-            "Step latency distribution",
+            format!("Step latency distribution{shown}"),
             (width, 520),
             draw_latency(&items, report)
         ),
