@@ -6,6 +6,7 @@
 pub mod cgroup;
 pub mod clock;
 pub mod detect;
+pub mod elf_strip;
 pub mod fingerprint;
 pub mod holders;
 pub mod memory_cgroup;

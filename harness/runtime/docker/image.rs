@@ -81,6 +81,8 @@ impl BuildContext {
     pub fn of_this_binary() -> Result<BuildContext> {
         let binary =
             std::fs::read("/proc/self/exe").context("reading the running shmbench binary")?;
+        // Shipped without its debug info (the host's copy keeps it for backtraces).
+        let binary = crate::sys::elf_strip::without_debug_info(&binary);
         let interpreter = elf_interpreter(&binary);
         let mut files = vec![(BINARY_IN_IMAGE.to_string(), binary)];
         for lib in mapped_libraries()? {
