@@ -8,6 +8,7 @@ pub mod convergence;
 pub mod efficiency;
 pub mod fidelity;
 pub mod history;
+mod order_stats;
 pub mod power;
 pub mod statements;
 pub mod stats;

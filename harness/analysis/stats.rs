@@ -11,7 +11,24 @@ fn seeded(seed: u64) -> StdRng {
     StdRng::seed_from_u64(seed)
 }
 
+/// Above this many values a resample's median is drawn from the order statistics
+/// ([`super::order_stats`]: the same distribution, O(1) a resample); up to it the values are
+/// resampled, so small results stay exactly what they were.
+const RESAMPLED_UP_TO: usize = 64;
+
+/// The values a bootstrap draws from: as given when few, sorted when many.
+fn prepared(values: &[f64]) -> Vec<f64> {
+    let mut v = values.to_vec();
+    if v.len() > RESAMPLED_UP_TO {
+        v.sort_by(|a, b| a.total_cmp(b));
+    }
+    v
+}
+
 fn resample_median(values: &[f64], rng: &mut StdRng, scratch: &mut Vec<f64>) -> f64 {
+    if values.len() > RESAMPLED_UP_TO {
+        return super::order_stats::resampled_median(values, rng);
+    }
     scratch.clear();
     scratch.extend((0..values.len()).map(|_| values[rng.random_range(0..values.len())]));
     median(scratch).unwrap_or(f64::NAN)
@@ -28,8 +45,9 @@ pub fn median_ci(values: &[f64]) -> Option<(f64, f64)> {
     }
     let mut rng = seeded(0x9E37_79B9_7F4A_7C15);
     let mut scratch = Vec::with_capacity(values.len());
+    let values = prepared(values);
     let meds: Vec<f64> = (0..BOOTSTRAP_RESAMPLES)
-        .map(|_| resample_median(values, &mut rng, &mut scratch))
+        .map(|_| resample_median(&values, &mut rng, &mut scratch))
         .collect();
     Some((quantile(&meds, 0.025)?, quantile(&meds, 0.975)?))
 }
@@ -43,10 +61,11 @@ pub fn relative_change_ci(base: &[f64], cand: &[f64]) -> Option<(f64, f64)> {
     }
     let mut rng = seeded(0xD1B5_4A32_D192_ED03);
     let (mut s1, mut s2) = (Vec::new(), Vec::new());
+    let (base, cand) = (prepared(base), prepared(cand));
     let changes: Vec<f64> = (0..BOOTSTRAP_RESAMPLES)
         .map(|_| {
-            let b = resample_median(base, &mut rng, &mut s1);
-            let c = resample_median(cand, &mut rng, &mut s2);
+            let b = resample_median(&base, &mut rng, &mut s1);
+            let c = resample_median(&cand, &mut rng, &mut s2);
             c / b - 1.0
         })
         .collect();

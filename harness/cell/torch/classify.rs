@@ -176,6 +176,18 @@ pub fn classify(e: &Ending) -> Verdict {
     }
 }
 
+/// Why a Python could not import torch: the last line it wrote, or, for one that crashed on
+/// import and wrote nothing, the signal that killed it.
+pub fn failed_import(status: &std::process::ExitStatus, stderr: &[u8]) -> String {
+    let stderr = String::from_utf8_lossy(stderr);
+    let last = stderr.lines().last().unwrap_or("").trim().to_string();
+    match std::os::unix::process::ExitStatusExt::signal(status) {
+        Some(sig) => format!("killed by signal {}", crate::sys::signals::name(sig)),
+        None if last.is_empty() => format!("{status}, with no message"),
+        None => last,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

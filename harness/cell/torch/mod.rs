@@ -221,17 +221,7 @@ fn probe_once(python: &str) -> Result<Found, String> {
             accelerator: accelerator == "True",
         })
     } else {
-        let stderr = String::from_utf8_lossy(&out.stderr);
-        let last = stderr.lines().last().unwrap_or("").trim().to_string();
-        // A Python that crashes on import prints nothing: its signal is the evidence.
-        let why = match (
-            std::os::unix::process::ExitStatusExt::signal(&out.status),
-            last,
-        ) {
-            (Some(sig), _) => format!("killed by signal {}", crate::sys::signals::name(sig)),
-            (None, last) if last.is_empty() => format!("{}, with no message", out.status),
-            (None, last) => last,
-        };
+        let why = classify::failed_import(&out.status, &out.stderr);
         Err(format!(
             "'{python}' cannot import torch ({why}): {INSTALL_HINT}"
         ))
