@@ -9,7 +9,7 @@
 //! segment means is at least the threshold. An outcome step is simply the first run whose most
 //! common outcome differs from the run before.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap, HashSet};
 
 use anyhow::{bail, Result};
 use serde::Serialize;
@@ -236,28 +236,33 @@ pub fn build(
             runs.len()
         );
     }
+    // Every row into its (cell, run) group, in one pass: a fleet's year is a million rows.
+    let run_index: HashMap<(&str, &str, String), usize> = runs
+        .iter()
+        .enumerate()
+        .map(|(i, run)| {
+            (
+                (run.host.as_str(), run.run_id.as_str(), run.label.clone()),
+                i,
+            )
+        })
+        .collect();
     let mut keys: Vec<(String, String)> = Vec::new();
+    let mut known: HashSet<String> = HashSet::new();
+    let mut groups: HashMap<(String, usize), Vec<Row>> = HashMap::new();
     for r in rows {
         let key = key_of(r);
-        if !keys.iter().any(|(k, _)| k == &key) {
-            keys.push((key, r.cell.clone()));
+        if known.insert(key.clone()) {
+            keys.push((key.clone(), r.cell.clone()));
         }
+        let run = run_index[&(r.host.as_str(), r.run_id.as_str(), by.of(r))];
+        groups.entry((key, run)).or_default().push(r.clone());
     }
     let mut trends = Vec::new();
     for (key, cell) in keys {
-        let points: Vec<Option<Point>> = runs
-            .iter()
+        let points: Vec<Option<Point>> = (0..runs.len())
             .map(|run| {
-                let mine: Vec<Row> = rows
-                    .iter()
-                    .filter(|r| {
-                        r.run_id == run.run_id
-                            && r.host == run.host
-                            && by.of(r) == run.label
-                            && key_of(r) == key
-                    })
-                    .cloned()
-                    .collect();
+                let mine = groups.remove(&(key.clone(), run)).unwrap_or_default();
                 let summary = summary::summarize_by(&mine, key_of).into_iter().next()?;
                 // A TCG guest's speed is the emulator's: its outcome counts, its rate does not.
                 let (values, median) = match summary.emulated {

@@ -22,8 +22,13 @@ fn measure(value: f64, interval: Option<(f64, f64)>) -> Value {
 /// The BMF document of `rows`.
 pub fn render(rows: &[Row]) -> Value {
     let mut out = Map::new();
+    // Each row's cell, keyed once (a key is a few dozen knobs written out).
+    let mut by_cell: std::collections::HashMap<String, Vec<&Row>> = Default::default();
+    for r in rows {
+        by_cell.entry(cell_key(r)).or_default().push(r);
+    }
     for summary in summarize(rows) {
-        let mine: Vec<&Row> = rows.iter().filter(|r| cell_key(r) == summary.key).collect();
+        let mine = by_cell.remove(&summary.key).unwrap_or_default();
         let first = mine[0];
         let mut name = format!("{}/{}", first.scenario, first.cell);
         if first.loader == Loader::Torch {
