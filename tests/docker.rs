@@ -242,3 +242,32 @@ fn kubernetes_pod_setups_end_as_the_documentation_says() {
     assert!(stdout.contains("Kubernetes documentation says"), "{stdout}");
     assert_clean(&before);
 }
+
+#[test]
+fn ipc_host_containers_never_collide_with_a_foreign_segment_or_each_other() {
+    if !docker_or_skip() {
+        return;
+    }
+    let _guard = serial();
+    let before = machine_state();
+    // Every main in a container is pid 1: names by pid collided with each other and with this.
+    let foreign = std::path::Path::new("/dev/shm/shmbench_1_0_5");
+    std::fs::write(foreign, b"not shmbench's").unwrap();
+    let holder = std::fs::File::open(foreign).unwrap();
+    let args =
+        "--runtime docker --ipc host --strategy file_system --workers 2 --batch 8 --steps 30";
+    let runs: Vec<_> = (0..2)
+        .map(|_| spawn_run(&format!("{args} --json")))
+        .collect();
+    for run in runs {
+        let o = run.wait_with_output().unwrap();
+        let stdout = String::from_utf8_lossy(&o.stdout);
+        let record: serde_json::Value = serde_json::from_str(stdout.lines().next().unwrap())
+            .unwrap_or_else(|e| panic!("{e}: {stdout}"));
+        assert_eq!(status(&record), "pass", "{record}");
+    }
+    assert!(foreign.exists(), "a run removed a foreign segment");
+    drop(holder);
+    std::fs::remove_file(foreign).unwrap();
+    assert_clean(&before);
+}
