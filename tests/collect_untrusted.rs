@@ -14,6 +14,17 @@ fn tampered(cell: &str, scenario: &str) -> String {
     record.to_string()
 }
 
+/// `shmbench k8s collect LOGS --out OUT`.
+fn collect(logs: &std::path::Path, out: &std::path::Path) -> std::process::Output {
+    shmbench(&[
+        "k8s",
+        "collect",
+        logs.to_str().unwrap(),
+        "--out",
+        out.to_str().unwrap(),
+    ])
+}
+
 #[test]
 fn names_from_logs_never_build_paths_and_nothing_found_is_an_error() {
     let _guard = serial();
@@ -33,13 +44,7 @@ fn names_from_logs_never_build_paths_and_nothing_found_is_an_error() {
             format!("[pod/p-0/cell] {}\n", tampered(cell, scenario)),
         )
         .unwrap();
-        let o = shmbench(&[
-            "k8s",
-            "collect",
-            logs.to_str().unwrap(),
-            "--out",
-            out.to_str().unwrap(),
-        ]);
+        let o = collect(&logs, &out);
         let err = String::from_utf8_lossy(&o.stderr);
         assert_eq!(o.status.code(), Some(2), "{cell} / {scenario}: {err}");
         assert!(err.contains("name"), "names the bad name: {err}");
@@ -66,13 +71,7 @@ fn names_from_logs_never_build_paths_and_nothing_found_is_an_error() {
     let whole = tampered("fine", "fine");
     std::fs::write(&torn, &whole[..whole.len() / 2]).unwrap();
     for logs in [&empty, &torn] {
-        let o = shmbench(&[
-            "k8s",
-            "collect",
-            logs.to_str().unwrap(),
-            "--out",
-            out.to_str().unwrap(),
-        ]);
+        let o = collect(logs, &out);
         assert_eq!(o.status.code(), Some(2), "{}", logs.display());
         assert_eq!(
             std::fs::read_to_string(&out).unwrap(),

@@ -180,17 +180,6 @@ fn a_live_run_is_never_swept_even_from_another_pid_namespace() {
     assert_eq!(machine_state().shm_entries, Vec::<String>::new());
 }
 
-/// The memory cgroups shmbench made, in v1's memory hierarchy or v2's root.
-fn shmbench_cgroups() -> Vec<String> {
-    ["/sys/fs/cgroup/memory", "/sys/fs/cgroup"]
-        .iter()
-        .filter_map(|d| std::fs::read_dir(d).ok())
-        .flat_map(|d| d.flatten())
-        .map(|e| e.file_name().to_string_lossy().into_owned())
-        .filter(|n| n.starts_with("shmbench-"))
-        .collect()
-}
-
 #[test]
 fn sigkill_of_a_matrix_with_memory_leaves_a_cgroup_the_next_run_removes() {
     let _guard = serial();

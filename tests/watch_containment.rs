@@ -20,21 +20,11 @@ fn job_script() -> String {
     )
 }
 
-fn memory_cgroups() -> Vec<String> {
-    ["/sys/fs/cgroup/memory", "/sys/fs/cgroup"]
-        .iter()
-        .filter_map(|d| std::fs::read_dir(d).ok())
-        .flat_map(|d| d.flatten())
-        .map(|e| e.file_name().to_string_lossy().into_owned())
-        .filter(|n| n.starts_with("shmbench-"))
-        .collect()
-}
-
 #[test]
 fn a_daemonizing_job_is_gone_after_sigint_sigterm_and_sigkill_of_watch() {
     let _guard = serial();
     let before = machine_state();
-    let cgroups_before = memory_cgroups();
+    let cgroups_before = shmbench_cgroups();
     for (runtime, signal) in [
         ("namespace", "INT"),
         ("namespace", "TERM"),
@@ -79,7 +69,7 @@ fn a_daemonizing_job_is_gone_after_sigint_sigterm_and_sigkill_of_watch() {
         }
         let o = shmbench(&["sweep"]);
         assert!(o.status.success(), "{o:?}");
-        assert_eq!(memory_cgroups(), cgroups_before, "{runtime}, SIG{signal}");
+        assert_eq!(shmbench_cgroups(), cgroups_before, "{runtime}, SIG{signal}");
         assert_clean(&before);
     }
 }

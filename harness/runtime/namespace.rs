@@ -10,7 +10,7 @@ use std::ffi::CString;
 use std::os::unix::process::CommandExt;
 use std::process::{Command, Stdio};
 
-use super::child::{self, PreExec};
+use super::child::{self, check, PreExec};
 use super::launch::{Report, Runtime};
 use super::privileges::drop_privileges;
 use crate::model::config::CellConfig;
@@ -78,13 +78,6 @@ impl NamespacePlan {
 
     /// Runs in the forked child. Only async-signal-safe calls.
     fn enter_namespace(&self) -> std::io::Result<()> {
-        let check = |rc: libc::c_int| {
-            if rc < 0 {
-                Err(std::io::Error::last_os_error())
-            } else {
-                Ok(())
-            }
-        };
         // SAFETY: raw syscalls on buffers prepared before fork.
         unsafe {
             if self.rootless {

@@ -13,6 +13,8 @@
 //! its own whose mounts are private. Needs root: without it the cell stays in the harness's pid
 //! namespace, the job's subreaper as before.
 
+use super::child::check;
+
 /// Whether [`enter`] can be used by this process (root: it may unshare and mount /proc).
 pub fn available() -> bool {
     nix::unistd::geteuid().is_root()
@@ -22,13 +24,6 @@ pub fn available() -> bool {
 /// grandchild (pid 1 of the new namespace), which goes on to exec the cell; the child never
 /// returns (it waits for the grandchild and ends as it ended).
 pub fn enter(mount_namespace_made: bool) -> std::io::Result<()> {
-    let check = |rc: libc::c_int| {
-        if rc < 0 {
-            Err(std::io::Error::last_os_error())
-        } else {
-            Ok(())
-        }
-    };
     // SAFETY: raw syscalls on static strings; after fork only _exit, waitpid, kill and mounts.
     unsafe {
         if !mount_namespace_made {

@@ -313,6 +313,17 @@ pub fn assert_legacy_out_of_shm(r: &Value) {
     }
 }
 
+/// The memory cgroups shmbench made, in v1's memory hierarchy or v2's root.
+pub fn shmbench_cgroups() -> Vec<String> {
+    ["/sys/fs/cgroup/memory", "/sys/fs/cgroup"]
+        .iter()
+        .filter_map(|d| std::fs::read_dir(d).ok())
+        .flat_map(|d| d.flatten())
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|n| n.starts_with("shmbench-"))
+        .collect()
+}
+
 /// Whether `status` is how a legacy loader ends in a tmpfs smaller than its batches in flight:
 /// `sigbus` on the copy's page fault, or `enospc` when another worker's 1-byte write finds the
 /// tmpfs already full (the race the README documents). A test of such a cell accepts both.
