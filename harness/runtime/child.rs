@@ -24,15 +24,6 @@ use crate::sys::memory_cgroup::{self, MemoryCgroup};
 use crate::sys::process::{self, Exit};
 use crate::sys::signals;
 
-/// A raw syscall's return code as a result (for the forked child: allocates nothing).
-pub(super) fn check(rc: libc::c_int) -> std::io::Result<()> {
-    if rc < 0 {
-        Err(std::io::Error::last_os_error())
-    } else {
-        Ok(())
-    }
-}
-
 /// Isolation a runtime sets up in the forked child before it execs the cell.
 pub trait PreExec: Send + Sync + 'static {
     /// Runs in the forked child: only async-signal-safe calls, on data prepared before fork.

@@ -10,9 +10,9 @@ use std::ffi::CString;
 use std::os::unix::process::CommandExt;
 use std::process::{Command, Stdio};
 
-use super::child::{self, check, PreExec};
+use super::child::{self, PreExec};
 use super::launch::{Report, Runtime};
-use super::privileges::drop_privileges;
+use super::privileges::{check, drop_privileges};
 use crate::model::config::CellConfig;
 use crate::model::record::{CellRecord, Status};
 use crate::sys::shm::SHM_DIR;

@@ -13,7 +13,7 @@
 //! its own whose mounts are private. Needs root: without it the cell stays in the harness's pid
 //! namespace, the job's subreaper as before.
 
-use super::child::check;
+use super::privileges::check;
 
 /// Whether [`enter`] can be used by this process (root: it may unshare and mount /proc).
 pub fn available() -> bool {

@@ -1,6 +1,16 @@
 //! Least privilege for cell processes: once its /dev/shm is mounted, a cell needs no capability.
 //! Raw syscalls only, because this runs in the forked child before exec, where only
-//! async-signal-safe calls are allowed (a capabilities crate would allocate).
+//! async-signal-safe calls are allowed (a capabilities crate would allocate). [`check`] turns a
+//! raw syscall's return code into a result for every set-up that runs there.
+
+/// A raw syscall's return code as a result (for the forked child: allocates nothing).
+pub(super) fn check(rc: libc::c_int) -> std::io::Result<()> {
+    if rc < 0 {
+        Err(std::io::Error::last_os_error())
+    } else {
+        Ok(())
+    }
+}
 
 /// Drops every capability (effective, permitted, inheritable, bounding and ambient) and sets
 /// no_new_privs: a cell needs none once its /dev/shm is mounted. Raw syscalls only (runs after
