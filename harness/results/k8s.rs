@@ -216,10 +216,13 @@ pub fn collect(
             continue;
         }
         let Some((outcome, message)) = ending(status) else {
-            notes.push(format!(
-                "pod {}: {}, no result yet",
-                status.name, status.phase
-            ));
+            let why = match status.phase.as_str() {
+                "Succeeded" => {
+                    "its record is not in the logs given (rotated, or not collected): no row"
+                }
+                _ => "no result yet",
+            };
+            notes.push(format!("pod {}: {}, {why}", status.name, status.phase));
             continue;
         };
         let (job, index) = (
@@ -306,11 +309,9 @@ fn ending(pod: &PodStatus) -> Option<(Status, String)> {
             ));
         }
     }
+    // A pod that Succeeded ran its cell to the end and printed its record: without the record
+    // (a rotated or uncollected log) there is nothing to say of it, certainly not a failure.
     match pod.phase.as_str() {
-        "Succeeded" => Some((
-            Status::Error,
-            "the pod completed but no record of it was in the logs given".into(),
-        )),
         "Failed" => Some((
             Status::Error,
             format!("the pod failed{}{}", said(&pod.reason), said(&pod.message)),
@@ -358,8 +359,8 @@ mod tests {
         assert_eq!(
             endings,
             [
-                Some(Status::Error), // completed, but no record came with it
-                Some(Status::Error),
+                None, // completed: its record is what tells, and it is not here
+                None,
                 Some(Status::Oom),
                 Some(Status::Evicted),
                 Some(Status::Error),

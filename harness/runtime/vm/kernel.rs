@@ -15,11 +15,30 @@ pub fn resolve(spec: &str) -> Result<PathBuf> {
         Some(version) => debian(version),
         None => {
             let path = PathBuf::from(spec);
-            if !path.is_file() {
-                bail!("--kernel {spec}: no such file; give a bzImage's path, or debian:VERSION (e.g. debian:6.1.0-57-cloud-amd64)");
+            if let Some(problem) = not_a_bzimage(&path) {
+                bail!("--kernel {spec}: {problem}; give a bzImage's path, or debian:VERSION (e.g. debian:6.1.0-57-cloud-amd64)");
             }
             Ok(path)
         }
+    }
+}
+
+/// Why `path` is not a kernel QEMU can boot with -kernel: missing, not a regular file (a device
+/// like /dev/zero, a directory), or without the x86 boot protocol's `HdrS` header at 0x202.
+fn not_a_bzimage(path: &Path) -> Option<String> {
+    let meta = match std::fs::metadata(path) {
+        Ok(meta) => meta,
+        Err(e) => return Some(format!("cannot use it ({e})")),
+    };
+    if !meta.is_file() {
+        return Some("is not a regular file".into());
+    }
+    let mut header = [0u8; 0x206];
+    let read =
+        std::fs::File::open(path).and_then(|mut f| std::io::Read::read_exact(&mut f, &mut header));
+    match read {
+        Ok(()) if &header[0x202..] == b"HdrS" => None,
+        Ok(()) | Err(_) => Some("is not a Linux bzImage (no boot header 'HdrS' at 0x202)".into()),
     }
 }
 
@@ -87,4 +106,31 @@ fn find_vmlinuz(boot: &Path) -> Option<PathBuf> {
             p.file_name()
                 .is_some_and(|n| n.to_string_lossy().starts_with("vmlinuz-"))
         })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_a_bzimage_is_a_kernel() {
+        assert!(not_a_bzimage(Path::new("/nonexistent"))
+            .unwrap()
+            .contains("No such file"));
+        assert_eq!(
+            not_a_bzimage(Path::new("/dev/zero")).as_deref(),
+            Some("is not a regular file")
+        );
+        let dir = tempfile::tempdir().unwrap();
+        let text = dir.path().join("notes.txt");
+        std::fs::write(&text, vec![b'x'; 4096]).unwrap();
+        assert!(not_a_bzimage(&text)
+            .unwrap()
+            .contains("not a Linux bzImage"));
+        let mut image = vec![0u8; 4096];
+        image[0x202..0x206].copy_from_slice(b"HdrS");
+        let kernel = dir.path().join("vmlinuz");
+        std::fs::write(&kernel, image).unwrap();
+        assert_eq!(not_a_bzimage(&kernel), None);
+    }
 }
