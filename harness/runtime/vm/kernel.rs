@@ -28,6 +28,7 @@ pub fn resolve(spec: &str) -> Result<PathBuf> {
 fn not_a_bzimage(path: &Path) -> Option<String> {
     let meta = match std::fs::metadata(path) {
         Ok(meta) => meta,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Some("no such file".into()),
         Err(e) => return Some(format!("cannot use it ({e})")),
     };
     if !meta.is_file() {
@@ -114,9 +115,10 @@ mod tests {
 
     #[test]
     fn only_a_bzimage_is_a_kernel() {
-        assert!(not_a_bzimage(Path::new("/nonexistent"))
-            .unwrap()
-            .contains("No such file"));
+        assert_eq!(
+            not_a_bzimage(Path::new("/nonexistent")).as_deref(),
+            Some("no such file")
+        );
         assert_eq!(
             not_a_bzimage(Path::new("/dev/zero")).as_deref(),
             Some("is not a regular file")
