@@ -99,13 +99,19 @@ fn mapped(maps: &[u8]) -> impl Iterator<Item = FileId> + '_ {
     maps.split(|b| *b == b'\n').filter_map(|line| {
         // start-end perms offset major:minor inode [path]
         let mut fields = line.split(|b| *b == b' ').filter(|f| !f.is_empty()).skip(3);
-        let dev = std::str::from_utf8(fields.next()?).ok()?;
+        let dev = device_number(std::str::from_utf8(fields.next()?).ok()?)?;
         let inode: u64 = std::str::from_utf8(fields.next()?).ok()?.parse().ok()?;
-        let (major, minor) = dev.split_once(':')?;
-        let major = u32::from_str_radix(major, 16).ok()?;
-        let minor = u32::from_str_radix(minor, 16).ok()?;
-        (inode != 0).then(|| (libc::makedev(major, minor), inode))
+        (inode != 0).then_some((dev, inode))
     })
+}
+
+/// A maps line's `major:minor` (hex) as a device number, as `stat` gives it.
+pub fn device_number(field: &str) -> Option<u64> {
+    let (major, minor) = field.split_once(':')?;
+    Some(libc::makedev(
+        u32::from_str_radix(major, 16).ok()?,
+        u32::from_str_radix(minor, 16).ok()?,
+    ))
 }
 
 #[cfg(test)]

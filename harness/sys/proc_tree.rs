@@ -6,7 +6,7 @@
 use std::collections::BTreeMap;
 use std::os::unix::fs::MetadataExt;
 
-use super::holders::{file_id, FileId};
+use super::holders::{device_number, file_id, FileId};
 use super::shm::SHM_DIR;
 
 /// A shared segment one process holds, as /proc shows it.
@@ -186,15 +186,6 @@ pub fn view(pid: u32) -> Option<ProcessView> {
         fd_limit: fd_limit(pid),
         held: held.into_values().collect(),
     })
-}
-
-/// A maps line's `major:minor` (hex) as a device number.
-fn device_number(field: &str) -> Option<u64> {
-    let (major, minor) = field.split_once(':')?;
-    Some(libc::makedev(
-        u32::from_str_radix(major, 16).ok()?,
-        u32::from_str_radix(minor, 16).ok()?,
-    ))
 }
 
 /// A file in /dev/shm: its path with the raw bytes of its name, identity and allocated bytes.
