@@ -190,7 +190,7 @@ fn repeated_runs_are_summarised_per_cell() {
     let (o, out) = report(&[path.to_str().unwrap()]);
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     let md = std::fs::read_to_string(out.join("report.md")).unwrap();
-    assert!(md.contains("Every repeat, per cell"), "{md}");
+    assert!(md.contains("Every run, per cell"), "{md}");
     assert!(
         md.contains("| Docker Tuned         | 3    | pass             | 3x pass"),
         "{md}"

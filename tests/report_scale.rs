@@ -1,5 +1,6 @@
-//! A report of many rows (a fleet's cells over many runs) finishes, with plots of a bounded size
-//! that say they show the first cells of more; the tables keep every cell.
+//! A report of many rows (a fleet's cells over many runs) finishes, speaking of cells: every run
+//! summarised per cell, each cell's first run in the matrix, plots of a bounded size that say
+//! they show the first cells of more.
 
 mod common;
 
@@ -51,7 +52,17 @@ fn a_report_of_thousands_of_rows_has_bounded_plots() {
     }
     let markdown = std::fs::read_to_string(report.join("report.md")).unwrap();
     assert!(
-        markdown.contains("(the first 36 of 3000)"),
+        markdown.contains("(the first 36 of 120)"),
         "the plots say what they leave out"
     );
+    assert!(
+        markdown.contains("Every run, per cell (3000 rows"),
+        "every run is summarised"
+    );
+    // The summary has each of the 120 cells once, with its 25 runs; the matrix has each cell's
+    // first run once (24 cells are the example's Docker Tuned row), not once per run.
+    let count = |wanted: &dyn Fn(&str) -> bool| markdown.lines().filter(|l| wanted(l)).count();
+    assert_eq!(count(&|l| l.contains("| 25   | ")), 120);
+    let tuned = |l: &str| l.starts_with("| Docker Tuned") && l.contains("| 2 GiB");
+    assert_eq!(count(&tuned), 24);
 }

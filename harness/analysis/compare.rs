@@ -9,6 +9,8 @@
 //! bootstrap interval of the relative change of its medians lies wholly outside +-threshold
 //! (criterion's rule).
 
+use std::collections::HashMap;
+
 use serde::Serialize;
 
 use super::stats;
@@ -207,51 +209,74 @@ pub fn compare(
     matching: Match,
 ) -> Vec<Comparison> {
     let key = |r: &Row| matching.key(r, None);
-    let base = summarize_by(baseline, key);
-    let cand = summarize_by(candidate, key);
+    compare_summaries(
+        &summarize_by(baseline, key),
+        &summarize_by(candidate, key),
+        thresholds,
+    )
+}
+
+/// Compares two sides' cells, summarised with the same key (baseline order, then the new cells).
+pub fn compare_summaries(
+    base: &[CellSummary],
+    cand: &[CellSummary],
+    thresholds: Thresholds,
+) -> Vec<Comparison> {
+    let by_key = |side: &[CellSummary]| -> HashMap<String, usize> {
+        side.iter()
+            .enumerate()
+            .map(|(i, s)| (s.key.clone(), i))
+            .collect()
+    };
+    let (base_keys, cand_keys) = (by_key(base), by_key(cand));
     let mut out = Vec::new();
-    for b in &base {
-        let Some(c) = cand.iter().find(|c| c.key == b.key) else {
+    for b in base {
+        let Some(c) = cand_keys.get(&b.key).map(|i| &cand[*i]) else {
             out.push(one_sided(b, Verdict::Missing, "not in the candidate"));
             continue;
         };
-        let rate_ci = stats::relative_change_ci(&b.rates, &c.rates);
-        let cpu_ci = stats::relative_change_ci(&b.cpu, &c.cpu);
-        let instructions_ci = stats::relative_change_ci(&b.instructions, &c.instructions);
-        let (verdict, mut note) = if let Some(v) = outcome_verdict(&b.outcome, &c.outcome) {
-            (v, format!("{} -> {}", b.outcome, c.outcome))
-        } else if !b.outcome.status.is_pass() {
-            (Verdict::Unchanged, format!("{} in both", b.outcome))
-        } else if b.emulated || c.emulated {
-            let note = "pass in both; speeds under TCG (software emulation) are not compared";
-            (Verdict::Unchanged, note.to_string())
-        } else {
-            measured_verdict(rate_ci, cpu_ci, instructions_ci, thresholds)
-        };
-        let differences = knob_differences(b, c);
-        if !differences.is_empty() {
-            note = format!("{note} [{}]", differences.join(", "));
-        }
-        let relative = |x: Option<f64>, y: Option<f64>| x.zip(y).map(|(x, y)| y / x - 1.0);
-        out.push(Comparison {
-            cell: b.cell.clone(),
-            key: b.key.clone(),
-            verdict,
-            change: relative(b.median, c.median),
-            change_ci: rate_ci,
-            cpu_change: relative(b.cpu_median, c.cpu_median),
-            cpu_change_ci: cpu_ci,
-            instructions_change: relative(b.instructions_median, c.instructions_median),
-            instructions_change_ci: instructions_ci,
-            baseline: Some(b.clone()),
-            candidate: Some(c.clone()),
-            note,
-        });
+        out.push(paired(b, c, thresholds));
     }
-    for c in cand.iter().filter(|c| !base.iter().any(|b| b.key == c.key)) {
+    for c in cand.iter().filter(|c| !base_keys.contains_key(&c.key)) {
         out.push(one_sided(c, Verdict::New, "not in the baseline"));
     }
     out
+}
+
+/// A cell both sides have.
+fn paired(b: &CellSummary, c: &CellSummary, thresholds: Thresholds) -> Comparison {
+    let rate_ci = stats::relative_change_ci(&b.rates, &c.rates);
+    let cpu_ci = stats::relative_change_ci(&b.cpu, &c.cpu);
+    let instructions_ci = stats::relative_change_ci(&b.instructions, &c.instructions);
+    let (verdict, mut note) = if let Some(v) = outcome_verdict(&b.outcome, &c.outcome) {
+        (v, format!("{} -> {}", b.outcome, c.outcome))
+    } else if !b.outcome.status.is_pass() {
+        (Verdict::Unchanged, format!("{} in both", b.outcome))
+    } else if b.emulated || c.emulated {
+        let note = "pass in both; speeds under TCG (software emulation) are not compared";
+        (Verdict::Unchanged, note.to_string())
+    } else {
+        measured_verdict(rate_ci, cpu_ci, instructions_ci, thresholds)
+    };
+    let differences = knob_differences(b, c);
+    if !differences.is_empty() {
+        note = format!("{note} [{}]", differences.join(", "));
+    }
+    let relative = |x: Option<f64>, y: Option<f64>| x.zip(y).map(|(x, y)| y / x - 1.0);
+    Comparison {
+        cell: b.cell.clone(),
+        key: b.key.clone(),
+        verdict,
+        change: relative(b.median, c.median),
+        change_ci: rate_ci,
+        cpu_change: relative(b.cpu_median, c.cpu_median),
+        cpu_change_ci: cpu_ci,
+        instructions_change: relative(b.instructions_median, c.instructions_median),
+        instructions_change_ci: instructions_ci,
+        baseline: Some(b.clone()),
+        candidate: Some(c.clone()),
+        note,
+    }
 }
 
 /// A cell that only one side has.

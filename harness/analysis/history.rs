@@ -2,20 +2,19 @@
 //! profiles, hosts), ordered by an environment field, one trend per cell, and the first
 //! environment where a cell stepped.
 //!
-//! Change points: binary segmentation of each cell's run medians into piecewise-constant
-//! segments (as asv does for benchmark histories). A split is kept when it lowers the squared
-//! error by more than a BIC-style penalty, 2 s^2 ln(n) (s^2: the pooled variance of the repeats
-//! within runs, or the residual variance when runs were not repeated), and the step between the
-//! segment means is at least the threshold. An outcome step is simply the first run whose most
-//! common outcome differs from the run before.
+//! A metric's steps are the change points of each cell's run medians ([`super::change_points`]).
+//! An outcome step is simply the first run whose most common outcome differs from the run before.
 
-use std::collections::{BTreeMap, HashMap, HashSet};
+use std::collections::HashMap;
 
 use anyhow::{bail, Result};
 use serde::Serialize;
 
+use super::change_points;
 use super::compare::Match;
-use super::summary::{self, Outcome, Varying};
+use super::runs::Runs;
+use super::summary::{Outcome, Varying};
+use crate::model::estimate::median;
 use crate::results::Row;
 
 /// The environment field runs are ordered by.
@@ -124,12 +123,12 @@ impl Metric {
         }
     }
 
-    /// The passing runs' values and their median, from a cell's summary.
-    fn of(self, s: &summary::CellSummary) -> (&[f64], Option<f64>) {
+    /// The passing runs' values.
+    fn of(self, runs: &Runs) -> Vec<f64> {
         match self {
-            Metric::ImgPerS => (&s.rates, s.median),
-            Metric::CpuPerImage => (&s.cpu, s.cpu_median),
-            Metric::InstructionsPerImage => (&s.instructions, s.instructions_median),
+            Metric::ImgPerS => runs.rates().into_iter().map(|(_, x)| x).collect(),
+            Metric::CpuPerImage => runs.cpu(),
+            Metric::InstructionsPerImage => runs.instructions(),
         }
     }
 }
@@ -172,36 +171,6 @@ pub struct History {
     pub trends: Vec<Trend>,
 }
 
-fn sse(values: &[f64]) -> f64 {
-    let mean = values.iter().sum::<f64>() / values.len().max(1) as f64;
-    values.iter().map(|v| (v - mean).powi(2)).sum()
-}
-
-fn mean(values: &[f64]) -> f64 {
-    values.iter().sum::<f64>() / values.len().max(1) as f64
-}
-
-/// Binary segmentation of `values` (indices into the run list in `at`); pushes accepted splits.
-fn segment(values: &[f64], at: &[usize], s2: f64, threshold: f64, out: &mut Vec<(usize, f64)>) {
-    let n = values.len();
-    if n < 2 {
-        return;
-    }
-    let whole = sse(values);
-    let best = (1..n)
-        .map(|k| (k, sse(&values[..k]) + sse(&values[k..])))
-        .min_by(|a, b| a.1.total_cmp(&b.1));
-    let Some((k, split)) = best else { return };
-    let penalty = 2.0 * s2 * (n as f64).ln();
-    let (left, right) = (mean(&values[..k]), mean(&values[k..]));
-    let step = right / left - 1.0;
-    if whole - split > penalty && step.abs() >= threshold {
-        out.push((at[k], step));
-        segment(&values[..k], &at[..k], s2, threshold, out);
-        segment(&values[k..], &at[k..], s2, threshold, out);
-    }
-}
-
 /// Builds the history of `metric` in `rows` ordered by `by`, a cell being what `matching`
 /// pairs (`Match::Name` follows a cell through knob changes made on purpose).
 pub fn build(
@@ -211,120 +180,178 @@ pub fn build(
     matching: Match,
     threshold: f64,
 ) -> Result<History> {
-    let key_of = |r: &Row| matching.key(r, by.varying());
-    // Runs, keyed by host, run id and the field's value (one run may span several: a fleet's
-    // collected rows, one per node).
-    let mut runs: BTreeMap<(String, String, String), Run> = BTreeMap::new();
+    let mut builder = Builder::new(by, metric, matching, threshold);
     for r in rows {
-        runs.entry((r.host.clone(), r.run_id.clone(), by.of(r)))
-            .or_insert_with(|| Run {
-                label: by.of(r),
-                run_id: r.run_id.clone(),
-                host: r.host.clone(),
-                started_at: r.started_at.clone(),
-            });
+        builder.add(r);
     }
-    let mut runs: Vec<Run> = runs.into_values().collect();
-    runs.sort_by(|a, b| {
-        natural_key(&a.label)
-            .cmp(&natural_key(&b.label))
-            .then(a.started_at.cmp(&b.started_at))
-    });
-    if runs.len() < 2 {
-        bail!(
-            "a history needs at least two runs; these files hold {}",
-            runs.len()
-        );
+    builder.finish()
+}
+
+/// A row's cell key and run, as [`Builder::keys`] computes them.
+pub struct Keys {
+    cell: String,
+    run: (String, String, String),
+}
+
+/// A history built as rows stream by: each (cell, run) keeps a few numbers per row, so a
+/// fleet's year (a million rows) takes memory that grows with cells times runs, not rows.
+pub struct Builder {
+    by: By,
+    metric: Metric,
+    matching: Match,
+    threshold: f64,
+    /// Runs in order of first appearance, keyed by host, run id and the field's value (one run
+    /// may span several: a fleet's collected rows, one per node).
+    runs: Vec<Run>,
+    run_index: HashMap<(String, String, String), usize>,
+    /// Cells (key and name) in order of first appearance.
+    cells: Vec<(String, String)>,
+    cell_index: HashMap<String, usize>,
+    groups: HashMap<(usize, usize), Runs>,
+}
+
+impl Builder {
+    pub fn new(by: By, metric: Metric, matching: Match, threshold: f64) -> Builder {
+        Builder {
+            by,
+            metric,
+            matching,
+            threshold,
+            runs: Vec::new(),
+            run_index: HashMap::new(),
+            cells: Vec::new(),
+            cell_index: HashMap::new(),
+            groups: HashMap::new(),
+        }
     }
-    // Every row into its (cell, run) group, in one pass: a fleet's year is a million rows.
-    let run_index: HashMap<(&str, &str, String), usize> = runs
+
+    /// What [`Builder::add_keyed`] needs of a row: its cell key and its run (host, run id and
+    /// the field's value). A function of the row alone, so it can run where the row was read.
+    pub fn keys(&self) -> impl Fn(&Row) -> Keys + Sync {
+        let (by, matching) = (self.by, self.matching);
+        move |r| Keys {
+            cell: matching.key(r, by.varying()),
+            run: (r.host.clone(), r.run_id.clone(), by.of(r)),
+        }
+    }
+
+    pub fn add(&mut self, r: &Row) {
+        let keys = self.keys()(r);
+        self.add_keyed(&keys, r);
+    }
+
+    /// Adds a row with what [`Builder::keys`] computed of it.
+    pub fn add_keyed(&mut self, keys: &Keys, r: &Row) {
+        let run = match self.run_index.get(&keys.run) {
+            Some(i) => *i,
+            None => {
+                self.runs.push(Run {
+                    label: keys.run.2.clone(),
+                    run_id: r.run_id.clone(),
+                    host: r.host.clone(),
+                    started_at: r.started_at.clone(),
+                });
+                self.run_index.insert(keys.run.clone(), self.runs.len() - 1);
+                self.runs.len() - 1
+            }
+        };
+        let key = &keys.cell;
+        let cell = match self.cell_index.get(key) {
+            Some(i) => *i,
+            None => {
+                self.cell_index.insert(key.clone(), self.cells.len());
+                self.cells.push((key.clone(), r.cell.clone()));
+                self.cells.len() - 1
+            }
+        };
+        self.groups.entry((cell, run)).or_default().add(r);
+    }
+
+    pub fn finish(mut self) -> Result<History> {
+        // Runs ordered by the field (versions by their numbers), then by start.
+        let labels: Vec<_> = self.runs.iter().map(|r| natural_key(&r.label)).collect();
+        let mut order: Vec<usize> = (0..self.runs.len()).collect();
+        order.sort_by(|a, b| {
+            let by_label = labels[*a].cmp(&labels[*b]);
+            let (a, b) = (&self.runs[*a], &self.runs[*b]);
+            by_label
+                .then(a.started_at.cmp(&b.started_at))
+                .then(a.host.cmp(&b.host))
+                .then(a.run_id.cmp(&b.run_id))
+        });
+        if order.len() < 2 {
+            bail!(
+                "a history needs at least two runs; these files hold {}",
+                order.len()
+            );
+        }
+        let runs: Vec<Run> = order.iter().map(|i| self.runs[*i].clone()).collect();
+        let mut trends = Vec::new();
+        for (cell_index, (key, cell)) in self.cells.into_iter().enumerate() {
+            let points: Vec<Option<Point>> = order
+                .iter()
+                .map(|run| {
+                    let mine = self.groups.remove(&(cell_index, *run))?;
+                    Some(point(&mine, self.metric))
+                })
+                .collect();
+            trends.push(trend(key, cell, points, self.threshold));
+        }
+        Ok(History {
+            by: self.by,
+            metric: self.metric,
+            runs,
+            trends,
+        })
+    }
+}
+
+/// One cell in one run.
+fn point(runs: &Runs, metric: Metric) -> Point {
+    // A TCG guest's speed is the emulator's: its outcome counts, its rate does not.
+    let values = match runs.emulated() {
+        true => Vec::new(),
+        false => metric.of(runs),
+    };
+    let variance = change_points::variance(&values);
+    Point {
+        median: median(&values),
+        outcome: runs.outcome(),
+        variance,
+        runs: runs.len(),
+    }
+}
+
+/// A cell's trend from its points: where its outcome changed and where its metric stepped.
+fn trend(key: String, cell: String, points: Vec<Option<Point>>, threshold: f64) -> Trend {
+    let present: Vec<(usize, &Point)> = points
         .iter()
         .enumerate()
-        .map(|(i, run)| {
-            (
-                (run.host.as_str(), run.run_id.as_str(), run.label.clone()),
-                i,
-            )
-        })
+        .filter_map(|(i, p)| p.as_ref().map(|p| (i, p)))
         .collect();
-    let mut keys: Vec<(String, String)> = Vec::new();
-    let mut known: HashSet<String> = HashSet::new();
-    let mut groups: HashMap<(String, usize), Vec<Row>> = HashMap::new();
-    for r in rows {
-        let key = key_of(r);
-        if known.insert(key.clone()) {
-            keys.push((key.clone(), r.cell.clone()));
+    let mut outcome_steps = Vec::new();
+    for pair in present.windows(2) {
+        if pair[0].1.outcome != pair[1].1.outcome {
+            outcome_steps.push((
+                pair[1].0,
+                pair[0].1.outcome.clone(),
+                pair[1].1.outcome.clone(),
+            ));
         }
-        let run = run_index[&(r.host.as_str(), r.run_id.as_str(), by.of(r))];
-        groups.entry((key, run)).or_default().push(r.clone());
     }
-    let mut trends = Vec::new();
-    for (key, cell) in keys {
-        let points: Vec<Option<Point>> = (0..runs.len())
-            .map(|run| {
-                let mine = groups.remove(&(key.clone(), run)).unwrap_or_default();
-                let summary = summary::summarize_by(&mine, key_of).into_iter().next()?;
-                // A TCG guest's speed is the emulator's: its outcome counts, its rate does not.
-                let (values, median) = match summary.emulated {
-                    true => (&[][..], None),
-                    false => metric.of(&summary),
-                };
-                let variance = (values.len() > 1).then(|| sse(values) / (values.len() - 1) as f64);
-                Some(Point {
-                    median,
-                    outcome: summary.outcome,
-                    variance,
-                    runs: summary.runs,
-                })
-            })
-            .collect();
-        let present: Vec<(usize, &Point)> = points
-            .iter()
-            .enumerate()
-            .filter_map(|(i, p)| p.as_ref().map(|p| (i, p)))
-            .collect();
-        let mut outcome_steps = Vec::new();
-        for pair in present.windows(2) {
-            if pair[0].1.outcome != pair[1].1.outcome {
-                outcome_steps.push((
-                    pair[1].0,
-                    pair[0].1.outcome.clone(),
-                    pair[1].1.outcome.clone(),
-                ));
-            }
-        }
-        let rated: Vec<(usize, f64, Option<f64>)> = present
-            .iter()
-            .filter_map(|(i, p)| p.median.map(|m| (*i, m, p.variance)))
-            .collect();
-        let values: Vec<f64> = rated.iter().map(|(_, m, _)| *m).collect();
-        let at: Vec<usize> = rated.iter().map(|(i, _, _)| *i).collect();
-        let variances: Vec<f64> = rated.iter().filter_map(|(_, _, v)| *v).collect();
-        let s2 = if variances.is_empty() {
-            // No repeats: the residual variance of the best single split stands in.
-            let n = values.len();
-            (1..n)
-                .map(|k| sse(&values[..k]) + sse(&values[k..]))
-                .fold(f64::INFINITY, f64::min)
-                / (n.saturating_sub(2).max(1)) as f64
-        } else {
-            mean(&variances)
-        };
-        let mut rate_steps = Vec::new();
-        segment(&values, &at, s2, threshold, &mut rate_steps);
-        rate_steps.sort_by_key(|(i, _)| *i);
-        trends.push(Trend {
-            cell,
-            key,
-            points,
-            rate_steps,
-            outcome_steps,
-        });
+    let rated: Vec<(usize, f64, Option<f64>)> = present
+        .iter()
+        .filter_map(|(i, p)| p.median.map(|m| (*i, m, p.variance)))
+        .collect();
+    let values: Vec<f64> = rated.iter().map(|(_, m, _)| *m).collect();
+    let at: Vec<usize> = rated.iter().map(|(i, _, _)| *i).collect();
+    let variances: Vec<f64> = rated.iter().filter_map(|(_, _, v)| *v).collect();
+    let rate_steps = change_points::steps(&values, &at, &variances, threshold);
+    Trend {
+        cell,
+        key,
+        points,
+        rate_steps,
+        outcome_steps,
     }
-    Ok(History {
-        by,
-        metric,
-        runs,
-        trends,
-    })
 }

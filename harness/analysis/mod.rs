@@ -2,6 +2,7 @@
 //! efficiency against a calibration, comparisons of two result sets and histories across many,
 //! statements that several cells measure together.
 
+pub mod change_points;
 pub mod claims;
 pub mod compare;
 pub mod convergence;
@@ -10,6 +11,7 @@ pub mod fidelity;
 pub mod history;
 mod order_stats;
 pub mod power;
+pub mod runs;
 pub mod statements;
 pub mod stats;
 pub mod summary;

@@ -2,14 +2,15 @@
 //! scenario, name and configuration), the outcome it had most often, and the statistics of its
 //! passing runs: img/s and CPU per image, each a median with a 95% bootstrap interval.
 
-use std::collections::BTreeMap;
+use std::collections::HashMap;
+use std::fmt::{Display, Write};
 
 use serde::Serialize;
 
+pub use super::runs::Outcome;
+use super::runs::Runs;
 use super::stats;
 use crate::model::estimate::median;
-use crate::model::record::Status;
-use crate::model::vm::Accel;
 use crate::results::Row;
 
 /// A cell-key field that a history may let vary between runs.
@@ -23,42 +24,56 @@ pub enum Varying {
     Kernel,
 }
 
+/// An optional knob as a row records it: its value, or the word for its absence.
+struct Or<'a, T>(&'a Option<T>, &'static str);
+
+impl<T: Display> Display for Or<'_, T> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self.0 {
+            Some(v) => v.fmt(f),
+            None => f.write_str(self.1),
+        }
+    }
+}
+
+/// Calls `f` with each knob that makes a cell what it is, by its flag name, as a row records it
+/// (written by `Display`, so keying a million rows allocates no text per knob).
+fn each_knob(r: &Row, f: &mut dyn FnMut(&'static str, &dyn Display)) {
+    f("loader", &r.loader);
+    f("runtime", &r.runtime);
+    f("strategy", &r.strategy);
+    f("torch", &r.torch);
+    f("workers", &r.workers);
+    f("prefetch", &r.prefetch);
+    f("batch", &r.batch);
+    f("shape", &r.shape);
+    f("dtype", &r.dtype);
+    f("shm-size", &Or(&r.shm_bytes, "default"));
+    f("ipc", &r.ipc);
+    f("memory", &Or(&r.memory_bytes, "default"));
+    f("shm-tmpfs", &r.shm_tmpfs);
+    f("pin-memory", &r.pin_memory);
+    f("touch", &r.touch);
+    f("compute-ms", &r.compute_ms);
+    f("decode-us", &r.decode_us);
+    f("main-us", &r.main_us);
+    f("retain-every", &r.retain_every);
+    f("steps", &r.steps);
+    f("epochs", &r.epochs);
+    f("cpus", &Or(&r.cpus, "any"));
+    f("nofile", &Or(&r.nofile, "default"));
+    f("kernel", &Or(&r.vm_kernel, "host"));
+    f("shm-remount", &Or(&r.shm_remount_bytes, "default"));
+    // A watched job is its command (and the image it ran in).
+    f("command", &Or(&r.watched_command, ""));
+    f("image", &Or(&r.image, ""));
+}
+
 /// The knobs that make a cell what it is, by their flag names, as a row records them.
 pub fn knobs(r: &Row) -> Vec<(&'static str, String)> {
-    let text = |v: Option<u64>| v.map(|b| b.to_string()).unwrap_or_else(|| "default".into());
-    vec![
-        ("loader", r.loader.to_string()),
-        ("runtime", r.runtime.to_string()),
-        ("strategy", r.strategy.to_string()),
-        ("torch", r.torch.to_string()),
-        ("workers", r.workers.to_string()),
-        ("prefetch", r.prefetch.to_string()),
-        ("batch", r.batch.to_string()),
-        ("shape", r.shape.to_string()),
-        ("dtype", r.dtype.to_string()),
-        ("shm-size", text(r.shm_bytes)),
-        ("ipc", r.ipc.to_string()),
-        ("memory", text(r.memory_bytes)),
-        ("shm-tmpfs", r.shm_tmpfs.to_string()),
-        ("pin-memory", r.pin_memory.to_string()),
-        ("touch", r.touch.to_string()),
-        ("compute-ms", r.compute_ms.to_string()),
-        ("decode-us", r.decode_us.to_string()),
-        ("main-us", r.main_us.to_string()),
-        ("retain-every", r.retain_every.to_string()),
-        ("steps", r.steps.to_string()),
-        ("epochs", r.epochs.to_string()),
-        ("cpus", r.cpus.clone().unwrap_or_else(|| "any".into())),
-        ("nofile", text(r.nofile)),
-        (
-            "kernel",
-            r.vm_kernel.clone().unwrap_or_else(|| "host".into()),
-        ),
-        ("shm-remount", text(r.shm_remount_bytes)),
-        // A watched job is its command (and the image it ran in).
-        ("command", r.watched_command.clone().unwrap_or_default()),
-        ("image", r.image.clone().unwrap_or_default()),
-    ]
+    let mut out = Vec::new();
+    each_knob(r, &mut |name, value| out.push((name, value.to_string())));
+    out
 }
 
 /// What must be equal for two rows to be the same cell.
@@ -74,12 +89,17 @@ pub fn cell_key_except(r: &Row, varying: Option<Varying>) -> String {
         Some(Varying::Kernel) => &["kernel", "runtime"],
         None => &[],
     };
-    let shown: Vec<String> = knobs(r)
-        .into_iter()
-        .filter(|(name, _)| !hidden.contains(name))
-        .map(|(name, value)| format!("{name}={value}"))
-        .collect();
-    format!("{}/{} [{}]", r.scenario, r.cell, shown.join(" "))
+    let mut key = String::with_capacity(320);
+    let _ = write!(key, "{}/{} [", r.scenario, r.cell);
+    let mut first = true;
+    each_knob(r, &mut |name, value| {
+        if !hidden.contains(&name) {
+            let sep = if std::mem::take(&mut first) { "" } else { " " };
+            let _ = write!(key, "{sep}{name}={value}");
+        }
+    });
+    key.push(']');
+    key
 }
 
 /// The knobs on which two cells differ: `name: a -> b`.
@@ -90,22 +110,6 @@ pub fn knob_differences(a: &CellSummary, b: &CellSummary) -> Vec<String> {
         .filter(|((_, x), (_, y))| x != y)
         .map(|((name, x), (_, y))| format!("{name}: {x} -> {y}"))
         .collect()
-}
-
-/// An outcome: `pass`, or a crash kind at a step.
-#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize)]
-pub struct Outcome {
-    pub status: Status,
-    pub crash_step: Option<u64>,
-}
-
-impl std::fmt::Display for Outcome {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self.crash_step {
-            Some(step) if !self.status.is_pass() => write!(f, "{} at step {step}", self.status),
-            _ => write!(f, "{}", self.status),
-        }
-    }
 }
 
 /// One cell over its repeated runs.
@@ -129,6 +133,8 @@ pub struct CellSummary {
     pub outliers: Vec<u32>,
     /// Earliest and latest crash step over the crashed runs.
     pub crash_steps: Option<(u64, u64)>,
+    /// The median peak /dev/shm use over every run, crashed ones included.
+    pub peak_shm_median: Option<f64>,
     /// CPU milliseconds per image of the passing runs that measured it (schema 3 on).
     pub cpu: Vec<f64>,
     pub cpu_median: Option<f64>,
@@ -143,6 +149,52 @@ pub struct CellSummary {
     pub emulated: bool,
 }
 
+/// Rows summarised per cell as they stream by (order of first appearance): each cell keeps its
+/// first row and a few numbers per run, so memory grows with the cells, not the rows.
+#[derive(Default)]
+pub struct Summaries {
+    index: HashMap<String, usize>,
+    cells: Vec<(String, Row, Runs)>,
+}
+
+impl Summaries {
+    pub fn new() -> Summaries {
+        Summaries::default()
+    }
+
+    /// Adds a row of the cell `key` names (rows are the same cell when their keys are equal);
+    /// returns the cell's index in order of first appearance.
+    pub fn add(&mut self, key: &str, r: &Row) -> usize {
+        let i = match self.index.get(key) {
+            Some(i) => *i,
+            None => {
+                self.index.insert(key.to_string(), self.cells.len());
+                self.cells
+                    .push((key.to_string(), r.clone(), Runs::default()));
+                self.cells.len() - 1
+            }
+        };
+        self.cells[i].2.add(r);
+        i
+    }
+
+    /// Each cell's first row and its summary.
+    pub fn finish_with_rows(self) -> Vec<(Row, CellSummary)> {
+        self.cells
+            .into_iter()
+            .map(|(key, first, runs)| {
+                let summary = summarize_runs(key, &first, runs);
+                (first, summary)
+            })
+            .collect()
+    }
+
+    pub fn finish(self) -> Vec<CellSummary> {
+        let rows = self.finish_with_rows();
+        rows.into_iter().map(|(_, summary)| summary).collect()
+    }
+}
+
 /// Summarises rows per cell (order of first appearance).
 pub fn summarize(rows: &[Row]) -> Vec<CellSummary> {
     summarize_by(rows, cell_key)
@@ -150,84 +202,48 @@ pub fn summarize(rows: &[Row]) -> Vec<CellSummary> {
 
 /// Summarises rows grouped by `key` (order of first appearance).
 pub fn summarize_by(rows: &[Row], key: impl Fn(&Row) -> String) -> Vec<CellSummary> {
-    let mut order: Vec<String> = Vec::new();
-    let mut groups: BTreeMap<String, Vec<&Row>> = BTreeMap::new();
+    let mut summaries = Summaries::new();
     for r in rows {
-        let key = key(r);
-        if !groups.contains_key(&key) {
-            order.push(key.clone());
-        }
-        groups.entry(key).or_default().push(r);
+        summaries.add(&key(r), r);
     }
-    order
-        .into_iter()
-        .map(|key| {
-            let mut runs = groups.remove(&key).unwrap_or_default();
-            runs.sort_by_key(|r| r.repeat);
-            let outcomes: Vec<Outcome> = runs
-                .iter()
-                .map(|r| Outcome {
-                    status: r.status,
-                    crash_step: r.crash_step,
-                })
-                .collect();
-            let mut counts: BTreeMap<&Outcome, usize> = BTreeMap::new();
-            for o in &outcomes {
-                *counts.entry(o).or_default() += 1;
-            }
-            let most = counts.values().copied().max().unwrap_or(0);
-            let outcome = counts
-                .iter()
-                .filter(|(_, n)| **n == most)
-                .map(|(o, _)| (*o).clone())
-                .min_by_key(|o| (o.status.is_pass(), o.crash_step))
-                .unwrap_or(Outcome {
-                    status: Status::Error,
-                    crash_step: None,
-                });
-            let passing: Vec<(&Row, f64)> = runs
-                .iter()
-                .filter(|r| r.status.is_pass())
-                .filter_map(|r| r.img_per_s.map(|x| (*r, x)))
-                .collect();
-            let rates: Vec<f64> = passing.iter().map(|(_, x)| *x).collect();
-            let z = stats::modified_z(&rates);
-            let outliers = passing
-                .iter()
-                .zip(&z)
-                .filter(|(_, z)| z.abs() > stats::OUTLIER_Z)
-                .map(|((r, _), _)| r.repeat)
-                .collect();
-            let crashed: Vec<u64> = runs.iter().filter_map(|r| r.crash_step).collect();
-            let passing = || runs.iter().filter(|r| r.status.is_pass());
-            let cpu: Vec<f64> = passing().filter_map(|r| r.cpu_ms_per_img).collect();
-            let instructions: Vec<f64> = passing().filter_map(|r| r.instructions_per_img).collect();
-            CellSummary {
-                cell: runs[0].cell.clone(),
-                environment: runs[0].environment.clone(),
-                knobs: knobs(runs[0]),
-                emulated: runs.iter().any(|r| r.vm_accel == Some(Accel::Tcg)),
-                key,
-                runs: runs.len(),
-                outcome,
-                outcomes,
-                median: median(&rates),
-                ci: stats::median_ci(&rates),
-                min: rates.iter().copied().reduce(f64::min),
-                max: rates.iter().copied().reduce(f64::max),
-                outliers,
-                crash_steps: crashed
-                    .iter()
-                    .min()
-                    .zip(crashed.iter().max())
-                    .map(|(a, b)| (*a, *b)),
-                rates,
-                cpu_median: median(&cpu),
-                cpu_ci: stats::median_ci(&cpu),
-                cpu,
-                instructions_median: median(&instructions),
-                instructions,
-            }
-        })
-        .collect()
+    summaries.finish()
+}
+
+/// One cell's summary from its first row and its runs.
+fn summarize_runs(key: String, first: &Row, runs: Runs) -> CellSummary {
+    let runs = runs.sorted();
+    let passing = runs.rates();
+    let rates: Vec<f64> = passing.iter().map(|(_, x)| *x).collect();
+    let z = stats::modified_z(&rates);
+    let outliers = passing
+        .iter()
+        .zip(&z)
+        .filter(|(_, z)| z.abs() > stats::OUTLIER_Z)
+        .map(|((repeat, _), _)| *repeat)
+        .collect();
+    let cpu = runs.cpu();
+    let instructions = runs.instructions();
+    CellSummary {
+        cell: first.cell.clone(),
+        environment: first.environment.clone(),
+        knobs: knobs(first),
+        emulated: runs.emulated(),
+        key,
+        runs: runs.len(),
+        outcome: runs.outcome(),
+        outcomes: runs.outcomes(),
+        median: median(&rates),
+        ci: stats::median_ci(&rates),
+        min: rates.iter().copied().reduce(f64::min),
+        max: rates.iter().copied().reduce(f64::max),
+        outliers,
+        crash_steps: runs.crash_steps(),
+        peak_shm_median: runs.peak_shm_median(),
+        rates,
+        cpu_median: median(&cpu),
+        cpu_ci: stats::median_ci(&cpu),
+        cpu,
+        instructions_median: median(&instructions),
+        instructions,
+    }
 }

@@ -5,8 +5,9 @@ use std::process::ExitCode;
 
 use anyhow::{bail, Result};
 
+use crate::analysis::summary::{cell_key, Summaries};
 use crate::present::bmf;
-use crate::results::csv;
+use crate::results::stream;
 
 #[derive(clap::Args)]
 pub struct Args {
@@ -22,15 +23,22 @@ pub struct Args {
 }
 
 pub fn run(args: Args) -> Result<ExitCode> {
-    let rows = csv::read_all(&args.results)?;
-    if rows.is_empty() {
+    // Summarised as read: memory grows with the cells, whatever the rows.
+    let mut cells = Summaries::new();
+    let mut rows = 0usize;
+    stream::each_prepared(&args.results, cell_key, |key, row| {
+        cells.add(key, row);
+        rows += 1;
+        Ok(())
+    })?;
+    if rows == 0 {
         bail!("no rows to export: the results files hold none");
     }
-    let text = serde_json::to_string_pretty(&bmf::render(&rows))?;
+    let text = serde_json::to_string_pretty(&bmf::render_cells(cells.finish_with_rows()))?;
     match args.out {
         Some(path) => {
             std::fs::write(&path, format!("{text}\n"))?;
-            eprintln!("{} row(s) -> {}", rows.len(), path.display());
+            eprintln!("{rows} row(s) -> {}", path.display());
         }
         None => println!("{text}"),
     }

@@ -10,7 +10,7 @@ use crate::analysis::compare::Match;
 use crate::analysis::history::{self, By, Metric};
 use crate::present::history as table;
 use crate::present::report::plots;
-use crate::results::csv;
+use crate::results::stream;
 
 #[derive(clap::Args)]
 pub struct Args {
@@ -38,8 +38,14 @@ pub struct Args {
 }
 
 pub fn run(args: Args) -> Result<ExitCode> {
-    let rows = csv::read_all(&args.results)?;
-    let history = history::build(&rows, args.by, args.metric, args.matching, args.threshold)?;
+    // Built as read: a fleet's year of rows is never held.
+    let mut builder = history::Builder::new(args.by, args.metric, args.matching, args.threshold);
+    let keys = builder.keys();
+    stream::each_prepared(&args.results, keys, |keys, row| {
+        builder.add_keyed(keys, row);
+        Ok(())
+    })?;
+    let history = builder.finish()?;
     let text = table::render(&history);
     println!("{text}");
     println!("method: binary segmentation of each cell's run medians (piecewise-constant fit), a split kept when it lowers the squared error by more than 2 s^2 ln(n) and steps by at least {:.0}%", args.threshold * 100.0);

@@ -6,8 +6,7 @@
 
 use serde_json::{json, Map, Value};
 
-use crate::analysis::summary::{cell_key, summarize};
-use crate::model::estimate::median;
+use crate::analysis::summary::{cell_key, CellSummary, Summaries};
 use crate::model::knobs::Loader;
 use crate::results::Row;
 
@@ -21,15 +20,17 @@ fn measure(value: f64, interval: Option<(f64, f64)>) -> Value {
 
 /// The BMF document of `rows`.
 pub fn render(rows: &[Row]) -> Value {
-    let mut out = Map::new();
-    // Each row's cell, keyed once (a key is a few dozen knobs written out).
-    let mut by_cell: std::collections::HashMap<String, Vec<&Row>> = Default::default();
+    let mut cells = Summaries::new();
     for r in rows {
-        by_cell.entry(cell_key(r)).or_default().push(r);
+        cells.add(&cell_key(r), r);
     }
-    for summary in summarize(rows) {
-        let mine = by_cell.remove(&summary.key).unwrap_or_default();
-        let first = mine[0];
+    render_cells(cells.finish_with_rows())
+}
+
+/// The BMF document of cells, each with its first row (which names it).
+pub fn render_cells(cells: Vec<(Row, CellSummary)>) -> Value {
+    let mut out = Map::new();
+    for (first, summary) in cells {
         let mut name = format!("{}/{}", first.scenario, first.cell);
         if first.loader == Loader::Torch {
             let version = first.torch_version.as_deref().unwrap_or("unknown");
@@ -52,8 +53,7 @@ pub fn render(rows: &[Row]) -> Value {
         if let Some(m) = summary.instructions_median {
             measures.insert("instructions-per-image".into(), measure(m, None));
         }
-        let peaks: Vec<f64> = mine.iter().map(|r| r.peak_shm_bytes as f64).collect();
-        if let Some(m) = median(&peaks) {
+        if let Some(m) = summary.peak_shm_median {
             measures.insert("peak-shm-bytes".into(), measure(m, None));
         }
         if let (false, Some(step)) = (summary.outcome.status.is_pass(), summary.outcome.crash_step)

@@ -21,17 +21,55 @@ pub fn run_label(h: &History, r: &Run) -> String {
     }
 }
 
+/// The most runs the table shows as columns: a fleet's year is thousands of runs, and a table
+/// that wide is read by nobody (the steps below it cover every run).
+pub const MAX_COLUMNS: usize = 12;
+
+/// The runs the table shows, in order: all of them when few; else the runs where a cell
+/// stepped (up to half the columns), then the latest.
+pub fn shown_runs(h: &History) -> Vec<usize> {
+    let n = h.runs.len();
+    if n <= MAX_COLUMNS {
+        return (0..n).collect();
+    }
+    let mut shown: Vec<usize> = h
+        .trends
+        .iter()
+        .flat_map(|t| {
+            let rate = t.rate_steps.iter().map(|(i, _)| *i);
+            rate.chain(t.outcome_steps.iter().map(|(i, _, _)| *i))
+        })
+        .collect();
+    shown.sort_unstable();
+    shown.dedup();
+    shown.truncate(MAX_COLUMNS / 2);
+    for i in (0..n).rev() {
+        if shown.len() >= MAX_COLUMNS {
+            break;
+        }
+        if !shown.contains(&i) {
+            shown.push(i);
+        }
+    }
+    shown.sort_unstable();
+    shown
+}
+
 /// Markdown: the trend table and the steps found.
 pub fn render(h: &History) -> String {
     let mut headers = vec!["cell".to_string()];
     let label = |r: &Run| run_label(h, r);
-    headers.extend(h.runs.iter().map(|r| format!("{} ({})", label(r), r.host)));
+    let shown = shown_runs(h);
+    headers.extend(shown.iter().map(|i| {
+        let r = &h.runs[*i];
+        format!("{} ({})", label(r), r.host)
+    }));
     let rows: Vec<Vec<String>> = h
         .trends
         .iter()
         .map(|t| {
             let mut row = vec![t.cell.clone()];
-            row.extend(t.points.iter().map(|p| match p {
+            row.extend(shown.iter().map(|i| match &t.points[*i] {
                 None => "-".into(),
                 Some(p) => match (p.outcome.status.is_pass(), p.median) {
                     (true, Some(m)) => match h.metric {
@@ -46,8 +84,15 @@ pub fn render(h: &History) -> String {
         })
         .collect();
     let header_refs: Vec<&str> = headers.iter().map(String::as_str).collect();
+    let window = match shown.len() < h.runs.len() {
+        true => format!(
+            "; the table shows {} of them: those where a cell stepped, then the latest",
+            shown.len()
+        ),
+        false => String::new(),
+    };
     let mut out = format!(
-        "History by {} ({} runs, oldest first within equal values)\n\n{}\n\n",
+        "History by {} ({} runs, oldest first within equal values{window})\n\n{}\n\n",
         by_name(h.by),
         h.runs.len(),
         table::markdown(&header_refs, &rows)

@@ -7,8 +7,7 @@ use std::path::{Path, PathBuf};
 use anyhow::{bail, Context, Result};
 
 use super::atomic;
-use super::row::{Row, READS, SCHEMA};
-use super::spreadsheet;
+use super::row::Row;
 
 /// A results file being written, one complete rewrite per added row.
 pub struct ResultsFile {
@@ -77,46 +76,23 @@ pub fn read_all(paths: &[PathBuf]) -> Result<Vec<Row>> {
 
 /// Reads a results file, refusing another schema version and naming the line of a bad row.
 pub fn read(path: &Path) -> Result<Vec<Row>> {
-    let mut reader = csv::Reader::from_path(path)
-        .with_context(|| format!("cannot open results file {}", path.display()))?;
     let mut rows = Vec::new();
-    let headers = reader
-        .headers()
-        .with_context(|| format!("{}: no header line", path.display()))?
-        .clone();
-    let mut record = csv::StringRecord::new();
-    loop {
-        let bad = |line: u64, e: &dyn std::fmt::Display| {
-            anyhow::anyhow!(
-                "{}: line {line}: not a valid shmbench results row: {e}",
-                path.display()
-            )
-        };
-        match reader.read_record(&mut record) {
-            Ok(true) => {}
-            Ok(false) => break,
-            Err(e) => return Err(bad(e.position().map_or(0, |p| p.line()), &e)),
-        }
-        let line = record.position().map_or(0, |p| p.line());
-        let cells: csv::StringRecord = record.iter().map(spreadsheet::unguard).collect();
-        let row: Row = cells
-            .deserialize(Some(&headers))
-            .map_err(|e| bad(line, &e))?;
-        if !READS.contains(&row.schema) {
-            let reads: Vec<String> = READS.iter().map(u32::to_string).collect();
-            bail!(
-                "{}: schema {} but this shmbench reads schemas {}; use the shmbench version that wrote it",
-                path.display(),
-                row.schema,
-                reads.join(", ")
-            );
-        }
-        // An older row, read with its missing columns at their defaults, is a row of this schema.
-        let row = Row {
-            schema: SCHEMA,
-            ..row
-        };
-        rows.push(row);
-    }
+    each(path, |row| {
+        rows.push(row.clone());
+        Ok(())
+    })?;
     Ok(rows)
+}
+
+/// Hands every row of several files to `f`, in order, holding a few batches of rows at a time:
+/// a fleet's year of results is a million rows, and what reads them keeps what it needs of each
+/// (read on every core: [`super::stream`]).
+pub fn each_of(paths: &[PathBuf], f: impl FnMut(&Row) -> Result<()>) -> Result<()> {
+    let mut f = f;
+    super::stream::each_prepared(paths, |_| (), |(), row| f(row))
+}
+
+/// Hands every row of a results file to `f`, in order; `f`'s error stops the reading.
+pub fn each(path: &Path, f: impl FnMut(&Row) -> Result<()>) -> Result<()> {
+    each_of(&[path.to_path_buf()], f)
 }

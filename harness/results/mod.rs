@@ -8,10 +8,12 @@ pub mod baseline;
 pub mod csv;
 pub mod k8s;
 pub mod merge;
+pub mod record;
 pub mod row;
 pub mod spreadsheet;
 pub mod statements;
 pub mod steps;
+pub mod stream;
 pub mod watch;
 
 pub use row::Row;

@@ -10,7 +10,7 @@ use crate::present::statements;
 
 /// The source's statements, judged.
 pub(crate) fn judged(source: &Source) -> Vec<Judged> {
-    judge_all(&source.statements, &source.rows)
+    judge_all(&source.statements, &source.statement_rows)
 }
 
 /// Those drawn: a trend or a comparison of a quantity.

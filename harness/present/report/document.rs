@@ -2,7 +2,6 @@
 
 use super::block::Block;
 use super::{checked, watched, Report};
-use crate::analysis::summary::summarize;
 use crate::model::knobs::Loader;
 use crate::model::size::ByteSize;
 use crate::present::compare::summary_cells;
@@ -155,17 +154,16 @@ pub fn build(report: &Report) -> Vec<Block> {
             continue;
         }
         doc.push(Block::Heading(2, format!("Matrix: {}", source.label)));
-        let repeated = loaders.iter().any(|r| r.repeat > 1);
-        if repeated {
-            // Statistics over the repeats first; the matrix below shows the first repeat.
-            let (headers, cells) = summary_cells(&summarize(&loaders));
-            doc.push(Block::Paragraph("Every repeat, per cell (median img/s with its 95% bootstrap interval over the passing runs):".into()));
+        if source.cells.iter().any(|c| c.runs > 1) {
+            // Statistics over every run first; the matrix below shows each cell's first run.
+            let (headers, cells) = summary_cells(&source.cells);
+            doc.push(Block::Paragraph(format!("Every run, per cell ({} rows; median img/s with its 95% bootstrap interval over the passing runs):", source.total_rows)));
             doc.push(Block::Table(headers, cells));
             doc.push(Block::Paragraph(
-                "The first repeat, in the how-to's shape:".into(),
+                "Each cell's first run, in the how-to's shape:".into(),
             ));
         }
-        let first: Vec<Row> = loaders.into_iter().filter(|r| r.repeat <= 1).collect();
+        let first = loaders;
         let (headers, cells) = matrix::matrix_cells(&first);
         doc.push(Block::Table(headers, cells));
         let notes = matrix::notes(&first);
@@ -180,7 +178,7 @@ pub fn build(report: &Report) -> Vec<Block> {
     let claimed: Vec<Row> = report
         .sources
         .iter()
-        .flat_map(|s| s.rows.iter().filter(|r| r.repeat <= 1).cloned())
+        .flat_map(|s| s.rows.iter().cloned())
         .collect();
     if let Some(block) = claims_table(&claimed) {
         doc.push(Block::Heading(

@@ -16,13 +16,18 @@ pub(crate) mod watched;
 
 use std::path::{Path, PathBuf};
 
+use std::collections::HashSet;
+
 use anyhow::{bail, Result};
+
+use crate::analysis::summary::{cell_key, CellSummary, Summaries};
+use crate::model::knobs::Loader;
 
 use crate::model::statement::Statement;
 use crate::model::watch::WatchReport;
-use crate::results::csv;
 use crate::results::statements;
 use crate::results::steps::{self, StepRow};
+use crate::results::stream;
 use crate::results::watch;
 use crate::results::Row;
 
@@ -31,7 +36,15 @@ pub struct Source {
     pub path: PathBuf,
     /// How the report names this source (its file stem; with the host when there are several).
     pub label: String,
+    /// The rows it shows: each cell's first run per host and environment (a fleet's year is a
+    /// million rows, and a report speaks of cells; [`Source::cells`] summarises every run).
     pub rows: Vec<Row>,
+    /// Every row of the cells its statements name (they are judged over all their runs).
+    pub statement_rows: Vec<Row>,
+    /// Every loader cell over all its runs, in order of first appearance.
+    pub cells: Vec<CellSummary>,
+    /// How many rows the file holds.
+    pub total_rows: usize,
     /// Per row (same order): the time series, or why it is missing.
     pub series: Vec<Result<Vec<StepRow>, String>>,
     /// Per row (same order): what watching it saw, for a watched command's row.
@@ -71,58 +84,16 @@ impl Report {
     /// states, and only no readable rows at all is an error.
     pub fn load(paths: &[PathBuf]) -> Result<Report> {
         let mut sources = Vec::new();
-        let mut problems = Vec::new();
+        let mut problems = Problems::default();
         for path in paths {
-            match csv::read(path) {
-                Ok(rows) if rows.is_empty() => {
-                    problems.push(format!("{}: no rows (an empty run)", path.display()))
-                }
-                Ok(rows) => {
-                    let series = rows
-                        .iter()
-                        .map(|r| match &r.steps_file {
-                            Some(rel) => steps::read(path, rel).map_err(|e| format!("{e:#}")),
-                            None => Err(format!(
-                                "{}: cell {} names no time series",
-                                path.display(),
-                                r.cell
-                            )),
-                        })
-                        .collect::<Vec<_>>();
-                    for e in series.iter().filter_map(|s| s.as_ref().err()) {
-                        problems.push(e.clone());
-                    }
-                    let watches = rows
-                        .iter()
-                        .map(|r| {
-                            let file = r.watch_file.as_deref()?;
-                            watch::read(path, file)
-                                .map_err(|e| problems.push(format!("{e:#}")))
-                                .ok()
-                        })
-                        .collect();
-                    let stem = path
-                        .file_stem()
-                        .map(|s| s.to_string_lossy().into_owned())
-                        .unwrap_or_default();
-                    let statements = statements::read(path).unwrap_or_else(|e| {
-                        problems.push(format!("{e:#}"));
-                        Vec::new()
-                    });
-                    sources.push(Source {
-                        path: path.clone(),
-                        label: stem,
-                        rows,
-                        series,
-                        watches,
-                        statements,
-                    });
-                }
+            match Source::load(path, &mut problems) {
+                Ok(Some(source)) => sources.push(source),
+                Ok(None) => problems.push(format!("{}: no rows (an empty run)", path.display())),
                 Err(e) => problems.push(format!("{e:#}")),
             }
         }
         if sources.is_empty() {
-            bail!("nothing to report: {}", problems.join("; "));
+            bail!("nothing to report: {}", problems.finish().join("; "));
         }
         if sources.len() > 1 {
             for s in &mut sources {
@@ -132,7 +103,7 @@ impl Report {
         }
         Ok(Report {
             sources,
-            problems,
+            problems: problems.finish(),
             plots: Vec::new(),
         })
     }
@@ -160,6 +131,124 @@ impl Report {
             written.push(format.write(&self, dir)?);
         }
         Ok(written)
+    }
+}
+
+/// What could not be read, said once each and at most [`Problems::SAID`] of them (a fleet's
+/// files can miss a time series per row).
+#[derive(Default)]
+struct Problems {
+    said: Vec<String>,
+    seen: std::collections::HashSet<String>,
+    more: usize,
+}
+
+impl Problems {
+    const SAID: usize = 20;
+
+    fn push(&mut self, problem: String) {
+        if self.seen.contains(&problem) {
+            return;
+        }
+        match self.said.len() < Self::SAID {
+            true => {
+                self.seen.insert(problem.clone());
+                self.said.push(problem);
+            }
+            false => self.more += 1,
+        }
+    }
+
+    fn finish(mut self) -> Vec<String> {
+        if self.more > 0 {
+            self.said
+                .push(format!("and {} more problem(s) like these", self.more));
+        }
+        self.said
+    }
+}
+
+impl Source {
+    /// Reads one results file as it streams by, keeping what the report shows; `None` when it
+    /// holds no rows.
+    fn load(path: &Path, problems: &mut Problems) -> Result<Option<Source>> {
+        let statements = statements::read(path).unwrap_or_else(|e| {
+            problems.push(format!("{e:#}"));
+            Vec::new()
+        });
+        let named: HashSet<&str> = statements
+            .iter()
+            .flat_map(|s| s.cells.iter().map(String::as_str))
+            .collect();
+        // A row is shown when it is the first of its cell on its host and environment.
+        let keys = |r: &Row| {
+            let key = cell_key(r);
+            let shown = format!("{}\n{}\n{key}", r.host, r.environment);
+            (key, shown)
+        };
+        let mut shown = HashSet::new();
+        let (mut rows, mut statement_rows) = (Vec::new(), Vec::new());
+        let mut cells = Summaries::new();
+        let mut total_rows = 0;
+        stream::each_prepared(
+            std::slice::from_ref(&path.to_path_buf()),
+            keys,
+            |(key, first), row| {
+                total_rows += 1;
+                if row.loader != Loader::Command {
+                    cells.add(key, row);
+                }
+                if named.contains(row.cell.as_str()) {
+                    statement_rows.push(row.clone());
+                }
+                if !shown.contains(first) {
+                    shown.insert(first.clone());
+                    rows.push(row.clone());
+                }
+                Ok(())
+            },
+        )?;
+        if total_rows == 0 {
+            return Ok(None);
+        }
+        let series = rows
+            .iter()
+            .map(|r| match &r.steps_file {
+                Some(rel) => steps::read(path, rel).map_err(|e| format!("{e:#}")),
+                None => Err(format!(
+                    "{}: cell {} names no time series",
+                    path.display(),
+                    r.cell
+                )),
+            })
+            .collect::<Vec<_>>();
+        for e in series.iter().filter_map(|s| s.as_ref().err()) {
+            problems.push(e.clone());
+        }
+        let watches = rows
+            .iter()
+            .map(|r| {
+                let file = r.watch_file.as_deref()?;
+                watch::read(path, file)
+                    .map_err(|e| problems.push(format!("{e:#}")))
+                    .ok()
+            })
+            .collect();
+        let label = path
+            .file_stem()
+            .map(|s| s.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        Ok(Some(Source {
+            path: path.to_path_buf(),
+            label,
+            rows,
+            statement_rows,
+            cells: cells.finish(),
+            total_rows,
+            series,
+            watches,
+            statements,
+        }))
     }
 }
 

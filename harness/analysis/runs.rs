@@ -1,0 +1,140 @@
+//! A cell's runs as the analysis keeps them: a few numbers per run, never the row, so that a
+//! fleet's year of results (a million rows) is summarised in memory that grows with its cells.
+//! The rule for a cell's outcome over its runs lives here, once.
+
+use std::collections::BTreeMap;
+
+use serde::Serialize;
+
+use crate::model::estimate::median;
+use crate::model::record::Status;
+use crate::model::vm::Accel;
+use crate::results::Row;
+
+/// An outcome: `pass`, or a crash kind at a step.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+pub struct Outcome {
+    pub status: Status,
+    pub crash_step: Option<u64>,
+}
+
+impl std::fmt::Display for Outcome {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self.crash_step {
+            Some(step) if !self.status.is_pass() => write!(f, "{} at step {step}", self.status),
+            _ => write!(f, "{}", self.status),
+        }
+    }
+}
+
+/// What a summary needs of one run.
+#[derive(Clone, Debug)]
+struct RunFacts {
+    repeat: u32,
+    outcome: Outcome,
+    img_per_s: Option<f64>,
+    cpu_ms_per_img: Option<f64>,
+    instructions_per_img: Option<f64>,
+    peak_shm_bytes: u64,
+    /// Under software emulation (a TCG VM): its speed is the emulator's.
+    emulated: bool,
+}
+
+/// The runs of one cell, in the order they were added until [`Runs::sorted`].
+#[derive(Clone, Debug, Default)]
+pub struct Runs {
+    facts: Vec<RunFacts>,
+}
+
+impl Runs {
+    pub fn add(&mut self, r: &Row) {
+        self.facts.push(RunFacts {
+            repeat: r.repeat,
+            outcome: Outcome {
+                status: r.status,
+                crash_step: r.crash_step,
+            },
+            img_per_s: r.img_per_s,
+            cpu_ms_per_img: r.cpu_ms_per_img,
+            instructions_per_img: r.instructions_per_img,
+            peak_shm_bytes: r.peak_shm_bytes,
+            emulated: r.vm_accel == Some(Accel::Tcg),
+        });
+    }
+
+    /// In repeat order (stable: runs of several files keep their file order within a repeat).
+    pub fn sorted(mut self) -> Runs {
+        self.facts.sort_by_key(|f| f.repeat);
+        self
+    }
+
+    pub fn len(&self) -> usize {
+        self.facts.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.facts.is_empty()
+    }
+
+    pub fn outcomes(&self) -> Vec<Outcome> {
+        self.facts.iter().map(|f| f.outcome.clone()).collect()
+    }
+
+    /// The most common outcome (ties: the worst, so a flaky crash is never hidden).
+    pub fn outcome(&self) -> Outcome {
+        let mut counts: BTreeMap<&Outcome, usize> = BTreeMap::new();
+        for f in &self.facts {
+            *counts.entry(&f.outcome).or_default() += 1;
+        }
+        let most = counts.values().copied().max().unwrap_or(0);
+        counts
+            .iter()
+            .filter(|(_, n)| **n == most)
+            .map(|(o, _)| (*o).clone())
+            .min_by_key(|o| (o.status.is_pass(), o.crash_step))
+            .unwrap_or(Outcome {
+                status: Status::Error,
+                crash_step: None,
+            })
+    }
+
+    fn passing(&self) -> impl Iterator<Item = &RunFacts> {
+        self.facts.iter().filter(|f| f.outcome.status.is_pass())
+    }
+
+    /// img/s of the passing runs with their repeat numbers (crashed runs never enter throughput
+    /// statistics).
+    pub fn rates(&self) -> Vec<(u32, f64)> {
+        self.passing()
+            .filter_map(|f| f.img_per_s.map(|x| (f.repeat, x)))
+            .collect()
+    }
+
+    /// CPU milliseconds per image of the passing runs that measured it.
+    pub fn cpu(&self) -> Vec<f64> {
+        self.passing().filter_map(|f| f.cpu_ms_per_img).collect()
+    }
+
+    /// Instructions per image of the passing runs that counted them.
+    pub fn instructions(&self) -> Vec<f64> {
+        self.passing()
+            .filter_map(|f| f.instructions_per_img)
+            .collect()
+    }
+
+    /// The median peak /dev/shm use over every run, crashed ones included.
+    pub fn peak_shm_median(&self) -> Option<f64> {
+        let peaks: Vec<f64> = self.facts.iter().map(|f| f.peak_shm_bytes as f64).collect();
+        median(&peaks)
+    }
+
+    /// Earliest and latest crash step over the crashed runs.
+    pub fn crash_steps(&self) -> Option<(u64, u64)> {
+        let steps = self.facts.iter().filter_map(|f| f.outcome.crash_step);
+        steps.clone().min().zip(steps.max())
+    }
+
+    pub fn emulated(&self) -> bool {
+        self.facts.iter().any(|f| f.emulated)
+    }
+}

@@ -1,0 +1,65 @@
+//! One record of a results file as a typed row: the file opened, its header line read, a record
+//! unguarded (spreadsheet formulas) and checked against the schemas this shmbench reads, and a bad
+//! line named by its number.
+
+use std::path::Path;
+
+use anyhow::{bail, Context, Result};
+
+use super::row::{Row, READS, SCHEMA};
+use super::spreadsheet;
+
+/// The header line of `path`'s reader, or why it has none.
+pub fn headers(reader: &mut csv::Reader<std::fs::File>, path: &Path) -> Result<csv::StringRecord> {
+    Ok(reader
+        .headers()
+        .with_context(|| format!("{}: no header line", path.display()))?
+        .clone())
+}
+
+/// Opens a results file for reading.
+pub fn open(path: &Path) -> Result<csv::Reader<std::fs::File>> {
+    csv::Reader::from_path(path)
+        .with_context(|| format!("cannot open results file {}", path.display()))
+}
+
+/// Why a line of `path` is not a row.
+pub fn bad_line(path: &Path, line: u64, e: &dyn std::fmt::Display) -> anyhow::Error {
+    anyhow::anyhow!(
+        "{}: line {line}: not a valid shmbench results row: {e}",
+        path.display()
+    )
+}
+
+/// One record of `path` as a row of this schema, refusing another schema version and naming
+/// the line of a bad row.
+pub fn parse(record: &csv::StringRecord, headers: &csv::StringRecord, path: &Path) -> Result<Row> {
+    let line = record.position().map_or(0, |p| p.line());
+    // Most rows hold no guarded cell: copy the record only for one that does.
+    let guarded = record
+        .iter()
+        .any(|c| spreadsheet::unguard(c).len() != c.len());
+    let parsed = match guarded {
+        true => record
+            .iter()
+            .map(spreadsheet::unguard)
+            .collect::<csv::StringRecord>()
+            .deserialize::<Row>(Some(headers)),
+        false => record.deserialize::<Row>(Some(headers)),
+    };
+    let row = parsed.map_err(|e| bad_line(path, line, &e))?;
+    if !READS.contains(&row.schema) {
+        let reads: Vec<String> = READS.iter().map(u32::to_string).collect();
+        bail!(
+            "{}: schema {} but this shmbench reads schemas {}; use the shmbench version that wrote it",
+            path.display(),
+            row.schema,
+            reads.join(", ")
+        );
+    }
+    // An older row, read with its missing columns at their defaults, is a row of this schema.
+    Ok(Row {
+        schema: SCHEMA,
+        ..row
+    })
+}
