@@ -234,22 +234,27 @@ fn in_order<T>(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::results::csv::ResultsFile;
+    use crate::results::{atomic, record};
 
     /// `n` rows of the seed fixture, numbered by `repeat`, written to a new file.
     fn numbered(n: u32) -> (tempfile::TempDir, PathBuf) {
-        let seed = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/seed.csv");
-        let first = crate::results::csv::read(std::path::Path::new(seed)).unwrap()[0].clone();
+        let seed = std::path::Path::new(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/tests/fixtures/seed.csv"
+        ));
+        let mut reader = record::open(seed).unwrap();
+        let headers = record::headers(&mut reader, seed).unwrap();
+        let first = reader.records().next().unwrap().unwrap();
+        let first = record::parse(&first, &headers, seed).unwrap();
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("rows.csv");
-        let rows = (1..=n).map(|repeat| Row {
-            repeat,
-            ..first.clone()
-        });
-        ResultsFile::create(&path)
-            .unwrap()
-            .replace(rows.collect())
-            .unwrap();
+        let rows: Vec<Row> = (1..=n)
+            .map(|repeat| Row {
+                repeat,
+                ..first.clone()
+            })
+            .collect();
+        atomic::write_csv(&path, &rows, None).unwrap();
         (dir, path)
     }
 
