@@ -327,6 +327,18 @@ fn main_us_spends_cpu_in_the_main_loop_for_every_batch() {
     let o = shmbench(&["run", "--loader", "torch", "--main-us", "10"]);
     assert_eq!(o.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&o.stderr).contains("main-us"));
+    // A step longer than the timeout could never finish: refused at once, not ended as "no
+    // progress" once the harness's slack has run out.
+    for (flag, value) in [
+        ("--main-us", "18446744073709551615"),
+        ("--main-us", "3000000"),
+        ("--compute-ms", "3000"),
+    ] {
+        let o = shmbench(&["run", flag, value, "--timeout-s", "3"]);
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(2), "{flag} {value}: {err}");
+        assert!(err.contains(&flag[2..]), "{flag} {value}: {err}");
+    }
     assert_clean(&before);
 }
 

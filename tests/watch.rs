@@ -216,3 +216,66 @@ fn a_command_that_is_not_found_is_a_clear_error_and_runs_nothing() {
     assert!(stderr(&out).contains("--step-regex"), "{}", stderr(&out));
     assert_clean(&before);
 }
+
+/// The command's effective capabilities and no_new_privs, as its /proc/self/status says.
+const PRIVILEGES_SH: &str = "grep -E '^(CapEff|NoNewPrivs):' /proc/self/status; exit 3";
+
+#[test]
+fn a_watched_command_runs_without_privileges_unless_it_keeps_them_and_a_failure_says_so() {
+    if !nix::unistd::geteuid().is_root() {
+        eprintln!("skipped: capabilities to keep exist only as root");
+        return;
+    }
+    let _guard = serial();
+    let before = machine_state();
+    let status = |out: &std::process::Output| String::from_utf8_lossy(&out.stdout).into_owned();
+    // By default: no capability, no_new_privs, and the failure's note names the flag.
+    let (out, _, _) = watch(&["--shm-size", "64m"], &["sh", "-c", PRIVILEGES_SH]);
+    assert_eq!(out.status.code(), Some(3), "{}", stderr(&out));
+    assert!(
+        status(&out).contains("CapEff:\t0000000000000000"),
+        "{}",
+        status(&out)
+    );
+    assert!(status(&out).contains("NoNewPrivs:\t1"), "{}", status(&out));
+    assert!(
+        stderr(&out).contains("--keep-privileges"),
+        "{}",
+        stderr(&out)
+    );
+    // Kept: root's capabilities, privileges may be gained, and no note.
+    for runtime in ["namespace", "host"] {
+        let args = ["--runtime", runtime, "--keep-privileges"];
+        let args = match runtime {
+            "namespace" => [&args[..], &["--shm-size", "64m"]].concat(),
+            _ => args.to_vec(),
+        };
+        let (out, _, _) = watch(&args, &["sh", "-c", PRIVILEGES_SH]);
+        assert_eq!(out.status.code(), Some(3), "{}", stderr(&out));
+        assert!(
+            !status(&out).contains("CapEff:\t0000000000000000"),
+            "{runtime}: {}",
+            status(&out)
+        );
+        assert!(
+            status(&out).contains("NoNewPrivs:\t0"),
+            "{runtime}: {}",
+            status(&out)
+        );
+        assert!(
+            !stderr(&out).contains("note:"),
+            "{runtime}: {}",
+            stderr(&out)
+        );
+    }
+    // A container has the engine's capabilities: the flag is refused there, before anything runs.
+    let (out, row, _) = watch(&["--runtime", "docker", "--keep-privileges"], &["true"]);
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("--keep-privileges applies to"),
+        "{}",
+        stderr(&out)
+    );
+    assert!(row.is_none());
+    assert_clean(&before);
+}

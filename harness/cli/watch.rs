@@ -60,6 +60,12 @@ pub struct Args {
     /// those a process of the command was seen holding)
     #[arg(long)]
     pub sweep: bool,
+    /// Let the command keep this process's capabilities (as root: read any user's files, sudo,
+    /// perf). By default it runs, like every cell, with none and with no_new_privs, so a job that
+    /// needs root's fails as if by its own error. Host and namespace runtimes (a container has
+    /// the engine's default capabilities)
+    #[arg(long)]
+    pub keep_privileges: bool,
     /// Name of the run in the results
     #[arg(long, default_value = "watch")]
     pub name: String,
@@ -105,11 +111,25 @@ pub fn config(args: &Args) -> Result<CellConfig> {
         interval_ms: args.interval_ms,
         step_regex: args.step_regex.clone(),
         sweep: args.sweep,
+        keep_privileges: args.keep_privileges,
     };
     let config = plan::watch::cell(&knobs, &args.name, settings, &super::platform())
         .map_err(|e| anyhow!("--{e}"))?;
+    if args.keep_privileges && config.runtime == RuntimeKind::Docker {
+        bail!("--keep-privileges applies to --runtime host and namespace: a container has the engine's default capabilities (docker run --cap-add is the engine's way)");
+    }
     check_findable(&config)?;
     Ok(config)
+}
+
+/// Why a failed command may have failed: it ran without root's capabilities while the harness
+/// had them (a job that reads another user's file or calls sudo fails as if by its own error).
+fn privileges_note(args: &Args, config: &CellConfig, exit_code: Option<i32>) -> Option<String> {
+    let failed = exit_code.is_some_and(|code| code != 0);
+    let dropped = !args.keep_privileges && config.runtime != RuntimeKind::Docker;
+    (failed && dropped && nix::unistd::geteuid().is_root()).then(|| {
+        "the command ran without capabilities and with no_new_privs (every cell does), though shmbench runs as root: if it needs root's (another user's files, sudo, perf), run it again with --keep-privileges".to_string()
+    })
 }
 
 /// Refuses a command that cannot start here (in a user's image the cell finds out, and says).
@@ -163,6 +183,9 @@ pub fn run(args: Args) -> Result<ExitCode> {
         );
     } else {
         eprintln!("shmbench watch: {}: {}", record.status, record.message);
+    }
+    if let Some(note) = privileges_note(&args, &config, record.exit_code) {
+        eprintln!("  note:        {note}");
     }
     eprintln!("  results:     {}", out.display());
     if let Some(dir) = &args.report {

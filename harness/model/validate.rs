@@ -83,6 +83,26 @@ impl CellConfig {
                 format!("{} must be between 0 and 86400 seconds", self.timeout_s),
             ));
         }
+        if self.main_us > 60_000_000 {
+            return Err(bad("main-us", "at most 60 s of main-loop CPU per step"));
+        }
+        // A cell says it made progress once per step, and the harness ends one that says nothing
+        // for longer than its timeout (plus slack): a step whose own work is longer could never
+        // finish, and would end minutes later as "no progress" instead of failing here.
+        let step_s = self.compute_ms / 1000.0 + self.main_us as f64 / 1e6;
+        if step_s >= self.timeout_s {
+            let key = match self.main_us > 0 {
+                true => "main-us",
+                false => "compute-ms",
+            };
+            return Err(bad(
+                key,
+                format!(
+                    "each step's own work (compute-ms {} + main-us {}) is {step_s:.1} s, not below timeout-s {}: a step could never finish before the cell is ended for making no progress; raise timeout-s or lower them",
+                    self.compute_ms, self.main_us, self.timeout_s
+                ),
+            ));
+        }
         if let Some(size) = self.shm_size {
             if size.bytes() < 4096 {
                 return Err(bad(

@@ -18,6 +18,10 @@ pub struct WatchSettings {
     /// Remove the segments the command left in /dev/shm when it ended.
     #[serde(default)]
     pub sweep: bool,
+    /// Let the command keep the harness's capabilities (by default it runs, like every cell,
+    /// with none and with no_new_privs).
+    #[serde(default)]
+    pub keep_privileges: bool,
 }
 
 /// The default sampling interval: fine enough to see a batch come and go.
@@ -31,6 +35,7 @@ impl WatchSettings {
             interval_ms: DEFAULT_INTERVAL_MS,
             step_regex: None,
             sweep: false,
+            keep_privileges: false,
         }
     }
 }

@@ -65,6 +65,8 @@ pub fn run(
     let mounts_made = isolation
         .as_ref()
         .is_some_and(|i| i.makes_mount_namespace());
+    // A watched job may ask to keep the harness's capabilities; every other cell runs with none.
+    let keep_privileges = config.watch.as_ref().is_some_and(|w| w.keep_privileges);
     let mut cmd = Command::new("/proc/self/exe");
     cmd.arg("cell")
         .arg(&json)
@@ -89,7 +91,10 @@ pub fn run(
             if own_pid_namespace {
                 pid_namespace::enter(mounts_made)?;
             }
-            drop_privileges()
+            match keep_privileges {
+                true => Ok(()),
+                false => drop_privileges(),
+            }
         });
     }
     let mut child = match cmd.spawn() {

@@ -105,9 +105,9 @@ impl<'a> Loop<'a> {
         self.reorder.clear();
         self.held = None;
         self.retained.clear();
-        if let Some(owner) = &self.owner {
-            owner.remove_unheld();
-        }
+        // The owner record goes with what it proves: its drop removes our unheld segments, and
+        // the record itself once nothing of ours is left.
+        drop(self.owner.take());
         std::hint::black_box(self.checksum);
         used_at_stop
     }
