@@ -1,11 +1,13 @@
-//! Results files from several machines or runs as one: rows keep pointing at their time series,
-//! and a row that appears twice (the same host, run, cell and repeat) is kept once.
+//! Results files from several machines or runs as one: each row's files (time series, watch
+//! report) are copied beside the merged file, so it travels whole, and a row that appears twice
+//! (the same host, run, cell and repeat) is kept once.
 
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 
 use anyhow::Result;
 
+use super::beside;
 use super::csv::{self, ResultsFile};
 
 /// What a merge did.
@@ -18,18 +20,16 @@ pub struct Merged {
 pub fn merge(inputs: &[PathBuf], out: &Path) -> Result<Merged> {
     let mut merged = ResultsFile::create(out)?;
     let mut rows = Vec::new();
-    for path in inputs {
+    for (i, path) in inputs.iter().enumerate() {
         for mut row in csv::read(path)? {
-            // Time series stay where they are: point at them from the merged file.
-            if let Some(rel) = &row.steps_file {
-                let at = path.parent().unwrap_or(Path::new(".")).join(rel);
-                row.steps_file = Some(
-                    std::fs::canonicalize(&at)
-                        .unwrap_or(at)
-                        .display()
-                        .to_string(),
-                );
-            }
+            // A file that cannot be carried is left out, as a report says of a missing one.
+            let prefix = (i + 1).to_string();
+            let carry = |name: &Option<String>| {
+                let name = name.as_deref()?;
+                beside::copy(path, name, out, &prefix).ok()
+            };
+            row.steps_file = carry(&row.steps_file);
+            row.watch_file = carry(&row.watch_file);
             rows.push(row);
         }
     }

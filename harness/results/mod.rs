@@ -5,6 +5,7 @@
 
 pub mod atomic;
 pub mod baseline;
+pub mod beside;
 pub mod csv;
 pub mod k8s;
 pub mod merge;

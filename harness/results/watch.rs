@@ -2,11 +2,12 @@
 //! `<dir>/<csv stem>/<cell>[.<repeat>].watch.json`, one file per watched row, referenced from the
 //! row by `watch_file`: /dev/shm over time, who held it at the peak, what was left behind.
 
+use std::io::Read;
 use std::path::Path;
 
-use anyhow::{bail, Context, Result};
+use anyhow::{Context, Result};
 
-use super::{atomic, steps};
+use super::{atomic, beside};
 use crate::model::record::CellRecord;
 use crate::model::watch::WatchReport;
 
@@ -16,7 +17,7 @@ pub fn write(results_csv: &Path, record: &CellRecord, repeat: u32) -> Result<Opt
     let Some(report) = &record.watch else {
         return Ok(None);
     };
-    let (relative, path) = steps::beside(results_csv, record, repeat, "watch.json")?;
+    let (relative, path) = beside::place(results_csv, record, repeat, "watch.json")?;
     let json = serde_json::to_vec_pretty(report)?;
     atomic::write_bytes(&path, &json)
         .with_context(|| format!("cannot write {}", path.display()))?;
@@ -25,14 +26,10 @@ pub fn write(results_csv: &Path, record: &CellRecord, repeat: u32) -> Result<Opt
 
 /// Reads a watch file named by a row of `results_csv`.
 pub fn read(results_csv: &Path, relative: &str) -> Result<WatchReport> {
-    let path = results_csv
-        .parent()
-        .unwrap_or(Path::new("."))
-        .join(relative);
-    if !path.exists() {
-        bail!("watch report {} is missing", path.display());
-    }
-    let text = std::fs::read(&path).with_context(|| format!("cannot read {}", path.display()))?;
+    let (path, mut file) = beside::open(results_csv, relative, "watch report")?;
+    let mut text = Vec::new();
+    file.read_to_end(&mut text)
+        .with_context(|| format!("cannot read {}", path.display()))?;
     serde_json::from_slice(&text)
         .with_context(|| format!("{} is not a watch report of this shmbench", path.display()))
 }

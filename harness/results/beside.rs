@@ -1,0 +1,127 @@
+//! The files beside a results CSV: `<dir>/<csv stem>/<name>.<extension>`, one per row (its time
+//! series, a watched job's report), named by the row relative to the CSV's directory.
+//!
+//! A row's file name is data from elsewhere (a CSV from another machine, a merge, a hand edit),
+//! never a path to follow: it is read only when it is relative, goes down from the CSV's
+//! directory (no `..`, no root), names a regular file (not a link, a FIFO or a device, which
+//! could hang a report or read what is not ours) and is of a size a series can have.
+
+use std::fs::File;
+use std::io::Read;
+use std::path::{Component, Path, PathBuf};
+
+use anyhow::{bail, Context, Result};
+
+use crate::model::knobs::Loader;
+use crate::model::record::CellRecord;
+
+/// The largest file beside a CSV that is read (a series of a million steps is about 50 MB).
+pub const MAX_BYTES: u64 = 256 << 20;
+
+/// Where a file about one row goes beside `results_csv`: `<dir>/<csv stem>/<name>.<extension>`,
+/// as (the path relative to the CSV's directory, the path), its folder made.
+pub fn place(
+    results_csv: &Path,
+    record: &CellRecord,
+    repeat: u32,
+    extension: &str,
+) -> Result<(String, PathBuf)> {
+    let stem = results_csv
+        .file_stem()
+        .map(|s| s.to_string_lossy().into_owned())
+        .unwrap_or_else(|| "results".into());
+    // One file per row: a fidelity run has each cell twice (emulated and torch), repeats more.
+    let mut name = record.config.cell.clone();
+    if record.config.loader == Loader::Torch {
+        // The version is what the cell's Python (or a pod's log) said: in a file name, only
+        // characters a version is made of; a '/' can never reach the path.
+        let version: String = record
+            .torch_version
+            .as_deref()
+            .unwrap_or("unknown")
+            .chars()
+            .map(|c| match c {
+                'a'..='z' | 'A'..='Z' | '0'..='9' | '.' | '+' | '-' | '_' => c,
+                _ => '_',
+            })
+            .collect();
+        name.push_str(&format!(".torch-{version}"));
+    }
+    if repeat > 1 {
+        name.push_str(&format!(".{repeat}"));
+    }
+    let relative = PathBuf::from(&stem).join(format!("{name}.{extension}"));
+    let dir = results_csv.parent().unwrap_or(Path::new("."));
+    let path = dir.join(&relative);
+    if let Some(parent) = path.parent() {
+        std::fs::create_dir_all(parent)
+            .with_context(|| format!("cannot create {}", parent.display()))?;
+    }
+    Ok((relative.display().to_string(), path))
+}
+
+/// Opens the file a row of `results_csv` names (`what` it is, for messages), refusing a name
+/// that is not a plain relative path down from the CSV's directory, or what is not a regular
+/// file of a bounded size; returns its path and the file, read no further than [`MAX_BYTES`].
+pub fn open(
+    results_csv: &Path,
+    relative: &str,
+    what: &str,
+) -> Result<(PathBuf, std::io::Take<File>)> {
+    let name = Path::new(relative);
+    let plain = !relative.is_empty()
+        && name
+            .components()
+            .all(|c| matches!(c, Component::Normal(_) | Component::CurDir));
+    if !plain {
+        bail!(
+            "{}: the {what} '{relative}' is not a path down from the results file's directory: not read",
+            results_csv.display()
+        );
+    }
+    let path = results_csv.parent().unwrap_or(Path::new(".")).join(name);
+    let meta = match std::fs::symlink_metadata(&path) {
+        Ok(meta) => meta,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            bail!("{what} {} is missing", path.display())
+        }
+        Err(e) => return Err(e).with_context(|| format!("cannot read {}", path.display())),
+    };
+    if !meta.file_type().is_file() {
+        bail!("{what} {} is not a regular file: not read", path.display());
+    }
+    if meta.len() > MAX_BYTES {
+        bail!(
+            "{what} {} is {} bytes, more than a {what} can be: not read",
+            path.display(),
+            meta.len()
+        );
+    }
+    let file = File::open(&path).with_context(|| format!("cannot read {}", path.display()))?;
+    Ok((path, file.take(MAX_BYTES)))
+}
+
+/// Copies the file a row of `from_csv` names beside `to_csv` (for a merge: the merged file
+/// carries its rows' files), as `<to stem>/<prefix>-<file name>`; returns its new name.
+pub fn copy(from_csv: &Path, relative: &str, to_csv: &Path, prefix: &str) -> Result<String> {
+    let (from, mut file) = open(from_csv, relative, "file")?;
+    let stem = to_csv
+        .file_stem()
+        .map(|s| s.to_string_lossy().into_owned())
+        .unwrap_or_else(|| "results".into());
+    let file_name = from
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let new = PathBuf::from(stem).join(format!("{prefix}-{file_name}"));
+    let to = to_csv.parent().unwrap_or(Path::new(".")).join(&new);
+    if let Some(dir) = to.parent() {
+        std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
+    }
+    let mut bytes = Vec::new();
+    file.read_to_end(&mut bytes)
+        .with_context(|| format!("cannot read {}", from.display()))?;
+    super::atomic::write_bytes(&to, &bytes)
+        .with_context(|| format!("cannot write {}", to.display()))?;
+    Ok(new.display().to_string())
+}
