@@ -269,7 +269,14 @@ fn a_watched_command_runs_without_privileges_unless_it_keeps_them_and_a_failure_
         );
     }
     // A container has the engine's capabilities: the flag is refused there, before anything runs.
-    let (out, row, _) = watch(&["--runtime", "docker", "--keep-privileges"], &["true"]);
+    let docker = [
+        "--runtime",
+        "docker",
+        "--image",
+        "any:image",
+        "--keep-privileges",
+    ];
+    let (out, row, _) = watch(&docker, &["true"]);
     assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
     assert!(
         stderr(&out).contains("--keep-privileges applies to"),
