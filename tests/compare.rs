@@ -467,3 +467,32 @@ fn history_follows_cpu_per_image_through_a_knob_change_and_draws_it() {
         .unwrap()
         .contains("<svg"));
 }
+
+#[test]
+fn runs_that_differ_only_in_persistent_workers_are_two_cells() {
+    let dir = temp_dir("compare-persistent");
+    let rates = [3500.0, 3510.0, 3490.0];
+    let base = write(&dir, "base.csv", runs(&rates, "b", "6.1"));
+    let respawned: Vec<Row> = runs(&rates, "c", "6.1")
+        .into_iter()
+        .map(|r| Row {
+            persistent_workers: false,
+            ..r
+        })
+        .collect();
+    let cand = write(&dir, "cand.csv", respawned);
+    // Not the same cell run again: nothing in common by configuration...
+    let (code, text) = compare(&base, &cand);
+    assert!(text.contains("no cell in common"), "{text}");
+    assert_ne!(code, Some(0), "{text}");
+    // ... and paired by name, the note says which knob changed.
+    let o = shmbench(&[
+        "compare",
+        base.to_str().unwrap(),
+        cand.to_str().unwrap(),
+        "--match",
+        "name",
+    ]);
+    let text = String::from_utf8_lossy(&o.stdout);
+    assert!(text.contains("persistent-workers: true -> false"), "{text}");
+}

@@ -36,6 +36,25 @@ impl<T: Display> Display for Or<'_, T> {
     }
 }
 
+/// The knobs that are not part of what a cell is, and why: how a cell is run and watched, not
+/// what it runs. Every other knob is in [`each_knob`] (a test holds the two lists to
+/// [`crate::model::knobs::Knobs::KEYS`]).
+pub const NOT_IDENTITY: &[(&str, &str)] = &[
+    (
+        "python",
+        "the interpreter's path; the torch version it runs is recorded beside the cell",
+    ),
+    (
+        "warmup-steps",
+        "which steps img/s leaves out: a way of measuring, not the cell",
+    ),
+    (
+        "timeout-s",
+        "the watchdog: a cell that ends by it has a timeout outcome",
+    ),
+    ("vm-boot-s", "the watchdog of a VM's boot"),
+];
+
 /// Calls `f` with each knob that makes a cell what it is, by its flag name, as a row records it
 /// (written by `Display`, so keying a million rows allocates no text per knob).
 fn each_knob(r: &Row, f: &mut dyn FnMut(&'static str, &dyn Display)) {
@@ -64,6 +83,12 @@ fn each_knob(r: &Row, f: &mut dyn FnMut(&'static str, &dyn Display)) {
     f("nofile", &Or(&r.nofile, "default"));
     f("kernel", &Or(&r.vm_kernel, "host"));
     f("shm-remount", &Or(&r.shm_remount_bytes, "default"));
+    f("container", &r.container);
+    f("persistent-workers", &r.persistent_workers);
+    // A VM's size and how it ran (the accelerator a guest got, not `auto`); none elsewhere.
+    f("vm-memory", &Or(&r.vm_memory_bytes, "none"));
+    f("vm-cpus", &Or(&r.vm_cpus, "none"));
+    f("accel", &Or(&r.vm_accel, "none"));
     // A watched job is its command (and the image it ran in).
     f("command", &Or(&r.watched_command, ""));
     f("image", &Or(&r.image, ""));
@@ -245,5 +270,27 @@ fn summarize_runs(key: String, first: &Row, runs: Runs) -> CellSummary {
         cpu,
         instructions_median: median(&instructions),
         instructions,
+    }
+}
+
+#[cfg(test)]
+mod drift {
+    use super::*;
+    use crate::model::knobs::Knobs;
+
+    #[test]
+    fn every_knob_is_in_the_identity_or_said_not_to_be() {
+        let path = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/seed.csv");
+        let row = crate::results::csv::read(std::path::Path::new(path)).unwrap()[0].clone();
+        let identity: Vec<&str> = knobs(&row).into_iter().map(|(name, _)| name).collect();
+        for key in Knobs::KEYS {
+            let flag = key.replace('_', "-");
+            let listed = identity.contains(&flag.as_str());
+            let excluded = NOT_IDENTITY.iter().any(|(name, _)| *name == flag);
+            assert!(
+                listed != excluded,
+                "knob {flag}: in the identity list {listed}, in NOT_IDENTITY {excluded}: a knob is in exactly one"
+            );
+        }
     }
 }
