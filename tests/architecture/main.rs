@@ -228,11 +228,61 @@ fn read_tree(root: &Path) -> Tree {
     tree
 }
 
+/// Each layer's paragraph of the code map: from its `- **`layer/`**` bullet to the next bullet.
+fn code_map(markdown: &str) -> BTreeMap<String, String> {
+    let mut map = BTreeMap::new();
+    let mut current: Option<String> = None;
+    for line in markdown.lines() {
+        if let Some(rest) = line.strip_prefix("- **`") {
+            current = rest.split_once("/`**").map(|(layer, _)| layer.to_string());
+        } else if line.starts_with("- ") || line.starts_with('#') {
+            current = None;
+        }
+        if let Some(layer) = &current {
+            let text: &mut String = map.entry(layer.clone()).or_default();
+            text.push_str(line);
+            text.push('\n');
+        }
+    }
+    map
+}
+
+/// Files the code map does not name: every module under a layer is named, in backticks, in
+/// its layer's paragraph (`name` or `name/`), so the map a newcomer reads has every file.
+fn unmapped(tree: &Tree, map: &BTreeMap<String, String>) -> Vec<String> {
+    let mut out = Vec::new();
+    for (module, (file, _)) in tree {
+        let (Some(layer), Some(leaf)) = (module.first(), module.last()) else {
+            continue;
+        };
+        if module.len() < 2 {
+            continue;
+        }
+        let text = map.get(layer).map(String::as_str).unwrap_or("");
+        let named = [
+            format!("`{leaf}`"),
+            format!("`{leaf}/`"),
+            format!("`{leaf}("),
+        ]
+        .iter()
+        .any(|form| text.contains(form.as_str()))
+            || text.contains(&format!("`{}`", module[1..].join("/")));
+        if !named {
+            out.push(format!(
+                "{file}: not named in ARCHITECTURE.md's code map (write `{leaf}` in the {layer}/ paragraph, with what it holds)"
+            ));
+        }
+    }
+    out
+}
+
 #[test]
 fn the_code_follows_architecture_md() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
     let map = std::fs::read_to_string(root.join("ARCHITECTURE.md")).unwrap();
-    let found = problems(&read_tree(root), &declared_layers(&map));
+    let tree = read_tree(root);
+    let mut found = problems(&tree, &declared_layers(&map));
+    found.extend(unmapped(&tree, &code_map(&map)));
     assert!(found.is_empty(), "\n{}\n", found.join("\n"));
 }
 
@@ -300,4 +350,13 @@ fn printing_outside_the_command_line_is_refused() {
     let tree = fake(&[("low", "fn f() { eprintln!(\"x\"); }")]);
     let found = problems(&tree, &two_layers());
     assert!(found[0].contains("prints to the terminal"), "{found:?}");
+}
+
+#[test]
+fn a_file_missing_from_the_code_map_is_named() {
+    let tree = fake(&[("results::csv", ""), ("results::stream", "")]);
+    let map = code_map("- **`results/`**: the `csv` files.\n- **`cli/`**: clap.\n");
+    let found = unmapped(&tree, &map);
+    assert_eq!(found.len(), 1, "{found:?}");
+    assert!(found[0].contains("`stream`"), "{found:?}");
 }
