@@ -10,6 +10,21 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
+mod k8s;
+mod machine;
+mod rows;
+mod watch;
+
+// Each test file uses a part of these.
+#[allow(unused_imports)]
+pub use k8s::*;
+#[allow(unused_imports)]
+pub use machine::*;
+#[allow(unused_imports)]
+pub use rows::*;
+#[allow(unused_imports)]
+pub use watch::*;
+
 pub const BIN: &str = env!("CARGO_BIN_EXE_shmbench");
 
 /// Cells are heavy and the leak checks look at machine-wide state: one test at a time.
@@ -177,114 +192,6 @@ pub fn metric(record: &Value, key: &str) -> f64 {
         .unwrap_or_else(|| panic!("metric {key} in {record}"))
 }
 
-/// What the machine looked like: shmbench segments in /dev/shm, mounts, shmbench processes.
-#[derive(Debug, PartialEq)]
-pub struct MachineState {
-    pub shm_entries: Vec<String>,
-    pub mounts: String,
-    pub processes: Vec<String>,
-    pub containers: Vec<String>,
-}
-
-/// shmbench's containers, by the label every one of them carries (empty without a docker CLI).
-fn shmbench_containers() -> Vec<String> {
-    Command::new("docker")
-        .args([
-            "ps",
-            "-a",
-            "--filter",
-            "label=org.shmbench.run-token",
-            "--format",
-            "{{.Names}} {{.Status}}",
-        ])
-        .output()
-        .map(|o| {
-            String::from_utf8_lossy(&o.stdout)
-                .lines()
-                .map(String::from)
-                .collect()
-        })
-        .unwrap_or_default()
-}
-
-fn shmbench_processes() -> Vec<String> {
-    let me = std::process::id().to_string();
-    let mut found = Vec::new();
-    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
-        let name = entry.file_name().to_string_lossy().into_owned();
-        if !name.chars().all(|c| c.is_ascii_digit()) || name == me {
-            continue;
-        }
-        let Ok(cmdline) = std::fs::read(entry.path().join("cmdline")) else {
-            continue;
-        };
-        let args: Vec<String> = cmdline
-            .split(|b| *b == 0)
-            .map(|a| String::from_utf8_lossy(a).into_owned())
-            .collect();
-        let is_ours = args
-            .first()
-            .is_some_and(|a| a == BIN || a == "/proc/self/exe");
-        if is_ours && args.get(1).is_some_and(|a| a == "cell" || a == "worker") {
-            found.push(format!("{name}: {}", args[..2].join(" ")));
-        }
-        // A torch cell's Python and its DataLoader workers (they share the cell's bootstrap),
-        // and the segment manager torch starts for file_system.
-        if args.iter().any(|a| a.contains("shmbench-torch-cell")) || args[0] == "torch_shm_manager"
-        {
-            found.push(format!("{name}: {}", args[0]));
-        }
-    }
-    found
-}
-
-pub fn machine_state() -> MachineState {
-    let mut shm_entries: Vec<String> = std::fs::read_dir("/dev/shm")
-        .unwrap()
-        .flatten()
-        .map(|e| e.file_name().to_string_lossy().into_owned())
-        .filter(|n| n.starts_with("shmbench_") || n.starts_with("torch_"))
-        .collect();
-    shm_entries.sort();
-    MachineState {
-        shm_entries,
-        mounts: std::fs::read_to_string("/proc/self/mounts").unwrap(),
-        processes: shmbench_processes(),
-        containers: shmbench_containers(),
-    }
-}
-
-/// Asserts the machine is as clean as `before`: no shmbench process, segment, mount or container
-/// more. Teardown is asynchronous (exiting workers, the engine unmounting and removing a container
-/// after its cell ended), so it waits for the state to settle, up to a bound that covers a loaded
-/// 2-core machine, and returns as soon as it is clean.
-pub fn assert_clean(before: &MachineState) {
-    let deadline = Instant::now() + Duration::from_secs(30);
-    loop {
-        let now = machine_state();
-        let clean = now.processes.is_empty()
-            && now.shm_entries.is_empty()
-            && now.mounts == before.mounts
-            && now.containers == before.containers;
-        if clean || Instant::now() > deadline {
-            assert_eq!(
-                now.processes,
-                Vec::<String>::new(),
-                "shmbench processes left behind"
-            );
-            assert_eq!(
-                now.shm_entries,
-                Vec::<String>::new(),
-                "segments left in /dev/shm"
-            );
-            assert_eq!(now.mounts, before.mounts, "mounts changed");
-            assert_eq!(now.containers, before.containers, "containers left behind");
-            return;
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    }
-}
-
 pub fn read_csv(path: &Path) -> Vec<std::collections::HashMap<String, String>> {
     let mut reader = csv::Reader::from_path(path).unwrap();
     let headers = reader.headers().unwrap().clone();
@@ -311,17 +218,6 @@ pub fn assert_legacy_out_of_shm(r: &Value) {
         "enospc" => assert!(message.contains("unable to write to file"), "{r}"),
         other => panic!("expected sigbus (or the legacy write's enospc), got {other}: {r}"),
     }
-}
-
-/// The memory cgroups shmbench made, in v1's memory hierarchy or v2's root.
-pub fn shmbench_cgroups() -> Vec<String> {
-    ["/sys/fs/cgroup/memory", "/sys/fs/cgroup"]
-        .iter()
-        .filter_map(|d| std::fs::read_dir(d).ok())
-        .flat_map(|d| d.flatten())
-        .map(|e| e.file_name().to_string_lossy().into_owned())
-        .filter(|n| n.starts_with("shmbench-"))
-        .collect()
 }
 
 /// Whether `status` is how a legacy loader ends in a tmpfs smaller than its batches in flight:
@@ -390,74 +286,6 @@ pub fn wait_for_line(reader: &mut impl BufRead, needle: &str) -> Vec<String> {
         }
     }
     panic!("never saw '{needle}': {seen:?}");
-}
-
-/// A Python program that fills /dev/shm with 8 MiB `multiprocessing.shared_memory` segments,
-/// `argv[1]` MiB in all, printing `step N` after each: in a tmpfs of 64 MiB the ninth write
-/// finds no page left (SIGBUS). Its last argument marks its processes for [`watched_left`].
-pub const FILL_SHM_PY: &str = r#"
-import sys, time
-from multiprocessing import shared_memory
-segs = []
-for i in range(int(sys.argv[1]) // 8):
-    s = shared_memory.SharedMemory(create=True, size=8 << 20)
-    s.buf[:] = b"\1" * (8 << 20)
-    segs.append(s)
-    print(f"step {i + 1}", flush=True)
-    time.sleep(0.02)
-for s in segs:
-    s.close()
-    s.unlink()
-print("done")
-"#;
-
-/// The mark a watch test puts on its command's arguments.
-pub const WATCHED_MARK: &str = "shmbench-watch-test";
-
-/// Processes of watched test commands still alive (their command line carries the mark).
-pub fn watched_left() -> Vec<String> {
-    let mut found = Vec::new();
-    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
-        let Ok(pid) = entry.file_name().to_string_lossy().parse::<u32>() else {
-            continue;
-        };
-        let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
-        let text = String::from_utf8_lossy(&cmdline).replace('\0', " ");
-        // Not this test process, which carries the mark in no argument of its own.
-        if text.contains(WATCHED_MARK) && !text.contains("--") {
-            found.push(format!("{pid}: {text}"));
-        }
-    }
-    found
-}
-
-/// `shmbench watch ARGS -- CMD` into a fresh results file: its output, its one row, and its
-/// watch report (JSON), when it wrote them.
-pub fn watch(
-    args: &[&str],
-    command: &[&str],
-) -> (
-    Output,
-    Option<std::collections::HashMap<String, String>>,
-    Option<Value>,
-) {
-    let dir = temp_dir("watch").keep();
-    let out = dir.join("w.csv");
-    let output = command_in(&dir)
-        .arg("watch")
-        .args(["--out", out.to_str().unwrap()])
-        .args(args)
-        .arg("--")
-        .args(command)
-        .output()
-        .expect("run shmbench watch");
-    let row = out.exists().then(|| read_csv(&out).remove(0));
-    let report = row.as_ref().and_then(|r| {
-        let file = r.get("watch_file").filter(|f| !f.is_empty())?;
-        let text = std::fs::read_to_string(dir.join(file)).ok()?;
-        serde_json::from_str(&text).ok()
-    });
-    (output, row, report)
 }
 
 /// The binary, run from `dir`.

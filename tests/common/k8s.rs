@@ -1,0 +1,81 @@
+//! Kubernetes as tests drive it: a small scenario's manifest, the ConfigMap of a cell, and a
+//! pod's side (`shmbench cell --from`) run for real with the pod's environment.
+
+use std::path::{Path, PathBuf};
+
+use serde_json::Value;
+
+use super::*;
+
+/// A manifest of small cells (batches of 8 images, 2 workers, 5 steps) that run in a second.
+pub const SMALL: [&str; 8] = [
+    "--image",
+    "i:1",
+    "--batch",
+    "8",
+    "--workers",
+    "2",
+    "--steps",
+    "5",
+];
+
+pub fn manifest(args: &[&str]) -> Vec<Value> {
+    let mut full = vec!["k8s", "manifest"];
+    full.extend(args);
+    let o = shmbench(&full);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    String::from_utf8_lossy(&o.stdout)
+        .split("\n---\n")
+        .map(|doc| serde_json::from_str(doc).unwrap())
+        .collect()
+}
+
+/// The ConfigMap whose cells include `cell`.
+pub fn config_map_of<'a>(objects: &'a [Value], cell: &str) -> &'a Value {
+    let name = format!("\"cell\":\"{cell}\"");
+    objects
+        .iter()
+        .find(|o| {
+            o["kind"] == "ConfigMap" && o["data"]["cells.json"].as_str().unwrap().contains(&name)
+        })
+        .unwrap_or_else(|| panic!("no ConfigMap holds {cell}"))
+}
+
+/// The cells file of the ConfigMap that holds `cell`, as the pod mounts it.
+pub fn cells_file(objects: &[Value], cell: &str, dir: &Path) -> PathBuf {
+    let map = config_map_of(objects, cell);
+    let path = dir.join(format!(
+        "{}.json",
+        map["metadata"]["name"].as_str().unwrap()
+    ));
+    std::fs::write(&path, map["data"]["cells.json"].as_str().unwrap()).unwrap();
+    path
+}
+
+/// A pod as its Job runs it: `shmbench cell --from` with its completion index and the variables
+/// the downward API sets, in a tmpfs of the pod's /dev/shm size (a watched namespace cell). Its
+/// stdout, the pod's log, is returned.
+pub fn run_pod(cells: &Path, index: u32, pod: &str, node: &str, shm: &str, dir: &Path) -> String {
+    let o = command()
+        .args(["watch", "--shm-size", shm, "--out"])
+        .arg(dir.join(format!("{pod}.watch.csv")))
+        .args(["--", BIN, "cell", "--from"])
+        .arg(cells)
+        .env("JOB_COMPLETION_INDEX", index.to_string())
+        .env("POD_NAME", pod)
+        .env("POD_NAMESPACE", "ml")
+        .env("NODE_NAME", node)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    String::from_utf8(o.stdout).unwrap()
+}
+
+/// The objects as `k8s manifest --out` writes them.
+pub fn k8s_text(objects: &[Value]) -> String {
+    let docs: Vec<String> = objects
+        .iter()
+        .map(|o| serde_json::to_string_pretty(o).unwrap())
+        .collect();
+    format!("{}\n", docs.join("\n---\n"))
+}
