@@ -194,20 +194,23 @@ fn find_cycle(graph: &BTreeMap<Vec<String>, BTreeSet<Vec<String>>>) -> Option<Ve
     None
 }
 
-/// The crate's modules under `dir` (lib.rs and main.rs are the root, not a layer).
-fn read_tree(root: &Path) -> Tree {
-    fn walk(dir: &Path, out: &mut Vec<PathBuf>) {
-        for entry in std::fs::read_dir(dir).unwrap().flatten() {
-            let path = entry.path();
-            if path.is_dir() {
-                walk(&path, out);
-            } else if path.extension().is_some_and(|e| e == "rs") {
-                out.push(path);
-            }
+/// The Rust files under `dir`, at any depth (none when it does not exist).
+fn rust_files(dir: &Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    for entry in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+        let path = entry.path();
+        if path.is_dir() {
+            out.extend(rust_files(&path));
+        } else if path.extension().is_some_and(|e| e == "rs") {
+            out.push(path);
         }
     }
-    let mut files = Vec::new();
-    walk(&root.join("harness"), &mut files);
+    out
+}
+
+/// The crate's modules under `dir` (lib.rs and main.rs are the root, not a layer).
+fn read_tree(root: &Path) -> Tree {
+    let files = rust_files(&root.join("harness"));
     let mut tree = Tree::new();
     for path in files {
         let rel = path.strip_prefix(root.join("harness")).unwrap();
@@ -290,20 +293,10 @@ fn the_code_follows_architecture_md() {
 /// Rust files over 400 lines under `dirs` (the tests, the test command and the benches keep the
 /// same cap as the harness).
 fn long_files(root: &Path, dirs: &[&str]) -> Vec<String> {
-    fn walk(dir: &Path, out: &mut Vec<PathBuf>) {
-        for entry in std::fs::read_dir(dir).into_iter().flatten().flatten() {
-            let path = entry.path();
-            if path.is_dir() {
-                walk(&path, out);
-            } else if path.extension().is_some_and(|e| e == "rs") {
-                out.push(path);
-            }
-        }
-    }
-    let mut files = Vec::new();
-    for dir in dirs {
-        walk(&root.join(dir), &mut files);
-    }
+    let mut files: Vec<PathBuf> = dirs
+        .iter()
+        .flat_map(|d| rust_files(&root.join(d)))
+        .collect();
     files.sort();
     files
         .iter()
