@@ -34,7 +34,7 @@ pub fn run(args: Args) -> Result<ExitCode> {
     if rows == 0 {
         bail!("no rows to export: the results files hold none");
     }
-    let text = serde_json::to_string_pretty(&bmf::render_cells(cells.finish_with_rows()))?;
+    let text = serde_json::to_string_pretty(&bmf::render(cells.finish_with_rows()))?;
     match args.out {
         Some(path) => {
             std::fs::write(&path, format!("{text}\n"))?;

@@ -6,7 +6,7 @@
 
 use serde_json::{json, Map, Value};
 
-use crate::analysis::summary::{cell_key, CellSummary, Summaries};
+use crate::analysis::summary::CellSummary;
 use crate::model::knobs::Loader;
 use crate::results::Row;
 
@@ -18,17 +18,8 @@ fn measure(value: f64, interval: Option<(f64, f64)>) -> Value {
     }
 }
 
-/// The BMF document of `rows`.
-pub fn render(rows: &[Row]) -> Value {
-    let mut cells = Summaries::new();
-    for r in rows {
-        cells.add(&cell_key(r), r);
-    }
-    render_cells(cells.finish_with_rows())
-}
-
 /// The BMF document of cells, each with its first row (which names it).
-pub fn render_cells(cells: Vec<(Row, CellSummary)>) -> Value {
+pub fn render(cells: Vec<(Row, CellSummary)>) -> Value {
     let mut out = Map::new();
     for (first, summary) in cells {
         let mut name = format!("{}/{}", first.scenario, first.cell);
