@@ -36,27 +36,9 @@ impl<T: Display> Display for Or<'_, T> {
     }
 }
 
-/// The knobs that are not part of what a cell is, and why: how a cell is run and watched, not
-/// what it runs. Every other knob is in [`each_knob`] (a test holds the two lists to
-/// [`crate::model::knobs::Knobs::KEYS`]).
-pub const NOT_IDENTITY: &[(&str, &str)] = &[
-    (
-        "python",
-        "the interpreter's path; the torch version it runs is recorded beside the cell",
-    ),
-    (
-        "warmup-steps",
-        "which steps img/s leaves out: a way of measuring, not the cell",
-    ),
-    (
-        "timeout-s",
-        "the watchdog: a cell that ends by it has a timeout outcome",
-    ),
-    ("vm-boot-s", "the watchdog of a VM's boot"),
-];
-
-/// Calls `f` with each knob that makes a cell what it is, by its flag name, as a row records it
-/// (written by `Display`, so keying a million rows allocates no text per knob).
+/// Calls `f` with each knob that makes a cell what it is (those the knob declaration gives the
+/// identity role), by its flag name, as a row records it (written by `Display`, so keying a
+/// million rows allocates no text per knob). A test holds it to the declaration.
 fn each_knob(r: &Row, f: &mut dyn FnMut(&'static str, &dyn Display)) {
     f("loader", &r.loader);
     f("runtime", &r.runtime);
@@ -276,21 +258,31 @@ fn summarize_runs(key: String, first: &Row, runs: Runs) -> CellSummary {
 #[cfg(test)]
 mod drift {
     use super::*;
-    use crate::model::knobs::Knobs;
+    use crate::model::knobs::{Knobs, Role};
+
+    /// What the cell key shows beside the knobs: a watched job's command.
+    const NOT_KNOBS: &[&str] = &["command"];
 
     #[test]
-    fn every_knob_is_in_the_identity_or_said_not_to_be() {
+    fn the_identity_is_every_knob_the_declaration_says_makes_a_cell() {
         let path = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/seed.csv");
         let row = crate::results::csv::read(std::path::Path::new(path)).unwrap()[0].clone();
-        let identity: Vec<&str> = knobs(&row).into_iter().map(|(name, _)| name).collect();
-        for key in Knobs::KEYS {
-            let flag = key.replace('_', "-");
-            let listed = identity.contains(&flag.as_str());
-            let excluded = NOT_IDENTITY.iter().any(|(name, _)| *name == flag);
-            assert!(
-                listed != excluded,
-                "knob {flag}: in the identity list {listed}, in NOT_IDENTITY {excluded}: a knob is in exactly one"
-            );
-        }
+        let keyed: Vec<String> = knobs(&row)
+            .into_iter()
+            .map(|(name, _)| name.to_string())
+            .filter(|name| !NOT_KNOBS.contains(&name.as_str()))
+            .collect();
+        let declared: Vec<String> = Knobs::SPECS
+            .iter()
+            .filter(|spec| spec.role == Role::Identity)
+            .map(|spec| spec.key.replace('_', "-"))
+            .collect();
+        let missing: Vec<&String> = declared.iter().filter(|k| !keyed.contains(k)).collect();
+        let extra: Vec<&String> = keyed.iter().filter(|k| !declared.contains(k)).collect();
+        assert!(
+            missing.is_empty() && extra.is_empty(),
+            "declared with the identity role but not in the cell key (each_knob): {missing:?}; \
+             in the cell key but not declared so: {extra:?}"
+        );
     }
 }

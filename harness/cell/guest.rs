@@ -73,7 +73,7 @@ fn run() -> Result<(), String> {
         serde_json::from_str(&json).map_err(|e| failed(&json, e.to_string()))?;
     // shm-size as asked; unset, Docker's 64 MiB, or for ipc host the kernel's own default (half
     // the VM's memory), as a machine's /dev/shm has.
-    let size = match (config.shm_size, config.ipc) {
+    let size = match (config.knobs.shm_size, config.knobs.ipc) {
         (Some(size), _) => format!("size={},", size.bytes()),
         (None, IpcMode::Host) => String::new(),
         (None, _) => format!("size={},", 64u64 << 20),
@@ -81,7 +81,7 @@ fn run() -> Result<(), String> {
     mount("tmpfs", "/dev/shm", &format!("{size}mode=1777")).map_err(|e| failed(&json, e))?;
     // A memory limit: a cgroup v2 group the cell joins before it execs, so its tmpfs pages are
     // charged there, as in a namespace cell or a container on the host.
-    let group = match config.memory {
+    let group = match config.knobs.memory {
         Some(limit) => Some(memory_group(limit.bytes()).map_err(|e| failed(&json, e))?),
         None => None,
     };

@@ -19,7 +19,7 @@ pub struct Steps {
 /// The step-derived metrics of a loop that completed `done` steps; the caller adds what it
 /// metered (peak /dev/shm, memory, wall time).
 pub fn from_steps(config: &CellConfig, steps: &Steps, done: u64) -> Metrics {
-    let warmup = estimate::warmup_used(config.warmup_steps, done);
+    let warmup = estimate::warmup_used(config.knobs.warmup_steps, done);
     let steady_latencies_ms: Vec<f64> = steps
         .series
         .iter()
@@ -31,13 +31,13 @@ pub fn from_steps(config: &CellConfig, steps: &Steps, done: u64) -> Metrics {
         (0, Some(last)) => *last,
         (w, Some(last)) => last - steps.obtained_s[w - 1],
     };
-    let accel_util = (config.compute_ms > 0.0 && steady_span > 0.0).then(|| {
+    let accel_util = (config.knobs.compute_ms > 0.0 && steady_span > 0.0).then(|| {
         let busy: f64 = steps.compute_s.iter().skip(warmup as usize).sum();
         (busy / steady_span).min(1.0)
     });
     Metrics {
         steps_done: done,
-        img_per_s: estimate::steady_rate(&steps.obtained_s, warmup, config.batch as u64),
+        img_per_s: estimate::steady_rate(&steps.obtained_s, warmup, config.knobs.batch as u64),
         warmup_steps_used: warmup,
         step_p50_ms: estimate::quantile(&steady_latencies_ms, 0.5),
         step_p99_ms: estimate::quantile(&steady_latencies_ms, 0.99),

@@ -31,19 +31,19 @@ pub fn run(config_json: &str) -> Result<CellRecord> {
         .validate(0)
         .map_err(|e| anyhow::anyhow!("invalid cell config: {e}"))?;
     // Pinned before anything starts, so workers (and a torch cell's Python) inherit it.
-    if let Some(cpus) = &config.cpus {
+    if let Some(cpus) = &config.knobs.cpus {
         if let Err(e) = process::pin_to(&cpus.0) {
             let message = format!("--cpus {cpus}: {e}");
             return Ok(CellRecord::failed_to_run(config, Status::Error, message));
         }
     }
-    if let Some(n) = config.nofile {
+    if let Some(n) = config.knobs.nofile {
         if let Err(e) = process::limit_fds(n) {
             let message = format!("--nofile {n}: {e}");
             return Ok(CellRecord::failed_to_run(config, Status::Error, message));
         }
     }
-    Ok(match config.loader {
+    Ok(match config.knobs.loader {
         Loader::Emulated => loader::run_cell(&config),
         Loader::Torch => torch::run_cell(&config),
         Loader::Command => watch::run_cell(&config),

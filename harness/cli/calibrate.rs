@@ -50,7 +50,7 @@ pub fn run(args: Args) -> Result<ExitCode> {
     };
     let duration = Duration::from_secs_f64(args.seconds);
     let c = if args.here {
-        measure::run(config.batch_bytes(), config.batch, &combos, duration)?
+        measure::run(config.batch_bytes(), config.knobs.batch, &combos, duration)?
     } else {
         calibrate::isolated(&config, &combos, duration)?
     };

@@ -71,9 +71,9 @@ pub fn run(args: Args) -> Result<ExitCode> {
             let cell = verify::cell(&config, shm);
             eprintln!(
                 "verifying: {} steps under {} of /dev/shm (namespace cell, {} ms per step)...",
-                cell.steps,
+                cell.knobs.steps,
                 ByteSize(shm),
-                cell.compute_ms
+                cell.knobs.compute_ms
             );
             verify::run(&cell)?
         } else {
@@ -84,9 +84,9 @@ pub fn run(args: Args) -> Result<ExitCode> {
                 cells.len(),
                 args.ranks,
                 specs.len(),
-                cells[0].steps,
+                cells[0].knobs.steps,
                 ByteSize(shm),
-                cells[0].compute_ms
+                cells[0].knobs.compute_ms
             );
             verify::run_job(&cells, shm, &super::platform())?
         };

@@ -68,7 +68,7 @@ pub fn run(args: Args) -> Result<ExitCode> {
     let plan = scenario.plan(&args.knobs, args.cells.as_deref(), &super::platform())?;
     let pythons = if args.pythons.is_empty() {
         // The cells' own (--python, the scenario's, or the knob's default).
-        let mut own: Vec<String> = plan.iter().map(|c| c.python.clone()).collect();
+        let mut own: Vec<String> = plan.iter().map(|c| c.knobs.python.clone()).collect();
         own.sort();
         own.dedup();
         own

@@ -115,7 +115,7 @@ pub fn config(args: &Args) -> Result<CellConfig> {
     };
     let config = plan::watch::cell(&knobs, &args.name, settings, &super::platform())
         .map_err(|e| anyhow!("--{e}"))?;
-    if args.keep_privileges && config.runtime == RuntimeKind::Docker {
+    if args.keep_privileges && config.knobs.runtime == RuntimeKind::Docker {
         bail!("--keep-privileges applies to --runtime host and namespace: a container has the engine's default capabilities (docker run --cap-add is the engine's way)");
     }
     check_findable(&config)?;
@@ -126,7 +126,7 @@ pub fn config(args: &Args) -> Result<CellConfig> {
 /// had them (a job that reads another user's file or calls sudo fails as if by its own error).
 fn privileges_note(args: &Args, config: &CellConfig, exit_code: Option<i32>) -> Option<String> {
     let failed = exit_code.is_some_and(|code| code != 0);
-    let dropped = !args.keep_privileges && config.runtime != RuntimeKind::Docker;
+    let dropped = !args.keep_privileges && config.knobs.runtime != RuntimeKind::Docker;
     (failed && dropped && nix::unistd::geteuid().is_root()).then(|| {
         "the command ran without capabilities and with no_new_privs (every cell does), though shmbench runs as root: if it needs root's (another user's files, sudo, perf), run it again with --keep-privileges".to_string()
     })
@@ -136,7 +136,7 @@ fn privileges_note(args: &Args, config: &CellConfig, exit_code: Option<i32>) -> 
 pub fn check_findable(config: &CellConfig) -> Result<()> {
     let program = config.watch.as_ref().and_then(|w| w.command.first());
     match program {
-        Some(p) if config.image.is_none() && !findable(p) => {
+        Some(p) if config.knobs.image.is_none() && !findable(p) => {
             bail!("command not found: '{p}' is not an executable file or a program on PATH")
         }
         _ => Ok(()),
@@ -174,7 +174,7 @@ pub fn run(args: Args) -> Result<ExitCode> {
         let sizing = advice::for_watched(
             record.metrics.peak_shm_bytes,
             filled,
-            config.runtime,
+            config.knobs.runtime,
             report.cgroup_limit,
         );
         eprint!(

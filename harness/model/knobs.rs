@@ -6,189 +6,12 @@
 //! and then resolved (`plan::resolve`) into a [`CellConfig`](super::config::CellConfig). The
 //! defaults are the how-to's seed setup.
 
-use std::fmt;
-use std::str::FromStr;
-
-use clap::ValueEnum;
 use serde::{Deserialize, Serialize};
 
 use super::cpus::CpuList;
+pub use super::knob_types::*;
 use super::size::ByteSize;
 use super::vm::Accel;
-
-/// How a cell is isolated; every runtime launches the same `shmbench cell` protocol.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, ValueEnum)]
-#[serde(rename_all = "kebab-case")]
-pub enum RuntimeKind {
-    /// `namespace` when the cell has an `shm-size`, otherwise `host`.
-    Auto,
-    /// This machine's own /dev/shm (what `docker run --ipc=host` gives a container).
-    Host,
-    /// A private mount namespace with a tmpfs of `shm-size` on /dev/shm.
-    Namespace,
-    /// A Docker container (`--shm-size`, `--ipc`, `--memory`) from an image shmbench builds.
-    Docker,
-    /// A QEMU VM booting `kernel`, its /dev/shm a tmpfs of `shm-size` in the guest.
-    Vm,
-}
-
-/// The setup a cell stands for, whatever runtime measures it.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, ValueEnum)]
-#[serde(rename_all = "kebab-case")]
-pub enum ContainerKind {
-    /// A process on a machine.
-    None,
-    /// A Docker container: with runtime auto it runs in Docker when an engine answers, else in a
-    /// namespace of the same /dev/shm size (Docker's default 64 MiB when unset).
-    Docker,
-}
-
-/// What runs the cell's DataLoader.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize, ValueEnum)]
-#[serde(rename_all = "kebab-case")]
-pub enum Loader {
-    /// shmbench's emulation of torch's DataLoader (no Python needed).
-    #[default]
-    Emulated,
-    /// The real `torch.utils.data.DataLoader`, run by the `python` interpreter.
-    Torch,
-    /// Any command, run and watched by `shmbench watch -- CMD` (not a knob value: the command
-    /// comes with it).
-    #[value(skip)]
-    Command,
-}
-
-/// Docker's IPC mode for the container (`--ipc`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, ValueEnum)]
-#[serde(rename_all = "kebab-case")]
-pub enum IpcMode {
-    /// Own IPC namespace and own /dev/shm of shm-size.
-    Private,
-    /// Like private, and other containers may join it.
-    Shareable,
-    /// The host's IPC namespace and /dev/shm.
-    Host,
-}
-
-/// How a batch travels from worker to main (torch.multiprocessing sharing strategies and two
-/// non-torch mechanisms kept for comparison).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, ValueEnum)]
-#[serde(rename_all = "snake_case")]
-pub enum Strategy {
-    /// torch's Linux default: shm_open + shm_unlink after mmap; the fd crosses a Unix socket.
-    #[value(name = "file_descriptor")]
-    FileDescriptor,
-    /// torch's alternative: a *named* segment in /dev/shm whose name is sent; still /dev/shm.
-    #[value(name = "file_system")]
-    FileSystem,
-    /// memfd_create (the open upstream proposal pytorch#58386): not bounded by /dev/shm.
-    #[value(name = "memfd")]
-    Memfd,
-    /// An unlinked file under $TMPDIR. NOT a torch strategy: what the how-to wrongly says
-    /// `file_system` does.
-    #[value(name = "disk")]
-    Disk,
-}
-
-/// How torch allocates a shared segment.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, ValueEnum)]
-#[serde(rename_all = "snake_case")]
-pub enum TorchProfile {
-    /// torch <= 2.9: ftruncate + 1-byte write at offset 0; pages on first touch; SIGBUS when full.
-    Legacy,
-    /// torch >= 2.10: posix_fallocate first; a full tmpfs is an ENOSPC RuntimeError.
-    Modern,
-}
-
-/// How much of each batch the training loop reads.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, ValueEnum)]
-#[serde(rename_all = "snake_case")]
-pub enum Touch {
-    /// Every byte read (the result kept so it cannot be optimised away).
-    All,
-    /// One element read.
-    First,
-    /// Nothing read.
-    None,
-}
-
-/// Element type of the synthetic images.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, ValueEnum)]
-#[serde(rename_all = "snake_case")]
-pub enum Dtype {
-    F32,
-    F16,
-    Bf16,
-    U8,
-}
-
-impl Dtype {
-    pub fn size(self) -> u64 {
-        match self {
-            Dtype::F32 => 4,
-            Dtype::F16 | Dtype::Bf16 => 2,
-            Dtype::U8 => 1,
-        }
-    }
-}
-
-/// Display through clap's value names, so tables, CSV and errors spell values as flags do.
-macro_rules! display_as_value_name {
-    ($($ty:ty),*) => {$(
-        impl fmt::Display for $ty {
-            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-                match self.to_possible_value() {
-                    Some(value) => f.write_str(value.get_name()),
-                    // A variant that is not a flag value (`loader command`): its serde name.
-                    None => f.write_str(&format!("{self:?}").to_lowercase()),
-                }
-            }
-        }
-    )*};
-}
-display_as_value_name!(
-    Loader,
-    RuntimeKind,
-    ContainerKind,
-    IpcMode,
-    Strategy,
-    TorchProfile,
-    Touch,
-    Dtype
-);
-
-/// One image's dimensions, written `3x224x224`.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Shape(pub Vec<u64>);
-
-impl Shape {
-    pub fn elements(&self) -> Option<u64> {
-        self.0.iter().try_fold(1u64, |acc, d| acc.checked_mul(*d))
-    }
-}
-
-impl FromStr for Shape {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Self, String> {
-        let dims: Result<Vec<u64>, _> =
-            s.split(['x', 'X', ',']).map(|d| d.trim().parse()).collect();
-        match dims {
-            Ok(d) if !d.is_empty() && d.iter().all(|&x| x > 0) => Ok(Shape(d)),
-            _ => Err(format!(
-                "'{s}' is not a shape: write positive dimensions joined by x, e.g. 3x224x224"
-            )),
-        }
-    }
-}
-
-impl fmt::Display for Shape {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let parts: Vec<String> = self.0.iter().map(u64::to_string).collect();
-        f.write_str(&parts.join("x"))
-    }
-}
-
-serde_as_text!(Shape);
 
 fn parse_bool(s: &str) -> Result<bool, String> {
     match s {
@@ -198,10 +21,76 @@ fn parse_bool(s: &str) -> Result<bool, String> {
     }
 }
 
-/// Declares [`Knobs`] once: each field is a scenario key and a CLI flag of the same name, with
-/// its default and help text, so names never drift between the parser, the docs and the table.
+/// What a knob is to a cell's identity.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Role {
+    /// Two runs that differ in it are different cells (`compare`, `history`, `report` key on it).
+    Identity,
+    /// How a cell is run or watched, not what it runs; the text says why.
+    Setting(&'static str),
+}
+
+/// One knob as the declaration states it: its scenario key, its role, and the results column
+/// that records it (None: no column; what the row records instead is named in its role).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct KnobSpec {
+    pub key: &'static str,
+    pub role: Role,
+    pub column: Option<&'static str>,
+}
+
+macro_rules! knob_role {
+    (identity) => {
+        Role::Identity
+    };
+    (setting($why:literal)) => {
+        Role::Setting($why)
+    };
+}
+
+macro_rules! knob_column {
+    (none) => {
+        None
+    };
+    ($column:ident) => {
+        Some(stringify!($column))
+    };
+}
+
+/// A resolved knob is its partial form's value (`u32`) or, for a knob that may stay unset, the
+/// option itself (`Option<ByteSize>`): the declaration's `=> TYPE` says which.
+pub trait Settle<T>: Sized {
+    /// The resolved value, or None where a knob that must have one has none.
+    fn settle(value: Option<T>) -> Option<Self>;
+}
+
+impl<T> Settle<T> for T {
+    fn settle(value: Option<T>) -> Option<T> {
+        value
+    }
+}
+
+impl<T> Settle<T> for Option<T> {
+    fn settle(value: Option<T>) -> Option<Option<T>> {
+        Some(value)
+    }
+}
+
+/// Declares every knob once. Each entry is a scenario key and a CLI flag of the same name (its
+/// partial type), the type it resolves to, its default, its role in a cell's identity, the
+/// results column that records it, and its help text. From it come [`Knobs`] (scenario and
+/// flags), [`KnobValues`] (a resolved cell's knobs, inside `CellConfig`), the resolution and
+/// [`Knobs::SPECS`], which tests hold the identity list and the row's columns to.
+///
+/// A knob added later must default to what ran before it existed: a record or row written
+/// before it reads as that default.
 macro_rules! knobs {
-    ($( $(#[$meta:meta])* $field:ident : $ty:ty = $default:expr, $help:literal; )*) => {
+    ($(
+        $(#[$meta:meta])*
+        $field:ident : $ty:ty => $resolved:ty = $default:expr,
+            $role:ident $(($why:literal))?, row $column:ident,
+            $help:literal;
+    )*) => {
         /// Partial loader/isolation settings; see the module docs for how layers combine.
         #[derive(Clone, Debug, Default, Deserialize, clap::Args)]
         #[serde(rename_all = "kebab-case", deny_unknown_fields)]
@@ -210,6 +99,17 @@ macro_rules! knobs {
                 #[doc = $help]
                 $(#[$meta])*
                 pub $field: Option<$ty>,
+            )*
+        }
+
+        /// Every knob of a resolved cell. A record without a knob (written before it existed)
+        /// reads as its default.
+        #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+        #[serde(default)]
+        pub struct KnobValues {
+            $(
+                #[doc = $help]
+                pub $field: $resolved,
             )*
         }
 
@@ -222,9 +122,28 @@ macro_rules! knobs {
             /// The scenario key names, for error messages that list what is allowed.
             pub const KEYS: &'static [&'static str] = &[$( stringify!($field) ),*];
 
+            /// What the declaration says of each knob.
+            pub const SPECS: &'static [KnobSpec] = &[$(
+                KnobSpec {
+                    key: stringify!($field),
+                    role: knob_role!($role $(($why))?),
+                    column: knob_column!($column),
+                },
+            )*];
+
             /// Every knob at its default (the how-to's seed setup; `shm-size` and `memory` unset).
             pub fn defaults() -> Knobs {
                 Knobs { $( $field: $default, )* }
+            }
+
+            /// These knobs over the defaults, resolved: every knob that must have a value has one.
+            pub fn settle(&self) -> KnobValues {
+                let mut k = Knobs::defaults();
+                k.overlay(self);
+                KnobValues {$(
+                    $field: <$resolved as Settle<$ty>>::settle(k.$field)
+                        .expect(concat!("the knob ", stringify!($field), " has a default")),
+                )*}
             }
         }
     };
@@ -232,110 +151,117 @@ macro_rules! knobs {
 
 knobs! {
     #[arg(long, value_enum)]
-    loader: Loader = Some(Loader::Emulated),
+    loader: Loader => Loader = Some(Loader::Emulated), identity, row loader,
         "What runs the loader: emulated (shmbench's emulation of torch's DataLoader) or torch (the real DataLoader, run by --python)";
     #[arg(long, value_name = "PATH")]
-    python: String = Some("python3".to_string()),
+    python: String => String = Some("python3".to_string()), setting("the interpreter's path; the torch version it runs is recorded beside the cell"), row none,
         "Python interpreter of torch cells: one with torch installed (python3 -m venv V && V/bin/pip install torch)";
     #[arg(long, value_name = "IMAGE")]
-    image: String = None,
+    image: String => Option<String> = None, identity, row image,
         "Docker: run the cell in this local image (e.g. your training image, whose python3 runs torch cells) instead of the one shmbench builds; shmbench mounts its own binary into it read-only. Implies runtime docker";
     #[arg(long, value_enum)]
-    runtime: RuntimeKind = Some(RuntimeKind::Auto),
+    runtime: RuntimeKind => RuntimeKind = Some(RuntimeKind::Auto), identity, row runtime,
         "How to run it: auto (docker for container=docker when an engine answers, else namespace when shm-size is set, else host), host, namespace, docker, vm (a QEMU VM booting --kernel)";
     #[arg(long, value_enum)]
-    container: ContainerKind = Some(ContainerKind::None),
+    container: ContainerKind => ContainerKind = Some(ContainerKind::None), identity, row container,
         "The setup the cell stands for: none, or docker (runs in Docker with runtime auto when an engine answers)";
     #[arg(long, value_enum)]
-    ipc: IpcMode = Some(IpcMode::Private),
+    ipc: IpcMode => IpcMode = Some(IpcMode::Private), identity, row ipc,
         "Docker --ipc: private, shareable, host (host: the machine's /dev/shm)";
     #[arg(long, value_name = "SIZE")]
-    memory: ByteSize = None,
+    memory: ByteSize => Option<ByteSize> = None, identity, row memory_bytes,
         "Memory limit (Docker --memory, or a memory cgroup around a namespace cell or inside a VM guest); tmpfs pages count against it, so a cell can end OOM-killed";
     #[arg(long, value_name = "BOOL", num_args = 0..=1, default_missing_value = "true", value_parser = parse_bool)]
-    shm_tmpfs: bool = Some(false),
+    shm_tmpfs: bool => bool = Some(false), identity, row shm_tmpfs,
         "Docker: mount /dev/shm as a tmpfs of shm-size (a Kubernetes emptyDir, medium: Memory) instead of --shm-size";
     #[arg(long, value_name = "SIZE", allow_hyphen_values = true)]
-    shm_size: ByteSize = None,
+    shm_size: ByteSize => Option<ByteSize> = None, identity, row shm_bytes,
         "Size of the cell's /dev/shm tmpfs, e.g. 64m, 2g (Docker units); unset = this machine's /dev/shm";
     #[arg(long, value_enum)]
-    strategy: Strategy = Some(Strategy::FileDescriptor),
+    strategy: Strategy => Strategy = Some(Strategy::FileDescriptor), identity, row strategy,
         "Sharing strategy: file_descriptor, file_system, memfd, disk (disk is not a torch strategy)";
     #[arg(long, value_enum)]
-    torch: TorchProfile = Some(TorchProfile::Legacy),
+    torch: TorchProfile => TorchProfile = Some(TorchProfile::Legacy), identity, row torch,
         "Allocation profile: legacy (torch <= 2.9, SIGBUS) or modern (torch >= 2.10, ENOSPC)";
     #[arg(long)]
-    workers: u32 = Some(8),
+    workers: u32 => u32 = Some(8), identity, row workers,
         "DataLoader num_workers (worker processes)";
     #[arg(long)]
-    prefetch: u32 = Some(2),
+    prefetch: u32 => u32 = Some(2), identity, row prefetch,
         "DataLoader prefetch_factor (batches outstanding per worker)";
     #[arg(long)]
-    batch: u32 = Some(128),
+    batch: u32 => u32 = Some(128), identity, row batch,
         "Images per batch";
     #[arg(long, value_name = "DIMS")]
-    shape: Shape = Some(Shape(vec![3, 224, 224])),
+    shape: Shape => Shape = Some(Shape(vec![3, 224, 224])), identity, row shape,
         "One image's shape, e.g. 3x224x224";
     #[arg(long, value_enum)]
-    dtype: Dtype = Some(Dtype::F32),
+    dtype: Dtype => Dtype = Some(Dtype::F32), identity, row dtype,
         "Element type: f32, f16, bf16, u8";
     #[arg(long)]
-    steps: u64 = Some(100),
+    steps: u64 => u64 = Some(100), identity, row steps,
         "Training steps (batches consumed) per epoch";
     #[arg(long)]
-    epochs: u32 = Some(1),
+    epochs: u32 => u32 = Some(1), identity, row epochs,
         "Epochs";
     #[arg(long, value_name = "BOOL", num_args = 0..=1, default_missing_value = "true", value_parser = parse_bool)]
-    persistent_workers: bool = Some(true),
+    persistent_workers: bool => bool = Some(true), identity, row persistent_workers,
         "Keep workers across epochs (false: respawn them every epoch)";
     #[arg(long, value_name = "BOOL", num_args = 0..=1, default_missing_value = "true", value_parser = parse_bool)]
-    pin_memory: bool = Some(false),
+    pin_memory: bool => bool = Some(false), identity, row pin_memory,
         "Copy each batch out of shared memory as it arrives and release the segment at once";
     #[arg(long, value_enum)]
-    touch: Touch = Some(Touch::All),
+    touch: Touch => Touch = Some(Touch::All), identity, row touch,
         "How much of each batch the training loop reads: all, first, none";
     #[arg(long, value_name = "MS")]
-    compute_ms: f64 = Some(0.0),
+    compute_ms: f64 => f64 = Some(0.0), identity, row compute_ms,
         "Accelerator time per step in milliseconds (the main waits, CPU idle)";
     #[arg(long, value_name = "US")]
-    decode_us: u64 = Some(0),
+    decode_us: u64 => u64 = Some(0), identity, row decode_us,
         "Worker CPU time per image in microseconds (decode/augment cost)";
     #[arg(long, value_name = "US")]
-    main_us: u64 = Some(0),
+    main_us: u64 => u64 = Some(0), identity, row main_us,
         "Emulated loader: main-loop CPU time per batch in microseconds beyond reading it (what real torch's main spends unpickling, receiving the fd, rebuilding and freeing storages, and in its intra-op threads; `fidelity` shows torch's main CPU per step against the emulation's); 0 = the bare data path";
     #[arg(long, value_name = "N")]
-    retain_every: u64 = Some(0),
+    retain_every: u64 => u64 = Some(0), identity, row retain_every,
         "Keep every Nth batch alive forever (the leak that makes late crashes); 0 = off";
     #[arg(long, value_name = "N")]
-    nofile: u64 = None,
+    nofile: u64 => Option<u64> = None, identity, row nofile,
         "RLIMIT_NOFILE soft limit of the cell's processes (`ulimit -n N`): where file_descriptor's one fd per live batch runs out; unset = the inherited limit";
     #[arg(long, value_name = "SIZE")]
-    shm_remount: ByteSize = None,
+    shm_remount: ByteSize => Option<ByteSize> = None, identity, row shm_remount_bytes,
         "Namespace cell: once its /dev/shm is mounted at shm-size, resize it with `mount -o remount,size=SIZE`, the bare-host fix, before the loader starts; unset = no remount";
     #[arg(long, value_name = "KERNEL")]
-    kernel: String = None,
+    kernel: String => Option<String> = None, identity, row vm_kernel,
         "runtime vm: the kernel to boot, a bzImage's path or debian:VERSION (Debian's linux-image-VERSION, fetched with apt-get download into the cache), e.g. debian:6.1.0-57-cloud-amd64";
     #[arg(long, value_name = "SIZE")]
-    vm_memory: ByteSize = Some(ByteSize(3 << 30)),
+    vm_memory: ByteSize => ByteSize = Some(ByteSize(3 << 30)), identity, row vm_memory_bytes,
         "runtime vm: the VM's memory (its /dev/shm tmpfs pages live in it)";
     #[arg(long, value_name = "N")]
-    vm_cpus: u32 = Some(2),
+    vm_cpus: u32 => u32 = Some(2), identity, row vm_cpus,
         "runtime vm: the VM's CPUs";
     #[arg(long, value_name = "SECONDS")]
-    vm_boot_s: f64 = Some(90.0),
+    vm_boot_s: f64 => f64 = Some(90.0), setting("the watchdog of a VM's boot"), row none,
         "runtime vm: seconds a guest may stay silent while it boots and starts its cell, beyond timeout-s (TCG on a busy machine boots slowly)";
     #[arg(long, value_enum)]
-    accel: Accel = Some(Accel::Auto),
+    accel: Accel => Accel = Some(Accel::Auto), identity, row vm_accel,
         "runtime vm: kvm, tcg (QEMU's software emulation: outcomes hold, speeds do not), or auto (kvm when a probe VM boots with it, else tcg)";
     #[arg(long, value_name = "LIST")]
-    cpus: CpuList = None,
+    cpus: CpuList => Option<CpuList> = None, identity, row cpus,
         "CPUs the cell's processes may run on, as taskset writes them (0, 0-1, 0,2-3): the same cores run after run, recorded in the row (docker: --cpuset-cpus too); unset = any";
     #[arg(long, value_name = "N")]
-    warmup_steps: u64 = Some(5),
+    warmup_steps: u64 => u64 = Some(5), setting("which steps img/s leaves out: a way of measuring, not the cell"), row warmup_steps,
         "Steps excluded from img/s (at most half the steps are ever excluded)";
     #[arg(long, value_name = "SECONDS")]
-    timeout_s: f64 = Some(120.0),
+    timeout_s: f64 => f64 = Some(120.0), setting("the watchdog: a cell that ends by it has a timeout outcome"), row none,
         "Watchdog: a cell with no progress for this long ends as timeout";
+}
+
+impl Default for KnobValues {
+    /// Every knob at its default.
+    fn default() -> KnobValues {
+        Knobs::default().settle()
+    }
 }
 
 #[cfg(test)]
@@ -355,6 +281,26 @@ mod tests {
         });
         assert_eq!(base.workers, Some(4));
         assert_eq!(base.batch, Some(8));
+    }
+
+    #[test]
+    fn every_knob_settles_from_its_default_and_is_specified_once() {
+        // `settle` panics on a knob that must have a value and has no default.
+        let values = Knobs::default().settle();
+        assert_eq!(values.workers, 8);
+        assert_eq!(values.shm_size, None);
+        let keys: Vec<&str> = Knobs::SPECS.iter().map(|s| s.key).collect();
+        assert_eq!(keys, Knobs::KEYS);
+    }
+
+    #[test]
+    fn a_record_without_a_knob_reads_as_its_default() {
+        let values: KnobValues = serde_json::from_str(r#"{"workers": 3}"#).unwrap();
+        assert_eq!(values.workers, 3);
+        assert_eq!(
+            values.persistent_workers,
+            KnobValues::default().persistent_workers
+        );
     }
 
     #[test]

@@ -29,6 +29,7 @@ pub mod cpus;
 pub mod estimate;
 pub mod fingerprint;
 pub mod job;
+pub mod knob_types;
 pub mod knobs;
 pub mod name;
 pub mod pod;

@@ -26,28 +26,31 @@ fn bad(key: &'static str, problem: impl Into<String>) -> KnobError {
 impl CellConfig {
     /// Checks every value; the first problem found is returned, naming its key.
     pub fn validate(&self, mem_total: u64) -> Result<(), KnobError> {
-        if self.workers == 0 {
+        if self.knobs.workers == 0 {
             return Err(bad("workers", "must be at least 1: with num_workers=0 torch loads in the main process and never uses /dev/shm, so there is nothing to measure"));
         }
-        if self.workers > MAX_WORKERS {
+        if self.knobs.workers > MAX_WORKERS {
             return Err(bad(
                 "workers",
                 format!(
                     "{} is absurd: at most {MAX_WORKERS} worker processes",
-                    self.workers
+                    self.knobs.workers
                 ),
             ));
         }
-        if self.prefetch == 0 || self.prefetch > 64 {
-            return Err(bad("prefetch", format!("{} is out of range: torch needs prefetch_factor >= 1 with workers; at most 64 here", self.prefetch)));
+        if self.knobs.prefetch == 0 || self.knobs.prefetch > 64 {
+            return Err(bad("prefetch", format!("{} is out of range: torch needs prefetch_factor >= 1 with workers; at most 64 here", self.knobs.prefetch)));
         }
-        if self.batch == 0 {
+        if self.knobs.batch == 0 {
             return Err(bad("batch", "must be at least 1 image"));
         }
-        if self.shape.elements().is_none() || self.batch_bytes() == u64::MAX {
+        if self.knobs.shape.elements().is_none() || self.batch_bytes() == u64::MAX {
             return Err(bad(
                 "shape",
-                format!("{} x {} images overflows 64 bits", self.batch, self.shape),
+                format!(
+                    "{} x {} images overflows 64 bits",
+                    self.knobs.batch, self.knobs.shape
+                ),
             ));
         }
         if mem_total > 0 && self.batch_bytes() > mem_total {
@@ -56,42 +59,48 @@ impl CellConfig {
                 ByteSize(self.batch_bytes()), ByteSize(mem_total)
             )));
         }
-        if self.steps == 0 {
+        if self.knobs.steps == 0 {
             return Err(bad("steps", "must be at least 1"));
         }
-        if self.epochs == 0 {
+        if self.knobs.epochs == 0 {
             return Err(bad("epochs", "must be at least 1"));
         }
         if self.total_steps() > 100_000_000 {
             return Err(bad("steps", "steps x epochs is absurd (over 100 million)"));
         }
-        if !(self.compute_ms.is_finite()
-            && self.compute_ms >= 0.0
-            && self.compute_ms <= 3_600_000.0)
+        if !(self.knobs.compute_ms.is_finite()
+            && self.knobs.compute_ms >= 0.0
+            && self.knobs.compute_ms <= 3_600_000.0)
         {
             return Err(bad(
                 "compute-ms",
-                format!("{} must be between 0 and 3600000", self.compute_ms),
+                format!("{} must be between 0 and 3600000", self.knobs.compute_ms),
             ));
         }
-        if self.decode_us > 60_000_000 {
+        if self.knobs.decode_us > 60_000_000 {
             return Err(bad("decode-us", "at most 60 s per image"));
         }
-        if !(self.timeout_s.is_finite() && self.timeout_s > 0.0 && self.timeout_s <= 86_400.0) {
+        if !(self.knobs.timeout_s.is_finite()
+            && self.knobs.timeout_s > 0.0
+            && self.knobs.timeout_s <= 86_400.0)
+        {
             return Err(bad(
                 "timeout-s",
-                format!("{} must be between 0 and 86400 seconds", self.timeout_s),
+                format!(
+                    "{} must be between 0 and 86400 seconds",
+                    self.knobs.timeout_s
+                ),
             ));
         }
-        if self.main_us > 60_000_000 {
+        if self.knobs.main_us > 60_000_000 {
             return Err(bad("main-us", "at most 60 s of main-loop CPU per step"));
         }
         // A cell says it made progress once per step, and the harness ends one that says nothing
         // for longer than its timeout (plus slack): a step whose own work is longer could never
         // finish, and would end minutes later as "no progress" instead of failing here.
-        let step_s = self.compute_ms / 1000.0 + self.main_us as f64 / 1e6;
-        if step_s >= self.timeout_s {
-            let key = match self.main_us > 0 {
+        let step_s = self.knobs.compute_ms / 1000.0 + self.knobs.main_us as f64 / 1e6;
+        if step_s >= self.knobs.timeout_s {
+            let key = match self.knobs.main_us > 0 {
                 true => "main-us",
                 false => "compute-ms",
             };
@@ -99,11 +108,11 @@ impl CellConfig {
                 key,
                 format!(
                     "each step's own work (compute-ms {} + main-us {}) is {step_s:.1} s, not below timeout-s {}: a step could never finish before the cell is ended for making no progress; raise timeout-s or lower them",
-                    self.compute_ms, self.main_us, self.timeout_s
+                    self.knobs.compute_ms, self.knobs.main_us, self.knobs.timeout_s
                 ),
             ));
         }
-        if let Some(size) = self.shm_size {
+        if let Some(size) = self.knobs.shm_size {
             if size.bytes() < 4096 {
                 return Err(bad(
                     "shm-size",
@@ -111,7 +120,7 @@ impl CellConfig {
                 ));
             }
         }
-        if let Some(limit) = self.memory {
+        if let Some(limit) = self.knobs.memory {
             if limit.bytes() < 6 << 20 {
                 return Err(bad(
                     "memory",
@@ -119,27 +128,27 @@ impl CellConfig {
                 ));
             }
         }
-        if self.loader == Loader::Torch {
-            if matches!(self.strategy, Strategy::Memfd | Strategy::Disk) {
+        if self.knobs.loader == Loader::Torch {
+            if matches!(self.knobs.strategy, Strategy::Memfd | Strategy::Disk) {
                 return Err(bad(
                     "strategy",
-                    format!("{} is not a torch sharing strategy: torch cells use file_descriptor or file_system", self.strategy),
+                    format!("{} is not a torch sharing strategy: torch cells use file_descriptor or file_system", self.knobs.strategy),
                 ));
             }
-            if self.main_us > 0 {
+            if self.knobs.main_us > 0 {
                 return Err(bad(
                     "main-us",
                     "models real torch's main-loop cost in the emulated loader; a torch cell has the real one: leave it 0",
                 ));
             }
-            if self.python.trim().is_empty() {
+            if self.knobs.python.trim().is_empty() {
                 return Err(bad(
                     "python",
                     "name a Python interpreter with torch installed",
                 ));
             }
         }
-        match (&self.watch, self.loader) {
+        match (&self.watch, self.knobs.loader) {
             (Some(watch), Loader::Command) => {
                 if watch.command.first().is_none_or(|c| c.is_empty()) {
                     return Err(bad("command", "name the command to watch after --, e.g. shmbench watch -- python train.py"));
@@ -156,7 +165,7 @@ impl CellConfig {
                 if let Some(Err(e)) = watch.step_regex.as_deref().map(regex::Regex::new) {
                     return Err(bad("step-regex", e.to_string()));
                 }
-                if self.runtime == RuntimeKind::Docker && self.image.is_none() {
+                if self.knobs.runtime == RuntimeKind::Docker && self.knobs.image.is_none() {
                     return Err(bad("image", "a watched command runs in Docker inside your own image, which has it: name it with --image"));
                 }
             }
@@ -174,55 +183,60 @@ impl CellConfig {
         let docker_only = |key: &'static str, what: &str| {
             bad(key, format!("{what} is a Docker setting: use runtime docker (or auto with container docker)"))
         };
-        if let Some(image) = &self.image {
+        if let Some(image) = &self.knobs.image {
             if image.trim().is_empty() || image.chars().any(char::is_whitespace) {
                 return Err(bad(
                     "image",
                     format!("'{image}' is not an image reference: write a name like my-train:latest or an image id"),
                 ));
             }
-            if matches!(self.runtime, RuntimeKind::Host | RuntimeKind::Namespace) {
+            if matches!(
+                self.knobs.runtime,
+                RuntimeKind::Host | RuntimeKind::Namespace
+            ) {
                 return Err(docker_only("image", "an image"));
             }
         }
-        match self.runtime {
-            RuntimeKind::Host if self.memory.is_some() => {
+        match self.knobs.runtime {
+            RuntimeKind::Host if self.knobs.memory.is_some() => {
                 return Err(bad(
                     "memory",
                     "a memory limit needs runtime namespace (a cgroup around the cell) or docker",
                 ));
             }
-            RuntimeKind::Host | RuntimeKind::Namespace if self.shm_tmpfs => {
+            RuntimeKind::Host | RuntimeKind::Namespace if self.knobs.shm_tmpfs => {
                 return Err(docker_only("shm-tmpfs", "a tmpfs mount on /dev/shm"));
             }
-            RuntimeKind::Host if self.shm_size.is_some() => {
+            RuntimeKind::Host if self.knobs.shm_size.is_some() => {
                 return Err(bad("shm-size", format!(
                     "runtime host uses this machine's own /dev/shm and cannot size it (asked for {}); drop shm-size, or use runtime namespace",
-                    self.shm_size.unwrap_or(ByteSize(0))
+                    self.knobs.shm_size.unwrap_or(ByteSize(0))
                 )));
             }
-            RuntimeKind::Namespace if self.shm_size.is_none() => {
+            RuntimeKind::Namespace if self.knobs.shm_size.is_none() => {
                 return Err(bad("shm-size", "runtime namespace mounts a tmpfs of shm-size on /dev/shm: set shm-size, e.g. 64m"));
             }
-            RuntimeKind::Namespace if self.ipc == IpcMode::Host => {
+            RuntimeKind::Namespace if self.knobs.ipc == IpcMode::Host => {
                 return Err(bad(
                     "ipc",
                     "ipc host means this machine's /dev/shm: use runtime host",
                 ));
             }
-            RuntimeKind::Docker if self.ipc == IpcMode::Host && self.shm_size.is_some() => {
+            RuntimeKind::Docker
+                if self.knobs.ipc == IpcMode::Host && self.knobs.shm_size.is_some() =>
+            {
                 return Err(bad(
                     "shm-size",
                     "with ipc host the container uses the host's /dev/shm: shm-size does not apply",
                 ));
             }
-            RuntimeKind::Host | RuntimeKind::Docker if self.shm_remount.is_some() => {
+            RuntimeKind::Host | RuntimeKind::Docker if self.knobs.shm_remount.is_some() => {
                 return Err(bad(
                     "shm-remount",
                     "only a namespace cell remounts its own tmpfs: use runtime namespace with shm-size (remounting this machine's /dev/shm is `sudo mount -o remount,size=SIZE /dev/shm`, which shmbench never does for you)",
                 ));
             }
-            RuntimeKind::Docker if self.shm_tmpfs && self.shm_size.is_none() => {
+            RuntimeKind::Docker if self.knobs.shm_tmpfs && self.knobs.shm_size.is_none() => {
                 return Err(bad(
                     "shm-tmpfs",
                     "a tmpfs on /dev/shm needs its size: set shm-size",
@@ -231,13 +245,13 @@ impl CellConfig {
             _ => {}
         }
         self.validate_vm()?;
-        if let Some(n) = self.nofile.filter(|n| *n < MIN_NOFILE) {
+        if let Some(n) = self.knobs.nofile.filter(|n| *n < MIN_NOFILE) {
             return Err(bad(
                 "nofile",
                 format!("{n} leaves no room for the cell's own files and pipes: use at least {MIN_NOFILE}"),
             ));
         }
-        if self.shm_remount.is_some_and(|s| s.bytes() == 0) {
+        if self.knobs.shm_remount.is_some_and(|s| s.bytes() == 0) {
             return Err(bad(
                 "shm-remount",
                 "a tmpfs of 0 bytes holds nothing: give a size, e.g. 2g",
@@ -250,8 +264,8 @@ impl CellConfig {
 impl CellConfig {
     /// What runtime vm allows: a kernel, the emulated loader alone in its guest, a VM size.
     fn validate_vm(&self) -> Result<(), KnobError> {
-        if self.runtime != RuntimeKind::Vm {
-            return match self.kernel {
+        if self.knobs.runtime != RuntimeKind::Vm {
+            return match self.knobs.kernel {
                 Some(_) => Err(bad(
                     "kernel",
                     "a kernel is booted by runtime vm: add --runtime vm",
@@ -259,17 +273,17 @@ impl CellConfig {
                 None => Ok(()),
             };
         }
-        if self.kernel.as_deref().is_none_or(str::is_empty) {
+        if self.knobs.kernel.as_deref().is_none_or(str::is_empty) {
             return Err(bad("kernel", "runtime vm boots a kernel: name one with --kernel PATH or --kernel debian:VERSION (e.g. debian:6.1.0-57-cloud-amd64)"));
         }
         let refused = [
-            ("image", self.image.is_some(), "an image is Docker's: the VM boots shmbench's own initramfs"),
-            ("loader", self.loader != Loader::Emulated, "the guest holds only shmbench: torch cells and watched commands run on the host, in a namespace or in Docker"),
-            ("shm-tmpfs", self.shm_tmpfs, "the guest's /dev/shm is always a tmpfs of shm-size"),
-            ("shm-remount", self.shm_remount.is_some(), "only a namespace cell remounts its tmpfs"),
-            ("vm-cpus", self.vm_cpus == 0, "a VM needs at least one CPU"),
-            ("vm-boot-s", self.vm_boot_s.is_nan() || self.vm_boot_s <= 0.0, "give the guest some seconds to boot, e.g. 90"),
-            ("vm-memory", self.vm_memory.bytes() < 256 << 20, "a VM needs at least 256m to boot and run a cell"),
+            ("image", self.knobs.image.is_some(), "an image is Docker's: the VM boots shmbench's own initramfs"),
+            ("loader", self.knobs.loader != Loader::Emulated, "the guest holds only shmbench: torch cells and watched commands run on the host, in a namespace or in Docker"),
+            ("shm-tmpfs", self.knobs.shm_tmpfs, "the guest's /dev/shm is always a tmpfs of shm-size"),
+            ("shm-remount", self.knobs.shm_remount.is_some(), "only a namespace cell remounts its tmpfs"),
+            ("vm-cpus", self.knobs.vm_cpus == 0, "a VM needs at least one CPU"),
+            ("vm-boot-s", self.knobs.vm_boot_s.is_nan() || self.knobs.vm_boot_s <= 0.0, "give the guest some seconds to boot, e.g. 90"),
+            ("vm-memory", self.knobs.vm_memory.bytes() < 256 << 20, "a VM needs at least 256m to boot and run a cell"),
         ];
         match refused.iter().find(|(_, wrong, _)| *wrong) {
             Some((key, _, why)) => Err(bad(key, *why)),

@@ -33,11 +33,11 @@ pub fn isolated(
         "--seconds",
         &duration.as_secs_f64().to_string(),
         "--batch",
-        &config.batch.to_string(),
+        &config.knobs.batch.to_string(),
         "--shape",
-        &config.shape.to_string(),
+        &config.knobs.shape.to_string(),
         "--dtype",
-        &config.dtype.to_string(),
+        &config.knobs.dtype.to_string(),
         "--only",
         &only.join(","),
     ]
@@ -64,8 +64,10 @@ pub fn for_cells(
     observe: &mut dyn FnMut(Event),
 ) -> Option<Calibration> {
     let first = cells.first()?;
-    let mut combos: Vec<(Strategy, TorchProfile)> =
-        cells.iter().map(|c| (c.strategy, c.torch)).collect();
+    let mut combos: Vec<(Strategy, TorchProfile)> = cells
+        .iter()
+        .map(|c| (c.knobs.strategy, c.knobs.torch))
+        .collect();
     combos.sort_by_key(|(s, t)| (s.to_string(), t.to_string()));
     combos.dedup();
     observe(Event::Note(format!(

@@ -41,23 +41,23 @@ pub fn pairs(
             }
         )));
         for cell in cells {
-            if matches!(cell.strategy, Strategy::Memfd | Strategy::Disk) {
+            if matches!(cell.knobs.strategy, Strategy::Memfd | Strategy::Disk) {
                 bail!(
                     "cell '{}': {} is not a torch strategy, so it has no real twin; fidelity compares file_descriptor and file_system cells",
                     cell.cell,
-                    cell.strategy
+                    cell.knobs.strategy
                 );
             }
             let mut emulated = cell.clone();
-            emulated.loader = Loader::Emulated;
-            emulated.torch = found.profile();
-            emulated.pin_memory = cell.pin_memory && found.accelerator;
+            emulated.knobs.loader = Loader::Emulated;
+            emulated.knobs.torch = found.profile();
+            emulated.knobs.pin_memory = cell.knobs.pin_memory && found.accelerator;
             let mut real = cell.clone();
-            real.loader = Loader::Torch;
-            real.python = python.clone();
-            real.torch = found.profile();
+            real.knobs.loader = Loader::Torch;
+            real.knobs.python = python.clone();
+            real.knobs.torch = found.profile();
             // main-us stands in for torch's own main-loop cost: the real twin has the real one.
-            real.main_us = 0;
+            real.knobs.main_us = 0;
             if !planned.contains(&emulated) {
                 planned.push(emulated);
             }

@@ -66,7 +66,7 @@ pub fn search(
     }
     // Sizes stay whole pages: tmpfs counts pages.
     let resolution = round_up(resolution, 4096);
-    let command = config.loader == Loader::Command;
+    let command = config.knobs.loader == Loader::Command;
     let predicted_batches = if command {
         0
     } else {
@@ -74,14 +74,14 @@ pub fn search(
     };
     let mut predicted_bytes = predict::batches_bytes(config, predicted_batches);
     let mut probe = config.clone();
-    probe.runtime = RuntimeKind::Namespace;
+    probe.knobs.runtime = RuntimeKind::Namespace;
     let runtimes = Runtimes::for_cells(std::slice::from_ref(&probe))?;
     let mut trials = Vec::new();
     let mut run = |bytes: u64| -> Result<(bool, u64)> {
         if signals::received().is_some() {
             bail!("interrupted");
         }
-        probe.shm_size = Some(ByteSize(bytes));
+        probe.knobs.shm_size = Some(ByteSize(bytes));
         let record: CellRecord = runtimes.launch(&probe, &mut |_| {});
         let trial = Trial {
             shm_bytes: bytes,

@@ -33,20 +33,24 @@ pub struct Outcome {
 }
 
 fn describe(config: &CellConfig) -> String {
-    let shm = match (config.shm_size, config.runtime, config.ipc) {
+    let shm = match (
+        config.knobs.shm_size,
+        config.knobs.runtime,
+        config.knobs.ipc,
+    ) {
         (Some(size), _, _) => size.to_string(),
         (None, RuntimeKind::Docker, IpcMode::Private | IpcMode::Shareable) => {
             "engine's default /dev/shm".into()
         }
         _ => "host /dev/shm".into(),
     };
-    let runtime = match &config.image {
-        Some(image) => format!("{} in {image}", config.runtime),
-        None => config.runtime.to_string(),
+    let runtime = match &config.knobs.image {
+        Some(image) => format!("{} in {image}", config.knobs.runtime),
+        None => config.knobs.runtime.to_string(),
     };
     let what = match &config.watch {
         Some(w) => w.command.join(" ").chars().take(60).collect(),
-        None => config.strategy.to_string(),
+        None => config.knobs.strategy.to_string(),
     };
     format!("{} ({runtime}, {shm}, {what})", config.cell)
 }
@@ -56,8 +60,8 @@ fn check_pythons(cells: &[CellConfig], observe: &mut dyn FnMut(Event)) -> Result
     let mut pythons: Vec<&str> = cells
         .iter()
         // A cell in a user's image runs the image's Python: the cell itself reports its torch.
-        .filter(|c| c.loader == Loader::Torch && c.image.is_none())
-        .map(|c| c.python.as_str())
+        .filter(|c| c.knobs.loader == Loader::Torch && c.knobs.image.is_none())
+        .map(|c| c.knobs.python.as_str())
         .collect();
     pythons.sort();
     pythons.dedup();
@@ -116,7 +120,7 @@ pub fn run(
     // A watched command has no data path of shmbench's to calibrate against.
     let loaders: Vec<CellConfig> = cells
         .iter()
-        .filter(|c| c.loader != Loader::Command)
+        .filter(|c| c.knobs.loader != Loader::Command)
         .cloned()
         .collect();
     let calibration = calibrate::for_cells(&loaders, out, observe);

@@ -24,11 +24,11 @@ const SLOW_STEP_MS: f64 = 50.0;
 /// The cell a verification runs: `config` under `shm_bytes` of /dev/shm in a namespace.
 pub fn cell(config: &CellConfig, shm_bytes: u64) -> CellConfig {
     let mut cell = config.clone();
-    cell.runtime = RuntimeKind::Namespace;
-    cell.shm_size = Some(ByteSize(shm_bytes));
-    cell.steps = cell.steps.min(MAX_STEPS);
-    if cell.compute_ms == 0.0 {
-        cell.compute_ms = SLOW_STEP_MS;
+    cell.knobs.runtime = RuntimeKind::Namespace;
+    cell.knobs.shm_size = Some(ByteSize(shm_bytes));
+    cell.knobs.steps = cell.knobs.steps.min(MAX_STEPS);
+    if cell.knobs.compute_ms == 0.0 {
+        cell.knobs.compute_ms = SLOW_STEP_MS;
     }
     cell
 }
@@ -45,8 +45,8 @@ pub fn job_cells(config: &CellConfig, ranks: u32, loaders: &[LoaderSpec]) -> Vec
     for rank in 0..ranks {
         for spec in loaders {
             let mut c = cell(&loader_config(config, spec), 0);
-            c.runtime = RuntimeKind::Host;
-            c.shm_size = None;
+            c.knobs.runtime = RuntimeKind::Host;
+            c.knobs.shm_size = None;
             c.cell = format!("rank{rank}-{}", spec.name);
             cells.push(c);
         }

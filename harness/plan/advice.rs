@@ -95,12 +95,12 @@ pub fn for_watched(
 /// One loader's peak, in words: what makes it up.
 fn loader_reason(config: &CellConfig, peak_batches: u64) -> String {
     let uses_shm = matches!(
-        config.strategy,
+        config.knobs.strategy,
         Strategy::FileDescriptor | Strategy::FileSystem
     );
     let peak_reason = if !uses_shm {
-        format!("{} segments are not in /dev/shm", config.strategy)
-    } else if config.pin_memory {
+        format!("{} segments are not in /dev/shm", config.knobs.strategy)
+    } else if config.knobs.pin_memory {
         format!(
             "pin_memory copies each batch out on arrival: {} (one per worker, when the pin copy keeps up) to {peak_batches} (all outstanding, when it falls behind); sized for the upper bound",
             predict::pin_memory_lower_bound(config)
@@ -110,7 +110,7 @@ fn loader_reason(config: &CellConfig, peak_batches: u64) -> String {
         let retained = peak_batches.saturating_sub(outstanding + 1);
         let mut text = format!(
             "{} workers x prefetch {} = {outstanding} outstanding + 1 held by the training step",
-            config.workers, config.prefetch
+            config.knobs.workers, config.knobs.prefetch
         );
         if outstanding < config.max_outstanding() {
             text.push_str(&format!(
@@ -121,7 +121,7 @@ fn loader_reason(config: &CellConfig, peak_batches: u64) -> String {
         if retained > 0 {
             text.push_str(&format!(
                 " + {retained} kept alive by retaining every {}th batch",
-                config.retain_every
+                config.knobs.retain_every
             ));
         }
         text
@@ -172,7 +172,7 @@ pub fn diagnose(
         job.loaders.iter().map(|l| l.peak_batches).sum::<u64>() * job.ranks as u64;
     let peak_bytes = job.node_bytes;
     let uses_shm = matches!(
-        config.strategy,
+        config.knobs.strategy,
         Strategy::FileDescriptor | Strategy::FileSystem
     );
     let peak_reason = if single {
@@ -183,7 +183,7 @@ pub fn diagnose(
     let capacity = env.shm_free_bytes;
     let fits = peak_bytes <= capacity;
     let prediction = predict::predict(config, capacity);
-    let how = match config.torch {
+    let how = match config.knobs.torch {
         TorchProfile::Legacy => "SIGBUS (\"DataLoader worker (pid N) is killed by signal: Bus error\")",
         TorchProfile::Modern => "ENOSPC (\"unable to allocate shared memory(shm) for file ...: No space left on device (28)\")",
     };
@@ -229,17 +229,17 @@ pub fn diagnose(
                 changes.push(format!("{name}={v} (peak {})", ByteSize(peak)));
             }
         };
-        try_knob("prefetch_factor", config.prefetch as u64, &|c, v| {
-            c.prefetch = v as u32
+        try_knob("prefetch_factor", config.knobs.prefetch as u64, &|c, v| {
+            c.knobs.prefetch = v as u32
         });
-        try_knob("num_workers", config.workers as u64, &|c, v| {
-            c.workers = v as u32
+        try_knob("num_workers", config.knobs.workers as u64, &|c, v| {
+            c.knobs.workers = v as u32
         });
-        try_knob("batch_size", config.batch as u64, &|c, v| {
-            c.batch = v as u32
+        try_knob("batch_size", config.knobs.batch as u64, &|c, v| {
+            c.knobs.batch = v as u32
         });
-        let pinned = changed(&|c| c.pin_memory = true);
-        if !config.pin_memory && peak_of(&pinned) <= capacity {
+        let pinned = changed(&|c| c.knobs.pin_memory = true);
+        if !config.knobs.pin_memory && peak_of(&pinned) <= capacity {
             changes.push(format!(
                 "pin_memory=True (peak about {}: waiting batches move to pinned memory)",
                 ByteSize(peak_of(&pinned))
@@ -288,7 +288,7 @@ pub fn diagnose(
     }
     let fds = job.rank_fds;
     let nofile = env.nofile_soft;
-    limits.push(match (config.strategy, fds > nofile) {
+    limits.push(match (config.knobs.strategy, fds > nofile) {
         (Strategy::FileDescriptor, true) => format!(
             "file descriptors: file_descriptor keeps one fd per batch alive: each rank's main holds about {fds} at the peak but RLIMIT_NOFILE is {nofile}: expect \"Too many open files\"; raise it to {} (`ulimit -n {}`, `docker run --ulimit nofile={}:{}`) or use file_system",
             fds * 2, fds * 2, fds * 2, fds * 2
@@ -298,7 +298,7 @@ pub fn diagnose(
         ),
         _ => format!(
             "file descriptors: {} keeps no fd per batch (about {fds} per rank), within RLIMIT_NOFILE {nofile}",
-            config.strategy
+            config.knobs.strategy
         ),
     });
     let loaders = match single {
@@ -317,27 +317,27 @@ pub fn diagnose(
     let shape = match single {
         true => format!(
             "{} workers x prefetch {}, batch {} of {} {} ({})",
-            config.workers,
-            config.prefetch,
-            config.batch,
-            config.shape,
-            config.dtype,
+            config.knobs.workers,
+            config.knobs.prefetch,
+            config.knobs.batch,
+            config.knobs.shape,
+            config.knobs.dtype,
             ByteSize(batch)
         ),
-        false => format!("samples of {} {}", config.shape, config.dtype),
+        false => format!("samples of {} {}", config.knobs.shape, config.knobs.dtype),
     };
     Diagnosis {
         loader: format!(
             "{shape}, {}, torch {}{}{}",
-            config.strategy,
-            config.torch,
-            if config.pin_memory {
+            config.knobs.strategy,
+            config.knobs.torch,
+            if config.knobs.pin_memory {
                 ", pin_memory"
             } else {
                 ""
             },
-            if config.retain_every > 0 {
-                format!(", retains every {}th batch", config.retain_every)
+            if config.knobs.retain_every > 0 {
+                format!(", retains every {}th batch", config.knobs.retain_every)
             } else {
                 String::new()
             },

@@ -38,9 +38,9 @@ pub struct JobPeak {
 pub fn loader_config(base: &CellConfig, spec: &LoaderSpec) -> CellConfig {
     let mut c = base.clone();
     c.cell = spec.name.clone();
-    c.workers = spec.workers;
-    c.prefetch = spec.prefetch;
-    c.batch = spec.batch;
+    c.knobs.workers = spec.workers;
+    c.knobs.prefetch = spec.prefetch;
+    c.knobs.batch = spec.batch;
     c
 }
 
@@ -49,9 +49,9 @@ pub fn loaders_of(base: &CellConfig, specs: &[LoaderSpec]) -> Vec<LoaderSpec> {
     if specs.is_empty() {
         vec![LoaderSpec {
             name: "loader".into(),
-            workers: base.workers,
-            prefetch: base.prefetch,
-            batch: base.batch,
+            workers: base.knobs.workers,
+            prefetch: base.knobs.prefetch,
+            batch: base.knobs.batch,
         }]
     } else {
         specs.to_vec()
@@ -78,7 +78,7 @@ pub fn predict(base: &CellConfig, ranks: u32, specs: &[LoaderSpec]) -> JobPeak {
         })
         .collect();
     let rank_bytes: u64 = loaders.iter().map(|l| l.peak_bytes).sum();
-    let held_fds: u64 = match base.strategy {
+    let held_fds: u64 = match base.knobs.strategy {
         Strategy::FileDescriptor => loaders.iter().map(|l| l.peak_batches).sum(),
         _ => 0,
     };
@@ -120,6 +120,9 @@ mod tests {
         assert_eq!(job.node_bytes, 4 * rank);
         assert_eq!(job.rank_fds, 17 + 9 + (8 + 4) * 4 + 64);
         // No loaders given: the knobs' one.
-        assert_eq!(predict(&base, 1, &[]).loaders[0].spec.workers, base.workers);
+        assert_eq!(
+            predict(&base, 1, &[]).loaders[0].spec.workers,
+            base.knobs.workers
+        );
     }
 }

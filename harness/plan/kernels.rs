@@ -27,16 +27,16 @@ pub fn on_kernels(
             let refuse = |what: &str| {
                 bail!("--kernels: cell '{}' {what}, which a VM cannot give it: leave the cell out with --cells, or run it on the host alone", cell.cell)
             };
-            if cell.image.is_some() {
+            if cell.knobs.image.is_some() {
                 return refuse("runs in your image");
             }
-            if cell.loader != Loader::Emulated {
+            if cell.knobs.loader != Loader::Emulated {
                 return refuse("runs a real torch or a command");
             }
             let mut vm = cell.clone();
-            vm.runtime = RuntimeKind::Vm;
-            vm.kernel = Some(kernel.clone());
-            vm.shm_tmpfs = false;
+            vm.knobs.runtime = RuntimeKind::Vm;
+            vm.knobs.kernel = Some(kernel.clone());
+            vm.knobs.shm_tmpfs = false;
             vm.runtime_note = Some(format!(
                 "a QEMU VM booting {kernel}, its /dev/shm a tmpfs of the cell's size"
             ));

@@ -42,14 +42,14 @@ pub fn predict(config: &CellConfig, shm_bytes: u64) -> Prediction {
     let outstanding = config.max_outstanding();
     let peak = outstanding + 1;
     let uses_shm = matches!(
-        config.strategy,
+        config.knobs.strategy,
         Strategy::FileDescriptor | Strategy::FileSystem
     );
     let total = config.total_steps();
-    let modern = config.torch == TorchProfile::Modern;
+    let modern = config.knobs.torch == TorchProfile::Modern;
     // The step at which the refill of step `s` (allocating index s-1+outstanding) is seen to fail.
     let seen_at = |s: u64| if modern { s + outstanding } else { s };
-    let crash_step = if !uses_shm || config.pin_memory {
+    let crash_step = if !uses_shm || config.knobs.pin_memory {
         None
     } else if outstanding.min(total) > capacity {
         // The first round of prefetch cannot all fit.
@@ -57,7 +57,7 @@ pub fn predict(config: &CellConfig, shm_bytes: u64) -> Prediction {
     } else {
         // First s with floor((s-1)/N) + outstanding + 1 > capacity (no retention: s = 1 or never).
         let headroom = capacity.saturating_sub(outstanding);
-        let first = match config.retain_every {
+        let first = match config.knobs.retain_every {
             0 if peak > capacity => Some(1),
             0 => None,
             n => Some(n.saturating_mul(headroom).saturating_add(1)),
@@ -82,7 +82,7 @@ pub fn predict(config: &CellConfig, shm_bytes: u64) -> Prediction {
 /// measured minimum lay between the two (see `pin_memory_lower_bound`).
 pub fn peak_batches(config: &CellConfig) -> u64 {
     let uses_shm = matches!(
-        config.strategy,
+        config.knobs.strategy,
         Strategy::FileDescriptor | Strategy::FileSystem
     );
     let total = config.total_steps();
@@ -90,10 +90,10 @@ pub fn peak_batches(config: &CellConfig) -> u64 {
     if !uses_shm {
         return 0;
     }
-    if config.pin_memory {
+    if config.knobs.pin_memory {
         return outstanding;
     }
-    let retained = |s: u64| match config.retain_every {
+    let retained = |s: u64| match config.knobs.retain_every {
         0 => 0,
         n => (s - 1) / n,
     };
@@ -117,7 +117,7 @@ pub fn peak_batches(config: &CellConfig) -> u64 {
 
 /// With pin_memory, the batches in /dev/shm when the pin copy keeps up: one per worker.
 pub fn pin_memory_lower_bound(config: &CellConfig) -> u64 {
-    (config.workers as u64).min(config.max_outstanding().min(config.total_steps()))
+    (config.knobs.workers as u64).min(config.max_outstanding().min(config.total_steps()))
 }
 
 /// Bytes of tmpfs that `batches` batches occupy (whole pages).
@@ -155,7 +155,7 @@ mod tests {
         assert_eq!(predict(&small(2, 10), 64 << 20).crash_step, None);
         assert_eq!(predict(&small(0, 100), 64 << 20).crash_step, None);
         let mut modern = small(2, 100);
-        modern.torch = TorchProfile::Modern;
+        modern.knobs.torch = TorchProfile::Modern;
         assert_eq!(predict(&modern, 64 << 20).crash_step, Some(23));
     }
 
@@ -163,13 +163,13 @@ mod tests {
     fn peaks() {
         assert_eq!(peak_batches(&small(0, 100)), 5);
         let mut pinned = small(0, 100);
-        pinned.pin_memory = true;
+        pinned.knobs.pin_memory = true;
         assert_eq!(peak_batches(&pinned), 4);
         assert_eq!(pin_memory_lower_bound(&pinned), 2);
         // Retention: by step 96 (the last refill) 47 batches are kept, plus 4 + 1 in flight.
         assert_eq!(peak_batches(&small(2, 100)), 52);
         let mut disk = small(0, 100);
-        disk.strategy = Strategy::Disk;
+        disk.knobs.strategy = Strategy::Disk;
         assert_eq!(peak_batches(&disk), 0);
     }
 

@@ -53,56 +53,16 @@ impl Knobs {
     /// Fills every unset knob with its default and validates the result. `mem_total` is this
     /// machine's memory, to refuse a batch that could never exist.
     pub fn resolve(&self, id: Identity, platform: &Platform) -> Result<CellConfig, KnobError> {
-        let mut k = Knobs::defaults();
-        k.overlay(self);
-        // Every field has a default, so these are all Some except shm_size, memory, image, cpus.
-        fn get<T>(value: Option<T>) -> T {
-            value.expect("every knob except shm-size, memory, image and cpus has a default")
-        }
         let mut config = CellConfig {
             scenario: id.scenario,
             cell: id.cell,
             environment: id.environment,
-            loader: get(k.loader),
-            python: get(k.python),
-            image: k.image.clone(),
-            runtime: get(k.runtime),
             runtime_note: None,
-            container: get(k.container),
-            ipc: get(k.ipc),
-            memory: k.memory,
-            shm_tmpfs: get(k.shm_tmpfs),
-            shm_size: k.shm_size,
-            strategy: get(k.strategy),
-            torch: get(k.torch),
-            workers: get(k.workers),
-            prefetch: get(k.prefetch),
-            batch: get(k.batch),
-            shape: get(k.shape),
-            dtype: get(k.dtype),
-            steps: get(k.steps),
-            epochs: get(k.epochs),
-            persistent_workers: get(k.persistent_workers),
-            pin_memory: get(k.pin_memory),
-            touch: get(k.touch),
-            compute_ms: get(k.compute_ms),
-            decode_us: get(k.decode_us),
-            main_us: get(k.main_us),
-            retain_every: get(k.retain_every),
-            warmup_steps: get(k.warmup_steps),
-            kernel: k.kernel.clone(),
-            vm_memory: get(k.vm_memory),
-            vm_cpus: get(k.vm_cpus),
-            vm_boot_s: get(k.vm_boot_s),
-            accel: get(k.accel),
-            nofile: k.nofile,
-            shm_remount: k.shm_remount,
-            cpus: k.cpus.clone(),
-            timeout_s: get(k.timeout_s),
+            knobs: self.settle(),
             claim: id.claim,
             watch: None,
         };
-        if config.runtime == RuntimeKind::Auto {
+        if config.knobs.runtime == RuntimeKind::Auto {
             resolve_auto_runtime(&mut config, platform);
         }
         config.validate(platform.mem_total)?;
@@ -114,28 +74,28 @@ impl Knobs {
 /// otherwise the closest emulation, with a note saying so.
 fn resolve_auto_runtime(config: &mut CellConfig, platform: &Platform) {
     // An image is only ever run by Docker; without an engine the runtime says so when it starts.
-    if config.image.is_some() {
-        config.runtime = RuntimeKind::Docker;
+    if config.knobs.image.is_some() {
+        config.knobs.runtime = RuntimeKind::Docker;
         return;
     }
-    let docker_setup = config.container == ContainerKind::Docker;
+    let docker_setup = config.knobs.container == ContainerKind::Docker;
     if docker_setup && platform.docker_reachable() {
-        config.runtime = RuntimeKind::Docker;
+        config.knobs.runtime = RuntimeKind::Docker;
         return;
     }
     let why = "no Docker engine answered";
-    if config.ipc == IpcMode::Host {
-        config.runtime = RuntimeKind::Host;
+    if config.knobs.ipc == IpcMode::Host {
+        config.knobs.runtime = RuntimeKind::Host;
         if docker_setup {
             config.runtime_note = Some(format!(
                 "{why}: ran on this machine's /dev/shm, as --ipc=host gives"
             ));
         }
-    } else if config.shm_size.is_some() || docker_setup {
-        config.runtime = RuntimeKind::Namespace;
+    } else if config.knobs.shm_size.is_some() || docker_setup {
+        config.knobs.runtime = RuntimeKind::Namespace;
         if docker_setup {
-            let note = if config.shm_size.is_none() {
-                config.shm_size = Some(ByteSize(DOCKER_DEFAULT_SHM));
+            let note = if config.knobs.shm_size.is_none() {
+                config.knobs.shm_size = Some(ByteSize(DOCKER_DEFAULT_SHM));
                 "ran in a mount namespace with Docker's documented default /dev/shm of 64 MiB"
             } else {
                 "ran in a mount namespace with a tmpfs of the same size on /dev/shm"
@@ -143,7 +103,7 @@ fn resolve_auto_runtime(config: &mut CellConfig, platform: &Platform) {
             config.runtime_note = Some(format!("{why}: {note}"));
         }
     } else {
-        config.runtime = RuntimeKind::Host;
+        config.knobs.runtime = RuntimeKind::Host;
     }
 }
 
@@ -163,8 +123,8 @@ mod tests {
         let c = resolve(Knobs::default()).unwrap();
         assert_eq!(c.batch_bytes(), 77_070_336);
         assert_eq!(c.max_outstanding(), 16);
-        assert_eq!(c.runtime, RuntimeKind::Host);
-        assert_eq!(c.strategy.to_string(), "file_descriptor");
+        assert_eq!(c.knobs.runtime, RuntimeKind::Host);
+        assert_eq!(c.knobs.strategy.to_string(), "file_descriptor");
     }
 
     #[test]
@@ -173,7 +133,7 @@ mod tests {
             shm_size: Some(ByteSize(64 << 20)),
             ..Knobs::default()
         };
-        assert_eq!(resolve(k).unwrap().runtime, RuntimeKind::Namespace);
+        assert_eq!(resolve(k).unwrap().knobs.runtime, RuntimeKind::Namespace);
     }
 
     #[test]
@@ -189,22 +149,24 @@ mod tests {
                 .unwrap()
         };
         assert_eq!(
-            docker(IpcMode::Private, None, true).runtime,
+            docker(IpcMode::Private, None, true).knobs.runtime,
             RuntimeKind::Docker
         );
         let fallback = docker(IpcMode::Private, None, false);
-        assert_eq!(fallback.runtime, RuntimeKind::Namespace);
-        assert_eq!(fallback.shm_size, Some(ByteSize(64 << 20)));
+        assert_eq!(fallback.knobs.runtime, RuntimeKind::Namespace);
+        assert_eq!(fallback.knobs.shm_size, Some(ByteSize(64 << 20)));
         assert!(fallback
             .runtime_note
             .unwrap()
             .contains("no Docker engine answered"));
         assert_eq!(
-            docker(IpcMode::Host, None, false).runtime,
+            docker(IpcMode::Host, None, false).knobs.runtime,
             RuntimeKind::Host
         );
         assert_eq!(
-            docker(IpcMode::Private, Some(2 << 30), false).shm_size,
+            docker(IpcMode::Private, Some(2 << 30), false)
+                .knobs
+                .shm_size,
             Some(ByteSize(2 << 30))
         );
     }

@@ -352,8 +352,8 @@ mod tests {
         let plan = s
             .plan(&top, None, &Platform::fixed(1 << 34, false))
             .unwrap();
-        assert_eq!(plan[0].workers, 5);
-        assert_eq!(plan[0].retain_every, 3);
+        assert_eq!(plan[0].knobs.workers, 5);
+        assert_eq!(plan[0].knobs.retain_every, 3);
         assert!(s
             .plan(
                 &top,

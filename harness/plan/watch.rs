@@ -25,7 +25,7 @@ pub fn cell(
         claim: None,
     };
     let mut config = knobs.resolve(id, platform)?;
-    config.loader = Loader::Command;
+    config.knobs.loader = Loader::Command;
     config.watch = Some(settings);
     config.validate(platform.mem_total)?;
     Ok(config)

@@ -53,7 +53,7 @@ fn memory_for(cells: &[&CellConfig], shape: &Shape) -> u64 {
     let shm = shape.shm.unwrap_or(64 << 20);
     let private = cells
         .iter()
-        .map(|c| (c.workers as u64 + 1) * (c.batch_bytes() + (32 << 20)))
+        .map(|c| (c.knobs.workers as u64 + 1) * (c.batch_bytes() + (32 << 20)))
         .max()
         .unwrap_or(0);
     shm + private + (128 << 20)
@@ -63,15 +63,15 @@ fn memory_for(cells: &[&CellConfig], shape: &Shape) -> u64 {
 /// being the pod's.
 fn in_pod(cell: &CellConfig, shape: &Shape) -> CellConfig {
     let mut c = cell.clone();
-    c.runtime = RuntimeKind::Host;
-    c.shm_size = None;
-    c.shm_tmpfs = false;
-    c.memory = None;
-    c.ipc = IpcMode::Private;
-    c.image = None;
+    c.knobs.runtime = RuntimeKind::Host;
+    c.knobs.shm_size = None;
+    c.knobs.shm_tmpfs = false;
+    c.knobs.memory = None;
+    c.knobs.ipc = IpcMode::Private;
+    c.knobs.image = None;
     // The pod's emptyDir is already the size a remount would give; a pod boots no kernel.
-    c.shm_remount = None;
-    c.kernel = None;
+    c.knobs.shm_remount = None;
+    c.knobs.kernel = None;
     c.runtime_note = Some(match (shape.shm, shape.host_shm) {
         (_, true) => "a Kubernetes pod with the node's /dev/shm (hostPath)".into(),
         (Some(size), _) => format!(
@@ -90,9 +90,9 @@ pub fn objects(scenario: &str, cells: &[CellConfig], target: &Target) -> Vec<Val
     let mut shapes: BTreeMap<Shape, Vec<&CellConfig>> = BTreeMap::new();
     for c in cells {
         let shape = Shape {
-            shm: c.shm_remount.or(c.shm_size).map(|s| s.bytes()),
-            host_shm: c.ipc == IpcMode::Host,
-            memory: c.memory.map(|m| m.bytes()),
+            shm: c.knobs.shm_remount.or(c.knobs.shm_size).map(|s| s.bytes()),
+            host_shm: c.knobs.ipc == IpcMode::Host,
+            memory: c.knobs.memory.map(|m| m.bytes()),
         };
         shapes.entry(shape).or_default().push(c);
     }

@@ -42,7 +42,7 @@ pub fn render(
         .map(|w| w.command.join(" "))
         .unwrap_or_default();
     let _ = writeln!(out, "shmbench watch: {command}");
-    let place = match (&c.image, c.shm_size) {
+    let place = match (&c.knobs.image, c.knobs.shm_size) {
         (Some(image), _) => format!("in a container of image {image}"),
         (None, Some(size)) => format!("in a private /dev/shm of {size}"),
         (None, None) => "in this machine's /dev/shm".into(),
@@ -59,7 +59,7 @@ pub fn render(
     let _ = writeln!(
         out,
         "  ended:       {}{when}{code} ({}, runtime {})",
-        record.status, place, c.runtime
+        record.status, place, c.knobs.runtime
     );
     if !record.message.is_empty() {
         let _ = writeln!(out, "               {}", record.message);

@@ -32,7 +32,7 @@ pub fn place(
         .unwrap_or_else(|| "results".into());
     // One file per row: a fidelity run has each cell twice (emulated and torch), repeats more.
     let mut name = record.config.cell.clone();
-    if record.config.loader == Loader::Torch {
+    if record.config.knobs.loader == Loader::Torch {
         // The version is what the cell's Python (or a pod's log) said: in a file name, only
         // characters a version is made of; a '/' can never reach the path.
         let version: String = record

@@ -233,10 +233,10 @@ impl Row {
         let m = &record.metrics;
         let claim = c.claim.as_ref();
         // Per image only where there are images: a watched command's batch is not known.
-        let images = m.steps_done * c.batch as u64;
+        let images = m.steps_done * c.knobs.batch as u64;
         let per_image = |count: Option<f64>| {
             count
-                .filter(|_| images > 0 && c.loader != Loader::Command)
+                .filter(|_| images > 0 && c.knobs.loader != Loader::Command)
                 .map(|n| n / images as f64)
         };
         Row {
@@ -248,30 +248,30 @@ impl Row {
             scenario: c.scenario.clone(),
             cell: c.cell.clone(),
             environment: c.environment.clone(),
-            runtime: c.runtime,
+            runtime: c.knobs.runtime,
             runtime_note: c.runtime_note.clone(),
-            container: c.container,
-            ipc: c.ipc,
-            memory_bytes: c.memory.map(|m| m.bytes()),
-            shm_tmpfs: c.shm_tmpfs,
-            shm_bytes: c.shm_size.map(|s| s.bytes()),
+            container: c.knobs.container,
+            ipc: c.knobs.ipc,
+            memory_bytes: c.knobs.memory.map(|m| m.bytes()),
+            shm_tmpfs: c.knobs.shm_tmpfs,
+            shm_bytes: c.knobs.shm_size.map(|s| s.bytes()),
             shm_seen_bytes: record.shm_seen_bytes,
-            strategy: c.strategy,
-            torch: c.torch,
-            workers: c.workers,
-            prefetch: c.prefetch,
-            batch: c.batch,
-            shape: c.shape.clone(),
-            dtype: c.dtype,
+            strategy: c.knobs.strategy,
+            torch: c.knobs.torch,
+            workers: c.knobs.workers,
+            prefetch: c.knobs.prefetch,
+            batch: c.knobs.batch,
+            shape: c.knobs.shape.clone(),
+            dtype: c.knobs.dtype,
             batch_bytes: c.batch_bytes(),
-            steps: c.steps,
-            epochs: c.epochs,
-            persistent_workers: c.persistent_workers,
-            pin_memory: c.pin_memory,
-            touch: c.touch,
-            compute_ms: c.compute_ms,
-            decode_us: c.decode_us,
-            retain_every: c.retain_every,
+            steps: c.knobs.steps,
+            epochs: c.knobs.epochs,
+            persistent_workers: c.knobs.persistent_workers,
+            pin_memory: c.knobs.pin_memory,
+            touch: c.knobs.touch,
+            compute_ms: c.knobs.compute_ms,
+            decode_us: c.knobs.decode_us,
+            retain_every: c.knobs.retain_every,
             status: record.status,
             // A watched job without a step regex has no steps to name: its time is in its report.
             crash_step: record
@@ -320,18 +320,18 @@ impl Row {
             docker_cgroup_version: fp.docker.as_ref().map(|d| d.cgroup_version.clone()),
             docker_cgroup_driver: fp.docker.as_ref().map(|d| d.cgroup_driver.clone()),
             docker_storage_driver: fp.docker.as_ref().map(|d| d.storage_driver.clone()),
-            loader: c.loader,
+            loader: c.knobs.loader,
             torch_version: record.torch_version.clone(),
-            image: c.image.clone(),
-            main_us: c.main_us,
+            image: c.knobs.image.clone(),
+            main_us: c.knobs.main_us,
             cpu_ms_per_img: per_image(m.cpu_s.map(|s| s * 1000.0)).map(|x| round(x, 4)),
             main_cpu_ms_per_step: per(m.main_cpu_s, m.steps_done).map(|x| round(x, 3)),
             img_per_s_p50: m
                 .step_p50_ms
                 .filter(|ms| *ms > 0.0)
-                .map(|ms| round(c.batch as f64 * 1000.0 / ms, 1)),
+                .map(|ms| round(c.knobs.batch as f64 * 1000.0 / ms, 1)),
             faults_per_img: per_image(m.page_faults.map(|f| f as f64)).map(|x| round(x, 2)),
-            cpus: c.cpus.as_ref().map(ToString::to_string),
+            cpus: c.knobs.cpus.as_ref().map(ToString::to_string),
             claim_source: claim.and_then(|c| c.source.clone()),
             watched_command: c.watch.as_ref().map(|w| shell_words(w.command.clone())),
             exit_code: record.exit_code,
@@ -343,8 +343,8 @@ impl Row {
                 .as_ref()
                 .and_then(|p| p.container_runtime.clone()),
             kubelet_version: None,
-            nofile: c.nofile,
-            shm_remount_bytes: c.shm_remount.map(|s| s.bytes()),
+            nofile: c.knobs.nofile,
+            shm_remount_bytes: c.knobs.shm_remount.map(|s| s.bytes()),
             peak_fds: m.peak_fds,
             instructions_per_img: per_image(m.instructions.map(|n| n as f64)).map(|x| round(x, 1)),
             instructions_scope: m.instructions.map(|_| match m.instructions_user_only {
@@ -356,6 +356,37 @@ impl Row {
             vm_memory_bytes: vm.map(|v| v.memory_bytes),
             vm_cpus: vm.map(|v| v.cpus),
             vm_wall_s: vm.map(|v| round(v.boot_and_run_s, 3)),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::model::knobs::Knobs;
+
+    /// The columns of a row of this schema, as a results file's header line names them.
+    fn header() -> Vec<String> {
+        let path = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/seed.csv");
+        let mut reader = csv::Reader::from_path(path).unwrap();
+        let row: super::Row = reader.deserialize().next().unwrap().unwrap();
+        let mut writer = csv::Writer::from_writer(Vec::new());
+        writer.serialize(&row).unwrap();
+        let text = String::from_utf8(writer.into_inner().unwrap()).unwrap();
+        let first = text.lines().next().unwrap_or_default();
+        first.split(',').map(String::from).collect()
+    }
+
+    #[test]
+    fn every_knob_column_the_declaration_names_is_a_column() {
+        let header = header();
+        for spec in Knobs::SPECS {
+            if let Some(column) = spec.column {
+                assert!(
+                    header.iter().any(|c| c == column),
+                    "knob {}: its declared column {column} is not in the results header",
+                    spec.key
+                );
+            }
         }
     }
 }

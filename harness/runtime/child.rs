@@ -51,7 +51,7 @@ pub fn run(
     };
     let hint = isolation.as_ref().map(|i| i.hint());
     // A memory limit outside Docker: a cgroup the child joins before exec.
-    let cgroup = match config.memory {
+    let cgroup = match config.knobs.memory {
         Some(limit) => match MemoryCgroup::create(limit.bytes(), &config.cell) {
             Ok(group) => Some(group),
             Err(e) => return fail(Status::Error, format!("{e:#}")),

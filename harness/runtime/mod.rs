@@ -31,7 +31,7 @@ impl Runtimes {
     /// Prepares what `cells` need and fails up front, with what to do, when a runtime they ask
     /// for cannot work here (no permission for namespaces, no Docker engine).
     pub fn for_cells(cells: &[CellConfig]) -> anyhow::Result<Runtimes> {
-        let needs = |kind| cells.iter().any(|c| c.runtime == kind);
+        let needs = |kind| cells.iter().any(|c| c.knobs.runtime == kind);
         if needs(RuntimeKind::Namespace) {
             namespace::check_permission()?;
         }
@@ -47,8 +47,8 @@ impl Runtimes {
             vm::check_qemu()?;
             // Every kernel fetched (or found) before the first cell, so a bad name fails the
             // run up front, not each of its cells.
-            for cell in cells.iter().filter(|c| c.runtime == RuntimeKind::Vm) {
-                vm::kernel::resolve(cell.kernel.as_deref().unwrap_or_default())?;
+            for cell in cells.iter().filter(|c| c.knobs.runtime == RuntimeKind::Vm) {
+                vm::kernel::resolve(cell.knobs.kernel.as_deref().unwrap_or_default())?;
             }
         }
         Ok(Runtimes {
@@ -61,7 +61,7 @@ impl Runtimes {
 
     /// The runtime a resolved config asks for.
     pub fn get(&self, config: &CellConfig) -> &dyn Runtime {
-        match (config.runtime, &self.docker) {
+        match (config.knobs.runtime, &self.docker) {
             (RuntimeKind::Namespace, _) => &self.namespace,
             (RuntimeKind::Vm, _) => &self.vm,
             (RuntimeKind::Docker, Some(docker)) => docker,

@@ -25,7 +25,7 @@ impl Runtime for Namespace {
     }
 
     fn launch(&self, config: &CellConfig, progress: &mut dyn FnMut(Report)) -> CellRecord {
-        let Some(size) = config.shm_size else {
+        let Some(size) = config.knobs.shm_size else {
             return CellRecord::failed_to_run(
                 config.clone(),
                 Status::Error,
@@ -33,7 +33,7 @@ impl Runtime for Namespace {
             );
         };
         let mut plan = NamespacePlan::new(size.bytes());
-        if let Some(new_size) = config.shm_remount {
+        if let Some(new_size) = config.knobs.shm_remount {
             plan = plan.remounted_to(new_size.bytes());
         }
         child::run(config, Some(Box::new(plan)), progress)

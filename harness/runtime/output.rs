@@ -30,7 +30,8 @@ impl<'a> Monitor<'a> {
         Monitor {
             progress,
             last_progress: Instant::now(),
-            no_progress_limit: Duration::from_secs_f64(config.timeout_s) + HARD_DEADLINE_SLACK,
+            no_progress_limit: Duration::from_secs_f64(config.knobs.timeout_s)
+                + HARD_DEADLINE_SLACK,
             stderr_tail: Vec::new(),
             stdout: String::new(),
         }

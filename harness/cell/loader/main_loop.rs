@@ -69,7 +69,7 @@ impl<'a> Loop<'a> {
             reorder: BTreeMap::new(),
             held: None,
             retained: Vec::new(),
-            pinned: if config.pin_memory {
+            pinned: if config.knobs.pin_memory {
                 PinnedPool::warmed(config.max_outstanding() + 1, config.batch_bytes())
             } else {
                 PinnedPool::default()
@@ -137,7 +137,7 @@ impl Loop<'_> {
         {
             return;
         }
-        let workers = self.config.workers as u64;
+        let workers = self.config.knobs.workers as u64;
         let worker = (self.next_idx % workers) as u32;
         self.queued.push((worker, self.next_idx));
         self.next_idx += 1;
@@ -174,7 +174,7 @@ impl Loop<'_> {
                             format!("mapping batch {idx} from worker {worker}: {e}"),
                         )
                     })?;
-                    let batch = if self.config.pin_memory {
+                    let batch = if self.config.knobs.pin_memory {
                         self.pinned.pin(shared)
                     } else {
                         Batch::Shared(shared)
@@ -209,7 +209,7 @@ impl Loop<'_> {
 
     /// A batch's fd from its worker's sharer; a failure is the cell's end, as torch raises it.
     fn fetch_fd(&mut self, worker: u32, idx: u64) -> Result<OwnedFd, Stop> {
-        let timeout_s = self.config.timeout_s;
+        let timeout_s = self.config.knobs.timeout_s;
         let deadline = Instant::now() + Duration::from_secs_f64(timeout_s);
         let error = match self.pool().fetch_fd(worker, idx, deadline) {
             Ok(fd) => return Ok(fd),
@@ -264,14 +264,14 @@ impl Loop<'_> {
             }
             let event = self.pool().next_event(deadline).map_err(harness_stop)?;
             if matches!(event, Event::Timeout) && Instant::now() >= deadline {
-                return Err(Stop::timed_out(self.config.timeout_s));
+                return Err(Stop::timed_out(self.config.knobs.timeout_s));
             }
             self.handle(event)?;
         }
     }
 
     fn release(&mut self, step: u64, batch: Batch) {
-        let retain = self.config.retain_every;
+        let retain = self.config.knobs.retain_every;
         if retain > 0 && step.is_multiple_of(retain) {
             self.retained.push(batch);
         } else {
@@ -292,17 +292,17 @@ impl Loop<'_> {
             self.owner = Some(owner);
             self.pool = Some(pool.map_err(harness_stop)?);
         }
-        let base = epoch * cfg.steps;
+        let base = epoch * cfg.knobs.steps;
         self.next_idx = base;
-        self.epoch_end_idx = base + cfg.steps;
+        self.epoch_end_idx = base + cfg.knobs.steps;
         self.outstanding = 0;
         while self.outstanding < cfg.max_outstanding() && self.next_idx < self.epoch_end_idx {
             self.try_put_index();
         }
         self.send_queued();
-        let timeout = Duration::from_secs_f64(cfg.timeout_s);
-        let compute = Duration::from_secs_f64(cfg.compute_ms / 1000.0);
-        for idx in base..base + cfg.steps {
+        let timeout = Duration::from_secs_f64(cfg.knobs.timeout_s);
+        let compute = Duration::from_secs_f64(cfg.knobs.compute_ms / 1000.0);
+        for idx in base..base + cfg.knobs.steps {
             let step = idx + 1;
             // Notice a death at once even when the next batch is already here (SIGCHLD).
             self.drain()?;
@@ -311,8 +311,8 @@ impl Loop<'_> {
             // rebuilding the storage in Python, its intra-op threads; the fd's round trips to
             // the worker's sharer are already made): `main_us`, as the user sets it (the fidelity
             // table shows torch's main CPU per step beside the emulation's), before it refills.
-            if cfg.main_us > 0 {
-                spend_cpu(Duration::from_micros(cfg.main_us));
+            if cfg.knobs.main_us > 0 {
+                spend_cpu(Duration::from_micros(cfg.knobs.main_us));
             }
             let t = self.start.elapsed().as_secs_f64();
             // _process_data puts the refill, its feeder sends it while the main waits for the
@@ -331,9 +331,11 @@ impl Loop<'_> {
                 shm_used_bytes: self.meter.used_now(),
                 in_flight: self.outstanding + self.reorder.len() as u64,
             });
-            self.checksum =
-                self.checksum
-                    .wrapping_add(consumer::touch(&batch, cfg.touch, self.touch_threads));
+            self.checksum = self.checksum.wrapping_add(consumer::touch(
+                &batch,
+                cfg.knobs.touch,
+                self.touch_threads,
+            ));
             self.held = Some((step, batch));
             // Every batch alive is in hand now: the received, the held and the retained.
             self.peak_fds = self.peak_fds.max(process::open_fds());
@@ -357,7 +359,7 @@ impl Loop<'_> {
         if let Some((prev_step, prev)) = self.held.take() {
             self.release(prev_step, prev);
         }
-        if !cfg.persistent_workers {
+        if !cfg.knobs.persistent_workers {
             if let Some(pool) = self.pool.take() {
                 pool.shutdown(Duration::from_secs(5));
             }

@@ -36,7 +36,7 @@ pub fn run_cell(config: &CellConfig) -> CellRecord {
     let mut lp = Loop::new(config, start);
     let shm_seen = lp.meter.capacity;
     let mut outcome = Ok(());
-    for epoch in 0..config.epochs as u64 {
+    for epoch in 0..config.knobs.epochs as u64 {
         outcome = lp.run_epoch(epoch);
         if outcome.is_err() {
             break;

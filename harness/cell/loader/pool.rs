@@ -71,8 +71,8 @@ impl Pool {
     /// Their segments carry `token`, their main's owner record's.
     pub fn spawn(config: &CellConfig, token: &Token) -> Result<Pool> {
         let config_json = serde_json::to_string(config)?;
-        let mut workers = Vec::with_capacity(config.workers as usize);
-        for id in 0..config.workers {
+        let mut workers = Vec::with_capacity(config.knobs.workers as usize);
+        for id in 0..config.knobs.workers {
             let (main_end, worker_end) = wire::pair().context("creating a worker socket pair")?;
             let (sharer_main, sharer_worker) =
                 wire::pair().context("creating a worker's sharer socket pair")?;

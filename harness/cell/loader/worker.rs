@@ -44,7 +44,7 @@ pub fn run(worker_id: u32, main_pid: u32, token: &Token, config: &CellConfig) ->
     let image_bytes = config.image_bytes() as usize;
     let batch_bytes = config.batch_bytes();
     let pattern = Pattern::new(image_bytes, 0x5eed ^ worker_id as u64);
-    let decode = Duration::from_micros(config.decode_us);
+    let decode = Duration::from_micros(config.knobs.decode_us);
     let mut private = vec![0u8; batch_bytes as usize];
     let mut seq = 0u64;
     loop {
@@ -65,7 +65,12 @@ pub fn run(worker_id: u32, main_pid: u32, token: &Token, config: &CellConfig) ->
         // Phase 2: collate into a fresh shared segment.
         let name = segment::segment_name(token, worker_id, seq);
         seq += 1;
-        let mut seg = match segment::create(config.strategy, config.torch, batch_bytes, &name) {
+        let mut seg = match segment::create(
+            config.knobs.strategy,
+            config.knobs.torch,
+            batch_bytes,
+            &name,
+        ) {
             Ok(s) => s,
             Err(e) => {
                 let msg = FromWorker::Failed {

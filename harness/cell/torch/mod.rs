@@ -137,7 +137,7 @@ pub fn profile_of(version: &str) -> TorchProfile {
 /// What to do about a missing torch when the cell runs in the user's own image (`--image`): the
 /// host's venv advice does not apply there.
 fn hint_for(config: &CellConfig, message: String) -> String {
-    match &config.image {
+    match &config.knobs.image {
         Some(image) => message.replace(
             INSTALL_HINT,
             &format!("the image '{image}' needs a Python with torch (pip install torch in it), or --python with the path of one inside the image"),
@@ -257,7 +257,7 @@ pub fn run_cell(config: &CellConfig) -> CellRecord {
         Ok(j) => j,
         Err(e) => return fail(format!("cannot encode the cell config: {e}")),
     };
-    let mut cmd = Command::new(&config.python);
+    let mut cmd = Command::new(&config.knobs.python);
     cmd.arg("-c")
         .arg(BOOTSTRAP)
         .arg(json)
@@ -268,7 +268,7 @@ pub fn run_cell(config: &CellConfig) -> CellRecord {
     process::piped_and_tied(&mut cmd);
     let mut child = match cmd.spawn() {
         Ok(c) => c,
-        Err(e) => return fail(cannot_run(&config.python, e)),
+        Err(e) => return fail(cannot_run(&config.knobs.python, e)),
     };
     let stdout = child.stdout.take().expect("stdout was piped");
     let stderr = child.stderr.take().expect("stderr was piped");
@@ -295,7 +295,7 @@ pub fn run_cell(config: &CellConfig) -> CellRecord {
                 let steps = &mut reported.steps;
                 let prev = steps.obtained_s.last().copied().unwrap_or(0.0);
                 steps.obtained_s.push(t);
-                steps.compute_s.push(config.compute_ms / 1000.0);
+                steps.compute_s.push(config.knobs.compute_ms / 1000.0);
                 steps.series.push(StepSample {
                     step,
                     t_s: t,
@@ -344,14 +344,14 @@ pub fn run_cell(config: &CellConfig) -> CellRecord {
     let mut ran = config.clone();
     if let Some(version) = &reported.version {
         // The profile of the torch that ran, whatever the knob said.
-        ran.torch = profile_of(version);
+        ran.knobs.torch = profile_of(version);
     }
     // A step whose batch arrived but whose body did not finish (a worker died during the
     // training step) is the failed one, as in emulated cells.
     let obtained = reported.steps.obtained_s.len() as u64;
     let steps_done = reported.completed.unwrap_or(obtained).min(obtained);
     let mut message = hint_for(config, verdict.message);
-    if config.pin_memory && !reported.accelerator && reported.version.is_some() {
+    if config.knobs.pin_memory && !reported.accelerator && reported.version.is_some() {
         let note = "pin_memory was ignored: torch found no accelerator, so batches stayed in shared memory until dropped";
         message = if message.is_empty() {
             note.to_string()

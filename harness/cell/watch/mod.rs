@@ -195,7 +195,7 @@ pub fn run_cell(config: &CellConfig) -> CellRecord {
     let (done_tx, done_rx) = mpsc::channel();
     let reaper = reap(pid, done_tx);
     let exit = done_rx
-        .recv_timeout(Duration::from_secs_f64(config.timeout_s))
+        .recv_timeout(Duration::from_secs_f64(config.knobs.timeout_s))
         .ok();
     let wall_s = start.elapsed().as_secs_f64();
     shared.stop.store(true, Ordering::Release);
@@ -206,7 +206,7 @@ pub fn run_cell(config: &CellConfig) -> CellRecord {
         let _ = r.join();
     }
     // Only runtime host shares this machine's /dev/shm; a namespace or a container has its own.
-    let private_shm = config.runtime != RuntimeKind::Host;
+    let private_shm = config.knobs.runtime != RuntimeKind::Host;
     let leftovers = leftovers(&files_at_start, &sampled.seen, private_shm, settings);
     let evidence = std::mem::take(&mut *evidence.lock().unwrap_or_else(|e| e.into_inner()));
     let verdict = ending::classify(&ending::Ending {
@@ -214,7 +214,7 @@ pub fn run_cell(config: &CellConfig) -> CellRecord {
         pid,
         orphans: &orphans,
         evidence: &evidence,
-        timeout_s: config.timeout_s,
+        timeout_s: config.knobs.timeout_s,
         oom_kills: (oom_kills_at_start, cgroup::oom_kills()),
     });
     let steps_done = shared.step.load(Ordering::Relaxed);

@@ -64,7 +64,10 @@ impl Docker {
     pub fn connect(cells: &[CellConfig]) -> Result<Docker> {
         let engine = Engine::connect()?;
         let (image, build_time) = image::ensure(&engine)?;
-        let mut user_images: Vec<&str> = cells.iter().filter_map(|c| c.image.as_deref()).collect();
+        let mut user_images: Vec<&str> = cells
+            .iter()
+            .filter_map(|c| c.knobs.image.as_deref())
+            .collect();
         user_images.sort();
         user_images.dedup();
         for name in &user_images {
@@ -97,7 +100,7 @@ impl Docker {
 
     fn host_config(&self, config: &CellConfig, python: Option<&PythonInContainer>) -> HostConfig {
         let mut tmpfs = HashMap::new();
-        let shm_size = match (config.shm_tmpfs, config.shm_size) {
+        let shm_size = match (config.knobs.shm_tmpfs, config.knobs.shm_size) {
             (true, Some(size)) => {
                 tmpfs.insert(
                     "/dev/shm".to_string(),
@@ -109,33 +112,33 @@ impl Docker {
         };
         // A torch cell, with this machine's Python or the image's, and any cell in a user's
         // image get a /tmp: their root is read-only.
-        if python.is_some() || config.image.is_some() {
+        if python.is_some() || config.knobs.image.is_some() {
             let (path, options) = python::tmp_mount();
             tmpfs.insert(path, options);
         }
         let mut binds: Vec<String> = python.map(|p| p.binds.clone()).unwrap_or_default();
-        if let (Some(_), Some(dir)) = (&config.image, &self.bundle) {
+        if let (Some(_), Some(dir)) = (&config.knobs.image, &self.bundle) {
             binds.push(format!("{}:{}:ro", dir.display(), bundle::IN_CONTAINER));
         }
         HostConfig {
             binds: (!binds.is_empty()).then_some(binds),
             shm_size,
             tmpfs: (!tmpfs.is_empty()).then_some(tmpfs),
-            ipc_mode: Some(config.ipc.to_string()),
-            memory: config.memory.map(|m| m.bytes() as i64),
-            cpuset_cpus: config.cpus.as_ref().map(ToString::to_string),
+            ipc_mode: Some(config.knobs.ipc.to_string()),
+            memory: config.knobs.memory.map(|m| m.bytes() as i64),
+            cpuset_cpus: config.knobs.cpus.as_ref().map(ToString::to_string),
             // No swap: tmpfs pages beyond the limit must not hide in swap.
-            memory_swap: config.memory.map(|m| m.bytes() as i64),
+            memory_swap: config.knobs.memory.map(|m| m.bytes() as i64),
             network_mode: Some("none".into()),
             // A watched job may write (checkpoints, logs) in its own image; the container is
             // removed when it ends either way.
-            readonly_rootfs: Some(config.loader != Loader::Command),
+            readonly_rootfs: Some(config.knobs.loader != Loader::Command),
             cap_drop: Some(vec!["ALL".into()]),
             security_opt: Some(vec!["no-new-privileges".into()]),
             // Real torch runs threads in every process (intra-op pools, the pin thread).
-            pids_limit: Some(match config.loader {
-                Loader::Torch => (config.workers as i64 + 1) * 32 + 64,
-                Loader::Emulated => config.workers as i64 + 64,
+            pids_limit: Some(match config.knobs.loader {
+                Loader::Torch => (config.knobs.workers as i64 + 1) * 32 + 64,
+                Loader::Emulated => config.knobs.workers as i64 + 64,
                 // A user's job: bounded, but far above any DataLoader's needs.
                 Loader::Command => 4096,
             }),
@@ -152,13 +155,13 @@ impl Docker {
         let docker = self.engine.docker();
         // In shmbench's own image a torch cell borrows this machine's Python; in a user's image
         // it runs the image's own.
-        let python = match (config.loader, &config.image) {
-            (Loader::Torch, None) => Some(python::prepare(&config.python)?),
+        let python = match (config.knobs.loader, &config.knobs.image) {
+            (Loader::Torch, None) => Some(python::prepare(&config.knobs.python)?),
             _ => None,
         };
         let mut inside = config.clone();
         if let Some(p) = &python {
-            inside.python = p.executable.clone();
+            inside.knobs.python = p.executable.clone();
         }
         let json = serde_json::to_string(&inside).map_err(|e| e.to_string())?;
         let n = self.counter.get() + 1;
@@ -168,7 +171,7 @@ impl Docker {
         let mut env = vec![format!("{PROGRESS_ENV}=1"), format!("{LIFELINE_ENV}=stdin")];
         // In a user's image shmbench starts through its bundle's loader, whatever the image's
         // entrypoint, and its workers are started the same way.
-        let (image, entrypoint) = match &config.image {
+        let (image, entrypoint) = match &config.knobs.image {
             Some(user_image) => {
                 env.push(format!("{BUNDLE_ENV}={}", bundle::IN_CONTAINER));
                 (user_image.clone(), Some(bundle_argv(bundle::IN_CONTAINER)))

@@ -218,7 +218,7 @@ impl Vm {
                     return (Accel::Tcg, "accel auto: /dev/kvm cannot be opened, so TCG (software emulation)".into());
                 }
                 let probe = self.base().and_then(|base| initrd(&base, None)).and_then(|file| {
-                    let child = qemu(kernel, file.path(), Accel::Kvm, config.vm_memory.bytes(), 1)
+                    let child = qemu(kernel, file.path(), Accel::Kvm, config.knobs.vm_memory.bytes(), 1)
                         .spawn()?;
                     Ok(boot(child, file, KVM_PROBE, &mut |_| {}).ready)
                 });
@@ -249,12 +249,12 @@ impl Runtime for Vm {
     fn launch(&self, config: &CellConfig, progress: &mut dyn FnMut(Report)) -> CellRecord {
         let fail =
             |message: String| CellRecord::failed_to_run(config.clone(), Status::Error, message);
-        let spec = config.kernel.clone().unwrap_or_default();
+        let spec = config.knobs.kernel.clone().unwrap_or_default();
         let kernel: PathBuf = match kernel::resolve(&spec) {
             Ok(k) => k,
             Err(e) => return fail(format!("{e:#}")),
         };
-        let (accel, why) = self.accel(config.accel, &kernel, config);
+        let (accel, why) = self.accel(config.knobs.accel, &kernel, config);
         let json = match serde_json::to_string(config) {
             Ok(j) => j,
             Err(e) => return fail(format!("cannot encode the cell config: {e}")),
@@ -264,17 +264,17 @@ impl Runtime for Vm {
             Err(e) => return fail(format!("{e:#}")),
         };
         let began = Instant::now();
-        let child = match qemu(&kernel, file.path(), accel, config.vm_memory.bytes(), config.vm_cpus).spawn() {
+        let child = match qemu(&kernel, file.path(), accel, config.knobs.vm_memory.bytes(), config.knobs.vm_cpus).spawn() {
             Ok(c) => c,
             Err(e) => return fail(format!("cannot start qemu-system-x86_64 ({e}): install it (apt-get install qemu-system-x86)")),
         };
-        let limit = Duration::from_secs_f64(config.vm_boot_s + config.timeout_s);
+        let limit = Duration::from_secs_f64(config.knobs.vm_boot_s + config.knobs.timeout_s);
         let boot = boot(child, file, limit, progress);
         let info = |fingerprint| VmInfo {
             kernel: spec.clone(),
             accel: Some(accel),
-            memory_bytes: config.vm_memory.bytes(),
-            cpus: config.vm_cpus,
+            memory_bytes: config.knobs.vm_memory.bytes(),
+            cpus: config.knobs.vm_cpus,
             boot_and_run_s: began.elapsed().as_secs_f64(),
             fingerprint,
         };

@@ -1,0 +1,182 @@
+//! The value types of knobs: runtimes, setups, loaders, strategies, profiles, shapes, each
+//! displayed and parsed with the names its flag takes.
+
+use std::fmt;
+use std::str::FromStr;
+
+use clap::ValueEnum;
+use serde::{Deserialize, Serialize};
+
+/// How a cell is isolated; every runtime launches the same `shmbench cell` protocol.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, ValueEnum)]
+#[serde(rename_all = "kebab-case")]
+pub enum RuntimeKind {
+    /// `namespace` when the cell has an `shm-size`, otherwise `host`.
+    Auto,
+    /// This machine's own /dev/shm (what `docker run --ipc=host` gives a container).
+    Host,
+    /// A private mount namespace with a tmpfs of `shm-size` on /dev/shm.
+    Namespace,
+    /// A Docker container (`--shm-size`, `--ipc`, `--memory`) from an image shmbench builds.
+    Docker,
+    /// A QEMU VM booting `kernel`, its /dev/shm a tmpfs of `shm-size` in the guest.
+    Vm,
+}
+
+/// The setup a cell stands for, whatever runtime measures it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, ValueEnum)]
+#[serde(rename_all = "kebab-case")]
+pub enum ContainerKind {
+    /// A process on a machine.
+    None,
+    /// A Docker container: with runtime auto it runs in Docker when an engine answers, else in a
+    /// namespace of the same /dev/shm size (Docker's default 64 MiB when unset).
+    Docker,
+}
+
+/// What runs the cell's DataLoader.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize, ValueEnum)]
+#[serde(rename_all = "kebab-case")]
+pub enum Loader {
+    /// shmbench's emulation of torch's DataLoader (no Python needed).
+    #[default]
+    Emulated,
+    /// The real `torch.utils.data.DataLoader`, run by the `python` interpreter.
+    Torch,
+    /// Any command, run and watched by `shmbench watch -- CMD` (not a knob value: the command
+    /// comes with it).
+    #[value(skip)]
+    Command,
+}
+
+/// Docker's IPC mode for the container (`--ipc`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, ValueEnum)]
+#[serde(rename_all = "kebab-case")]
+pub enum IpcMode {
+    /// Own IPC namespace and own /dev/shm of shm-size.
+    Private,
+    /// Like private, and other containers may join it.
+    Shareable,
+    /// The host's IPC namespace and /dev/shm.
+    Host,
+}
+
+/// How a batch travels from worker to main (torch.multiprocessing sharing strategies and two
+/// non-torch mechanisms kept for comparison).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, ValueEnum)]
+#[serde(rename_all = "snake_case")]
+pub enum Strategy {
+    /// torch's Linux default: shm_open + shm_unlink after mmap; the fd crosses a Unix socket.
+    #[value(name = "file_descriptor")]
+    FileDescriptor,
+    /// torch's alternative: a *named* segment in /dev/shm whose name is sent; still /dev/shm.
+    #[value(name = "file_system")]
+    FileSystem,
+    /// memfd_create (the open upstream proposal pytorch#58386): not bounded by /dev/shm.
+    #[value(name = "memfd")]
+    Memfd,
+    /// An unlinked file under $TMPDIR. NOT a torch strategy: what the how-to wrongly says
+    /// `file_system` does.
+    #[value(name = "disk")]
+    Disk,
+}
+
+/// How torch allocates a shared segment.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, ValueEnum)]
+#[serde(rename_all = "snake_case")]
+pub enum TorchProfile {
+    /// torch <= 2.9: ftruncate + 1-byte write at offset 0; pages on first touch; SIGBUS when full.
+    Legacy,
+    /// torch >= 2.10: posix_fallocate first; a full tmpfs is an ENOSPC RuntimeError.
+    Modern,
+}
+
+/// How much of each batch the training loop reads.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, ValueEnum)]
+#[serde(rename_all = "snake_case")]
+pub enum Touch {
+    /// Every byte read (the result kept so it cannot be optimised away).
+    All,
+    /// One element read.
+    First,
+    /// Nothing read.
+    None,
+}
+
+/// Element type of the synthetic images.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, ValueEnum)]
+#[serde(rename_all = "snake_case")]
+pub enum Dtype {
+    F32,
+    F16,
+    Bf16,
+    U8,
+}
+
+impl Dtype {
+    pub fn size(self) -> u64 {
+        match self {
+            Dtype::F32 => 4,
+            Dtype::F16 | Dtype::Bf16 => 2,
+            Dtype::U8 => 1,
+        }
+    }
+}
+
+/// Display through clap's value names, so tables, CSV and errors spell values as flags do.
+macro_rules! display_as_value_name {
+    ($($ty:ty),*) => {$(
+        impl fmt::Display for $ty {
+            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                match self.to_possible_value() {
+                    Some(value) => f.write_str(value.get_name()),
+                    // A variant that is not a flag value (`loader command`): its serde name.
+                    None => f.write_str(&format!("{self:?}").to_lowercase()),
+                }
+            }
+        }
+    )*};
+}
+display_as_value_name!(
+    Loader,
+    RuntimeKind,
+    ContainerKind,
+    IpcMode,
+    Strategy,
+    TorchProfile,
+    Touch,
+    Dtype
+);
+
+/// One image's dimensions, written `3x224x224`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Shape(pub Vec<u64>);
+
+impl Shape {
+    pub fn elements(&self) -> Option<u64> {
+        self.0.iter().try_fold(1u64, |acc, d| acc.checked_mul(*d))
+    }
+}
+
+impl FromStr for Shape {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        let dims: Result<Vec<u64>, _> =
+            s.split(['x', 'X', ',']).map(|d| d.trim().parse()).collect();
+        match dims {
+            Ok(d) if !d.is_empty() && d.iter().all(|&x| x > 0) => Ok(Shape(d)),
+            _ => Err(format!(
+                "'{s}' is not a shape: write positive dimensions joined by x, e.g. 3x224x224"
+            )),
+        }
+    }
+}
+
+impl fmt::Display for Shape {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let parts: Vec<String> = self.0.iter().map(u64::to_string).collect();
+        f.write_str(&parts.join("x"))
+    }
+}
+
+serde_as_text!(Shape);
