@@ -23,7 +23,28 @@ pub fn is_init() -> bool {
     std::process::id() == 1 && std::env::args().next().as_deref() == Some("/init")
 }
 
-fn mount(fstype: &str, target: &str, options: &str) -> Result<(), String> {
+/// Why the guest could not run its cell.
+#[derive(Debug, thiserror::Error)]
+enum GuestError {
+    #[error("mount {fstype} on {target}: {why}")]
+    Mount {
+        fstype: String,
+        target: String,
+        why: std::io::Error,
+    },
+    #[error("the cell's config: {0}")]
+    Config(#[from] serde_json::Error),
+    #[error("cannot enable the memory controller: {0}")]
+    MemoryController(std::io::Error),
+    #[error("{0:#}")]
+    MemoryGroup(anyhow::Error),
+    #[error("cannot start the cell: {0}")]
+    Start(std::io::Error),
+    #[error("waiting for the cell: {0}")]
+    Wait(std::io::Error),
+}
+
+fn mount(fstype: &str, target: &str, options: &str) -> Result<(), GuestError> {
     let _ = std::fs::create_dir_all(target);
     let c = |s: &str| CString::new(s).expect("no NUL");
     let (fs, dir, opts) = (c(fstype), c(target), c(options));
@@ -39,17 +60,17 @@ fn mount(fstype: &str, target: &str, options: &str) -> Result<(), String> {
     };
     match rc {
         0 => Ok(()),
-        _ => Err(format!(
-            "mount {fstype} on {target}: {}",
-            std::io::Error::last_os_error()
-        )),
+        _ => Err(GuestError::Mount {
+            fstype: fstype.to_string(),
+            target: target.to_string(),
+            why: std::io::Error::last_os_error(),
+        }),
     }
 }
 
 /// Runs the guest and powers the VM off; never returns.
 pub fn init() -> ! {
-    let outcome = run();
-    if let Err(e) = outcome {
+    if let Err(e) = run() {
         println!("{RECORD_MARK}{e}");
     }
     // SAFETY: sync and reboot(2) with the power-off command end the VM; QEMU exits with it.
@@ -60,7 +81,8 @@ pub fn init() -> ! {
     std::process::exit(0)
 }
 
-fn run() -> Result<(), String> {
+/// The guest's own file systems, then its cell (or, without one, the probe's ready line).
+fn run() -> Result<(), GuestError> {
     mount("proc", "/proc", "")?;
     mount("sysfs", "/sys", "")?;
     mount("devtmpfs", "/dev", "")?;
@@ -69,8 +91,15 @@ fn run() -> Result<(), String> {
         println!("{READY_MARK}");
         return Ok(());
     };
-    let config: CellConfig =
-        serde_json::from_str(&json).map_err(|e| failed(&json, e.to_string()))?;
+    if let Err(e) = run_cell(&json) {
+        println!("{RECORD_MARK}{}", failed(&json, e.to_string()));
+    }
+    Ok(())
+}
+
+/// Runs the cell of `json` and prints its record.
+fn run_cell(json: &str) -> Result<(), GuestError> {
+    let config: CellConfig = serde_json::from_str(json)?;
     // shm-size as asked; unset, Docker's 64 MiB, or for ipc host the kernel's own default (half
     // the VM's memory), as a machine's /dev/shm has.
     let size = match (config.knobs.shm_size, config.knobs.ipc) {
@@ -78,11 +107,11 @@ fn run() -> Result<(), String> {
         (None, IpcMode::Host) => String::new(),
         (None, _) => format!("size={},", 64u64 << 20),
     };
-    mount("tmpfs", "/dev/shm", &format!("{size}mode=1777")).map_err(|e| failed(&json, e))?;
+    mount("tmpfs", "/dev/shm", &format!("{size}mode=1777"))?;
     // A memory limit: a cgroup v2 group the cell joins before it execs, so its tmpfs pages are
     // charged there, as in a namespace cell or a container on the host.
     let group = match config.knobs.memory {
-        Some(limit) => Some(memory_group(limit.bytes()).map_err(|e| failed(&json, e))?),
+        Some(limit) => Some(memory_group(limit.bytes())?),
         None => None,
     };
     let mut command = Command::new("/proc/self/exe");
@@ -93,17 +122,17 @@ fn run() -> Result<(), String> {
         }
     }
     let mut child = command
-        .args(["cell", &json])
+        .args(["cell", json])
         .env(PROGRESS_ENV, "1")
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .spawn()
-        .map_err(|e| failed(&json, format!("cannot start the cell: {e}")))?;
+        .map_err(GuestError::Start)?;
     let mut out = String::new();
     if let Some(mut stdout) = child.stdout.take() {
         let _ = stdout.read_to_string(&mut out);
     }
-    let status = child.wait().map_err(|e| e.to_string())?;
+    let status = child.wait().map_err(GuestError::Wait)?;
     let mut record: CellRecord = match serde_json::from_str(out.trim()) {
         Ok(record) => record,
         Err(_) => {
@@ -127,11 +156,11 @@ fn run() -> Result<(), String> {
 
 /// The guest's memory cgroup for a cell limited to `limit` bytes: cgroup v2 mounted, its memory
 /// controller handed down to child groups, and the same group a namespace cell gets on a host.
-fn memory_group(limit: u64) -> Result<MemoryCgroup, String> {
+fn memory_group(limit: u64) -> Result<MemoryCgroup, GuestError> {
     mount("cgroup2", "/sys/fs/cgroup", "")?;
     std::fs::write("/sys/fs/cgroup/cgroup.subtree_control", "+memory")
-        .map_err(|e| format!("cannot enable the memory controller: {e}"))?;
-    MemoryCgroup::create(limit, "vm").map_err(|e| format!("{e:#}"))
+        .map_err(GuestError::MemoryController)?;
+    MemoryCgroup::create(limit, "vm").map_err(GuestError::MemoryGroup)
 }
 
 /// A record saying why the cell could not run in the guest, as the line to print.

@@ -31,10 +31,10 @@ pub fn lines(swept: &Swept) -> Vec<String> {
         out.push(format!("removed {} (a dead run's segment)", path.display()));
     }
     for path in &swept.segments_kept {
-        let why = swept
-            .unreadable
-            .as_deref()
-            .unwrap_or("a live process holds it");
+        let why = swept.unreadable.as_ref().map_or_else(
+            || "a live process holds it".to_string(),
+            ToString::to_string,
+        );
         out.push(format!(
             "kept {}: a dead run's segment, but {why}",
             path.display()

@@ -1,6 +1,7 @@
 //! A CPU list as taskset and Docker's `--cpuset-cpus` write it (`0`, `0-1`, `0,2-3`): the CPUs a
 //! cell's processes may run on (`--cpus`), so main and workers meet the same cores run after run.
 
+use super::bad_value::BadValue;
 use std::fmt;
 use std::str::FromStr;
 
@@ -12,10 +13,10 @@ pub struct CpuList(pub Vec<usize>);
 const MAX_CPU: usize = 1023;
 
 impl FromStr for CpuList {
-    type Err = String;
-    fn from_str(s: &str) -> Result<CpuList, String> {
+    type Err = BadValue;
+    fn from_str(s: &str) -> Result<CpuList, BadValue> {
         let bad = || {
-            format!("'{s}' is not a CPU list: write CPU numbers (0 to {MAX_CPU}) and ranges, e.g. 0, 0-1 or 0,2-3")
+            BadValue::new(s, format!("a CPU list: write CPU numbers (0 to {MAX_CPU}) and ranges, e.g. 0, 0-1 or 0,2-3"))
         };
         let mut cpus = Vec::new();
         for part in s.split(',').map(str::trim) {

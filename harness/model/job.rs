@@ -3,6 +3,7 @@
 //! validation loader beside it), written `train:8x2x128,val:4x2x256` (name:workers x prefetch x
 //! batch).
 
+use super::bad_value::BadValue;
 use std::fmt;
 use std::str::FromStr;
 
@@ -18,10 +19,13 @@ pub struct LoaderSpec {
 }
 
 impl FromStr for LoaderSpec {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Self, String> {
+    type Err = BadValue;
+    fn from_str(s: &str) -> Result<Self, BadValue> {
         let bad = || {
-            format!("'{s}' is not a loader: write NAME:WORKERSxPREFETCHxBATCH, e.g. train:8x2x128")
+            BadValue::new(
+                s,
+                "a loader: write NAME:WORKERSxPREFETCHxBATCH, e.g. train:8x2x128",
+            )
         };
         let (name, shape) = s.split_once(':').ok_or_else(bad)?;
         let numbers: Vec<u32> = shape
@@ -61,8 +65,8 @@ impl fmt::Display for LoaderSpec {
 pub struct LoaderList(pub Vec<LoaderSpec>);
 
 impl FromStr for LoaderList {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Self, String> {
+    type Err = BadValue;
+    fn from_str(s: &str) -> Result<Self, BadValue> {
         let specs: Vec<LoaderSpec> = s
             .split(',')
             .map(str::trim)
@@ -70,13 +74,17 @@ impl FromStr for LoaderList {
             .map(str::parse)
             .collect::<Result<_, _>>()?;
         if specs.is_empty() {
-            return Err("name at least one loader, e.g. train:8x2x128".into());
+            return Err(BadValue::new(
+                s,
+                "a list of loaders: name at least one, e.g. train:8x2x128",
+            ));
         }
         let mut names: Vec<&str> = specs.iter().map(|l| l.name.as_str()).collect();
         names.sort_unstable();
         if names.windows(2).any(|w| w[0] == w[1]) {
-            return Err(format!(
-                "'{s}' names a loader twice: give each its own name"
+            return Err(BadValue::new(
+                s,
+                "a list of loaders: it names one twice; give each its own name",
             ));
         }
         Ok(LoaderList(specs))

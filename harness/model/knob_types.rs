@@ -1,6 +1,7 @@
 //! The value types of knobs: runtimes, setups, loaders, strategies, profiles, shapes, each
 //! displayed and parsed with the names its flag takes.
 
+use super::bad_value::BadValue;
 use std::fmt;
 use std::str::FromStr;
 
@@ -159,14 +160,15 @@ impl Shape {
 }
 
 impl FromStr for Shape {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Self, String> {
+    type Err = BadValue;
+    fn from_str(s: &str) -> Result<Self, BadValue> {
         let dims: Result<Vec<u64>, _> =
             s.split(['x', 'X', ',']).map(|d| d.trim().parse()).collect();
         match dims {
             Ok(d) if !d.is_empty() && d.iter().all(|&x| x > 0) => Ok(Shape(d)),
-            _ => Err(format!(
-                "'{s}' is not a shape: write positive dimensions joined by x, e.g. 3x224x224"
+            _ => Err(BadValue::new(
+                s,
+                "a shape: write positive dimensions joined by x, e.g. 3x224x224",
             )),
         }
     }

@@ -6,6 +6,7 @@
 //! and then resolved (`plan::resolve`) into a [`CellConfig`](super::config::CellConfig). The
 //! defaults are the how-to's seed setup.
 
+use super::bad_value::BadValue;
 use serde::{Deserialize, Serialize};
 
 use super::cpus::CpuList;
@@ -13,11 +14,11 @@ pub use super::knob_types::*;
 use super::size::ByteSize;
 use super::vm::Accel;
 
-fn parse_bool(s: &str) -> Result<bool, String> {
+fn parse_bool(s: &str) -> Result<bool, BadValue> {
     match s {
         "true" | "yes" | "1" | "on" => Ok(true),
         "false" | "no" | "0" | "off" => Ok(false),
-        _ => Err(format!("'{s}' is not true or false")),
+        _ => Err(BadValue::new(s, "true or false")),
     }
 }
 

@@ -21,6 +21,7 @@ macro_rules! serde_as_text {
     )*};
 }
 
+pub mod bad_value;
 pub mod bench;
 pub mod calibration;
 pub mod claim;

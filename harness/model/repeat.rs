@@ -2,6 +2,7 @@
 //! passing cell's 95% interval of CPU per image is narrower than a target (the Phoronix Test
 //! Suite's rule: add runs until the estimate is tight), within a minimum and a maximum.
 
+use super::bad_value::BadValue;
 use std::str::FromStr;
 
 /// Repetitions of a run.
@@ -48,8 +49,8 @@ impl Repeat {
 }
 
 impl FromStr for Repeat {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Repeat, String> {
+    type Err = BadValue;
+    fn from_str(s: &str) -> Result<Repeat, BadValue> {
         if s.trim() == "auto" {
             return Ok(Repeat::Auto(UntilStable {
                 target: 0.03,
@@ -59,8 +60,9 @@ impl FromStr for Repeat {
         }
         match s.trim().parse::<u32>() {
             Ok(n) if (1..=1000).contains(&n) => Ok(Repeat::Fixed(n)),
-            _ => Err(format!(
-                "'{s}' is not a repeat count: write a number from 1 to 1000, or auto"
+            _ => Err(BadValue::new(
+                s,
+                "a repeat count: write a number from 1 to 1000, or auto",
             )),
         }
     }

@@ -17,7 +17,7 @@ pub struct Swept {
     /// Segments of dead runs left because a live process holds them (or none could be proved
     /// unheld: `unreadable` says why).
     pub segments_kept: Vec<PathBuf>,
-    pub unreadable: Option<String>,
+    pub unreadable: Option<crate::sys::holders::ProcUnreadable>,
     pub cgroups: Vec<String>,
     pub containers: Vec<String>,
 }

@@ -16,6 +16,38 @@ const HARD_DEADLINE_SLACK: Duration = Duration::from_secs(20);
 /// Lines kept from a cell's stderr for error messages.
 const TAIL_LINES: usize = 20;
 
+/// Why the harness ended a cell from outside.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum HarnessEnd {
+    /// The harness got this signal (Ctrl-C, TERM): the cell is not a measurement.
+    Interrupted(i32),
+    /// The cell made no progress for this long: a timeout outcome.
+    NoProgress(Duration),
+}
+
+impl HarnessEnd {
+    /// The status of a cell the harness ended this way.
+    pub fn status(self) -> Status {
+        match self {
+            HarnessEnd::Interrupted(_) => Status::Error,
+            HarnessEnd::NoProgress(_) => Status::Timeout,
+        }
+    }
+}
+
+impl std::fmt::Display for HarnessEnd {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            HarnessEnd::Interrupted(sig) => write!(f, "interrupted by {}", signals::name(*sig)),
+            HarnessEnd::NoProgress(limit) => write!(
+                f,
+                "the cell made no progress for {:.0} s and was ended by the harness",
+                limit.as_secs_f64()
+            ),
+        }
+    }
+}
+
 /// Watches one running cell's stderr lines and the clock.
 pub struct Monitor<'a> {
     progress: &'a mut dyn FnMut(Report),
@@ -61,16 +93,12 @@ impl<'a> Monitor<'a> {
     }
 
     /// Why the harness must end the cell now, if it must.
-    pub fn must_end(&self) -> Option<String> {
+    pub fn must_end(&self) -> Option<HarnessEnd> {
         if let Some(sig) = signals::received() {
-            return Some(format!("interrupted by {}", signals::name(sig)));
+            return Some(HarnessEnd::Interrupted(sig));
         }
-        (self.last_progress.elapsed() > self.no_progress_limit).then(|| {
-            format!(
-                "the cell made no progress for {:.0} s and was ended by the harness",
-                self.no_progress_limit.as_secs_f64()
-            )
-        })
+        (self.last_progress.elapsed() > self.no_progress_limit)
+            .then_some(HarnessEnd::NoProgress(self.no_progress_limit))
     }
 
     /// The cell's record: the one it printed, or one that says why there is none.
@@ -78,17 +106,12 @@ impl<'a> Monitor<'a> {
     pub fn into_record(
         self,
         config: &CellConfig,
-        ended_by_harness: Option<String>,
+        ended_by_harness: Option<HarnessEnd>,
         how: &str,
     ) -> CellRecord {
         let fail = |status, message| CellRecord::failed_to_run(config.clone(), status, message);
-        if let Some(reason) = ended_by_harness {
-            let status = if reason.starts_with("interrupted") {
-                Status::Error
-            } else {
-                Status::Timeout
-            };
-            return fail(status, reason);
+        if let Some(end) = ended_by_harness {
+            return fail(end.status(), end.to_string());
         }
         let record_line = self.stdout.lines().rev().find(|l| !l.trim().is_empty());
         match record_line.map(serde_json::from_str::<CellRecord>) {

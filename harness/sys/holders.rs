@@ -27,7 +27,7 @@ pub struct Removal {
     /// Owned files left because a live process holds them (or /proc could not be read).
     pub kept: Vec<PathBuf>,
     /// Why files were kept without a holder seen: /proc could not be read.
-    pub unreadable: Option<String>,
+    pub unreadable: Option<ProcUnreadable>,
 }
 
 impl Removal {
@@ -65,11 +65,16 @@ pub fn remove_unheld(files: Vec<(PathBuf, FileId)>) -> Removal {
     removal
 }
 
+/// /proc could not be listed, so no one can say what is held: nothing may be removed.
+#[derive(Debug, thiserror::Error)]
+#[error("cannot read /proc: {0}")]
+pub struct ProcUnreadable(#[source] pub std::io::Error);
+
 /// Which of `wanted` some live process holds open or mapped, over every process in /proc that
 /// we may read (so every pid namespace below ours). An error when /proc cannot be read.
-pub fn held(wanted: &HashSet<FileId>) -> Result<HashSet<FileId>, String> {
+pub fn held(wanted: &HashSet<FileId>) -> Result<HashSet<FileId>, ProcUnreadable> {
     let mut found = HashSet::new();
-    let procs = std::fs::read_dir("/proc").map_err(|e| format!("cannot read /proc: {e}"))?;
+    let procs = std::fs::read_dir("/proc").map_err(ProcUnreadable)?;
     for entry in procs.flatten() {
         let name = entry.file_name();
         if !name.as_bytes().iter().all(u8::is_ascii_digit) {

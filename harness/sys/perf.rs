@@ -87,10 +87,21 @@ fn open(event: Event, flags: u64) -> std::io::Result<OwnedFd> {
     Ok(unsafe { OwnedFd::from_raw_fd(fd as i32) })
 }
 
+/// Why there is no counter.
+#[derive(Debug, thiserror::Error)]
+pub enum NoCounter {
+    #[error("perf_event_open is not allowed here ({0}): lower kernel.perf_event_paranoid")]
+    NotAllowed(std::io::Error),
+    #[error("no hardware counters here (perf_event_open: ENOENT; many VMs have no PMU)")]
+    NoPmu,
+    #[error("perf_event_open: {0}")]
+    Failed(std::io::Error),
+}
+
 impl Counter {
     /// Opens a counter of `event`, in user and kernel space where allowed, else in user space;
     /// the error says why there is none.
-    pub fn open(event: Event) -> Result<Counter, String> {
+    pub fn open(event: Event) -> Result<Counter, NoCounter> {
         match open(event, 0) {
             Ok(fd) => Ok(Counter {
                 fd,
@@ -102,16 +113,10 @@ impl Counter {
                         fd,
                         scope: Scope::User,
                     })
-                    .map_err(|e| {
-                        format!(
-                    "perf_event_open is not allowed here ({e}): lower kernel.perf_event_paranoid"
-                )
-                    })
+                    .map_err(NoCounter::NotAllowed)
             }
-            Err(e) if e.raw_os_error() == Some(libc::ENOENT) => Err(
-                "no hardware counters here (perf_event_open: ENOENT; many VMs have no PMU)".into(),
-            ),
-            Err(e) => Err(format!("perf_event_open: {e}")),
+            Err(e) if e.raw_os_error() == Some(libc::ENOENT) => Err(NoCounter::NoPmu),
+            Err(e) => Err(NoCounter::Failed(e)),
         }
     }
 
@@ -159,7 +164,7 @@ mod tests {
                 }
                 assert!(c.read().unwrap() - a > 1_000_000, "{x}");
             }
-            Err(why) => assert!(why.contains("perf_event_open"), "{why}"),
+            Err(why) => assert!(why.to_string().contains("perf_event_open"), "{why}"),
         }
     }
 }

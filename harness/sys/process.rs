@@ -120,13 +120,31 @@ pub fn open_fds() -> Option<u64> {
 
 /// Lowers this process's RLIMIT_NOFILE soft limit to `n` (children inherit it); the hard limit
 /// stays. Fails when `n` is above the hard limit.
-pub fn limit_fds(n: u64) -> Result<(), String> {
+pub fn limit_fds(n: u64) -> Result<(), LimitError> {
     use nix::sys::resource::{getrlimit, setrlimit, Resource};
-    let (_, hard) = getrlimit(Resource::RLIMIT_NOFILE).map_err(|e| e.to_string())?;
+    let (_, hard) = getrlimit(Resource::RLIMIT_NOFILE)?;
     if n > hard {
-        return Err(format!("above the hard limit {hard}"));
+        return Err(LimitError::AboveHard { hard });
     }
-    setrlimit(Resource::RLIMIT_NOFILE, n, hard).map_err(|e| e.to_string())
+    Ok(setrlimit(Resource::RLIMIT_NOFILE, n, hard)?)
+}
+
+/// Why RLIMIT_NOFILE could not be lowered.
+#[derive(Debug, thiserror::Error)]
+pub enum LimitError {
+    #[error("above the hard limit {hard}")]
+    AboveHard { hard: u64 },
+    #[error("{0}")]
+    Refused(#[from] nix::Error),
+}
+
+/// Why this process could not be pinned to CPUs.
+#[derive(Debug, thiserror::Error)]
+pub enum PinError {
+    #[error("CPU {0} is beyond what an affinity mask can name")]
+    BeyondMask(usize),
+    #[error("cannot run on those CPUs ({why}); this machine has {online} CPU(s) online, numbered from 0")]
+    Refused { why: nix::Error, online: usize },
 }
 
 /// Sets `cmd` up as a child whose output the caller reads (stdin from /dev/null, stdout and
@@ -147,14 +165,13 @@ pub fn piped_and_tied(cmd: &mut std::process::Command) {
 }
 
 /// Restricts this process (and what it starts later) to `cpus`.
-pub fn pin_to(cpus: &[usize]) -> Result<(), String> {
+pub fn pin_to(cpus: &[usize]) -> Result<(), PinError> {
     let mut set = nix::sched::CpuSet::new();
     for &cpu in cpus {
-        set.set(cpu)
-            .map_err(|_| format!("CPU {cpu} is beyond what an affinity mask can name"))?;
+        set.set(cpu).map_err(|_| PinError::BeyondMask(cpu))?;
     }
-    nix::sched::sched_setaffinity(nix::unistd::Pid::from_raw(0), &set).map_err(|e| {
+    nix::sched::sched_setaffinity(nix::unistd::Pid::from_raw(0), &set).map_err(|why| {
         let online = std::thread::available_parallelism().map_or(0, |n| n.get());
-        format!("cannot run on those CPUs ({e}); this machine has {online} CPU(s) online, numbered from 0")
+        PinError::Refused { why, online }
     })
 }

@@ -23,11 +23,21 @@ pub fn run_dir() -> PathBuf {
 /// Prefix of this harness's run records in [`run_dir`].
 pub const RUN_PREFIX: &str = "run-";
 
-static RUN_RECORD: std::sync::OnceLock<Result<OwnerRecord, String>> = std::sync::OnceLock::new();
+static RUN_RECORD: std::sync::OnceLock<Result<OwnerRecord, NoRunRecord>> =
+    std::sync::OnceLock::new();
+
+/// Why this run has no owner record (asked once, the answer kept, so it is cloneable).
+#[derive(Clone, Debug, thiserror::Error)]
+#[error("cannot make this run's owner record in {}: {why}", .dir.display())]
+pub struct NoRunRecord {
+    pub dir: PathBuf,
+    #[source]
+    pub why: std::sync::Arc<std::io::Error>,
+}
 
 /// This harness process's owner record, made on first use: the token its memory cgroups and
 /// containers carry. An error says why none could be made (the caller then makes nothing).
-pub fn this_run() -> Result<&'static Token, String> {
+pub fn this_run() -> Result<&'static Token, NoRunRecord> {
     RUN_RECORD
         .get_or_init(|| {
             let dir = run_dir();
@@ -36,11 +46,9 @@ pub fn this_run() -> Result<&'static Token, String> {
                 .mode(0o700)
                 .create(&dir)
                 .and_then(|_| OwnerRecord::create(&dir, RUN_PREFIX))
-                .map_err(|e| {
-                    format!(
-                        "cannot make this run's owner record in {}: {e}",
-                        dir.display()
-                    )
+                .map_err(|e| NoRunRecord {
+                    dir: dir.clone(),
+                    why: std::sync::Arc::new(e),
                 })
         })
         .as_ref()

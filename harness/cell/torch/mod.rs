@@ -44,11 +44,12 @@
 //! in 160m, legacy: 8 to 23 and two passes in five).
 
 pub mod classify;
+mod python;
 
-use std::collections::BTreeMap;
+pub use python::{locate, probe, profile_of, Found, PythonError};
+
 use std::io::{BufRead, BufReader};
-use std::process::{Command, Stdio};
-use std::sync::Mutex;
+use std::process::Command;
 use std::time::Instant;
 
 use serde::Deserialize;
@@ -57,7 +58,6 @@ use super::loader::shm_meter::ShmMeter;
 use super::metrics::{self, Steps};
 use super::protocol::{Progress, PROGRESS_ENV};
 use crate::model::config::CellConfig;
-use crate::model::knobs::TorchProfile;
 use crate::model::record::{CellRecord, Failure, Metrics, Status, StepSample};
 use crate::sys::{cgroup, process};
 
@@ -117,23 +117,6 @@ struct MainCost {
     setup_faults: Option<u64>,
 }
 
-/// The allocation profile of a torch version: 2.10 reserves segments with posix_fallocate.
-pub fn profile_of(version: &str) -> TorchProfile {
-    let mut parts = version.split('.').map(|p| {
-        p.chars()
-            .take_while(char::is_ascii_digit)
-            .collect::<String>()
-            .parse::<u32>()
-            .unwrap_or(0)
-    });
-    let (major, minor) = (parts.next().unwrap_or(0), parts.next().unwrap_or(0));
-    if (major, minor) >= (2, 10) {
-        TorchProfile::Modern
-    } else {
-        TorchProfile::Legacy
-    }
-}
-
 /// What to do about a missing torch when the cell runs in the user's own image (`--image`): the
 /// host's venv advice does not apply there.
 fn hint_for(config: &CellConfig, message: String) -> String {
@@ -143,88 +126,6 @@ fn hint_for(config: &CellConfig, message: String) -> String {
             &format!("the image '{image}' needs a Python with torch (pip install torch in it), or --python with the path of one inside the image"),
         ),
         None => message,
-    }
-}
-
-/// Why `python` could not be started, and how to get one that can.
-fn cannot_run(python: &str, e: std::io::Error) -> String {
-    format!("cannot run the Python interpreter '{python}' ({e}): {INSTALL_HINT}")
-}
-
-/// Runs `python -c code`; an interpreter that cannot start is an error saying how to get one.
-fn ask(python: &str, code: &str) -> Result<std::process::Output, String> {
-    Command::new(python)
-        .args(["-c", code])
-        .stdin(Stdio::null())
-        .output()
-        .map_err(|e| cannot_run(python, e))
-}
-
-/// Where a Python lives: its executable (a venv's own `bin/python`, which finds the venv) and
-/// the installation directories it needs (the venv's prefix and the base it was made from).
-pub fn locate(python: &str) -> Result<(String, Vec<String>), String> {
-    let out = ask(
-        python,
-        "import sys; print(sys.executable); print(sys.prefix); print(sys.base_prefix)",
-    )?;
-    let text = String::from_utf8_lossy(&out.stdout);
-    let mut lines = text.lines().map(str::trim).filter(|l| !l.is_empty());
-    let executable = lines
-        .next()
-        .filter(|_| out.status.success())
-        .ok_or_else(|| format!("'{python}' did not say where it lives"))?
-        .to_string();
-    let mut dirs: Vec<String> = lines.map(String::from).collect();
-    dirs.sort();
-    dirs.dedup();
-    Ok((executable, dirs))
-}
-
-/// What a Python's torch is.
-#[derive(Clone, Debug, PartialEq)]
-pub struct Found {
-    pub version: String,
-    /// Whether torch sees an accelerator (without one it ignores pin_memory).
-    pub accelerator: bool,
-}
-
-impl Found {
-    pub fn profile(&self) -> TorchProfile {
-        profile_of(&self.version)
-    }
-}
-
-/// The torch `python` has, or why it has none (with how to get one). Importing torch takes
-/// seconds, so each interpreter is asked once per process (a fidelity run checks its Pythons
-/// and then the runner checks them again).
-pub fn probe(python: &str) -> Result<Found, String> {
-    static ASKED: Mutex<BTreeMap<String, Result<Found, String>>> = Mutex::new(BTreeMap::new());
-    let mut asked = ASKED.lock().unwrap_or_else(|e| e.into_inner());
-    asked
-        .entry(python.to_string())
-        .or_insert_with(|| probe_once(python))
-        .clone()
-}
-
-fn probe_once(python: &str) -> Result<Found, String> {
-    let out = ask(
-        python,
-        "import torch; print(torch.__version__.split('+')[0], torch.cuda.is_available())",
-    )?;
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    let mut words = stdout.split_whitespace();
-    if let (true, Some(version), Some(accelerator)) =
-        (out.status.success(), words.next(), words.next())
-    {
-        Ok(Found {
-            version: version.to_string(),
-            accelerator: accelerator == "True",
-        })
-    } else {
-        let why = classify::failed_import(&out.status, &out.stderr);
-        Err(format!(
-            "'{python}' cannot import torch ({why}): {INSTALL_HINT}"
-        ))
     }
 }
 
@@ -268,7 +169,7 @@ pub fn run_cell(config: &CellConfig) -> CellRecord {
     process::piped_and_tied(&mut cmd);
     let mut child = match cmd.spawn() {
         Ok(c) => c,
-        Err(e) => return fail(cannot_run(&config.knobs.python, e)),
+        Err(e) => return fail(python::cannot_run(&config.knobs.python, e)),
     };
     let stdout = child.stdout.take().expect("stdout was piped");
     let stderr = child.stderr.take().expect("stderr was piped");

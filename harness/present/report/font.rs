@@ -5,7 +5,7 @@
 use std::path::PathBuf;
 use std::sync::OnceLock;
 
-use anyhow::{anyhow, Result};
+use anyhow::Result;
 use plotters::style::FontStyle;
 
 /// Where TrueType sans fonts usually are on Linux distributions.
@@ -21,9 +21,16 @@ const CANDIDATES: &[&str] = &[
     "/usr/share/fonts/truetype/freefont/FreeSans.ttf",
 ];
 
-static REGISTERED: OnceLock<Result<PathBuf, String>> = OnceLock::new();
+static REGISTERED: OnceLock<Result<PathBuf, NoFont>> = OnceLock::new();
 
-fn find_and_register() -> Result<PathBuf, String> {
+/// No font could be registered: what was tried, and how to get one.
+#[derive(Clone, Debug, thiserror::Error)]
+#[error("no usable TrueType font for plot text: tried {tried}. Install one (Debian/Ubuntu: apt-get install fonts-dejavu-core) or set SHMBENCH_FONT=/path/to/font.ttf")]
+pub struct NoFont {
+    tried: String,
+}
+
+fn find_and_register() -> Result<PathBuf, NoFont> {
     // A font the user names is the only one tried: falling back would hide their mistake.
     let from_env = std::env::var_os("SHMBENCH_FONT").map(PathBuf::from);
     let candidates: Vec<PathBuf> = match &from_env {
@@ -51,9 +58,7 @@ fn find_and_register() -> Result<PathBuf, String> {
         ),
         None => CANDIDATES.join(", "),
     };
-    Err(format!(
-        "no usable TrueType font for plot text: tried {tried}. Install one (Debian/Ubuntu: apt-get install fonts-dejavu-core) or set SHMBENCH_FONT=/path/to/font.ttf"
-    ))
+    Err(NoFont { tried })
 }
 
 /// Registers a font once per process; returns the file used.
@@ -61,5 +66,5 @@ pub fn ensure() -> Result<PathBuf> {
     REGISTERED
         .get_or_init(find_and_register)
         .clone()
-        .map_err(|e| anyhow!(e))
+        .map_err(anyhow::Error::from)
 }

@@ -45,8 +45,8 @@ pub struct Source {
     pub cells: Vec<CellSummary>,
     /// How many rows the file holds.
     pub total_rows: usize,
-    /// Per row (same order): the time series, or why it is missing.
-    pub series: Vec<Result<Vec<StepRow>, String>>,
+    /// Per row (same order): the time series; where it is missing, the problems say why.
+    pub series: Vec<Option<Vec<StepRow>>>,
     /// Per row (same order): what watching it saw, for a watched command's row.
     pub watches: Vec<Option<WatchReport>>,
     /// The sentences its scenario's cells measure together (`[[claims]]`), kept beside it.
@@ -213,18 +213,18 @@ impl Source {
         }
         let series = rows
             .iter()
-            .map(|r| match &r.steps_file {
-                Some(rel) => steps::read(path, rel).map_err(|e| format!("{e:#}")),
-                None => Err(format!(
-                    "{}: cell {} names no time series",
-                    path.display(),
-                    r.cell
-                )),
+            .map(|r| {
+                let read = match &r.steps_file {
+                    Some(rel) => steps::read(path, rel),
+                    None => Err(anyhow::anyhow!(
+                        "{}: cell {} names no time series",
+                        path.display(),
+                        r.cell
+                    )),
+                };
+                read.map_err(|e| problems.push(format!("{e:#}"))).ok()
             })
             .collect::<Vec<_>>();
-        for e in series.iter().filter_map(|s| s.as_ref().err()) {
-            problems.push(e.clone());
-        }
         let watches = rows
             .iter()
             .map(|r| {

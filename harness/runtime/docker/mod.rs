@@ -8,6 +8,7 @@
 //! and the cell inside ends itself (`SHMBENCH_LIFELINE=stdin`), so no container outlives it.
 
 mod bundle;
+mod container;
 pub mod engine;
 pub mod image;
 mod python;
@@ -17,24 +18,20 @@ use std::time::Duration;
 
 use anyhow::Result;
 use bollard::container::LogOutput;
-use bollard::models::{ContainerCreateBody, HostConfig};
 use bollard::query_parameters::{
-    AttachContainerOptionsBuilder, CreateContainerOptionsBuilder, EventsOptionsBuilder,
-    ListContainersOptionsBuilder, RemoveContainerOptionsBuilder, WaitContainerOptionsBuilder,
+    AttachContainerOptionsBuilder, EventsOptionsBuilder, ListContainersOptionsBuilder,
+    RemoveContainerOptionsBuilder, WaitContainerOptionsBuilder,
 };
 use futures_util::StreamExt;
 
 use super::launch::{Report, Runtime};
 use super::output::Monitor;
-use crate::cell::protocol::{LIFELINE_ENV, PROGRESS_ENV};
 use crate::model::config::CellConfig;
-use crate::model::knobs::Loader;
 use crate::model::record::{CellRecord, Status};
 use crate::sys::owner::Token;
-use crate::sys::reexec::{bundle_argv, BUNDLE_ENV};
 use crate::sys::run_owner;
+use container::ContainerError;
 use engine::Engine;
-use python::PythonInContainer;
 
 /// Labels on every container shmbench starts: the token of the harness run that started it
 /// (`sys::run_owner::this_run`: its owner record proves the run alive or dead), from which host.
@@ -98,111 +95,13 @@ impl Docker {
         &self.image
     }
 
-    fn host_config(&self, config: &CellConfig, python: Option<&PythonInContainer>) -> HostConfig {
-        let mut tmpfs = HashMap::new();
-        let shm_size = match (config.knobs.shm_tmpfs, config.knobs.shm_size) {
-            (true, Some(size)) => {
-                tmpfs.insert(
-                    "/dev/shm".to_string(),
-                    format!("size={},mode=1777", size.bytes()),
-                );
-                None
-            }
-            (_, size) => size.map(|s| s.bytes() as i64),
-        };
-        // A torch cell, with this machine's Python or the image's, and any cell in a user's
-        // image get a /tmp: their root is read-only.
-        if python.is_some() || config.knobs.image.is_some() {
-            let (path, options) = python::tmp_mount();
-            tmpfs.insert(path, options);
-        }
-        let mut binds: Vec<String> = python.map(|p| p.binds.clone()).unwrap_or_default();
-        if let (Some(_), Some(dir)) = (&config.knobs.image, &self.bundle) {
-            binds.push(format!("{}:{}:ro", dir.display(), bundle::IN_CONTAINER));
-        }
-        HostConfig {
-            binds: (!binds.is_empty()).then_some(binds),
-            shm_size,
-            tmpfs: (!tmpfs.is_empty()).then_some(tmpfs),
-            ipc_mode: Some(config.knobs.ipc.to_string()),
-            memory: config.knobs.memory.map(|m| m.bytes() as i64),
-            cpuset_cpus: config.knobs.cpus.as_ref().map(ToString::to_string),
-            // No swap: tmpfs pages beyond the limit must not hide in swap.
-            memory_swap: config.knobs.memory.map(|m| m.bytes() as i64),
-            network_mode: Some("none".into()),
-            // A watched job may write (checkpoints, logs) in its own image; the container is
-            // removed when it ends either way.
-            readonly_rootfs: Some(config.knobs.loader != Loader::Command),
-            cap_drop: Some(vec!["ALL".into()]),
-            security_opt: Some(vec!["no-new-privileges".into()]),
-            // Real torch runs threads in every process (intra-op pools, the pin thread).
-            pids_limit: Some(match config.knobs.loader {
-                Loader::Torch => (config.knobs.workers as i64 + 1) * 32 + 64,
-                Loader::Emulated => config.knobs.workers as i64 + 64,
-                // A user's job: bounded, but far above any DataLoader's needs.
-                Loader::Command => 4096,
-            }),
-            auto_remove: Some(true),
-            ..Default::default()
-        }
-    }
-
     async fn run_container(
         &self,
         config: &CellConfig,
         monitor: &mut Monitor<'_>,
-    ) -> Result<Ended, String> {
+    ) -> Result<Ended, ContainerError> {
         let docker = self.engine.docker();
-        // In shmbench's own image a torch cell borrows this machine's Python; in a user's image
-        // it runs the image's own.
-        let python = match (config.knobs.loader, &config.knobs.image) {
-            (Loader::Torch, None) => Some(python::prepare(&config.knobs.python)?),
-            _ => None,
-        };
-        let mut inside = config.clone();
-        if let Some(p) = &python {
-            inside.knobs.python = p.executable.clone();
-        }
-        let json = serde_json::to_string(&inside).map_err(|e| e.to_string())?;
-        let n = self.counter.get() + 1;
-        self.counter.set(n);
-        let token = run_owner::this_run()?;
-        let name = format!("shmbench-{token}-{}-{n}", config.cell);
-        let mut env = vec![format!("{PROGRESS_ENV}=1"), format!("{LIFELINE_ENV}=stdin")];
-        // In a user's image shmbench starts through its bundle's loader, whatever the image's
-        // entrypoint, and its workers are started the same way.
-        let (image, entrypoint) = match &config.knobs.image {
-            Some(user_image) => {
-                env.push(format!("{BUNDLE_ENV}={}", bundle::IN_CONTAINER));
-                (user_image.clone(), Some(bundle_argv(bundle::IN_CONTAINER)))
-            }
-            None => (self.image.clone(), None),
-        };
-        let body = ContainerCreateBody {
-            image: Some(image),
-            entrypoint,
-            cmd: Some(vec!["cell".into(), json]),
-            env: Some(env),
-            labels: Some(HashMap::from([
-                (LABEL_OWNER.to_string(), token.to_string()),
-                (LABEL_HOST.to_string(), hostname()),
-            ])),
-            attach_stdin: Some(true),
-            attach_stdout: Some(true),
-            attach_stderr: Some(true),
-            open_stdin: Some(true),
-            stdin_once: Some(true),
-            host_config: Some(self.host_config(config, python.as_ref())),
-            ..Default::default()
-        };
-        let created = docker
-            .create_container(
-                Some(CreateContainerOptionsBuilder::default().name(&name).build()),
-                body,
-            )
-            .await
-            .map_err(|e| format!("creating the container: {e}"))?;
-        let id = created.id;
+        let id = self.create_container(config).await?;
         let remove = || async {
             let options = RemoveContainerOptionsBuilder::default().force(true).build();
             let _ = docker.remove_container(&id, Some(options)).await;
@@ -219,7 +118,7 @@ impl Docker {
             Ok(a) => a,
             Err(e) => {
                 remove().await;
-                return Err(format!("attaching to the container: {e}"));
+                return Err(ContainerError::Engine("attaching to", e));
             }
         };
         let mut output = attached.output;
@@ -240,7 +139,7 @@ impl Docker {
         )));
         if let Err(e) = docker.start_container(&id, None).await {
             remove().await;
-            return Err(format!("starting the container: {e}"));
+            return Err(ContainerError::Engine("starting", e));
         }
 
         let mut stderr_partial = String::new();
@@ -307,7 +206,7 @@ impl Docker {
 /// How a container ended.
 struct Ended {
     /// Why the harness ended it, if it did.
-    by_harness: Option<String>,
+    by_harness: Option<super::output::HarnessEnd>,
     how: String,
     /// The engine reported an OOM kill in it.
     oom: bool,

@@ -20,7 +20,7 @@ pub struct PythonInContainer {
     pub binds: Vec<String>,
 }
 
-pub fn prepare(python: &str) -> Result<PythonInContainer, String> {
+pub fn prepare(python: &str) -> Result<PythonInContainer, torch::PythonError> {
     let (executable, dirs) = torch::locate(python)?;
     let mut binds: Vec<String> = SYSTEM_DIRS
         .iter()

@@ -36,7 +36,7 @@ pub struct Vm {
     /// `accel auto`'s answer, probed once per run.
     auto: OnceLock<(Accel, String)>,
     /// The base initramfs, found (or built) once per run: finding it hashes the binary.
-    base: OnceLock<Result<PathBuf, String>>,
+    base: OnceLock<Result<PathBuf, std::sync::Arc<anyhow::Error>>>,
 }
 
 impl Vm {
@@ -201,9 +201,9 @@ fn initrd(base: &Path, config_json: Option<&str>) -> anyhow::Result<tempfile::Na
 impl Vm {
     fn base(&self) -> anyhow::Result<PathBuf> {
         self.base
-            .get_or_init(|| initramfs::base().map_err(|e| format!("{e:#}")))
+            .get_or_init(|| initramfs::base().map_err(std::sync::Arc::new))
             .clone()
-            .map_err(|e| anyhow::anyhow!("cannot build the initramfs: {e}"))
+            .map_err(|e| anyhow::anyhow!("cannot build the initramfs: {e:#}"))
     }
 
     /// The accelerator for `asked` with kernel `kernel`: KVM or TCG as asked, or for `auto` KVM when

@@ -174,7 +174,7 @@ fn items(report: &Report) -> (Vec<Item<'_>>, usize) {
                 label,
                 colour: PALETTE[s % PALETTE.len()],
                 row,
-                series: series.as_ref().ok().map(|v| v.as_slice()),
+                series: series.as_deref(),
             });
         }
     }

@@ -1,0 +1,140 @@
+//! What a cell's container is made of, and making it: the cell's config as its command, this
+//! run's owner label, the image and entrypoint (shmbench's own, or a user's with the bundle), the
+//! mounts a torch cell needs, and the limits of the setup it stands for.
+
+use std::collections::HashMap;
+
+use bollard::models::{ContainerCreateBody, HostConfig};
+use bollard::query_parameters::CreateContainerOptionsBuilder;
+
+use super::python::{self, PythonInContainer};
+use super::{bundle, hostname, Docker, LABEL_HOST, LABEL_OWNER};
+use crate::cell::protocol::{LIFELINE_ENV, PROGRESS_ENV};
+use crate::cell::torch::PythonError;
+use crate::model::config::CellConfig;
+use crate::model::knobs::Loader;
+use crate::sys::reexec::{bundle_argv, BUNDLE_ENV};
+use crate::sys::run_owner::{self, NoRunRecord};
+
+/// Why a cell's container could not be run.
+#[derive(Debug, thiserror::Error)]
+pub enum ContainerError {
+    #[error(transparent)]
+    Python(#[from] PythonError),
+    #[error(transparent)]
+    NoRunRecord(#[from] NoRunRecord),
+    #[error("the cell's config as JSON: {0}")]
+    Config(#[from] serde_json::Error),
+    /// What the engine refused: the step (`creating`, `attaching to`, `starting`) and why.
+    #[error("{0} the container: {1}")]
+    Engine(&'static str, bollard::errors::Error),
+}
+
+impl Docker {
+    /// Creates the cell's container (not started); its id.
+    pub(super) async fn create_container(
+        &self,
+        config: &CellConfig,
+    ) -> Result<String, ContainerError> {
+        let docker = self.engine.docker();
+        // In shmbench's own image a torch cell borrows this machine's Python; in a user's image
+        // it runs the image's own.
+        let python = match (config.knobs.loader, &config.knobs.image) {
+            (Loader::Torch, None) => Some(python::prepare(&config.knobs.python)?),
+            _ => None,
+        };
+        let mut inside = config.clone();
+        if let Some(p) = &python {
+            inside.knobs.python = p.executable.clone();
+        }
+        let json = serde_json::to_string(&inside)?;
+        let n = self.counter.get() + 1;
+        self.counter.set(n);
+        let token = run_owner::this_run()?;
+        let name = format!("shmbench-{token}-{}-{n}", config.cell);
+        let mut env = vec![format!("{PROGRESS_ENV}=1"), format!("{LIFELINE_ENV}=stdin")];
+        // In a user's image shmbench starts through its bundle's loader, whatever the image's
+        // entrypoint, and its workers are started the same way.
+        let (image, entrypoint) = match &config.knobs.image {
+            Some(user_image) => {
+                env.push(format!("{BUNDLE_ENV}={}", bundle::IN_CONTAINER));
+                (user_image.clone(), Some(bundle_argv(bundle::IN_CONTAINER)))
+            }
+            None => (self.image.clone(), None),
+        };
+        let body = ContainerCreateBody {
+            image: Some(image),
+            entrypoint,
+            cmd: Some(vec!["cell".into(), json]),
+            env: Some(env),
+            labels: Some(HashMap::from([
+                (LABEL_OWNER.to_string(), token.to_string()),
+                (LABEL_HOST.to_string(), hostname()),
+            ])),
+            attach_stdin: Some(true),
+            attach_stdout: Some(true),
+            attach_stderr: Some(true),
+            open_stdin: Some(true),
+            stdin_once: Some(true),
+            host_config: Some(self.host_config(config, python.as_ref())),
+            ..Default::default()
+        };
+        let created = docker
+            .create_container(
+                Some(CreateContainerOptionsBuilder::default().name(&name).build()),
+                body,
+            )
+            .await
+            .map_err(|e| ContainerError::Engine("creating", e))?;
+        Ok(created.id)
+    }
+
+    fn host_config(&self, config: &CellConfig, python: Option<&PythonInContainer>) -> HostConfig {
+        let mut tmpfs = HashMap::new();
+        let shm_size = match (config.knobs.shm_tmpfs, config.knobs.shm_size) {
+            (true, Some(size)) => {
+                tmpfs.insert(
+                    "/dev/shm".to_string(),
+                    format!("size={},mode=1777", size.bytes()),
+                );
+                None
+            }
+            (_, size) => size.map(|s| s.bytes() as i64),
+        };
+        // A torch cell, with this machine's Python or the image's, and any cell in a user's
+        // image get a /tmp: their root is read-only.
+        if python.is_some() || config.knobs.image.is_some() {
+            let (path, options) = python::tmp_mount();
+            tmpfs.insert(path, options);
+        }
+        let mut binds: Vec<String> = python.map(|p| p.binds.clone()).unwrap_or_default();
+        if let (Some(_), Some(dir)) = (&config.knobs.image, &self.bundle) {
+            binds.push(format!("{}:{}:ro", dir.display(), bundle::IN_CONTAINER));
+        }
+        HostConfig {
+            binds: (!binds.is_empty()).then_some(binds),
+            shm_size,
+            tmpfs: (!tmpfs.is_empty()).then_some(tmpfs),
+            ipc_mode: Some(config.knobs.ipc.to_string()),
+            memory: config.knobs.memory.map(|m| m.bytes() as i64),
+            cpuset_cpus: config.knobs.cpus.as_ref().map(ToString::to_string),
+            // No swap: tmpfs pages beyond the limit must not hide in swap.
+            memory_swap: config.knobs.memory.map(|m| m.bytes() as i64),
+            network_mode: Some("none".into()),
+            // A watched job may write (checkpoints, logs) in its own image; the container is
+            // removed when it ends either way.
+            readonly_rootfs: Some(config.knobs.loader != Loader::Command),
+            cap_drop: Some(vec!["ALL".into()]),
+            security_opt: Some(vec!["no-new-privileges".into()]),
+            // Real torch runs threads in every process (intra-op pools, the pin thread).
+            pids_limit: Some(match config.knobs.loader {
+                Loader::Torch => (config.knobs.workers as i64 + 1) * 32 + 64,
+                Loader::Emulated => config.knobs.workers as i64 + 64,
+                // A user's job: bounded, but far above any DataLoader's needs.
+                Loader::Command => 4096,
+            }),
+            auto_remove: Some(true),
+            ..Default::default()
+        }
+    }
+}
