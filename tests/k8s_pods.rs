@@ -58,34 +58,7 @@ fn collect_turns_real_pod_logs_and_api_statuses_into_rows() {
     let m = manifest_path.to_str().unwrap();
     let objects = manifest(&[&SMALL[..], &["--namespace", "ml"]].concat());
     std::fs::write(&manifest_path, k8s_text(&objects)).unwrap();
-    // Two pods of tests/fixtures/k8s/pods.json run for real: their logs, one written by
-    // `kubectl logs --prefix`, one bare, in a directory.
-    let logs = dir.join("logs");
-    std::fs::create_dir_all(&logs).unwrap();
-    let default_cells = cells_file(&objects, "docker-default", &dir);
-    let a = run_pod(
-        &default_cells,
-        0,
-        "shmbench-seed-matrix-0-0-x7k2p",
-        "node-a",
-        "64m",
-        &dir,
-    );
-    let prefixed: String = format!("starting\n{a}")
-        .lines()
-        .map(|l| format!("[pod/shmbench-seed-matrix-0-0-x7k2p/cell] {l}\n"))
-        .collect();
-    std::fs::write(logs.join("a.log"), prefixed).unwrap();
-    let tuned_cells = cells_file(&objects, "docker-tuned", &dir);
-    let b = run_pod(
-        &tuned_cells,
-        0,
-        "shmbench-seed-matrix-2-0-q9w4z",
-        "node-b",
-        "2g",
-        &dir,
-    );
-    std::fs::write(logs.join("b.log"), b).unwrap();
+    let logs = two_pods_logged(&objects, &dir);
     let (pods, nodes) = (fixture("pods.json"), fixture("nodes.json"));
     let out = dir.join("fleet.csv");
     let logs = logs.to_str().unwrap();
@@ -130,6 +103,57 @@ fn collect_turns_real_pod_logs_and_api_statuses_into_rows() {
         5,
         "two records, three pods ended from outside; {rows:?}"
     );
+    assert_fleet_rows(&rows);
+    // The fleet run as a history along its nodes and runtimes.
+    for by in ["node", "runtime"] {
+        let o = shmbench(&["history", out.to_str().unwrap(), "--by", by]);
+        let text = String::from_utf8_lossy(&o.stdout);
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        assert!(text.contains(&format!("History by {by}")), "{text}");
+    }
+    let o = shmbench(&["history", out.to_str().unwrap(), "--by", "node"]);
+    let text = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        text.contains("node-a") && text.contains("node-b") && text.contains("evicted"),
+        "{text}"
+    );
+    assert_clean(&before);
+}
+
+/// Two pods of tests/fixtures/k8s/pods.json run for real, their logs in `dir/logs`: one written
+/// by `kubectl logs --prefix`, one bare.
+fn two_pods_logged(objects: &[serde_json::Value], dir: &std::path::Path) -> std::path::PathBuf {
+    let logs = dir.join("logs");
+    std::fs::create_dir_all(&logs).unwrap();
+    let default_cells = cells_file(objects, "docker-default", dir);
+    let a = run_pod(
+        &default_cells,
+        0,
+        "shmbench-seed-matrix-0-0-x7k2p",
+        "node-a",
+        "64m",
+        dir,
+    );
+    let prefixed: String = format!("starting\n{a}")
+        .lines()
+        .map(|l| format!("[pod/shmbench-seed-matrix-0-0-x7k2p/cell] {l}\n"))
+        .collect();
+    std::fs::write(logs.join("a.log"), prefixed).unwrap();
+    let tuned_cells = cells_file(objects, "docker-tuned", dir);
+    let b = run_pod(
+        &tuned_cells,
+        0,
+        "shmbench-seed-matrix-2-0-q9w4z",
+        "node-b",
+        "2g",
+        dir,
+    );
+    std::fs::write(logs.join("b.log"), b).unwrap();
+    logs
+}
+
+/// The rows of the two pods that ran and of the three that ended from outside.
+fn assert_fleet_rows(rows: &[std::collections::HashMap<String, String>]) {
     let row = |cell: &str| rows.iter().find(|r| r["cell"] == cell).unwrap();
     let kernel =
         String::from_utf8(Command::new("uname").arg("-r").output().unwrap().stdout).unwrap();
@@ -169,18 +193,4 @@ fn collect_turns_real_pod_logs_and_api_statuses_into_rows() {
     assert_eq!(evicted["status"], "evicted");
     assert!(evicted["message"].contains("low on resource: memory"));
     assert_eq!(row("docker-ipc-host")["status"], "error");
-    // The fleet run as a history along its nodes and runtimes.
-    for by in ["node", "runtime"] {
-        let o = shmbench(&["history", out.to_str().unwrap(), "--by", by]);
-        let text = String::from_utf8_lossy(&o.stdout);
-        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-        assert!(text.contains(&format!("History by {by}")), "{text}");
-    }
-    let o = shmbench(&["history", out.to_str().unwrap(), "--by", "node"]);
-    let text = String::from_utf8_lossy(&o.stdout);
-    assert!(
-        text.contains("node-a") && text.contains("node-b") && text.contains("evicted"),
-        "{text}"
-    );
-    assert_clean(&before);
 }

@@ -1,12 +1,11 @@
 //! Numbers from results, no text: statistics across runs, claims against measurements,
-//! efficiency against a calibration, comparisons of two result sets and histories across many,
+//! comparisons of two result sets and histories across many,
 //! statements that several cells measure together.
 
 pub mod change_points;
 pub mod claims;
 pub mod compare;
 pub mod convergence;
-pub mod efficiency;
 pub mod fidelity;
 pub mod history;
 mod order_stats;

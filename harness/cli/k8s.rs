@@ -15,6 +15,7 @@ use crate::plan::scenario::{self, Scenario};
 use crate::present::k8s_manifest::{self, Target};
 use crate::results::csv::ResultsFile;
 use crate::results::k8s::{self, Fleet};
+use crate::results::k8s_jobs;
 use crate::results::steps;
 use crate::sys::clock;
 use crate::sys::fingerprint::mem_total;
@@ -189,7 +190,7 @@ fn collect(args: CollectArgs) -> Result<ExitCode> {
         let text = std::fs::read_to_string(path)
             .with_context(|| format!("cannot read {}", path.display()))?;
         fleet.jobs = Some(
-            k8s::JobCells::from_manifest(&text)
+            k8s_jobs::JobCells::from_manifest(&text)
                 .with_context(|| format!("--manifest {}", path.display()))?,
         );
     }

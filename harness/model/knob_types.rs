@@ -9,10 +9,11 @@ use clap::ValueEnum;
 use serde::{Deserialize, Serialize};
 
 /// How a cell is isolated; every runtime launches the same `shmbench cell` protocol.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, ValueEnum)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, ValueEnum)]
 #[serde(rename_all = "kebab-case")]
 pub enum RuntimeKind {
     /// `namespace` when the cell has an `shm-size`, otherwise `host`.
+    #[default]
     Auto,
     /// This machine's own /dev/shm (what `docker run --ipc=host` gives a container).
     Host,
@@ -25,10 +26,11 @@ pub enum RuntimeKind {
 }
 
 /// The setup a cell stands for, whatever runtime measures it.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, ValueEnum)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, ValueEnum)]
 #[serde(rename_all = "kebab-case")]
 pub enum ContainerKind {
     /// A process on a machine.
+    #[default]
     None,
     /// A Docker container: with runtime auto it runs in Docker when an engine answers, else in a
     /// namespace of the same /dev/shm size (Docker's default 64 MiB when unset).
@@ -51,10 +53,11 @@ pub enum Loader {
 }
 
 /// Docker's IPC mode for the container (`--ipc`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, ValueEnum)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, ValueEnum)]
 #[serde(rename_all = "kebab-case")]
 pub enum IpcMode {
     /// Own IPC namespace and own /dev/shm of shm-size.
+    #[default]
     Private,
     /// Like private, and other containers may join it.
     Shareable,
@@ -64,10 +67,11 @@ pub enum IpcMode {
 
 /// How a batch travels from worker to main (torch.multiprocessing sharing strategies and two
 /// non-torch mechanisms kept for comparison).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, ValueEnum)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, ValueEnum)]
 #[serde(rename_all = "snake_case")]
 pub enum Strategy {
     /// torch's Linux default: shm_open + shm_unlink after mmap; the fd crosses a Unix socket.
+    #[default]
     #[value(name = "file_descriptor")]
     FileDescriptor,
     /// torch's alternative: a *named* segment in /dev/shm whose name is sent; still /dev/shm.
@@ -83,20 +87,22 @@ pub enum Strategy {
 }
 
 /// How torch allocates a shared segment.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, ValueEnum)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, ValueEnum)]
 #[serde(rename_all = "snake_case")]
 pub enum TorchProfile {
     /// torch <= 2.9: ftruncate + 1-byte write at offset 0; pages on first touch; SIGBUS when full.
+    #[default]
     Legacy,
     /// torch >= 2.10: posix_fallocate first; a full tmpfs is an ENOSPC RuntimeError.
     Modern,
 }
 
 /// How much of each batch the training loop reads.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, ValueEnum)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, ValueEnum)]
 #[serde(rename_all = "snake_case")]
 pub enum Touch {
     /// Every byte read (the result kept so it cannot be optimised away).
+    #[default]
     All,
     /// One element read.
     First,
@@ -105,9 +111,10 @@ pub enum Touch {
 }
 
 /// Element type of the synthetic images.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, ValueEnum)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, ValueEnum)]
 #[serde(rename_all = "snake_case")]
 pub enum Dtype {
+    #[default]
     F32,
     F16,
     Bf16,
@@ -150,7 +157,7 @@ display_as_value_name!(
 );
 
 /// One image's dimensions, written `3x224x224`.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Shape(pub Vec<u64>);
 
 impl Shape {

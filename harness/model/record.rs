@@ -8,13 +8,16 @@ use std::fmt;
 
 use serde::{Deserialize, Serialize};
 
+use super::claim::{ClaimStatus, ClaimVerdict};
 use super::config::CellConfig;
 use super::pod::PodInfo;
 use super::vm::VmInfo;
 use super::watch::WatchReport;
 
 /// How a cell ended.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[derive(
+    Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize,
+)]
 #[serde(rename_all = "snake_case")]
 pub enum Status {
     /// Every step ran.
@@ -34,6 +37,7 @@ pub enum Status {
     /// `k8s collect`, since an evicted pod prints no record.
     Evicted,
     /// Anything else: a worker killed by another signal, a harness or runtime failure.
+    #[default]
     Error,
 }
 
@@ -192,5 +196,28 @@ impl CellRecord {
             self.status = Status::Oom;
             self.message = format!("{what}: tmpfs pages count against the memory limit");
         }
+    }
+}
+
+/// How a measurement (`status`, crashing at `crash_step`) stands against a claim of `claimed`
+/// at `claimed_step`. Outcomes are compared (pass vs crash, and the crash step where both name
+/// one); a run that could not measure is inconclusive; throughput never makes a row disagree.
+pub fn claim_verdict(
+    claimed: ClaimStatus,
+    claimed_step: Option<u64>,
+    status: Status,
+    crash_step: Option<u64>,
+) -> ClaimVerdict {
+    if matches!(status, Status::Error | Status::Timeout) {
+        return ClaimVerdict::Inconclusive;
+    }
+    let same_outcome = status.is_pass() == (claimed == ClaimStatus::Pass);
+    let same_step = match (crash_step, claimed_step) {
+        (Some(measured), Some(claimed)) => measured == claimed,
+        _ => true,
+    };
+    match same_outcome && same_step {
+        true => ClaimVerdict::Agrees,
+        false => ClaimVerdict::Differs,
     }
 }

@@ -26,6 +26,30 @@ fn bad(key: &'static str, problem: impl Into<String>) -> KnobError {
 impl CellConfig {
     /// Checks every value; the first problem found is returned, naming its key.
     pub fn validate(&self, mem_total: u64) -> Result<(), KnobError> {
+        self.validate_loader(mem_total)?;
+        self.validate_timing()?;
+        self.validate_limits()?;
+        self.validate_torch()?;
+        self.validate_watch()?;
+        self.validate_runtime()?;
+        self.validate_vm()?;
+        if let Some(n) = self.knobs.nofile.filter(|n| *n < MIN_NOFILE) {
+            return Err(bad(
+                "nofile",
+                format!("{n} leaves no room for the cell's own files and pipes: use at least {MIN_NOFILE}"),
+            ));
+        }
+        if self.knobs.shm_remount.is_some_and(|s| s.bytes() == 0) {
+            return Err(bad(
+                "shm-remount",
+                "a tmpfs of 0 bytes holds nothing: give a size, e.g. 2g",
+            ));
+        }
+        Ok(())
+    }
+
+    /// The loader's own sizes: workers, prefetch, batch and shape (a batch this machine could hold), steps.
+    fn validate_loader(&self, mem_total: u64) -> Result<(), KnobError> {
         if self.knobs.workers == 0 {
             return Err(bad("workers", "must be at least 1: with num_workers=0 torch loads in the main process and never uses /dev/shm, so there is nothing to measure"));
         }
@@ -68,6 +92,11 @@ impl CellConfig {
         if self.total_steps() > 100_000_000 {
             return Err(bad("steps", "steps x epochs is absurd (over 100 million)"));
         }
+        Ok(())
+    }
+
+    /// Per-step costs and the watchdog: a step whose own work outlasts timeout-s could never finish.
+    fn validate_timing(&self) -> Result<(), KnobError> {
         if !(self.knobs.compute_ms.is_finite()
             && self.knobs.compute_ms >= 0.0
             && self.knobs.compute_ms <= 3_600_000.0)
@@ -112,6 +141,11 @@ impl CellConfig {
                 ),
             ));
         }
+        Ok(())
+    }
+
+    /// The sizes of /dev/shm and of a memory limit.
+    fn validate_limits(&self) -> Result<(), KnobError> {
         if let Some(size) = self.knobs.shm_size {
             if size.bytes() < 4096 {
                 return Err(bad(
@@ -128,6 +162,11 @@ impl CellConfig {
                 ));
             }
         }
+        Ok(())
+    }
+
+    /// What a real-torch cell allows.
+    fn validate_torch(&self) -> Result<(), KnobError> {
         if self.knobs.loader == Loader::Torch {
             if matches!(self.knobs.strategy, Strategy::Memfd | Strategy::Disk) {
                 return Err(bad(
@@ -148,6 +187,11 @@ impl CellConfig {
                 ));
             }
         }
+        Ok(())
+    }
+
+    /// A watched command, and only a watched command, carries a command.
+    fn validate_watch(&self) -> Result<(), KnobError> {
         match (&self.watch, self.knobs.loader) {
             (Some(watch), Loader::Command) => {
                 if watch.command.first().is_none_or(|c| c.is_empty()) {
@@ -180,6 +224,11 @@ impl CellConfig {
             }
             (None, _) => {}
         }
+        Ok(())
+    }
+
+    /// Which isolation knobs each runtime can give.
+    fn validate_runtime(&self) -> Result<(), KnobError> {
         let docker_only = |key: &'static str, what: &str| {
             bad(key, format!("{what} is a Docker setting: use runtime docker (or auto with container docker)"))
         };
@@ -243,19 +292,6 @@ impl CellConfig {
                 ));
             }
             _ => {}
-        }
-        self.validate_vm()?;
-        if let Some(n) = self.knobs.nofile.filter(|n| *n < MIN_NOFILE) {
-            return Err(bad(
-                "nofile",
-                format!("{n} leaves no room for the cell's own files and pipes: use at least {MIN_NOFILE}"),
-            ));
-        }
-        if self.knobs.shm_remount.is_some_and(|s| s.bytes() == 0) {
-            return Err(bad(
-                "shm-remount",
-                "a tmpfs of 0 bytes holds nothing: give a size, e.g. 2g",
-            ));
         }
         Ok(())
     }

@@ -50,6 +50,21 @@ fn round_up(bytes: u64, to: u64) -> u64 {
     bytes.div_ceil(to) * to
 }
 
+impl Trial {
+    /// What a cell's record says of one size (its crash step where the cell counts steps).
+    fn of(record: &CellRecord, probe: &CellConfig, shm_bytes: u64) -> Trial {
+        Trial {
+            shm_bytes,
+            status: record.status,
+            crash_step: record
+                .failure
+                .as_ref()
+                .map(|f| f.crash_step)
+                .filter(|_| probe.counts_steps()),
+        }
+    }
+}
+
 /// Bisects `config` (its shm-size is replaced) between 0 and an upper bound that passes.
 pub fn search(
     config: &CellConfig,
@@ -83,15 +98,7 @@ pub fn search(
         }
         probe.knobs.shm_size = Some(ByteSize(bytes));
         let record: CellRecord = runtimes.launch(&probe, &mut |_| {});
-        let trial = Trial {
-            shm_bytes: bytes,
-            status: record.status,
-            crash_step: record
-                .failure
-                .as_ref()
-                .map(|f| f.crash_step)
-                .filter(|_| probe.counts_steps()),
-        };
+        let trial = Trial::of(&record, &probe, bytes);
         progress(&trial);
         let passed = record.status.is_pass();
         if !passed && !matches!(record.status, Status::Sigbus | Status::Enospc) {

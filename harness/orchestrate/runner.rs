@@ -11,14 +11,15 @@ use anyhow::{anyhow, Result};
 use super::calibrate;
 use super::event::Event;
 use super::leftovers;
+use crate::analysis::convergence;
 use crate::analysis::summary::summarize;
-use crate::analysis::{claims, convergence, efficiency};
 use crate::cell::torch;
 use crate::model::config::CellConfig;
 use crate::model::knobs::{IpcMode, Loader, RuntimeKind};
 use crate::model::record::CellRecord;
 use crate::model::repeat::Repeat;
 use crate::results::csv::ResultsFile;
+use crate::results::row_build::{command_line, RowContext};
 use crate::results::{steps, watch, Row};
 use crate::runtime::{Report, Runtimes};
 use crate::sys::fingerprint::Fingerprint;
@@ -115,6 +116,7 @@ pub fn run(
         fingerprint.docker = Some(docker.engine().info.clone());
     }
     let started_at = clock::rfc3339_now();
+    let command = command_line();
     let run_id = format!("{}-{}", clock::compact_now(), std::process::id());
     let mut results = ResultsFile::create(out)?;
     // A watched command has no data path of shmbench's to calibrate against.
@@ -171,15 +173,16 @@ pub fn run(
                 interrupted = Some(sig);
                 break 'rounds;
             }
-            let mut row = Row::new(&record, &fingerprint, &run_id, &started_at);
-            row.claim_verdict = claims::verdict(&row);
-            if let Some(c) = &calibration {
-                efficiency::judge(&mut row, c, config.image_bytes());
-            }
-            row.repeat = rep;
-            row.steps_file = Some(steps::write(results.path(), &record, rep)?);
-            row.watch_file = watch::write(results.path(), &record, rep)?;
-            results.push(row)?;
+            let context = RowContext {
+                run_id: &run_id,
+                started_at: &started_at,
+                repeat: rep,
+                command: command.clone(),
+                calibration: calibration.as_ref(),
+                steps_file: Some(steps::write(results.path(), &record, rep)?),
+                watch_file: watch::write(results.path(), &record, rep)?,
+            };
+            results.push(Row::new(&record, &fingerprint, context))?;
             let row = results.rows().last().expect("just pushed");
             rows_of[i].push(row.clone());
             observe(Event::Finished {

@@ -183,31 +183,7 @@ pub fn diagnose(
     let capacity = env.shm_free_bytes;
     let fits = peak_bytes <= capacity;
     let prediction = predict::predict(config, capacity);
-    let how = match config.knobs.torch {
-        TorchProfile::Legacy => "SIGBUS (\"DataLoader worker (pid N) is killed by signal: Bus error\")",
-        TorchProfile::Modern => "ENOSPC (\"unable to allocate shared memory(shm) for file ...: No space left on device (28)\")",
-    };
-    let verdict = if fits {
-        format!(
-            "safe: the peak {} is {:.0}% of the {} free in /dev/shm",
-            ByteSize(peak_bytes),
-            100.0 * peak_bytes as f64 / capacity.max(1) as f64,
-            ByteSize(capacity)
-        )
-    } else {
-        let step = match (single, prediction.crash_step) {
-            (true, Some(s)) => format!("at about step {s}"),
-            (true, None) => "late in the run".into(),
-            (false, _) => "as soon as the loaders' outstanding batches meet".into(),
-        };
-        format!(
-            "crashes {step} with {how}: the peak {} does not fit in the {} free in /dev/shm ({} whole batches of {})",
-            ByteSize(peak_bytes),
-            ByteSize(capacity),
-            capacity / batch.max(1),
-            ByteSize(batch)
-        )
-    };
+    let verdict = verdict(config, single, peak_bytes, capacity, prediction.crash_step);
     let recommended = recommend(peak_bytes);
     let basis = peak_basis(peak_bytes);
     let target = target.unwrap_or(Target::from(env.place));
@@ -215,46 +191,7 @@ pub fn diagnose(
     // Loader changes that fit the /dev/shm there is, without touching the environment (for one
     // loader; a job's loaders share the room, and which to shrink is the user's call).
     if uses_shm && !fits && single {
-        let peak_of = |c: &CellConfig| predict::batches_bytes(c, predict::peak_batches(c));
-        let changed = |change: &dyn Fn(&mut CellConfig)| {
-            let mut c = config.clone();
-            change(&mut c);
-            c
-        };
-        let mut changes = Vec::new();
-        let mut try_knob = |name: &str, current: u64, set: &dyn Fn(&mut CellConfig, u64)| {
-            let fitting = largest_below(current, |v| peak_of(&changed(&|c| set(c, v))) <= capacity);
-            if let Some(v) = fitting {
-                let peak = peak_of(&changed(&|c| set(c, v)));
-                changes.push(format!("{name}={v} (peak {})", ByteSize(peak)));
-            }
-        };
-        try_knob("prefetch_factor", config.knobs.prefetch as u64, &|c, v| {
-            c.knobs.prefetch = v as u32
-        });
-        try_knob("num_workers", config.knobs.workers as u64, &|c, v| {
-            c.knobs.workers = v as u32
-        });
-        try_knob("batch_size", config.knobs.batch as u64, &|c, v| {
-            c.knobs.batch = v as u32
-        });
-        let pinned = changed(&|c| c.knobs.pin_memory = true);
-        if !config.knobs.pin_memory && peak_of(&pinned) <= capacity {
-            changes.push(format!(
-                "pin_memory=True (peak about {}: waiting batches move to pinned memory)",
-                ByteSize(peak_of(&pinned))
-            ));
-        }
-        if changes.is_empty() {
-            changes.push("none fits alone: no smaller prefetch_factor, num_workers or batch_size makes the peak fit; the environment must change".into());
-        }
-        fixes.push(Fix {
-            title: format!(
-                "Or change the loader to fit the {} there is (each alone)",
-                ByteSize(capacity)
-            ),
-            commands: changes,
-        });
+        fixes.push(loader_changes(config, capacity));
     }
     let mut warnings = Vec::new();
     if env.mem_total_bytes > 0 && peak_bytes > env.mem_total_bytes {
@@ -267,6 +204,109 @@ pub fn diagnose(
     warnings.extend([
         "torch.multiprocessing.set_sharing_strategy('file_system') does not help: its segments are named files in /dev/shm, bounded exactly like file_descriptor's.".to_string(),
     ]);
+    let limits = limits(config, job, &env, peak_bytes);
+    let loader = describe_loader(config, job, single);
+    Diagnosis {
+        loader,
+        environment: env,
+        target,
+        job: job.clone(),
+        limits,
+        batch_bytes: batch,
+        peak_batches,
+        peak_bytes,
+        peak_reason,
+        fits,
+        verdict,
+        recommended_bytes: recommended,
+        fixes,
+        warnings,
+    }
+}
+
+/// The diagnosis's one line: safe with its share of /dev/shm, or how and when it crashes.
+fn verdict(
+    config: &CellConfig,
+    single: bool,
+    peak_bytes: u64,
+    capacity: u64,
+    crash_step: Option<u64>,
+) -> String {
+    let batch = config.batch_bytes();
+    let how = match config.knobs.torch {
+        TorchProfile::Legacy => "SIGBUS (\"DataLoader worker (pid N) is killed by signal: Bus error\")",
+        TorchProfile::Modern => "ENOSPC (\"unable to allocate shared memory(shm) for file ...: No space left on device (28)\")",
+    };
+    if peak_bytes <= capacity {
+        format!(
+            "safe: the peak {} is {:.0}% of the {} free in /dev/shm",
+            ByteSize(peak_bytes),
+            100.0 * peak_bytes as f64 / capacity.max(1) as f64,
+            ByteSize(capacity)
+        )
+    } else {
+        let step = match (single, crash_step) {
+            (true, Some(s)) => format!("at about step {s}"),
+            (true, None) => "late in the run".into(),
+            (false, _) => "as soon as the loaders' outstanding batches meet".into(),
+        };
+        format!(
+            "crashes {step} with {how}: the peak {} does not fit in the {} free in /dev/shm ({} whole batches of {})",
+            ByteSize(peak_bytes),
+            ByteSize(capacity),
+            capacity / batch.max(1),
+            ByteSize(batch)
+        )
+    }
+}
+
+/// The loader's own knobs, each changed alone, that fit its peak in `capacity`.
+fn loader_changes(config: &CellConfig, capacity: u64) -> Fix {
+    let peak_of = |c: &CellConfig| predict::batches_bytes(c, predict::peak_batches(c));
+    let changed = |change: &dyn Fn(&mut CellConfig)| {
+        let mut c = config.clone();
+        change(&mut c);
+        c
+    };
+    let mut changes = Vec::new();
+    let mut try_knob = |name: &str, current: u64, set: &dyn Fn(&mut CellConfig, u64)| {
+        let fitting = largest_below(current, |v| peak_of(&changed(&|c| set(c, v))) <= capacity);
+        if let Some(v) = fitting {
+            let peak = peak_of(&changed(&|c| set(c, v)));
+            changes.push(format!("{name}={v} (peak {})", ByteSize(peak)));
+        }
+    };
+    try_knob("prefetch_factor", config.knobs.prefetch as u64, &|c, v| {
+        c.knobs.prefetch = v as u32
+    });
+    try_knob("num_workers", config.knobs.workers as u64, &|c, v| {
+        c.knobs.workers = v as u32
+    });
+    try_knob("batch_size", config.knobs.batch as u64, &|c, v| {
+        c.knobs.batch = v as u32
+    });
+    let pinned = changed(&|c| c.knobs.pin_memory = true);
+    if !config.knobs.pin_memory && peak_of(&pinned) <= capacity {
+        changes.push(format!(
+            "pin_memory=True (peak about {}: waiting batches move to pinned memory)",
+            ByteSize(peak_of(&pinned))
+        ));
+    }
+    if changes.is_empty() {
+        changes.push("none fits alone: no smaller prefetch_factor, num_workers or batch_size makes the peak fit; the environment must change".into());
+    }
+    Fix {
+        title: format!(
+            "Or change the loader to fit the {} there is (each alone)",
+            ByteSize(capacity)
+        ),
+        commands: changes,
+    }
+}
+
+/// The limits beside /dev/shm's size: the memory cgroup its pages count against, and the file
+/// descriptors file_descriptor keeps.
+fn limits(config: &CellConfig, job: &JobPeak, env: &Environment, peak_bytes: u64) -> Vec<String> {
     let mut limits = Vec::new();
     match env.cgroup_memory_limit {
         Some(limit) if peak_bytes > limit / 2 => limits.push(format!(
@@ -301,6 +341,12 @@ pub fn diagnose(
             config.knobs.strategy
         ),
     });
+    limits
+}
+
+/// The loader (or the job's loaders) as the diagnosis names it.
+fn describe_loader(config: &CellConfig, job: &JobPeak, single: bool) -> String {
+    let batch = config.batch_bytes();
     let loaders = match single {
         true => String::new(),
         false => format!(
@@ -326,34 +372,19 @@ pub fn diagnose(
         ),
         false => format!("samples of {} {}", config.knobs.shape, config.knobs.dtype),
     };
-    Diagnosis {
-        loader: format!(
-            "{shape}, {}, torch {}{}{}",
-            config.knobs.strategy,
-            config.knobs.torch,
-            if config.knobs.pin_memory {
-                ", pin_memory"
-            } else {
-                ""
-            },
-            if config.knobs.retain_every > 0 {
-                format!(", retains every {}th batch", config.knobs.retain_every)
-            } else {
-                String::new()
-            },
-        ) + &loaders,
-        environment: env,
-        target,
-        job: job.clone(),
-        limits,
-        batch_bytes: batch,
-        peak_batches,
-        peak_bytes,
-        peak_reason,
-        fits,
-        verdict,
-        recommended_bytes: recommended,
-        fixes,
-        warnings,
-    }
+    format!(
+        "{shape}, {}, torch {}{}{}",
+        config.knobs.strategy,
+        config.knobs.torch,
+        if config.knobs.pin_memory {
+            ", pin_memory"
+        } else {
+            ""
+        },
+        if config.knobs.retain_every > 0 {
+            format!(", retains every {}th batch", config.knobs.retain_every)
+        } else {
+            String::new()
+        },
+    ) + &loaders
 }

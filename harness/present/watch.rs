@@ -80,6 +80,25 @@ pub fn render(
             String::new()
         }
     );
+    memory(&mut out, report);
+    holders(&mut out, report);
+    trend_line(&mut out, trend);
+    leftovers(&mut out, report);
+    give_it(&mut out, sizing, trend);
+    let span = record.metrics.wall_s.max(1e-9);
+    let interval = c.watch.as_ref().map_or(0, |w| w.interval_ms);
+    let _ = writeln!(
+        out,
+        "  sampler:     {} samples every {interval} ms, {:.3} s of CPU ({:.2}% of one core)",
+        report.sample_count,
+        report.sampler_cpu_s,
+        100.0 * report.sampler_cpu_s / span
+    );
+    out
+}
+
+/// The memory cgroup's peak against its limit, where it has one.
+fn memory(out: &mut String, report: &WatchReport) {
     let cgroup_peak = report.samples.iter().filter_map(|s| s.cgroup_bytes).max();
     if let (Some(peak), Some(limit)) = (cgroup_peak, report.cgroup_limit) {
         let shmem = report
@@ -99,7 +118,10 @@ pub fn render(
             ByteSize(limit)
         );
     }
-    holders(&mut out, report);
+}
+
+/// Whether /dev/shm kept growing after warm-up.
+fn trend_line(out: &mut String, trend: Option<&Trend>) {
     match trend {
         Some(t) if t.leak => {
             let _ = writeln!(
@@ -129,7 +151,10 @@ pub fn render(
             );
         }
     }
-    leftovers(&mut out, report);
+}
+
+/// The size to give the job, and the snippets that give it.
+fn give_it(out: &mut String, sizing: &Sizing, trend: Option<&Trend>) {
     let _ = match sizing.filled {
         Some(capacity) => writeln!(
             out,
@@ -160,16 +185,6 @@ pub fn render(
             }
         }
     }
-    let span = record.metrics.wall_s.max(1e-9);
-    let interval = c.watch.as_ref().map_or(0, |w| w.interval_ms);
-    let _ = writeln!(
-        out,
-        "  sampler:     {} samples every {interval} ms, {:.3} s of CPU ({:.2}% of one core)",
-        report.sample_count,
-        report.sampler_cpu_s,
-        100.0 * report.sampler_cpu_s / span
-    );
-    out
 }
 
 fn holders(out: &mut String, report: &WatchReport) {

@@ -5,13 +5,12 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use anyhow::{bail, Context, Result};
-use serde_json::Value;
+use anyhow::{bail, Result};
 
+use super::k8s_jobs::{names_problem, JobCells};
 use super::row::Row;
-use crate::model::config::CellConfig;
+use super::row_build::{command_line, RowContext};
 use crate::model::fingerprint::Fingerprint;
-use crate::model::name;
 use crate::model::pod::{NodeInfo, PodStatus};
 use crate::model::record::{CellRecord, Status};
 
@@ -48,104 +47,6 @@ pub fn records_in(text: &str) -> (Vec<Logged>, Vec<String>) {
     (found, bad)
 }
 
-/// Why a record's scenario or cell name may not name a file, if it may not.
-fn names_problem(config: &CellConfig) -> Option<String> {
-    [("scenario", &config.scenario), ("cell", &config.cell)]
-        .into_iter()
-        .find_map(|(what, value)| {
-            name::problem(value).map(|p| format!("{what} name {value:?} {p}"))
-        })
-}
-
-/// The cells of each Job in a manifest `shmbench k8s manifest` wrote (the ConfigMap a Job's pods
-/// mount holds them, in completion-index order), and the size of its pods' /dev/shm (the
-/// emptyDir's sizeLimit; None for the runtime's default).
-#[derive(Default)]
-pub struct JobCells(BTreeMap<String, (Vec<CellConfig>, Option<u64>)>);
-
-/// A Kubernetes quantity in bytes (`2048Mi`, `2Gi`, `1000000`); None for other forms.
-fn quantity_bytes(q: &str) -> Option<u64> {
-    let units = [
-        ("Ki", 1u64 << 10),
-        ("Mi", 1 << 20),
-        ("Gi", 1 << 30),
-        ("Ti", 1 << 40),
-    ];
-    let (number, scale) = units
-        .iter()
-        .find_map(|(suffix, scale)| Some((q.strip_suffix(suffix)?, *scale)))
-        .unwrap_or((q, 1));
-    number.parse::<u64>().ok().map(|n| n * scale)
-}
-
-impl JobCells {
-    pub fn from_manifest(text: &str) -> Result<JobCells> {
-        let mut maps = BTreeMap::new();
-        let mut jobs = Vec::new();
-        for doc in text.split("\n---") {
-            let doc = doc.trim().trim_start_matches("---").trim();
-            if doc.is_empty() {
-                continue;
-            }
-            let object: Value = serde_json::from_str(doc)
-                .context("the manifest is not the JSON documents `shmbench k8s manifest` writes")?;
-            let name = object["metadata"]["name"]
-                .as_str()
-                .unwrap_or_default()
-                .to_string();
-            match object["kind"].as_str() {
-                Some("ConfigMap") => {
-                    if let Some(cells) = object["data"]["cells.json"].as_str() {
-                        let cells: Vec<CellConfig> =
-                            serde_json::from_str(cells).with_context(|| {
-                                format!("ConfigMap {name}: cells of another shmbench version")
-                            })?;
-                        if let Some(problem) = cells.iter().find_map(names_problem) {
-                            bail!("ConfigMap {name}: {problem}");
-                        }
-                        maps.insert(name, cells);
-                    }
-                }
-                Some("Job") => {
-                    let volumes = object["spec"]["template"]["spec"]["volumes"].as_array();
-                    let volumes = volumes.into_iter().flatten();
-                    let map = volumes
-                        .clone()
-                        .find_map(|v| v["configMap"]["name"].as_str())
-                        .map(str::to_string);
-                    let shm = volumes
-                        .filter_map(|v| v["emptyDir"]["sizeLimit"].as_str())
-                        .find_map(quantity_bytes);
-                    jobs.extend(map.map(|m| (name, m, shm)));
-                }
-                _ => {}
-            }
-        }
-        let cells: BTreeMap<_, _> = jobs
-            .into_iter()
-            .filter_map(|(job, map, shm)| Some((job, (maps.get(&map)?.clone(), shm))))
-            .collect();
-        if cells.is_empty() {
-            bail!("the manifest holds no Job of `shmbench k8s manifest` (a Job and its cells ConfigMap)");
-        }
-        Ok(JobCells(cells))
-    }
-
-    /// The cell a pod of `job` at `index` ran (the pod picks it modulo the list's length).
-    fn cell(&self, job: &str, index: u64) -> Option<&CellConfig> {
-        let (cells, _) = self.0.get(job)?;
-        cells.get(index as usize % cells.len().max(1))
-    }
-
-    /// The sizeLimit of the /dev/shm of the pods that ran `cell`.
-    fn shm_of(&self, cell: &str) -> Option<u64> {
-        self.0
-            .values()
-            .find(|(cells, _)| cells.iter().any(|c| c.cell == cell))
-            .and_then(|(_, shm)| *shm)
-    }
-}
-
 /// What the API says about the fleet, beside the logs.
 #[derive(Default)]
 pub struct Fleet {
@@ -168,14 +69,14 @@ struct Entry {
     record: Option<CellRecord>,
 }
 
-/// The rows of a fleet run: one per pod record, one per pod ended from outside.
-pub fn collect(
+/// The entries of the pods whose records the logs hold (each pod once), and their names.
+fn logged_entries(
     logged: Vec<Logged>,
     fleet: &Fleet,
     run_id: &str,
     started_at: &str,
-) -> Result<Collected> {
-    let mut notes = Vec::new();
+    notes: &mut Vec<String>,
+) -> (Vec<Entry>, BTreeSet<String>) {
     let mut entries = Vec::new();
     let mut seen = BTreeSet::new();
     for Logged { pod, record } in logged {
@@ -197,7 +98,7 @@ pub fn collect(
         if let Some(node) = &node {
             fp.host = node.clone();
         }
-        let mut row = Row::new(&record, &fp, run_id, started_at);
+        let mut row = Row::new(&record, &fp, context(run_id, started_at));
         place(&mut row, node, &name, fleet);
         let index = info
             .map(|p| p.completion_index)
@@ -210,6 +111,18 @@ pub fn collect(
             record: Some(record),
         });
     }
+    (entries, seen)
+}
+
+/// The rows of a fleet run: one per pod record, one per pod ended from outside.
+pub fn collect(
+    logged: Vec<Logged>,
+    fleet: &Fleet,
+    run_id: &str,
+    started_at: &str,
+) -> Result<Collected> {
+    let mut notes = Vec::new();
+    let (mut entries, seen) = logged_entries(logged, fleet, run_id, started_at, &mut notes);
     let mut unplaced = Vec::new();
     for status in &fleet.pods {
         if seen.contains(&status.name) || !status.shmbench {
@@ -243,7 +156,7 @@ pub fn collect(
         let record = CellRecord::failed_to_run(config.clone(), outcome, message);
         let node = status.node.clone();
         let fp = node_fingerprint(node.as_deref(), &fleet.nodes);
-        let mut row = Row::new(&record, &fp, run_id, started_at);
+        let mut row = Row::new(&record, &fp, context(run_id, started_at));
         place(&mut row, node, &status.name, fleet);
         notes.push(format!(
             "pod {}: {outcome} from its status ({})",
@@ -320,6 +233,17 @@ fn ending(pod: &PodStatus) -> Option<(Status, String)> {
     }
 }
 
+/// The context of a fleet's row before its repetition is known (counted once rows are sorted).
+fn context<'a>(run_id: &'a str, started_at: &'a str) -> RowContext<'a> {
+    RowContext {
+        run_id,
+        started_at,
+        repeat: 1,
+        command: command_line(),
+        ..RowContext::default()
+    }
+}
+
 /// Names the row's node and pod, with what the API says about the node and the manifest about
 /// the pod's /dev/shm.
 fn place(row: &mut Row, node: Option<String>, pod: &str, fleet: &Fleet) {
@@ -370,14 +294,6 @@ mod tests {
         );
         let evicted = ending(&pods()[3]).unwrap().1;
         assert!(evicted.contains("low on resource: memory"), "{evicted}");
-    }
-
-    #[test]
-    fn quantities_in_binary_units() {
-        assert_eq!(quantity_bytes("2048Mi"), Some(2 << 30));
-        assert_eq!(quantity_bytes("1Gi"), Some(1 << 30));
-        assert_eq!(quantity_bytes("65536"), Some(65536));
-        assert_eq!(quantity_bytes("2G"), None);
     }
 
     #[test]

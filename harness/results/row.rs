@@ -8,9 +8,8 @@ use crate::model::claim::{ClaimStatus, ClaimVerdict};
 use crate::model::knobs::{
     ContainerKind, Dtype, IpcMode, Loader, RuntimeKind, Shape, Strategy, TorchProfile, Touch,
 };
-use crate::model::record::{CellRecord, Status};
+use crate::model::record::Status;
 use crate::model::vm::Accel;
-use crate::sys::fingerprint::Fingerprint;
 
 /// Bump on any change to the columns' names, order or meaning.
 pub const SCHEMA: u32 = 5;
@@ -18,8 +17,9 @@ pub const SCHEMA: u32 = 5;
 /// Earlier schemas this shmbench still reads (their missing columns take their defaults).
 pub const READS: &[u32] = &[1, 2, 3, 4, SCHEMA];
 
-/// One CSV row. Field order is column order.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+/// One CSV row. Field order is column order. `Row::default()` is every column empty or zero:
+/// only the base `Row::new` (in `row_build`) builds on.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct Row {
     pub schema: u32,
     pub run_id: String,
@@ -189,175 +189,6 @@ pub struct Row {
     /// Seconds from starting QEMU to the record: boot plus cell (schema 5).
     #[serde(default)]
     pub vm_wall_s: Option<f64>,
-}
-
-/// Arguments as a command a user can paste into a shell.
-pub fn shell_words(args: impl IntoIterator<Item = String>) -> String {
-    let quote = |a: String| {
-        if a.is_empty() || a.contains(|c: char| c.is_whitespace() || "'\"$`\\".contains(c)) {
-            format!("'{}'", a.replace('\'', "'\\''"))
-        } else {
-            a
-        }
-    };
-    args.into_iter().map(quote).collect::<Vec<_>>().join(" ")
-}
-
-/// This invocation as a command a user can paste (`shmbench matrix --steps 20`).
-fn command_line() -> String {
-    shell_words(std::iter::once("shmbench".to_string()).chain(std::env::args().skip(1)))
-}
-
-/// Milliseconds per unit of `seconds` spread over `count` units; None when nothing was counted.
-fn per(seconds: Option<f64>, count: u64) -> Option<f64> {
-    seconds
-        .filter(|_| count > 0)
-        .map(|s| s * 1000.0 / count as f64)
-}
-
-/// `x` rounded to `places` decimals (results keep what the measurement can tell).
-pub fn round(x: f64, places: i32) -> f64 {
-    let scale = 10f64.powi(places);
-    (x * scale).round() / scale
-}
-
-impl Row {
-    /// The row of one cell's record, in the environment `fp`; the claim's verdict and the
-    /// calibrated limit are filled in by analysis (`analysis::claims`, `analysis::efficiency`).
-    pub fn new(record: &CellRecord, fp: &Fingerprint, run_id: &str, started_at: &str) -> Row {
-        // A VM cell ran on its guest: the machine columns are the guest's.
-        let in_guest = record.vm.as_ref().map(|v| fp.in_guest(&v.fingerprint));
-        let fp = in_guest.as_ref().unwrap_or(fp);
-        let vm = record.vm.as_ref();
-        let c = &record.config;
-        let m = &record.metrics;
-        let claim = c.claim.as_ref();
-        // Per image only where there are images: a watched command's batch is not known.
-        let images = m.steps_done * c.knobs.batch as u64;
-        let per_image = |count: Option<f64>| {
-            count
-                .filter(|_| images > 0 && c.knobs.loader != Loader::Command)
-                .map(|n| n / images as f64)
-        };
-        Row {
-            schema: SCHEMA,
-            run_id: run_id.to_string(),
-            repeat: 1,
-            env_id: fp.env_id(),
-            started_at: started_at.to_string(),
-            scenario: c.scenario.clone(),
-            cell: c.cell.clone(),
-            environment: c.environment.clone(),
-            runtime: c.knobs.runtime,
-            runtime_note: c.runtime_note.clone(),
-            container: c.knobs.container,
-            ipc: c.knobs.ipc,
-            memory_bytes: c.knobs.memory.map(|m| m.bytes()),
-            shm_tmpfs: c.knobs.shm_tmpfs,
-            shm_bytes: c.knobs.shm_size.map(|s| s.bytes()),
-            shm_seen_bytes: record.shm_seen_bytes,
-            strategy: c.knobs.strategy,
-            torch: c.knobs.torch,
-            workers: c.knobs.workers,
-            prefetch: c.knobs.prefetch,
-            batch: c.knobs.batch,
-            shape: c.knobs.shape.clone(),
-            dtype: c.knobs.dtype,
-            batch_bytes: c.batch_bytes(),
-            steps: c.knobs.steps,
-            epochs: c.knobs.epochs,
-            persistent_workers: c.knobs.persistent_workers,
-            pin_memory: c.knobs.pin_memory,
-            touch: c.knobs.touch,
-            compute_ms: c.knobs.compute_ms,
-            decode_us: c.knobs.decode_us,
-            retain_every: c.knobs.retain_every,
-            status: record.status,
-            // A watched job without a step regex has no steps to name: its time is in its report.
-            crash_step: record
-                .failure
-                .as_ref()
-                .map(|f| f.crash_step)
-                .filter(|_| c.counts_steps()),
-            signal: record.failure.as_ref().and_then(|f| f.signal),
-            pid: record.failure.as_ref().and_then(|f| f.pid),
-            steps_done: m.steps_done,
-            img_per_s: m.img_per_s.map(|x| round(x, 1)),
-            limit_img_per_s: None,
-            efficiency: None,
-            warmup_steps: m.warmup_steps_used,
-            step_p50_ms: m.step_p50_ms.map(|x| round(x, 3)),
-            step_p99_ms: m.step_p99_ms.map(|x| round(x, 3)),
-            first_batch_ms: m.first_batch_ms.map(|x| round(x, 3)),
-            peak_shm_bytes: m.peak_shm_bytes,
-            shm_used_at_failure_bytes: record.failure.as_ref().map(|f| f.shm_used_bytes),
-            peak_rss_bytes: m.peak_rss_bytes,
-            main_private_rss_bytes: m.main_private_rss_bytes,
-            worker_private_rss_bytes: m.worker_private_rss_bytes,
-            accel_util: m.accel_util.map(|x| round(x, 4)),
-            wall_s: round(m.wall_s, 3),
-            message: record.message.clone(),
-            steps_file: None,
-            command: command_line(),
-            claim_status: claim.map(|c| c.status),
-            claim_crash_step: claim.and_then(|c| c.crash_step),
-            claim_img_per_s: claim.and_then(|c| c.img_per_s),
-            claim_verdict: None,
-            kernel: fp.kernel.clone(),
-            os: fp.os.clone(),
-            cpu: fp.cpu.clone(),
-            cores: fp.cores,
-            mem_bytes: fp.mem_bytes,
-            host_shm_bytes: fp.host_shm_bytes,
-            cgroup_version: fp.cgroup_version.clone(),
-            cgroup_memory_limit: fp.cgroup_memory_limit,
-            host: fp.host.clone(),
-            harness_version: fp.harness_version.clone(),
-            thp_shmem: fp.thp_shmem.clone(),
-            gpu_driver: fp.gpu_driver.clone(),
-            docker_version: fp.docker.as_ref().map(|d| d.version.clone()),
-            docker_api_version: fp.docker.as_ref().map(|d| d.api_version.clone()),
-            docker_cgroup_version: fp.docker.as_ref().map(|d| d.cgroup_version.clone()),
-            docker_cgroup_driver: fp.docker.as_ref().map(|d| d.cgroup_driver.clone()),
-            docker_storage_driver: fp.docker.as_ref().map(|d| d.storage_driver.clone()),
-            loader: c.knobs.loader,
-            torch_version: record.torch_version.clone(),
-            image: c.knobs.image.clone(),
-            main_us: c.knobs.main_us,
-            cpu_ms_per_img: per_image(m.cpu_s.map(|s| s * 1000.0)).map(|x| round(x, 4)),
-            main_cpu_ms_per_step: per(m.main_cpu_s, m.steps_done).map(|x| round(x, 3)),
-            img_per_s_p50: m
-                .step_p50_ms
-                .filter(|ms| *ms > 0.0)
-                .map(|ms| round(c.knobs.batch as f64 * 1000.0 / ms, 1)),
-            faults_per_img: per_image(m.page_faults.map(|f| f as f64)).map(|x| round(x, 2)),
-            cpus: c.knobs.cpus.as_ref().map(ToString::to_string),
-            claim_source: claim.and_then(|c| c.source.clone()),
-            watched_command: c.watch.as_ref().map(|w| shell_words(w.command.clone())),
-            exit_code: record.exit_code,
-            watch_file: None,
-            node: record.pod.as_ref().and_then(|p| p.node.clone()),
-            pod: record.pod.as_ref().map(|p| p.pod.clone()),
-            container_runtime: record
-                .pod
-                .as_ref()
-                .and_then(|p| p.container_runtime.clone()),
-            kubelet_version: None,
-            nofile: c.knobs.nofile,
-            shm_remount_bytes: c.knobs.shm_remount.map(|s| s.bytes()),
-            peak_fds: m.peak_fds,
-            instructions_per_img: per_image(m.instructions.map(|n| n as f64)).map(|x| round(x, 1)),
-            instructions_scope: m.instructions.map(|_| match m.instructions_user_only {
-                true => "user".to_string(),
-                false => "user+kernel".to_string(),
-            }),
-            vm_kernel: vm.map(|v| v.kernel.clone()),
-            vm_accel: vm.and_then(|v| v.accel),
-            vm_memory_bytes: vm.map(|v| v.memory_bytes),
-            vm_cpus: vm.map(|v| v.cpus),
-            vm_wall_s: vm.map(|v| round(v.boot_and_run_s, 3)),
-        }
-    }
 }
 
 #[cfg(test)]

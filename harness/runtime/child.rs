@@ -36,29 +36,15 @@ pub trait PreExec: Send + Sync + 'static {
     }
 }
 
-/// Runs one cell to completion, isolated by `isolation` (None: as is).
-pub fn run(
+/// The command of a cell process: this binary's `cell` on `json`, in its own process group,
+/// dying with the harness, in its memory cgroup and isolation, without privileges (unless a
+/// watched job keeps them).
+fn cell_command(
     config: &CellConfig,
+    json: &str,
     isolation: Option<Box<dyn PreExec>>,
-    progress: &mut dyn FnMut(Report),
-) -> CellRecord {
-    let fail = |status: Status, message: String| {
-        CellRecord::failed_to_run(config.clone(), status, message)
-    };
-    let json = match serde_json::to_string(config) {
-        Ok(j) => j,
-        Err(e) => return fail(Status::Error, format!("cannot encode the cell config: {e}")),
-    };
-    let hint = isolation.as_ref().map(|i| i.hint());
-    // A memory limit outside Docker: a cgroup the child joins before exec.
-    let cgroup = match config.knobs.memory {
-        Some(limit) => match MemoryCgroup::create(limit.bytes(), &config.cell) {
-            Ok(group) => Some(group),
-            Err(e) => return fail(Status::Error, format!("{e:#}")),
-        },
-        None => None,
-    };
-    let cgroup_fd = cgroup.as_ref().map(|g| g.procs_fd());
+    cgroup_fd: Option<std::os::fd::RawFd>,
+) -> Command {
     let harness_pid = std::process::id() as libc::pid_t;
     // A watched job may daemonize out of reach of PDEATHSIG: its cell is a pid namespace's init.
     let own_pid_namespace = config.watch.is_some() && pid_namespace::available();
@@ -69,7 +55,7 @@ pub fn run(
     let keep_privileges = config.watch.as_ref().is_some_and(|w| w.keep_privileges);
     let mut cmd = Command::new("/proc/self/exe");
     cmd.arg("cell")
-        .arg(&json)
+        .arg(json)
         .env(PROGRESS_ENV, "1")
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
@@ -97,6 +83,33 @@ pub fn run(
             }
         });
     }
+    cmd
+}
+
+/// Runs one cell to completion, isolated by `isolation` (None: as is).
+pub fn run(
+    config: &CellConfig,
+    isolation: Option<Box<dyn PreExec>>,
+    progress: &mut dyn FnMut(Report),
+) -> CellRecord {
+    let fail = |status: Status, message: String| {
+        CellRecord::failed_to_run(config.clone(), status, message)
+    };
+    let json = match serde_json::to_string(config) {
+        Ok(j) => j,
+        Err(e) => return fail(Status::Error, format!("cannot encode the cell config: {e}")),
+    };
+    let hint = isolation.as_ref().map(|i| i.hint());
+    // A memory limit outside Docker: a cgroup the child joins before exec.
+    let cgroup = match config.knobs.memory {
+        Some(limit) => match MemoryCgroup::create(limit.bytes(), &config.cell) {
+            Ok(group) => Some(group),
+            Err(e) => return fail(Status::Error, format!("{e:#}")),
+        },
+        None => None,
+    };
+    let cgroup_fd = cgroup.as_ref().map(|g| g.procs_fd());
+    let mut cmd = cell_command(config, &json, isolation, cgroup_fd);
     let mut child = match cmd.spawn() {
         Ok(c) => c,
         Err(e) => {

@@ -145,44 +145,13 @@ struct Reported {
     steps: Steps,
 }
 
-/// Runs one torch cell and returns its record. The interpreter dies with the cell
-/// (PR_SET_PDEATHSIG) and its DataLoader workers with the cell's process group.
-pub fn run_cell(config: &CellConfig) -> CellRecord {
-    let start = Instant::now();
-    let meter = ShmMeter::start();
-    let oom_kills_at_start = cgroup::oom_kills();
-    let fail = |message: String| {
-        CellRecord::failed_to_run(config.clone(), Status::Error, hint_for(config, message))
-    };
-    let json = match serde_json::to_string(config) {
-        Ok(j) => j,
-        Err(e) => return fail(format!("cannot encode the cell config: {e}")),
-    };
-    let mut cmd = Command::new(&config.knobs.python);
-    cmd.arg("-c")
-        .arg(BOOTSTRAP)
-        .arg(json)
-        .env(PROGRAM_ENV, PROGRAM)
-        .env("PYTHONUNBUFFERED", "1")
-        // A container's root is read-only: no bytecode caches.
-        .env("PYTHONDONTWRITEBYTECODE", "1");
-    process::piped_and_tied(&mut cmd);
-    let mut child = match cmd.spawn() {
-        Ok(c) => c,
-        Err(e) => return fail(python::cannot_run(&config.knobs.python, e)),
-    };
-    let stdout = child.stdout.take().expect("stdout was piped");
-    let stderr = child.stderr.take().expect("stderr was piped");
-    let stderr_tail = std::thread::spawn(move || {
-        let mut tail: Vec<String> = Vec::new();
-        for line in BufReader::new(stderr).lines().map_while(Result::ok) {
-            tail.push(line);
-            if tail.len() > TAIL_LINES {
-                tail.remove(0);
-            }
-        }
-        tail
-    });
+/// What the program reported on stdout, line by line (its steps relayed as progress), and the
+/// /dev/shm in use when it reported an error.
+fn read_protocol(
+    stdout: std::process::ChildStdout,
+    config: &CellConfig,
+    meter: &ShmMeter,
+) -> (Reported, Option<u64>) {
     let progress = std::env::var_os(PROGRESS_ENV).is_some();
     let mut reported = Reported::default();
     let mut used_at_error = None;
@@ -230,6 +199,48 @@ pub fn run_cell(config: &CellConfig) -> CellRecord {
             Err(_) => {}
         }
     }
+    (reported, used_at_error)
+}
+
+/// Runs one torch cell and returns its record. The interpreter dies with the cell
+/// (PR_SET_PDEATHSIG) and its DataLoader workers with the cell's process group.
+pub fn run_cell(config: &CellConfig) -> CellRecord {
+    let start = Instant::now();
+    let meter = ShmMeter::start();
+    let oom_kills_at_start = cgroup::oom_kills();
+    let fail = |message: String| {
+        CellRecord::failed_to_run(config.clone(), Status::Error, hint_for(config, message))
+    };
+    let json = match serde_json::to_string(config) {
+        Ok(j) => j,
+        Err(e) => return fail(format!("cannot encode the cell config: {e}")),
+    };
+    let mut cmd = Command::new(&config.knobs.python);
+    cmd.arg("-c")
+        .arg(BOOTSTRAP)
+        .arg(json)
+        .env(PROGRAM_ENV, PROGRAM)
+        .env("PYTHONUNBUFFERED", "1")
+        // A container's root is read-only: no bytecode caches.
+        .env("PYTHONDONTWRITEBYTECODE", "1");
+    process::piped_and_tied(&mut cmd);
+    let mut child = match cmd.spawn() {
+        Ok(c) => c,
+        Err(e) => return fail(python::cannot_run(&config.knobs.python, e)),
+    };
+    let stdout = child.stdout.take().expect("stdout was piped");
+    let stderr = child.stderr.take().expect("stderr was piped");
+    let stderr_tail = std::thread::spawn(move || {
+        let mut tail: Vec<String> = Vec::new();
+        for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+            tail.push(line);
+            if tail.len() > TAIL_LINES {
+                tail.remove(0);
+            }
+        }
+        tail
+    });
+    let (reported, used_at_error) = read_protocol(stdout, config, &meter);
     let used_at_stop = used_at_error.unwrap_or_else(|| meter.used_now());
     let exit = child.wait();
     let tail = stderr_tail.join().unwrap_or_default();

@@ -42,9 +42,10 @@ fn relay(
     mut stream: impl Read + Send + 'static,
     which: Stream,
     steps: Option<Regex>,
-    shared: Arc<sampler::Shared>,
-    evidence: Arc<Mutex<Vec<String>>>,
+    shared: &Arc<sampler::Shared>,
+    evidence: &Arc<Mutex<Vec<String>>>,
 ) -> std::thread::JoinHandle<()> {
+    let (shared, evidence) = (shared.clone(), evidence.clone());
     std::thread::spawn(move || {
         let mut buf = vec![0u8; CHUNK];
         let mut lines = lines::Lines::default();
@@ -139,6 +140,21 @@ fn end_tree() {
     }
 }
 
+/// Relays the command's stdout and stderr, byte for byte, counting steps in both.
+fn relay_both(
+    child: &mut std::process::Child,
+    steps: Option<Regex>,
+    shared: &Arc<sampler::Shared>,
+    evidence: &Arc<Mutex<Vec<String>>>,
+) -> [std::thread::JoinHandle<()>; 2] {
+    let stdout = child.stdout.take().expect("piped");
+    let stderr = child.stderr.take().expect("piped");
+    [
+        relay(stdout, Stream::Stdout, steps.clone(), shared, evidence),
+        relay(stderr, Stream::Stderr, steps, shared, evidence),
+    ]
+}
+
 /// Runs the watched command of `config` and returns its record.
 pub fn run_cell(config: &CellConfig) -> CellRecord {
     let fail = |message: String| CellRecord::failed_to_run(config.clone(), Status::Error, message);
@@ -176,22 +192,7 @@ pub fn run_cell(config: &CellConfig) -> CellRecord {
     };
     let pid = child.id();
     let evidence = Arc::new(Mutex::new(Vec::new()));
-    let relays = [
-        relay(
-            child.stdout.take().expect("piped"),
-            Stream::Stdout,
-            steps.clone(),
-            shared.clone(),
-            evidence.clone(),
-        ),
-        relay(
-            child.stderr.take().expect("piped"),
-            Stream::Stderr,
-            steps,
-            shared.clone(),
-            evidence.clone(),
-        ),
-    ];
+    let relays = relay_both(&mut child, steps, &shared, &evidence);
     let (done_tx, done_rx) = mpsc::channel();
     let reaper = reap(pid, done_tx);
     let exit = done_rx
@@ -226,7 +227,40 @@ pub fn run_cell(config: &CellConfig) -> CellRecord {
         pid: verdict.pid,
         shm_used_bytes: last_used,
     });
-    let report = WatchReport {
+    let peak_shm_bytes = sampled.peak_bytes;
+    let report = watch_report(sampled, pid, leftovers, private_shm);
+    CellRecord {
+        config: config.clone(),
+        status: verdict.status,
+        message: verdict.message,
+        failure,
+        metrics: Metrics {
+            steps_done,
+            peak_shm_bytes,
+            peak_rss_bytes: usage.peak_rss_bytes,
+            wall_s,
+            cpu_s: Some(usage.children_s),
+            page_faults: Some(usage.faults),
+            ..Metrics::default()
+        },
+        shm_seen_bytes: capacity,
+        series: Vec::new(),
+        torch_version: None,
+        exit_code: exit.map(Exit::code),
+        watch: Some(report),
+        pod: None,
+        vm: None,
+    }
+}
+
+/// What watching saw, from the sampler's findings and the command's leftovers.
+fn watch_report(
+    sampled: sampler::Sampled,
+    pid: u32,
+    leftovers: Vec<Leftover>,
+    private_shm: bool,
+) -> WatchReport {
+    WatchReport {
         command_pid: pid,
         peak_t_s: sampled.peak_t_s,
         holders_at_peak: sampled.holders,
@@ -242,28 +276,6 @@ pub fn run_cell(config: &CellConfig) -> CellRecord {
         sample_count: sampled.count,
         base_bytes: sampled.base_bytes,
         samples: sampled.samples,
-    };
-    CellRecord {
-        config: config.clone(),
-        status: verdict.status,
-        message: verdict.message,
-        failure,
-        metrics: Metrics {
-            steps_done,
-            peak_shm_bytes: sampled.peak_bytes,
-            peak_rss_bytes: usage.peak_rss_bytes,
-            wall_s,
-            cpu_s: Some(usage.children_s),
-            page_faults: Some(usage.faults),
-            ..Metrics::default()
-        },
-        shm_seen_bytes: capacity,
-        series: Vec::new(),
-        torch_version: None,
-        exit_code: exit.map(Exit::code),
-        watch: Some(report),
-        pod: None,
-        vm: None,
     }
 }
 

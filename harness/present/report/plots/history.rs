@@ -7,7 +7,7 @@ use plotters::coord::Shift;
 use plotters::prelude::*;
 
 use super::{label, label_at, pe, FONT, GRID, PALETTE};
-use crate::analysis::history::History;
+use crate::analysis::history::{History, Trend};
 use crate::present::history::run_label;
 
 pub(super) fn draw_history<DB: DrawingBackend>(
@@ -51,20 +51,7 @@ where
         .map_err(pe)?;
     for (c, trend) in history.trends.iter().enumerate() {
         let colour = PALETTE[c % PALETTE.len()];
-        let points: Vec<(f64, f64)> = trend
-            .points
-            .iter()
-            .enumerate()
-            .filter_map(|(i, p)| {
-                let p = p.as_ref()?;
-                p.outcome
-                    .status
-                    .is_pass()
-                    .then_some(p.median)
-                    .flatten()
-                    .map(|m| (i as f64, m))
-            })
-            .collect();
+        let points = passing_points(trend);
         chart
             .draw_series(LineSeries::new(points.clone(), colour.stroke_width(2)))
             .map_err(pe)?
@@ -119,4 +106,22 @@ where
         .draw()
         .map_err(pe)?;
     Ok(())
+}
+
+/// The runs where a cell passed, as (run, median) points: a crash has no rate to draw.
+fn passing_points(trend: &Trend) -> Vec<(f64, f64)> {
+    trend
+        .points
+        .iter()
+        .enumerate()
+        .filter_map(|(i, p)| {
+            let p = p.as_ref()?;
+            p.outcome
+                .status
+                .is_pass()
+                .then_some(p.median)
+                .flatten()
+                .map(|m| (i as f64, m))
+        })
+        .collect()
 }

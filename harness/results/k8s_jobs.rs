@@ -1,0 +1,122 @@
+//! The cells a fleet's manifest holds (`shmbench k8s manifest` wrote it): each Job's cells in
+//! completion-index order, from the ConfigMap its pods mount, and the size of its pods'
+//! /dev/shm, so `k8s collect` can give a pod that printed nothing its cell's row.
+
+use std::collections::BTreeMap;
+
+use anyhow::{bail, Context, Result};
+use serde_json::Value;
+
+use crate::model::config::CellConfig;
+use crate::model::name;
+
+/// Why a record's scenario or cell name may not name a file, if it may not.
+pub(super) fn names_problem(config: &CellConfig) -> Option<String> {
+    [("scenario", &config.scenario), ("cell", &config.cell)]
+        .into_iter()
+        .find_map(|(what, value)| {
+            name::problem(value).map(|p| format!("{what} name {value:?} {p}"))
+        })
+}
+
+/// The cells of each Job in a manifest `shmbench k8s manifest` wrote (the ConfigMap a Job's pods
+/// mount holds them, in completion-index order), and the size of its pods' /dev/shm (the
+/// emptyDir's sizeLimit; None for the runtime's default).
+#[derive(Default)]
+pub struct JobCells(BTreeMap<String, (Vec<CellConfig>, Option<u64>)>);
+
+/// A Kubernetes quantity in bytes (`2048Mi`, `2Gi`, `1000000`); None for other forms.
+fn quantity_bytes(q: &str) -> Option<u64> {
+    let units = [
+        ("Ki", 1u64 << 10),
+        ("Mi", 1 << 20),
+        ("Gi", 1 << 30),
+        ("Ti", 1 << 40),
+    ];
+    let (number, scale) = units
+        .iter()
+        .find_map(|(suffix, scale)| Some((q.strip_suffix(suffix)?, *scale)))
+        .unwrap_or((q, 1));
+    number.parse::<u64>().ok().map(|n| n * scale)
+}
+
+impl JobCells {
+    pub fn from_manifest(text: &str) -> Result<JobCells> {
+        let mut maps = BTreeMap::new();
+        let mut jobs = Vec::new();
+        for doc in text.split("\n---") {
+            let doc = doc.trim().trim_start_matches("---").trim();
+            if doc.is_empty() {
+                continue;
+            }
+            let object: Value = serde_json::from_str(doc)
+                .context("the manifest is not the JSON documents `shmbench k8s manifest` writes")?;
+            let name = object["metadata"]["name"]
+                .as_str()
+                .unwrap_or_default()
+                .to_string();
+            match object["kind"].as_str() {
+                Some("ConfigMap") => {
+                    if let Some(cells) = object["data"]["cells.json"].as_str() {
+                        let cells: Vec<CellConfig> =
+                            serde_json::from_str(cells).with_context(|| {
+                                format!("ConfigMap {name}: cells of another shmbench version")
+                            })?;
+                        if let Some(problem) = cells.iter().find_map(names_problem) {
+                            bail!("ConfigMap {name}: {problem}");
+                        }
+                        maps.insert(name, cells);
+                    }
+                }
+                Some("Job") => {
+                    let volumes = object["spec"]["template"]["spec"]["volumes"].as_array();
+                    let volumes = volumes.into_iter().flatten();
+                    let map = volumes
+                        .clone()
+                        .find_map(|v| v["configMap"]["name"].as_str())
+                        .map(str::to_string);
+                    let shm = volumes
+                        .filter_map(|v| v["emptyDir"]["sizeLimit"].as_str())
+                        .find_map(quantity_bytes);
+                    jobs.extend(map.map(|m| (name, m, shm)));
+                }
+                _ => {}
+            }
+        }
+        let cells: BTreeMap<_, _> = jobs
+            .into_iter()
+            .filter_map(|(job, map, shm)| Some((job, (maps.get(&map)?.clone(), shm))))
+            .collect();
+        if cells.is_empty() {
+            bail!("the manifest holds no Job of `shmbench k8s manifest` (a Job and its cells ConfigMap)");
+        }
+        Ok(JobCells(cells))
+    }
+
+    /// The cell a pod of `job` at `index` ran (the pod picks it modulo the list's length).
+    pub fn cell(&self, job: &str, index: u64) -> Option<&CellConfig> {
+        let (cells, _) = self.0.get(job)?;
+        cells.get(index as usize % cells.len().max(1))
+    }
+
+    /// The sizeLimit of the /dev/shm of the pods that ran `cell`.
+    pub fn shm_of(&self, cell: &str) -> Option<u64> {
+        self.0
+            .values()
+            .find(|(cells, _)| cells.iter().any(|c| c.cell == cell))
+            .and_then(|(_, shm)| *shm)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn quantities_in_binary_units() {
+        assert_eq!(quantity_bytes("2048Mi"), Some(2 << 30));
+        assert_eq!(quantity_bytes("1Gi"), Some(1 << 30));
+        assert_eq!(quantity_bytes("65536"), Some(65536));
+        assert_eq!(quantity_bytes("2G"), None);
+    }
+}
