@@ -62,6 +62,20 @@ fn copy_in(rootfs: &Path, path: &str) {
 }
 
 /// An image whose python3 is this machine's system Python (with its libraries), without torch.
+/// The test image with this machine's python3, or None where the user skips these tests
+/// (SHMBENCH_SKIP_PYTHON3); a machine without it fails the test, saying how to set it up.
+fn python_image_or_skip() -> Option<TestImage> {
+    let present = || std::path::Path::new("/usr/bin/python3").exists();
+    if !require(
+        "python3",
+        present,
+        "/usr/bin/python3 (to build a test image from)",
+    ) {
+        return None;
+    }
+    Some(python_image().expect("an image with this machine's python3 builds"))
+}
+
 fn python_image() -> Option<TestImage> {
     let python = "/usr/bin/python3";
     let real = std::fs::canonicalize(python).ok()?;
@@ -117,8 +131,7 @@ fn a_torch_cell_uses_the_images_python_and_says_when_it_has_no_torch() {
         return;
     }
     let _guard = serial();
-    let Some(image) = python_image() else {
-        eprintln!("skipped: this machine has no /usr/bin/python3 to build a test image from");
+    let Some(image) = python_image_or_skip() else {
         return;
     };
     let before = machine_state();
@@ -176,8 +189,7 @@ fn a_watched_command_runs_in_the_users_image_with_the_engines_64m() {
         return;
     }
     let _guard = serial();
-    let Some(image) = python_image() else {
-        eprintln!("skipped: this machine has no /usr/bin/python3 to build a test image from");
+    let Some(image) = python_image_or_skip() else {
         return;
     };
     let before = machine_state();

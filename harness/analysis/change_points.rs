@@ -79,3 +79,45 @@ pub fn steps(values: &[f64], at: &[usize], variances: &[f64], threshold: f64) ->
     out.sort_by_key(|(i, _)| *i);
     out
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn one_step_in_a_noisy_series_is_found_where_it_is() {
+        // Ten runs near 100, then ten near 80: one step of -20% at run 10.
+        let noise = [0.4, -0.3, 0.1, -0.5, 0.2, 0.3, -0.1, -0.4, 0.5, 0.0];
+        let values: Vec<f64> = (0..20)
+            .map(|i| if i < 10 { 100.0 } else { 80.0 } + noise[i % 10])
+            .collect();
+        let at: Vec<usize> = (0..20).collect();
+        let found = steps(&values, &at, &[0.1], 0.05);
+        assert_eq!(found.len(), 1, "{found:?}");
+        assert_eq!(found[0].0, 10);
+        assert!((found[0].1 + 0.2).abs() < 0.01, "{found:?}");
+    }
+
+    #[test]
+    fn noise_and_steps_below_the_threshold_are_not_steps() {
+        let values = [100.0, 101.0, 99.0, 100.5, 102.0, 101.5, 102.5, 101.0];
+        let at: Vec<usize> = (0..values.len()).collect();
+        // A 1.5% shift with a 5% threshold, and repeats as noisy as the shift.
+        assert!(steps(&values, &at, &[1.0], 0.05).is_empty());
+        assert!(steps(&values, &at, &[], 0.05).is_empty());
+    }
+
+    #[test]
+    fn the_best_split_matches_a_search_over_every_split() {
+        let values = [3.0, 3.1, 2.9, 7.0, 7.2, 6.9, 7.1, 5.0];
+        let (k, error) = best_split(&values).unwrap();
+        let brute = (1..values.len())
+            .map(|k| (k, sse(&values[..k]) + sse(&values[k..])))
+            .min_by(|a, b| a.1.total_cmp(&b.1))
+            .unwrap();
+        assert_eq!(k, brute.0);
+        assert!((error - brute.1).abs() < 1e-9);
+        assert_eq!(variance(&[1.0]), None);
+        assert_eq!(variance(&[1.0, 3.0]), Some(2.0));
+    }
+}

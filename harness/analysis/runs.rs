@@ -138,3 +138,42 @@ impl Runs {
         self.facts.iter().any(|f| f.emulated)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn run(repeat: u32, status: Status, crash_step: Option<u64>, img_per_s: Option<f64>) -> Row {
+        Row {
+            repeat,
+            status,
+            crash_step,
+            img_per_s,
+            ..Row::default()
+        }
+    }
+
+    #[test]
+    fn the_outcome_is_the_most_common_and_a_tie_is_the_worst() {
+        let mut runs = Runs::default();
+        runs.add(&run(1, Status::Pass, None, Some(100.0)));
+        runs.add(&run(2, Status::Sigbus, Some(7), None));
+        // One pass, one crash: the crash, so a flaky crash is never hidden.
+        assert_eq!(runs.outcome().status, Status::Sigbus);
+        runs.add(&run(3, Status::Pass, None, Some(110.0)));
+        assert_eq!(runs.outcome().status, Status::Pass);
+        assert_eq!(Runs::default().outcome().status, Status::Error);
+    }
+
+    #[test]
+    fn only_passing_runs_have_rates_in_repeat_order() {
+        let mut runs = Runs::default();
+        runs.add(&run(3, Status::Pass, None, Some(90.0)));
+        runs.add(&run(1, Status::Pass, None, Some(100.0)));
+        runs.add(&run(2, Status::Enospc, Some(4), Some(5.0)));
+        let runs = runs.sorted();
+        assert_eq!(runs.rates(), vec![(1, 100.0), (3, 90.0)]);
+        assert_eq!(runs.crash_steps(), Some((4, 4)));
+        assert_eq!(runs.len(), 3);
+    }
+}

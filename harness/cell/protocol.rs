@@ -106,23 +106,23 @@ fn unescape(text: &str) -> Option<Vec<u8>> {
 
 /// What a running cell reports to the runtime that launched it, beside free text on stderr.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Report {
+pub enum CellMessage {
     Progress(Progress),
     Output(Output),
 }
 
-impl Report {
+impl CellMessage {
     /// Reads one stderr line of a cell; None for free text.
-    pub fn parse(line: &str) -> Option<Report> {
+    pub fn parse(line: &str) -> Option<CellMessage> {
         Progress::parse(line)
-            .map(Report::Progress)
-            .or_else(|| Output::parse(line).map(Report::Output))
+            .map(CellMessage::Progress)
+            .or_else(|| Output::parse(line).map(CellMessage::Output))
     }
 }
 
 #[cfg(test)]
 mod tests {
-    use super::{Output, Progress, Report, Stream};
+    use super::{CellMessage, Output, Progress, Stream};
 
     #[test]
     fn output_lines_round_trip() {
@@ -130,7 +130,7 @@ mod tests {
             stream: Stream::Stderr,
             bytes: b"  progress 1 2 (the job's own words)".to_vec(),
         };
-        assert_eq!(Report::parse(&o.line()), Some(Report::Output(o)));
+        assert_eq!(CellMessage::parse(&o.line()), Some(CellMessage::Output(o)));
         // Any bytes: CR, LF, NUL, invalid UTF-8, '%', no final newline.
         let raw = Output {
             stream: Stream::Stdout,

@@ -6,7 +6,7 @@ use std::process::ExitCode;
 
 use crate::analysis::summary::summarize;
 use crate::orchestrate::runner::Outcome;
-use crate::present::report::{self, Report};
+use crate::present::report::{self, ReportContent};
 use crate::present::{compare, matrix};
 use crate::results::Row;
 use crate::sys::signals;
@@ -40,7 +40,7 @@ pub fn print_rows(rows: &[Row], path: &Path) {
 pub fn write_report(out: &Path) -> Option<PathBuf> {
     let dir = report::default_dir(out);
     let all: Vec<String> = ["md", "html", "json"].map(String::from).to_vec();
-    match Report::load(&[out.to_path_buf()]).and_then(|r| r.write(&dir, &all)) {
+    match ReportContent::load(&[out.to_path_buf()]).and_then(|r| r.write(&dir, &all)) {
         Ok(files) => {
             println!("report: {}", files[0].display());
             Some(dir)

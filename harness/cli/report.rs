@@ -5,7 +5,7 @@ use std::process::ExitCode;
 
 use anyhow::Result;
 
-use crate::present::report::{self, Report};
+use crate::present::report::{self, ReportContent};
 
 #[derive(clap::Args)]
 pub struct Args {
@@ -24,7 +24,7 @@ pub fn run(args: Args) -> Result<ExitCode> {
     let dir = args
         .out
         .unwrap_or_else(|| report::default_dir(&args.results[0]));
-    let report = Report::load(&args.results)?;
+    let report = ReportContent::load(&args.results)?;
     for problem in &report.problems {
         eprintln!("shmbench: report: {problem}");
     }

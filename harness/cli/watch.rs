@@ -21,7 +21,7 @@ use crate::orchestrate::event::Event;
 use crate::orchestrate::runner;
 use crate::plan::scenario;
 use crate::plan::{self, advice};
-use crate::present::report::Report;
+use crate::present::report::ReportContent;
 use crate::present::watch;
 
 /// A day: the longest a watched job may run by default (and at most).
@@ -190,7 +190,7 @@ pub fn run(args: Args) -> Result<ExitCode> {
     eprintln!("  results:     {}", out.display());
     if let Some(dir) = &args.report {
         let all: Vec<String> = ["md", "html", "json"].map(String::from).to_vec();
-        let files = Report::load(std::slice::from_ref(&out))?.write(dir, &all)?;
+        let files = ReportContent::load(std::slice::from_ref(&out))?.write(dir, &all)?;
         eprintln!("  report:      {}", files[0].display());
     }
     Ok(match record.exit_code {

@@ -12,7 +12,7 @@ use super::claim::{ClaimStatus, ClaimVerdict};
 use super::config::CellConfig;
 use super::pod::PodInfo;
 use super::vm::VmInfo;
-use super::watch::WatchReport;
+use super::watch::WatchFindings;
 
 /// How a cell ended.
 #[derive(
@@ -160,7 +160,7 @@ pub struct CellRecord {
     pub exit_code: Option<i32>,
     /// What watching a command saw.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub watch: Option<WatchReport>,
+    pub watch: Option<WatchFindings>,
     /// The Kubernetes pod that ran the cell (`shmbench cell --from` in an Indexed Job's pod).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub pod: Option<PodInfo>,
@@ -219,5 +219,42 @@ pub fn claim_verdict(
     match same_outcome && same_step {
         true => ClaimVerdict::Agrees,
         false => ClaimVerdict::Differs,
+    }
+}
+
+#[cfg(test)]
+mod claim_tests {
+    use super::*;
+    use ClaimStatus::{Crash, Pass};
+
+    #[test]
+    fn outcomes_and_crash_steps_decide_a_claim_and_a_failed_run_decides_nothing() {
+        assert_eq!(
+            claim_verdict(Pass, None, Status::Pass, None),
+            ClaimVerdict::Agrees
+        );
+        assert_eq!(
+            claim_verdict(Crash, Some(2), Status::Sigbus, Some(2)),
+            ClaimVerdict::Agrees
+        );
+        assert_eq!(
+            claim_verdict(Crash, Some(2), Status::Enospc, Some(5)),
+            ClaimVerdict::Differs
+        );
+        assert_eq!(
+            claim_verdict(Pass, None, Status::Sigbus, Some(1)),
+            ClaimVerdict::Differs
+        );
+        // A claim without a step agrees with a crash at any step.
+        assert_eq!(
+            claim_verdict(Crash, None, Status::Oom, Some(9)),
+            ClaimVerdict::Agrees
+        );
+        for failed in [Status::Error, Status::Timeout] {
+            assert_eq!(
+                claim_verdict(Pass, None, failed, None),
+                ClaimVerdict::Inconclusive
+            );
+        }
     }
 }

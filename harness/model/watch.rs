@@ -112,7 +112,7 @@ pub struct Leftover {
 
 /// Everything the watching saw, beside the cell's record.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
-pub struct WatchReport {
+pub struct WatchFindings {
     /// The command's own pid (the others of the tree descend from it, or were orphaned by it).
     #[serde(default)]
     pub command_pid: u32,
@@ -149,7 +149,7 @@ pub struct WatchReport {
     pub sample_count: u64,
 }
 
-impl WatchReport {
+impl WatchFindings {
     /// The processes at the peak, the one holding most first.
     pub fn holders_by_bytes(&self) -> Vec<&Holder> {
         let mut holders: Vec<&Holder> = self.holders_at_peak.iter().collect();

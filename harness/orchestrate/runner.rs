@@ -21,7 +21,7 @@ use crate::model::repeat::Repeat;
 use crate::results::csv::ResultsFile;
 use crate::results::row_build::{command_line, RowContext};
 use crate::results::{steps, watch, Row};
-use crate::runtime::{Report, Runtimes};
+use crate::runtime::{CellMessage, Runtimes};
 use crate::sys::fingerprint::Fingerprint;
 use crate::sys::{clock, signals};
 
@@ -161,12 +161,12 @@ pub fn run(
             observe(Event::Started { label: &label });
             let began = Instant::now();
             let record = runtimes.launch(config, &mut |report| match report {
-                Report::Progress(progress) => observe(Event::Step {
+                CellMessage::Progress(progress) => observe(Event::Step {
                     label: &label,
                     progress,
                     elapsed: began.elapsed(),
                 }),
-                Report::Output(output) => observe(Event::Output(output)),
+                CellMessage::Output(output) => observe(Event::Output(output)),
             });
             if let Some(sig) = signals::received() {
                 observe(Event::Interrupted { label: &label });

@@ -13,7 +13,7 @@ use crate::model::size::ByteSize;
 use crate::plan::job::loader_config;
 use crate::plan::resolve::Platform;
 use crate::plan::watch;
-use crate::runtime::{self, Report};
+use crate::runtime::{self, CellMessage};
 
 /// Steps a verification runs at most: enough to fill the prefetch window many times over.
 const MAX_STEPS: u64 = 40;
@@ -66,7 +66,7 @@ pub fn run_job(cells: &[CellConfig], shm_bytes: u64, platform: &Platform) -> Res
     // What `shmbench job` said of each cell, for a failure's message.
     let mut said = Vec::new();
     let mut record = runtime::launch_one(&job, &mut |report| {
-        if let Report::Output(output) = report {
+        if let CellMessage::Output(output) = report {
             said.extend(output.bytes);
         }
     })?;

@@ -132,3 +132,38 @@ pub fn size_fixes(
         )],
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every command of every fix for `target`, as one text.
+    fn text(target: Target, bytes: u64, limit: Option<u64>) -> String {
+        size_fixes(target, bytes, "the peak + 25%", limit)
+            .iter()
+            .flat_map(|f| f.commands.iter().map(String::as_str))
+            .collect::<Vec<_>>()
+            .join("\n")
+    }
+
+    #[test]
+    fn each_platform_gets_the_size_in_its_own_units_rounded_up() {
+        let bytes = (1536 << 20) + 1; // just over 1.5 GiB: never rounded down
+        assert!(text(Target::Docker, bytes, None).contains("--shm-size=1537m"));
+        let k8s = text(Target::Kubernetes, bytes, None);
+        assert!(
+            k8s.contains("medium: Memory") && k8s.contains("sizeLimit: 1537Mi"),
+            "{k8s}"
+        );
+        assert!(text(Target::Compose, bytes, None).contains("shm_size"));
+        assert!(text(Target::Host, bytes, None).contains("remount,size=1537m"));
+    }
+
+    #[test]
+    fn places_map_to_their_platforms() {
+        assert_eq!(Target::from(Place::Kubernetes), Target::Kubernetes);
+        assert_eq!(Target::from(Place::OtherContainer), Target::Podman);
+        assert_eq!(docker_size(1), "1m");
+        assert_eq!(k8s_size(64 << 20), "64Mi");
+    }
+}

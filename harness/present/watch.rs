@@ -6,7 +6,7 @@ use std::fmt::Write;
 use crate::analysis::trend::Trend;
 use crate::model::record::CellRecord;
 use crate::model::size::ByteSize;
-use crate::model::watch::{Hold, Holder, WatchReport};
+use crate::model::watch::{Hold, Holder, WatchFindings};
 use crate::plan::advice::Sizing;
 
 /// Processes and segments listed at most (the rest are counted).
@@ -19,7 +19,7 @@ pub fn mib_per_s(bytes_per_s: f64) -> String {
 }
 
 /// A holder's process as the explanation, the report and its plot name it.
-pub fn pid_label(report: &WatchReport, h: &Holder) -> String {
+pub fn pid_label(report: &WatchFindings, h: &Holder) -> String {
     if h.pid == report.command_pid {
         format!("pid {} (the command)", h.pid)
     } else {
@@ -30,7 +30,7 @@ pub fn pid_label(report: &WatchReport, h: &Holder) -> String {
 /// The explanation, as plain text for the terminal.
 pub fn render(
     record: &CellRecord,
-    report: &WatchReport,
+    report: &WatchFindings,
     trend: Option<&Trend>,
     sizing: &Sizing,
 ) -> String {
@@ -98,7 +98,7 @@ pub fn render(
 }
 
 /// The memory cgroup's peak against its limit, where it has one.
-fn memory(out: &mut String, report: &WatchReport) {
+fn memory(out: &mut String, report: &WatchFindings) {
     let cgroup_peak = report.samples.iter().filter_map(|s| s.cgroup_bytes).max();
     if let (Some(peak), Some(limit)) = (cgroup_peak, report.cgroup_limit) {
         let shmem = report
@@ -187,7 +187,7 @@ fn give_it(out: &mut String, sizing: &Sizing, trend: Option<&Trend>) {
     }
 }
 
-fn holders(out: &mut String, report: &WatchReport) {
+fn holders(out: &mut String, report: &WatchFindings) {
     if report.holders_at_peak.is_empty() {
         let _ = writeln!(
             out,
@@ -258,7 +258,7 @@ fn holders(out: &mut String, report: &WatchReport) {
     }
 }
 
-fn leftovers(out: &mut String, report: &WatchReport) {
+fn leftovers(out: &mut String, report: &WatchFindings) {
     if report.leftovers.is_empty() {
         let _ = writeln!(out, "  left behind: nothing in /dev/shm");
         return;

@@ -12,7 +12,7 @@ use std::process::{Command, Stdio};
 use std::sync::mpsc;
 use std::time::Duration;
 
-use super::launch::Report;
+use super::launch::CellMessage;
 use super::output::Monitor;
 use super::pid_namespace;
 use super::privileges::drop_privileges;
@@ -90,7 +90,7 @@ fn cell_command(
 pub fn run(
     config: &CellConfig,
     isolation: Option<Box<dyn PreExec>>,
-    progress: &mut dyn FnMut(Report),
+    progress: &mut dyn FnMut(CellMessage),
 ) -> CellRecord {
     let fail = |status: Status, message: String| {
         CellRecord::failed_to_run(config.clone(), status, message)

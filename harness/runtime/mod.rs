@@ -17,7 +17,7 @@ use crate::model::config::CellConfig;
 use crate::model::knobs::RuntimeKind;
 use crate::model::record::CellRecord;
 
-pub use launch::{Output, Progress, Report, Runtime, Stream};
+pub use launch::{CellMessage, Output, Progress, Runtime, Stream};
 
 /// The runtimes one run uses; Docker is connected (and its image built) only when a cell needs it.
 pub struct Runtimes {
@@ -73,7 +73,7 @@ impl Runtimes {
     }
 
     /// Launches `config` in the runtime it asks for: what everything that runs a cell calls.
-    pub fn launch(&self, config: &CellConfig, progress: &mut dyn FnMut(Report)) -> CellRecord {
+    pub fn launch(&self, config: &CellConfig, progress: &mut dyn FnMut(CellMessage)) -> CellRecord {
         self.get(config).launch(config, progress)
     }
 }
@@ -97,7 +97,7 @@ pub(crate) fn cache_dir() -> anyhow::Result<std::path::PathBuf> {
 /// Prepares the runtime one cell needs and runs it (for commands that run a single cell).
 pub fn launch_one(
     config: &CellConfig,
-    progress: &mut dyn FnMut(Report),
+    progress: &mut dyn FnMut(CellMessage),
 ) -> anyhow::Result<CellRecord> {
     Ok(Runtimes::for_cells(std::slice::from_ref(config))?.launch(config, progress))
 }

@@ -11,7 +11,7 @@ use std::os::unix::process::CommandExt;
 use std::process::{Command, Stdio};
 
 use super::child::{self, PreExec};
-use super::launch::{Report, Runtime};
+use super::launch::{CellMessage, Runtime};
 use super::privileges::{check, drop_privileges};
 use crate::model::config::CellConfig;
 use crate::model::record::{CellRecord, Status};
@@ -20,11 +20,7 @@ use crate::sys::shm::SHM_DIR;
 pub struct Namespace;
 
 impl Runtime for Namespace {
-    fn name(&self) -> &'static str {
-        "namespace"
-    }
-
-    fn launch(&self, config: &CellConfig, progress: &mut dyn FnMut(Report)) -> CellRecord {
+    fn launch(&self, config: &CellConfig, progress: &mut dyn FnMut(CellMessage)) -> CellRecord {
         let Some(size) = config.knobs.shm_size else {
             return CellRecord::failed_to_run(
                 config.clone(),

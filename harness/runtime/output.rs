@@ -4,7 +4,7 @@
 
 use std::time::{Duration, Instant};
 
-use super::launch::Report;
+use super::launch::CellMessage;
 use crate::model::config::CellConfig;
 use crate::model::record::{CellRecord, Status};
 use crate::sys::signals;
@@ -50,7 +50,7 @@ impl std::fmt::Display for HarnessEnd {
 
 /// Watches one running cell's stderr lines and the clock.
 pub struct Monitor<'a> {
-    progress: &'a mut dyn FnMut(Report),
+    progress: &'a mut dyn FnMut(CellMessage),
     last_progress: Instant,
     no_progress_limit: Duration,
     stderr_tail: Vec<String>,
@@ -58,7 +58,7 @@ pub struct Monitor<'a> {
 }
 
 impl<'a> Monitor<'a> {
-    pub fn new(config: &CellConfig, progress: &'a mut dyn FnMut(Report)) -> Monitor<'a> {
+    pub fn new(config: &CellConfig, progress: &'a mut dyn FnMut(CellMessage)) -> Monitor<'a> {
         Monitor {
             progress,
             last_progress: Instant::now(),
@@ -71,9 +71,9 @@ impl<'a> Monitor<'a> {
 
     /// One line the cell wrote on stderr.
     pub fn stderr_line(&mut self, line: &str) {
-        match Report::parse(line) {
+        match CellMessage::parse(line) {
             Some(report) => {
-                if matches!(report, Report::Progress(_)) {
+                if matches!(report, CellMessage::Progress(_)) {
                     self.last_progress = Instant::now();
                 }
                 (self.progress)(report);

@@ -25,7 +25,7 @@ use super::protocol::{Output, Progress, Stream};
 use crate::model::config::CellConfig;
 use crate::model::knobs::RuntimeKind;
 use crate::model::record::{CellRecord, Failure, Metrics, Status};
-use crate::model::watch::{Leftover, WatchReport, WatchSettings};
+use crate::model::watch::{Leftover, WatchFindings, WatchSettings};
 use crate::sys::holders::{self, FileId};
 use crate::sys::{cgroup, proc_tree, process, shm};
 use ending::Exit;
@@ -259,8 +259,8 @@ fn watch_report(
     pid: u32,
     leftovers: Vec<Leftover>,
     private_shm: bool,
-) -> WatchReport {
-    WatchReport {
+) -> WatchFindings {
+    WatchFindings {
         command_pid: pid,
         peak_t_s: sampled.peak_t_s,
         holders_at_peak: sampled.holders,

@@ -7,6 +7,6 @@ pub enum Block {
     Table(Vec<String>, Vec<Vec<String>>),
     List(Vec<String>),
     Code(String),
-    /// Index into `Report::plots`.
+    /// Index into `ReportContent::plots`.
     Plot(usize),
 }

@@ -3,7 +3,7 @@
 //! with the plot of those whose words are a trend or a comparison.
 
 use super::block::Block;
-use super::{Report, Source};
+use super::{ReportContent, Source};
 use crate::analysis::statements::{judge_all, Judged};
 use crate::model::statement::StatementKind;
 use crate::present::statements;
@@ -26,7 +26,7 @@ pub(crate) fn drawn(judged: &[Judged]) -> Vec<&Judged> {
         .collect()
 }
 
-pub(crate) fn blocks(source: &Source, report: &Report) -> Vec<Block> {
+pub(crate) fn blocks(source: &Source, report: &ReportContent) -> Vec<Block> {
     let judged = judged(source);
     if judged.is_empty() {
         return Vec::new();

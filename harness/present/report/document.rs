@@ -1,7 +1,7 @@
 //! The report's content, once, as blocks that each output format renders its own way.
 
 use super::block::Block;
-use super::{checked, watched, Report};
+use super::{checked, watched, ReportContent};
 use crate::model::knobs::Loader;
 use crate::model::size::ByteSize;
 use crate::present::compare::summary_cells;
@@ -37,7 +37,7 @@ fn claims_table(rows: &[Row]) -> Option<Block> {
     Some(Block::Table(headers, cells))
 }
 
-fn side_by_side(report: &Report) -> Block {
+fn side_by_side(report: &ReportContent) -> Block {
     let mut headers = vec!["Cell".to_string()];
     headers.extend(report.sources.iter().map(|s| s.label.clone()));
     let mut cells: Vec<String> = Vec::new();
@@ -67,7 +67,7 @@ fn side_by_side(report: &Report) -> Block {
 /// A row of the environment table: its name and how to read it from a results row.
 type Field = (&'static str, fn(&Row) -> String);
 
-fn environment(report: &Report) -> Block {
+fn environment(report: &ReportContent) -> Block {
     let mut headers = vec!["".to_string()];
     headers.extend(report.sources.iter().map(|s| s.label.clone()));
     let fields: [Field; 12] = [
@@ -123,7 +123,7 @@ fn environment(report: &Report) -> Block {
 }
 
 /// The report, top to bottom.
-pub fn build(report: &Report) -> Vec<Block> {
+pub fn build(report: &ReportContent) -> Vec<Block> {
     let scenarios: Vec<String> = {
         let mut names: Vec<String> = report
             .sources

@@ -7,7 +7,7 @@ use anyhow::Result;
 
 use super::block::Block;
 use super::document;
-use super::{Format, Report};
+use super::{Format, ReportContent};
 
 pub struct Html;
 
@@ -42,7 +42,7 @@ impl Format for Html {
         "html"
     }
 
-    fn write(&self, report: &Report, dir: &Path) -> Result<PathBuf> {
+    fn write(&self, report: &ReportContent, dir: &Path) -> Result<PathBuf> {
         let mut body = String::new();
         let mut title = String::from("shmbench report");
         for block in document::build(report) {

@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 use anyhow::Result;
 use serde_json::json;
 
-use super::{Format, Report};
+use super::{Format, ReportContent};
 use crate::analysis::claims;
 use crate::present::labels::{claim_label, explanation, status_label};
 
@@ -16,7 +16,7 @@ impl Format for Json {
         "json"
     }
 
-    fn write(&self, report: &Report, dir: &Path) -> Result<PathBuf> {
+    fn write(&self, report: &ReportContent, dir: &Path) -> Result<PathBuf> {
         let sources: Vec<_> = report
             .sources
             .iter()

@@ -6,7 +6,7 @@ use anyhow::Result;
 
 use super::block::Block;
 use super::document;
-use super::{Format, Report};
+use super::{Format, ReportContent};
 
 pub struct Markdown;
 
@@ -20,7 +20,7 @@ impl Format for Markdown {
         "md"
     }
 
-    fn write(&self, report: &Report, dir: &Path) -> Result<PathBuf> {
+    fn write(&self, report: &ReportContent, dir: &Path) -> Result<PathBuf> {
         let mut out = String::new();
         for block in document::build(report) {
             match block {

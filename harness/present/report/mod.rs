@@ -24,7 +24,7 @@ use crate::analysis::summary::{cell_key, CellSummary, Summaries};
 use crate::model::knobs::Loader;
 
 use crate::model::statement::Statement;
-use crate::model::watch::WatchReport;
+use crate::model::watch::WatchFindings;
 use crate::results::statements;
 use crate::results::steps::{self, StepRow};
 use crate::results::stream;
@@ -48,13 +48,13 @@ pub struct Source {
     /// Per row (same order): the time series; where it is missing, the problems say why.
     pub series: Vec<Option<Vec<StepRow>>>,
     /// Per row (same order): what watching it saw, for a watched command's row.
-    pub watches: Vec<Option<WatchReport>>,
+    pub watches: Vec<Option<WatchFindings>>,
     /// The sentences its scenario's cells measure together (`[[claims]]`), kept beside it.
     pub statements: Vec<Statement>,
 }
 
 /// Everything a report shows.
-pub struct Report {
+pub struct ReportContent {
     pub sources: Vec<Source>,
     /// What could not be read, said in the report rather than failing it.
     pub problems: Vec<String>,
@@ -67,7 +67,7 @@ pub trait Format {
     /// The format's name on the command line (`md`, `html`, `json`).
     fn name(&self) -> &'static str;
     /// Writes the report into `dir`; returns the file written.
-    fn write(&self, report: &Report, dir: &Path) -> Result<PathBuf>;
+    fn write(&self, report: &ReportContent, dir: &Path) -> Result<PathBuf>;
 }
 
 /// All formats, by name.
@@ -79,10 +79,10 @@ pub fn formats() -> Vec<Box<dyn Format>> {
     ]
 }
 
-impl Report {
+impl ReportContent {
     /// Reads results files; an unreadable file or time series becomes a problem the report
     /// states, and only no readable rows at all is an error.
-    pub fn load(paths: &[PathBuf]) -> Result<Report> {
+    pub fn load(paths: &[PathBuf]) -> Result<ReportContent> {
         let mut sources = Vec::new();
         let mut problems = Problems::default();
         for path in paths {
@@ -101,7 +101,7 @@ impl Report {
                 s.label = format!("{host}: {}", s.label);
             }
         }
-        Ok(Report {
+        Ok(ReportContent {
             sources,
             problems: problems.finish(),
             plots: Vec::new(),

@@ -7,7 +7,7 @@ use super::Source;
 use crate::analysis::trend::trend;
 use crate::model::knobs::Loader;
 use crate::model::size::ByteSize;
-use crate::model::watch::WatchReport;
+use crate::model::watch::WatchFindings;
 use crate::present::watch::{mib_per_s, pid_label};
 use crate::results::Row;
 
@@ -15,7 +15,7 @@ use crate::results::Row;
 const HOLDERS: usize = 6;
 
 /// The watched rows of a source, each with what watching it saw.
-pub fn watched(source: &Source) -> Vec<(&Row, Option<&WatchReport>)> {
+pub fn watched(source: &Source) -> Vec<(&Row, Option<&WatchFindings>)> {
     source
         .rows
         .iter()
@@ -47,7 +47,7 @@ fn shm(row: &Row) -> String {
     }
 }
 
-fn trend_text(report: &WatchReport) -> String {
+fn trend_text(report: &WatchFindings) -> String {
     match trend(&report.samples) {
         Some(t) if t.leak => format!("LEAK, {} (r2 {:.2})", mib_per_s(t.bytes_per_s), t.r2),
         Some(t) => format!("steady ({})", mib_per_s(t.bytes_per_s)),
@@ -55,7 +55,7 @@ fn trend_text(report: &WatchReport) -> String {
     }
 }
 
-fn left(report: &WatchReport) -> String {
+fn left(report: &WatchFindings) -> String {
     if report.leftovers.is_empty() {
         return "nothing".into();
     }

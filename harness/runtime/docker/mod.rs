@@ -24,7 +24,7 @@ use bollard::query_parameters::{
 };
 use futures_util::StreamExt;
 
-use super::launch::{Report, Runtime};
+use super::launch::{CellMessage, Runtime};
 use super::output::Monitor;
 use crate::model::config::CellConfig;
 use crate::model::record::{CellRecord, Status};
@@ -213,11 +213,7 @@ struct Ended {
 }
 
 impl Runtime for Docker {
-    fn name(&self) -> &'static str {
-        "docker"
-    }
-
-    fn launch(&self, config: &CellConfig, progress: &mut dyn FnMut(Report)) -> CellRecord {
+    fn launch(&self, config: &CellConfig, progress: &mut dyn FnMut(CellMessage)) -> CellRecord {
         let mut monitor = Monitor::new(config, progress);
         let result = self
             .engine

@@ -18,7 +18,7 @@ use std::sync::mpsc;
 use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
-use super::launch::{Report, Runtime};
+use super::launch::{CellMessage, Runtime};
 use crate::cell::protocol::{Progress, READY_MARK, RECORD_MARK};
 use crate::model::config::CellConfig;
 use crate::model::record::{CellRecord, Status};
@@ -102,7 +102,7 @@ fn boot(
     mut child: Child,
     initrd: tempfile::NamedTempFile,
     limit: Duration,
-    progress: &mut dyn FnMut(Report),
+    progress: &mut dyn FnMut(CellMessage),
 ) -> Boot {
     let mut initrd = Some(initrd);
     let (tx, rx) = mpsc::channel();
@@ -150,7 +150,7 @@ fn boot(
                     break;
                 }
                 if let Some(p) = after("progress ").and_then(Progress::parse) {
-                    progress(Report::Progress(p));
+                    progress(CellMessage::Progress(p));
                     continue;
                 }
                 if line.contains("Kernel panic") && boot.panic.is_none() {
@@ -242,11 +242,7 @@ pub fn check_qemu() -> anyhow::Result<()> {
 }
 
 impl Runtime for Vm {
-    fn name(&self) -> &'static str {
-        "vm"
-    }
-
-    fn launch(&self, config: &CellConfig, progress: &mut dyn FnMut(Report)) -> CellRecord {
+    fn launch(&self, config: &CellConfig, progress: &mut dyn FnMut(CellMessage)) -> CellRecord {
         let fail =
             |message: String| CellRecord::failed_to_run(config.clone(), Status::Error, message);
         let spec = config.knobs.kernel.clone().unwrap_or_default();

@@ -7,12 +7,12 @@ use plotters::prelude::*;
 
 use super::{categorical, crash_text, label, legend, pe, Item, CRASH};
 use crate::model::estimate::quantile;
-use crate::present::report::Report;
+use crate::present::report::ReportContent;
 
 pub(super) fn draw_latency<DB: DrawingBackend>(
     root: &DrawingArea<DB, Shift>,
     items: &[Item],
-    report: &Report,
+    report: &ReportContent,
 ) -> Result<()>
 where
     DB::ErrorType: 'static,

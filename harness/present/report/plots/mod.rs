@@ -39,7 +39,7 @@ use watch::draw_watch;
 
 use super::checked;
 use super::watched::watched;
-use super::Report;
+use super::ReportContent;
 use crate::model::knobs::Loader;
 use crate::results::steps::StepRow;
 use crate::results::Row;
@@ -83,7 +83,7 @@ fn whole(v: &f64) -> String {
 }
 
 /// A colour key for several sources, drawn across the top of `area`.
-fn legend<DB: DrawingBackend>(area: &DrawingArea<DB, Shift>, report: &Report) -> Result<()>
+fn legend<DB: DrawingBackend>(area: &DrawingArea<DB, Shift>, report: &ReportContent) -> Result<()>
 where
     DB::ErrorType: 'static,
 {
@@ -144,7 +144,7 @@ fn first_of(shown: usize, of: usize) -> String {
 }
 
 /// One item per cell of each source, in order, and how many cells there were in all.
-fn items(report: &Report) -> (Vec<Item<'_>>, usize) {
+fn items(report: &ReportContent) -> (Vec<Item<'_>>, usize) {
     let several = report.sources.len() > 1;
     let mut out = Vec::new();
     let mut cells = 0;
@@ -272,7 +272,7 @@ pub fn write_history(history: &crate::analysis::history::History, dir: &Path) ->
 
 /// Writes every plot of `report` into `dir`: the loaders' three when it has loader rows, the
 /// watched jobs' one when it has watched rows.
-pub fn write_all(report: &Report, dir: &Path) -> Result<Vec<Plot>> {
+pub fn write_all(report: &ReportContent, dir: &Path) -> Result<Vec<Plot>> {
     super::font::ensure()?;
     let mut plots = Vec::new();
     let mut jobs: Vec<_> = report.sources.iter().flat_map(watched).collect();

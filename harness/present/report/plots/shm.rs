@@ -7,13 +7,13 @@ use plotters::prelude::*;
 
 use super::{crash_text, legend, pe, whole, Item, CRASH, FONT, GRID, LIMIT, MIB};
 use crate::present::matrix::shm_label;
-use crate::present::report::Report;
+use crate::present::report::ReportContent;
 
 pub(super) fn draw_shm<DB: DrawingBackend>(
     root: &DrawingArea<DB, Shift>,
     items: &[Item],
     cols: usize,
-    report: &Report,
+    report: &ReportContent,
 ) -> Result<()>
 where
     DB::ErrorType: 'static,

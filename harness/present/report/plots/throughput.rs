@@ -5,12 +5,12 @@ use plotters::coord::Shift;
 use plotters::prelude::*;
 
 use super::{categorical, crash_text, label, legend, pe, Item, CRASH};
-use crate::present::report::Report;
+use crate::present::report::ReportContent;
 
 pub(super) fn draw_throughput<DB: DrawingBackend>(
     root: &DrawingArea<DB, Shift>,
     items: &[Item],
-    report: &Report,
+    report: &ReportContent,
 ) -> Result<()>
 where
     DB::ErrorType: 'static,

@@ -8,7 +8,7 @@ use plotters::prelude::*;
 
 use super::{pe, whole, CRASH, FONT, GRID, LIMIT, MIB, PALETTE};
 use crate::model::size::ByteSize;
-use crate::model::watch::WatchReport;
+use crate::model::watch::WatchFindings;
 use crate::present::watch::pid_label;
 use crate::results::Row;
 
@@ -17,7 +17,7 @@ const BARS: usize = 6;
 
 pub(super) fn draw_watch<DB: DrawingBackend>(
     root: &DrawingArea<DB, Shift>,
-    jobs: &[(&Row, Option<&WatchReport>)],
+    jobs: &[(&Row, Option<&WatchFindings>)],
 ) -> Result<()>
 where
     DB::ErrorType: 'static,
@@ -33,7 +33,7 @@ where
     let panels = body.split_evenly((jobs.len().max(1), 1));
     for ((row, report), panel) in jobs.iter().zip(panels.iter()) {
         let (left, right) = panel.split_horizontally(panel.dim_in_pixel().0 * 64 / 100);
-        let empty = WatchReport::default();
+        let empty = WatchFindings::default();
         let report = report.unwrap_or(&empty);
         over_time(&left, row, report)?;
         holders(&right, report)?;
@@ -44,7 +44,7 @@ where
 fn over_time<DB: DrawingBackend>(
     area: &DrawingArea<DB, Shift>,
     row: &Row,
-    report: &WatchReport,
+    report: &WatchFindings,
 ) -> Result<()>
 where
     DB::ErrorType: 'static,
@@ -143,7 +143,7 @@ where
     Ok(())
 }
 
-fn holders<DB: DrawingBackend>(area: &DrawingArea<DB, Shift>, report: &WatchReport) -> Result<()>
+fn holders<DB: DrawingBackend>(area: &DrawingArea<DB, Shift>, report: &WatchFindings) -> Result<()>
 where
     DB::ErrorType: 'static,
 {

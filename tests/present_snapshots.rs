@@ -1,0 +1,100 @@
+//! Snapshots of what `present/` writes: the terminal matrix, `compare` as text, GitHub Markdown
+//! and JSON, the benchmark-format export and the doctor's text and Markdown, each from fixed
+//! inputs (the committed seed fixture, a fixed environment), so a change to any renderer shows
+//! as a diff of its output. Review a change with `cargo insta review` (or delete the `.snap`
+//! and run again with `INSTA_UPDATE=always`).
+
+use std::path::Path;
+
+use shmbench::analysis::compare::{compare_summaries, Thresholds};
+use shmbench::analysis::summary::summarize;
+use shmbench::model::knobs::Knobs;
+use shmbench::model::record::Status;
+use shmbench::plan::advice::diagnose;
+use shmbench::plan::job;
+use shmbench::plan::resolve::{Identity, Platform};
+use shmbench::present;
+use shmbench::results::{csv, Row};
+use shmbench::sys::detect::{Environment, Place};
+
+/// The seed fixture's rows: five cells of the how-to's matrix as one run measured them.
+fn seed_rows() -> Vec<Row> {
+    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/seed.csv");
+    csv::read(Path::new(path)).unwrap()
+}
+
+/// The seed rows as a later run might find them: the first passing cell 20% slower, the last
+/// passing one crashing at step 3.
+fn candidate_rows() -> Vec<Row> {
+    let mut rows = seed_rows();
+    let passing: Vec<usize> = (0..rows.len())
+        .filter(|i| rows[*i].status.is_pass())
+        .collect();
+    let (slower, crashing) = (passing[0], passing[passing.len() - 1]);
+    assert_ne!(slower, crashing, "the fixture has two passing cells");
+    rows[slower].img_per_s = rows[slower].img_per_s.map(|r| r * 0.8);
+    rows[slower].img_per_s_p50 = rows[slower].img_per_s_p50.map(|r| r * 0.8);
+    rows[crashing].status = Status::Sigbus;
+    rows[crashing].crash_step = Some(3);
+    rows
+}
+
+const THRESHOLDS: Thresholds = Thresholds {
+    rate: 0.05,
+    cpu: 0.03,
+    instructions: 0.02,
+};
+
+#[test]
+fn the_matrix_table() {
+    insta::assert_snapshot!(present::matrix::matrix(&seed_rows()));
+}
+
+#[test]
+fn compare_as_text_github_and_json() {
+    let base = summarize(&seed_rows());
+    let cand = summarize(&candidate_rows());
+    let comparisons = compare_summaries(&base, &cand, THRESHOLDS);
+    insta::assert_snapshot!(
+        "compare_text",
+        present::compare::render(&comparisons, THRESHOLDS)
+    );
+    insta::assert_snapshot!(
+        "compare_github",
+        present::compare::render_github(&comparisons, THRESHOLDS)
+    );
+    insta::assert_snapshot!(
+        "compare_json",
+        present::compare::render_json(&comparisons, THRESHOLDS).unwrap()
+    );
+}
+
+#[test]
+fn the_benchmark_format_export() {
+    let rows = seed_rows();
+    let cells = rows.iter().cloned().zip(summarize(&rows)).collect();
+    let value = present::bmf::render(cells);
+    insta::assert_snapshot!(serde_json::to_string_pretty(&value).unwrap());
+}
+
+#[test]
+fn the_doctor_in_docker_s_default_shm() {
+    let config = Knobs::default()
+        .resolve(Identity::default(), &Platform::fixed(24 << 30, false))
+        .unwrap();
+    let specs = job::loaders_of(&config, &[]);
+    let peak = job::predict(&config, 1, &specs);
+    let env = Environment {
+        place: Place::Docker,
+        evidence: "/.dockerenv exists".into(),
+        shm_total_bytes: 64 << 20,
+        shm_free_bytes: 64 << 20,
+        cgroup_memory_limit: None,
+        nofile_soft: 1024,
+        kernel: "6.1.0".into(),
+        mem_total_bytes: 24 << 30,
+    };
+    let diagnosis = diagnose(&config, &peak, env, None);
+    insta::assert_snapshot!("doctor_text", present::doctor::render(&diagnosis, false));
+    insta::assert_snapshot!("doctor_markdown", present::doctor::render(&diagnosis, true));
+}
