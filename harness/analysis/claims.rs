@@ -8,7 +8,7 @@ use crate::results::Row;
 
 /// None when there is no claim; otherwise the model's verdict (`model::record::claim_verdict`) on the
 /// row's own columns.
-pub fn verdict(row: &Row) -> Option<ClaimVerdict> {
+pub(crate) fn verdict(row: &Row) -> Option<ClaimVerdict> {
     let claimed = row.claim_status?;
     Some(record::claim_verdict(
         claimed,

@@ -22,7 +22,7 @@ use crate::results::Row;
 /// A cell's verdict between two result sets.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "kebab-case")]
-pub enum Verdict {
+pub(crate) enum Verdict {
     /// The outcome changed and got worse (pass -> crash, or an earlier crash).
     OutcomeWorse,
     /// The outcome changed otherwise (crash -> pass, a later crash, another crash kind).
@@ -37,7 +37,7 @@ pub enum Verdict {
 }
 
 impl Verdict {
-    pub fn label(self) -> &'static str {
+    pub(crate) fn label(self) -> &'static str {
         match self {
             Verdict::OutcomeWorse => "outcome-changed (worse)",
             Verdict::OutcomeChanged => "outcome-changed",
@@ -50,34 +50,34 @@ impl Verdict {
     }
 
     /// Whether this verdict fails a CI gate.
-    pub fn is_regression(self) -> bool {
+    pub(crate) fn is_regression(self) -> bool {
         matches!(self, Verdict::OutcomeWorse | Verdict::Regressed)
     }
 }
 
 #[derive(Clone, Debug, Serialize)]
 pub struct Comparison {
-    pub cell: String,
-    pub key: String,
-    pub verdict: Verdict,
-    pub baseline: Option<CellSummary>,
-    pub candidate: Option<CellSummary>,
+    pub(crate) cell: String,
+    pub(crate) key: String,
+    pub(crate) verdict: Verdict,
+    pub(crate) baseline: Option<CellSummary>,
+    pub(crate) candidate: Option<CellSummary>,
     /// Relative change of the median img/s (candidate/baseline - 1), and its 95% interval.
-    pub change: Option<f64>,
-    pub change_ci: Option<(f64, f64)>,
+    pub(crate) change: Option<f64>,
+    pub(crate) change_ci: Option<(f64, f64)>,
     /// Relative change of the median CPU per image, and its 95% interval (up is worse).
-    pub cpu_change: Option<f64>,
-    pub cpu_change_ci: Option<(f64, f64)>,
+    pub(crate) cpu_change: Option<f64>,
+    pub(crate) cpu_change_ci: Option<(f64, f64)>,
     /// Relative change of the median instructions per image, and its 95% interval (up is worse).
-    pub instructions_change: Option<f64>,
-    pub instructions_change_ci: Option<(f64, f64)>,
+    pub(crate) instructions_change: Option<f64>,
+    pub(crate) instructions_change_ci: Option<(f64, f64)>,
     /// Why, in words (e.g. "one run per side: no interval, no change claimed").
-    pub note: String,
+    pub(crate) note: String,
 }
 
 /// How cells of the two sides are paired.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
-pub enum Match {
+pub(crate) enum Match {
     /// Same scenario, name and configuration: the same thing run again.
     Config,
     /// Same scenario and name, whatever the knobs: a change made on purpose (the note says
@@ -88,7 +88,7 @@ pub enum Match {
 impl Match {
     /// What makes two rows the same cell under this pairing (`varying`: a field a history lets
     /// change between runs).
-    pub fn key(self, r: &Row, varying: Option<Varying>) -> String {
+    pub(crate) fn key(self, r: &Row, varying: Option<Varying>) -> String {
         match self {
             Match::Config => cell_key_except(r, varying),
             Match::Name => format!("{}/{}", r.scenario, r.cell),
@@ -202,7 +202,7 @@ fn measured_verdict(
 }
 
 /// Compares per cell, pairing cells as `matching` says.
-pub fn compare(
+pub(crate) fn compare(
     baseline: &[Row],
     candidate: &[Row],
     thresholds: Thresholds,

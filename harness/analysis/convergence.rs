@@ -5,7 +5,7 @@
 use super::summary::CellSummary;
 
 /// The interval's width over its median, of the measure `auto` watches.
-pub fn relative_width(summary: &CellSummary) -> Option<f64> {
+pub(crate) fn relative_width(summary: &CellSummary) -> Option<f64> {
     let (ci, median) = match (summary.cpu_ci, summary.cpu_median) {
         (Some(ci), Some(m)) => (ci, m),
         _ => (summary.ci?, summary.median?),
@@ -14,6 +14,6 @@ pub fn relative_width(summary: &CellSummary) -> Option<f64> {
 }
 
 /// Whether the cell needs no more runs.
-pub fn converged(summary: &CellSummary, target: f64) -> bool {
+pub(crate) fn converged(summary: &CellSummary, target: f64) -> bool {
     !summary.outcome.status.is_pass() || relative_width(summary).is_some_and(|w| w <= target)
 }

@@ -20,7 +20,7 @@ use crate::results::Row;
 /// The environment field runs are ordered by.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, clap::ValueEnum)]
 #[serde(rename_all = "kebab-case")]
-pub enum By {
+pub(crate) enum By {
     Kernel,
     /// The GPU driver.
     Driver,
@@ -43,7 +43,7 @@ pub enum By {
 
 impl By {
     /// The value of this field in a row.
-    pub fn of(self, r: &Row) -> String {
+    pub(crate) fn of(self, r: &Row) -> String {
         match self {
             By::Kernel => r.kernel.clone(),
             By::Driver => r.gpu_driver.clone().unwrap_or_else(|| "none".into()),
@@ -104,7 +104,7 @@ fn natural_key(s: &str) -> Vec<(u64, String)> {
 /// The measure a history follows.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, clap::ValueEnum)]
 #[serde(rename_all = "kebab-case")]
-pub enum Metric {
+pub(crate) enum Metric {
     /// Images per second of the passing runs.
     ImgPerS,
     /// CPU milliseconds per image of the passing runs (work, not wall time).
@@ -115,7 +115,7 @@ pub enum Metric {
 
 impl Metric {
     /// The unit as tables and plots write it.
-    pub fn unit(self) -> &'static str {
+    pub(crate) fn unit(self) -> &'static str {
         match self {
             Metric::ImgPerS => "img/s",
             Metric::CpuPerImage => "CPU ms/img",
@@ -135,67 +135,51 @@ impl Metric {
 
 /// One run of the history.
 #[derive(Clone, Debug, Serialize)]
-pub struct Run {
-    pub label: String,
-    pub run_id: String,
-    pub host: String,
-    pub started_at: String,
+pub(crate) struct Run {
+    pub(crate) label: String,
+    pub(crate) run_id: String,
+    pub(crate) host: String,
+    pub(crate) started_at: String,
 }
 
 #[derive(Clone, Debug, Serialize)]
-pub struct Point {
-    pub median: Option<f64>,
-    pub outcome: Outcome,
+pub(crate) struct Point {
+    pub(crate) median: Option<f64>,
+    pub(crate) outcome: Outcome,
     /// Variance of the passing repeats (for the penalty).
-    pub variance: Option<f64>,
-    pub runs: usize,
+    pub(crate) variance: Option<f64>,
+    pub(crate) runs: usize,
 }
 
 #[derive(Clone, Debug, Serialize)]
-pub struct Trend {
-    pub cell: String,
-    pub key: String,
+pub(crate) struct Trend {
+    pub(crate) cell: String,
+    pub(crate) key: String,
     /// One per run of the history (None: the cell was not in that run).
-    pub points: Vec<Option<Point>>,
+    pub(crate) points: Vec<Option<Point>>,
     /// Runs (indices) where the metric stepped, with the relative step.
-    pub rate_steps: Vec<(usize, f64)>,
+    pub(crate) rate_steps: Vec<(usize, f64)>,
     /// Runs where the outcome changed, with before and after.
-    pub outcome_steps: Vec<(usize, Outcome, Outcome)>,
+    pub(crate) outcome_steps: Vec<(usize, Outcome, Outcome)>,
 }
 
 #[derive(Clone, Debug, Serialize)]
-pub struct History {
-    pub by: By,
-    pub metric: Metric,
-    pub runs: Vec<Run>,
-    pub trends: Vec<Trend>,
-}
-
-/// Builds the history of `metric` in `rows` ordered by `by`, a cell being what `matching`
-/// pairs (`Match::Name` follows a cell through knob changes made on purpose).
-pub fn build(
-    rows: &[Row],
-    by: By,
-    metric: Metric,
-    matching: Match,
-    threshold: f64,
-) -> Result<History> {
-    let mut builder = Builder::new(by, metric, matching, threshold);
-    for r in rows {
-        builder.add(r);
-    }
-    builder.finish()
+pub(crate) struct History {
+    pub(crate) by: By,
+    pub(crate) metric: Metric,
+    pub(crate) runs: Vec<Run>,
+    pub(crate) trends: Vec<Trend>,
 }
 
 /// A row's cell key and run, as [`Builder::keys`] computes them.
-pub struct Keys {
+pub(crate) struct Keys {
     cell: String,
     run: (String, String, String),
 }
 
 /// A history built as rows stream by: each (cell, run) keeps a few numbers per row, so a
 /// fleet's year (a million rows) takes memory that grows with cells times runs, not rows.
-pub struct Builder {
+pub(crate) struct Builder {
     by: By,
     metric: Metric,
     matching: Match,
@@ -211,7 +195,7 @@ pub struct Builder {
 }
 
 impl Builder {
-    pub fn new(by: By, metric: Metric, matching: Match, threshold: f64) -> Builder {
+    pub(crate) fn new(by: By, metric: Metric, matching: Match, threshold: f64) -> Builder {
         Builder {
             by,
             metric,
@@ -227,7 +211,7 @@ impl Builder {
 
     /// What [`Builder::add_keyed`] needs of a row: its cell key and its run (host, run id and
     /// the field's value). A function of the row alone, so it can run where the row was read.
-    pub fn keys(&self) -> impl Fn(&Row) -> Keys + Sync {
+    pub(crate) fn keys(&self) -> impl Fn(&Row) -> Keys + Sync {
         let (by, matching) = (self.by, self.matching);
         move |r| Keys {
             cell: matching.key(r, by.varying()),
@@ -235,13 +219,8 @@ impl Builder {
         }
     }
 
-    pub fn add(&mut self, r: &Row) {
-        let keys = self.keys()(r);
-        self.add_keyed(&keys, r);
-    }
-
     /// Adds a row with what [`Builder::keys`] computed of it.
-    pub fn add_keyed(&mut self, keys: &Keys, r: &Row) {
+    pub(crate) fn add_keyed(&mut self, keys: &Keys, r: &Row) {
         let run = match self.run_index.get(&keys.run) {
             Some(i) => *i,
             None => {
@@ -267,7 +246,7 @@ impl Builder {
         self.groups.entry((cell, run)).or_default().add(r);
     }
 
-    pub fn finish(mut self) -> Result<History> {
+    pub(crate) fn finish(mut self) -> Result<History> {
         // Runs ordered by the field (versions by their numbers), then by start.
         let labels: Vec<_> = self.runs.iter().map(|r| natural_key(&r.label)).collect();
         let mut order: Vec<usize> = (0..self.runs.len()).collect();

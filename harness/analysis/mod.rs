@@ -2,16 +2,16 @@
 //! comparisons of two result sets and histories across many,
 //! statements that several cells measure together.
 
-pub mod change_points;
-pub mod claims;
+pub(crate) mod change_points;
+pub(crate) mod claims;
 pub mod compare;
-pub mod convergence;
-pub mod fidelity;
-pub mod history;
+pub(crate) mod convergence;
+pub(crate) mod fidelity;
+pub(crate) mod history;
 mod order_stats;
-pub mod power;
-pub mod runs;
-pub mod statements;
-pub mod stats;
+pub(crate) mod power;
+pub(crate) mod runs;
+pub(crate) mod statements;
+pub(crate) mod stats;
 pub mod summary;
-pub mod trend;
+pub(crate) mod trend;

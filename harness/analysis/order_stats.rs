@@ -47,7 +47,7 @@ fn inverse(sorted: &[f64], v: f64) -> f64 {
 }
 
 /// The median of one bootstrap resample of `sorted` (ascending, not empty).
-pub fn resampled_median(sorted: &[f64], rng: &mut StdRng) -> f64 {
+pub(crate) fn resampled_median(sorted: &[f64], rng: &mut StdRng) -> f64 {
     let n = sorted.len();
     let k = n.div_ceil(2);
     let low = beta(k as f64, (n - k + 1) as f64, rng);

@@ -18,33 +18,30 @@ use crate::results::Row;
 
 /// One cell of a statement, as measured.
 #[derive(Clone, Debug)]
-pub struct Measured {
-    pub cell: String,
+pub(crate) struct Measured {
     /// The value of the knob that varies along the statement's cells (`prefetch=8`), or the
     /// cell's name when several vary.
-    pub label: String,
+    pub(crate) label: String,
     /// None when the results hold no row of this cell.
-    pub status: Option<Status>,
+    pub(crate) status: Option<Status>,
     /// The quantity (median over repeats); None where it was not measured.
-    pub value: Option<f64>,
+    pub(crate) value: Option<f64>,
     /// The cell's /dev/shm size: the remounted size, the requested one, or the one it saw.
-    pub shm_bytes: u64,
+    pub(crate) shm_bytes: u64,
     /// The loader model's bound on /dev/shm: (workers x prefetch + 1) batches.
-    pub bound_bytes: f64,
+    pub(crate) bound_bytes: f64,
 }
 
 /// A statement with its verdict.
 #[derive(Clone, Debug)]
-pub struct Judged {
-    pub statement: Statement,
-    pub verdict: ClaimVerdict,
-    pub measured: Vec<Measured>,
-    /// The knob that varies along the cells, when exactly one does.
-    pub varying: Option<&'static str>,
+pub(crate) struct Judged {
+    pub(crate) statement: Statement,
+    pub(crate) verdict: ClaimVerdict,
+    pub(crate) measured: Vec<Measured>,
     /// For `greater`: the first cell's quantity over the second's.
-    pub ratio: Option<f64>,
+    pub(crate) ratio: Option<f64>,
     /// For `smallest-pass`: the smallest /dev/shm among the cells that passed.
-    pub smallest_pass: Option<u64>,
+    pub(crate) smallest_pass: Option<u64>,
 }
 
 /// The knobs whose values are byte sizes.
@@ -67,7 +64,7 @@ fn slack(q: Quantity) -> f64 {
     }
 }
 
-fn measure(statement: &Statement, rows: &[Row]) -> (Vec<Measured>, Option<&'static str>) {
+fn measure(statement: &Statement, rows: &[Row]) -> Vec<Measured> {
     // Each cell's runs, and the knobs of its first run.
     let runs: Vec<Vec<Row>> = statement
         .cells
@@ -92,7 +89,7 @@ fn measure(statement: &Statement, rows: &[Row]) -> (Vec<Measured>, Option<&'stat
         })
         .unwrap_or_default();
     let varying = (differing.len() == 1).then(|| differing[0]);
-    let measured = statement
+    statement
         .cells
         .iter()
         .zip(runs.iter().zip(&knobs))
@@ -116,7 +113,6 @@ fn measure(statement: &Statement, rows: &[Row]) -> (Vec<Measured>, Option<&'stat
                 .collect();
             let first = mine.first();
             Measured {
-                cell: cell.clone(),
                 label,
                 status,
                 value: median(&values),
@@ -132,8 +128,7 @@ fn measure(statement: &Statement, rows: &[Row]) -> (Vec<Measured>, Option<&'stat
                     .unwrap_or(0.0),
             }
         })
-        .collect();
-    (measured, varying)
+        .collect()
 }
 
 /// Agrees when every part holds, differs when none does, partly in between; inconclusive when
@@ -154,8 +149,8 @@ fn measured_status(m: &Measured) -> Option<Status> {
 }
 
 /// Judges one statement.
-pub fn judge(statement: &Statement, rows: &[Row]) -> Judged {
-    let (measured, varying) = measure(statement, rows);
+pub(crate) fn judge(statement: &Statement, rows: &[Row]) -> Judged {
+    let measured = measure(statement, rows);
     let q = statement.quantity;
     let values: Option<Vec<f64>> = measured.iter().map(|m| m.value).collect();
     let mut ratio = None;
@@ -228,14 +223,13 @@ pub fn judge(statement: &Statement, rows: &[Row]) -> Judged {
         statement: statement.clone(),
         verdict,
         measured,
-        varying,
         ratio,
         smallest_pass,
     }
 }
 
 /// Judges every statement against the rows.
-pub fn judge_all(statements: &[Statement], rows: &[Row]) -> Vec<Judged> {
+pub(crate) fn judge_all(statements: &[Statement], rows: &[Row]) -> Vec<Judged> {
     statements.iter().map(|s| judge(s, rows)).collect()
 }
 
@@ -282,7 +276,6 @@ mod tests {
             &rows,
         );
         assert_eq!(grows.verdict, ClaimVerdict::Agrees);
-        assert_eq!(grows.varying, Some("prefetch"));
         assert_eq!(grows.measured[2].label, "prefetch=400");
         // 9, 9, 10 fds: within two of each other, level.
         let flat = judge(

@@ -7,7 +7,7 @@ use std::fmt::{Display, Write};
 
 use serde::Serialize;
 
-pub use super::runs::Outcome;
+pub(crate) use super::runs::Outcome;
 use super::runs::Runs;
 use super::stats;
 use crate::model::estimate::median;
@@ -15,7 +15,7 @@ use crate::results::Row;
 
 /// A cell-key field that a history may let vary between runs.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Varying {
+pub(crate) enum Varying {
     /// The /dev/shm size (and so the runtime that provides it).
     Shm,
     /// The torch allocation profile.
@@ -77,7 +77,7 @@ fn each_knob(r: &Row, f: &mut dyn FnMut(&'static str, &dyn Display)) {
 }
 
 /// The knobs that make a cell what it is, by their flag names, as a row records them.
-pub fn knobs(r: &Row) -> Vec<(&'static str, String)> {
+pub(crate) fn knobs(r: &Row) -> Vec<(&'static str, String)> {
     let mut out = Vec::new();
     each_knob(r, &mut |name, value| out.push((name, value.to_string())));
     out
@@ -89,7 +89,7 @@ pub fn cell_key(r: &Row) -> String {
 }
 
 /// The cell key without one varying field, for histories along that field.
-pub fn cell_key_except(r: &Row, varying: Option<Varying>) -> String {
+pub(crate) fn cell_key_except(r: &Row, varying: Option<Varying>) -> String {
     let hidden: &[&str] = match varying {
         Some(Varying::Shm) => &["shm-size", "runtime"],
         Some(Varying::Torch) => &["torch"],
@@ -110,7 +110,7 @@ pub fn cell_key_except(r: &Row, varying: Option<Varying>) -> String {
 }
 
 /// The knobs on which two cells differ: `name: a -> b`.
-pub fn knob_differences(a: &CellSummary, b: &CellSummary) -> Vec<String> {
+pub(crate) fn knob_differences(a: &CellSummary, b: &CellSummary) -> Vec<String> {
     a.knobs
         .iter()
         .zip(&b.knobs)
@@ -122,38 +122,38 @@ pub fn knob_differences(a: &CellSummary, b: &CellSummary) -> Vec<String> {
 /// One cell over its repeated runs.
 #[derive(Clone, Debug, Serialize)]
 pub struct CellSummary {
-    pub key: String,
-    pub cell: String,
-    pub environment: String,
-    pub runs: usize,
+    pub(crate) key: String,
+    pub(crate) cell: String,
+    pub(crate) environment: String,
+    pub(crate) runs: usize,
     /// The most common outcome (ties: the worst, so a flaky crash is never hidden).
-    pub outcome: Outcome,
+    pub(crate) outcome: Outcome,
     /// Every run's outcome, in repeat order.
-    pub outcomes: Vec<Outcome>,
+    pub(crate) outcomes: Vec<Outcome>,
     /// img/s of the passing runs (crashed runs never enter throughput statistics).
-    pub rates: Vec<f64>,
-    pub median: Option<f64>,
-    pub ci: Option<(f64, f64)>,
-    pub min: Option<f64>,
-    pub max: Option<f64>,
+    pub(crate) rates: Vec<f64>,
+    pub(crate) median: Option<f64>,
+    pub(crate) ci: Option<(f64, f64)>,
+    pub(crate) min: Option<f64>,
+    pub(crate) max: Option<f64>,
     /// Repeat numbers whose img/s is an outlier by modified z-score.
-    pub outliers: Vec<u32>,
+    pub(crate) outliers: Vec<u32>,
     /// Earliest and latest crash step over the crashed runs.
-    pub crash_steps: Option<(u64, u64)>,
+    pub(crate) crash_steps: Option<(u64, u64)>,
     /// The median peak /dev/shm use over every run, crashed ones included.
-    pub peak_shm_median: Option<f64>,
+    pub(crate) peak_shm_median: Option<f64>,
     /// CPU milliseconds per image of the passing runs that measured it (schema 3 on).
-    pub cpu: Vec<f64>,
-    pub cpu_median: Option<f64>,
-    pub cpu_ci: Option<(f64, f64)>,
+    pub(crate) cpu: Vec<f64>,
+    pub(crate) cpu_median: Option<f64>,
+    pub(crate) cpu_ci: Option<(f64, f64)>,
     /// Instructions per image of the passing runs that counted them (hardware counters).
-    pub instructions: Vec<f64>,
-    pub instructions_median: Option<f64>,
+    pub(crate) instructions: Vec<f64>,
+    pub(crate) instructions_median: Option<f64>,
     /// The cell's knobs (of its first run), to say how two cells paired by name differ.
-    pub knobs: Vec<(&'static str, String)>,
+    pub(crate) knobs: Vec<(&'static str, String)>,
     /// Whether its runs were under software emulation (a TCG VM): their speeds mean nothing for
     /// the data path, so only outcomes are compared.
-    pub emulated: bool,
+    pub(crate) emulated: bool,
 }
 
 /// Rows summarised per cell as they stream by (order of first appearance): each cell keeps its
@@ -186,7 +186,7 @@ impl Summaries {
     }
 
     /// Each cell's first row and its summary.
-    pub fn finish_with_rows(self) -> Vec<(Row, CellSummary)> {
+    pub(crate) fn finish_with_rows(self) -> Vec<(Row, CellSummary)> {
         self.cells
             .into_iter()
             .map(|(key, first, runs)| {
@@ -208,7 +208,7 @@ pub fn summarize(rows: &[Row]) -> Vec<CellSummary> {
 }
 
 /// Summarises rows grouped by `key` (order of first appearance).
-pub fn summarize_by(rows: &[Row], key: impl Fn(&Row) -> String) -> Vec<CellSummary> {
+pub(crate) fn summarize_by(rows: &[Row], key: impl Fn(&Row) -> String) -> Vec<CellSummary> {
     let mut summaries = Summaries::new();
     for r in rows {
         summaries.add(&key(r), r);

@@ -17,20 +17,20 @@ const LEAK_MIN_BYTES: f64 = 1024.0 * 1024.0;
 const MIN_R2: f64 = 0.6;
 
 #[derive(Clone, Debug, PartialEq, Serialize)]
-pub struct Trend {
+pub(crate) struct Trend {
     /// The window after the warm-up, seconds since the start.
-    pub from_s: f64,
-    pub to_s: f64,
+    pub(crate) from_s: f64,
+    pub(crate) to_s: f64,
     /// Slope of the line, bytes per second, and how much of the variance it explains.
-    pub bytes_per_s: f64,
-    pub r2: f64,
+    pub(crate) bytes_per_s: f64,
+    pub(crate) r2: f64,
     /// Growth over the window along the line.
-    pub growth_bytes: f64,
-    pub leak: bool,
+    pub(crate) growth_bytes: f64,
+    pub(crate) leak: bool,
 }
 
 /// The trend after the warm-up; None when the run was too short to have one.
-pub fn trend(samples: &[ShmSample]) -> Option<Trend> {
+pub(crate) fn trend(samples: &[ShmSample]) -> Option<Trend> {
     let end = samples.last()?.t_s;
     let from = end * WARMUP_SHARE;
     let window: Vec<(f64, f64)> = samples

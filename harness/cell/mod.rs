@@ -9,10 +9,10 @@
 
 pub mod guest;
 pub mod loader;
-pub mod measure;
+pub(crate) mod measure;
 mod metrics;
 mod pod;
-pub mod protocol;
+pub(crate) mod protocol;
 pub mod torch;
 pub mod watch;
 
@@ -24,7 +24,7 @@ use crate::model::record::{CellRecord, Status};
 use crate::sys::process;
 
 /// Parses the config a runtime passed and runs the cell.
-pub fn run(config_json: &str) -> Result<CellRecord> {
+pub(crate) fn run(config_json: &str) -> Result<CellRecord> {
     let config: CellConfig = serde_json::from_str(config_json)
         .context("the cell config is not valid JSON for this shmbench version")?;
     config
@@ -53,7 +53,7 @@ pub fn run(config_json: &str) -> Result<CellRecord> {
 /// Runs and prints the record; the exit code is 0 whenever a record was printed (a crashed
 /// cell is a result, not a failure of the command). A pod of an Indexed Job passes its
 /// completion index: its record then says which pod, node and machine ran it.
-pub fn main(config_json: &str, completion_index: Option<u64>) -> Result<()> {
+pub(crate) fn main(config_json: &str, completion_index: Option<u64>) -> Result<()> {
     if std::env::var(protocol::LIFELINE_ENV).as_deref() == Ok("stdin") {
         watch_lifeline();
     }

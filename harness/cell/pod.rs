@@ -7,7 +7,7 @@ use crate::model::pod::{PodInfo, NODE_NAME_ENV, POD_NAMESPACE_ENV, POD_NAME_ENV}
 use crate::sys::fingerprint::Fingerprint;
 
 /// This pod, as the cell at `completion_index` of its Job.
-pub fn info(completion_index: u64) -> PodInfo {
+pub(crate) fn info(completion_index: u64) -> PodInfo {
     let var = |name: &str| std::env::var(name).ok().filter(|v| !v.is_empty());
     let fingerprint = Fingerprint::collect();
     let cgroups = ["/proc/self/cgroup", "/proc/self/mountinfo"]

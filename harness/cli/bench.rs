@@ -10,13 +10,13 @@ use crate::orchestrate::bench;
 use crate::present::bench as table;
 
 #[derive(clap::Args)]
-pub struct Args {
+pub(crate) struct Args {
     /// Where the benchmark's matrix writes its CSV
     #[arg(long, default_value = "results")]
-    pub results: PathBuf,
+    pub(crate) results: PathBuf,
 }
 
-pub fn run(args: Args) -> Result<ExitCode> {
+pub(crate) fn run(args: Args) -> Result<ExitCode> {
     let measured = bench::run(
         &super::platform(),
         &args.results,

@@ -13,25 +13,25 @@ use crate::plan::guard;
 use crate::present::calibration;
 
 #[derive(clap::Args)]
-pub struct Args {
+pub(crate) struct Args {
     /// Seconds per fresh-segment measurement
     #[arg(long, default_value_t = 0.5)]
-    pub seconds: f64,
+    pub(crate) seconds: f64,
     #[arg(long, value_parser = ["text", "json"], default_value = "text")]
-    pub format: String,
+    pub(crate) format: String,
     /// Only these strategy:torch pairs (default: all)
     #[arg(long)]
-    pub only: Option<String>,
+    pub(crate) only: Option<String>,
     /// Measure in this process's /dev/shm (used inside the private namespace calibrate
     /// makes for itself)
     #[arg(long, hide = true)]
-    pub here: bool,
+    pub(crate) here: bool,
     /// Batch shape to measure with (batch, shape, dtype)
     #[command(flatten)]
-    pub knobs: Knobs,
+    pub(crate) knobs: Knobs,
 }
 
-pub fn run(args: Args) -> Result<ExitCode> {
+pub(crate) fn run(args: Args) -> Result<ExitCode> {
     let config = guard::tool_config("calibrate", args.knobs, &super::platform())?;
     if !(args.seconds > 0.0 && args.seconds <= 60.0) {
         bail!("--seconds must be between 0 and 60");
@@ -63,7 +63,7 @@ pub fn run(args: Args) -> Result<ExitCode> {
 }
 
 /// `strategy:torch` pairs, as `--only` takes them.
-pub fn parse_combos(text: &str) -> Result<Vec<(Strategy, TorchProfile)>> {
+pub(crate) fn parse_combos(text: &str) -> Result<Vec<(Strategy, TorchProfile)>> {
     use clap::ValueEnum;
     text.split(',')
         .filter(|p| !p.is_empty())

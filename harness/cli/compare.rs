@@ -11,34 +11,34 @@ use crate::present::compare as table;
 use crate::results::{stream, Row};
 
 #[derive(clap::Args)]
-pub struct Args {
-    pub baseline: PathBuf,
-    pub candidate: PathBuf,
+pub(crate) struct Args {
+    pub(crate) baseline: PathBuf,
+    pub(crate) candidate: PathBuf,
     /// Smallest img/s change that counts (5%, 0.05)
     #[arg(long, default_value = "5%", value_parser = parse_threshold)]
-    pub threshold: f64,
+    pub(crate) threshold: f64,
     /// Smallest change of CPU time per image that counts (CPU time is work, not wall time: far
     /// less noisy on a shared machine, so a tighter threshold holds)
     #[arg(long, default_value = "3%", value_parser = parse_threshold)]
-    pub cpu_threshold: f64,
+    pub(crate) cpu_threshold: f64,
     /// Smallest change of instructions per image that counts (where hardware counters measured
     /// them: a count of work, quieter still)
     #[arg(long, default_value = "2%", value_parser = parse_threshold)]
-    pub instructions_threshold: f64,
+    pub(crate) instructions_threshold: f64,
     /// How cells are paired: config (same scenario, name and knobs) or name (same scenario and
     /// name; for a knob changed on purpose, which the note names)
     #[arg(long = "match", value_enum, default_value = "config")]
-    pub matching: compare::Match,
+    pub(crate) matching: compare::Match,
     /// markdown (a table), github (a one-line verdict first, then the table: for a pull-request
     /// comment or $GITHUB_STEP_SUMMARY) or json (every comparison with its intervals)
     #[arg(long, value_parser = ["markdown", "github", "json"], default_value = "markdown")]
-    pub format: String,
+    pub(crate) format: String,
     /// Also write the comparison here, in the same format
     #[arg(long)]
-    pub out: Option<PathBuf>,
+    pub(crate) out: Option<PathBuf>,
 }
 
-pub fn run(args: Args) -> Result<ExitCode> {
+pub(crate) fn run(args: Args) -> Result<ExitCode> {
     // Each side summarised as it is read, both at once: two 500k-row files are a few seconds.
     let summarized = |path: &PathBuf| -> Result<Vec<CellSummary>> {
         let mut cells = Summaries::new();
@@ -98,7 +98,7 @@ pub fn run(args: Args) -> Result<ExitCode> {
 }
 
 /// Parses a threshold: `5%`, `5` (percent) or `0.05` (a fraction below 1).
-pub fn parse_threshold(text: &str) -> Result<f64, String> {
+pub(crate) fn parse_threshold(text: &str) -> Result<f64, String> {
     let t = text.trim();
     let (number, percent) = match t.strip_suffix('%') {
         Some(n) => (n, true),

@@ -15,30 +15,30 @@ use crate::present::doctor;
 use crate::sys::detect::Environment;
 
 #[derive(clap::Args)]
-pub struct Args {
+pub(crate) struct Args {
     /// Run the loader (or every rank's loaders at once) in a namespace cell under the
     /// recommended /dev/shm size
     #[arg(long)]
-    pub verify: bool,
+    pub(crate) verify: bool,
     /// Processes per node, each with its own loaders (DDP: one per GPU)
     #[arg(long, default_value_t = 1)]
-    pub ranks: u32,
+    pub(crate) ranks: u32,
     /// The loaders each rank runs at once, NAME:WORKERSxPREFETCHxBATCH, comma-separated (e.g.
     /// train:8x2x128,val:4x2x256; default: the one the loader flags describe)
     #[arg(long)]
-    pub loaders: Option<LoaderList>,
+    pub(crate) loaders: Option<LoaderList>,
     /// Where the job runs, for the fixes (default: detected)
     #[arg(long, value_enum)]
-    pub platform: Option<Target>,
+    pub(crate) platform: Option<Target>,
     /// Output format
     #[arg(long, value_parser = ["text", "json", "md"], default_value = "text")]
-    pub format: String,
+    pub(crate) format: String,
     /// Loader flags (--shm-size: diagnose against that size instead of the /dev/shm seen)
     #[command(flatten)]
-    pub knobs: Knobs,
+    pub(crate) knobs: Knobs,
 }
 
-pub fn run(args: Args) -> Result<ExitCode> {
+pub(crate) fn run(args: Args) -> Result<ExitCode> {
     let mut knobs = args.knobs;
     let assumed = knobs.shm_size.take();
     let config = guard::tool_config("doctor", knobs, &super::platform())?;

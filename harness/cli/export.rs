@@ -10,19 +10,19 @@ use crate::present::bmf;
 use crate::results::stream;
 
 #[derive(clap::Args)]
-pub struct Args {
+pub(crate) struct Args {
     /// Results files (rows of all of them are exported together)
     #[arg(required = true)]
-    pub results: Vec<PathBuf>,
+    pub(crate) results: Vec<PathBuf>,
     /// bmf: Bencher's metric format (JSON), for `bencher run --adapter json`
     #[arg(long, value_parser = ["bmf"], default_value = "bmf")]
-    pub format: String,
+    pub(crate) format: String,
     /// Write here instead of stdout
     #[arg(long)]
-    pub out: Option<PathBuf>,
+    pub(crate) out: Option<PathBuf>,
 }
 
-pub fn run(args: Args) -> Result<ExitCode> {
+pub(crate) fn run(args: Args) -> Result<ExitCode> {
     // Summarised as read: memory grows with the cells, whatever the rows.
     let mut cells = Summaries::new();
     let mut rows = 0usize;

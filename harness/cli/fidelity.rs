@@ -16,29 +16,29 @@ use crate::present::fidelity as table;
 use crate::results::csv;
 
 #[derive(clap::Args)]
-pub struct Args {
+pub(crate) struct Args {
     /// Scenario file
     #[arg(default_value = scenario::FIDELITY_PATH)]
-    pub scenario: PathBuf,
+    pub(crate) scenario: PathBuf,
     /// Python interpreters with torch to measure against (one run of every cell per Python);
     /// default: the cells' python (--python, else the knob's default)
     #[arg(long = "with", value_name = "PYTHON")]
-    pub pythons: Vec<String>,
+    pub(crate) pythons: Vec<String>,
     /// Only these cells (comma-separated names)
     #[arg(long, value_delimiter = ',')]
-    pub cells: Option<Vec<String>>,
+    pub(crate) cells: Option<Vec<String>>,
     /// Results CSV (default: results/<scenario>-<UTC time>.csv)
     #[arg(long)]
-    pub out: Option<PathBuf>,
+    pub(crate) out: Option<PathBuf>,
     /// Analyse these results files of earlier fidelity runs instead of running cells
     #[arg(long, value_name = "CSV", num_args = 1.., conflicts_with_all = ["pythons", "repeat"])]
-    pub from: Vec<PathBuf>,
+    pub(crate) from: Vec<PathBuf>,
     /// Run every cell this many times with each loader, interleaved
     #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=1000))]
-    pub repeat: u32,
+    pub(crate) repeat: u32,
     /// Overrides applied to every cell (--python: the torch to measure against)
     #[command(flatten)]
-    pub knobs: Knobs,
+    pub(crate) knobs: Knobs,
 }
 
 /// The verdicts as an exit status: 1 when any cell differs (an inconclusive cell blames
@@ -54,7 +54,7 @@ fn verdict(pairs: &[fidelity::Pair]) -> ExitCode {
     }
 }
 
-pub fn run(args: Args) -> Result<ExitCode> {
+pub(crate) fn run(args: Args) -> Result<ExitCode> {
     if !args.from.is_empty() {
         let rows = csv::read_all(&args.from)?;
         let pairs = fidelity::pairs(&rows);

@@ -13,31 +13,31 @@ use crate::present::report::plots;
 use crate::results::stream;
 
 #[derive(clap::Args)]
-pub struct Args {
+pub(crate) struct Args {
     #[arg(required = true)]
-    pub results: Vec<PathBuf>,
+    pub(crate) results: Vec<PathBuf>,
     /// The environment field that orders the runs
     #[arg(long, value_enum, default_value = "time")]
-    pub by: By,
+    pub(crate) by: By,
     /// The measure to follow: img-per-s, cpu-per-image (work, far less noisy), or
     /// instructions-per-image (where hardware counters measured it)
     #[arg(long, value_enum, default_value = "img-per-s")]
-    pub metric: Metric,
+    pub(crate) metric: Metric,
     /// How runs of a cell are recognised: config (same knobs) or name (same scenario and name,
     /// to follow a cell through a knob changed on purpose)
     #[arg(long = "match", value_enum, default_value = "config")]
-    pub matching: Match,
+    pub(crate) matching: Match,
     #[arg(long, default_value = "5%", value_parser = parse_threshold)]
-    pub threshold: f64,
+    pub(crate) threshold: f64,
     /// Also draw the trends (PNG and SVG, change points marked) into this directory
     #[arg(long, value_name = "DIR")]
-    pub plot: Option<PathBuf>,
+    pub(crate) plot: Option<PathBuf>,
     /// Also write the history as Markdown here
     #[arg(long)]
-    pub out: Option<PathBuf>,
+    pub(crate) out: Option<PathBuf>,
 }
 
-pub fn run(args: Args) -> Result<ExitCode> {
+pub(crate) fn run(args: Args) -> Result<ExitCode> {
     // Built as read: a fleet's year of rows is never held.
     let mut builder = history::Builder::new(args.by, args.metric, args.matching, args.threshold);
     let keys = builder.keys();

@@ -9,19 +9,19 @@ use crate::runtime::docker::engine::{self, Engine};
 use crate::runtime::docker::image;
 
 #[derive(clap::Args)]
-pub struct Args {
+pub(crate) struct Args {
     #[command(subcommand)]
-    pub action: Option<Action>,
+    pub(crate) action: Option<Action>,
     /// Build the image for this binary even if the engine has it
     #[arg(long, conflicts_with = "remove")]
-    pub rebuild: bool,
+    pub(crate) rebuild: bool,
     /// Remove every shmbench image from the engine
     #[arg(long)]
-    pub remove: bool,
+    pub(crate) remove: bool,
 }
 
 #[derive(clap::Subcommand)]
-pub enum Action {
+pub(crate) enum Action {
     /// Write the image for this binary as a tar (`docker load -i FILE`, then tag and push it to
     /// your registry for a cluster to pull)
     Export {
@@ -31,7 +31,7 @@ pub enum Action {
     },
 }
 
-pub fn run(args: Args) -> Result<ExitCode> {
+pub(crate) fn run(args: Args) -> Result<ExitCode> {
     let engine = Engine::connect()?;
     if let Some(Action::Export { out }) = &args.action {
         let (tag, built) = image::ensure(&engine)?;

@@ -14,14 +14,14 @@ use crate::orchestrate::verify;
 use crate::sys::owner::Token;
 
 #[derive(clap::Args)]
-pub struct CellArgs {
+pub(crate) struct CellArgs {
     /// The resolved cell config as JSON (see `matrix --dry-run`)
     #[arg(required_unless_present = "from")]
-    pub config_json: Option<String>,
+    pub(crate) config_json: Option<String>,
     /// A JSON array of cell configs: run the one at JOB_COMPLETION_INDEX (modulo its length), as
     /// a pod of the Indexed Job `shmbench k8s manifest` writes does
     #[arg(long, value_name = "FILE", conflicts_with = "config_json")]
-    pub from: Option<std::path::PathBuf>,
+    pub(crate) from: Option<std::path::PathBuf>,
 }
 
 /// The config a `--from` list gives this pod, and the pod's completion index.
@@ -44,22 +44,22 @@ fn indexed(path: &std::path::Path) -> Result<(String, u64)> {
 }
 
 #[derive(clap::Args)]
-pub struct WorkerArgs {
-    pub id: u32,
-    pub main_pid: u32,
+pub(crate) struct WorkerArgs {
+    pub(crate) id: u32,
+    pub(crate) main_pid: u32,
     /// The token of the main's segment owner record (names the worker's segments)
-    pub token: String,
-    pub config_json: String,
+    pub(crate) token: String,
+    pub(crate) config_json: String,
 }
 
 #[derive(clap::Args)]
-pub struct JobArgs {
+pub(crate) struct JobArgs {
     /// The resolved cells as a JSON array
-    pub cells_json: String,
+    pub(crate) cells_json: String,
 }
 
 /// Runs the cells at once; a line per cell, exit 1 when any did not pass.
-pub fn job(args: JobArgs) -> Result<ExitCode> {
+pub(crate) fn job(args: JobArgs) -> Result<ExitCode> {
     let cells: Vec<CellConfig> =
         serde_json::from_str(&args.cells_json).context("the job's cells are not valid JSON")?;
     let records = verify::together(&cells);
@@ -80,7 +80,7 @@ pub fn job(args: JobArgs) -> Result<ExitCode> {
     Ok(ExitCode::from(if all_passed { 0 } else { 1 }))
 }
 
-pub fn cell(args: CellArgs) -> Result<ExitCode> {
+pub(crate) fn cell(args: CellArgs) -> Result<ExitCode> {
     let (json, index) = match (&args.from, args.config_json) {
         (Some(path), _) => {
             let (json, index) = indexed(path)?;
@@ -93,7 +93,7 @@ pub fn cell(args: CellArgs) -> Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-pub fn worker(args: WorkerArgs) -> Result<ExitCode> {
+pub(crate) fn worker(args: WorkerArgs) -> Result<ExitCode> {
     let config = serde_json::from_str(&args.config_json).context("worker config")?;
     let token = Token::parse(&args.token)
         .with_context(|| format!("worker token {:?} is not 16 hex digits", args.token))?;

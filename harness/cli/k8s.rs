@@ -21,13 +21,13 @@ use crate::sys::clock;
 use crate::sys::fingerprint::mem_total;
 
 #[derive(clap::Args)]
-pub struct Args {
+pub(crate) struct Args {
     #[command(subcommand)]
-    pub action: Action,
+    pub(crate) action: Action,
 }
 
 #[derive(clap::Subcommand)]
-pub enum Action {
+pub(crate) enum Action {
     /// Write an Indexed Job per pod shape that runs the scenario's cells in pods
     #[command(
         after_help = "Examples:\n  shmbench k8s manifest --image registry.example/shmbench:1 > seed.yaml\n  shmbench k8s manifest kubernetes --image IMG --namespace ml --node-selector pool=a100 --repeat 3 --out k8s.yaml\n  shmbench image export --out shmbench.tar   # the image to push for IMG\n\nThe output is JSON documents separated by ---, which kubectl reads as YAML."
@@ -41,50 +41,50 @@ pub enum Action {
 }
 
 #[derive(clap::Args)]
-pub struct CollectArgs {
+pub(crate) struct CollectArgs {
     /// Pod logs (`kubectl logs`, with or without --prefix): files, directories of them, or - for stdin
     #[arg(required = true)]
-    pub logs: Vec<PathBuf>,
+    pub(crate) logs: Vec<PathBuf>,
     /// `kubectl get pods -o json` of the Jobs' pods (repeat for several)
     #[arg(long, value_name = "FILE")]
-    pub pods: Vec<PathBuf>,
+    pub(crate) pods: Vec<PathBuf>,
     /// `kubectl get nodes -o json`: each node's kubelet and container runtime versions
     #[arg(long, value_name = "FILE")]
-    pub nodes: Option<PathBuf>,
+    pub(crate) nodes: Option<PathBuf>,
     /// The manifest the Jobs were made from (`k8s manifest --out`): the cell of a pod that left no record
     #[arg(long, value_name = "FILE")]
-    pub manifest: Option<PathBuf>,
+    pub(crate) manifest: Option<PathBuf>,
     /// Results file to write (default results/<scenario>-k8s-<time>.csv)
     #[arg(long)]
-    pub out: Option<PathBuf>,
+    pub(crate) out: Option<PathBuf>,
 }
 
 #[derive(clap::Args)]
-pub struct ManifestArgs {
+pub(crate) struct ManifestArgs {
     /// Scenario file or name
     #[arg(default_value = scenario::SEED_MATRIX_PATH)]
-    pub scenario: PathBuf,
+    pub(crate) scenario: PathBuf,
     /// Kubernetes namespace of the objects
     #[arg(long, default_value = "default")]
-    pub namespace: String,
+    pub(crate) namespace: String,
     /// Run the pods on nodes with this label (KEY=VALUE; repeat for several)
     #[arg(long = "node-selector", value_name = "KEY=VALUE")]
-    pub node_selector: Vec<String>,
+    pub(crate) node_selector: Vec<String>,
     /// Runs of each cell (completion indexes, interleaved)
     #[arg(long, default_value_t = 1)]
-    pub repeat: u32,
+    pub(crate) repeat: u32,
     /// Only these cells (comma-separated names)
     #[arg(long, value_delimiter = ',')]
-    pub cells: Option<Vec<String>>,
+    pub(crate) cells: Option<Vec<String>>,
     /// Write here instead of stdout
     #[arg(long)]
-    pub out: Option<PathBuf>,
+    pub(crate) out: Option<PathBuf>,
     /// Loader flags override every cell; --image is the image the pods run (required)
     #[command(flatten)]
-    pub knobs: Knobs,
+    pub(crate) knobs: Knobs,
 }
 
-pub fn run(args: Args) -> Result<ExitCode> {
+pub(crate) fn run(args: Args) -> Result<ExitCode> {
     match args.action {
         Action::Manifest(args) => manifest(*args),
         Action::Collect(args) => collect(args),

@@ -22,41 +22,41 @@ use crate::results::statements;
 use crate::sys::fingerprint::mem_total;
 
 #[derive(clap::Args)]
-pub struct Args {
+pub(crate) struct Args {
     /// Scenario file
     #[arg(default_value = scenario::SEED_MATRIX_PATH)]
-    pub scenario: PathBuf,
+    pub(crate) scenario: PathBuf,
     /// Only these cells (comma-separated names)
     #[arg(long, value_delimiter = ',')]
-    pub cells: Option<Vec<String>>,
+    pub(crate) cells: Option<Vec<String>>,
     /// Results CSV (default: results/<scenario>-<UTC time>.csv)
     #[arg(long)]
-    pub out: Option<PathBuf>,
+    pub(crate) out: Option<PathBuf>,
     /// Print the resolved cells as JSON and run nothing
     #[arg(long)]
-    pub dry_run: bool,
+    pub(crate) dry_run: bool,
     /// Run every cell on each of these kernels, interleaved, into one CSV: `host` (this machine's
     /// own), a bzImage path, or debian:VERSION (booted in a QEMU VM, runtime vm)
     #[arg(long, value_delimiter = ',', value_name = "KERNELS")]
-    pub kernels: Option<Vec<String>>,
+    pub(crate) kernels: Option<Vec<String>>,
     /// Run cells whose predicted /dev/shm peak exceeds this machine's memory
     #[arg(long)]
-    pub force: bool,
+    pub(crate) force: bool,
     #[command(flatten)]
-    pub repeat: super::repeat::RepeatArgs,
+    pub(crate) repeat: super::repeat::RepeatArgs,
     /// Save this run's results as baseline NAME (results/baselines/NAME.csv)
     #[arg(long, value_name = "NAME")]
-    pub save_baseline: Option<String>,
+    pub(crate) save_baseline: Option<String>,
     /// Compare this run with baseline NAME afterwards (as `shmbench compare`, default
     /// thresholds); exit 1 on a regression
     #[arg(long, value_name = "NAME")]
-    pub baseline: Option<String>,
+    pub(crate) baseline: Option<String>,
     /// Overrides applied to every cell
     #[command(flatten)]
-    pub knobs: Knobs,
+    pub(crate) knobs: Knobs,
 }
 
-pub fn run(args: Args) -> Result<ExitCode> {
+pub(crate) fn run(args: Args) -> Result<ExitCode> {
     let scenario = Scenario::load(&args.scenario)?;
     let mut plan = scenario.plan(&args.knobs, args.cells.as_deref(), &super::platform())?;
     if let Some(kernels) = &args.kernels {

@@ -8,14 +8,14 @@ use anyhow::Result;
 use crate::results::merge;
 
 #[derive(clap::Args)]
-pub struct Args {
+pub(crate) struct Args {
     #[arg(required = true)]
-    pub results: Vec<PathBuf>,
+    pub(crate) results: Vec<PathBuf>,
     #[arg(long)]
-    pub out: PathBuf,
+    pub(crate) out: PathBuf,
 }
 
-pub fn run(args: Args) -> Result<ExitCode> {
+pub(crate) fn run(args: Args) -> Result<ExitCode> {
     let merged = merge::merge(&args.results, &args.out)?;
     println!(
         "{} rows from {} files -> {} ({} duplicate rows dropped)",

@@ -15,27 +15,27 @@ use crate::sys::fingerprint::mem_total;
 use crate::sys::signals;
 
 #[derive(clap::Args)]
-pub struct Args {
+pub(crate) struct Args {
     /// Stop when the bracket is this narrow
     #[arg(long, default_value = "1m")]
-    pub resolution: ByteSize,
+    pub(crate) resolution: ByteSize,
     /// Runs that must pass at the boundary
     #[arg(long, default_value_t = 2)]
-    pub repeat: u32,
+    pub(crate) repeat: u32,
     /// Stop bisecting after this many seconds and report the bracket reached
     #[arg(long, value_name = "SECONDS")]
-    pub budget: Option<f64>,
+    pub(crate) budget: Option<f64>,
     /// Output format
     #[arg(long, value_parser = ["text", "json"], default_value = "text")]
-    pub format: String,
+    pub(crate) format: String,
     #[command(flatten)]
-    pub knobs: Knobs,
+    pub(crate) knobs: Knobs,
     /// A command to size instead of a loader, run as `shmbench watch` runs it
     #[arg(last = true, value_name = "CMD")]
-    pub command: Vec<String>,
+    pub(crate) command: Vec<String>,
 }
 
-pub fn run(args: Args) -> Result<ExitCode> {
+pub(crate) fn run(args: Args) -> Result<ExitCode> {
     let budget = match args.budget {
         Some(s) if !(s.is_finite() && s > 0.0) => {
             return Err(anyhow!("--budget {s}: give a positive number of seconds"))

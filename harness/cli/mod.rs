@@ -46,7 +46,7 @@ pub struct Cli {
 }
 
 #[derive(Subcommand)]
-pub enum Command {
+pub(crate) enum Command {
     /// Run a scenario's cells (default: the how-to's validation matrix) and print the table
     #[command(
         after_help = "Examples:\n  shmbench matrix\n  shmbench matrix scenarios/seed-matrix.toml --steps 30 --out results/quick.csv\n  shmbench matrix --cells docker-tuned --torch modern\n  shmbench matrix --repeat 5                        # for compare: medians and 95% intervals\n  shmbench matrix --repeat auto --until-ci 3%       # rounds until CPU per image is that tight\n  shmbench matrix --dry-run\n  shmbench matrix --batch 8 --steps 20 --kernels host,debian:6.1.0-57-cloud-amd64,debian:6.1.0-53-cloud-amd64\n  shmbench history results/seed-matrix-*.csv --by kernel"

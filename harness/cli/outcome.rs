@@ -11,12 +11,12 @@ use crate::present::{compare, matrix};
 use crate::results::Row;
 use crate::sys::signals;
 
-pub fn print(outcome: &Outcome) {
+pub(crate) fn print(outcome: &Outcome) {
     print_rows(outcome.results.rows(), outcome.results.path());
 }
 
 /// The summary, the first runs' matrix and its notes, and where the rows are.
-pub fn print_rows(rows: &[Row], path: &Path) {
+pub(crate) fn print_rows(rows: &[Row], path: &Path) {
     if rows.iter().any(|r| r.repeat > 1) {
         // Repeated: one line per cell with its statistics, then the first run's matrix.
         println!("{}\n", compare::render_summary(&summarize(rows)));
@@ -37,7 +37,7 @@ pub fn print_rows(rows: &[Row], path: &Path) {
 /// Writes the report of results file `out` (Markdown, HTML, JSON) into its default directory and
 /// prints where; returns that directory, or None (said on stderr) when it could not be written.
 /// A run's results stand without their report, so this never fails the run.
-pub fn write_report(out: &Path) -> Option<PathBuf> {
+pub(crate) fn write_report(out: &Path) -> Option<PathBuf> {
     let dir = report::default_dir(out);
     let all: Vec<String> = ["md", "html", "json"].map(String::from).to_vec();
     match ReportContent::load(&[out.to_path_buf()]).and_then(|r| r.write(&dir, &all)) {
@@ -52,7 +52,7 @@ pub fn write_report(out: &Path) -> Option<PathBuf> {
     }
 }
 
-pub fn exit_code(outcome: &Outcome) -> ExitCode {
+pub(crate) fn exit_code(outcome: &Outcome) -> ExitCode {
     match outcome.interrupted {
         Some(sig) => {
             let (finished, path) = (outcome.records.len(), outcome.results.path().display());

@@ -8,14 +8,14 @@ use crate::orchestrate::event::Event;
 use crate::present::labels::status_label;
 use crate::runtime::Stream;
 
-pub struct Terminal {
+pub(crate) struct Terminal {
     tty: bool,
     /// A step line is on the terminal's last line (to be erased before other output).
     drawn: std::cell::Cell<bool>,
 }
 
 impl Terminal {
-    pub fn new() -> Terminal {
+    pub(crate) fn new() -> Terminal {
         Terminal {
             tty: std::io::stderr().is_terminal(),
             drawn: std::cell::Cell::new(false),
@@ -23,7 +23,7 @@ impl Terminal {
     }
 
     /// The observer to hand to orchestration.
-    pub fn observer(self) -> impl FnMut(Event) {
+    pub(crate) fn observer(self) -> impl FnMut(Event) {
         move |event| self.show(event)
     }
 

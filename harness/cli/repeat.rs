@@ -3,22 +3,22 @@
 use crate::model::repeat::Repeat;
 
 #[derive(clap::Args, Debug)]
-pub struct RepeatArgs {
+pub(crate) struct RepeatArgs {
     /// Run every cell this many times, interleaved (for statistics and `compare`); `auto` adds
     /// interleaved rounds until every passing cell's 95% interval of CPU per image is narrower
     /// than --until-ci (at least 3 rounds, at most --max-repeat)
     #[arg(long, default_value = "1", value_name = "N|auto")]
-    pub repeat: Repeat,
+    pub(crate) repeat: Repeat,
     /// `--repeat auto`: the interval width to reach, relative to the median (3%, 0.03)
     #[arg(long, default_value = "3%", value_parser = super::compare::parse_threshold)]
-    pub until_ci: f64,
+    pub(crate) until_ci: f64,
     /// `--repeat auto`: the most rounds any cell runs
     #[arg(long, default_value_t = 10, value_parser = clap::value_parser!(u32).range(1..=1000))]
-    pub max_repeat: u32,
+    pub(crate) max_repeat: u32,
 }
 
 impl RepeatArgs {
-    pub fn repeat(&self) -> Repeat {
+    pub(crate) fn repeat(&self) -> Repeat {
         self.repeat.with_rule(self.until_ci, self.max_repeat)
     }
 }

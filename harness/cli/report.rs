@@ -8,19 +8,19 @@ use anyhow::Result;
 use crate::present::report::{self, ReportContent};
 
 #[derive(clap::Args)]
-pub struct Args {
+pub(crate) struct Args {
     /// Results CSV files (several: shown side by side)
     #[arg(required = true)]
-    pub results: Vec<PathBuf>,
+    pub(crate) results: Vec<PathBuf>,
     /// Output directory (default: reports/<stem of the first results file>)
     #[arg(long)]
-    pub out: Option<PathBuf>,
+    pub(crate) out: Option<PathBuf>,
     /// Formats to write
     #[arg(long, value_delimiter = ',', default_value = "md,html,json")]
-    pub format: Vec<String>,
+    pub(crate) format: Vec<String>,
 }
 
-pub fn run(args: Args) -> Result<ExitCode> {
+pub(crate) fn run(args: Args) -> Result<ExitCode> {
     let dir = args
         .out
         .unwrap_or_else(|| report::default_dir(&args.results[0]));

@@ -15,26 +15,26 @@ use crate::plan::scenario;
 use crate::sys::fingerprint::mem_total;
 
 #[derive(clap::Args)]
-pub struct Args {
+pub(crate) struct Args {
     /// Cell name in the results
     #[arg(long, default_value = "adhoc")]
-    pub name: String,
+    pub(crate) name: String,
     /// Results CSV (default: results/run-<UTC time>.csv)
     #[arg(long)]
-    pub out: Option<PathBuf>,
+    pub(crate) out: Option<PathBuf>,
     /// Also print the cell's full JSON record on stdout
     #[arg(long)]
-    pub json: bool,
+    pub(crate) json: bool,
     #[command(flatten)]
-    pub repeat: super::repeat::RepeatArgs,
+    pub(crate) repeat: super::repeat::RepeatArgs,
     /// Run even if the predicted /dev/shm peak exceeds this machine's memory
     #[arg(long)]
-    pub force: bool,
+    pub(crate) force: bool,
     #[command(flatten)]
-    pub knobs: Knobs,
+    pub(crate) knobs: Knobs,
 }
 
-pub fn run(args: Args) -> Result<ExitCode> {
+pub(crate) fn run(args: Args) -> Result<ExitCode> {
     let name = args.name;
     if name.is_empty()
         || !name

@@ -9,7 +9,7 @@ use anyhow::Result;
 use crate::orchestrate::leftovers::{self, Swept};
 use crate::runtime::docker::engine::{self, Engine};
 
-pub fn run() -> Result<ExitCode> {
+pub(crate) fn run() -> Result<ExitCode> {
     // Containers are swept when an engine answers; without one there are none to sweep.
     let engine = engine::socket_present()
         .then(Engine::connect)
@@ -25,7 +25,7 @@ pub fn run() -> Result<ExitCode> {
 }
 
 /// What a sweep did, a line per thing, for the terminal.
-pub fn lines(swept: &Swept) -> Vec<String> {
+pub(crate) fn lines(swept: &Swept) -> Vec<String> {
     let mut out = Vec::new();
     for path in &swept.segments {
         out.push(format!("removed {} (a dead run's segment)", path.display()));

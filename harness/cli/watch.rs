@@ -28,56 +28,56 @@ use crate::present::watch;
 const DEFAULT_TIMEOUT_S: f64 = 86_400.0;
 
 #[derive(clap::Args)]
-pub struct Args {
+pub(crate) struct Args {
     /// Size of the private /dev/shm (a tmpfs in a mount namespace, or the container's); without
     /// it the command uses this machine's /dev/shm, or the engine's default in Docker
     #[arg(long)]
-    pub shm_size: Option<ByteSize>,
+    pub(crate) shm_size: Option<ByteSize>,
     /// auto (namespace when --shm-size is given, docker with --image, else host), host,
     /// namespace, docker
     #[arg(long, value_enum)]
-    pub runtime: Option<RuntimeKind>,
+    pub(crate) runtime: Option<RuntimeKind>,
     /// Run the command in a container of this local image (your training image)
     #[arg(long, value_name = "IMAGE")]
-    pub image: Option<String>,
+    pub(crate) image: Option<String>,
     /// Memory limit (a memory cgroup; tmpfs pages count against it)
     #[arg(long)]
-    pub memory: Option<ByteSize>,
+    pub(crate) memory: Option<ByteSize>,
     /// CPUs the job may run on, e.g. 0-3
     #[arg(long)]
-    pub cpus: Option<CpuList>,
+    pub(crate) cpus: Option<CpuList>,
     /// Milliseconds between samples of /dev/shm
     #[arg(long, default_value_t = DEFAULT_INTERVAL_MS)]
-    pub interval_ms: u64,
+    pub(crate) interval_ms: u64,
     /// End the command after this many seconds (its end is then `timeout`)
     #[arg(long, default_value_t = DEFAULT_TIMEOUT_S)]
-    pub timeout_s: f64,
+    pub(crate) timeout_s: f64,
     /// Regular expression on output lines: each match is a step (a number in its first group is
     /// the step's number), so a crash gets a step
     #[arg(long, value_name = "RE")]
-    pub step_regex: Option<String>,
+    pub(crate) step_regex: Option<String>,
     /// Remove the files the command left in /dev/shm (in this machine's shared /dev/shm, only
     /// those a process of the command was seen holding)
     #[arg(long)]
-    pub sweep: bool,
+    pub(crate) sweep: bool,
     /// Let the command keep this process's capabilities (as root: read any user's files, sudo,
     /// perf). By default it runs, like every cell, with none and with no_new_privs, so a job that
     /// needs root's fails as if by its own error. Host and namespace runtimes (a container has
     /// the engine's default capabilities)
     #[arg(long)]
-    pub keep_privileges: bool,
+    pub(crate) keep_privileges: bool,
     /// Name of the run in the results
     #[arg(long, default_value = "watch")]
-    pub name: String,
+    pub(crate) name: String,
     /// Results CSV (default: results/watch-<UTC time>.csv)
     #[arg(long)]
-    pub out: Option<PathBuf>,
+    pub(crate) out: Option<PathBuf>,
     /// Also write a report (Markdown, HTML, JSON, plots) into this directory
     #[arg(long)]
-    pub report: Option<PathBuf>,
+    pub(crate) report: Option<PathBuf>,
     /// The command and its arguments
     #[arg(last = true, required = true, value_name = "CMD")]
-    pub command: Vec<String>,
+    pub(crate) command: Vec<String>,
 }
 
 /// Whether `program` can be started here: a path to an executable, or a name on PATH.
@@ -96,7 +96,7 @@ fn findable(program: &str) -> bool {
 }
 
 /// The cell that runs the command as asked.
-pub fn config(args: &Args) -> Result<CellConfig> {
+pub(crate) fn config(args: &Args) -> Result<CellConfig> {
     let knobs = Knobs {
         shm_size: args.shm_size,
         runtime: args.runtime,
@@ -133,7 +133,7 @@ fn privileges_note(args: &Args, config: &CellConfig, exit_code: Option<i32>) -> 
 }
 
 /// Refuses a command that cannot start here (in a user's image the cell finds out, and says).
-pub fn check_findable(config: &CellConfig) -> Result<()> {
+pub(crate) fn check_findable(config: &CellConfig) -> Result<()> {
     let program = config.watch.as_ref().and_then(|w| w.command.first());
     match program {
         Some(p) if config.knobs.image.is_none() && !findable(p) => {
@@ -143,7 +143,7 @@ pub fn check_findable(config: &CellConfig) -> Result<()> {
     }
 }
 
-pub fn run(args: Args) -> Result<ExitCode> {
+pub(crate) fn run(args: Args) -> Result<ExitCode> {
     let config = config(&args)?;
     let out = args
         .out

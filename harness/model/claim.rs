@@ -15,23 +15,23 @@ pub enum ClaimStatus {
 /// What the how-to claims for a row, carried as data for side-by-side output.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case", deny_unknown_fields)]
-pub struct Claim {
-    pub status: ClaimStatus,
+pub(crate) struct Claim {
+    pub(crate) status: ClaimStatus,
     #[serde(default)]
-    pub crash_step: Option<u64>,
+    pub(crate) crash_step: Option<u64>,
     #[serde(default)]
-    pub img_per_s: Option<f64>,
+    pub(crate) img_per_s: Option<f64>,
     /// The row's /dev/shm as the how-to wrote it, e.g. "64 MB".
     #[serde(default)]
-    pub shm: Option<String>,
+    pub(crate) shm: Option<String>,
     /// Who claims it (e.g. "Kubernetes documentation"); unset: the how-to.
     #[serde(default)]
-    pub source: Option<String>,
+    pub(crate) source: Option<String>,
 }
 
 impl Claim {
     /// The source a claim without one has.
-    pub const DEFAULT_SOURCE: &'static str = "How-to";
+    pub(crate) const DEFAULT_SOURCE: &'static str = "How-to";
 }
 
 /// A measurement against its claim (decided by `analysis::claims`).

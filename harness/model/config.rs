@@ -10,24 +10,24 @@ use super::watch::WatchSettings;
 /// A fully resolved, validated cell: what `shmbench cell` receives as JSON.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct CellConfig {
-    pub scenario: String,
-    pub cell: String,
+    pub(crate) scenario: String,
+    pub(crate) cell: String,
     /// Human label of the setup this cell stands for, e.g. "Docker Default".
-    pub environment: String,
+    pub(crate) environment: String,
     /// Why the runtime is not the one the setup names (e.g. no Docker engine answered).
-    pub runtime_note: Option<String>,
+    pub(crate) runtime_note: Option<String>,
     /// Every knob, resolved (flattened: the JSON is one object, as before knobs were grouped).
     #[serde(flatten)]
-    pub knobs: KnobValues,
-    pub claim: Option<Claim>,
+    pub(crate) knobs: KnobValues,
+    pub(crate) claim: Option<Claim>,
     /// The command a `loader command` cell runs and how it is watched (`shmbench watch`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub watch: Option<WatchSettings>,
+    pub(crate) watch: Option<WatchSettings>,
 }
 
 impl CellConfig {
     /// Bytes of one image.
-    pub fn image_bytes(&self) -> u64 {
+    pub(crate) fn image_bytes(&self) -> u64 {
         self.knobs
             .shape
             .elements()
@@ -36,22 +36,22 @@ impl CellConfig {
     }
 
     /// Bytes of one batch: what one shared segment holds.
-    pub fn batch_bytes(&self) -> u64 {
+    pub(crate) fn batch_bytes(&self) -> u64 {
         self.image_bytes().saturating_mul(self.knobs.batch as u64)
     }
 
     /// At most this many batches are outstanding (torch's `num_workers * prefetch_factor`).
-    pub fn max_outstanding(&self) -> u64 {
+    pub(crate) fn max_outstanding(&self) -> u64 {
         self.knobs.workers as u64 * self.knobs.prefetch as u64
     }
 
     /// Whether the cell's steps are known: a loader's always, a watched command's only through
     /// its step regex (without one its crash has a time, not a step).
-    pub fn counts_steps(&self) -> bool {
+    pub(crate) fn counts_steps(&self) -> bool {
         self.watch.as_ref().is_none_or(|w| w.step_regex.is_some())
     }
 
-    pub fn total_steps(&self) -> u64 {
+    pub(crate) fn total_steps(&self) -> u64 {
         self.knobs.steps.saturating_mul(self.knobs.epochs as u64)
     }
 }

@@ -12,10 +12,10 @@ use serde::Serialize;
 /// One loader of a rank.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 pub struct LoaderSpec {
-    pub name: String,
-    pub workers: u32,
-    pub prefetch: u32,
-    pub batch: u32,
+    pub(crate) name: String,
+    pub(crate) workers: u32,
+    pub(crate) prefetch: u32,
+    pub(crate) batch: u32,
 }
 
 impl FromStr for LoaderSpec {
@@ -62,7 +62,7 @@ impl fmt::Display for LoaderSpec {
 
 /// `--loaders`: several loaders, comma-separated.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
-pub struct LoaderList(pub Vec<LoaderSpec>);
+pub(crate) struct LoaderList(pub Vec<LoaderSpec>);
 
 impl FromStr for LoaderList {
     type Err = BadValue;

@@ -122,7 +122,7 @@ pub enum Dtype {
 }
 
 impl Dtype {
-    pub fn size(self) -> u64 {
+    pub(crate) fn size(self) -> u64 {
         match self {
             Dtype::F32 => 4,
             Dtype::F16 | Dtype::Bf16 => 2,
@@ -161,7 +161,7 @@ display_as_value_name!(
 pub struct Shape(pub Vec<u64>);
 
 impl Shape {
-    pub fn elements(&self) -> Option<u64> {
+    pub(crate) fn elements(&self) -> Option<u64> {
         self.0.iter().try_fold(1u64, |acc, d| acc.checked_mul(*d))
     }
 }

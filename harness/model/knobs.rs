@@ -35,9 +35,9 @@ pub enum Role {
 /// that records it (None: no column; what the row records instead is named in its role).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct KnobSpec {
-    pub key: &'static str,
-    pub role: Role,
-    pub column: Option<&'static str>,
+    pub(crate) key: &'static str,
+    pub(crate) role: Role,
+    pub(crate) column: Option<&'static str>,
 }
 
 macro_rules! knob_role {
@@ -60,7 +60,7 @@ macro_rules! knob_column {
 
 /// A resolved knob is its partial form's value (`u32`) or, for a knob that may stay unset, the
 /// option itself (`Option<ByteSize>`): the declaration's `=> TYPE` says which.
-pub trait Settle<T>: Sized {
+pub(crate) trait Settle<T>: Sized {
     /// The resolved value, or None where a knob that must have one has none.
     fn settle(value: Option<T>) -> Option<Self>;
 }
@@ -107,7 +107,7 @@ macro_rules! knobs {
         /// reads as its default.
         #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
         #[serde(default)]
-        pub struct KnobValues {
+        pub(crate) struct KnobValues {
             $(
                 #[doc = $help]
                 pub $field: $resolved,
@@ -116,12 +116,12 @@ macro_rules! knobs {
 
         impl Knobs {
             /// Values of `top` replace values of `self` where `top` has them.
-            pub fn overlay(&mut self, top: &Knobs) {
+            pub(crate) fn overlay(&mut self, top: &Knobs) {
                 $( if top.$field.is_some() { self.$field = top.$field.clone(); } )*
             }
 
             /// The scenario key names, for error messages that list what is allowed.
-            pub const KEYS: &'static [&'static str] = &[$( stringify!($field) ),*];
+            pub(crate) const KEYS: &'static [&'static str] = &[$( stringify!($field) ),*];
 
             /// What the declaration says of each knob.
             pub const SPECS: &'static [KnobSpec] = &[$(
@@ -133,12 +133,12 @@ macro_rules! knobs {
             )*];
 
             /// Every knob at its default (the how-to's seed setup; `shm-size` and `memory` unset).
-            pub fn defaults() -> Knobs {
+            pub(crate) fn defaults() -> Knobs {
                 Knobs { $( $field: $default, )* }
             }
 
             /// These knobs over the defaults, resolved: every knob that must have a value has one.
-            pub fn settle(&self) -> KnobValues {
+            pub(crate) fn settle(&self) -> KnobValues {
                 let mut k = Knobs::defaults();
                 k.overlay(self);
                 KnobValues {$(

@@ -32,15 +32,15 @@ impl std::fmt::Display for Accel {
 
 /// What a VM cell ran on.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
-pub struct VmInfo {
+pub(crate) struct VmInfo {
     /// The kernel as asked for (`debian:6.1.0-57-cloud-amd64`, or a path).
-    pub kernel: String,
+    pub(crate) kernel: String,
     /// The accelerator used (never `auto`).
-    pub accel: Option<Accel>,
-    pub memory_bytes: u64,
-    pub cpus: u32,
+    pub(crate) accel: Option<Accel>,
+    pub(crate) memory_bytes: u64,
+    pub(crate) cpus: u32,
     /// Seconds from starting QEMU to the record.
-    pub boot_and_run_s: f64,
+    pub(crate) boot_and_run_s: f64,
     /// The guest as it saw itself.
-    pub fingerprint: Fingerprint,
+    pub(crate) fingerprint: Fingerprint,
 }

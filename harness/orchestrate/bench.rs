@@ -21,7 +21,7 @@ use crate::runtime;
 use crate::sys::clock;
 
 /// Runs the benchmark; `results_dir` receives the matrix's CSV.
-pub fn run(
+pub(crate) fn run(
     platform: &Platform,
     results_dir: &Path,
     observe: &mut dyn FnMut(Event),

@@ -15,7 +15,7 @@ use crate::runtime::namespace;
 
 /// Calibrates in a private mount namespace with its own tmpfs, so the measurement never writes
 /// to the host's /dev/shm: re-runs `shmbench calibrate --here` there and reads its JSON.
-pub fn isolated(
+pub(crate) fn isolated(
     config: &CellConfig,
     combos: &[(Strategy, TorchProfile)],
     duration: Duration,
@@ -58,7 +58,7 @@ pub fn isolated(
 /// Calibrates this machine for the strategies and profiles `cells` use (briefly: it runs before
 /// every matrix) and writes `calibration.json` beside the results `out`. A calibration that cannot
 /// run (e.g. too little free /dev/shm) is reported and skipped: it never stops the cells.
-pub fn for_cells(
+pub(crate) fn for_cells(
     cells: &[CellConfig],
     out: &Path,
     observe: &mut dyn FnMut(Event),

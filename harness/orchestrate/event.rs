@@ -8,7 +8,7 @@ use crate::results::Row;
 use crate::runtime::{Output, Progress};
 
 /// What a run tells whoever watches it.
-pub enum Event<'a> {
+pub(crate) enum Event<'a> {
     /// Something done around the cells (a sweep of leftovers, the image, the calibration).
     Note(String),
     /// What dead runs left, removed at the start of a run.

@@ -16,7 +16,7 @@ use crate::model::repeat::Repeat;
 /// The cells of a fidelity run: for each Python, each cell as a torch cell and as its emulated
 /// twin with the allocation profile of that torch, pinning only where torch would (it ignores
 /// pin_memory without an accelerator). Twins shared by several Pythons run once.
-pub fn pairs(
+pub(crate) fn pairs(
     cells: &[CellConfig],
     pythons: &[String],
     observe: &mut dyn FnMut(Event),
@@ -68,7 +68,7 @@ pub fn pairs(
 }
 
 /// Runs the pairs, `repeat` times interleaved, into `out`.
-pub fn run(
+pub(crate) fn run(
     cells: &[CellConfig],
     pythons: &[String],
     out: &Path,

@@ -17,31 +17,31 @@ use crate::runtime::Runtimes;
 use crate::sys::signals;
 
 #[derive(Clone, Debug, Serialize)]
-pub struct Trial {
-    pub shm_bytes: u64,
-    pub status: Status,
-    pub crash_step: Option<u64>,
+pub(crate) struct Trial {
+    pub(crate) shm_bytes: u64,
+    pub(crate) status: Status,
+    pub(crate) crash_step: Option<u64>,
 }
 
 #[derive(Clone, Debug, Serialize)]
-pub struct MinShm {
+pub(crate) struct MinShm {
     /// Smallest size that passed every repeat.
-    pub measured_bytes: u64,
+    pub(crate) measured_bytes: u64,
     /// Largest size seen to fail.
-    pub failed_below_bytes: u64,
-    pub resolution_bytes: u64,
+    pub(crate) failed_below_bytes: u64,
+    pub(crate) resolution_bytes: u64,
     /// The model's peak for a loader; for a command, its peak measured in a roomy first run.
-    pub predicted_bytes: u64,
-    pub predicted_batches: u64,
-    pub trials: Vec<Trial>,
+    pub(crate) predicted_bytes: u64,
+    pub(crate) predicted_batches: u64,
+    pub(crate) trials: Vec<Trial>,
     /// The budget ran out before the bracket narrowed to the resolution: `measured_bytes`
     /// passed, `failed_below_bytes` failed, and the minimum is between them.
-    pub budget_spent: bool,
+    pub(crate) budget_spent: bool,
 }
 
 impl MinShm {
     /// measured / predicted.
-    pub fn ratio(&self) -> f64 {
+    pub(crate) fn ratio(&self) -> f64 {
         self.measured_bytes as f64 / self.predicted_bytes.max(1) as f64
     }
 }
@@ -66,7 +66,7 @@ impl Trial {
 }
 
 /// Bisects `config` (its shm-size is replaced) between 0 and an upper bound that passes.
-pub fn search(
+pub(crate) fn search(
     config: &CellConfig,
     resolution: u64,
     repeats: u32,

@@ -2,11 +2,11 @@
 //! bisection, the harness benchmark, the doctor's verification, calibration). It chooses cells
 //! and runtimes, collects rows and tells what happens through [`event::Event`]s.
 
-pub mod bench;
-pub mod calibrate;
-pub mod event;
-pub mod fidelity;
-pub mod leftovers;
-pub mod minshm;
-pub mod runner;
-pub mod verify;
+pub(crate) mod bench;
+pub(crate) mod calibrate;
+pub(crate) mod event;
+pub(crate) mod fidelity;
+pub(crate) mod leftovers;
+pub(crate) mod minshm;
+pub(crate) mod runner;
+pub(crate) mod verify;

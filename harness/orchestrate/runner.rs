@@ -25,12 +25,12 @@ use crate::runtime::{CellMessage, Runtimes};
 use crate::sys::fingerprint::Fingerprint;
 use crate::sys::{clock, signals};
 
-pub struct Outcome {
+pub(crate) struct Outcome {
     /// Each finished cell's record (its row is in `results`).
-    pub records: Vec<CellRecord>,
-    pub results: ResultsFile,
+    pub(crate) records: Vec<CellRecord>,
+    pub(crate) results: ResultsFile,
     /// The signal that stopped the run early, if one did.
-    pub interrupted: Option<i32>,
+    pub(crate) interrupted: Option<i32>,
 }
 
 fn describe(config: &CellConfig) -> String {
@@ -93,7 +93,7 @@ fn sweep_leftovers(runtimes: &Runtimes, observe: &mut dyn FnMut(Event)) {
 /// Runs every cell `repeat` times, interleaved (all cells, then all cells again) so a slow
 /// spell of the machine spreads over cells instead of landing on one; writes `out` after each.
 /// With `Repeat::Auto` a round runs only the cells that have not converged yet.
-pub fn run(
+pub(crate) fn run(
     cells: &[CellConfig],
     out: &Path,
     repeat: Repeat,

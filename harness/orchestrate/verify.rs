@@ -22,7 +22,7 @@ const MAX_STEPS: u64 = 40;
 const SLOW_STEP_MS: f64 = 50.0;
 
 /// The cell a verification runs: `config` under `shm_bytes` of /dev/shm in a namespace.
-pub fn cell(config: &CellConfig, shm_bytes: u64) -> CellConfig {
+pub(crate) fn cell(config: &CellConfig, shm_bytes: u64) -> CellConfig {
     let mut cell = config.clone();
     cell.knobs.runtime = RuntimeKind::Namespace;
     cell.knobs.shm_size = Some(ByteSize(shm_bytes));
@@ -34,13 +34,17 @@ pub fn cell(config: &CellConfig, shm_bytes: u64) -> CellConfig {
 }
 
 /// Runs the verification cell.
-pub fn run(cell: &CellConfig) -> Result<CellRecord> {
+pub(crate) fn run(cell: &CellConfig) -> Result<CellRecord> {
     runtime::launch_one(cell, &mut |_| {})
 }
 
 /// The cells of a job: every loader of every rank, each run as is (in the /dev/shm the job's
 /// cell gives them all).
-pub fn job_cells(config: &CellConfig, ranks: u32, loaders: &[LoaderSpec]) -> Vec<CellConfig> {
+pub(crate) fn job_cells(
+    config: &CellConfig,
+    ranks: u32,
+    loaders: &[LoaderSpec],
+) -> Vec<CellConfig> {
     let mut cells = Vec::new();
     for rank in 0..ranks {
         for spec in loaders {
@@ -56,7 +60,11 @@ pub fn job_cells(config: &CellConfig, ranks: u32, loaders: &[LoaderSpec]) -> Vec
 
 /// Runs `cells` at once in one namespace cell of `shm_bytes` (a watched `shmbench job`); its
 /// record has the /dev/shm they used together and how the job ended.
-pub fn run_job(cells: &[CellConfig], shm_bytes: u64, platform: &Platform) -> Result<CellRecord> {
+pub(crate) fn run_job(
+    cells: &[CellConfig],
+    shm_bytes: u64,
+    platform: &Platform,
+) -> Result<CellRecord> {
     let json = serde_json::to_string(cells)?;
     let exe =
         std::env::current_exe().map_err(|e| anyhow!("cannot find shmbench's own binary: {e}"))?;
@@ -80,7 +88,7 @@ pub fn run_job(cells: &[CellConfig], shm_bytes: u64, platform: &Platform) -> Res
 
 /// Runs `cells` at the same time in this process's /dev/shm (what `shmbench job` does inside the
 /// job's cell); their records, in order.
-pub fn together(cells: &[CellConfig]) -> Vec<CellRecord> {
+pub(crate) fn together(cells: &[CellConfig]) -> Vec<CellRecord> {
     std::thread::scope(|scope| {
         let running: Vec<_> = cells
             .iter()

@@ -19,25 +19,25 @@ const ROUND: u64 = 64 << 20;
 
 #[derive(Clone, Debug, Serialize)]
 pub struct Diagnosis {
-    pub environment: Environment,
+    pub(crate) environment: Environment,
     /// Where the fixes are for (detected, or `--platform`).
-    pub target: Target,
+    pub(crate) target: Target,
     /// The ranks and loaders the peak is for.
-    pub job: JobPeak,
+    pub(crate) job: JobPeak,
     /// The other limits the job meets: the memory cgroup's, RLIMIT_NOFILE.
-    pub limits: Vec<String>,
-    pub loader: String,
-    pub batch_bytes: u64,
-    pub peak_batches: u64,
-    pub peak_bytes: u64,
+    pub(crate) limits: Vec<String>,
+    pub(crate) loader: String,
+    pub(crate) batch_bytes: u64,
+    pub(crate) peak_batches: u64,
+    pub(crate) peak_bytes: u64,
     /// How the peak is made up, in words.
-    pub peak_reason: String,
-    pub fits: bool,
+    pub(crate) peak_reason: String,
+    pub(crate) fits: bool,
     /// When it does not fit: the step it crashes at (about) and how.
-    pub verdict: String,
-    pub recommended_bytes: u64,
-    pub fixes: Vec<Fix>,
-    pub warnings: Vec<String>,
+    pub(crate) verdict: String,
+    pub(crate) recommended_bytes: u64,
+    pub(crate) fixes: Vec<Fix>,
+    pub(crate) warnings: Vec<String>,
 }
 
 /// The largest value in `1..=current` for which `fits(value)`, if any below `current`.
@@ -46,7 +46,7 @@ fn largest_below(current: u64, fits: impl Fn(u64) -> bool) -> Option<u64> {
 }
 
 /// The size to give a /dev/shm whose peak is `peak_bytes`: 25% above, rounded up to 64 MiB.
-pub fn recommend(peak_bytes: u64) -> u64 {
+pub(crate) fn recommend(peak_bytes: u64) -> u64 {
     ((peak_bytes as f64 * MARGIN) as u64).div_ceil(ROUND).max(1) * ROUND
 }
 
@@ -58,16 +58,16 @@ fn peak_basis(peak_bytes: u64) -> String {
 /// What a watched job needs: its measured peak with the margin, and the ways to give it that
 /// where it runs (in Docker when it ran there, else where shmbench runs).
 #[derive(Clone, Debug, Serialize)]
-pub struct Sizing {
-    pub peak_bytes: u64,
+pub(crate) struct Sizing {
+    pub(crate) peak_bytes: u64,
     /// The job died of a full /dev/shm of this size: its need is above it, unmeasured, and the
     /// recommendation is the next size to try (twice it, with the margin).
-    pub filled: Option<u64>,
-    pub recommended_bytes: u64,
-    pub fixes: Vec<Fix>,
+    pub(crate) filled: Option<u64>,
+    pub(crate) recommended_bytes: u64,
+    pub(crate) fixes: Vec<Fix>,
 }
 
-pub fn for_watched(
+pub(crate) fn for_watched(
     peak_bytes: u64,
     filled: Option<u64>,
     runtime: RuntimeKind,

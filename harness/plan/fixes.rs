@@ -35,9 +35,9 @@ impl From<Place> for Target {
 }
 
 #[derive(Clone, Debug, Serialize)]
-pub struct Fix {
-    pub title: String,
-    pub commands: Vec<String>,
+pub(crate) struct Fix {
+    pub(crate) title: String,
+    pub(crate) commands: Vec<String>,
 }
 
 fn docker_size(bytes: u64) -> String {
@@ -51,7 +51,7 @@ fn k8s_size(bytes: u64) -> String {
 /// The ways to give a job `recommended` bytes of /dev/shm on `target`; `basis` says where the
 /// number comes from ("the peak 60 MiB + 25%"), `cgroup_limit` is the memory limit the tmpfs
 /// pages count against, when one is known.
-pub fn size_fixes(
+pub(crate) fn size_fixes(
     target: Target,
     recommended: u64,
     basis: &str,

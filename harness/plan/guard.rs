@@ -12,7 +12,7 @@ use crate::model::size::ByteSize;
 
 /// Refuses cells whose predicted /dev/shm peak is more than `mem_total`: filling those tmpfs
 /// pages would push the whole machine into swap or the OOM killer.
-pub fn refuse_oversized(cells: &[CellConfig], mem_total: u64) -> Result<()> {
+pub(crate) fn refuse_oversized(cells: &[CellConfig], mem_total: u64) -> Result<()> {
     for c in cells {
         let batches = predict::peak_batches(c);
         let peak = predict::batches_bytes(c, batches);
@@ -31,7 +31,7 @@ pub fn refuse_oversized(cells: &[CellConfig], mem_total: u64) -> Result<()> {
 
 /// The loader config a tool command (doctor, min-shm, calibrate) works on: its flags on this
 /// machine, with no runtime of its own (the tool decides where, if anywhere, cells run).
-pub fn tool_config(name: &str, mut knobs: Knobs, platform: &Platform) -> Result<CellConfig> {
+pub(crate) fn tool_config(name: &str, mut knobs: Knobs, platform: &Platform) -> Result<CellConfig> {
     knobs.runtime = Some(RuntimeKind::Host);
     knobs.shm_size = None;
     let id = Identity {

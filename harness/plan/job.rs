@@ -14,28 +14,28 @@ use crate::model::knobs::Strategy;
 
 /// One loader of the job, as predicted.
 #[derive(Clone, Debug, Serialize)]
-pub struct LoaderPeak {
-    pub spec: LoaderSpec,
-    pub batch_bytes: u64,
-    pub peak_batches: u64,
-    pub peak_bytes: u64,
+pub(crate) struct LoaderPeak {
+    pub(crate) spec: LoaderSpec,
+    pub(crate) batch_bytes: u64,
+    pub(crate) peak_batches: u64,
+    pub(crate) peak_bytes: u64,
 }
 
 /// The job's predicted peak.
 #[derive(Clone, Debug, Serialize)]
 pub struct JobPeak {
-    pub ranks: u32,
-    pub loaders: Vec<LoaderPeak>,
+    pub(crate) ranks: u32,
+    pub(crate) loaders: Vec<LoaderPeak>,
     /// One rank's loaders together, and the node's (every rank).
-    pub rank_bytes: u64,
-    pub node_bytes: u64,
+    pub(crate) rank_bytes: u64,
+    pub(crate) node_bytes: u64,
     /// File descriptors one rank's main holds at the peak (file_descriptor keeps one per batch
     /// alive; file_system none), with the few every process has.
-    pub rank_fds: u64,
+    pub(crate) rank_fds: u64,
 }
 
 /// `base` with one loader's shape (its other knobs: strategy, images, steps, are the job's).
-pub fn loader_config(base: &CellConfig, spec: &LoaderSpec) -> CellConfig {
+pub(crate) fn loader_config(base: &CellConfig, spec: &LoaderSpec) -> CellConfig {
     let mut c = base.clone();
     c.cell = spec.name.clone();
     c.knobs.workers = spec.workers;

@@ -9,10 +9,10 @@ use crate::model::config::CellConfig;
 use crate::model::knobs::{Loader, RuntimeKind};
 
 /// The name that stands for this machine's own kernel.
-pub const HOST: &str = "host";
+pub(crate) const HOST: &str = "host";
 
 /// The cells, each on every kernel in turn.
-pub fn on_kernels(
+pub(crate) fn on_kernels(
     cells: &[CellConfig],
     kernels: &[String],
     mem_total: u64,

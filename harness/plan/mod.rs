@@ -4,11 +4,11 @@
 //! kernels. Nothing here runs a cell.
 
 pub mod advice;
-pub mod fixes;
-pub mod guard;
+pub(crate) mod fixes;
+pub(crate) mod guard;
 pub mod job;
-pub mod kernels;
-pub mod predict;
+pub(crate) mod kernels;
+pub(crate) mod predict;
 pub mod resolve;
 pub mod scenario;
-pub mod watch;
+pub(crate) mod watch;

@@ -19,17 +19,17 @@
 use crate::model::config::CellConfig;
 use crate::model::knobs::{Strategy, TorchProfile};
 
-pub const PAGE: u64 = 4096;
+pub(crate) const PAGE: u64 = 4096;
 
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Prediction {
+pub(crate) struct Prediction {
     /// Whole batches that fit in the tmpfs.
-    pub capacity_batches: u64,
+    pub(crate) capacity_batches: u64,
     /// Batches alive at the peak without retention: outstanding plus the held one.
-    pub peak_batches: u64,
+    pub(crate) peak_batches: u64,
     /// The 1-based step at which an allocation cannot fit (None: never within the run, or the
     /// strategy does not use /dev/shm).
-    pub crash_step: Option<u64>,
+    pub(crate) crash_step: Option<u64>,
 }
 
 fn pages(bytes: u64) -> u64 {
@@ -37,7 +37,7 @@ fn pages(bytes: u64) -> u64 {
 }
 
 /// Predicts `config` under a /dev/shm of `shm_bytes`.
-pub fn predict(config: &CellConfig, shm_bytes: u64) -> Prediction {
+pub(crate) fn predict(config: &CellConfig, shm_bytes: u64) -> Prediction {
     let capacity = pages(shm_bytes) / pages(config.batch_bytes()).max(1);
     let outstanding = config.max_outstanding();
     let peak = outstanding + 1;
@@ -80,7 +80,7 @@ pub fn predict(config: &CellConfig, shm_bytes: u64) -> Prediction {
 /// one per worker when it does, all `workers * prefetch` when it falls behind (it competes with
 /// the workers for CPU). The upper bound is returned; on the 2-core development machine the
 /// measured minimum lay between the two (see `pin_memory_lower_bound`).
-pub fn peak_batches(config: &CellConfig) -> u64 {
+pub(crate) fn peak_batches(config: &CellConfig) -> u64 {
     let uses_shm = matches!(
         config.knobs.strategy,
         Strategy::FileDescriptor | Strategy::FileSystem
@@ -116,12 +116,12 @@ pub fn peak_batches(config: &CellConfig) -> u64 {
 }
 
 /// With pin_memory, the batches in /dev/shm when the pin copy keeps up: one per worker.
-pub fn pin_memory_lower_bound(config: &CellConfig) -> u64 {
+pub(crate) fn pin_memory_lower_bound(config: &CellConfig) -> u64 {
     (config.knobs.workers as u64).min(config.max_outstanding().min(config.total_steps()))
 }
 
 /// Bytes of tmpfs that `batches` batches occupy (whole pages).
-pub fn batches_bytes(config: &CellConfig, batches: u64) -> u64 {
+pub(crate) fn batches_bytes(config: &CellConfig, batches: u64) -> u64 {
     batches * pages(config.batch_bytes()) * PAGE
 }
 

@@ -9,18 +9,18 @@ use crate::model::validate::KnobError;
 
 /// Docker's documented default /dev/shm size, used when a Docker cell without shm-size runs
 /// outside Docker.
-pub const DOCKER_DEFAULT_SHM: u64 = 64 << 20;
+pub(crate) const DOCKER_DEFAULT_SHM: u64 = 64 << 20;
 
 /// What resolving knobs needs to know about this machine. Whether a Docker engine answers is
 /// asked once, and only when a cell could run in Docker.
 pub struct Platform {
-    pub mem_total: u64,
+    pub(crate) mem_total: u64,
     docker: std::cell::OnceCell<bool>,
     probe: fn() -> bool,
 }
 
 impl Platform {
-    pub fn new(mem_total: u64, probe: fn() -> bool) -> Platform {
+    pub(crate) fn new(mem_total: u64, probe: fn() -> bool) -> Platform {
         Platform {
             mem_total,
             docker: std::cell::OnceCell::new(),
@@ -35,7 +35,7 @@ impl Platform {
         platform
     }
 
-    pub fn docker_reachable(&self) -> bool {
+    pub(crate) fn docker_reachable(&self) -> bool {
         *self.docker.get_or_init(self.probe)
     }
 }
@@ -43,10 +43,10 @@ impl Platform {
 /// Who a cell is, beside its knobs.
 #[derive(Clone, Debug, Default)]
 pub struct Identity {
-    pub scenario: String,
-    pub cell: String,
-    pub environment: String,
-    pub claim: Option<Claim>,
+    pub(crate) scenario: String,
+    pub(crate) cell: String,
+    pub(crate) environment: String,
+    pub(crate) claim: Option<Claim>,
 }
 
 impl Knobs {

@@ -31,13 +31,13 @@ use crate::sys::clock;
 
 /// The seed matrix, built in so `shmbench matrix` works from any directory.
 pub const SEED_MATRIX: &str = include_str!("../../scenarios/seed-matrix.toml");
-pub const SEED_MATRIX_PATH: &str = "scenarios/seed-matrix.toml";
+pub(crate) const SEED_MATRIX_PATH: &str = "scenarios/seed-matrix.toml";
 /// The emulation against real torch, built in too.
-pub const FIDELITY: &str = include_str!("../../scenarios/fidelity.toml");
-pub const FIDELITY_PATH: &str = "scenarios/fidelity.toml";
+pub(crate) const FIDELITY: &str = include_str!("../../scenarios/fidelity.toml");
+pub(crate) const FIDELITY_PATH: &str = "scenarios/fidelity.toml";
 
 /// Where scenario files live, and every scenario built into the binary: (name, text).
-pub const SCENARIO_DIR: &str = "scenarios";
+pub(crate) const SCENARIO_DIR: &str = "scenarios";
 const BUILT_IN: &[(&str, &str)] = &[
     ("seed-matrix", SEED_MATRIX),
     ("fidelity", FIDELITY),
@@ -52,23 +52,23 @@ const BUILT_IN: &[(&str, &str)] = &[
 ];
 
 #[derive(Clone, Debug)]
-pub struct ScenarioCell {
-    pub name: String,
-    pub environment: String,
-    pub knobs: Knobs,
-    pub claim: Option<Claim>,
+pub(crate) struct ScenarioCell {
+    pub(crate) name: String,
+    pub(crate) environment: String,
+    pub(crate) knobs: Knobs,
+    pub(crate) claim: Option<Claim>,
 }
 
 #[derive(Clone, Debug)]
 pub struct Scenario {
-    pub name: String,
+    pub(crate) name: String,
     pub description: String,
     /// Where it was read from (for messages).
-    pub origin: String,
-    pub defaults: Knobs,
-    pub cells: Vec<ScenarioCell>,
+    pub(crate) origin: String,
+    pub(crate) defaults: Knobs,
+    pub(crate) cells: Vec<ScenarioCell>,
     /// Sentences of the source that several cells measure together (`[[claims]]`).
-    pub statements: Vec<Statement>,
+    pub(crate) statements: Vec<Statement>,
 }
 
 /// Scenario keys may be written with `_` or `-`; knobs use `-`.
@@ -154,7 +154,7 @@ impl Scenario {
     /// run outside the repository.
     /// Loads a scenario by path, or by name (`kubernetes` is `scenarios/kubernetes.toml`); a
     /// built-in scenario is found by its name or its usual path from any directory.
-    pub fn load(path: &Path) -> Result<Scenario> {
+    pub(crate) fn load(path: &Path) -> Result<Scenario> {
         let by_name = path.components().count() == 1 && path.extension().is_none();
         let name = path
             .file_stem()
@@ -301,7 +301,7 @@ impl Scenario {
 }
 
 /// Default results path: `results/<scenario>-<UTC time>.csv`.
-pub fn default_results_path(scenario: &str) -> PathBuf {
+pub(crate) fn default_results_path(scenario: &str) -> PathBuf {
     PathBuf::from("results").join(format!("{scenario}-{}.csv", clock::compact_now()))
 }
 

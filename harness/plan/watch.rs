@@ -12,7 +12,7 @@ use super::resolve::{Identity, Platform};
 
 /// The cell that runs `settings.command` named `name`, isolated by `knobs` (shm-size, runtime,
 /// image, memory, cpus, timeout-s; the loader knobs do not apply to a command).
-pub fn cell(
+pub(crate) fn cell(
     knobs: &Knobs,
     name: &str,
     settings: WatchSettings,
@@ -33,7 +33,7 @@ pub fn cell(
 
 /// `command` watched in a private /dev/shm of `shm_bytes` (a namespace cell), as shmbench's own
 /// checks run one (`bench`'s sampler cost, `doctor --verify` of a job).
-pub fn private(
+pub(crate) fn private(
     name: &str,
     command: Vec<String>,
     shm_bytes: u64,

@@ -11,7 +11,7 @@ fn met(yes: bool) -> String {
     if yes { "met" } else { "NOT met" }.to_string()
 }
 
-pub fn render(b: &Bench) -> String {
+pub(crate) fn render(b: &Bench) -> String {
     let c = &b.calibration;
     let headers = ["measure", "measured", "target", ""];
     let rows = vec![

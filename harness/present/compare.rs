@@ -196,14 +196,14 @@ pub fn render_json(
 }
 
 /// Per-cell summary of repeated runs as a Markdown table.
-pub fn render_summary(summaries: &[CellSummary]) -> String {
+pub(crate) fn render_summary(summaries: &[CellSummary]) -> String {
     let (headers, rows) = summary_cells(summaries);
     let headers: Vec<&str> = headers.iter().map(String::as_str).collect();
     table::markdown(&headers, &rows)
 }
 
 /// The summary table's headers and cells, for any output format.
-pub fn summary_cells(summaries: &[CellSummary]) -> (Vec<String>, Vec<Vec<String>>) {
+pub(crate) fn summary_cells(summaries: &[CellSummary]) -> (Vec<String>, Vec<Vec<String>>) {
     let headers = [
         "cell",
         "runs",

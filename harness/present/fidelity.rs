@@ -30,7 +30,7 @@ fn times(x: Option<f64>) -> String {
     x.map(|x| format!("{x:.2}x")).unwrap_or_else(|| "-".into())
 }
 
-pub fn render(pairs: &[Pair]) -> String {
+pub(crate) fn render(pairs: &[Pair]) -> String {
     let headers = [
         "cell",
         "torch",

@@ -25,10 +25,10 @@ const NOBODY: u64 = 65534;
 
 /// What the manifest is for.
 pub struct Target<'a> {
-    pub image: &'a str,
-    pub namespace: &'a str,
-    pub node_selector: &'a [(String, String)],
-    pub repeat: u32,
+    pub(crate) image: &'a str,
+    pub(crate) namespace: &'a str,
+    pub(crate) node_selector: &'a [(String, String)],
+    pub(crate) repeat: u32,
 }
 
 /// The shape of a pod: what its spec must differ by.
@@ -86,7 +86,7 @@ fn in_pod(cell: &CellConfig, shape: &Shape) -> CellConfig {
 }
 
 /// The objects for `cells`: a ConfigMap and an Indexed Job per pod shape.
-pub fn objects(scenario: &str, cells: &[CellConfig], target: &Target) -> Vec<Value> {
+pub(crate) fn objects(scenario: &str, cells: &[CellConfig], target: &Target) -> Vec<Value> {
     let mut shapes: BTreeMap<Shape, Vec<&CellConfig>> = BTreeMap::new();
     for c in cells {
         let shape = Shape {
@@ -208,7 +208,7 @@ fn kube_name(s: &str) -> String {
 }
 
 /// The objects as a file: JSON documents (which are YAML) separated by `---`.
-pub fn render(objects: &[Value]) -> String {
+pub(crate) fn render(objects: &[Value]) -> String {
     let docs: Vec<String> = objects
         .iter()
         .map(|o| serde_json::to_string_pretty(o).unwrap_or_default())

@@ -10,7 +10,7 @@ use crate::model::vm::Accel;
 use crate::results::Row;
 
 /// The cell's /dev/shm as measured inside it.
-pub fn shm_label(row: &Row) -> String {
+pub(crate) fn shm_label(row: &Row) -> String {
     let seen = ByteSize(row.shm_seen_bytes);
     if row.pod.is_some() {
         // A pod's: what it saw, else its emptyDir's sizeLimit, else the runtime's default.
@@ -33,7 +33,7 @@ pub fn shm_label(row: &Row) -> String {
 
 /// img/s as the how-to writes it: a number, or `0.0 (Failed)`; under software emulation (a TCG
 /// VM) marked as such, since it says nothing of the data path's speed.
-pub fn throughput(row: &Row) -> String {
+pub(crate) fn throughput(row: &Row) -> String {
     let speed = rate(row);
     match row.vm_accel {
         Some(Accel::Tcg) if row.img_per_s.is_some() => format!("{speed} (TCG, emulated)"),
@@ -58,7 +58,7 @@ pub fn matrix(rows: &[Row]) -> String {
 }
 
 /// "<source> says" when every claim has one source, else "Claim says".
-pub fn claims_header(rows: &[Row]) -> String {
+pub(crate) fn claims_header(rows: &[Row]) -> String {
     let mut sources: Vec<&str> = rows
         .iter()
         .filter(|r| r.claim_status.is_some())
@@ -73,7 +73,7 @@ pub fn claims_header(rows: &[Row]) -> String {
 }
 
 /// The matrix table's headers and cells, for any output format.
-pub fn matrix_cells(rows: &[Row]) -> (Vec<String>, Vec<Vec<String>>) {
+pub(crate) fn matrix_cells(rows: &[Row]) -> (Vec<String>, Vec<Vec<String>>) {
     let steps = rows.first().map(|r| r.steps * r.epochs as u64).unwrap_or(0);
     let status_header = format!("Status After {steps} Steps");
     let has_claims = rows.iter().any(|r| r.claim_status.is_some());
@@ -121,7 +121,7 @@ pub fn matrix_cells(rows: &[Row]) -> (Vec<String>, Vec<Vec<String>>) {
 
 /// One note per row that disagrees with its claim, one per failed row's message, and one per
 /// distinct reason rows ran in another runtime than their setup names.
-pub fn notes(rows: &[Row]) -> Vec<String> {
+pub(crate) fn notes(rows: &[Row]) -> Vec<String> {
     let mut notes = Vec::new();
     for r in rows {
         let env = &r.environment;

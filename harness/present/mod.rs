@@ -1,17 +1,17 @@
 //! Presentation: everything that turns numbers into text, tables, plots and report files. Made
 //! from results, analyses and diagnoses only; nothing here runs a cell or measures anything.
 
-pub mod bench;
+pub(crate) mod bench;
 pub mod bmf;
-pub mod calibration;
+pub(crate) mod calibration;
 pub mod compare;
 pub mod doctor;
-pub mod fidelity;
-pub mod history;
-pub mod k8s_manifest;
-pub mod labels;
+pub(crate) mod fidelity;
+pub(crate) mod history;
+pub(crate) mod k8s_manifest;
+pub(crate) mod labels;
 pub mod matrix;
-pub mod report;
-pub mod statements;
-pub mod table;
-pub mod watch;
+pub(crate) mod report;
+pub(crate) mod statements;
+pub(crate) mod table;
+pub(crate) mod watch;

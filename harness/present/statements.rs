@@ -45,7 +45,7 @@ fn cells_text(j: &Judged) -> String {
 }
 
 /// What was measured, in words and numbers.
-pub fn finding(j: &Judged) -> String {
+pub(crate) fn finding(j: &Judged) -> String {
     let s = &j.statement;
     let mut text = match s.kind {
         StatementKind::Status => format!(
@@ -84,7 +84,7 @@ pub fn finding(j: &Judged) -> String {
 }
 
 /// The command that measures the statement again.
-pub fn command(j: &Judged, scenario: &str) -> String {
+pub(crate) fn command(j: &Judged, scenario: &str) -> String {
     format!(
         "shmbench matrix {scenario} --cells {}",
         j.statement.cells.join(",")
@@ -92,7 +92,7 @@ pub fn command(j: &Judged, scenario: &str) -> String {
 }
 
 /// The table: quote, section, measured, verdict, command.
-pub fn table(judged: &[Judged], scenario: &str) -> (Vec<String>, Vec<Vec<String>>) {
+pub(crate) fn table(judged: &[Judged], scenario: &str) -> (Vec<String>, Vec<Vec<String>>) {
     let headers = ["Claim", "Section", "Measured", "Verdict", "Reproduce"]
         .map(String::from)
         .to_vec();

@@ -14,12 +14,12 @@ const MAX_HOLDERS: usize = 8;
 const MAX_SEGMENTS: usize = 4;
 
 /// A rate of growth as the explanation and the report write it.
-pub fn mib_per_s(bytes_per_s: f64) -> String {
+pub(crate) fn mib_per_s(bytes_per_s: f64) -> String {
     format!("{:+.2} MiB/s", bytes_per_s / (1u64 << 20) as f64)
 }
 
 /// A holder's process as the explanation, the report and its plot name it.
-pub fn pid_label(report: &WatchFindings, h: &Holder) -> String {
+pub(crate) fn pid_label(report: &WatchFindings, h: &Holder) -> String {
     if h.pid == report.command_pid {
         format!("pid {} (the command)", h.pid)
     } else {
@@ -28,7 +28,7 @@ pub fn pid_label(report: &WatchFindings, h: &Holder) -> String {
 }
 
 /// The explanation, as plain text for the terminal.
-pub fn render(
+pub(crate) fn render(
     record: &CellRecord,
     report: &WatchFindings,
     trend: Option<&Trend>,

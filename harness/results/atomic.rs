@@ -13,7 +13,7 @@ use super::spreadsheet;
 
 /// Writes `rows` as CSV to `path`, atomically. `empty_header` is written when there are no rows,
 /// so an empty file still names its columns.
-pub fn write_csv<T: Serialize>(
+pub(crate) fn write_csv<T: Serialize>(
     path: &Path,
     rows: &[T],
     empty_header: Option<&[&str]>,
@@ -43,7 +43,7 @@ pub fn write_csv<T: Serialize>(
 }
 
 /// Writes `bytes` to `path`, atomically.
-pub fn write_bytes(path: &Path, bytes: &[u8]) -> Result<()> {
+pub(crate) fn write_bytes(path: &Path, bytes: &[u8]) -> Result<()> {
     let dir = path
         .parent()
         .filter(|d| !d.as_os_str().is_empty())

@@ -16,11 +16,11 @@ use crate::model::knobs::Loader;
 use crate::model::record::CellRecord;
 
 /// The largest file beside a CSV that is read (a series of a million steps is about 50 MB).
-pub const MAX_BYTES: u64 = 256 << 20;
+pub(crate) const MAX_BYTES: u64 = 256 << 20;
 
 /// Where a file about one row goes beside `results_csv`: `<dir>/<csv stem>/<name>.<extension>`,
 /// as (the path relative to the CSV's directory, the path), its folder made.
-pub fn place(
+pub(crate) fn place(
     results_csv: &Path,
     record: &CellRecord,
     repeat: u32,
@@ -63,7 +63,7 @@ pub fn place(
 /// Opens the file a row of `results_csv` names (`what` it is, for messages), refusing a name
 /// that is not a plain relative path down from the CSV's directory, or what is not a regular
 /// file of a bounded size; returns its path and the file, read no further than [`MAX_BYTES`].
-pub fn open(
+pub(crate) fn open(
     results_csv: &Path,
     relative: &str,
     what: &str,
@@ -103,7 +103,7 @@ pub fn open(
 
 /// Copies the file a row of `from_csv` names beside `to_csv` (for a merge: the merged file
 /// carries its rows' files), as `<to stem>/<prefix>-<file name>`; returns its new name.
-pub fn copy(from_csv: &Path, relative: &str, to_csv: &Path, prefix: &str) -> Result<String> {
+pub(crate) fn copy(from_csv: &Path, relative: &str, to_csv: &Path, prefix: &str) -> Result<String> {
     let (from, mut file) = open(from_csv, relative, "file")?;
     let stem = to_csv
         .file_stem()

@@ -15,15 +15,15 @@ use crate::model::pod::{NodeInfo, PodStatus};
 use crate::model::record::{CellRecord, Status};
 
 /// A record found in a log, with the pod a `kubectl logs --prefix` line named.
-pub struct Logged {
-    pub pod: Option<String>,
-    pub record: CellRecord,
+pub(crate) struct Logged {
+    pub(crate) pod: Option<String>,
+    pub(crate) record: CellRecord,
 }
 
 /// The records in a log: every line that is a cell record, bare or behind the prefix
 /// `kubectl logs --prefix` writes (`[pod/NAME/CONTAINER] `). Lines that look like a record but
 /// are not one of this shmbench's are named in the second list.
-pub fn records_in(text: &str) -> (Vec<Logged>, Vec<String>) {
+pub(crate) fn records_in(text: &str) -> (Vec<Logged>, Vec<String>) {
     let mut found = Vec::new();
     let mut bad = Vec::new();
     for (n, line) in text.lines().enumerate() {
@@ -49,17 +49,17 @@ pub fn records_in(text: &str) -> (Vec<Logged>, Vec<String>) {
 
 /// What the API says about the fleet, beside the logs.
 #[derive(Default)]
-pub struct Fleet {
-    pub pods: Vec<PodStatus>,
-    pub nodes: Vec<NodeInfo>,
-    pub jobs: Option<JobCells>,
+pub(crate) struct Fleet {
+    pub(crate) pods: Vec<PodStatus>,
+    pub(crate) nodes: Vec<NodeInfo>,
+    pub(crate) jobs: Option<JobCells>,
 }
 
 /// The rows, each with the record it came from (None for a pod that left none), and what was
 /// noticed on the way.
-pub struct Collected {
-    pub rows: Vec<(Row, Option<CellRecord>)>,
-    pub notes: Vec<String>,
+pub(crate) struct Collected {
+    pub(crate) rows: Vec<(Row, Option<CellRecord>)>,
+    pub(crate) notes: Vec<String>,
 }
 
 /// One pod's result before it is numbered among the cell's repeats.
@@ -115,7 +115,7 @@ fn logged_entries(
 }
 
 /// The rows of a fleet run: one per pod record, one per pod ended from outside.
-pub fn collect(
+pub(crate) fn collect(
     logged: Vec<Logged>,
     fleet: &Fleet,
     run_id: &str,

@@ -23,7 +23,7 @@ pub(super) fn names_problem(config: &CellConfig) -> Option<String> {
 /// mount holds them, in completion-index order), and the size of its pods' /dev/shm (the
 /// emptyDir's sizeLimit; None for the runtime's default).
 #[derive(Default)]
-pub struct JobCells(BTreeMap<String, (Vec<CellConfig>, Option<u64>)>);
+pub(crate) struct JobCells(BTreeMap<String, (Vec<CellConfig>, Option<u64>)>);
 
 /// A Kubernetes quantity in bytes (`2048Mi`, `2Gi`, `1000000`); None for other forms.
 fn quantity_bytes(q: &str) -> Option<u64> {
@@ -41,7 +41,7 @@ fn quantity_bytes(q: &str) -> Option<u64> {
 }
 
 impl JobCells {
-    pub fn from_manifest(text: &str) -> Result<JobCells> {
+    pub(crate) fn from_manifest(text: &str) -> Result<JobCells> {
         let mut maps = BTreeMap::new();
         let mut jobs = Vec::new();
         for doc in text.split("\n---") {
@@ -94,13 +94,13 @@ impl JobCells {
     }
 
     /// The cell a pod of `job` at `index` ran (the pod picks it modulo the list's length).
-    pub fn cell(&self, job: &str, index: u64) -> Option<&CellConfig> {
+    pub(crate) fn cell(&self, job: &str, index: u64) -> Option<&CellConfig> {
         let (cells, _) = self.0.get(job)?;
         cells.get(index as usize % cells.len().max(1))
     }
 
     /// The sizeLimit of the /dev/shm of the pods that ran `cell`.
-    pub fn shm_of(&self, cell: &str) -> Option<u64> {
+    pub(crate) fn shm_of(&self, cell: &str) -> Option<u64> {
         self.0
             .values()
             .find(|(cells, _)| cells.iter().any(|c| c.cell == cell))

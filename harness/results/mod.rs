@@ -3,20 +3,20 @@
 //! machines, the rows of a Kubernetes fleet's pods (`k8s`), and a scenario's statements beside
 //! its results (`statements`).
 
-pub mod atomic;
-pub mod baseline;
-pub mod beside;
+pub(crate) mod atomic;
+pub(crate) mod baseline;
+pub(crate) mod beside;
 pub mod csv;
-pub mod k8s;
-pub mod k8s_jobs;
-pub mod merge;
+pub(crate) mod k8s;
+pub(crate) mod k8s_jobs;
+pub(crate) mod merge;
 pub mod record;
 pub mod row;
-pub mod row_build;
-pub mod spreadsheet;
-pub mod statements;
-pub mod steps;
+pub(crate) mod row_build;
+pub(crate) mod spreadsheet;
+pub(crate) mod statements;
+pub(crate) mod steps;
 pub mod stream;
-pub mod watch;
+pub(crate) mod watch;
 
 pub use row::Row;

@@ -15,7 +15,7 @@ use crate::model::vm::Accel;
 pub const SCHEMA: u32 = 5;
 
 /// Earlier schemas this shmbench still reads (their missing columns take their defaults).
-pub const READS: &[u32] = &[1, 2, 3, 4, SCHEMA];
+pub(crate) const READS: &[u32] = &[1, 2, 3, 4, SCHEMA];
 
 /// One CSV row. Field order is column order. `Row::default()` is every column empty or zero:
 /// only the base `Row::new` (in `row_build`) builds on.

@@ -12,22 +12,22 @@ use crate::sys::fingerprint::Fingerprint;
 /// What a row knows beside its record and the machine: the run it belongs to, its repetition,
 /// the command line that ran it, this machine's calibration, and its files beside the CSV.
 #[derive(Clone, Debug, Default)]
-pub struct RowContext<'a> {
-    pub run_id: &'a str,
-    pub started_at: &'a str,
+pub(crate) struct RowContext<'a> {
+    pub(crate) run_id: &'a str,
+    pub(crate) started_at: &'a str,
     /// 1-based repetition of the cell within the run.
-    pub repeat: u32,
+    pub(crate) repeat: u32,
     /// The shmbench command line ([`command_line`] for this process).
-    pub command: String,
+    pub(crate) command: String,
     /// This machine's calibration, for the efficiency columns.
-    pub calibration: Option<&'a Calibration>,
+    pub(crate) calibration: Option<&'a Calibration>,
     /// The per-step series and the watch file, relative to the CSV's directory.
-    pub steps_file: Option<String>,
-    pub watch_file: Option<String>,
+    pub(crate) steps_file: Option<String>,
+    pub(crate) watch_file: Option<String>,
 }
 
 /// Arguments as a command a user can paste into a shell.
-pub fn shell_words(args: impl IntoIterator<Item = String>) -> String {
+pub(crate) fn shell_words(args: impl IntoIterator<Item = String>) -> String {
     let quote = |a: String| {
         if a.is_empty() || a.contains(|c: char| c.is_whitespace() || "'\"$`\\".contains(c)) {
             format!("'{}'", a.replace('\'', "'\\''"))
@@ -39,7 +39,7 @@ pub fn shell_words(args: impl IntoIterator<Item = String>) -> String {
 }
 
 /// This invocation as a command a user can paste (`shmbench matrix --steps 20`).
-pub fn command_line() -> String {
+pub(crate) fn command_line() -> String {
     shell_words(std::iter::once("shmbench".to_string()).chain(std::env::args().skip(1)))
 }
 
@@ -51,7 +51,7 @@ fn per(seconds: Option<f64>, count: u64) -> Option<f64> {
 }
 
 /// `x` rounded to `places` decimals (results keep what the measurement can tell).
-pub fn round(x: f64, places: i32) -> f64 {
+pub(crate) fn round(x: f64, places: i32) -> f64 {
     let scale = 10f64.powi(places);
     (x * scale).round() / scale
 }
@@ -60,7 +60,7 @@ impl Row {
     /// The row of one cell's record, run in the environment `fp`, in `context`: every column
     /// is decided here (the claim's verdict and the efficiency against the calibrated limit
     /// included), from the config, then what was measured, then the machine.
-    pub fn new(record: &CellRecord, fp: &Fingerprint, context: RowContext) -> Row {
+    pub(crate) fn new(record: &CellRecord, fp: &Fingerprint, context: RowContext) -> Row {
         let measured = Row::measured(record, fp);
         let c = &record.config;
         let claim = c.claim.as_ref();

@@ -23,7 +23,7 @@ fn path_of(results_csv: &Path) -> PathBuf {
 }
 
 /// Writes them (atomically); nothing when there are none.
-pub fn write(results_csv: &Path, statements: &[Statement]) -> Result<()> {
+pub(crate) fn write(results_csv: &Path, statements: &[Statement]) -> Result<()> {
     if statements.is_empty() {
         return Ok(());
     }
@@ -36,7 +36,7 @@ pub fn write(results_csv: &Path, statements: &[Statement]) -> Result<()> {
 }
 
 /// The statements kept beside `results_csv`; none when the run had none.
-pub fn read(results_csv: &Path) -> Result<Vec<Statement>> {
+pub(crate) fn read(results_csv: &Path) -> Result<Vec<Statement>> {
     let path = path_of(results_csv);
     if !path.exists() {
         return Ok(Vec::new());

@@ -13,7 +13,11 @@ use crate::model::watch::WatchFindings;
 
 /// Writes the record's watch report next to `results_csv` (atomically); returns the path
 /// relative to the CSV's directory, None for a record that watched nothing.
-pub fn write(results_csv: &Path, record: &CellRecord, repeat: u32) -> Result<Option<String>> {
+pub(crate) fn write(
+    results_csv: &Path,
+    record: &CellRecord,
+    repeat: u32,
+) -> Result<Option<String>> {
     let Some(report) = &record.watch else {
         return Ok(None);
     };
@@ -25,7 +29,7 @@ pub fn write(results_csv: &Path, record: &CellRecord, repeat: u32) -> Result<Opt
 }
 
 /// Reads a watch file named by a row of `results_csv`.
-pub fn read(results_csv: &Path, relative: &str) -> Result<WatchFindings> {
+pub(crate) fn read(results_csv: &Path, relative: &str) -> Result<WatchFindings> {
     let (path, mut file) = beside::open(results_csv, relative, "watch report")?;
     let mut text = Vec::new();
     file.read_to_end(&mut text)

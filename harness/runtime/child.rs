@@ -25,7 +25,7 @@ use crate::sys::process::{self, Exit};
 use crate::sys::signals;
 
 /// Isolation a runtime sets up in the forked child before it execs the cell.
-pub trait PreExec: Send + Sync + 'static {
+pub(crate) trait PreExec: Send + Sync + 'static {
     /// Runs in the forked child: only async-signal-safe calls, on data prepared before fork.
     fn enter(&self) -> std::io::Result<()>;
     /// What the user should do when a child could not be started with this isolation.
@@ -87,7 +87,7 @@ fn cell_command(
 }
 
 /// Runs one cell to completion, isolated by `isolation` (None: as is).
-pub fn run(
+pub(crate) fn run(
     config: &CellConfig,
     isolation: Option<Box<dyn PreExec>>,
     progress: &mut dyn FnMut(CellMessage),

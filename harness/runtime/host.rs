@@ -5,7 +5,7 @@ use super::launch::{CellMessage, Runtime};
 use crate::model::config::CellConfig;
 use crate::model::record::CellRecord;
 
-pub struct Host;
+pub(crate) struct Host;
 
 impl Runtime for Host {
     fn launch(&self, config: &CellConfig, progress: &mut dyn FnMut(CellMessage)) -> CellRecord {

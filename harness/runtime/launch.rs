@@ -3,10 +3,10 @@
 use crate::model::config::CellConfig;
 use crate::model::record::CellRecord;
 
-pub use crate::cell::protocol::{CellMessage, Output, Progress, Stream};
+pub(crate) use crate::cell::protocol::{CellMessage, Output, Progress, Stream};
 
 /// One way of launching a cell.
-pub trait Runtime {
+pub(crate) trait Runtime {
     /// Runs the cell to completion (or failure) and returns its record; never panics on a cell
     /// that crashes or cannot start: that is a record with a non-pass status.
     fn launch(&self, config: &CellConfig, progress: &mut dyn FnMut(CellMessage)) -> CellRecord;

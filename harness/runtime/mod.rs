@@ -4,33 +4,33 @@
 //! [`Runtimes`], the one place that chooses a runtime for a cell.
 
 mod child;
-pub mod docker;
-pub mod host;
-pub mod launch;
-pub mod namespace;
+pub(crate) mod docker;
+pub(crate) mod host;
+pub(crate) mod launch;
+pub(crate) mod namespace;
 mod output;
 mod pid_namespace;
 mod privileges;
-pub mod vm;
+pub(crate) mod vm;
 
 use crate::model::config::CellConfig;
 use crate::model::knobs::RuntimeKind;
 use crate::model::record::CellRecord;
 
-pub use launch::{CellMessage, Output, Progress, Runtime, Stream};
+pub(crate) use launch::{CellMessage, Output, Progress, Runtime, Stream};
 
 /// The runtimes one run uses; Docker is connected (and its image built) only when a cell needs it.
-pub struct Runtimes {
+pub(crate) struct Runtimes {
     host: host::Host,
     namespace: namespace::Namespace,
-    pub docker: Option<docker::Docker>,
+    pub(crate) docker: Option<docker::Docker>,
     vm: vm::Vm,
 }
 
 impl Runtimes {
     /// Prepares what `cells` need and fails up front, with what to do, when a runtime they ask
     /// for cannot work here (no permission for namespaces, no Docker engine).
-    pub fn for_cells(cells: &[CellConfig]) -> anyhow::Result<Runtimes> {
+    pub(crate) fn for_cells(cells: &[CellConfig]) -> anyhow::Result<Runtimes> {
         let needs = |kind| cells.iter().any(|c| c.knobs.runtime == kind);
         if needs(RuntimeKind::Namespace) {
             namespace::check_permission()?;
@@ -60,7 +60,7 @@ impl Runtimes {
     }
 
     /// The runtime a resolved config asks for.
-    pub fn get(&self, config: &CellConfig) -> &dyn Runtime {
+    pub(crate) fn get(&self, config: &CellConfig) -> &dyn Runtime {
         match (config.knobs.runtime, &self.docker) {
             (RuntimeKind::Namespace, _) => &self.namespace,
             (RuntimeKind::Vm, _) => &self.vm,
@@ -73,7 +73,11 @@ impl Runtimes {
     }
 
     /// Launches `config` in the runtime it asks for: what everything that runs a cell calls.
-    pub fn launch(&self, config: &CellConfig, progress: &mut dyn FnMut(CellMessage)) -> CellRecord {
+    pub(crate) fn launch(
+        &self,
+        config: &CellConfig,
+        progress: &mut dyn FnMut(CellMessage),
+    ) -> CellRecord {
         self.get(config).launch(config, progress)
     }
 }
@@ -95,7 +99,7 @@ pub(crate) fn cache_dir() -> anyhow::Result<std::path::PathBuf> {
 }
 
 /// Prepares the runtime one cell needs and runs it (for commands that run a single cell).
-pub fn launch_one(
+pub(crate) fn launch_one(
     config: &CellConfig,
     progress: &mut dyn FnMut(CellMessage),
 ) -> anyhow::Result<CellRecord> {

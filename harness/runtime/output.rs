@@ -18,7 +18,7 @@ const TAIL_LINES: usize = 20;
 
 /// Why the harness ended a cell from outside.
 #[derive(Clone, Copy, Debug, PartialEq)]
-pub enum HarnessEnd {
+pub(crate) enum HarnessEnd {
     /// The harness got this signal (Ctrl-C, TERM): the cell is not a measurement.
     Interrupted(i32),
     /// The cell made no progress for this long: a timeout outcome.
@@ -27,7 +27,7 @@ pub enum HarnessEnd {
 
 impl HarnessEnd {
     /// The status of a cell the harness ended this way.
-    pub fn status(self) -> Status {
+    pub(crate) fn status(self) -> Status {
         match self {
             HarnessEnd::Interrupted(_) => Status::Error,
             HarnessEnd::NoProgress(_) => Status::Timeout,
@@ -49,7 +49,7 @@ impl std::fmt::Display for HarnessEnd {
 }
 
 /// Watches one running cell's stderr lines and the clock.
-pub struct Monitor<'a> {
+pub(crate) struct Monitor<'a> {
     progress: &'a mut dyn FnMut(CellMessage),
     last_progress: Instant,
     no_progress_limit: Duration,
@@ -58,7 +58,10 @@ pub struct Monitor<'a> {
 }
 
 impl<'a> Monitor<'a> {
-    pub fn new(config: &CellConfig, progress: &'a mut dyn FnMut(CellMessage)) -> Monitor<'a> {
+    pub(crate) fn new(
+        config: &CellConfig,
+        progress: &'a mut dyn FnMut(CellMessage),
+    ) -> Monitor<'a> {
         Monitor {
             progress,
             last_progress: Instant::now(),
@@ -70,7 +73,7 @@ impl<'a> Monitor<'a> {
     }
 
     /// One line the cell wrote on stderr.
-    pub fn stderr_line(&mut self, line: &str) {
+    pub(crate) fn stderr_line(&mut self, line: &str) {
         match CellMessage::parse(line) {
             Some(report) => {
                 if matches!(report, CellMessage::Progress(_)) {
@@ -88,12 +91,12 @@ impl<'a> Monitor<'a> {
     }
 
     /// Text the cell wrote on stdout (its record).
-    pub fn stdout(&mut self, text: &str) {
+    pub(crate) fn stdout(&mut self, text: &str) {
         self.stdout.push_str(text);
     }
 
     /// Why the harness must end the cell now, if it must.
-    pub fn must_end(&self) -> Option<HarnessEnd> {
+    pub(crate) fn must_end(&self) -> Option<HarnessEnd> {
         if let Some(sig) = signals::received() {
             return Some(HarnessEnd::Interrupted(sig));
         }
@@ -103,7 +106,7 @@ impl<'a> Monitor<'a> {
 
     /// The cell's record: the one it printed, or one that says why there is none.
     /// `ended_by_harness` is what `must_end` returned; `how` says how the cell process ended.
-    pub fn into_record(
+    pub(crate) fn into_record(
         self,
         config: &CellConfig,
         ended_by_harness: Option<HarnessEnd>,

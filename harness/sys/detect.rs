@@ -62,7 +62,7 @@ fn place() -> (Place, String) {
 }
 
 impl Environment {
-    pub fn read() -> Environment {
+    pub(crate) fn read() -> Environment {
         let (place, evidence) = place();
         let (shm_total_bytes, used) = shm::usage();
         let nofile_soft =

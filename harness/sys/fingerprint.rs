@@ -1,9 +1,9 @@
 //! The environment fingerprint read from this machine (`model::fingerprint` holds its type).
 
-pub use crate::model::fingerprint::{EngineInfo, Fingerprint};
+pub(crate) use crate::model::fingerprint::{EngineInfo, Fingerprint};
 
 /// Total memory from /proc/meminfo in bytes (0 if unreadable).
-pub fn mem_total() -> u64 {
+pub(crate) fn mem_total() -> u64 {
     std::fs::read_to_string("/proc/meminfo")
         .ok()
         .and_then(|t| {
@@ -40,7 +40,7 @@ fn cpu_model() -> String {
 
 impl Fingerprint {
     /// Reads this machine.
-    pub fn collect() -> Fingerprint {
+    pub(crate) fn collect() -> Fingerprint {
         let uname = nix::sys::utsname::uname().ok();
         Fingerprint {
             kernel: uname

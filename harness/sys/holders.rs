@@ -14,25 +14,25 @@ use std::os::unix::fs::MetadataExt;
 use std::path::PathBuf;
 
 /// A file's identity: (device, inode).
-pub type FileId = (u64, u64);
+pub(crate) type FileId = (u64, u64);
 
-pub fn file_id(meta: &std::fs::Metadata) -> FileId {
+pub(crate) fn file_id(meta: &std::fs::Metadata) -> FileId {
     (meta.dev(), meta.ino())
 }
 
 /// What a removal did.
 #[derive(Debug, Default)]
-pub struct Removal {
-    pub removed: Vec<PathBuf>,
+pub(crate) struct Removal {
+    pub(crate) removed: Vec<PathBuf>,
     /// Owned files left because a live process holds them (or /proc could not be read).
-    pub kept: Vec<PathBuf>,
+    pub(crate) kept: Vec<PathBuf>,
     /// Why files were kept without a holder seen: /proc could not be read.
-    pub unreadable: Option<ProcUnreadable>,
+    pub(crate) unreadable: Option<ProcUnreadable>,
 }
 
 impl Removal {
     /// Adds `other` to this removal.
-    pub fn absorb(&mut self, other: Removal) {
+    pub(crate) fn absorb(&mut self, other: Removal) {
         self.removed.extend(other.removed);
         self.kept.extend(other.kept);
         self.unreadable = self.unreadable.take().or(other.unreadable);
@@ -40,7 +40,7 @@ impl Removal {
 }
 
 /// Removes each of `files` that no live process holds and that is still the same file.
-pub fn remove_unheld(files: Vec<(PathBuf, FileId)>) -> Removal {
+pub(crate) fn remove_unheld(files: Vec<(PathBuf, FileId)>) -> Removal {
     let mut removal = Removal::default();
     if files.is_empty() {
         return removal;
@@ -68,11 +68,11 @@ pub fn remove_unheld(files: Vec<(PathBuf, FileId)>) -> Removal {
 /// /proc could not be listed, so no one can say what is held: nothing may be removed.
 #[derive(Debug, thiserror::Error)]
 #[error("cannot read /proc: {0}")]
-pub struct ProcUnreadable(#[source] pub std::io::Error);
+pub(crate) struct ProcUnreadable(#[source] pub std::io::Error);
 
 /// Which of `wanted` some live process holds open or mapped, over every process in /proc that
 /// we may read (so every pid namespace below ours). An error when /proc cannot be read.
-pub fn held(wanted: &HashSet<FileId>) -> Result<HashSet<FileId>, ProcUnreadable> {
+pub(crate) fn held(wanted: &HashSet<FileId>) -> Result<HashSet<FileId>, ProcUnreadable> {
     let mut found = HashSet::new();
     let procs = std::fs::read_dir("/proc").map_err(ProcUnreadable)?;
     for entry in procs.flatten() {
@@ -111,7 +111,7 @@ fn mapped(maps: &[u8]) -> impl Iterator<Item = FileId> + '_ {
 }
 
 /// A maps line's `major:minor` (hex) as a device number, as `stat` gives it.
-pub fn device_number(field: &str) -> Option<u64> {
+pub(crate) fn device_number(field: &str) -> Option<u64> {
     let (major, minor) = field.split_once(':')?;
     Some(libc::makedev(
         u32::from_str_radix(major, 16).ok()?,

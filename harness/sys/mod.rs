@@ -4,17 +4,17 @@
 //! Nothing here knows about cells, loaders or results.
 
 pub mod cgroup;
-pub mod clock;
+pub(crate) mod clock;
 pub mod detect;
-pub mod elf_strip;
-pub mod fingerprint;
-pub mod holders;
-pub mod memory_cgroup;
-pub mod owner;
-pub mod perf;
+pub(crate) mod elf_strip;
+pub(crate) mod fingerprint;
+pub(crate) mod holders;
+pub(crate) mod memory_cgroup;
+pub(crate) mod owner;
+pub(crate) mod perf;
 pub mod proc_tree;
-pub mod process;
-pub mod reexec;
-pub mod run_owner;
+pub(crate) mod process;
+pub(crate) mod reexec;
+pub(crate) mod run_owner;
 pub mod shm;
-pub mod signals;
+pub(crate) mod signals;

@@ -3,10 +3,10 @@
 use nix::sys::statvfs::statvfs;
 
 /// Where POSIX shared memory lives on Linux (shm_open names map to files here).
-pub const SHM_DIR: &str = "/dev/shm";
+pub(crate) const SHM_DIR: &str = "/dev/shm";
 
 /// (capacity, used) of /dev/shm in bytes; (0, 0) when it cannot be read.
-pub fn usage() -> (u64, u64) {
+pub(crate) fn usage() -> (u64, u64) {
     in_bytes(statvfs(SHM_DIR))
 }
 

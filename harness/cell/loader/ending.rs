@@ -9,10 +9,10 @@ use crate::sys::{cgroup, signals};
 
 /// How the loop ended early.
 pub(super) struct Stop {
-    pub status: Status,
-    pub message: String,
-    pub signal: Option<i32>,
-    pub pid: Option<u32>,
+    pub(crate) status: Status,
+    pub(crate) message: String,
+    pub(crate) signal: Option<i32>,
+    pub(crate) pid: Option<u32>,
 }
 
 /// torch's hint when the fd table is full.

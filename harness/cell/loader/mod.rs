@@ -7,17 +7,17 @@
 //! shared memory. Any worker death ends the cell at once, as torch's SIGCHLD handler does. The
 //! loop itself is in [`main_loop`]; this file runs it over the epochs and makes the record.
 
-pub mod consumer;
+pub(crate) mod consumer;
 mod ending;
 mod feeder;
 mod main_loop;
-pub mod pool;
+pub(crate) mod pool;
 pub mod segment;
 mod sharer;
-pub mod shm_meter;
+pub(crate) mod shm_meter;
 pub mod synth;
 pub mod wire;
-pub mod worker;
+pub(crate) mod worker;
 
 use std::time::Instant;
 
@@ -29,7 +29,7 @@ use main_loop::Loop;
 
 /// Runs one cell's loader in this process and returns its record. Never leaves a worker, a
 /// mapping or a named segment of its own behind.
-pub fn run_cell(config: &CellConfig) -> CellRecord {
+pub(crate) fn run_cell(config: &CellConfig) -> CellRecord {
     // Opened before any worker starts, so every worker's instructions are counted too.
     let instructions = perf::Counter::open(perf::Event::Instructions).ok();
     let start = Instant::now();

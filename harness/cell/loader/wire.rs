@@ -17,7 +17,7 @@ use serde::{Deserialize, Serialize};
 
 /// Main -> worker.
 #[derive(Debug, Serialize, Deserialize, PartialEq)]
-pub enum ToWorker {
+pub(crate) enum ToWorker {
     /// Produce the batch with this global index.
     Task { idx: u64 },
     /// Exit cleanly.
@@ -51,7 +51,7 @@ pub enum FromWorker {
 
 /// A received message and the fd that came with it.
 pub struct Received<T> {
-    pub msg: T,
+    pub(crate) msg: T,
     pub fd: Option<OwnedFd>,
 }
 
@@ -78,7 +78,7 @@ pub fn pair() -> io::Result<(OwnedFd, OwnedFd)> {
 }
 
 /// The fd number a worker finds its socket on.
-pub const WORKER_SOCKET_FD: RawFd = 3;
+pub(crate) const WORKER_SOCKET_FD: RawFd = 3;
 
 pub fn send<T: Serialize>(
     sock: BorrowedFd<'_>,

@@ -12,32 +12,32 @@ use crate::model::record::Status;
 /// How one worker process ended: `exitcode` as Python's multiprocessing gives it (-N: killed by
 /// signal N).
 #[derive(Clone, Debug, Default, PartialEq, serde::Deserialize)]
-pub struct WorkerExit {
-    pub pid: u32,
-    pub exitcode: i32,
+pub(crate) struct WorkerExit {
+    pub(crate) pid: u32,
+    pub(crate) exitcode: i32,
 }
 
 /// Everything known when the program is gone.
-pub struct Ending<'a> {
+pub(crate) struct Ending<'a> {
     /// The program reported that every step ran.
-    pub ended: bool,
+    pub(crate) ended: bool,
     /// The exception it reported: (type, message).
-    pub error: Option<&'a (String, String)>,
+    pub(crate) error: Option<&'a (String, String)>,
     /// Workers that had ended when the error was raised.
-    pub worker_exits: &'a [WorkerExit],
-    pub exit: Option<ExitStatus>,
-    pub stderr_tail: &'a [String],
+    pub(crate) worker_exits: &'a [WorkerExit],
+    pub(crate) exit: Option<ExitStatus>,
+    pub(crate) stderr_tail: &'a [String],
     /// The memory cgroup's OOM-kill count before and after the run.
-    pub oom_kills: (Option<u64>, Option<u64>),
+    pub(crate) oom_kills: (Option<u64>, Option<u64>),
 }
 
 /// The cell's status, its message, and the worker and signal torch named.
 #[derive(Debug, PartialEq)]
-pub struct Verdict {
-    pub status: Status,
-    pub message: String,
-    pub signal: Option<i32>,
-    pub pid: Option<u32>,
+pub(crate) struct Verdict {
+    pub(crate) status: Status,
+    pub(crate) message: String,
+    pub(crate) signal: Option<i32>,
+    pub(crate) pid: Option<u32>,
 }
 
 /// Signal numbers of the names torch prints (strsignal's).
@@ -54,7 +54,7 @@ fn signal_number(name: &str) -> Option<i32> {
 }
 
 /// The worker pid in "DataLoader worker (pid 123)" or "(pid(s) 123, 456)".
-pub fn worker_pid(message: &str) -> Option<u32> {
+pub(crate) fn worker_pid(message: &str) -> Option<u32> {
     let at = message.find("worker (pid")?;
     let digits: String = message[at..]
         .chars()
@@ -65,7 +65,7 @@ pub fn worker_pid(message: &str) -> Option<u32> {
 }
 
 /// The signal in "is killed by signal: Bus error."
-pub fn killed_by(message: &str) -> Option<i32> {
+pub(crate) fn killed_by(message: &str) -> Option<i32> {
     let rest = message.split("killed by signal: ").nth(1)?;
     let name = rest.split(['.', '\n']).next()?.trim();
     signal_number(name)
@@ -83,7 +83,7 @@ fn condensed(message: &str) -> String {
 
 /// The failure torch's (or the C library's) words name: a full /dev/shm at allocation or write,
 /// the fd table, torch's own timeout.
-pub fn status_of_words(message: &str) -> Option<Status> {
+pub(crate) fn status_of_words(message: &str) -> Option<Status> {
     if message.contains("unable to allocate shared memory")
         || message.contains("No space left on device")
     {
@@ -97,7 +97,7 @@ pub fn status_of_words(message: &str) -> Option<Status> {
     }
 }
 
-pub fn classify(e: &Ending) -> Verdict {
+pub(crate) fn classify(e: &Ending) -> Verdict {
     let oom = matches!(e.oom_kills, (Some(a), Some(b)) if b > a);
     let verdict = |status, message: String, signal, pid| Verdict {
         status,
@@ -178,7 +178,7 @@ pub fn classify(e: &Ending) -> Verdict {
 
 /// Why a Python could not import torch: the last line it wrote, or, for one that crashed on
 /// import and wrote nothing, the signal that killed it.
-pub fn failed_import(status: &std::process::ExitStatus, stderr: &[u8]) -> String {
+pub(crate) fn failed_import(status: &std::process::ExitStatus, stderr: &[u8]) -> String {
     let stderr = String::from_utf8_lossy(stderr);
     let last = stderr.lines().last().unwrap_or("").trim().to_string();
     match std::os::unix::process::ExitStatusExt::signal(status) {

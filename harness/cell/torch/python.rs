@@ -85,13 +85,13 @@ pub fn locate(python: &str) -> Result<(String, Vec<String>), PythonError> {
 /// What a Python's torch is.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Found {
-    pub version: String,
+    pub(crate) version: String,
     /// Whether torch sees an accelerator (without one it ignores pin_memory).
-    pub accelerator: bool,
+    pub(crate) accelerator: bool,
 }
 
 impl Found {
-    pub fn profile(&self) -> TorchProfile {
+    pub(crate) fn profile(&self) -> TorchProfile {
         profile_of(&self.version)
     }
 }

@@ -7,8 +7,8 @@
 //! The cell is the job's subreaper: processes the command orphans are re-parented to it, so
 //! their ends are evidence too, and none outlives the cell.
 
-pub mod ending;
-pub mod lines;
+pub(crate) mod ending;
+pub(crate) mod lines;
 pub mod sampler;
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -156,7 +156,7 @@ fn relay_both(
 }
 
 /// Runs the watched command of `config` and returns its record.
-pub fn run_cell(config: &CellConfig) -> CellRecord {
+pub(crate) fn run_cell(config: &CellConfig) -> CellRecord {
     let fail = |message: String| CellRecord::failed_to_run(config.clone(), Status::Error, message);
     let Some(settings) = &config.watch else {
         return fail("a command cell without a command".into());

@@ -123,7 +123,7 @@ fn environment(report: &ReportContent) -> Block {
 }
 
 /// The report, top to bottom.
-pub fn build(report: &ReportContent) -> Vec<Block> {
+pub(crate) fn build(report: &ReportContent) -> Vec<Block> {
     let scenarios: Vec<String> = {
         let mut names: Vec<String> = report
             .sources

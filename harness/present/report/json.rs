@@ -9,7 +9,7 @@ use super::{Format, ReportContent};
 use crate::analysis::claims;
 use crate::present::labels::{claim_label, explanation, status_label};
 
-pub struct Json;
+pub(crate) struct Json;
 
 impl Format for Json {
     fn name(&self) -> &'static str {

@@ -8,7 +8,7 @@ use super::block::Block;
 use super::document;
 use super::{Format, ReportContent};
 
-pub struct Markdown;
+pub(crate) struct Markdown;
 
 /// Escapes a table cell (pipes would end it).
 fn cell(text: &str) -> String {

@@ -15,7 +15,7 @@ use crate::results::Row;
 const HOLDERS: usize = 6;
 
 /// The watched rows of a source, each with what watching it saw.
-pub fn watched(source: &Source) -> Vec<(&Row, Option<&WatchFindings>)> {
+pub(crate) fn watched(source: &Source) -> Vec<(&Row, Option<&WatchFindings>)> {
     source
         .rows
         .iter()
@@ -73,7 +73,7 @@ fn left(report: &WatchFindings) -> String {
 }
 
 /// The section's blocks for one source; empty when it has no watched rows.
-pub fn blocks(source: &Source) -> Vec<Block> {
+pub(crate) fn blocks(source: &Source) -> Vec<Block> {
     let jobs = watched(source);
     if jobs.is_empty() {
         return Vec::new();

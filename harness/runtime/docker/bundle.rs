@@ -16,7 +16,7 @@ use super::image::BuildContext;
 use crate::sys::reexec::{BUNDLE_BINARY, BUNDLE_LIBS, BUNDLE_LOADER};
 
 /// Where the bundle is mounted in the user's container.
-pub const IN_CONTAINER: &str = "/.shmbench";
+pub(crate) const IN_CONTAINER: &str = "/.shmbench";
 
 /// The directory bundles live in: `<shmbench's cache>/bundles`.
 fn bundles_dir() -> Result<PathBuf> {
@@ -28,7 +28,7 @@ fn bundles_dir() -> Result<PathBuf> {
 /// Makes sure the bundle of this binary exists on the host; returns its directory. It is written
 /// under a temporary name and renamed, so a concurrent or interrupted run never sees half of one;
 /// bundles of earlier binaries are removed.
-pub fn ensure() -> Result<PathBuf> {
+pub(crate) fn ensure() -> Result<PathBuf> {
     let context = BuildContext::of_this_binary()?;
     let Some(loader) = context.interpreter() else {
         bail!("this shmbench binary is statically linked; --image needs the dynamically linked build (its loader runs it inside the image)");

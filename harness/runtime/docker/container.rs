@@ -18,7 +18,7 @@ use crate::sys::run_owner::{self, NoRunRecord};
 
 /// Why a cell's container could not be run.
 #[derive(Debug, thiserror::Error)]
-pub enum ContainerError {
+pub(crate) enum ContainerError {
     #[error(transparent)]
     Python(#[from] PythonError),
     #[error(transparent)]

@@ -8,19 +8,19 @@ use std::time::Duration;
 use anyhow::{anyhow, Result};
 use bollard::Docker;
 
-pub use crate::sys::fingerprint::EngineInfo;
+pub(crate) use crate::sys::fingerprint::EngineInfo;
 
 /// How long a ping may take before the engine counts as not answering.
 const PING_TIMEOUT: Duration = Duration::from_secs(3);
 
-pub struct Engine {
+pub(crate) struct Engine {
     runtime: tokio::runtime::Runtime,
     docker: Docker,
-    pub info: EngineInfo,
+    pub(crate) info: EngineInfo,
 }
 
 /// Where the harness looks for the engine, for messages.
-pub fn address() -> String {
+pub(crate) fn address() -> String {
     std::env::var("DOCKER_HOST").unwrap_or_else(|_| "unix:///var/run/docker.sock".to_string())
 }
 
@@ -38,7 +38,7 @@ fn explain(e: &bollard::errors::Error) -> String {
 
 impl Engine {
     /// Connects, negotiates the API version and reads the engine's description.
-    pub fn connect() -> Result<Engine> {
+    pub(crate) fn connect() -> Result<Engine> {
         let runtime = tokio::runtime::Builder::new_current_thread()
             .enable_all()
             .build()
@@ -91,18 +91,18 @@ impl Engine {
         })
     }
 
-    pub fn docker(&self) -> &Docker {
+    pub(crate) fn docker(&self) -> &Docker {
         &self.docker
     }
 
-    pub fn block_on<F: Future>(&self, future: F) -> F::Output {
+    pub(crate) fn block_on<F: Future>(&self, future: F) -> F::Output {
         self.runtime.block_on(future)
     }
 }
 
 /// Whether an engine may be there: false only when DOCKER_HOST is unset or a unix socket, and
 /// that socket does not exist (then no container of any run can exist either).
-pub fn socket_present() -> bool {
+pub(crate) fn socket_present() -> bool {
     match address().strip_prefix("unix://") {
         Some(path) => std::path::Path::new(path).exists(),
         None => true,
@@ -110,6 +110,6 @@ pub fn socket_present() -> bool {
 }
 
 /// Whether an engine answers (for `runtime = auto`).
-pub fn reachable() -> bool {
+pub(crate) fn reachable() -> bool {
     Engine::connect().is_ok()
 }

@@ -13,14 +13,14 @@ use crate::cell::torch;
 const SYSTEM_DIRS: &[&str] = &["/usr", "/lib", "/lib64", "/etc/ld.so.cache"];
 
 /// Mounts and the interpreter path for a torch cell.
-pub struct PythonInContainer {
+pub(crate) struct PythonInContainer {
     /// The interpreter to run inside (absolute: the container has no PATH entry for it).
-    pub executable: String,
+    pub(crate) executable: String,
     /// `host:container:ro` binds.
-    pub binds: Vec<String>,
+    pub(crate) binds: Vec<String>,
 }
 
-pub fn prepare(python: &str) -> Result<PythonInContainer, torch::PythonError> {
+pub(crate) fn prepare(python: &str) -> Result<PythonInContainer, torch::PythonError> {
     let (executable, dirs) = torch::locate(python)?;
     let mut binds: Vec<String> = SYSTEM_DIRS
         .iter()
@@ -37,6 +37,6 @@ pub fn prepare(python: &str) -> Result<PythonInContainer, torch::PythonError> {
 }
 
 /// The /tmp a torch cell needs in a read-only container (path, tmpfs options).
-pub fn tmp_mount() -> (String, String) {
+pub(crate) fn tmp_mount() -> (String, String) {
     ("/tmp".to_string(), "size=64m,mode=1777".to_string())
 }

@@ -10,7 +10,7 @@ use anyhow::{bail, Context, Result};
 use crate::runtime::cache_dir;
 
 /// The bzImage `spec` names, fetched first when it is a Debian package.
-pub fn resolve(spec: &str) -> Result<PathBuf> {
+pub(crate) fn resolve(spec: &str) -> Result<PathBuf> {
     match spec.strip_prefix("debian:") {
         Some(version) => debian(version),
         None => {

@@ -9,7 +9,7 @@
 
 mod cpio;
 mod initramfs;
-pub mod kernel;
+pub(crate) mod kernel;
 
 use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
@@ -26,13 +26,13 @@ use crate::model::vm::{Accel, VmInfo};
 use crate::sys::{process, signals};
 
 /// Extra kernel command-line arguments (for debugging a kernel, and for the tests' panic).
-pub const APPEND_ENV: &str = "SHMBENCH_VM_APPEND";
+pub(crate) const APPEND_ENV: &str = "SHMBENCH_VM_APPEND";
 /// How long the KVM probe may take before `accel auto` takes TCG.
 const KVM_PROBE: Duration = Duration::from_secs(20);
 /// Console lines kept for an error's message.
 const TAIL: usize = 12;
 
-pub struct Vm {
+pub(crate) struct Vm {
     /// `accel auto`'s answer, probed once per run.
     auto: OnceLock<(Accel, String)>,
     /// The base initramfs, found (or built) once per run: finding it hashes the binary.
@@ -40,7 +40,7 @@ pub struct Vm {
 }
 
 impl Vm {
-    pub fn new() -> Vm {
+    pub(crate) fn new() -> Vm {
         Vm {
             auto: OnceLock::new(),
             base: OnceLock::new(),
@@ -232,7 +232,7 @@ impl Vm {
 }
 
 /// Fails with what to do when QEMU is not installed: checked once before a run.
-pub fn check_qemu() -> anyhow::Result<()> {
+pub(crate) fn check_qemu() -> anyhow::Result<()> {
     match Command::new("qemu-system-x86_64").arg("--version").output() {
         Ok(o) if o.status.success() => Ok(()),
         _ => anyhow::bail!(

@@ -109,13 +109,13 @@ where
 
 /// A plot written for a report.
 #[derive(Clone, Debug)]
-pub struct Plot {
-    pub name: &'static str,
-    pub title: String,
-    pub png: String,
-    pub svg_file: String,
+pub(crate) struct Plot {
+    pub(crate) name: &'static str,
+    pub(crate) title: String,
+    pub(crate) png: String,
+    pub(crate) svg_file: String,
     /// The SVG text, for inlining.
-    pub svg: String,
+    pub(crate) svg: String,
 }
 
 fn pe<E: std::fmt::Debug>(e: E) -> anyhow::Error {
@@ -133,7 +133,7 @@ struct Item<'a> {
 /// The most cells (or watched jobs) a plot draws: a plot's size grows with what it draws, and
 /// past a few dozen panels nobody reads them (the tables keep every cell). The plots' titles say
 /// when they show the first of more.
-pub const MAX_PLOTTED: usize = 36;
+pub(crate) const MAX_PLOTTED: usize = 36;
 
 /// ` (the first 36 of 200)` when `shown` is fewer than `of`.
 fn first_of(shown: usize, of: usize) -> String {
@@ -258,7 +258,10 @@ macro_rules! both {
 }
 
 /// Writes the plot of a history into `dir`.
-pub fn write_history(history: &crate::analysis::history::History, dir: &Path) -> Result<Vec<Plot>> {
+pub(crate) fn write_history(
+    history: &crate::analysis::history::History,
+    dir: &Path,
+) -> Result<Vec<Plot>> {
     super::font::ensure()?;
     let width = (160 * history.runs.len() as u32).clamp(900, 2400);
     Ok(vec![both!(
@@ -272,7 +275,7 @@ pub fn write_history(history: &crate::analysis::history::History, dir: &Path) ->
 
 /// Writes every plot of `report` into `dir`: the loaders' three when it has loader rows, the
 /// watched jobs' one when it has watched rows.
-pub fn write_all(report: &ReportContent, dir: &Path) -> Result<Vec<Plot>> {
+pub(crate) fn write_all(report: &ReportContent, dir: &Path) -> Result<Vec<Plot>> {
     super::font::ensure()?;
     let mut plots = Vec::new();
     let mut jobs: Vec<_> = report.sources.iter().flat_map(watched).collect();
