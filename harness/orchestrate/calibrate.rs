@@ -11,6 +11,7 @@ use super::event::Event;
 use crate::model::calibration::Calibration;
 use crate::model::config::CellConfig;
 use crate::model::knobs::{Strategy, TorchProfile};
+use crate::results::beside;
 use crate::runtime::namespace;
 
 /// Calibrates in a private mount namespace with its own tmpfs, so the measurement never writes
@@ -80,14 +81,12 @@ pub(crate) fn for_cells(
                 "calibrated: memcpy {:.1} GB/s",
                 c.memcpy_gb_per_s
             )));
-            let stem = out
-                .file_stem()
-                .map(|s| s.to_string_lossy().into_owned())
-                .unwrap_or_default();
-            let dir = out.parent().unwrap_or(Path::new(".")).join(stem);
-            if let Ok(text) = serde_json::to_string_pretty(&c) {
-                let _ = std::fs::create_dir_all(&dir)
-                    .and_then(|_| std::fs::write(dir.join("calibration.json"), text));
+            // The run goes on without the file; the calibration still judges its rows.
+            let written = serde_json::to_vec_pretty(&c)
+                .map_err(anyhow::Error::from)
+                .and_then(|bytes| beside::write_run_file(out, "calibration.json", &bytes));
+            if let Err(e) = written {
+                observe(Event::Note(format!("calibration.json not written: {e:#}")));
             }
             Some(c)
         }

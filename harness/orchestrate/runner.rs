@@ -90,6 +90,24 @@ fn sweep_leftovers(runtimes: &Runtimes, observe: &mut dyn FnMut(Event)) {
     }
 }
 
+/// Runs one cell, relaying its steps and output to `observe` under `label`.
+fn launch_observed(
+    runtimes: &Runtimes,
+    config: &CellConfig,
+    label: &str,
+    observe: &mut dyn FnMut(Event),
+) -> CellRecord {
+    let began = Instant::now();
+    runtimes.launch(config, &mut |message| match message {
+        CellMessage::Progress(progress) => observe(Event::Step {
+            label,
+            progress,
+            elapsed: began.elapsed(),
+        }),
+        CellMessage::Output(output) => observe(Event::Output(output)),
+    })
+}
+
 /// Runs every cell `repeat` times, interleaved (all cells, then all cells again) so a slow
 /// spell of the machine spreads over cells instead of landing on one; writes `out` after each.
 /// With `Repeat::Auto` a round runs only the cells that have not converged yet.
@@ -116,7 +134,6 @@ pub(crate) fn run(
         fingerprint.docker = Some(docker.engine().info.clone());
     }
     let started_at = clock::rfc3339_now();
-    let command = command_line();
     let run_id = format!("{}-{}", clock::compact_now(), std::process::id());
     let mut results = ResultsFile::create(out)?;
     // A watched command has no data path of shmbench's to calibrate against.
@@ -126,6 +143,14 @@ pub(crate) fn run(
         .cloned()
         .collect();
     let calibration = calibrate::for_cells(&loaders, out, observe);
+    // What every row of this run shares.
+    let run_context = RowContext {
+        run_id: &run_id,
+        started_at: &started_at,
+        command: command_line(),
+        calibration: calibration.as_ref(),
+        ..RowContext::default()
+    };
     let mut records = Vec::new();
     let rounds = repeat.max_rounds();
     let mut interrupted = None;
@@ -160,27 +185,17 @@ pub(crate) fn run(
             };
             observe(Event::Started { label: &label });
             let began = Instant::now();
-            let record = runtimes.launch(config, &mut |report| match report {
-                CellMessage::Progress(progress) => observe(Event::Step {
-                    label: &label,
-                    progress,
-                    elapsed: began.elapsed(),
-                }),
-                CellMessage::Output(output) => observe(Event::Output(output)),
-            });
+            let record = launch_observed(&runtimes, config, &label, observe);
             if let Some(sig) = signals::received() {
                 observe(Event::Interrupted { label: &label });
                 interrupted = Some(sig);
                 break 'rounds;
             }
             let context = RowContext {
-                run_id: &run_id,
-                started_at: &started_at,
                 repeat: rep,
-                command: command.clone(),
-                calibration: calibration.as_ref(),
                 steps_file: Some(steps::write(results.path(), &record, rep)?),
                 watch_file: watch::write(results.path(), &record, rep)?,
+                ..run_context.clone()
             };
             results.push(Row::new(&record, &fingerprint, context))?;
             let row = results.rows().last().expect("just pushed");

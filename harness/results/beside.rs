@@ -18,6 +18,26 @@ use crate::model::record::CellRecord;
 /// The largest file beside a CSV that is read (a series of a million steps is about 50 MB).
 pub(crate) const MAX_BYTES: u64 = 256 << 20;
 
+/// The folder beside `results_csv` that holds its files: `<dir>/<csv stem>`.
+pub(crate) fn folder(results_csv: &Path) -> PathBuf {
+    let stem = results_csv
+        .file_stem()
+        .map(|s| s.to_string_lossy().into_owned())
+        .unwrap_or_else(|| "results".into());
+    results_csv.parent().unwrap_or(Path::new(".")).join(stem)
+}
+
+/// Writes a file about the whole run (`calibration.json`, `claims.json`) into the folder beside
+/// `results_csv`, atomically, the folder made; returns its path.
+pub(crate) fn write_run_file(results_csv: &Path, name: &str, bytes: &[u8]) -> Result<PathBuf> {
+    let dir = folder(results_csv);
+    std::fs::create_dir_all(&dir).with_context(|| format!("cannot create {}", dir.display()))?;
+    let path = dir.join(name);
+    super::atomic::write_bytes(&path, bytes)
+        .with_context(|| format!("cannot write {}", path.display()))?;
+    Ok(path)
+}
+
 /// Where a file about one row goes beside `results_csv`: `<dir>/<csv stem>/<name>.<extension>`,
 /// as (the path relative to the CSV's directory, the path), its folder made.
 pub(crate) fn place(

@@ -9,7 +9,7 @@ use anyhow::{bail, Result};
 
 use super::k8s_jobs::{names_problem, JobCells};
 use super::row::Row;
-use super::row_build::{command_line, RowContext};
+use super::row_build::{command_line, Placement, RowContext};
 use crate::model::fingerprint::Fingerprint;
 use crate::model::pod::{NodeInfo, PodStatus};
 use crate::model::record::{CellRecord, Status};
@@ -62,19 +62,20 @@ pub(crate) struct Collected {
     pub(crate) notes: Vec<String>,
 }
 
-/// One pod's result before it is numbered among the cell's repeats.
+/// One pod's result before it is numbered among the cell's repeats: what its row is built from.
 struct Entry {
     order: (String, u64, String),
-    row: Row,
-    record: Option<CellRecord>,
+    record: CellRecord,
+    fingerprint: Fingerprint,
+    placement: Placement,
+    /// Whether the record is the pod's own (printed in its log), not one made from its status.
+    logged: bool,
 }
 
 /// The entries of the pods whose records the logs hold (each pod once), and their names.
 fn logged_entries(
     logged: Vec<Logged>,
     fleet: &Fleet,
-    run_id: &str,
-    started_at: &str,
     notes: &mut Vec<String>,
 ) -> (Vec<Entry>, BTreeSet<String>) {
     let mut entries = Vec::new();
@@ -98,8 +99,7 @@ fn logged_entries(
         if let Some(node) = &node {
             fp.host = node.clone();
         }
-        let mut row = Row::new(&record, &fp, context(run_id, started_at));
-        place(&mut row, node, &name, fleet);
+        let placement = placement(node, &name, &record.config.cell, fleet);
         let index = info
             .map(|p| p.completion_index)
             .or_else(|| status.and_then(|s| s.completion_index))
@@ -107,8 +107,10 @@ fn logged_entries(
         let job = status.and_then(|s| s.job.clone()).unwrap_or_default();
         entries.push(Entry {
             order: (job, index, name),
-            row,
-            record: Some(record),
+            record,
+            fingerprint: fp,
+            placement,
+            logged: true,
         });
     }
     (entries, seen)
@@ -122,7 +124,7 @@ pub(crate) fn collect(
     started_at: &str,
 ) -> Result<Collected> {
     let mut notes = Vec::new();
-    let (mut entries, seen) = logged_entries(logged, fleet, run_id, started_at, &mut notes);
+    let (mut entries, seen) = logged_entries(logged, fleet, &mut notes);
     let mut unplaced = Vec::new();
     for status in &fleet.pods {
         if seen.contains(&status.name) || !status.shmbench {
@@ -156,16 +158,17 @@ pub(crate) fn collect(
         let record = CellRecord::failed_to_run(config.clone(), outcome, message);
         let node = status.node.clone();
         let fp = node_fingerprint(node.as_deref(), &fleet.nodes);
-        let mut row = Row::new(&record, &fp, context(run_id, started_at));
-        place(&mut row, node, &status.name, fleet);
+        let placement = placement(node, &status.name, &record.config.cell, fleet);
         notes.push(format!(
             "pod {}: {outcome} from its status ({})",
             status.name, record.message
         ));
         entries.push(Entry {
             order: (job, index, status.name.clone()),
-            row,
-            record: None,
+            record,
+            fingerprint: fp,
+            placement,
+            logged: false,
         });
     }
     if !unplaced.is_empty() {
@@ -179,13 +182,22 @@ pub(crate) fn collect(
     let mut runs: BTreeMap<(String, String), u32> = BTreeMap::new();
     let rows = entries
         .into_iter()
-        .map(|mut e| {
+        .map(|e| {
+            let config = &e.record.config;
             let n = runs
-                .entry((e.row.scenario.clone(), e.row.cell.clone()))
+                .entry((config.scenario.clone(), config.cell.clone()))
                 .or_default();
             *n += 1;
-            e.row.repeat = *n;
-            (e.row, e.record)
+            let context = RowContext {
+                run_id,
+                started_at,
+                repeat: *n,
+                command: command_line(),
+                placement: Some(e.placement),
+                ..RowContext::default()
+            };
+            let row = Row::new(&e.record, &e.fingerprint, context);
+            (row, e.logged.then_some(e.record))
         })
         .collect();
     Ok(Collected { rows, notes })
@@ -233,32 +245,21 @@ fn ending(pod: &PodStatus) -> Option<(Status, String)> {
     }
 }
 
-/// The context of a fleet's row before its repetition is known (counted once rows are sorted).
-fn context<'a>(run_id: &'a str, started_at: &'a str) -> RowContext<'a> {
-    RowContext {
-        run_id,
-        started_at,
-        repeat: 1,
-        command: command_line(),
-        ..RowContext::default()
-    }
-}
-
-/// Names the row's node and pod, with what the API says about the node and the manifest about
-/// the pod's /dev/shm.
-fn place(row: &mut Row, node: Option<String>, pod: &str, fleet: &Fleet) {
+/// Where a pod ran: its node (and the node's versions, from `--nodes`), its name, and its
+/// /dev/shm as its Job's manifest sized it.
+fn placement(node: Option<String>, pod: &str, cell: &str, fleet: &Fleet) -> Placement {
     let known = node
         .as_ref()
         .and_then(|n| fleet.nodes.iter().find(|i| &i.name == n));
-    if let Some(info) = known {
-        if !info.container_runtime.is_empty() {
-            row.container_runtime = Some(info.container_runtime.clone());
-        }
-        row.kubelet_version = Some(info.kubelet.clone()).filter(|k| !k.is_empty());
+    Placement {
+        container_runtime: known
+            .map(|i| i.container_runtime.clone())
+            .filter(|r| !r.is_empty()),
+        kubelet_version: known.map(|i| i.kubelet.clone()).filter(|k| !k.is_empty()),
+        node,
+        pod: Some(pod.to_string()).filter(|p| !p.is_empty()),
+        shm_bytes: fleet.jobs.as_ref().and_then(|j| j.shm_of(cell)),
     }
-    row.node = node;
-    row.pod = Some(pod.to_string()).filter(|p| !p.is_empty());
-    row.shm_bytes = fleet.jobs.as_ref().and_then(|j| j.shm_of(&row.cell));
 }
 
 /// The machine a silent pod ran on, as far as the API knows it.

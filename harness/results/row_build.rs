@@ -24,6 +24,21 @@ pub(crate) struct RowContext<'a> {
     /// The per-step series and the watch file, relative to the CSV's directory.
     pub(crate) steps_file: Option<String>,
     pub(crate) watch_file: Option<String>,
+    /// Where a fleet's pod ran, as `k8s collect` knows it; None for a cell run here.
+    pub(crate) placement: Option<Placement>,
+}
+
+/// Where a fleet's pod ran: its node and pod (from its record, else the API), the node's
+/// versions (from `--nodes`), and its /dev/shm as the manifest sized it.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct Placement {
+    pub(crate) node: Option<String>,
+    pub(crate) pod: Option<String>,
+    /// The node's runtime as the API names it; None keeps what the pod's cgroup path said.
+    pub(crate) container_runtime: Option<String>,
+    pub(crate) kubelet_version: Option<String>,
+    /// The emptyDir's sizeLimit of the pod's Job (None: the runtime's default).
+    pub(crate) shm_bytes: Option<u64>,
 }
 
 /// Arguments as a command a user can paste into a shell.
@@ -69,6 +84,13 @@ impl Row {
             .calibration
             .and_then(|cal| cal.limit_bytes_per_s(c.knobs.strategy, c.knobs.torch))
             .map(|bytes_per_s| bytes_per_s / c.image_bytes().max(1) as f64);
+        let placed = context.placement.unwrap_or_else(|| Placement {
+            node: measured.node.clone(),
+            pod: measured.pod.clone(),
+            container_runtime: None,
+            kubelet_version: None,
+            shm_bytes: c.knobs.shm_size.map(|s| s.bytes()),
+        });
         Row {
             schema: SCHEMA,
             run_id: context.run_id.to_string(),
@@ -83,7 +105,7 @@ impl Row {
             ipc: c.knobs.ipc,
             memory_bytes: c.knobs.memory.map(|m| m.bytes()),
             shm_tmpfs: c.knobs.shm_tmpfs,
-            shm_bytes: c.knobs.shm_size.map(|s| s.bytes()),
+            shm_bytes: placed.shm_bytes,
             strategy: c.knobs.strategy,
             torch: c.knobs.torch,
             workers: c.knobs.workers,
@@ -124,7 +146,12 @@ impl Row {
                 )
             }),
             watch_file: context.watch_file,
-            kubelet_version: None,
+            kubelet_version: placed.kubelet_version,
+            node: placed.node,
+            pod: placed.pod,
+            container_runtime: placed
+                .container_runtime
+                .or_else(|| measured.container_runtime.clone()),
             ..measured
         }
     }

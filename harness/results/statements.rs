@@ -6,20 +6,15 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result};
 
-use super::atomic;
+use super::beside;
 use crate::model::statement::Statement;
+
+/// The file's name in the folder beside the CSV.
+const FILE: &str = "claims.json";
 
 /// Where the statements of `results_csv` are kept.
 fn path_of(results_csv: &Path) -> PathBuf {
-    let stem = results_csv
-        .file_stem()
-        .map(|s| s.to_string_lossy().into_owned())
-        .unwrap_or_default();
-    results_csv
-        .parent()
-        .unwrap_or(Path::new("."))
-        .join(stem)
-        .join("claims.json")
+    beside::folder(results_csv).join(FILE)
 }
 
 /// Writes them (atomically); nothing when there are none.
@@ -27,12 +22,8 @@ pub(crate) fn write(results_csv: &Path, statements: &[Statement]) -> Result<()> 
     if statements.is_empty() {
         return Ok(());
     }
-    let path = path_of(results_csv);
-    if let Some(dir) = path.parent() {
-        std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
-    }
-    atomic::write_bytes(&path, &serde_json::to_vec_pretty(statements)?)
-        .with_context(|| format!("cannot write {}", path.display()))
+    beside::write_run_file(results_csv, FILE, &serde_json::to_vec_pretty(statements)?)?;
+    Ok(())
 }
 
 /// The statements kept beside `results_csv`; none when the run had none.
