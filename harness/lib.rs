@@ -4,9 +4,9 @@
 //! `tests/architecture/` checks them):
 //!
 //! ```text
-//! cli -> orchestrate -> runtime -> cell -> model -> sys
+//! cli -> orchestrate -> runtime -> cell -> sys -> model
 //!   \--> present -> analysis -> results -> model
-//!                  plan (scenario, predict, advice) -> model
+//!                  plan (scenario, predict, advice) -> sys, model
 //! ```
 
 pub mod analysis;
