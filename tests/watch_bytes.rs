@@ -59,22 +59,29 @@ fn sweep_leaves_what_another_program_holds_and_compares_raw_names() {
     let dir = temp_dir("wsweep").keep();
     let script = format!(
         "while [ ! -e {v} ]; do sleep 0.02; done; exec 3<{v}; \
-         printf x > $'/dev/shm/bad_{tag}\\xff'; exec 4<$'/dev/shm/bad_{tag}\\xff'; sleep 0.5",
+         exec 4<>$'/dev/shm/bad_{tag}\\xff'; head -c 1048576 /dev/zero >&4; sleep 2",
         v = victim.display()
     );
     let mut watched = command_in(&dir)
-        .args(["watch", "--runtime", "host", "--sweep", "--out", "w.csv"])
+        // A file is the job's only once a sample sees the job hold it, and the sampler looks at
+        // holders when /dev/shm rises by 256 KiB: the job's file is 1 MiB, held from the open
+        // that creates it (a file written, closed and reopened can rise while no one holds it,
+        // and is then left, listed as a leftover) and for 2 s after.
+        .args(["watch", "--runtime", "host", "--sweep", "--interval-ms", "20"])
+        .args(["--out", "w.csv"])
         .args(["--", "bash", "-c", &script])
         .stdout(Stdio::null())
         .stderr(Stdio::null())
         .spawn()
         .unwrap();
-    // Another program makes both files during the run and keeps them open.
+    // Another program makes both files during the run and keeps them open: each is created by
+    // the open that holds it (`<>`), so no moment exists when it is there and nobody holds it,
+    // however late a loaded machine schedules this shell against the job's end.
     let mut outsider = Command::new("bash")
         .args([
             "-c",
             &format!(
-                "printf v > {v}; printf o > '{o}'; exec 3<{v} 4<'{o}'; echo ready; exec sleep 600",
+                "exec 3<>{v} 4<>'{o}'; printf v >&3; printf o >&4; echo ready; exec sleep 600",
                 v = victim.display(),
                 o = outsider_file.display()
             ),
