@@ -67,7 +67,14 @@ fn sweep_leaves_what_another_program_holds_and_compares_raw_names() {
         // holders when /dev/shm rises by 256 KiB: the job's file is 1 MiB, held from the open
         // that creates it (a file written, closed and reopened can rise while no one holds it,
         // and is then left, listed as a leftover) and for 2 s after.
-        .args(["watch", "--runtime", "host", "--sweep", "--interval-ms", "20"])
+        .args([
+            "watch",
+            "--runtime",
+            "host",
+            "--sweep",
+            "--interval-ms",
+            "20",
+        ])
         .args(["--out", "w.csv"])
         .args(["--", "bash", "-c", &script])
         .stdout(Stdio::null())
