@@ -165,7 +165,8 @@ pub(crate) fn run_cell(config: &CellConfig) -> CellRecord {
         Ok(re) => re,
         Err(e) => return fail(format!("--step-regex: {e}")),
     };
-    let (capacity, _) = shm::usage();
+    // /dev/shm before the job: what it adds is measured from here.
+    let (capacity, base_bytes) = shm::usage();
     let files_at_start = proc_tree::shm_files();
     let oom_kills_at_start = cgroup::oom_kills();
     // SAFETY: plain prctl on this process.
@@ -179,7 +180,7 @@ pub(crate) fn run_cell(config: &CellConfig) -> CellRecord {
     let sampling = {
         let shared = shared.clone();
         let interval = Duration::from_millis(settings.interval_ms);
-        std::thread::spawn(move || sampler::run(root, interval, shared))
+        std::thread::spawn(move || sampler::run(root, interval, shared, base_bytes))
     };
     let start = Instant::now();
     let mut child = match cmd.spawn() {

@@ -118,8 +118,10 @@ impl Sampled {
     }
 }
 
-/// Samples until `shared.stop`, one last time after it.
-pub(crate) fn run(root: u32, interval: Duration, shared: Arc<Shared>) -> Sampled {
+/// Samples until `shared.stop`, one last time after it. `base_bytes` is /dev/shm's use before
+/// the job started, taken by the caller: on a loaded machine this thread may first run after the
+/// job has already written, and a base taken here would hide that.
+pub(crate) fn run(root: u32, interval: Duration, shared: Arc<Shared>, base_bytes: u64) -> Sampled {
     let cpu_at_start = thread_cpu_s();
     let start = Instant::now();
     let shm_dir = shm::OpenShm::open();
@@ -131,7 +133,7 @@ pub(crate) fn run(root: u32, interval: Duration, shared: Arc<Shared>) -> Sampled
     };
     let cgroup_use = cgroup::memory_limit().and_then(|_| cgroup::UsageFile::open());
     let mut out = Sampled {
-        base_bytes: used_now(),
+        base_bytes,
         ..Sampled::default()
     };
     let (mut stride, mut pending) = (1usize, None);
