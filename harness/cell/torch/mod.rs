@@ -226,7 +226,7 @@ pub(crate) fn run_cell(config: &CellConfig) -> CellRecord {
     process::piped_and_tied(&mut cmd);
     let mut child = match cmd.spawn() {
         Ok(c) => c,
-        Err(e) => return fail(python::cannot_run(&config.knobs.python, e)),
+        Err(e) => return fail(python::cannot_run(&config.knobs.python, e).to_string()),
     };
     let stdout = child.stdout.take().expect("stdout was piped");
     let stderr = child.stderr.take().expect("stderr was piped");

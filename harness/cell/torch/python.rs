@@ -27,12 +27,11 @@ pub fn profile_of(version: &str) -> TorchProfile {
 }
 
 /// Why `python` could not be started, and how to get one that can.
-pub(super) fn cannot_run(python: &str, e: std::io::Error) -> String {
+pub(super) fn cannot_run(python: &str, e: std::io::Error) -> PythonError {
     PythonError::CannotRun {
         python: python.to_string(),
         why: std::sync::Arc::new(e),
     }
-    .to_string()
 }
 
 /// Why a Python cannot run torch cells, each with how to get one that can. Cloneable: each
@@ -56,10 +55,7 @@ fn ask(python: &str, code: &str) -> Result<std::process::Output, PythonError> {
         .args(["-c", code])
         .stdin(Stdio::null())
         .output()
-        .map_err(|e| PythonError::CannotRun {
-            python: python.to_string(),
-            why: std::sync::Arc::new(e),
-        })
+        .map_err(|e| cannot_run(python, e))
 }
 
 /// Where a Python lives: its executable (a venv's own `bin/python`, which finds the venv) and
