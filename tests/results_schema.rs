@@ -4,6 +4,7 @@
 use std::collections::BTreeSet;
 use std::path::Path;
 
+use shmbench::model::knobs::AddedKnobs;
 use shmbench::results::csv::{self, ResultsFile};
 
 mod common;
@@ -26,7 +27,13 @@ fn every_results_column_is_documented_in_results_readme() {
         .filter_map(|l| l.split('|').nth(1))
         .flat_map(|cell| cell.split('`').skip(1).step_by(2))
         .collect();
-    let undocumented: Vec<_> = written.difference(&documented).collect();
+    // The columns of knobs added after schema 5 are documented by their knob's help (the
+    // README says so), and only those.
+    let added: BTreeSet<&str> = AddedKnobs::COLUMNS.iter().copied().collect();
+    let undocumented: Vec<_> = written
+        .difference(&documented)
+        .filter(|c| !added.contains(*c))
+        .collect();
     let unwritten: Vec<_> = documented.difference(&written).collect();
     assert!(
         undocumented.is_empty(),

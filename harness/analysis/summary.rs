@@ -74,6 +74,8 @@ fn each_knob(r: &Row, f: &mut dyn FnMut(&'static str, &dyn Display)) {
     // A watched job is its command (and the image it ran in).
     f("command", &Or(&r.watched_command, ""));
     f("image", &Or(&r.image, ""));
+    // The knobs added after schema 5, each in its own column.
+    r.added.each_identity(f);
 }
 
 /// The knobs that make a cell what it is, by their flag names, as a row records them.
@@ -275,7 +277,7 @@ mod drift {
         let declared: Vec<String> = Knobs::SPECS
             .iter()
             .filter(|spec| spec.role == Role::Identity)
-            .map(|spec| spec.key.replace('_', "-"))
+            .map(|spec| Knobs::flag_name(spec.key).to_string())
             .collect();
         let missing: Vec<&String> = declared.iter().filter(|k| !keyed.contains(k)).collect();
         let extra: Vec<&String> = keyed.iter().filter(|k| !declared.contains(k)).collect();

@@ -7,7 +7,8 @@
 //! defaults are the how-to's seed setup.
 
 use super::bad_value::BadValue;
-use serde::{Deserialize, Serialize};
+pub(crate) use super::knob_decl::{knobs, ColumnReader, ColumnWriter};
+pub use super::knob_decl::{KnobSpec, Role};
 
 use super::cpus::CpuList;
 pub use super::knob_types::*;
@@ -20,134 +21,6 @@ fn parse_bool(s: &str) -> Result<bool, BadValue> {
         "false" | "no" | "0" | "off" => Ok(false),
         _ => Err(BadValue::new(s, "true or false")),
     }
-}
-
-/// What a knob is to a cell's identity.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Role {
-    /// Two runs that differ in it are different cells (`compare`, `history`, `report` key on it).
-    Identity,
-    /// How a cell is run or watched, not what it runs; the text says why.
-    Setting(&'static str),
-}
-
-/// One knob as the declaration states it: its scenario key, its role, and the results column
-/// that records it (None: no column; what the row records instead is named in its role).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct KnobSpec {
-    pub(crate) key: &'static str,
-    pub(crate) role: Role,
-    pub(crate) column: Option<&'static str>,
-}
-
-macro_rules! knob_role {
-    (identity) => {
-        Role::Identity
-    };
-    (setting($why:literal)) => {
-        Role::Setting($why)
-    };
-}
-
-macro_rules! knob_column {
-    (none) => {
-        None
-    };
-    ($column:ident) => {
-        Some(stringify!($column))
-    };
-}
-
-/// A resolved knob is its partial form's value (`u32`) or, for a knob that may stay unset, the
-/// option itself (`Option<ByteSize>`): the declaration's `=> TYPE` says which.
-pub(crate) trait Settle<T>: Sized {
-    /// The resolved value, or None where a knob that must have one has none.
-    fn settle(value: Option<T>) -> Option<Self>;
-}
-
-impl<T> Settle<T> for T {
-    fn settle(value: Option<T>) -> Option<T> {
-        value
-    }
-}
-
-impl<T> Settle<T> for Option<T> {
-    fn settle(value: Option<T>) -> Option<Option<T>> {
-        Some(value)
-    }
-}
-
-/// Declares every knob once. Each entry is a scenario key and a CLI flag of the same name (its
-/// partial type), the type it resolves to, its default, its role in a cell's identity, the
-/// results column that records it, and its help text. From it come [`Knobs`] (scenario and
-/// flags), [`KnobValues`] (a resolved cell's knobs, inside `CellConfig`), the resolution and
-/// [`Knobs::SPECS`], which tests hold the identity list and the row's columns to.
-///
-/// A knob added later must default to what ran before it existed: a record or row written
-/// before it reads as that default.
-macro_rules! knobs {
-    ($(
-        $(#[$meta:meta])*
-        $field:ident : $ty:ty => $resolved:ty = $default:expr,
-            $role:ident $(($why:literal))?, row $column:ident,
-            $help:literal;
-    )*) => {
-        /// Partial loader/isolation settings; see the module docs for how layers combine.
-        #[derive(Clone, Debug, Default, Deserialize, clap::Args)]
-        #[serde(rename_all = "kebab-case", deny_unknown_fields)]
-        pub struct Knobs {
-            $(
-                #[doc = $help]
-                $(#[$meta])*
-                pub $field: Option<$ty>,
-            )*
-        }
-
-        /// Every knob of a resolved cell. A record without a knob (written before it existed)
-        /// reads as its default.
-        #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-        #[serde(default)]
-        pub(crate) struct KnobValues {
-            $(
-                #[doc = $help]
-                pub $field: $resolved,
-            )*
-        }
-
-        impl Knobs {
-            /// Values of `top` replace values of `self` where `top` has them.
-            pub(crate) fn overlay(&mut self, top: &Knobs) {
-                $( if top.$field.is_some() { self.$field = top.$field.clone(); } )*
-            }
-
-            /// The scenario key names, for error messages that list what is allowed.
-            pub(crate) const KEYS: &'static [&'static str] = &[$( stringify!($field) ),*];
-
-            /// What the declaration says of each knob.
-            pub const SPECS: &'static [KnobSpec] = &[$(
-                KnobSpec {
-                    key: stringify!($field),
-                    role: knob_role!($role $(($why))?),
-                    column: knob_column!($column),
-                },
-            )*];
-
-            /// Every knob at its default (the how-to's seed setup; `shm-size` and `memory` unset).
-            pub(crate) fn defaults() -> Knobs {
-                Knobs { $( $field: $default, )* }
-            }
-
-            /// These knobs over the defaults, resolved: every knob that must have a value has one.
-            pub(crate) fn settle(&self) -> KnobValues {
-                let mut k = Knobs::defaults();
-                k.overlay(self);
-                KnobValues {$(
-                    $field: <$resolved as Settle<$ty>>::settle(k.$field)
-                        .expect(concat!("the knob ", stringify!($field), " has a default")),
-                )*}
-            }
-        }
-    };
 }
 
 knobs! {
@@ -256,6 +129,15 @@ knobs! {
     #[arg(long, value_name = "SECONDS")]
     timeout_s: f64 => f64 = Some(120.0), setting("the watchdog: a cell that ends by it has a timeout outcome"), row none,
         "Watchdog: a cell with no progress for this long ends as timeout";
+    @added {
+    }
+}
+
+impl Default for AddedKnobs {
+    /// Every added knob at its default: what ran before it existed.
+    fn default() -> AddedKnobs {
+        AddedKnobs::of(&KnobValues::default())
+    }
 }
 
 impl Default for KnobValues {

@@ -30,6 +30,7 @@ pub(crate) mod cpus;
 pub(crate) mod estimate;
 pub(crate) mod fingerprint;
 pub(crate) mod job;
+pub(crate) mod knob_decl;
 pub(crate) mod knob_types;
 pub mod knobs;
 pub(crate) mod name;

@@ -94,7 +94,7 @@ fn knobs_from(table: toml::Table, origin: &str, place: &str) -> Result<Knobs> {
         let one = Knobs::deserialize(toml::Value::Table(single)).map_err(|e| {
             let text = e.to_string();
             if text.contains("unknown field") {
-                let known: Vec<String> = Knobs::KEYS.iter().map(|k| k.replace('_', "-")).collect();
+                let known: Vec<&str> = Knobs::KEYS.iter().map(|k| Knobs::flag_name(k)).collect();
                 anyhow!("{origin}: {place}: unknown key '{key}'. Known keys: name, environment, claim, {}", known.join(", "))
             } else {
                 anyhow!("{origin}: {place}: key '{key}': {}", text.trim())

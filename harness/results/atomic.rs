@@ -11,9 +11,23 @@ use serde::Serialize;
 
 use super::spreadsheet;
 
+/// A row of a CSV file: serde writes its columns; columns it cannot name in a struct's fields
+/// (a row's added knobs) follow them.
+pub(crate) trait CsvRow: Serialize {
+    /// The names of the columns after the serialised ones.
+    fn more_header() -> &'static [&'static str] {
+        &[]
+    }
+
+    /// This row's cells of them.
+    fn more_cells(&self) -> Result<Vec<String>> {
+        Ok(Vec::new())
+    }
+}
+
 /// Writes `rows` as CSV to `path`, atomically. `empty_header` is written when there are no rows,
 /// so an empty file still names its columns.
-pub(crate) fn write_csv<T: Serialize>(
+pub(crate) fn write_csv<T: CsvRow>(
     path: &Path,
     rows: &[T],
     empty_header: Option<&[&str]>,
@@ -33,9 +47,19 @@ pub(crate) fn write_csv<T: Serialize>(
         .has_headers(false)
         .from_reader(plain.as_slice());
     let mut writer = csv::Writer::from_writer(Vec::with_capacity(plain.len()));
-    for record in reader.records() {
+    for (i, record) in reader.records().enumerate() {
         let record = record?;
-        let cells: Vec<_> = record.iter().map(spreadsheet::guard).collect();
+        // The first record is the header (serde's, or `empty_header`); row i - 1 follows it.
+        let more = match (i, rows.is_empty()) {
+            (_, true) => Vec::new(),
+            (0, false) => T::more_header().iter().map(|c| c.to_string()).collect(),
+            (i, false) => rows[i - 1].more_cells()?,
+        };
+        let cells: Vec<_> = record
+            .iter()
+            .chain(more.iter().map(String::as_str))
+            .map(spreadsheet::guard)
+            .collect();
         writer.write_record(cells.iter().map(|c| c.as_bytes()))?;
     }
     let bytes = writer.into_inner().map_err(|e| anyhow!("{e}"))?;

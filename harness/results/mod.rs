@@ -9,6 +9,7 @@ pub(crate) mod beside;
 pub mod csv;
 pub(crate) mod k8s;
 pub(crate) mod k8s_jobs;
+pub(crate) mod knob_columns;
 pub(crate) mod merge;
 pub mod record;
 pub mod row;

@@ -6,6 +6,7 @@ use std::path::Path;
 
 use anyhow::{bail, Context, Result};
 
+use super::knob_columns;
 use super::row::{Row, READS, SCHEMA};
 use super::spreadsheet;
 
@@ -39,15 +40,18 @@ pub fn parse(record: &csv::StringRecord, headers: &csv::StringRecord, path: &Pat
     let guarded = record
         .iter()
         .any(|c| spreadsheet::unguard(c).len() != c.len());
-    let parsed = match guarded {
-        true => record
-            .iter()
-            .map(spreadsheet::unguard)
-            .collect::<csv::StringRecord>()
-            .deserialize::<Row>(Some(headers)),
-        false => record.deserialize::<Row>(Some(headers)),
+    let unguarded: csv::StringRecord;
+    let record = match guarded {
+        true => {
+            unguarded = record.iter().map(spreadsheet::unguard).collect();
+            &unguarded
+        }
+        false => record,
     };
-    let row = parsed.map_err(|e| bad_line(path, line, &e))?;
+    let mut row = record
+        .deserialize::<Row>(Some(headers))
+        .map_err(|e| bad_line(path, line, &e))?;
+    knob_columns::read(record, headers, &mut row.added).map_err(|e| bad_line(path, line, &e))?;
     if !READS.contains(&row.schema) {
         let reads: Vec<String> = READS.iter().map(u32::to_string).collect();
         bail!(

@@ -4,9 +4,12 @@
 
 use serde::{Deserialize, Serialize};
 
+use super::atomic::CsvRow;
+use super::knob_columns;
 use crate::model::claim::{ClaimStatus, ClaimVerdict};
 use crate::model::knobs::{
-    ContainerKind, Dtype, IpcMode, Loader, RuntimeKind, Shape, Strategy, TorchProfile, Touch,
+    AddedKnobs, ContainerKind, Dtype, IpcMode, Loader, RuntimeKind, Shape, Strategy, TorchProfile,
+    Touch,
 };
 use crate::model::record::Status;
 use crate::model::vm::Accel;
@@ -189,6 +192,19 @@ pub struct Row {
     /// Seconds from starting QEMU to the record: boot plus cell (schema 5).
     #[serde(default)]
     pub vm_wall_s: Option<f64>,
+    /// The knobs added after schema 5, one column each after these (`knob_columns`).
+    #[serde(skip)]
+    pub added: AddedKnobs,
+}
+
+impl CsvRow for Row {
+    fn more_header() -> &'static [&'static str] {
+        knob_columns::header()
+    }
+
+    fn more_cells(&self) -> anyhow::Result<Vec<String>> {
+        knob_columns::cells(&self.added)
+    }
 }
 
 #[cfg(test)]
@@ -200,9 +216,10 @@ mod tests {
         let path = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/seed.csv");
         let mut reader = csv::Reader::from_path(path).unwrap();
         let row: super::Row = reader.deserialize().next().unwrap().unwrap();
-        let mut writer = csv::Writer::from_writer(Vec::new());
-        writer.serialize(&row).unwrap();
-        let text = String::from_utf8(writer.into_inner().unwrap()).unwrap();
+        let dir = tempfile::tempdir().unwrap();
+        let written = dir.path().join("r.csv");
+        crate::results::atomic::write_csv(&written, &[row], None).unwrap();
+        let text = std::fs::read_to_string(&written).unwrap();
         let first = text.lines().next().unwrap_or_default();
         first.split(',').map(String::from).collect()
     }

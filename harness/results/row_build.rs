@@ -5,7 +5,7 @@
 
 use super::row::{Row, SCHEMA};
 use crate::model::calibration::Calibration;
-use crate::model::knobs::Loader;
+use crate::model::knobs::{AddedKnobs, Loader};
 use crate::model::record::{self, CellRecord};
 use crate::sys::fingerprint::Fingerprint;
 
@@ -133,6 +133,7 @@ impl Row {
             watched_command: c.watch.as_ref().map(|w| shell_words(w.command.clone())),
             nofile: c.knobs.nofile,
             shm_remount_bytes: c.knobs.shm_remount.map(|s| s.bytes()),
+            added: AddedKnobs::of(&c.knobs),
             limit_img_per_s: limit.map(|l| round(l, 1)),
             efficiency: limit.and_then(|l| measured.img_per_s.map(|r| round(r / l, 4))),
             steps_file: context.steps_file,

@@ -24,6 +24,8 @@ pub(crate) struct StepRow {
     pub(crate) in_flight: u64,
 }
 
+impl atomic::CsvRow for StepRow {}
+
 impl From<&StepSample> for StepRow {
     fn from(s: &StepSample) -> StepRow {
         StepRow {

@@ -1,0 +1,246 @@
+//! How the knobs are declared: the `knobs!` macro that [`super::knobs`] invokes once, and what
+//! it states of each knob ([`KnobSpec`]: its key, its role in a cell's identity, its results
+//! column), and the traits a row's added knob columns are written and read through.
+
+use serde::Serialize;
+
+/// What a knob is to a cell's identity.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Role {
+    /// Two runs that differ in it are different cells (`compare`, `history`, `report` key on it).
+    Identity,
+    /// How a cell is run or watched, not what it runs; the text says why.
+    Setting(&'static str),
+}
+
+/// One knob as the declaration states it: its scenario key, its role, and the results column
+/// that records it (None: no column; what the row records instead is named in its role).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct KnobSpec {
+    pub(crate) key: &'static str,
+    pub(crate) role: Role,
+    pub(crate) column: Option<&'static str>,
+}
+
+#[doc(hidden)]
+macro_rules! knob_role {
+    (identity) => {
+        Role::Identity
+    };
+    (setting($why:literal)) => {
+        Role::Setting($why)
+    };
+}
+
+#[doc(hidden)]
+macro_rules! knob_column {
+    (none) => {
+        None
+    };
+    ($column:ident) => {
+        Some(stringify!($column))
+    };
+}
+
+/// A resolved knob is its partial form's value (`u32`) or, for a knob that may stay unset, the
+/// option itself (`Option<ByteSize>`): the declaration's `=> TYPE` says which.
+pub(crate) trait Settle<T>: Sized {
+    /// The resolved value, or None where a knob that must have one has none.
+    fn settle(value: Option<T>) -> Option<Self>;
+}
+
+impl<T> Settle<T> for T {
+    fn settle(value: Option<T>) -> Option<T> {
+        value
+    }
+}
+
+impl<T> Settle<T> for Option<T> {
+    fn settle(value: Option<T>) -> Option<Option<T>> {
+        Some(value)
+    }
+}
+
+/// Declares every knob once. Each entry is a scenario key and a CLI flag of the same name (its
+/// partial type), the type it resolves to, its default, its role in a cell's identity, the
+/// results column that records it, and its help text. From it come [`Knobs`] (scenario and
+/// flags), [`KnobValues`] (a resolved cell's knobs, inside `CellConfig`), the resolution,
+/// [`Knobs::SPECS`], which tests hold the identity list and the row's columns to, and
+/// [`AddedKnobs`].
+///
+/// The knobs under `added` came after results schema 5: each is recorded in a column of its
+/// own name at the end of a row ([`AddedKnobs`], written and read by name), and joins a cell's
+/// identity by its role, so adding one touches this declaration and the code that uses it. A
+/// knob added later must default to what ran before it existed: a record or row written before
+/// it reads as that default.
+macro_rules! knobs {
+    ($(
+        $(#[$meta:meta])*
+        $field:ident : $ty:ty => $resolved:ty = $default:expr,
+            $role:ident $(($why:literal))?, row $column:ident,
+            $help:literal;
+    )*
+    @added {$(
+        $(#[$ameta:meta])*
+        $afield:ident : $aty:ty => $aresolved:ty = $adefault:expr,
+            $arole:ident $(($awhy:literal))?,
+            $ahelp:literal;
+    )*}) => {
+        /// Partial loader/isolation settings; see the module docs for how layers combine.
+        #[derive(Clone, Debug, Default, serde::Deserialize, clap::Args)]
+        #[serde(rename_all = "kebab-case", deny_unknown_fields)]
+        pub struct Knobs {
+            $(
+                #[doc = $help]
+                $(#[$meta])*
+                pub $field: Option<$ty>,
+            )*
+            $(
+                #[doc = $ahelp]
+                $(#[$ameta])*
+                pub $afield: Option<$aty>,
+            )*
+        }
+
+        /// Every knob of a resolved cell. A record without a knob (written before it existed)
+        /// reads as its default.
+        #[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
+        #[serde(default)]
+        pub(crate) struct KnobValues {
+            $(
+                #[doc = $help]
+                pub $field: $resolved,
+            )*
+            $(
+                #[doc = $ahelp]
+                pub $afield: $aresolved,
+            )*
+        }
+
+        /// The knobs added after results schema 5, as a row records them: one column each, named
+        /// as the knob's key, after the schema's columns. A row without one reads as its default.
+        #[derive(Clone, Debug, PartialEq)]
+        pub struct AddedKnobs {
+            $(
+                #[doc = $ahelp]
+                pub $afield: $aresolved,
+            )*
+        }
+
+        impl AddedKnobs {
+            /// The added knobs of a resolved cell.
+            #[allow(unused_variables)]
+            pub(crate) fn of(values: &KnobValues) -> AddedKnobs {
+                AddedKnobs { $( $afield: values.$afield.clone(), )* }
+            }
+
+            /// Their columns, in order.
+            pub const COLUMNS: &'static [&'static str] = &[$( stringify!($afield) ),*];
+
+            /// Hands each column and its value to `to`, in order.
+            #[allow(unused_variables)]
+            pub(crate) fn write(&self, to: &mut impl $crate::model::knob_decl::ColumnWriter) {
+                $( to.column(stringify!($afield), &self.$afield); )*
+            }
+
+            /// Lets `from` set each column it has.
+            #[allow(unused_variables)]
+            pub(crate) fn read(&mut self, from: &mut impl $crate::model::knob_decl::ColumnReader) {
+                $( from.column(stringify!($afield), &mut self.$afield); )*
+            }
+
+            /// Calls `f` with each added knob that makes a cell what it is, by its flag name.
+            #[allow(unused_variables)]
+            pub(crate) fn each_identity(&self, f: &mut dyn FnMut(&'static str, &dyn std::fmt::Display)) {
+                $(
+                    if $crate::model::knob_decl::knob_role!($arole $(($awhy))?) == $crate::model::knob_decl::Role::Identity {
+                        f(Knobs::flag_name(stringify!($afield)), &self.$afield);
+                    }
+                )*
+            }
+        }
+
+        impl Knobs {
+            /// Values of `top` replace values of `self` where `top` has them.
+            pub(crate) fn overlay(&mut self, top: &Knobs) {
+                $( if top.$field.is_some() { self.$field = top.$field.clone(); } )*
+                $( if top.$afield.is_some() { self.$afield = top.$afield.clone(); } )*
+            }
+
+            /// The scenario key names, for error messages that list what is allowed.
+            pub(crate) const KEYS: &'static [&'static str] =
+                &[$( stringify!($field), )* $( stringify!($afield), )*];
+
+            /// A knob's flag name (`persistent-workers`) from its key (`persistent_workers`).
+            pub(crate) fn flag_name(key: &'static str) -> &'static str {
+                static FLAGS: std::sync::LazyLock<Vec<(&'static str, String)>> =
+                    std::sync::LazyLock::new(|| {
+                        Knobs::KEYS
+                            .iter()
+                            .map(|key| (*key, key.replace('_', "-")))
+                            .collect()
+                    });
+                let flags: &'static [(&'static str, String)] = &FLAGS;
+                flags
+                    .iter()
+                    .find(|(k, _)| *k == key)
+                    .map_or(key, |(_, flag)| flag.as_str())
+            }
+
+            /// What the declaration says of each knob.
+            pub const SPECS: &'static [$crate::model::knob_decl::KnobSpec] = &[
+                $(
+                    $crate::model::knob_decl::KnobSpec {
+                        key: stringify!($field),
+                        role: $crate::model::knob_decl::knob_role!($role $(($why))?),
+                        column: $crate::model::knob_decl::knob_column!($column),
+                    },
+                )*
+                $(
+                    $crate::model::knob_decl::KnobSpec {
+                        key: stringify!($afield),
+                        role: $crate::model::knob_decl::knob_role!($arole $(($awhy))?),
+                        column: Some(stringify!($afield)),
+                    },
+                )*
+            ];
+
+            /// Every knob at its default (the how-to's seed setup; `shm-size` and `memory` unset).
+            pub(crate) fn defaults() -> Knobs {
+                Knobs { $( $field: $default, )* $( $afield: $adefault, )* }
+            }
+
+            /// These knobs over the defaults, resolved: every knob that must have a value has one.
+            pub(crate) fn settle(&self) -> KnobValues {
+                let mut k = Knobs::defaults();
+                k.overlay(self);
+                KnobValues {
+                    $(
+                        $field: <$resolved as $crate::model::knob_decl::Settle<$ty>>::settle(k.$field)
+                            .expect(concat!("the knob ", stringify!($field), " has a default")),
+                    )*
+                    $(
+                        $afield: <$aresolved as $crate::model::knob_decl::Settle<$aty>>::settle(k.$afield)
+                            .expect(concat!("the knob ", stringify!($afield), " has a default")),
+                    )*
+                }
+            }
+        }
+    };
+}
+pub(crate) use knob_column;
+pub(crate) use knob_role;
+pub(crate) use knobs;
+
+/// Where a row's added knob columns go as they are written: each column's name and value.
+// Only the entries under `@added` call `column`: with none there, nothing does.
+#[allow(dead_code)]
+pub(crate) trait ColumnWriter {
+    fn column<T: Serialize>(&mut self, name: &'static str, value: &T);
+}
+
+/// Where they come from as a row is read: sets `value` when the row has the column.
+#[allow(dead_code)]
+pub(crate) trait ColumnReader {
+    fn column<T: serde::de::DeserializeOwned>(&mut self, name: &'static str, value: &mut T);
+}

@@ -1,0 +1,89 @@
+//! The knob columns added after schema 5 ([`AddedKnobs`]): written after a row's schema columns
+//! and read back by name, so a file written before a knob existed reads as its default and one
+//! written after it by an older shmbench still reads. serde writes a row's schema columns; these
+//! are cells of text, written and parsed as the csv crate writes and parses one field.
+
+use anyhow::{anyhow, Result};
+use serde::de::DeserializeOwned;
+use serde::Serialize;
+
+use crate::model::knobs::{AddedKnobs, ColumnReader, ColumnWriter};
+
+/// The added columns' names, in the order they follow the schema's.
+pub(crate) fn header() -> &'static [&'static str] {
+    AddedKnobs::COLUMNS
+}
+
+/// The cells of `added`, in the header's order.
+pub(crate) fn cells(added: &AddedKnobs) -> Result<Vec<String>> {
+    struct Cells(Vec<String>, Option<anyhow::Error>);
+    impl ColumnWriter for Cells {
+        fn column<T: Serialize>(&mut self, name: &'static str, value: &T) {
+            match text(value) {
+                Ok(cell) => self.0.push(cell),
+                Err(e) => {
+                    self.1.get_or_insert(anyhow!("column {name}: {e}"));
+                }
+            }
+        }
+    }
+    let mut cells = Cells(Vec::with_capacity(header().len()), None);
+    added.write(&mut cells);
+    match cells.1 {
+        Some(e) => Err(e),
+        None => Ok(cells.0),
+    }
+}
+
+/// Sets each added knob `record` has a column for (by `headers`); the others keep their
+/// defaults. Names the column whose cell is not a value of its knob.
+pub(crate) fn read(
+    record: &csv::StringRecord,
+    headers: &csv::StringRecord,
+    added: &mut AddedKnobs,
+) -> Result<()> {
+    // Only the knobs under `@added` read these: with none there, nothing does.
+    #[allow(dead_code)]
+    struct Cells<'a> {
+        record: &'a csv::StringRecord,
+        headers: &'a csv::StringRecord,
+        error: Option<anyhow::Error>,
+    }
+    impl ColumnReader for Cells<'_> {
+        fn column<T: DeserializeOwned>(&mut self, name: &'static str, value: &mut T) {
+            let Some(at) = self.headers.iter().position(|h| h == name) else {
+                return;
+            };
+            let cell = self.record.get(at).unwrap_or_default();
+            match csv::StringRecord::from(vec![cell]).deserialize::<(T,)>(None) {
+                Ok((parsed,)) => *value = parsed,
+                Err(e) => {
+                    self.error
+                        .get_or_insert(anyhow!("column {name}: {cell:?} is not its value: {e}"));
+                }
+            }
+        }
+    }
+    let mut cells = Cells {
+        record,
+        headers,
+        error: None,
+    };
+    added.read(&mut cells);
+    cells.error.map_or(Ok(()), Err)
+}
+
+/// One value as the csv crate writes it in a cell (an absent value is empty).
+#[allow(dead_code)]
+fn text<T: Serialize>(value: &T) -> Result<String> {
+    let mut writer = csv::WriterBuilder::new()
+        .has_headers(false)
+        .from_writer(Vec::new());
+    writer.serialize([value])?;
+    let bytes = writer.into_inner().map_err(|e| anyhow!("{e}"))?;
+    let mut reader = csv::ReaderBuilder::new()
+        .has_headers(false)
+        .from_reader(bytes.as_slice());
+    let record = reader.records().next().transpose()?.unwrap_or_default();
+    Ok(record.get(0).unwrap_or_default().to_string())
+}
