@@ -4,6 +4,7 @@
 mod common;
 
 use common::*;
+use shmbench::model::knobs::{AddedKnobs, StartMethod};
 use shmbench::results::row::SCHEMA;
 use shmbench::results::Row;
 
@@ -248,4 +249,44 @@ fn runs_that_differ_only_in_persistent_workers_are_two_cells() {
     ]);
     let text = String::from_utf8_lossy(&o.stdout);
     assert!(text.contains("persistent-workers: true -> false"), "{text}");
+}
+
+#[test]
+fn runs_that_differ_only_in_a_knob_added_after_schema_5_are_two_cells() {
+    let dir = temp_dir("compare-start-method");
+    let rates = [3500.0, 3510.0, 3490.0];
+    let base = write(&dir, "base.csv", runs(&rates, "b", "6.1"));
+    let spawned: Vec<Row> = runs(&rates, "c", "6.1")
+        .into_iter()
+        .map(|r| Row {
+            added: AddedKnobs {
+                start_method: StartMethod::Spawn,
+                ..r.added.clone()
+            },
+            ..r
+        })
+        .collect();
+    let cand = write(&dir, "cand.csv", spawned);
+    // The knob's column went through the file and came back.
+    let text = std::fs::read_to_string(&cand).unwrap();
+    assert!(
+        text.lines()
+            .next()
+            .unwrap()
+            .ends_with(",start_method,dataset_bytes"),
+        "{text}"
+    );
+    assert!(text.lines().nth(1).unwrap().ends_with(",spawn,0"), "{text}");
+    let (code, text) = compare(&base, &cand);
+    assert!(text.contains("no cell in common"), "{text}");
+    assert_ne!(code, Some(0), "{text}");
+    let o = shmbench(&[
+        "compare",
+        base.to_str().unwrap(),
+        cand.to_str().unwrap(),
+        "--match",
+        "name",
+    ]);
+    let text = String::from_utf8_lossy(&o.stdout);
+    assert!(text.contains("start-method: fork -> spawn"), "{text}");
 }

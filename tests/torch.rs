@@ -6,7 +6,6 @@
 
 mod common;
 
-use std::path::PathBuf;
 use std::process::Command;
 
 use common::*;
@@ -14,39 +13,6 @@ use shmbench::model::knobs::TorchProfile;
 
 /// One image of 3x224x224 f32.
 const IMAGE: f64 = 602_112.0;
-
-/// The interpreter the tests use: SHMBENCH_TORCH_PYTHON, or the venv `cargo xtask test` makes.
-fn python() -> PathBuf {
-    match std::env::var_os("SHMBENCH_TORCH_PYTHON") {
-        Some(p) => PathBuf::from(p),
-        None => {
-            let cache = std::env::var_os("XDG_CACHE_HOME")
-                .map(PathBuf::from)
-                .unwrap_or_else(|| PathBuf::from(std::env::var_os("HOME").unwrap()).join(".cache"));
-            cache.join("shmbench/venvs/torch/bin/python")
-        }
-    }
-}
-
-fn torch_or_skip() -> Option<String> {
-    let python = python();
-    let present = || {
-        Command::new(&python)
-            .args(["-c", "import torch"])
-            .output()
-            .is_ok_and(|o| o.status.success())
-    };
-    require("torch", present, "a Python with torch").then(|| python.display().to_string())
-}
-
-/// The profile torch's version implies: 2.10 reserves segments with posix_fallocate.
-fn expected_failure(record: &serde_json::Value) -> &'static str {
-    let version = record["torch_version"].as_str().expect("a torch version");
-    match shmbench::cell::torch::profile_of(version) {
-        TorchProfile::Modern => "enospc",
-        TorchProfile::Legacy => "sigbus",
-    }
-}
 
 #[test]
 fn a_real_dataloader_passes_within_the_window_and_reports_like_a_cell() {

@@ -10,7 +10,7 @@ use crate::model::knobs::{Knobs, RuntimeKind};
 use crate::model::size::ByteSize;
 use crate::model::watch::WatchSettings;
 use crate::orchestrate::minshm;
-use crate::plan::{guard, watch};
+use crate::plan::{guard, predict, watch};
 use crate::sys::fingerprint::mem_total;
 use crate::sys::signals;
 
@@ -97,8 +97,13 @@ pub(crate) fn run(args: Args) -> Result<ExitCode> {
     };
     println!("minimum /dev/shm: {bracket}; {} runs", result.trials.len());
     if args.command.is_empty() {
+        // Beside the batches, the Dataset's tensors under forkserver and spawn.
+        let dataset = match predict::dataset_bytes(&config) {
+            0 => String::new(),
+            held => format!(" + the Dataset's {} of tensors", ByteSize(held)),
+        };
         println!(
-            "predicted peak:   {} ({} batches of {})\nmeasured/predicted: {:.3}",
+            "predicted peak:   {} ({} batches of {}{dataset})\nmeasured/predicted: {:.3}",
             ByteSize(result.predicted_bytes),
             result.predicted_batches,
             ByteSize(config.batch_bytes()),

@@ -40,6 +40,18 @@ impl CellConfig {
         self.image_bytes().saturating_mul(self.knobs.batch as u64)
     }
 
+    /// Bytes of the Dataset's tensors that move into shared memory as the first worker starts
+    /// and stay there while the loader lives: forkserver and spawn pickle the Dataset to each
+    /// worker, fork workers inherit it (and a loader without workers starts none).
+    pub(crate) fn dataset_shm_bytes(&self) -> u64 {
+        let pickled = self.knobs.workers > 0 && self.knobs.start_method.pickles_the_dataset();
+        if pickled {
+            self.knobs.dataset_bytes
+        } else {
+            0
+        }
+    }
+
     /// At most this many batches are outstanding (torch's `num_workers * prefetch_factor`).
     pub(crate) fn max_outstanding(&self) -> u64 {
         self.knobs.workers as u64 * self.knobs.prefetch as u64

@@ -4,6 +4,8 @@
 
 use serde::Serialize;
 
+use super::size::ByteSize;
+
 /// What a knob is to a cell's identity.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Role {
@@ -58,6 +60,14 @@ impl<T> Settle<T> for T {
 impl<T> Settle<T> for Option<T> {
     fn settle(value: Option<T>) -> Option<Option<T>> {
         Some(value)
+    }
+}
+
+/// A size knob recorded as its bytes (`dataset-bytes`: `256m` given, 268435456 in a row and in
+/// a cell's key).
+impl Settle<ByteSize> for u64 {
+    fn settle(value: Option<ByteSize>) -> Option<u64> {
+        value.map(|size| size.bytes())
     }
 }
 

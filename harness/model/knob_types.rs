@@ -110,6 +110,26 @@ pub enum Touch {
     None,
 }
 
+/// How the DataLoader starts its workers (its `multiprocessing_context`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, ValueEnum)]
+#[serde(rename_all = "snake_case")]
+pub enum StartMethod {
+    /// Linux's default through Python 3.13: workers inherit the Dataset by fork.
+    #[default]
+    Fork,
+    /// Python 3.14's default on Linux: the Dataset is pickled to each worker.
+    Forkserver,
+    /// A fresh interpreter per worker: the Dataset is pickled to each worker.
+    Spawn,
+}
+
+impl StartMethod {
+    /// Whether the Dataset reaches a worker pickled, its tensors through shared memory.
+    pub(crate) fn pickles_the_dataset(self) -> bool {
+        self != StartMethod::Fork
+    }
+}
+
 /// Element type of the synthetic images.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, ValueEnum)]
 #[serde(rename_all = "snake_case")]
@@ -153,7 +173,8 @@ display_as_value_name!(
     Strategy,
     TorchProfile,
     Touch,
-    Dtype
+    Dtype,
+    StartMethod
 );
 
 /// One image's dimensions, written `3x224x224`.

@@ -130,6 +130,12 @@ knobs! {
     timeout_s: f64 => f64 = Some(120.0), setting("the watchdog: a cell that ends by it has a timeout outcome"), row none,
         "Watchdog: a cell with no progress for this long ends as timeout";
     @added {
+        #[arg(long, value_enum)]
+        start_method: StartMethod => StartMethod = Some(StartMethod::Fork), identity,
+            "How DataLoader workers start (multiprocessing_context): fork (Linux's default through Python 3.13), forkserver (Python 3.14's default) or spawn. Under forkserver and spawn the Dataset is pickled to the workers and the tensors it holds (dataset-bytes) move into shared memory as the first worker starts";
+        #[arg(long, value_name = "SIZE")]
+        dataset_bytes: ByteSize => u64 = Some(ByteSize(0)), identity,
+            "Bytes of tensors the Dataset object holds (a cache, a lookup table, preloaded labels): inherited by fork workers, in /dev/shm from the first forkserver or spawn worker's start; 0 = none";
     }
 }
 

@@ -87,7 +87,10 @@ pub(crate) fn search(
     } else {
         predict::peak_batches(config)
     };
-    let mut predicted_bytes = predict::batches_bytes(config, predicted_batches);
+    let mut predicted_bytes = match command {
+        true => 0,
+        false => predict::peak_bytes(config),
+    };
     let mut probe = config.clone();
     probe.knobs.runtime = RuntimeKind::Namespace;
     let runtimes = Runtimes::for_cells(std::slice::from_ref(&probe))?;

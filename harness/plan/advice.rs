@@ -6,6 +6,7 @@ use serde::Serialize;
 
 use super::fixes::{size_fixes, Fix, Target};
 use super::job::{self, JobPeak};
+use super::peak_words::{job_reason, loader_reason, start_method_note};
 use super::predict;
 use crate::model::config::CellConfig;
 use crate::model::knobs::{RuntimeKind, Strategy, TorchProfile};
@@ -92,67 +93,6 @@ pub(crate) fn for_watched(
     }
 }
 
-/// One loader's peak, in words: what makes it up.
-fn loader_reason(config: &CellConfig, peak_batches: u64) -> String {
-    let uses_shm = matches!(
-        config.knobs.strategy,
-        Strategy::FileDescriptor | Strategy::FileSystem
-    );
-    let peak_reason = if !uses_shm {
-        format!("{} segments are not in /dev/shm", config.knobs.strategy)
-    } else if config.knobs.pin_memory {
-        format!(
-            "pin_memory copies each batch out on arrival: {} (one per worker, when the pin copy keeps up) to {peak_batches} (all outstanding, when it falls behind); sized for the upper bound",
-            predict::pin_memory_lower_bound(config)
-        )
-    } else {
-        let outstanding = config.max_outstanding().min(config.total_steps());
-        let retained = peak_batches.saturating_sub(outstanding + 1);
-        let mut text = format!(
-            "{} workers x prefetch {} = {outstanding} outstanding + 1 held by the training step",
-            config.knobs.workers, config.knobs.prefetch
-        );
-        if outstanding < config.max_outstanding() {
-            text.push_str(&format!(
-                " (the run has only {} steps)",
-                config.total_steps()
-            ));
-        }
-        if retained > 0 {
-            text.push_str(&format!(
-                " + {retained} kept alive by retaining every {}th batch",
-                config.knobs.retain_every
-            ));
-        }
-        text
-    };
-    peak_reason
-}
-
-/// The job's peak, in words: each loader's, times the ranks.
-fn job_reason(config: &CellConfig, job: &JobPeak) -> String {
-    let parts: Vec<String> = job
-        .loaders
-        .iter()
-        .map(|l| {
-            format!(
-                "{}: {} = {} batches of {} = {}",
-                l.spec.name,
-                loader_reason(&job::loader_config(config, &l.spec), l.peak_batches),
-                l.peak_batches,
-                ByteSize(l.batch_bytes),
-                ByteSize(l.peak_bytes)
-            )
-        })
-        .collect();
-    format!(
-        "{} rank(s) x ({}) = {}; every rank's loaders at once on one node's /dev/shm",
-        job.ranks,
-        parts.join("; "),
-        ByteSize(job.node_bytes)
-    )
-}
-
 /// The diagnosis of `config`'s job (`job`: its ranks and loaders, from `plan::job`) in `env`,
 /// with the fixes for `target` (None: where this runs).
 pub fn diagnose(
@@ -201,6 +141,7 @@ pub fn diagnose(
             ByteSize(env.mem_total_bytes)
         ));
     }
+    warnings.extend(start_method_note(config));
     warnings.extend([
         "torch.multiprocessing.set_sharing_strategy('file_system') does not help: its segments are named files in /dev/shm, bounded exactly like file_descriptor's.".to_string(),
     ]);
@@ -262,7 +203,7 @@ fn verdict(
 
 /// The loader's own knobs, each changed alone, that fit its peak in `capacity`.
 fn loader_changes(config: &CellConfig, capacity: u64) -> Fix {
-    let peak_of = |c: &CellConfig| predict::batches_bytes(c, predict::peak_batches(c));
+    let peak_of = predict::peak_bytes;
     let changed = |change: &dyn Fn(&mut CellConfig)| {
         let mut c = config.clone();
         change(&mut c);

@@ -15,7 +15,16 @@ use crate::model::size::ByteSize;
 pub(crate) fn refuse_oversized(cells: &[CellConfig], mem_total: u64) -> Result<()> {
     for c in cells {
         let batches = predict::peak_batches(c);
-        let peak = predict::batches_bytes(c, batches);
+        let peak = predict::peak_bytes(c);
+        let held = c.knobs.dataset_bytes;
+        if mem_total > 0 && held > mem_total {
+            bail!(
+                "cell '{}': a Dataset holding {} of tensors is more than this machine's {} of memory (its main allocates them whatever the start method): refused (use --force to run it anyway)",
+                c.cell,
+                ByteSize(held),
+                ByteSize(mem_total)
+            );
+        }
         if mem_total > 0 && peak > mem_total {
             bail!(
                 "cell '{}' would need about {} of shared memory at its peak ({batches} batches of {}), more than this machine's {}: refused (use --force to run it anyway)",

@@ -71,7 +71,7 @@ pub fn predict(base: &CellConfig, ranks: u32, specs: &[LoaderSpec]) -> JobPeak {
             let peak_batches = predict::peak_batches(&c);
             LoaderPeak {
                 batch_bytes: c.batch_bytes(),
-                peak_bytes: predict::batches_bytes(&c, peak_batches),
+                peak_bytes: predict::peak_bytes(&c),
                 peak_batches,
                 spec,
             }

@@ -8,6 +8,7 @@ pub(crate) mod fixes;
 pub(crate) mod guard;
 pub mod job;
 pub(crate) mod kernels;
+pub(crate) mod peak_words;
 pub(crate) mod predict;
 pub mod resolve;
 pub mod scenario;

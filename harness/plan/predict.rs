@@ -15,6 +15,11 @@
 //! result, raised when the loop reaches that batch: the failed index `s-1+outstanding`, i.e. step
 //! `s+outstanding`. When the first round of prefetch cannot fit, modern fails at step
 //! `capacity+1` at the latest (which concurrent allocation loses the race varies).
+//!
+//! Under forkserver and spawn the Dataset's tensors (`dataset-bytes`) move into /dev/shm as the
+//! first worker starts and stay there (measured with torch 2.15: once per loader, not per worker
+//! or per epoch, held until the Dataset is freed): they take their pages before any batch, and
+//! when they cannot fit the loader fails at start-up, step 1, whatever the profile.
 
 use crate::model::config::CellConfig;
 use crate::model::knobs::{Strategy, TorchProfile};
@@ -38,18 +43,19 @@ fn pages(bytes: u64) -> u64 {
 
 /// Predicts `config` under a /dev/shm of `shm_bytes`.
 pub(crate) fn predict(config: &CellConfig, shm_bytes: u64) -> Prediction {
-    let capacity = pages(shm_bytes) / pages(config.batch_bytes()).max(1);
+    let uses_shm = uses_shm(config);
+    let dataset_pages = pages(dataset_bytes(config));
+    let capacity =
+        pages(shm_bytes).saturating_sub(dataset_pages) / pages(config.batch_bytes()).max(1);
     let outstanding = config.max_outstanding();
     let peak = outstanding + 1;
-    let uses_shm = matches!(
-        config.knobs.strategy,
-        Strategy::FileDescriptor | Strategy::FileSystem
-    );
     let total = config.total_steps();
     let modern = config.knobs.torch == TorchProfile::Modern;
     // The step at which the refill of step `s` (allocating index s-1+outstanding) is seen to fail.
     let seen_at = |s: u64| if modern { s + outstanding } else { s };
-    let crash_step = if !uses_shm || config.knobs.pin_memory {
+    let crash_step = if dataset_pages > pages(shm_bytes) {
+        Some(1)
+    } else if !uses_shm || config.knobs.pin_memory {
         None
     } else if outstanding.min(total) > capacity {
         // The first round of prefetch cannot all fit.
@@ -81,10 +87,7 @@ pub(crate) fn predict(config: &CellConfig, shm_bytes: u64) -> Prediction {
 /// the workers for CPU). The upper bound is returned; on the 2-core development machine the
 /// measured minimum lay between the two (see `pin_memory_lower_bound`).
 pub(crate) fn peak_batches(config: &CellConfig) -> u64 {
-    let uses_shm = matches!(
-        config.knobs.strategy,
-        Strategy::FileDescriptor | Strategy::FileSystem
-    );
+    let uses_shm = uses_shm(config);
     let total = config.total_steps();
     let outstanding = config.max_outstanding().min(total);
     if !uses_shm {
@@ -120,6 +123,27 @@ pub(crate) fn pin_memory_lower_bound(config: &CellConfig) -> u64 {
     (config.knobs.workers as u64).min(config.max_outstanding().min(config.total_steps()))
 }
 
+/// Whether the cell's strategy puts its segments in /dev/shm (torch's two do).
+fn uses_shm(config: &CellConfig) -> bool {
+    matches!(
+        config.knobs.strategy,
+        Strategy::FileDescriptor | Strategy::FileSystem
+    )
+}
+
+/// Bytes of tmpfs the Dataset's tensors hold from the first worker's start (whole pages).
+pub(crate) fn dataset_bytes(config: &CellConfig) -> u64 {
+    match uses_shm(config) {
+        true => pages(config.dataset_shm_bytes()) * PAGE,
+        false => 0,
+    }
+}
+
+/// Bytes of tmpfs at the run's peak: its batches and the Dataset's tensors.
+pub(crate) fn peak_bytes(config: &CellConfig) -> u64 {
+    batches_bytes(config, peak_batches(config)) + dataset_bytes(config)
+}
+
 /// Bytes of tmpfs that `batches` batches occupy (whole pages).
 pub(crate) fn batches_bytes(config: &CellConfig, batches: u64) -> u64 {
     batches * pages(config.batch_bytes()) * PAGE
@@ -128,7 +152,7 @@ pub(crate) fn batches_bytes(config: &CellConfig, batches: u64) -> u64 {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::model::knobs::Knobs;
+    use crate::model::knobs::{Knobs, StartMethod};
     use crate::model::size::ByteSize;
     use crate::plan::resolve::{Identity, Platform};
 
@@ -157,6 +181,32 @@ mod tests {
         let mut modern = small(2, 100);
         modern.knobs.torch = TorchProfile::Modern;
         assert_eq!(predict(&modern, 64 << 20).crash_step, Some(23));
+    }
+
+    #[test]
+    fn a_pickled_dataset_takes_its_pages_before_the_batches() {
+        let mut c = small(2, 100);
+        c.knobs.dataset_bytes = 16 << 20;
+        // fork: the workers inherit it; nothing changes.
+        assert_eq!(dataset_bytes(&c), 0);
+        assert_eq!(predict(&c, 64 << 20).crash_step, Some(19));
+        // forkserver: 4096 of 16384 pages go first and 10 batches fit: 4 outstanding + 1 held
+        // leave room for 5 retained; the 6th is retained after step 12.
+        c.knobs.start_method = StartMethod::Forkserver;
+        assert_eq!(dataset_bytes(&c), 16 << 20);
+        assert_eq!(
+            peak_bytes(&c),
+            batches_bytes(&c, peak_batches(&c)) + (16 << 20)
+        );
+        let p = predict(&c, 64 << 20);
+        assert_eq!(p.capacity_batches, 10);
+        assert_eq!(p.crash_step, Some(13));
+        // Larger than the tmpfs: start-up, whatever the profile.
+        c.knobs.dataset_bytes = 65 << 20;
+        assert_eq!(predict(&c, 64 << 20).crash_step, Some(1));
+        // A loader without workers starts none to pickle it to.
+        c.knobs.workers = 0;
+        assert_eq!(dataset_bytes(&c), 0);
     }
 
     #[test]

@@ -87,3 +87,46 @@ fn text<T: Serialize>(value: &T) -> Result<String> {
     let record = reader.records().next().transpose()?.unwrap_or_default();
     Ok(record.get(0).unwrap_or_default().to_string())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::knobs::StartMethod;
+
+    fn record(cells: &[&str]) -> csv::StringRecord {
+        cells.iter().copied().collect()
+    }
+
+    #[test]
+    fn cells_read_back_by_name_and_a_missing_column_is_the_default() {
+        let added = AddedKnobs {
+            start_method: StartMethod::Spawn,
+            dataset_bytes: 256 << 20,
+        };
+        let cells = cells(&added).unwrap();
+        assert_eq!(cells, ["spawn", "268435456"]);
+        // In another order, after other columns.
+        let headers = record(&["workers", "dataset_bytes", "start_method"]);
+        let row = record(&["8", &cells[1], &cells[0]]);
+        let mut read_back = AddedKnobs::default();
+        read(&row, &headers, &mut read_back).unwrap();
+        assert_eq!(read_back, added);
+        // A file from before the knobs.
+        let mut old = AddedKnobs::default();
+        read(&record(&["8"]), &record(&["workers"]), &mut old).unwrap();
+        assert_eq!(old.start_method, StartMethod::Fork);
+        assert_eq!(old.dataset_bytes, 0);
+    }
+
+    #[test]
+    fn a_cell_that_is_not_its_knob_s_value_names_the_column() {
+        let mut added = AddedKnobs::default();
+        let e = read(
+            &record(&["threads"]),
+            &record(&["start_method"]),
+            &mut added,
+        )
+        .unwrap_err();
+        assert!(e.to_string().contains("start_method"), "{e}");
+    }
+}

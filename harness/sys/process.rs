@@ -162,3 +162,42 @@ pub(crate) fn pin_to(cpus: &[usize]) -> Result<(), PinError> {
         PinError::Refused { why, online }
     })
 }
+
+/// Writes `byte` over all of `memory` in a forked child and returns how the child ended: a
+/// write that meets a full tmpfs is a SIGBUS, which kills the child, not this process. `memory`
+/// must be a shared mapping, so the pages the child writes are this process's too.
+pub(crate) fn fill_in_child(memory: &mut [u8], byte: u8) -> std::io::Result<Exit> {
+    let (ptr, len) = (memory.as_mut_ptr(), memory.len());
+    // SAFETY: between fork and _exit the child only makes syscalls and writes to memory mapped
+    // before the fork: it allocates nothing and takes no lock another thread may have held.
+    let pid = unsafe { libc::fork() };
+    if pid < 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    if pid == 0 {
+        // SAFETY: as above; the child dies with us, and a SIGBUS kills it (default action).
+        unsafe {
+            libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL, 0, 0, 0);
+            libc::signal(libc::SIGBUS, libc::SIG_DFL);
+            std::ptr::write_bytes(ptr, byte, len);
+            libc::_exit(0);
+        }
+    }
+    let mut status = 0;
+    loop {
+        // SAFETY: waits for our own child.
+        let rc = unsafe { libc::waitpid(pid, &mut status, 0) };
+        if rc == pid {
+            break;
+        }
+        let e = std::io::Error::last_os_error();
+        if e.raw_os_error() != Some(libc::EINTR) {
+            return Err(e);
+        }
+    }
+    Ok(if libc::WIFSIGNALED(status) {
+        Exit::Signal(libc::WTERMSIG(status))
+    } else {
+        Exit::Code(libc::WEXITSTATUS(status))
+    })
+}

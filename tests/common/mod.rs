@@ -13,6 +13,7 @@ use serde_json::Value;
 mod k8s;
 mod machine;
 mod rows;
+mod torch;
 mod watch;
 
 // Each test file uses a part of these.
@@ -22,6 +23,8 @@ pub use k8s::*;
 pub use machine::*;
 #[allow(unused_imports)]
 pub use rows::*;
+#[allow(unused_imports)]
+pub use torch::*;
 #[allow(unused_imports)]
 pub use watch::*;
 

@@ -8,13 +8,14 @@ use std::os::fd::OwnedFd;
 use std::time::{Duration, Instant};
 
 use super::consumer::{self, Batch, PinnedPool};
+use super::dataset::{self, SharedDataset};
 use super::ending::{harness_stop, Stop, EMFILE_HINT};
 use super::pool::{Event, Pool};
 use super::segment;
 use super::sharer::FetchError;
 use super::shm_meter::ShmMeter;
 use super::synth::spend_cpu;
-use super::wire::{ErrorKind, FromWorker};
+use super::wire::FromWorker;
 use crate::cell::protocol::{Progress, PROGRESS_ENV};
 use crate::model::config::CellConfig;
 use crate::model::record::{Status, StepSample};
@@ -31,6 +32,9 @@ pub(super) struct Loop<'a> {
     pub(super) start: Instant,
     pub(super) meter: ShmMeter,
     pub(super) pool: Option<Pool>,
+    /// The Dataset's tensors in shared memory, from the first worker's start (forkserver and
+    /// spawn) until the loader ends.
+    pub(super) dataset: Option<SharedDataset>,
     /// The owner record of this loader's segments, made with the first pool (dropped last: it
     /// removes what it proves once nothing holds it).
     pub(super) owner: Option<OwnerRecord>,
@@ -65,6 +69,7 @@ impl<'a> Loop<'a> {
             start,
             meter: ShmMeter::start(),
             pool: None,
+            dataset: None,
             owner: None,
             reorder: BTreeMap::new(),
             held: None,
@@ -102,6 +107,7 @@ impl<'a> Loop<'a> {
             Some(mut pool) => pool.kill_all(),
             None => {}
         }
+        self.dataset = None;
         self.reorder.clear();
         self.held = None;
         self.retained.clear();
@@ -185,11 +191,7 @@ impl Loop<'_> {
                 FromWorker::Failed { idx, kind, message } => {
                     self.outstanding = self.outstanding.saturating_sub(1);
                     let pid = self.pool().pid(worker);
-                    let status = match kind {
-                        ErrorKind::Enospc => Status::Enospc,
-                        ErrorKind::Emfile => Status::Emfile,
-                        ErrorKind::Other => Status::Error,
-                    };
+                    let status = kind.status();
                     let mut text = format!(
                         "Caught RuntimeError in DataLoader worker process {worker}. RuntimeError: {message}"
                     );
@@ -282,15 +284,19 @@ impl Loop<'_> {
     pub(super) fn run_epoch(&mut self, epoch: u64) -> Result<(), Stop> {
         let cfg = self.config;
         if self.pool.is_none() {
-            let owner = match self.owner.take() {
-                Some(owner) => owner,
-                None => segment::new_owner()
+            if self.owner.is_none() {
+                let owner = segment::new_owner()
                     .context("creating the owner record of this loader's segments in /dev/shm")
-                    .map_err(harness_stop)?,
-            };
-            let pool = Pool::spawn(cfg, owner.token());
-            self.owner = Some(owner);
-            self.pool = Some(pool.map_err(harness_stop)?);
+                    .map_err(harness_stop)?;
+                self.owner = Some(owner);
+            }
+            let token = self.owner.as_ref().map(|o| o.token().clone());
+            let token = token.expect("the owner record was just made");
+            // Starting the first worker pickles the Dataset (forkserver, spawn).
+            if self.dataset.is_none() {
+                self.dataset = dataset::share(cfg, &token)?;
+            }
+            self.pool = Some(Pool::spawn(cfg, &token).map_err(harness_stop)?);
         }
         let base = epoch * cfg.knobs.steps;
         self.next_idx = base;

@@ -8,6 +8,7 @@
 //! loop itself is in [`main_loop`]; this file runs it over the epochs and makes the record.
 
 pub(crate) mod consumer;
+mod dataset;
 mod ending;
 mod feeder;
 mod main_loop;

@@ -15,6 +15,8 @@ use nix::sys::socket::{
 };
 use serde::{Deserialize, Serialize};
 
+use crate::model::record::Status;
+
 /// Main -> worker.
 #[derive(Debug, Serialize, Deserialize, PartialEq)]
 pub(crate) enum ToWorker {
@@ -30,6 +32,17 @@ pub enum ErrorKind {
     Enospc,
     Emfile,
     Other,
+}
+
+impl ErrorKind {
+    /// The cell status an error of this kind ends it with.
+    pub(crate) fn status(self) -> Status {
+        match self {
+            ErrorKind::Enospc => Status::Enospc,
+            ErrorKind::Emfile => Status::Emfile,
+            ErrorKind::Other => Status::Error,
+        }
+    }
 }
 
 /// Worker -> main.

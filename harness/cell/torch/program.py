@@ -28,15 +28,81 @@ def emit(**fields):
     sys.stdout.flush()
 
 
-def die_with_parent(_worker_id):
-    """DataLoader worker_init_fn: the worker dies at once with the main (PR_SET_PDEATHSIG), as
-    every process of a shmbench cell does, instead of after torch's 5 s watchdog."""
-    try:
-        import ctypes
+# This program runs from the environment, not from a file, so a process that forkserver or
+# spawn starts cannot import what it defines by name, as pickle would. What a worker needs
+# (the Dataset, the worker_init_fn) pickles instead as a call of eval that runs this program
+# once more in that process, as the module `shmbench_torch_cell`, and rebuilds the object there;
+# its arguments (the Dataset's tensors) pickle as torch pickles them, through shared memory.
+AS_MODULE = (
+    "(lambda sys, types, os: sys.modules.get('shmbench_torch_cell') or (lambda m: ("
+    "sys.modules.__setitem__('shmbench_torch_cell', m), exec(compile("
+    "os.environ['SHMBENCH_TORCH_PROGRAM'], 'shmbench-torch-cell', 'exec'), m.__dict__), m)[2])("
+    "types.ModuleType('shmbench_torch_cell')))(__import__('sys'), __import__('types'), __import__('os'))"
+)
 
-        ctypes.CDLL(None, use_errno=True).prctl(1, 9, 0, 0, 0)  # PR_SET_PDEATHSIG, SIGKILL
-    except Exception:  # noqa: BLE001 - torch's own watchdog still ends it
-        pass
+
+class Portable:
+    """An object a forkserver or spawn worker rebuilds from `args()` (see AS_MODULE)."""
+
+    def args(self):
+        raise NotImplementedError
+
+    def __reduce__(self):
+        rebuild = "getattr(" + AS_MODULE + ", name)(*args)"
+        return (eval, (rebuild, {"name": type(self).__name__, "args": self.args()}))
+
+
+class WorkerInit(Portable):
+    """DataLoader worker_init_fn: the worker dies at once with the main (PR_SET_PDEATHSIG), as
+    every process of a shmbench cell does, instead of after torch's 5 s watchdog; and it shares
+    batches by the cell's strategy, as a script that sets it at its top does in its workers."""
+
+    def __init__(self, strategy):
+        self.strategy = strategy
+
+    def args(self):
+        return (self.strategy,)
+
+    def __call__(self, _worker_id):
+        try:
+            import ctypes
+
+            ctypes.CDLL(None, use_errno=True).prctl(1, 9, 0, 0, 0)  # PR_SET_PDEATHSIG, SIGKILL
+        except Exception:  # noqa: BLE001 - torch's own watchdog still ends it
+            pass
+        import torch
+
+        torch.multiprocessing.set_sharing_strategy(self.strategy)
+
+
+class Synthetic(Portable):
+    """One random image per worker, stamped per sample; decode_us of CPU time per sample. It
+    holds `held` (dataset_bytes of tensors, a Dataset's cache) and never reads it."""
+
+    def __init__(self, length, shape, dtype, decode_s, held):
+        self.length, self.shape, self.dtype = length, shape, dtype
+        self.decode_s, self.held = decode_s, held
+        self.base = None
+
+    def args(self):
+        return (self.length, self.shape, self.dtype, self.decode_s, self.held)
+
+    def __len__(self):
+        return self.length
+
+    def __getitem__(self, index):
+        import torch
+
+        if self.base is None:
+            generator = torch.Generator().manual_seed(0x5EED)
+            self.base = (torch.rand(self.shape, generator=generator) * 255).to(self.dtype)
+        if self.decode_s > 0:
+            until = time.thread_time() + self.decode_s
+            while time.thread_time() < until:
+                pass
+        sample = self.base.clone()
+        sample.view(-1)[0] = index % 251
+        return sample
 
 
 def worker_exits(iterator):
@@ -56,7 +122,7 @@ def main():
     cfg = json.loads(sys.argv[1])
     try:
         import torch
-        from torch.utils.data import DataLoader, Dataset
+        from torch.utils.data import DataLoader
     except ImportError as e:
         emit(event="error", type="ImportError", message=str(e), completed=0)
         return
@@ -69,29 +135,10 @@ def main():
     }
     dtype = dtypes[cfg["dtype"]]
     shape = [int(d) for d in cfg["shape"].split("x")]
-    decode_s = cfg["decode_us"] / 1e6
-
-    class Synthetic(Dataset):
-        """One random image per worker, stamped per sample; decode_us of CPU time per sample."""
-
-        def __init__(self, length):
-            self.length = length
-            self.base = None
-
-        def __len__(self):
-            return self.length
-
-        def __getitem__(self, index):
-            if self.base is None:
-                generator = torch.Generator().manual_seed(0x5EED)
-                self.base = (torch.rand(shape, generator=generator) * 255).to(dtype)
-            if decode_s > 0:
-                until = time.thread_time() + decode_s
-                while time.thread_time() < until:
-                    pass
-            sample = self.base.clone()
-            sample.view(-1)[0] = index % 251
-            return sample
+    # The Dataset's own tensors: inherited by fork workers, pickled through shared memory to
+    # forkserver and spawn ones (once, as the first starts; see the knob start-method).
+    held = torch.ones(cfg["dataset_bytes"], dtype=torch.uint8)
+    dataset = Synthetic(cfg["steps"] * cfg["batch"], shape, dtype, cfg["decode_us"] / 1e6, held)
 
     torch.multiprocessing.set_sharing_strategy(cfg["strategy"])
     accelerator = torch.cuda.is_available()
@@ -99,7 +146,7 @@ def main():
 
     workers = cfg["workers"]
     loader = DataLoader(
-        Synthetic(cfg["steps"] * cfg["batch"]),
+        dataset,
         batch_size=cfg["batch"],
         shuffle=False,
         num_workers=workers,
@@ -107,7 +154,8 @@ def main():
         persistent_workers=cfg["persistent_workers"],
         pin_memory=cfg["pin_memory"],
         timeout=cfg["timeout_s"],
-        worker_init_fn=die_with_parent,
+        worker_init_fn=WorkerInit(cfg["strategy"]),
+        multiprocessing_context=cfg["start_method"] if workers > 0 else None,
     )
     touch = cfg["touch"]
     retain_every = cfg["retain_every"]
