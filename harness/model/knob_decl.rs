@@ -243,14 +243,11 @@ pub(crate) use knob_role;
 pub(crate) use knobs;
 
 /// Where a row's added knob columns go as they are written: each column's name and value.
-// Only the entries under `@added` call `column`: with none there, nothing does.
-#[allow(dead_code)]
 pub(crate) trait ColumnWriter {
     fn column<T: Serialize>(&mut self, name: &'static str, value: &T);
 }
 
 /// Where they come from as a row is read: sets `value` when the row has the column.
-#[allow(dead_code)]
 pub(crate) trait ColumnReader {
     fn column<T: serde::de::DeserializeOwned>(&mut self, name: &'static str, value: &mut T);
 }

@@ -42,8 +42,6 @@ pub(crate) fn read(
     headers: &csv::StringRecord,
     added: &mut AddedKnobs,
 ) -> Result<()> {
-    // Only the knobs under `@added` read these: with none there, nothing does.
-    #[allow(dead_code)]
     struct Cells<'a> {
         record: &'a csv::StringRecord,
         headers: &'a csv::StringRecord,
@@ -74,7 +72,6 @@ pub(crate) fn read(
 }
 
 /// One value as the csv crate writes it in a cell (an absent value is empty).
-#[allow(dead_code)]
 fn text<T: Serialize>(value: &T) -> Result<String> {
     let mut writer = csv::WriterBuilder::new()
         .has_headers(false)
