@@ -20,6 +20,7 @@ mod progress;
 mod repeat;
 mod report;
 mod run;
+mod shm;
 mod sweep;
 mod watch;
 
@@ -108,6 +109,12 @@ pub(crate) enum Command {
     Report(report::Args),
     /// Remove /dev/shm segments left by shmbench runs that died (SIGKILL)
     Sweep,
+    /// Audit a live /dev/shm (or any tmpfs): every entry, who holds it (fd or mapping, unlinked
+    /// ones too) and in which container, pod or job, and which entries are stale
+    #[command(
+        after_help = "Examples:\n  shmbench shm                                  # this node's /dev/shm\n  shmbench shm /run/user/1000 --format json\n  shmbench shm --sweep-stale --older-than 1h    # remove what nobody holds, untouched for an hour\n\nStale: a regular file no live process holds by fd or mapping. Run as root to read every\nprocess: one that cannot be read is counted, and what only it holds would look stale.\n--sweep-stale proves each file unheld as it goes (a write lease the kernel grants only when\nnobody else has it open, then /proc read again), never follows a symlink and never leaves\nthe tmpfs."
+    )]
+    Shm(shm::Args),
     /// Measure the emulation against the real DataLoader: every cell with both loaders
     #[command(
         after_help = "Examples:\n  shmbench fidelity --python ~/venvs/torch/bin/python\n  shmbench fidelity --with ~/venvs/torch29/bin/python --with ~/venvs/torch/bin/python --repeat 3\n  shmbench fidelity --cells seed-fd-64m,seed-fd-2g --steps 20\n\nVerdict per cell: agrees (same outcome; crash steps within one step) or differs.\nReal torch's later runs are held to the same test against its earlier ones (`real torch against itself`): how often the race alone makes a cell differ. The distance between the median crash steps is the steadier measure.\nExit status: 1 when any cell differs, 0 otherwise, 2 on bad input (e.g. a Python without torch)."
@@ -161,6 +168,7 @@ fn dispatch(cli: Cli) -> Result<ExitCode> {
         Command::Report(args) => report::run(args),
         Command::Fidelity(args) => fidelity::run(args),
         Command::Sweep => sweep::run(),
+        Command::Shm(args) => shm::run(args),
         Command::Image(args) => image::run(args),
         Command::Watch(args) => watch::run(args),
         Command::K8s(args) => k8s::run(args),

@@ -12,6 +12,7 @@ pub(crate) mod k8s_manifest;
 pub(crate) mod labels;
 pub mod matrix;
 pub(crate) mod report;
+pub(crate) mod shm_audit;
 pub(crate) mod statements;
 pub(crate) mod table;
 pub(crate) mod watch;

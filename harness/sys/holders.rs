@@ -73,11 +73,20 @@ pub(crate) struct ProcUnreadable(#[source] pub std::io::Error);
 /// Which of `wanted` some live process holds open or mapped, over every process in /proc that
 /// we may read (so every pid namespace below ours). An error when /proc cannot be read.
 pub(crate) fn held(wanted: &HashSet<FileId>) -> Result<HashSet<FileId>, ProcUnreadable> {
+    held_by_others(wanted, None)
+}
+
+/// As [`held`], leaving out process `except` (this one, holding a file to prove it unheld).
+pub(crate) fn held_by_others(
+    wanted: &HashSet<FileId>,
+    except: Option<u32>,
+) -> Result<HashSet<FileId>, ProcUnreadable> {
+    let except = except.map(|pid| pid.to_string());
     let mut found = HashSet::new();
     let procs = std::fs::read_dir("/proc").map_err(ProcUnreadable)?;
     for entry in procs.flatten() {
         let name = entry.file_name();
-        if !name.as_bytes().iter().all(u8::is_ascii_digit) {
+        if !name.as_bytes().iter().all(u8::is_ascii_digit) || except.as_deref() == name.to_str() {
             continue;
         }
         // A process that ended meanwhile holds nothing; one we may not read is skipped (see

@@ -17,4 +17,6 @@ pub(crate) mod process;
 pub(crate) mod reexec;
 pub(crate) mod run_owner;
 pub mod shm;
+pub(crate) mod shm_audit;
 pub(crate) mod signals;
+pub(crate) mod stale_sweep;

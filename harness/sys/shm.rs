@@ -10,6 +10,11 @@ pub(crate) fn usage() -> (u64, u64) {
     in_bytes(statvfs(SHM_DIR))
 }
 
+/// (capacity, used) of the filesystem at `path` in bytes; (0, 0) when it cannot be read.
+pub(crate) fn usage_of(path: &std::path::Path) -> (u64, u64) {
+    in_bytes(statvfs(path))
+}
+
 fn in_bytes(s: nix::Result<nix::sys::statvfs::Statvfs>) -> (u64, u64) {
     match s {
         Ok(s) => {

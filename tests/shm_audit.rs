@@ -1,0 +1,223 @@
+//! `shmbench shm`, against real holders in a private tmpfs on /dev/shm (a mount namespace of
+//! the test's own): a segment held by fd, an unlinked one held by fd, one only mapped, one held
+//! by another user, a dead process's leftover, a young unheld file and a symlink. The audit
+//! names each holder; `--sweep-stale` removes the old unheld files and nothing a live process
+//! holds. With torch: the leftovers of a real DataLoader killed by SIGKILL are stale, with their
+//! sizes, and go.
+
+mod common;
+
+use std::process::Command;
+
+use common::*;
+use serde_json::Value;
+
+/// Holders started in the private /dev/shm; each says `ready` on fd 9 once it holds its file.
+const HOLDERS: &str = r#"
+set -e
+trap 'kill $(jobs -p) 2>/dev/null' EXIT
+mount -t tmpfs -o size=64m tmpfs /dev/shm
+cd /dev/shm
+head -c 1048576 /dev/zero > held_named
+head -c 1048576 /dev/zero > mapped
+head -c 1048576 /dev/zero > others && chmod 644 others
+# Each holder is waited for until /proc shows it holding its file: a loaded machine starts
+# them late, and the audit must not see one before it holds.
+(exec 3<held_named; exec sleep 60) &
+for _ in $(seq 600); do [ "$(readlink /proc/$!/fd/3)" = /dev/shm/held_named ] && break; sleep 0.05; done
+(exec 3<>gone; head -c 2097152 /dev/zero >&3; rm gone; exec sleep 60) &
+GONE=$!
+python3 -c "
+import ctypes, os, time
+libc = ctypes.CDLL(None); libc.mmap.restype = ctypes.c_void_p
+fd = os.open('/dev/shm/mapped', os.O_RDWR)
+p = libc.mmap(None, 1 << 20, 3, 1, fd, 0); os.close(fd); ctypes.memset(p, 1, 1 << 20)
+open(os.environ['OUT'] + '/mapped', 'w').close()
+time.sleep(60)" &
+setpriv --reuid 65534 --regid 65534 --clear-groups sh -c 'exec 3</dev/shm/others; exec sleep 60' &
+OTHERS=$!
+for _ in $(seq 600); do [ "$(readlink /proc/$OTHERS/fd/3)" = /dev/shm/others ] && [ -e "$OUT/mapped" ] && [ "$(readlink /proc/$GONE/fd/3)" = "/dev/shm/gone (deleted)" ] && break; sleep 0.05; done
+sh -c 'head -c 3145728 /dev/zero > /dev/shm/dead_leftover; kill -9 $$' || true
+head -c 4096 /dev/zero > young_unheld
+ln -s /etc/hostname link
+touch -d '2 hours ago' held_named mapped others dead_leftover
+touch -h -d '2 hours ago' link
+"$SHMBENCH" shm --format json > "$OUT/audit.json"
+"$SHMBENCH" shm --format json --sweep-stale --older-than 1h > "$OUT/swept.json"
+ls -A /dev/shm > "$OUT/left.txt"
+"#;
+
+fn in_private_shm(script: &str, out: &std::path::Path) -> std::process::Output {
+    Command::new("unshare")
+        .args(["-m", "bash", "-c", script])
+        .env("SHMBENCH", BIN)
+        .env("OUT", out)
+        .output()
+        .expect("unshare runs")
+}
+
+fn json(path: &std::path::Path) -> Value {
+    let text = std::fs::read_to_string(path).unwrap();
+    serde_json::from_str(&text).unwrap_or_else(|e| panic!("{e}: {text}"))
+}
+
+fn entry<'a>(audit: &'a Value, name: &str) -> &'a Value {
+    audit["entries"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|e| e["name"] == name)
+        .unwrap_or_else(|| panic!("no entry {name}: {audit}"))
+}
+
+#[test]
+fn the_audit_names_every_holder_and_the_sweep_takes_only_old_unheld_files() {
+    let present = || which("python3") && which("setpriv") && which("unshare");
+    if !require("python3", present, "python3, setpriv and unshare") {
+        return;
+    }
+    let _guard = serial();
+    let dir = temp_dir("shm-audit");
+    let run = in_private_shm(HOLDERS, dir.as_ref());
+    assert!(
+        run.status.success(),
+        "{}",
+        String::from_utf8_lossy(&run.stderr)
+    );
+    let audit = &json(&dir.as_ref().join("audit.json"))["audit"];
+    let holds = |name: &str| entry(audit, name)["holders"].as_array().unwrap().clone();
+    assert_eq!(holds("held_named").len(), 1);
+    assert_eq!(holds("held_named")[0]["by_fd"], true);
+    let mapped = &holds("mapped")[0];
+    assert_eq!(
+        (mapped["by_fd"].as_bool(), mapped["by_map"].as_bool()),
+        (Some(false), Some(true))
+    );
+    // Another user's holder is read (the test runs as root) and named with its uid.
+    let other_pid = &holds("others")[0]["pid"];
+    let other = audit["holders"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|h| &h["pid"] == other_pid)
+        .unwrap();
+    assert_eq!(other["uid"], 65534, "{other}");
+    // The unlinked segment still counts, with its bytes and its holder.
+    let gone = audit["unlinked"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|u| u["name"] == "/dev/shm/gone");
+    let gone = gone.unwrap_or_else(|| panic!("{audit}"));
+    assert_eq!(gone["allocated_bytes"], 2 << 20);
+    assert_eq!(gone["holders"][0]["by_fd"], true);
+    // The dead process's file is stale, with its size; a symlink is listed, never stale.
+    assert!(entry(audit, "dead_leftover")["holders"]
+        .as_array()
+        .unwrap()
+        .is_empty());
+    assert_eq!(entry(audit, "dead_leftover")["allocated_bytes"], 3 << 20);
+    assert_eq!(entry(audit, "link")["kind"], "symlink");
+    // The sweep: only the old unheld file goes; the young one is left and counted.
+    let swept = &json(&dir.as_ref().join("swept.json"))["swept"];
+    let removed: Vec<&str> = swept["removed"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r[0].as_str().unwrap())
+        .collect();
+    assert_eq!(removed, ["dead_leftover"], "{swept}");
+    assert_eq!(swept["removed"][0][1], 3 << 20);
+    assert_eq!(swept["younger"], 1);
+    let left = std::fs::read_to_string(dir.as_ref().join("left.txt")).unwrap();
+    let mut left: Vec<&str> = left.lines().collect();
+    left.sort_unstable();
+    assert_eq!(
+        left,
+        ["held_named", "link", "mapped", "others", "young_unheld"]
+    );
+}
+
+#[test]
+fn a_path_that_is_not_a_tmpfs_is_refused_and_a_sweep_needs_an_age() {
+    let out = shmbench(&["shm", "/proc"]);
+    assert_eq!(out.status.code(), Some(2));
+    let text = String::from_utf8_lossy(&out.stderr);
+    assert!(text.contains("is not a directory on a tmpfs"), "{text}");
+    let out = shmbench(&["shm", "--sweep-stale"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("--older-than"));
+}
+
+/// A real DataLoader under `file_system` in its own pid namespace, killed by SIGKILL as a
+/// container's end kills it (torch_shm_manager too), leaves its named batches behind.
+const TORCH_LEFTOVERS: &str = r#"
+set -e
+mount -t tmpfs -o size=128m tmpfs /dev/shm
+unshare -p -f --kill-child "$PYTHON" -c "
+import os, time, torch
+from torch.utils.data import DataLoader
+torch.multiprocessing.set_sharing_strategy('file_system')
+loader = DataLoader(torch.zeros(64, 3, 224, 224), batch_size=8, num_workers=2)
+batch = next(iter(loader))
+open(os.environ['OUT'] + '/go', 'w').close()
+time.sleep(60)" 2>/dev/null &
+for _ in $(seq 300); do [ -e "$OUT/go" ] && break; sleep 0.1; done
+kill -9 $!; wait $! || true
+sleep 0.5
+"$SHMBENCH" shm --format json > "$OUT/audit.json"
+"$SHMBENCH" shm --format json --sweep-stale --older-than 0s > "$OUT/swept.json"
+ls -A /dev/shm > "$OUT/left.txt"
+"#;
+
+#[test]
+fn a_killed_real_dataloader_s_leftovers_are_stale_and_swept() {
+    let Some(python) = torch_or_skip() else {
+        return;
+    };
+    let _guard = serial();
+    let dir = temp_dir("shm-torch");
+    let run = Command::new("unshare")
+        .args(["-m", "bash", "-c", TORCH_LEFTOVERS])
+        .env("SHMBENCH", BIN)
+        .env("OUT", dir.as_ref())
+        .env("PYTHON", &python)
+        .output()
+        .expect("unshare runs");
+    assert!(
+        run.status.success(),
+        "{}",
+        String::from_utf8_lossy(&run.stderr)
+    );
+    let audit = &json(&dir.as_ref().join("audit.json"))["audit"];
+    let leftovers: Vec<&Value> = audit["entries"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| e["name"].as_str().unwrap().starts_with("torch_"))
+        .collect();
+    // Batches of 8 images (4.6 MiB each, and torch's refcount after them) the workers had
+    // made, no one holding them now, their size in whole pages.
+    assert!(!leftovers.is_empty(), "{audit}");
+    for e in &leftovers {
+        assert!(e["holders"].as_array().unwrap().is_empty(), "{e}");
+        let apparent = e["apparent_bytes"].as_u64().unwrap();
+        assert!(apparent >= 8 * 602_112, "{e}");
+        assert_eq!(e["allocated_bytes"], apparent.div_ceil(4096) * 4096, "{e}");
+    }
+    let swept = &json(&dir.as_ref().join("swept.json"))["swept"];
+    assert_eq!(
+        swept["removed"].as_array().unwrap().len(),
+        leftovers.len(),
+        "{swept}"
+    );
+    let left = std::fs::read_to_string(dir.as_ref().join("left.txt")).unwrap();
+    assert!(left.trim().is_empty(), "{left}");
+}
+
+fn which(program: &str) -> bool {
+    Command::new("sh")
+        .args(["-c", &format!("command -v {program}")])
+        .output()
+        .is_ok_and(|o| o.status.success())
+}
