@@ -91,6 +91,7 @@ fn the_doctor_in_docker_s_default_shm() {
         shm_free_bytes: 64 << 20,
         cgroup_memory_limit: None,
         nofile_soft: 1024,
+        max_map_count: Some(65530),
         kernel: "6.1.0".into(),
         mem_total_bytes: 24 << 30,
     };

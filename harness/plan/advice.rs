@@ -282,7 +282,25 @@ fn limits(config: &CellConfig, job: &JobPeak, env: &Environment, peak_bytes: u64
             config.knobs.strategy
         ),
     });
+    if let Some(line) = map_limit(job.rank_maps, env.max_map_count) {
+        limits.push(line);
+    }
     limits
+}
+
+/// The mappings each rank's main holds at the peak against vm.max_map_count: past it, mapping
+/// the next batch fails with torch's "unable to mmap ... Cannot allocate memory (12)".
+fn map_limit(maps: u64, max: Option<u64>) -> Option<String> {
+    let max = max?;
+    Some(match maps > max {
+        true => format!(
+            "memory mappings: each rank's main maps one per batch alive, about {maps} at the peak, over vm.max_map_count {max}: expect \"unable to mmap ... Cannot allocate memory (12)\"; raise it (`sysctl -w vm.max_map_count={}`, a node setting) or keep fewer batches alive",
+            maps.next_power_of_two().max(max * 2)
+        ),
+        false => format!(
+            "memory mappings: each rank's main holds about {maps} at the peak (one per batch alive), within vm.max_map_count {max}"
+        ),
+    })
 }
 
 /// The loader (or the job's loaders) as the diagnosis names it.
@@ -328,4 +346,23 @@ fn describe_loader(config: &CellConfig, job: &JobPeak, single: bool) -> String {
             String::new()
         },
     ) + &loaders
+}
+
+#[cfg(test)]
+mod tests {
+    use super::map_limit;
+
+    #[test]
+    fn mappings_past_the_limit_name_torch_s_error_and_the_sysctl() {
+        let over = map_limit(70_530, Some(65_530)).unwrap();
+        assert!(
+            over.contains("Cannot allocate memory (12)")
+                && over.contains("vm.max_map_count=131072"),
+            "{over}"
+        );
+        assert!(map_limit(547, Some(65_530))
+            .unwrap()
+            .contains("within vm.max_map_count 65530"));
+        assert_eq!(map_limit(547, None), None);
+    }
 }

@@ -32,6 +32,9 @@ pub struct JobPeak {
     /// File descriptors one rank's main holds at the peak (file_descriptor keeps one per batch
     /// alive; file_system none), with the few every process has.
     pub(crate) rank_fds: u64,
+    /// Memory mappings one rank's main holds at the peak: one per batch alive under either
+    /// strategy, beside its own.
+    pub(crate) rank_maps: u64,
 }
 
 /// `base` with one loader's shape (its other knobs: strategy, images, steps, are the job's).
@@ -57,6 +60,11 @@ pub fn loaders_of(base: &CellConfig, specs: &[LoaderSpec]) -> Vec<LoaderSpec> {
         specs.to_vec()
     }
 }
+
+/// Mappings a torch main holds besides batches: 504 after `import torch`, about 530 once its
+/// DataLoader's first batch is in (torch 2.15, Python 3.11; each batch held adds one, under
+/// file_descriptor and file_system alike).
+const BASE_MAPS: u64 = 530;
 
 /// Descriptors a process holds besides batches: stdio, its sockets and pidfds to each worker, a
 /// few libraries' own.
@@ -91,6 +99,7 @@ pub fn predict(base: &CellConfig, ranks: u32, specs: &[LoaderSpec]) -> JobPeak {
         rank_bytes,
         node_bytes: rank_bytes * ranks as u64,
         rank_fds: held_fds + worker_fds + BASE_FDS,
+        rank_maps: loaders.iter().map(|l| l.peak_batches).sum::<u64>() + BASE_MAPS,
         loaders,
     }
 }
@@ -119,6 +128,8 @@ mod tests {
         assert_eq!(job.rank_bytes, rank);
         assert_eq!(job.node_bytes, 4 * rank);
         assert_eq!(job.rank_fds, 17 + 9 + (8 + 4) * 4 + 64);
+        // One mapping per batch alive, under either strategy, beside torch's own.
+        assert_eq!(job.rank_maps, 17 + 9 + BASE_MAPS);
         // No loaders given: the knobs' one.
         assert_eq!(
             predict(&base, 1, &[]).loaders[0].spec.workers,

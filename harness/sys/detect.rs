@@ -25,6 +25,8 @@ pub struct Environment {
     pub shm_free_bytes: u64,
     pub cgroup_memory_limit: Option<u64>,
     pub nofile_soft: u64,
+    /// vm.max_map_count: the most mappings one process may hold (None: unreadable).
+    pub max_map_count: Option<u64>,
     pub kernel: String,
     pub mem_total_bytes: u64,
 }
@@ -76,6 +78,9 @@ impl Environment {
             shm_free_bytes: shm_total_bytes.saturating_sub(used),
             cgroup_memory_limit: cgroup::memory_limit(),
             nofile_soft,
+            max_map_count: std::fs::read_to_string("/proc/sys/vm/max_map_count")
+                .ok()
+                .and_then(|t| t.trim().parse().ok()),
             kernel: nix::sys::utsname::uname()
                 .map(|u| u.release().to_string_lossy().into_owned())
                 .unwrap_or_default(),
