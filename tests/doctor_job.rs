@@ -171,3 +171,46 @@ fn the_memory_cgroup_limit_in_force_is_checked_against_the_tmpfs_pages() {
     );
     assert_clean(&before);
 }
+
+#[test]
+fn nccl_and_ray_beside_the_loaders_add_their_share_with_its_source() {
+    let args = [
+        "--ranks",
+        "8",
+        "--loaders",
+        "train:8x2x128",
+        "--shm-size",
+        "64g",
+    ];
+    let alone = doctor_json(&args);
+    let mut with = args.to_vec();
+    with.extend(["--with", "nccl:8,ray:2g"]);
+    let d = doctor_json(&with);
+    let nccl = 8 * 2 * 9_637_888u64;
+    let ray = 2u64 << 30;
+    let node = alone["job"]["node_bytes"].as_u64().unwrap();
+    assert_eq!(d["job"]["node_bytes"].as_u64().unwrap(), node + nccl + ray);
+    let consumers = d["job"]["consumers"].as_array().unwrap();
+    assert_eq!(consumers[0]["measured"], false);
+    assert!(consumers[0]["source"].as_str().unwrap().contains("nccl"));
+    assert_eq!(consumers[1]["measured"], true);
+    // The text names each share and where it comes from.
+    let mut text_args = with.clone();
+    text_args.insert(0, "doctor");
+    let o = shmbench(&text_args);
+    let text = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        text.contains("NCCL, 8 ranks: 147.1 MiB") && text.contains("a prediction from NVIDIA/nccl"),
+        "{text}"
+    );
+    assert!(
+        text.contains("Ray object store 2 GiB") && text.contains("measured with Ray"),
+        "{text}"
+    );
+    // Not a consumer shmbench knows, said as such; --verify does not pretend to run them.
+    let o = shmbench(&["doctor", "--with", "vllm:2"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("nccl:RANKS"));
+    let o = shmbench(&["doctor", "--with", "ray:1g", "--verify"]);
+    assert_eq!(o.status.code(), Some(2));
+}

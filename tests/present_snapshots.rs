@@ -83,7 +83,7 @@ fn the_doctor_in_docker_s_default_shm() {
         .resolve(Identity::default(), &Platform::fixed(24 << 30, false))
         .unwrap();
     let specs = job::loaders_of(&config, &[]);
-    let peak = job::predict(&config, 1, &specs);
+    let peak = job::predict(&config, 1, &specs, &[]);
     let env = Environment {
         place: Place::Docker,
         evidence: "/.dockerenv exists".into(),

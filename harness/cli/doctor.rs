@@ -9,6 +9,7 @@ use crate::model::job::LoaderList;
 use crate::model::knobs::Knobs;
 use crate::model::size::ByteSize;
 use crate::orchestrate::verify;
+use crate::plan::consumers::Consumer;
 use crate::plan::fixes::Target;
 use crate::plan::{advice, guard, job};
 use crate::present::doctor;
@@ -27,6 +28,11 @@ pub(crate) struct Args {
     /// train:8x2x128,val:4x2x256; default: the one the loader flags describe)
     #[arg(long)]
     pub(crate) loaders: Option<LoaderList>,
+    /// What else fills the node's /dev/shm, comma-separated: nccl:RANKS[:CHANNELS] (NCCL's
+    /// shared-memory transport between the node's ranks; a prediction from its source) or
+    /// ray:OBJECT_STORE_SIZE (a Ray node's object store; measured)
+    #[arg(long, value_delimiter = ',', value_name = "CONSUMER")]
+    pub(crate) with: Vec<Consumer>,
     /// Where the job runs, for the fixes (default: detected)
     #[arg(long, value_enum)]
     pub(crate) platform: Option<Target>,
@@ -56,7 +62,10 @@ pub(crate) fn run(args: Args) -> Result<ExitCode> {
         );
     }
     let specs = args.loaders.map(|l| l.0).unwrap_or_default();
-    let job = job::predict(&config, args.ranks, &specs);
+    if args.verify && !args.with.is_empty() {
+        bail!("--verify runs the loaders only; the consumers of --with are not run: verify without --with");
+    }
+    let job = job::predict(&config, args.ranks, &specs, &args.with);
     let diagnosis = advice::diagnose(&config, &job, env, args.platform);
     match args.format.as_str() {
         "json" => println!("{}", serde_json::to_string_pretty(&diagnosis)?),

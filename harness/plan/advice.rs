@@ -101,8 +101,8 @@ pub fn diagnose(
     env: Environment,
     target: Option<Target>,
 ) -> Diagnosis {
-    let single = job.ranks == 1 && job.loaders.len() == 1;
-    // One loader: the knobs' own cell (the model's crash step is for it alone).
+    let single = job.ranks == 1 && job.loaders.len() == 1 && job.consumers.is_empty();
+    // One loader alone: the knobs' own cell (the model's crash step is for it alone).
     let config = &match single {
         true => job::loader_config(config, &job.loaders[0].spec),
         false => config.clone(),

@@ -7,6 +7,7 @@
 
 use serde::Serialize;
 
+use super::consumers::{Consumer, ConsumerNeed};
 use super::predict;
 use crate::model::config::CellConfig;
 use crate::model::job::LoaderSpec;
@@ -26,9 +27,11 @@ pub(crate) struct LoaderPeak {
 pub struct JobPeak {
     pub(crate) ranks: u32,
     pub(crate) loaders: Vec<LoaderPeak>,
-    /// One rank's loaders together, and the node's (every rank).
+    /// One rank's loaders together, and the node's (every rank, and the consumers beside them).
     pub(crate) rank_bytes: u64,
     pub(crate) node_bytes: u64,
+    /// What else fills the node's /dev/shm (`--with`): NCCL, Ray.
+    pub(crate) consumers: Vec<ConsumerNeed>,
     /// File descriptors one rank's main holds at the peak (file_descriptor keeps one per batch
     /// alive; file_system none), with the few every process has.
     pub(crate) rank_fds: u64,
@@ -71,7 +74,7 @@ const BASE_MAPS: u64 = 530;
 const BASE_FDS: u64 = 64;
 const FDS_PER_WORKER: u64 = 4;
 
-pub fn predict(base: &CellConfig, ranks: u32, specs: &[LoaderSpec]) -> JobPeak {
+pub fn predict(base: &CellConfig, ranks: u32, specs: &[LoaderSpec], with: &[Consumer]) -> JobPeak {
     let loaders: Vec<LoaderPeak> = loaders_of(base, specs)
         .into_iter()
         .map(|spec| {
@@ -94,10 +97,12 @@ pub fn predict(base: &CellConfig, ranks: u32, specs: &[LoaderSpec]) -> JobPeak {
         .iter()
         .map(|l| l.spec.workers as u64 * FDS_PER_WORKER)
         .sum();
+    let consumers: Vec<ConsumerNeed> = with.iter().map(Consumer::need).collect();
     JobPeak {
         ranks,
         rank_bytes,
-        node_bytes: rank_bytes * ranks as u64,
+        node_bytes: rank_bytes * ranks as u64 + consumers.iter().map(|c| c.bytes).sum::<u64>(),
+        consumers,
         rank_fds: held_fds + worker_fds + BASE_FDS,
         rank_maps: loaders.iter().map(|l| l.peak_batches).sum::<u64>() + BASE_MAPS,
         loaders,
@@ -119,7 +124,7 @@ mod tests {
             "train:8x2x128".parse().unwrap(),
             "val:4x2x256".parse().unwrap(),
         ];
-        let job = predict(&base, 4, &specs);
+        let job = predict(&base, 4, &specs, &[]);
         let image = 3 * 224 * 224 * 4u64;
         // train: 8 x 2 outstanding + 1 held = 17 batches of 128; val: 4 x 2 + 1 = 9 of 256.
         assert_eq!(job.loaders[0].peak_batches, 17);
@@ -130,9 +135,13 @@ mod tests {
         assert_eq!(job.rank_fds, 17 + 9 + (8 + 4) * 4 + 64);
         // One mapping per batch alive, under either strategy, beside torch's own.
         assert_eq!(job.rank_maps, 17 + 9 + BASE_MAPS);
+        // NCCL beside them adds its buffers to the node, not to a rank.
+        let with = predict(&base, 4, &specs, &["nccl:4:2".parse().unwrap()]);
+        assert_eq!(with.rank_bytes, rank);
+        assert_eq!(with.node_bytes, 4 * rank + 4 * 2 * 9_637_888);
         // No loaders given: the knobs' one.
         assert_eq!(
-            predict(&base, 1, &[]).loaders[0].spec.workers,
+            predict(&base, 1, &[], &[]).loaders[0].spec.workers,
             base.knobs.workers
         );
     }

@@ -4,6 +4,7 @@
 //! kernels. Nothing here runs a cell.
 
 pub mod advice;
+pub mod consumers;
 pub(crate) mod fixes;
 pub(crate) mod guard;
 pub mod job;

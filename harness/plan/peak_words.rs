@@ -68,10 +68,29 @@ pub(super) fn job_reason(config: &CellConfig, job: &JobPeak) -> String {
             )
         })
         .collect();
+    let beside: Vec<String> = job
+        .consumers
+        .iter()
+        .map(|c| {
+            let kind = if c.measured {
+                "measured with"
+            } else {
+                "a prediction from"
+            };
+            format!(
+                " + {}: {} ({}; {kind} {})",
+                c.name,
+                ByteSize(c.bytes),
+                c.basis,
+                c.source
+            )
+        })
+        .collect();
     format!(
-        "{} rank(s) x ({}) = {}; every rank's loaders at once on one node's /dev/shm",
+        "{} rank(s) x ({}){} = {}; every rank's loaders at once on one node's /dev/shm",
         job.ranks,
         parts.join("; "),
+        beside.concat(),
         ByteSize(job.node_bytes)
     )
 }

@@ -11,8 +11,8 @@
 
 mod apt;
 mod docker;
-mod k8s;
 mod needs;
+mod pypi;
 mod torch;
 mod venv;
 mod vm;

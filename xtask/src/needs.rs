@@ -4,7 +4,7 @@
 use std::path::Path;
 use std::process::Command;
 
-use crate::{apt, docker, k8s, torch, vm};
+use crate::{apt, docker, pypi, torch, vm};
 
 /// One requirement of the tests.
 pub trait Need {
@@ -29,7 +29,8 @@ pub fn all() -> Vec<Box<dyn Need>> {
         Box::new(Font),
         Box::new(docker::Engine),
         Box::new(torch::Torch),
-        Box::new(k8s::Validator),
+        Box::new(pypi::K8S_VALIDATE),
+        Box::new(pypi::RAY),
         Box::new(vm::Qemu),
     ]
 }
