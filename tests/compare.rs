@@ -222,19 +222,14 @@ fn export_writes_bencher_metric_format_with_intervals() {
     );
 }
 
-#[test]
-fn runs_that_differ_only_in_persistent_workers_are_two_cells() {
-    let dir = temp_dir("compare-persistent");
+/// Two files of the same runs but for one knob `change` makes: compare finds no cell in common
+/// (and fails), and paired by name it names the knob with `note`. The candidate file's text.
+fn differ_only_in(name: &str, change: impl Fn(Row) -> Row, note: &str) -> String {
+    let dir = temp_dir(name);
     let rates = [3500.0, 3510.0, 3490.0];
     let base = write(&dir, "base.csv", runs(&rates, "b", "6.1"));
-    let respawned: Vec<Row> = runs(&rates, "c", "6.1")
-        .into_iter()
-        .map(|r| Row {
-            persistent_workers: false,
-            ..r
-        })
-        .collect();
-    let cand = write(&dir, "cand.csv", respawned);
+    let changed: Vec<Row> = runs(&rates, "c", "6.1").into_iter().map(change).collect();
+    let cand = write(&dir, "cand.csv", changed);
     // Not the same cell run again: nothing in common by configuration...
     let (code, text) = compare(&base, &cand);
     assert!(text.contains("no cell in common"), "{text}");
@@ -248,45 +243,35 @@ fn runs_that_differ_only_in_persistent_workers_are_two_cells() {
         "name",
     ]);
     let text = String::from_utf8_lossy(&o.stdout);
-    assert!(text.contains("persistent-workers: true -> false"), "{text}");
+    assert!(text.contains(note), "{text}");
+    std::fs::read_to_string(&cand).unwrap()
+}
+
+#[test]
+fn runs_that_differ_only_in_persistent_workers_are_two_cells() {
+    let respawn = |r: Row| Row {
+        persistent_workers: false,
+        ..r
+    };
+    differ_only_in(
+        "compare-persistent",
+        respawn,
+        "persistent-workers: true -> false",
+    );
 }
 
 #[test]
 fn runs_that_differ_only_in_a_knob_added_after_schema_5_are_two_cells() {
-    let dir = temp_dir("compare-start-method");
-    let rates = [3500.0, 3510.0, 3490.0];
-    let base = write(&dir, "base.csv", runs(&rates, "b", "6.1"));
-    let spawned: Vec<Row> = runs(&rates, "c", "6.1")
-        .into_iter()
-        .map(|r| Row {
-            added: AddedKnobs {
-                start_method: StartMethod::Spawn,
-                ..r.added.clone()
-            },
-            ..r
-        })
-        .collect();
-    let cand = write(&dir, "cand.csv", spawned);
+    let spawn = |r: Row| Row {
+        added: AddedKnobs {
+            start_method: StartMethod::Spawn,
+            ..r.added.clone()
+        },
+        ..r
+    };
+    let text = differ_only_in("compare-start-method", spawn, "start-method: fork -> spawn");
     // The knob's column went through the file and came back.
-    let text = std::fs::read_to_string(&cand).unwrap();
-    assert!(
-        text.lines()
-            .next()
-            .unwrap()
-            .ends_with(",start_method,dataset_bytes"),
-        "{text}"
-    );
+    let header = text.lines().next().unwrap();
+    assert!(header.ends_with(",start_method,dataset_bytes"), "{text}");
     assert!(text.lines().nth(1).unwrap().ends_with(",spawn,0"), "{text}");
-    let (code, text) = compare(&base, &cand);
-    assert!(text.contains("no cell in common"), "{text}");
-    assert_ne!(code, Some(0), "{text}");
-    let o = shmbench(&[
-        "compare",
-        base.to_str().unwrap(),
-        cand.to_str().unwrap(),
-        "--match",
-        "name",
-    ]);
-    let text = String::from_utf8_lossy(&o.stdout);
-    assert!(text.contains("start-method: fork -> spawn"), "{text}");
 }

@@ -110,13 +110,53 @@ pub(crate) fn held_by_others(
 
 /// The (device, inode) of every file mapping in a /proc/PID/maps text.
 fn mapped(maps: &[u8]) -> impl Iterator<Item = FileId> + '_ {
-    maps.split(|b| *b == b'\n').filter_map(|line| {
-        // start-end perms offset major:minor inode [path]
-        let mut fields = line.split(|b| *b == b' ').filter(|f| !f.is_empty()).skip(3);
-        let dev = device_number(std::str::from_utf8(fields.next()?).ok()?)?;
-        let inode: u64 = std::str::from_utf8(fields.next()?).ok()?.parse().ok()?;
-        (inode != 0).then_some((dev, inode))
-    })
+    maps.split(|b| *b == b'\n')
+        .filter_map(|line| MapsLine::parse(&String::from_utf8_lossy(line)))
+        .filter(|m| m.id.1 != 0)
+        .map(|m| m.id)
+}
+
+/// One line of /proc/PID/maps that maps a file: `start-end perms offset major:minor inode path`.
+#[derive(Debug, PartialEq)]
+pub(crate) struct MapsLine {
+    /// Bytes the mapping spans.
+    pub(crate) extent: u64,
+    pub(crate) id: FileId,
+    /// The file's path as the kernel shows it, without ` (deleted)`.
+    pub(crate) path: String,
+    /// The file was unlinked.
+    pub(crate) deleted: bool,
+}
+
+impl MapsLine {
+    /// The line's fields; None for a line that is not a mapping.
+    pub(crate) fn parse(line: &str) -> Option<MapsLine> {
+        let mut fields = line.split_whitespace();
+        let range = fields.next()?;
+        let _perms = fields.next()?;
+        let _offset = fields.next()?;
+        let dev = device_number(fields.next()?)?;
+        let inode: u64 = fields.next()?.parse().ok()?;
+        let (start, end) = range.split_once('-')?;
+        let extent = u64::from_str_radix(end, 16).ok()? - u64::from_str_radix(start, 16).ok()?;
+        let shown = fields.collect::<Vec<_>>().join(" ");
+        let deleted = shown.ends_with(" (deleted)");
+        let path = shown.trim_end_matches(" (deleted)").to_string();
+        Some(MapsLine {
+            extent,
+            id: (dev, inode),
+            path,
+            deleted,
+        })
+    }
+
+    /// The path as the kernel shows it, ` (deleted)` included.
+    pub(crate) fn shown(&self) -> String {
+        match self.deleted {
+            true => format!("{} (deleted)", self.path),
+            false => self.path.clone(),
+        }
+    }
 }
 
 /// A maps line's `major:minor` (hex) as a device number, as `stat` gives it.

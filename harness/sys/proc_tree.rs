@@ -6,7 +6,7 @@
 use std::collections::BTreeMap;
 use std::os::unix::fs::MetadataExt;
 
-use super::holders::{device_number, file_id, FileId};
+use super::holders::{file_id, FileId, MapsLine};
 use super::shm::SHM_DIR;
 
 /// A shared segment one process holds, as /proc shows it.
@@ -132,40 +132,17 @@ pub(crate) fn view(pid: u32) -> Option<ProcessView> {
         }
     }
     if let Ok(maps) = std::fs::read_to_string(format!("/proc/{pid}/maps")) {
-        for line in maps.lines() {
-            // start-end perms offset dev inode path
-            let mut fields = line.splitn(6, ' ');
-            let (Some(range), _, _, Some(dev), Some(inode), Some(path)) = (
-                fields.next(),
-                fields.next(),
-                fields.next(),
-                fields.next(),
-                fields.next(),
-                fields.next(),
-            ) else {
+        for line in maps.lines().filter_map(MapsLine::parse) {
+            let Some((name, deleted)) = shared_name(&line.shown()) else {
                 continue;
             };
-            let Some((name, deleted)) = shared_name(path.trim_start()) else {
-                continue;
-            };
-            let Ok(inode) = inode.parse::<u64>() else {
-                continue;
-            };
-            let Some(device) = device_number(dev) else {
-                continue;
-            };
+            let (device, inode) = line.id;
             if held.contains_key(&inode) {
                 continue;
             }
-            let extent = range
-                .split_once('-')
-                .and_then(|(a, b)| {
-                    Some(u64::from_str_radix(b, 16).ok()? - u64::from_str_radix(a, 16).ok()?)
-                })
-                .unwrap_or(0);
             let bytes = match deleted {
-                true => extent,
-                false => std::fs::metadata(&name).map_or(extent, |m| m.blocks() * 512),
+                true => line.extent,
+                false => std::fs::metadata(&name).map_or(line.extent, |m| m.blocks() * 512),
             };
             held.entry(inode)
                 .and_modify(|h| h.bytes = h.bytes.max(bytes))

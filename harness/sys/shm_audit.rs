@@ -9,7 +9,7 @@ use std::os::unix::fs::MetadataExt;
 use std::path::Path;
 use std::time::SystemTime;
 
-use super::holders::device_number;
+use super::holders::MapsLine;
 use super::proc_tree::command_line;
 use super::shm::usage_of;
 use crate::model::shm_audit::{EntryKind, Hold, HolderTotal, ShmAudit, ShmEntry, UnlinkedSegment};
@@ -186,48 +186,22 @@ fn holdings(device: u64) -> Result<(BTreeMap<u32, Holdings>, u64), AuditError> {
 
 /// Adds the mappings of files on `device` in a /proc/PID/maps text to `held`.
 fn mappings(maps: &[u8], device: u64, pid: u32, held: &mut Holdings) {
-    for line in maps.split(|b| *b == b'\n') {
-        let text = String::from_utf8_lossy(line);
-        // start-end perms offset major:minor inode [path]
-        let mut fields = text.split_whitespace();
-        let (Some(range), Some(_), Some(_), Some(dev), Some(inode)) = (
-            fields.next(),
-            fields.next(),
-            fields.next(),
-            fields.next(),
-            fields.next(),
-        ) else {
-            continue;
-        };
-        if device_number(dev) != Some(device) {
+    let text = String::from_utf8_lossy(maps);
+    for line in text.lines().filter_map(MapsLine::parse) {
+        if line.id.0 != device {
             continue;
         }
-        let Ok(inode) = inode.parse::<u64>() else {
-            continue;
+        let hold = Hold {
+            pid,
+            by_fd: false,
+            by_map: false,
         };
-        let extent = range
-            .split_once('-')
-            .and_then(|(a, b)| {
-                Some(u64::from_str_radix(b, 16).ok()? - u64::from_str_radix(a, 16).ok()?)
-            })
-            .unwrap_or(0);
-        let path: Vec<&str> = fields.collect();
-        let shown = path.join(" ");
-        let deleted = shown.ends_with(" (deleted)");
-        let name = shown.trim_end_matches(" (deleted)").to_string();
-        let slot = held.entry(inode).or_insert((
-            Hold {
-                pid,
-                by_fd: false,
-                by_map: false,
-            },
-            0,
-            name,
-            deleted,
-        ));
+        let slot = held
+            .entry(line.id.1)
+            .or_insert((hold, 0, line.path, line.deleted));
         slot.0.by_map = true;
         if !slot.0.by_fd {
-            slot.1 += extent;
+            slot.1 += line.extent;
         }
     }
 }
