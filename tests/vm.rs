@@ -117,8 +117,9 @@ fn a_kernel_that_panics_or_a_silent_guest_is_an_error_with_the_console() {
     let _guard = serial();
     let before = machine_state();
     // No init it can run: the kernel panics, and panic=-1 powers it off at once.
-    let o = command()
-        .args([
+    let results = temp_dir("panic");
+    let o = output(|c| {
+        c.args([
             "run",
             "--runtime",
             "vm",
@@ -126,14 +127,21 @@ fn a_kernel_that_panics_or_a_silent_guest_is_an_error_with_the_console() {
             &kernels[0],
             "--accel",
             "tcg",
+        ])
+        .args([
             "--vm-memory",
             "1g",
+            "--batch",
+            "2",
+            "--workers",
+            "1",
+            "--steps",
+            "4",
         ])
-        .args(["--batch", "2", "--workers", "1", "--steps", "4", "--out"])
-        .arg(temp_dir("panic").join("p.csv"))
+        .arg("--out")
+        .arg(results.join("p.csv"))
         .env("SHMBENCH_VM_APPEND", "rdinit=/nonexistent")
-        .output()
-        .unwrap();
+    });
     let stdout = String::from_utf8_lossy(&o.stdout);
     assert!(o.status.success(), "{stdout}");
     assert!(

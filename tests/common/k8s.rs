@@ -56,17 +56,16 @@ pub fn cells_file(objects: &[Value], cell: &str, dir: &Path) -> PathBuf {
 /// the downward API sets, in a tmpfs of the pod's /dev/shm size (a watched namespace cell). Its
 /// stdout, the pod's log, is returned.
 pub fn run_pod(cells: &Path, index: u32, pod: &str, node: &str, shm: &str, dir: &Path) -> String {
-    let o = command()
-        .args(["watch", "--shm-size", shm, "--out"])
-        .arg(dir.join(format!("{pod}.watch.csv")))
-        .args(["--", BIN, "cell", "--from"])
-        .arg(cells)
-        .env("JOB_COMPLETION_INDEX", index.to_string())
-        .env("POD_NAME", pod)
-        .env("POD_NAMESPACE", "ml")
-        .env("NODE_NAME", node)
-        .output()
-        .unwrap();
+    let o = output(|c| {
+        c.args(["watch", "--shm-size", shm, "--out"])
+            .arg(dir.join(format!("{pod}.watch.csv")))
+            .args(["--", BIN, "cell", "--from"])
+            .arg(cells)
+            .env("JOB_COMPLETION_INDEX", index.to_string())
+            .env("POD_NAME", pod)
+            .env("POD_NAMESPACE", "ml")
+            .env("NODE_NAME", node)
+    });
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     String::from_utf8(o.stdout).unwrap()
 }

@@ -109,25 +109,29 @@ pub fn temp_dir(name: &str) -> Scratch {
 
 /// The binary, run from a scratch directory so default `results/` and `reports/` paths land
 /// there and not in the repository (and the built-in seed scenario is what `matrix` finds).
+/// The directory is kept, for a child that outlives this call; [`output`] removes its own.
 pub fn command() -> Command {
     let mut cmd = Command::new(BIN);
     cmd.current_dir(temp_dir("cwd").keep());
     cmd
 }
 
+/// What the binary, set up by `build` and run to its end from a scratch directory, printed;
+/// the directory goes with it.
+pub fn output(build: impl FnOnce(&mut Command) -> &mut Command) -> Output {
+    let dir = temp_dir("cwd");
+    build(&mut command_in(&dir)).output().expect("run shmbench")
+}
+
 pub fn shmbench(args: &[&str]) -> Output {
-    command().args(args).output().expect("run shmbench")
+    output(|c| c.args(args))
 }
 
 /// A DOCKER_HOST where no engine listens: `runtime = auto` must fall back to emulation.
 pub const NO_ENGINE: &str = "unix:///nonexistent/docker.sock";
 
 pub fn shmbench_without_docker(args: &[&str]) -> Output {
-    command()
-        .args(args)
-        .env("DOCKER_HOST", NO_ENGINE)
-        .output()
-        .expect("run shmbench")
+    output(|c| c.args(args).env("DOCKER_HOST", NO_ENGINE))
 }
 
 /// `shmbench run ARGS` (flags written as one string) into a fresh results file: its output and
