@@ -201,6 +201,7 @@ fn a_killed_real_dataloader_s_leftovers_are_stale_and_swept() {
     assert!(!leftovers.is_empty(), "{audit}");
     for e in &leftovers {
         assert!(e["holders"].as_array().unwrap().is_empty(), "{e}");
+        assert!(e["made_by"].as_str().unwrap().starts_with("torch"), "{e}");
         let apparent = e["apparent_bytes"].as_u64().unwrap();
         assert!(apparent >= 8 * 602_112, "{e}");
         assert_eq!(e["allocated_bytes"], apparent.div_ceil(4096) * 4096, "{e}");

@@ -37,6 +37,7 @@ pub(crate) mod name;
 pub(crate) mod pod;
 pub mod record;
 pub(crate) mod repeat;
+pub(crate) mod segment_maker;
 pub(crate) mod shm_audit;
 pub mod size;
 pub(crate) mod statement;

@@ -41,6 +41,8 @@ pub(crate) struct ShmEntry {
     pub(crate) uid: u32,
     pub(crate) inode: u64,
     pub(crate) holders: Vec<Hold>,
+    /// The library its name points to, if any (a hint: `segment_maker`).
+    pub(crate) made_by: Option<&'static str>,
 }
 
 impl ShmEntry {
@@ -60,6 +62,7 @@ pub(crate) struct UnlinkedSegment {
     /// Allocated bytes; for a segment only mapped, the extent of its mappings.
     pub(crate) allocated_bytes: u64,
     pub(crate) holders: Vec<Hold>,
+    pub(crate) made_by: Option<&'static str>,
 }
 
 /// A process that holds something on the tmpfs, and how much.

@@ -69,6 +69,7 @@ pub(crate) fn render(audit: &ShmAudit) -> String {
                 };
                 vec![
                     e.name.clone(),
+                    e.made_by.unwrap_or("").to_string(),
                     format!("{:?}", e.kind).to_lowercase(),
                     ByteSize(e.allocated_bytes).to_string(),
                     age(e.age_s),
@@ -77,7 +78,15 @@ pub(crate) fn render(audit: &ShmAudit) -> String {
                 ]
             })
             .collect();
-        let headers = ["entry", "kind", "allocated", "age", "uid", "held by (pid)"];
+        let headers = [
+            "entry",
+            "made by (from its name)",
+            "kind",
+            "allocated",
+            "age",
+            "uid",
+            "held by (pid)",
+        ];
         let _ = writeln!(out, "{}", markdown(&headers, &rows));
     }
     if !audit.unlinked.is_empty() {
@@ -87,6 +96,7 @@ pub(crate) fn render(audit: &ShmAudit) -> String {
             .map(|u| {
                 vec![
                     u.name.clone(),
+                    u.made_by.unwrap_or("").to_string(),
                     u.inode.to_string(),
                     ByteSize(u.allocated_bytes).to_string(),
                     holders(&u.holders),
@@ -100,7 +110,10 @@ pub(crate) fn render(audit: &ShmAudit) -> String {
         let _ = writeln!(
             out,
             "{}",
-            markdown(&["was", "inode", "allocated", "held by (pid)"], &rows)
+            markdown(
+                &["was", "made by", "inode", "allocated", "held by (pid)"],
+                &rows
+            )
         );
     }
     if !audit.holders.is_empty() {

@@ -1,6 +1,7 @@
 //! A watched job explained in text: how it ended, its peak /dev/shm and when, who held it, the
 //! trend after warm-up, what it left behind, the size to give it and how.
 
+use crate::model::segment_maker::made_by;
 use std::fmt::Write;
 
 use crate::analysis::trend::Trend;
@@ -243,7 +244,13 @@ fn holders(out: &mut String, report: &WatchFindings) {
                 Hold::Map => "mapped",
             };
             let gone = if s.deleted { ", unlinked" } else { "" };
-            let _ = writeln!(out, "      {} {} ({hold}{gone})", s.name, ByteSize(s.bytes));
+            let maker = made_by(&s.name).map_or(String::new(), |m| format!("; by its name, {m}"));
+            let _ = writeln!(
+                out,
+                "      {} {} ({hold}{gone}{maker})",
+                s.name,
+                ByteSize(s.bytes)
+            );
         }
         if h.segments.len() > MAX_SEGMENTS {
             let _ = writeln!(out, "      ... {} more", h.segments.len() - MAX_SEGMENTS);
@@ -281,7 +288,8 @@ fn leftovers(out: &mut String, report: &WatchFindings) {
         ByteSize(bytes)
     );
     for l in report.leftovers.iter().take(MAX_SEGMENTS) {
-        let _ = writeln!(out, "    {} {}", l.name, ByteSize(l.bytes));
+        let maker = made_by(&l.name).map_or(String::new(), |m| format!(" (by its name, {m})"));
+        let _ = writeln!(out, "    {} {}{maker}", l.name, ByteSize(l.bytes));
     }
     if report.leftovers.len() > MAX_SEGMENTS {
         let _ = writeln!(

@@ -12,6 +12,7 @@ use std::time::SystemTime;
 use super::holders::MapsLine;
 use super::proc_tree::command_line;
 use super::shm::usage_of;
+use crate::model::segment_maker;
 use crate::model::shm_audit::{EntryKind, Hold, HolderTotal, ShmAudit, ShmEntry, UnlinkedSegment};
 use crate::model::workload::{self, Workload};
 
@@ -78,6 +79,7 @@ pub(crate) fn audit(root: &Path) -> Result<ShmAudit, AuditError> {
                 inode: *inode,
                 allocated_bytes: 0,
                 holders: holds.get(inode).cloned().unwrap_or_default(),
+                made_by: segment_maker::made_by(name),
             });
             segment.allocated_bytes = segment.allocated_bytes.max(*bytes);
         }
@@ -126,6 +128,7 @@ fn walk(dir: &Path, prefix: &str, device: u64, out: &mut Vec<ShmEntry>) {
             uid: meta.uid(),
             inode: meta.ino(),
             holders: Vec::new(),
+            made_by: segment_maker::made_by(&name),
         });
         if kind == EntryKind::Dir && meta.dev() == device {
             walk(&entry.path(), &format!("{name}/"), device, out);
