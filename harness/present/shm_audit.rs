@@ -58,6 +58,21 @@ pub(crate) fn render(audit: &ShmAudit) -> String {
         audit.unlinked.len(),
         audit.holders.len()
     );
+    entries(&mut out, audit);
+    unlinked_segments(&mut out, audit);
+    holder_totals(&mut out, audit);
+    if audit.unreadable_processes > 0 {
+        let _ = writeln!(
+            out,
+            "note: {} processes could not be read (another user's, or a more privileged one's): an entry only they hold looks stale here; run as root to see them",
+            audit.unreadable_processes
+        );
+    }
+    out
+}
+
+/// The named entries, stale ones marked.
+fn entries(out: &mut String, audit: &ShmAudit) {
     if !audit.entries.is_empty() {
         let rows: Vec<Vec<String>> = audit
             .entries
@@ -89,6 +104,10 @@ pub(crate) fn render(audit: &ShmAudit) -> String {
         ];
         let _ = writeln!(out, "{}", markdown(&headers, &rows));
     }
+}
+
+/// The unlinked segments still held.
+fn unlinked_segments(out: &mut String, audit: &ShmAudit) {
     if !audit.unlinked.is_empty() {
         let rows: Vec<Vec<String>> = audit
             .unlinked
@@ -116,6 +135,10 @@ pub(crate) fn render(audit: &ShmAudit) -> String {
             )
         );
     }
+}
+
+/// Each holder, most bytes first.
+fn holder_totals(out: &mut String, audit: &ShmAudit) {
     if !audit.holders.is_empty() {
         let rows: Vec<Vec<String>> = audit
             .holders
@@ -135,14 +158,6 @@ pub(crate) fn render(audit: &ShmAudit) -> String {
         let _ = writeln!(out, "Holders:");
         let _ = writeln!(out, "{}", markdown(&headers, &rows));
     }
-    if audit.unreadable_processes > 0 {
-        let _ = writeln!(
-            out,
-            "note: {} processes could not be read (another user's, or a more privileged one's): an entry only they hold looks stale here; run as root to see them",
-            audit.unreadable_processes
-        );
-    }
-    out
 }
 
 /// What a sweep of stale entries did: each removed entry with its bytes, each kept one with
