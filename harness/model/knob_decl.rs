@@ -137,6 +137,18 @@ macro_rules! knobs {
             )*
         }
 
+        impl Default for AddedKnobs {
+            /// Every added knob at its default, what ran before it existed: what a row read
+            /// from a file without their columns holds (built from the declaration's defaults
+            /// alone, as every row read is).
+            fn default() -> AddedKnobs {
+                AddedKnobs {$(
+                    $afield: <$aresolved as $crate::model::knob_decl::Settle<$aty>>::settle($adefault)
+                        .expect(concat!("the knob ", stringify!($afield), " has a default")),
+                )*}
+            }
+        }
+
         impl AddedKnobs {
             /// The added knobs of a resolved cell.
             #[allow(unused_variables)]

@@ -139,13 +139,6 @@ knobs! {
     }
 }
 
-impl Default for AddedKnobs {
-    /// Every added knob at its default: what ran before it existed.
-    fn default() -> AddedKnobs {
-        AddedKnobs::of(&KnobValues::default())
-    }
-}
-
 impl Default for KnobValues {
     /// Every knob at its default.
     fn default() -> KnobValues {
@@ -180,6 +173,14 @@ mod tests {
         assert_eq!(values.shm_size, None);
         let keys: Vec<&str> = Knobs::SPECS.iter().map(|s| s.key).collect();
         assert_eq!(keys, Knobs::KEYS);
+    }
+
+    #[test]
+    fn the_added_knobs_default_as_the_resolved_defaults_do() {
+        assert_eq!(
+            AddedKnobs::default(),
+            AddedKnobs::of(&KnobValues::default())
+        );
     }
 
     #[test]
