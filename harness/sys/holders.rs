@@ -140,22 +140,22 @@ impl MapsLine {
         let (start, end) = range.split_once('-')?;
         let extent = u64::from_str_radix(end, 16).ok()? - u64::from_str_radix(start, 16).ok()?;
         let shown = fields.collect::<Vec<_>>().join(" ");
-        let deleted = shown.ends_with(" (deleted)");
-        let path = shown.trim_end_matches(" (deleted)").to_string();
+        let (path, deleted) = unlinked_suffix(&shown);
         Some(MapsLine {
             extent,
             id: (dev, inode),
-            path,
+            path: path.to_string(),
             deleted,
         })
     }
+}
 
-    /// The path as the kernel shows it, ` (deleted)` included.
-    pub(crate) fn shown(&self) -> String {
-        match self.deleted {
-            true => format!("{} (deleted)", self.path),
-            false => self.path.clone(),
-        }
+/// A path as /proc shows it (an fd link's target, a maps line's path): the path, and whether
+/// the file was unlinked (the kernel writes ` (deleted)` after it).
+pub(crate) fn unlinked_suffix(shown: &str) -> (&str, bool) {
+    match shown.strip_suffix(" (deleted)") {
+        Some(path) => (path, true),
+        None => (shown, false),
     }
 }
 

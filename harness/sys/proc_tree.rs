@@ -6,7 +6,7 @@
 use std::collections::BTreeMap;
 use std::os::unix::fs::MetadataExt;
 
-use super::holders::{file_id, FileId, MapsLine};
+use super::holders::{file_id, unlinked_suffix, FileId, MapsLine};
 use super::shm::SHM_DIR;
 
 /// A shared segment one process holds, as /proc shows it.
@@ -91,10 +91,12 @@ pub(crate) fn fd_limit(pid: u32) -> Option<u64> {
 
 /// A link or map target naming shared memory: (name, deleted).
 fn shared_name(target: &str) -> Option<(String, bool)> {
-    let (path, deleted) = match target.strip_suffix(" (deleted)") {
-        Some(p) => (p, true),
-        None => (target, false),
-    };
+    let (path, deleted) = unlinked_suffix(target);
+    shared_path(path, deleted)
+}
+
+/// A path naming shared memory (its ` (deleted)` already read): (name, deleted).
+fn shared_path(path: &str, deleted: bool) -> Option<(String, bool)> {
     if path.starts_with(SHM_DIR) && path[SHM_DIR.len()..].starts_with('/') {
         Some((path.to_string(), deleted))
     } else {
@@ -133,7 +135,7 @@ pub(crate) fn view(pid: u32) -> Option<ProcessView> {
     }
     if let Ok(maps) = std::fs::read_to_string(format!("/proc/{pid}/maps")) {
         for line in maps.lines().filter_map(MapsLine::parse) {
-            let Some((name, deleted)) = shared_name(&line.shown()) else {
+            let Some((name, deleted)) = shared_path(&line.path, line.deleted) else {
                 continue;
             };
             let (device, inode) = line.id;

@@ -9,7 +9,7 @@ use std::os::unix::fs::MetadataExt;
 use std::path::Path;
 use std::time::SystemTime;
 
-use super::holders::MapsLine;
+use super::holders::{unlinked_suffix, MapsLine};
 use super::proc_tree::command_line;
 use super::shm::usage_of;
 use crate::model::segment_maker;
@@ -55,12 +55,9 @@ pub(crate) fn audit(root: &Path) -> Result<ShmAudit, AuditError> {
     let (by_pid, unreadable_processes) = holdings(device)?;
     // Who holds each inode.
     let mut holds: HashMap<u64, Vec<Hold>> = HashMap::new();
-    for (pid, held) in &by_pid {
+    for held in by_pid.values() {
         for (inode, (hold, ..)) in held {
-            holds.entry(*inode).or_default().push(Hold {
-                pid: *pid,
-                ..hold.clone()
-            });
+            holds.entry(*inode).or_default().push(hold.clone());
         }
     }
     let named: HashMap<u64, usize> = entries
@@ -163,8 +160,8 @@ fn holdings(device: u64) -> Result<(BTreeMap<u32, Holdings>, u64), AuditError> {
                     }
                     let target = std::fs::read_link(fd.path()).unwrap_or_default();
                     let shown = target.to_string_lossy();
-                    let deleted = shown.ends_with(" (deleted)");
-                    let name = shown.trim_end_matches(" (deleted)").to_string();
+                    let (name, deleted) = unlinked_suffix(&shown);
+                    let name = name.to_string();
                     let hold = Hold {
                         pid,
                         by_fd: true,
