@@ -49,7 +49,12 @@ pub(crate) fn read(
     }
     impl ColumnReader for Cells<'_> {
         fn column<T: DeserializeOwned>(&mut self, name: &'static str, value: &mut T) {
-            let Some(at) = self.headers.iter().position(|h| h == name) else {
+            // Added columns come last: looked for from the end.
+            let headers = self.headers;
+            let Some(at) = (0..headers.len())
+                .rev()
+                .find(|&i| headers.get(i) == Some(name))
+            else {
                 return;
             };
             let cell = self.record.get(at).unwrap_or_default();
