@@ -176,7 +176,11 @@ macro_rules! knobs {
             pub(crate) fn each_identity(&self, f: &mut dyn FnMut(&'static str, &dyn std::fmt::Display)) {
                 $(
                     if $crate::model::knob_decl::knob_role!($arole $(($awhy))?) == $crate::model::knob_decl::Role::Identity {
-                        f(Knobs::flag_name(stringify!($afield)), &self.$afield);
+                        // Keyed on every row read: the flag name is made once, not looked up.
+                        static FLAG: std::sync::LazyLock<String> =
+                            std::sync::LazyLock::new(|| stringify!($afield).replace('_', "-"));
+                        let flag: &'static str = &FLAG;
+                        f(flag, &self.$afield);
                     }
                 )*
             }
