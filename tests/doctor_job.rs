@@ -186,7 +186,8 @@ fn nccl_and_ray_beside_the_loaders_add_their_share_with_its_source() {
     let mut with = args.to_vec();
     with.extend(["--with", "nccl:8,ray:2g"]);
     let d = doctor_json(&with);
-    let nccl = 8 * 2 * 9_637_888u64;
+    // 8 ranks x (2 connections + the proxy ops pool), NCCL 2.23.4's layout.
+    let nccl = 8 * (2 * 9_637_888u64 + 10_486_112);
     let ray = 2u64 << 30;
     let node = alone["job"]["node_bytes"].as_u64().unwrap();
     assert_eq!(d["job"]["node_bytes"].as_u64().unwrap(), node + nccl + ray);
@@ -200,7 +201,7 @@ fn nccl_and_ray_beside_the_loaders_add_their_share_with_its_source() {
     let o = shmbench(&text_args);
     let text = String::from_utf8_lossy(&o.stdout);
     assert!(
-        text.contains("NCCL, 8 ranks: 147.1 MiB") && text.contains("a prediction from NVIDIA/nccl"),
+        text.contains("NCCL, 8 ranks: 227.1 MiB") && text.contains("a prediction from NVIDIA/nccl"),
         "{text}"
     );
     assert!(
@@ -208,9 +209,60 @@ fn nccl_and_ray_beside_the_loaders_add_their_share_with_its_source() {
         "{text}"
     );
     // Not a consumer shmbench knows, said as such; --verify does not pretend to run them.
-    let o = shmbench(&["doctor", "--with", "vllm:2"]);
+    let o = shmbench(&["doctor", "--with", "gloo:2"]);
     assert_eq!(o.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&o.stderr).contains("nccl:RANKS"));
     let o = shmbench(&["doctor", "--with", "ray:1g", "--verify"]);
     assert_eq!(o.status.code(), Some(2));
+}
+
+#[test]
+fn a_scenario_s_consumers_and_cell_give_the_same_job_as_the_flags() {
+    let dir = temp_dir("doctor-scenario");
+    let path = dir.as_ref().join("node.toml");
+    std::fs::write(
+        &path,
+        "name = \"node\"\n[defaults]\nworkers = 8\n[[cells]]\nname = \"small\"\nworkers = 2\nbatch = 16\n[[consumers]]\nkind = \"vllm\"\ntensor-parallel = 2\n[[consumers]]\nkind = \"nccl\"\nranks = 4\nchannels = 1\n",
+    )
+    .unwrap();
+    let file = path.to_str().unwrap();
+    let common = ["--ranks", "4", "--shm-size", "64g"];
+    let mut from_file = vec!["--scenario", file, "--cell", "small"];
+    from_file.extend(common);
+    let mut from_flags = vec![
+        "--workers",
+        "2",
+        "--batch",
+        "16",
+        "--with",
+        "vllm:2,nccl:4:1",
+    ];
+    from_flags.extend(common);
+    let (a, b) = (doctor_json(&from_file), doctor_json(&from_flags));
+    assert_eq!(a["job"]["node_bytes"], b["job"]["node_bytes"]);
+    assert_eq!(a["job"]["loaders"], b["job"]["loaders"]);
+    let vllm = &a["job"]["consumers"][0];
+    // vLLM 0.33.0 at TP 2: 10 x (16 MiB + 3) + 2 x 10 x (24 MiB + 2) + 6 x (4 MiB + 2).
+    assert_eq!(vllm["bytes"].as_u64().unwrap(), 696_254_546);
+    assert_eq!(vllm["measured"], false);
+    assert!(vllm["source"].as_str().unwrap().contains("vLLM 0.33.0"));
+    // A flag overrides the scenario's loader; --with adds to its consumers.
+    let mut more = from_file.clone();
+    more.extend(["--batch", "32", "--with", "ray:1g"]);
+    let c = doctor_json(&more);
+    assert_eq!(c["job"]["loaders"][0]["spec"]["batch"], 32);
+    assert_eq!(c["job"]["consumers"].as_array().unwrap().len(), 3);
+    // A bad table is named with its file; nothing runs.
+    std::fs::write(
+        &path,
+        "name = \"node\"\n[[cells]]\nname = \"a\"\n[[consumers]]\nkind = \"vllm\"\n",
+    )
+    .unwrap();
+    let o = shmbench(&["doctor", "--scenario", file]);
+    assert_eq!(o.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.contains("node.toml: consumers[0]") && err.contains("tensor-parallel"),
+        "{err}"
+    );
 }

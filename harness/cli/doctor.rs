@@ -1,6 +1,7 @@
 //! `shmbench doctor`: how much /dev/shm a loader needs, whether it has it here, the fixes that
 //! fit, and with `--verify` the proof under the recommended size.
 
+use std::path::PathBuf;
 use std::process::ExitCode;
 
 use anyhow::{bail, Result};
@@ -11,6 +12,7 @@ use crate::model::size::ByteSize;
 use crate::orchestrate::verify;
 use crate::plan::consumers::Consumer;
 use crate::plan::fixes::Target;
+use crate::plan::scenario::Scenario;
 use crate::plan::{advice, guard, job};
 use crate::present::doctor;
 use crate::sys::detect::Environment;
@@ -29,10 +31,18 @@ pub(crate) struct Args {
     #[arg(long)]
     pub(crate) loaders: Option<LoaderList>,
     /// What else fills the node's /dev/shm, comma-separated: nccl:RANKS[:CHANNELS] (NCCL's
-    /// shared-memory transport between the node's ranks; a prediction from its source) or
-    /// ray:OBJECT_STORE_SIZE (a Ray node's object store; measured)
+    /// shared-memory transport between the node's ranks and each rank's proxy ops pool),
+    /// vllm:TENSOR_PARALLEL (vLLM's message queues between its workers), both predictions from
+    /// their source, or ray:OBJECT_STORE_SIZE (a Ray node's object store; measured)
     #[arg(long, value_delimiter = ',', value_name = "CONSUMER")]
     pub(crate) with: Vec<Consumer>,
+    /// Take the loader from a scenario (file or built-in name: its [defaults], or --cell's
+    /// knobs) and add its [[consumers]]; loader flags given here override it
+    #[arg(long, value_name = "SCENARIO")]
+    pub(crate) scenario: Option<PathBuf>,
+    /// The scenario's cell whose loader to diagnose (default: the scenario's defaults)
+    #[arg(long, requires = "scenario")]
+    pub(crate) cell: Option<String>,
     /// Where the job runs, for the fixes (default: detected)
     #[arg(long, value_enum)]
     pub(crate) platform: Option<Target>,
@@ -45,7 +55,16 @@ pub(crate) struct Args {
 }
 
 pub(crate) fn run(args: Args) -> Result<ExitCode> {
-    let mut knobs = args.knobs;
+    let (mut knobs, mut with) = match &args.scenario {
+        Some(path) => {
+            let scenario = Scenario::load(path)?;
+            let mut knobs = scenario.knobs_of(args.cell.as_deref())?;
+            knobs.overlay(&args.knobs);
+            (knobs, scenario.consumers)
+        }
+        None => (args.knobs, Vec::new()),
+    };
+    with.extend(args.with);
     let assumed = knobs.shm_size.take();
     let config = guard::tool_config("doctor", knobs, &super::platform())?;
     let mut env = Environment::read();
@@ -62,10 +81,10 @@ pub(crate) fn run(args: Args) -> Result<ExitCode> {
         );
     }
     let specs = args.loaders.map(|l| l.0).unwrap_or_default();
-    if args.verify && !args.with.is_empty() {
-        bail!("--verify runs the loaders only; the consumers of --with are not run: verify without --with");
+    if args.verify && !with.is_empty() {
+        bail!("--verify runs the loaders only; the consumers of --with and [[consumers]] are not run: verify without them");
     }
-    let job = job::predict(&config, args.ranks, &specs, &args.with);
+    let job = job::predict(&config, args.ranks, &specs, &with);
     let diagnosis = advice::diagnose(&config, &job, env, args.platform);
     match args.format.as_str() {
         "json" => println!("{}", serde_json::to_string_pretty(&diagnosis)?),

@@ -65,6 +65,13 @@ pub(crate) fn run(args: Args) -> Result<ExitCode> {
     if !args.force {
         guard::refuse_oversized(&plan, mem_total())?;
     }
+    if !scenario.consumers.is_empty() {
+        eprintln!(
+            "note: the scenario's [[consumers]] ({}) are not run: the matrix runs the loaders; `shmbench doctor --scenario {}` adds their share",
+            scenario.consumers.iter().map(|c| c.to_string()).collect::<Vec<_>>().join(", "),
+            args.scenario.display()
+        );
+    }
     if args.dry_run {
         println!("{}", serde_json::to_string_pretty(&plan)?);
         return Ok(ExitCode::SUCCESS);

@@ -138,7 +138,7 @@ mod tests {
         // NCCL beside them adds its buffers to the node, not to a rank.
         let with = predict(&base, 4, &specs, &["nccl:4:2".parse().unwrap()]);
         assert_eq!(with.rank_bytes, rank);
-        assert_eq!(with.node_bytes, 4 * rank + 4 * 2 * 9_637_888);
+        assert_eq!(with.node_bytes, 4 * rank + 4 * (2 * 9_637_888 + 10_486_112));
         // No loaders given: the knobs' one.
         assert_eq!(
             predict(&base, 1, &[], &[]).loaders[0].spec.workers,

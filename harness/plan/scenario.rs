@@ -21,6 +21,7 @@ use std::path::{Path, PathBuf};
 use anyhow::{anyhow, bail, Result};
 use serde::Deserialize;
 
+use super::consumers::{self, Consumer};
 use super::resolve::{Identity, Platform};
 use crate::model::claim::Claim;
 use crate::model::config::CellConfig;
@@ -69,6 +70,8 @@ pub struct Scenario {
     pub(crate) cells: Vec<ScenarioCell>,
     /// Sentences of the source that several cells measure together (`[[claims]]`).
     pub(crate) statements: Vec<Statement>,
+    /// What else fills the node's /dev/shm beside the loader (`[[consumers]]`), for the doctor.
+    pub(crate) consumers: Vec<Consumer>,
 }
 
 /// Scenario keys may be written with `_` or `-`; knobs use `-`.
@@ -204,8 +207,9 @@ impl Scenario {
             .remove("cells")
             .ok_or_else(|| anyhow!("{origin}: no cells: add at least one [[cells]] table"))?;
         let statements_value = root.remove("claims");
+        let consumers = consumers::from_tables(root.remove("consumers"), origin)?;
         if let Some(key) = root.keys().next() {
-            bail!("{origin}: top level: unknown key '{key}' (expected name, description, [defaults], [[cells]], [[claims]])");
+            bail!("{origin}: top level: unknown key '{key}' (expected name, description, [defaults], [[cells]], [[claims]], [[consumers]])");
         }
         let toml::Value::Array(entries) = cells_value else {
             bail!("{origin}: 'cells' must be an array of tables ([[cells]])");
@@ -254,6 +258,29 @@ impl Scenario {
             defaults,
             cells,
             statements,
+            consumers,
+        })
+    }
+
+    /// The knobs of one cell as the scenario gives them (its defaults, then the cell's keys), or
+    /// of its defaults when no cell is named.
+    pub(crate) fn knobs_of(&self, cell: Option<&str>) -> Result<Knobs> {
+        let mut knobs = self.defaults.clone();
+        if let Some(name) = cell {
+            knobs.overlay(&self.cell_named(name)?.knobs);
+        }
+        Ok(knobs)
+    }
+
+    /// The cell of that name; none: an error listing the known ones.
+    fn cell_named(&self, name: &str) -> Result<&ScenarioCell> {
+        self.cells.iter().find(|c| c.name == name).ok_or_else(|| {
+            let known: Vec<&str> = self.cells.iter().map(|c| c.name.as_str()).collect();
+            anyhow!(
+                "{}: no cell named '{name}'. Cells: {}",
+                self.origin,
+                known.join(", ")
+            )
         })
     }
 
@@ -265,17 +292,8 @@ impl Scenario {
         only: Option<&[String]>,
         platform: &Platform,
     ) -> Result<Vec<CellConfig>> {
-        if let Some(names) = only {
-            for n in names {
-                if !self.cells.iter().any(|c| &c.name == n) {
-                    let known: Vec<&str> = self.cells.iter().map(|c| c.name.as_str()).collect();
-                    bail!(
-                        "{}: no cell named '{n}'. Cells: {}",
-                        self.origin,
-                        known.join(", ")
-                    );
-                }
-            }
+        for name in only.unwrap_or_default() {
+            self.cell_named(name)?;
         }
         let mut planned = Vec::new();
         for cell in &self.cells {
