@@ -219,6 +219,42 @@ fn file_descriptor_runs_out_of_fds_where_file_system_does_not() {
     assert_clean(&before);
 }
 
+#[test]
+fn a_main_that_keeps_every_batch_meets_vm_max_map_count_as_enomem() {
+    // The node's real limit, not a lowered one: file_system keeps no fd, so only the mappings
+    // of the batches kept alive pile up, one per batch, until mmap refuses with ENOMEM.
+    let limit: u64 = std::fs::read_to_string("/proc/sys/vm/max_map_count")
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    if limit > 262_144 {
+        eprintln!(
+            "skipped: vm.max_map_count is {limit} here; the test needs about {limit} batches"
+        );
+        return;
+    }
+    let _guard = serial();
+    let before = machine_state();
+    // Each batch a page of the tmpfs: the limit's worth fits in 1 GiB.
+    let r = run_cell(&format!(
+        "--strategy file_system --batch 1 --shape 16 --workers 1 --retain-every 1 --shm-size 1g --steps {}",
+        limit + 1000
+    ));
+    assert_eq!(status(&r), "enomem", "{r}");
+    // The process's own mappings (binary, libraries, stacks) take the rest of the limit.
+    let step = crash_step(&r);
+    assert!(step > limit - 2000 && step < limit, "{step} of {limit}");
+    let msg = r["message"].as_str().unwrap();
+    assert!(
+        msg.contains("unable to mmap 64 bytes from file")
+            && msg.contains("Cannot allocate memory (12)")
+            && msg.contains("vm.max_map_count"),
+        "{msg}"
+    );
+    assert_clean(&before);
+}
+
 /// Capacity of a filesystem in bytes, from coreutils' stat.
 fn statfs_total(path: &str) -> u64 {
     let out = std::process::Command::new("stat")

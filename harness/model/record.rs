@@ -30,6 +30,9 @@ pub enum Status {
     Oom,
     /// Too many open files (the file_descriptor strategy holds one fd per batch).
     Emfile,
+    /// mmap refused with ENOMEM: the process holds vm.max_map_count mappings (one per batch it
+    /// keeps alive), torch's "unable to mmap ... Cannot allocate memory (12)".
+    Enomem,
     /// No progress within the watchdog's time.
     Timeout,
     /// The kubelet evicted the pod that ran the cell (node memory pressure, or an emptyDir over
@@ -55,6 +58,7 @@ impl fmt::Display for Status {
             Status::Enospc => "enospc",
             Status::Oom => "oom",
             Status::Emfile => "emfile",
+            Status::Enomem => "enomem",
             Status::Timeout => "timeout",
             Status::Evicted => "evicted",
             Status::Error => "error",

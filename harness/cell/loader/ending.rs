@@ -18,6 +18,10 @@ pub(super) struct Stop {
 /// torch's hint when the fd table is full.
 pub(super) const EMFILE_HINT: &str = "Too many open files. Communication with the workers is no longer possible. Please increase the limit using `ulimit -n` in the shell or change the sharing strategy by calling `torch.multiprocessing.set_sharing_strategy('file_system')` at the beginning of your code";
 
+/// What a main that can map no more batches is told: the limit is per process, and every batch
+/// it keeps alive is one mapping.
+pub(super) const ENOMEM_HINT: &str = "the process holds vm.max_map_count memory mappings, one per batch it keeps alive: free the batches it keeps (a list of them, a leak), or raise the limit on the node with `sysctl -w vm.max_map_count=262144`";
+
 impl Stop {
     /// An ending no single worker caused.
     pub(super) fn new(status: Status, message: String) -> Stop {

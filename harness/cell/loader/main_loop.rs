@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 
 use super::consumer::{self, Batch, PinnedPool};
 use super::dataset::{self, SharedDataset};
-use super::ending::{harness_stop, Stop, EMFILE_HINT};
+use super::ending::{harness_stop, Stop, EMFILE_HINT, ENOMEM_HINT};
 use super::pool::{Event, Pool};
 use super::segment;
 use super::sharer::FetchError;
@@ -169,16 +169,23 @@ impl Loop<'_> {
                         None => Some(self.fetch_fd(worker, idx)?),
                         Some(_) => None,
                     };
+                    let label = name.clone().unwrap_or_else(|| "fd from the worker".into());
                     let shared = consumer::map_received(fd, name, bytes).map_err(|e| {
-                        let status = if e.raw_os_error() == Some(libc::EMFILE) {
-                            Status::Emfile
-                        } else {
-                            Status::Error
-                        };
-                        Stop::new(
-                            status,
-                            format!("mapping batch {idx} from worker {worker}: {e}"),
-                        )
+                        match e.raw_os_error() {
+                            // torch's words (MapAllocator), then why.
+                            Some(libc::ENOMEM) => Stop::new(
+                                Status::Enomem,
+                                format!("unable to mmap {bytes} bytes from file <{label}>: Cannot allocate memory (12) (batch {idx}): {ENOMEM_HINT}"),
+                            ),
+                            Some(libc::EMFILE) => Stop::new(
+                                Status::Emfile,
+                                format!("mapping batch {idx} from worker {worker}: {e}"),
+                            ),
+                            _ => Stop::new(
+                                Status::Error,
+                                format!("mapping batch {idx} from worker {worker}: {e}"),
+                            ),
+                        }
                     })?;
                     let batch = if self.config.knobs.pin_memory {
                         self.pinned.pin(shared)

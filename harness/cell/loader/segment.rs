@@ -55,6 +55,7 @@ fn alloc_error(what: &str, label: &str, errno: Errno) -> AllocError {
     let kind = match errno {
         Errno::ENOSPC => ErrorKind::Enospc,
         Errno::EMFILE | Errno::ENFILE => ErrorKind::Emfile,
+        Errno::ENOMEM => ErrorKind::Enomem,
         _ => ErrorKind::Other,
     };
     AllocError {

@@ -31,6 +31,7 @@ pub(crate) enum ToWorker {
 pub enum ErrorKind {
     Enospc,
     Emfile,
+    Enomem,
     Other,
 }
 
@@ -40,6 +41,7 @@ impl ErrorKind {
         match self {
             ErrorKind::Enospc => Status::Enospc,
             ErrorKind::Emfile => Status::Emfile,
+            ErrorKind::Enomem => Status::Enomem,
             ErrorKind::Other => Status::Error,
         }
     }

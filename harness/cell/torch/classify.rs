@@ -84,7 +84,9 @@ fn condensed(message: &str) -> String {
 /// The failure torch's (or the C library's) words name: a full /dev/shm at allocation or write,
 /// the fd table, torch's own timeout.
 pub(crate) fn status_of_words(message: &str) -> Option<Status> {
-    if message.contains("unable to allocate shared memory")
+    if message.contains("unable to mmap") && message.contains("Cannot allocate memory") {
+        Some(Status::Enomem)
+    } else if message.contains("unable to allocate shared memory")
         || message.contains("No space left on device")
     {
         Some(Status::Enospc)
@@ -226,6 +228,12 @@ mod tests {
             "Too many open files. Communication with the workers is no longer possible.",
         );
         assert_eq!(fds.status, Status::Emfile);
+        // The main at vm.max_map_count (MapAllocator's words).
+        let maps = error(
+            "RuntimeError",
+            "unable to mmap 64 bytes from file </torch_1_2_3>: Cannot allocate memory (12)",
+        );
+        assert_eq!(maps.status, Status::Enomem);
         let late = error("RuntimeError", "DataLoader timed out after 1 seconds");
         assert_eq!(late.status, Status::Timeout);
         let killed = error(
