@@ -3,7 +3,8 @@
 //! by another user, a dead process's leftover, a young unheld file and a symlink. The audit
 //! names each holder; `--sweep-stale` removes the old unheld files and nothing a live process
 //! holds. With torch: the leftovers of a real DataLoader killed by SIGKILL are stale, with their
-//! sizes, and go.
+//! sizes, and go. With Docker: segments held from inside a container (`--ipc host`, the node's
+//! own /dev/shm) are named with that container.
 
 mod common;
 
@@ -214,6 +215,67 @@ fn a_killed_real_dataloader_s_leftovers_are_stale_and_swept() {
     );
     let left = std::fs::read_to_string(dir.as_ref().join("left.txt")).unwrap();
     assert!(left.trim().is_empty(), "{left}");
+}
+
+#[test]
+fn a_segment_held_from_inside_a_container_names_that_container() {
+    if !docker_or_skip() {
+        return;
+    }
+    let _guard = serial();
+    let before = machine_state();
+    // A Docker cell on the node's /dev/shm, its batches kept by name for 100 ms a step.
+    let mut run = spawn_run(
+        "--runtime docker --ipc host --strategy file_system --batch 1 --workers 1 --steps 600 --compute-ms 100",
+    );
+    let ours = |audit: &Value| -> Vec<Value> {
+        audit["audit"]["entries"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|e| e["name"].as_str().unwrap().starts_with("shmbench_"))
+            .filter(|e| !e["holders"].as_array().unwrap().is_empty())
+            .cloned()
+            .collect()
+    };
+    let audit_now = || -> Value {
+        let o = shmbench(&["shm", "--format", "json"]);
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        serde_json::from_slice(&o.stdout).unwrap()
+    };
+    // The image is built and the container started first: wait for held segments (a loaded
+    // machine is slow to start it).
+    let mut audit = audit_now();
+    for _ in 0..600 {
+        if !ours(&audit).is_empty() {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(200));
+        audit = audit_now();
+    }
+    let containers = Command::new("docker")
+        .args(["ps", "--no-trunc", "--format", "{{.ID}}"])
+        .output()
+        .unwrap();
+    let ids = String::from_utf8_lossy(&containers.stdout).to_string();
+    send_signal(run.id(), "INT");
+    run.wait().unwrap();
+    let held = ours(&audit);
+    assert!(!held.is_empty(), "no held shmbench segment seen: {audit}");
+    let holders = audit["audit"]["holders"].as_array().unwrap();
+    for entry in &held {
+        for hold in entry["holders"].as_array().unwrap() {
+            let holder = holders.iter().find(|h| h["pid"] == hold["pid"]).unwrap();
+            let workload = &holder["workload"];
+            assert_eq!(workload["runtime"], "docker", "{holder}");
+            let id = workload["container"].as_str().unwrap();
+            assert!(
+                ids.lines().any(|full| full.starts_with(id)) && id.len() >= 12,
+                "{id} is not one of the running containers: {ids}"
+            );
+        }
+    }
+    assert_clean(&before);
 }
 
 fn which(program: &str) -> bool {

@@ -177,7 +177,7 @@ pub(crate) fn run(
         monitor.stderr_line(&line);
     }
     // A host cell shares this machine's /dev/shm: what its dead tree left, no one holds.
-    let swept = segment::sweep_abandoned().removed;
+    let swept = segment::sweep_abandoned().removed.len();
     let how = match exit {
         Exit::Signal(sig) => format!("process was killed by signal: {}", signals::name(sig)),
         Exit::Code(code) => format!("process exited with code {code}"),
@@ -187,12 +187,17 @@ pub(crate) fn run(
         cgroup.is_some_and(|g| g.oom_killed()),
         &format!("the cell's main was OOM-killed ({how})"),
     );
-    if !swept.is_empty() {
+    note_swept(&mut record, swept);
+    record
+}
+
+/// Says in the record how many segments its dead tree left in this machine's /dev/shm that
+/// the harness removed (none: nothing said).
+pub(crate) fn note_swept(record: &mut CellRecord, swept: usize) {
+    if swept > 0 {
         record.message = format!(
-            "{} [harness removed {} leftover segment(s) from /dev/shm]",
-            record.message,
-            swept.len()
+            "{} [harness removed {swept} leftover segment(s) from /dev/shm]",
+            record.message
         );
     }
-    record
 }
