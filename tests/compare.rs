@@ -46,8 +46,62 @@ fn a_pass_that_becomes_a_sigbus_is_an_outcome_change_and_fails_ci() {
     );
     let (code, out) = compare(&base, &cand);
     assert_eq!(code, Some(1), "{out}");
+    // 5 of 5 passing against 1 of 5: Fisher's two-sided p = 12/252.
     assert!(
-        out.contains("outcome-changed (worse)") && out.contains("pass -> sigbus at step 12"),
+        out.contains("outcome-changed (worse)")
+            && out.contains("passes 5 of 5 -> passes 1 of 5; sigbus 4 of 5 at step 12")
+            && out.contains("Fisher p = 0.048"),
+        "{out}"
+    );
+}
+
+#[test]
+fn one_run_a_side_judges_no_outcome_change() {
+    let dir = temp_dir("cmp-one-outcome");
+    let base = write(&dir, "base.csv", runs(&[3000.0], "a", "6.1"));
+    let cand = write(&dir, "cand.csv", runs(&[0.0], "b", "6.1"));
+    let (code, out) = compare(&base, &cand);
+    assert_eq!(code, Some(0), "{out}");
+    assert!(
+        out.contains("passes 1 of 1 -> sigbus 1 of 1 at step 12: not judged with 1 and 1 run(s)")
+            && out.contains("--repeat 4"),
+        "{out}"
+    );
+}
+
+#[test]
+fn a_marginal_cell_run_twice_is_not_an_outcome_change_and_earlier_crashes_are() {
+    let dir = temp_dir("cmp-marginal");
+    // The same boundary cell twice: passes and crashes at scattered steps, by chance alone.
+    let base = write(
+        &dir,
+        "base.csv",
+        runs(&[3000.0, -9.0, 3010.0, -23.0, -14.0], "a", "6.1"),
+    );
+    let again = write(
+        &dir,
+        "again.csv",
+        runs(&[-11.0, 2990.0, 3005.0, 3001.0, -19.0], "b", "6.1"),
+    );
+    let (code, out) = compare(&base, &again);
+    assert_eq!(code, Some(0), "{out}");
+    assert!(out.contains("within chance"), "{out}");
+    assert!(!out.contains("outcome-changed"), "{out}");
+    // A retained batch moves every crash earlier: a shift of the crash steps.
+    let late = write(
+        &dir,
+        "late.csv",
+        runs(&[-20.0, -22.0, -21.0, -24.0, -23.0], "c", "6.1"),
+    );
+    let early = write(
+        &dir,
+        "early.csv",
+        runs(&[-6.0, -5.0, -7.0, -6.0, -5.0], "d", "6.1"),
+    );
+    let (code, out) = compare(&late, &early);
+    assert_eq!(code, Some(1), "{out}");
+    assert!(
+        out.contains("outcome-changed (worse)") && out.contains("crash steps rank test p = 0.008"),
         "{out}"
     );
 }

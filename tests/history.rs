@@ -67,6 +67,8 @@ fn history_by_shm_size_shows_where_the_outcome_changes() {
             "300",
             "--shm-size",
             size,
+            "--repeat",
+            "4",
             "--out",
             out.to_str().unwrap(),
         ]);
@@ -83,9 +85,12 @@ fn history_by_shm_size_shows_where_the_outcome_changes() {
         "{out}{}",
         String::from_utf8_lossy(&o.stderr)
     );
+    // Four runs a size: a flip from crashing in every run to passing in every run is beyond
+    // chance (Fisher p = 2/70).
     assert!(
-        out.contains("small: outcome changed from sigbus at step")
-            && out.contains("to pass at shm = 32 MiB"),
+        out.contains("small: outcome changed from sigbus 4 of 4 at step")
+            && out.contains("to passes 4 of 4 at shm = 32 MiB")
+            && out.contains("Fisher p = 0.029"),
         "{out}"
     );
     assert_clean(&before);
@@ -93,13 +98,49 @@ fn history_by_shm_size_shows_where_the_outcome_changes() {
 
 #[test]
 fn history_by_torch_version_tracks_torch_cells_across_releases() {
+    let history = |per_release: usize| -> String {
+        let dir = temp_dir("history-torch");
+        let files = torch_releases(dir.as_ref(), per_release);
+        let mut args = vec!["history", "--by", "torch-version"];
+        let paths: Vec<String> = files.iter().map(|f| f.display().to_string()).collect();
+        args.extend(paths.iter().map(String::as_str));
+        let o = shmbench(&args);
+        let out = String::from_utf8_lossy(&o.stdout).to_string();
+        assert!(
+            o.status.success(),
+            "{out}{}",
+            String::from_utf8_lossy(&o.stderr)
+        );
+        out
+    };
+    // Two runs a release cannot show the change: said, not claimed.
+    let two = history(2);
+    assert!(
+        !two.contains("outcome changed")
+            && two.contains("1 difference(s) of outcome between neighbouring runs not judged"),
+        "{two}"
+    );
+    let out = history(4);
+    // Releases in version order (2.9 before 2.10), one trend for the cell, the step at 2.10.
+    let header = out.lines().find(|l| l.starts_with("| cell")).unwrap();
+    assert!(
+        header.find("2.9.1").unwrap() < header.find("2.10.0").unwrap(),
+        "{header}"
+    );
+    assert!(
+        out.contains("outcome changed from sigbus 4 of 4 at step 12 to enospc 4 of 4 at step 12")
+            && out.contains("at torch-version = 2.10.0"),
+        "{out}"
+    );
+}
+
+/// The same torch cell under three releases, `per_release` runs each; 2.10 moved shared
+/// segments to posix_fallocate, so its crash kind changes there (and the profile column with it).
+fn torch_releases(dir: &std::path::Path, per_release: usize) -> Vec<std::path::PathBuf> {
     use shmbench::model::knobs::{Loader, TorchProfile};
-    let dir = temp_dir("history-torch");
-    // The same torch cell under three releases; 2.10 moved shared segments to posix_fallocate,
-    // so its crash kind changes there (and the profile column with it).
     let mut files = Vec::new();
     for (i, version) in ["2.9.1", "2.10.0", "2.15.0"].iter().enumerate() {
-        let mut rows = runs(&[0.0, 0.0], &format!("t{i}"), "6.1");
+        let mut rows = runs(&vec![0.0; per_release], &format!("t{i}"), "6.1");
         for r in &mut rows {
             r.loader = Loader::Torch;
             r.torch_version = Some(version.to_string());
@@ -115,29 +156,9 @@ fn history_by_torch_version_tracks_torch_cells_across_releases() {
                 Status::Sigbus
             };
         }
-        files.push(write(&dir, &format!("t{i}.csv"), rows));
+        files.push(write(dir, &format!("t{i}.csv"), rows));
     }
-    let mut args = vec!["history", "--by", "torch-version"];
-    let paths: Vec<String> = files.iter().map(|f| f.display().to_string()).collect();
-    args.extend(paths.iter().map(String::as_str));
-    let o = shmbench(&args);
-    let out = String::from_utf8_lossy(&o.stdout);
-    assert!(
-        o.status.success(),
-        "{out}{}",
-        String::from_utf8_lossy(&o.stderr)
-    );
-    // Releases in version order (2.9 before 2.10), one trend for the cell, the step at 2.10.
-    let header = out.lines().find(|l| l.starts_with("| cell")).unwrap();
-    assert!(
-        header.find("2.9.1").unwrap() < header.find("2.10.0").unwrap(),
-        "{header}"
-    );
-    assert!(
-        out.contains("outcome changed from sigbus at step")
-            && out.contains("at torch-version = 2.10.0"),
-        "{out}"
-    );
+    files
 }
 
 #[test]

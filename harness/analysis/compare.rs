@@ -2,8 +2,10 @@
 //!
 //! Cells match by scenario, name and configuration ([`summary::cell_key`]), so results from
 //! different machines or days match when they ran the same thing; `Match::Name` pairs them by
-//! scenario and name alone when a knob was changed on purpose. Outcomes are compared first (pass
-//! vs crash, crash kind and step): a change there is never noise. Then, over passing runs, two
+//! scenario and name alone when a knob was changed on purpose. Outcomes are compared first, as
+//! distributions over the repeats (`outcomes`: the shares of pass and of each crash kind by
+//! Fisher's exact test, the crash steps by a rank test); one run a side judges nothing, since
+//! near a loader's peak the outcome is itself a race. Then, over passing runs, two
 //! measures each with its own threshold: img/s, and CPU time per image (work, not wall time, so
 //! far less noisy on a shared machine). A measure regressed or improved only when the 95%
 //! bootstrap interval of the relative change of its medians lies wholly outside +-threshold
@@ -13,19 +15,20 @@ use std::collections::HashMap;
 
 use serde::Serialize;
 
+use super::outcomes::{self, Judgement};
 use super::stats;
-use super::summary::{
-    cell_key_except, knob_differences, summarize_by, CellSummary, Outcome, Varying,
-};
+use super::summary::{cell_key_except, knob_differences, summarize_by, CellSummary, Varying};
 use crate::results::Row;
 
 /// A cell's verdict between two result sets.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "kebab-case")]
 pub(crate) enum Verdict {
-    /// The outcome changed and got worse (pass -> crash, or an earlier crash).
+    /// The outcomes changed beyond chance and for the worse (fewer passing runs, or earlier
+    /// crashes).
     OutcomeWorse,
-    /// The outcome changed otherwise (crash -> pass, a later crash, another crash kind).
+    /// The outcomes changed beyond chance otherwise (more passing, later crashes, another
+    /// crash kind).
     OutcomeChanged,
     Regressed,
     Improved,
@@ -62,6 +65,8 @@ pub struct Comparison {
     pub(crate) verdict: Verdict,
     pub(crate) baseline: Option<CellSummary>,
     pub(crate) candidate: Option<CellSummary>,
+    /// The two sides' outcomes over their repeats, judged (None: a cell only one side has).
+    pub(crate) outcomes: Option<Judgement>,
     /// Relative change of the median img/s (candidate/baseline - 1), and its 95% interval.
     pub(crate) change: Option<f64>,
     pub(crate) change_ci: Option<(f64, f64)>,
@@ -118,22 +123,6 @@ impl Default for Thresholds {
             instructions: 0.02,
         }
     }
-}
-
-fn outcome_verdict(base: &Outcome, cand: &Outcome) -> Option<Verdict> {
-    if base == cand {
-        return None;
-    }
-    let worse = match (base.status.is_pass(), cand.status.is_pass()) {
-        (true, false) => true,
-        (false, true) => false,
-        _ => cand.crash_step.unwrap_or(0) < base.crash_step.unwrap_or(0),
-    };
-    Some(if worse {
-        Verdict::OutcomeWorse
-    } else {
-        Verdict::OutcomeChanged
-    })
 }
 
 /// Which way one measure moved, beyond its threshold: `Some(true)` better, `Some(false)` worse.
@@ -248,15 +237,25 @@ fn paired(b: &CellSummary, c: &CellSummary, thresholds: Thresholds) -> Compariso
     let rate_ci = stats::relative_change_ci(&b.rates, &c.rates);
     let cpu_ci = stats::relative_change_ci(&b.cpu, &c.cpu);
     let instructions_ci = stats::relative_change_ci(&b.instructions, &c.instructions);
-    let (verdict, mut note) = if let Some(v) = outcome_verdict(&b.outcome, &c.outcome) {
-        (v, format!("{} -> {}", b.outcome, c.outcome))
-    } else if !b.outcome.status.is_pass() {
-        (Verdict::Unchanged, format!("{} in both", b.outcome))
+    let judged = outcomes::judge(&b.outcomes, &c.outcomes);
+    let (verdict, mut note) = if judged.changed {
+        let verdict = match judged.worse {
+            true => Verdict::OutcomeWorse,
+            false => Verdict::OutcomeChanged,
+        };
+        (verdict, judged.note.clone())
+    } else if !b.outcome.status.is_pass() || !c.outcome.status.is_pass() {
+        // Mostly crashing on a side: no speeds to compare, only the outcomes.
+        (Verdict::Unchanged, judged.note.clone())
     } else if b.emulated || c.emulated {
         let note = "pass in both; speeds under TCG (software emulation) are not compared";
         (Verdict::Unchanged, note.to_string())
     } else {
-        measured_verdict(rate_ci, cpu_ci, instructions_ci, thresholds)
+        let (verdict, measured) = measured_verdict(rate_ci, cpu_ci, instructions_ci, thresholds);
+        match judged.baseline.is_mixed() || judged.candidate.is_mixed() {
+            true => (verdict, format!("{measured}; {}", judged.note)),
+            false => (verdict, measured),
+        }
     };
     let differences = knob_differences(b, c);
     if !differences.is_empty() {
@@ -275,6 +274,7 @@ fn paired(b: &CellSummary, c: &CellSummary, thresholds: Thresholds) -> Compariso
         instructions_change_ci: instructions_ci,
         baseline: Some(b.clone()),
         candidate: Some(c.clone()),
+        outcomes: Some(judged),
         note,
     }
 }
@@ -291,6 +291,7 @@ fn one_sided(summary: &CellSummary, verdict: Verdict, note: &str) -> Comparison 
         verdict,
         baseline,
         candidate,
+        outcomes: None,
         change: None,
         change_ci: None,
         cpu_change: None,

@@ -12,6 +12,7 @@ use serde::Serialize;
 
 use super::change_points;
 use super::compare::Match;
+use super::outcomes::{self, Shares};
 use super::runs::Runs;
 use super::summary::{Outcome, Varying};
 use crate::model::estimate::median;
@@ -146,6 +147,9 @@ pub(crate) struct Run {
 pub(crate) struct Point {
     pub(crate) median: Option<f64>,
     pub(crate) outcome: Outcome,
+    /// Every run's outcome, for judging a change of outcome between points.
+    #[serde(skip)]
+    pub(crate) outcomes: Vec<Outcome>,
     /// Variance of the passing repeats (for the penalty).
     pub(crate) variance: Option<f64>,
     pub(crate) runs: usize,
@@ -159,8 +163,23 @@ pub(crate) struct Trend {
     pub(crate) points: Vec<Option<Point>>,
     /// Runs (indices) where the metric stepped, with the relative step.
     pub(crate) rate_steps: Vec<(usize, f64)>,
-    /// Runs where the outcome changed, with before and after.
-    pub(crate) outcome_steps: Vec<(usize, Outcome, Outcome)>,
+    /// Runs where the outcomes changed beyond chance, with before and after.
+    pub(crate) outcome_steps: Vec<OutcomeStep>,
+    /// Neighbouring points whose usual outcomes differ but whose runs are too few to judge, and
+    /// those judged within chance.
+    pub(crate) outcomes_unjudged: usize,
+    pub(crate) outcomes_within_chance: usize,
+}
+
+/// A change of outcome between two neighbouring points, judged beyond chance.
+#[derive(Clone, Debug, Serialize)]
+pub(crate) struct OutcomeStep {
+    /// The run (index) where it changed.
+    pub(crate) at: usize,
+    pub(crate) before: Shares,
+    pub(crate) after: Shares,
+    /// The tests' p-values, in words.
+    pub(crate) note: String,
 }
 
 #[derive(Clone, Debug, Serialize)]
@@ -296,6 +315,7 @@ fn point(runs: &Runs, metric: Metric) -> Point {
     Point {
         median: median(&values),
         outcome: runs.outcome(),
+        outcomes: runs.outcomes(),
         variance,
         runs: runs.len(),
     }
@@ -309,13 +329,20 @@ fn trend(key: String, cell: String, points: Vec<Option<Point>>, threshold: f64) 
         .filter_map(|(i, p)| p.as_ref().map(|p| (i, p)))
         .collect();
     let mut outcome_steps = Vec::new();
+    let (mut outcomes_unjudged, mut outcomes_within_chance) = (0, 0);
     for pair in present.windows(2) {
-        if pair[0].1.outcome != pair[1].1.outcome {
-            outcome_steps.push((
-                pair[1].0,
-                pair[0].1.outcome.clone(),
-                pair[1].1.outcome.clone(),
-            ));
+        let j = outcomes::judge(&pair[0].1.outcomes, &pair[1].1.outcomes);
+        let differ = pair[0].1.outcome != pair[1].1.outcome;
+        match (j.changed, j.judged) {
+            (true, _) => outcome_steps.push(OutcomeStep {
+                at: pair[1].0,
+                note: j.evidence,
+                before: j.baseline,
+                after: j.candidate,
+            }),
+            (false, false) if differ => outcomes_unjudged += 1,
+            (false, true) if differ => outcomes_within_chance += 1,
+            _ => {}
         }
     }
     let rated: Vec<(usize, f64, Option<f64>)> = present
@@ -332,5 +359,7 @@ fn trend(key: String, cell: String, points: Vec<Option<Point>>, threshold: f64) 
         points,
         rate_steps,
         outcome_steps,
+        outcomes_unjudged,
+        outcomes_within_chance,
     }
 }

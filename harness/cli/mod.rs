@@ -84,7 +84,7 @@ pub(crate) enum Command {
     Bench(bench::Args),
     /// Compare two results files cell by cell, beyond noise; exit 1 when anything regressed
     #[command(
-        after_help = "Examples:\n  shmbench compare results/base.csv results/new.csv\n  shmbench compare base.csv new.csv --threshold 3% --cpu-threshold 2% --out compare.md\n  shmbench compare before.csv after.csv --match name    # a knob changed on purpose\n\nVerdicts: outcome-changed (worse: pass -> crash or an earlier crash), regressed / improved (the\n95% bootstrap interval of the change of img/s, or of CPU time per image, lies wholly beyond its\nthreshold), unchanged, new, missing.\nExit status: 1 when any cell regressed or its outcome got worse, 0 otherwise, 2 on bad input."
+        after_help = "Examples:\n  shmbench compare results/base.csv results/new.csv\n  shmbench compare base.csv new.csv --threshold 3% --cpu-threshold 2% --out compare.md\n  shmbench compare before.csv after.csv --match name    # a knob changed on purpose\n\nVerdicts: outcome-changed (worse: fewer runs pass, or the crashes come earlier, beyond chance at\np < 0.05 by Fisher's exact test of the shares or a rank test of the crash steps; one run a side\nis not judged: a flip needs 4 runs a side), regressed / improved (the\n95% bootstrap interval of the change of img/s, or of CPU time per image, lies wholly beyond its\nthreshold), unchanged, new, missing.\nExit status: 1 when any cell regressed or its outcome got worse, 0 otherwise, 2 on bad input."
     )]
     Compare(compare::Args),
     /// Merge results files from several machines or runs into one (same schema)

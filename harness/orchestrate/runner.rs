@@ -239,6 +239,13 @@ fn convergence_note(cells: &[CellConfig], rows_of: &[Vec<Row>], target: f64) -> 
             {
                 return None;
             }
+            if let Some(shares) = summary.as_ref().and_then(convergence::undecided) {
+                return Some(format!(
+                    "{} (undecided after {} runs: {shares})",
+                    cell.cell,
+                    rows.len()
+                ));
+            }
             let width = summary
                 .as_ref()
                 .and_then(convergence::relative_width)
@@ -255,7 +262,7 @@ fn convergence_note(cells: &[CellConfig], rows_of: &[Vec<Row>], target: f64) -> 
         )
     } else {
         format!(
-            "--repeat auto: {} cell(s) did not converge to a 95% interval within {:.0}% of the median: {}",
+            "--repeat auto: {} cell(s) did not converge to a 95% interval within {:.0}% of the median or stayed undecided (some runs pass, some crash: a marginal size, run to the maximum): {}",
             open.len(),
             target * 100.0,
             open.join(", ")

@@ -1,11 +1,13 @@
 //! Results in Bencher's metric format (BMF JSON), so runs can be pushed to an existing tracker
 //! (`bencher run --adapter json --file FILE`): one benchmark per cell, named `scenario/cell`
 //! (with the torch version for real-torch cells), whose measures are the medians over its runs
-//! with their 95% bootstrap intervals as lower and upper values. Crashed cells report the step
-//! they crashed at instead of a throughput, so an outcome change is visible in the tracker too.
+//! with their 95% bootstrap intervals as lower and upper values. Every cell reports its share of
+//! passing runs with its 95% (Wilson) interval, and crashed cells the step they crashed at, so a
+//! change of outcome is visible in the tracker too.
 
 use serde_json::{json, Map, Value};
 
+use crate::analysis::outcomes::Shares;
 use crate::analysis::summary::CellSummary;
 use crate::model::knobs::Loader;
 use crate::results::Row;
@@ -46,6 +48,13 @@ pub fn render(cells: Vec<(Row, CellSummary)>) -> Value {
         }
         if let Some(m) = summary.peak_shm_median {
             measures.insert("peak-shm-bytes".into(), measure(m, None));
+        }
+        let shares = Shares::of(&summary.outcomes);
+        if let Some(interval) = shares.pass_share_interval() {
+            measures.insert(
+                "pass-share".into(),
+                measure(shares.pass_share(), Some(interval)),
+            );
         }
         if let (false, Some(step)) = (summary.outcome.status.is_pass(), summary.outcome.crash_step)
         {

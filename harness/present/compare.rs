@@ -1,10 +1,9 @@
 //! Comparisons and repeated-run summaries as Markdown tables (rustc-perf's summary shape:
 //! regressions and improvements first).
 
-use std::collections::BTreeMap;
-
 use super::table;
 use crate::analysis::compare::{Comparison, Thresholds, Verdict};
+use crate::analysis::outcomes::{Shares, ALPHA, RUNS_FOR_A_FLIP};
 use crate::analysis::power;
 use crate::analysis::summary::CellSummary;
 
@@ -91,6 +90,40 @@ fn detectable_line(comparisons: &[Comparison], thresholds: Thresholds) -> String
     }
 }
 
+/// How outcomes were judged, and the smallest change of them these runs could show.
+fn outcomes_line(comparisons: &[Comparison]) -> String {
+    let judgements: Vec<_> = comparisons
+        .iter()
+        .filter_map(|c| c.outcomes.as_ref())
+        .collect();
+    let unjudged = judgements.iter().filter(|j| !j.judged).count();
+    let share = judgements
+        .iter()
+        .filter_map(|j| j.detectable_share)
+        .reduce(f64::max);
+    let shift = judgements.iter().filter_map(|j| j.detectable_shift).max();
+    let mut line = format!(
+        "outcomes judged over the repeats at p < {ALPHA} (Fisher's exact test of the pass and crash shares, a rank test of the crash steps)"
+    );
+    if let Some(share) = share {
+        line.push_str(&format!(
+            "; detectable here: a change of pass share of {:.0}% or more",
+            share * 100.0
+        ));
+        if let Some(shift) = shift {
+            line.push_str(&format!(
+                ", a shift of the crash steps of {shift} step(s) or more"
+            ));
+        }
+    }
+    if unjudged > 0 {
+        line.push_str(&format!(
+            "; {unjudged} cell(s) with too few runs to judge (one run each: not judged; a flip needs {RUNS_FOR_A_FLIP} a side, --repeat {RUNS_FOR_A_FLIP})"
+        ));
+    }
+    line
+}
+
 /// The comparison as a Markdown table, regressions and improvements first (rustc-perf style).
 pub fn render(comparisons: &[Comparison], thresholds: Thresholds) -> String {
     let mut sorted: Vec<&Comparison> = comparisons.iter().collect();
@@ -147,11 +180,12 @@ pub fn render(comparisons: &[Comparison], thresholds: Thresholds) -> String {
         .filter(|c| matches!(c.verdict, Verdict::Improved | Verdict::OutcomeChanged))
         .count();
     format!(
-        "{} regression(s), {} improvement(s) or other outcome change(s), {}\n{}\n\n{}",
+        "{} regression(s), {} improvement(s) or other outcome change(s), {}\n{}\n{}\n\n{}",
         regressions,
         improved,
         thresholds_text(thresholds),
         detectable_line(comparisons, thresholds),
+        outcomes_line(comparisons),
         table::markdown(&headers, &rows)
     )
 }
@@ -218,19 +252,16 @@ pub(crate) fn summary_cells(summaries: &[CellSummary]) -> (Vec<String>, Vec<Vec<
     let rows: Vec<Vec<String>> = summaries
         .iter()
         .map(|s| {
-            let mut outcomes: BTreeMap<String, usize> = BTreeMap::new();
-            for o in &s.outcomes {
-                *outcomes.entry(o.to_string()).or_default() += 1;
-            }
+            let shares = Shares::of(&s.outcomes);
+            let outcomes = match shares.is_mixed() {
+                true => format!("{shares} (mixed: the size is marginal for this loader)"),
+                false => shares.to_string(),
+            };
             vec![
                 s.environment.clone(),
                 s.runs.to_string(),
                 s.outcome.to_string(),
-                outcomes
-                    .iter()
-                    .map(|(o, n)| format!("{n}x {o}"))
-                    .collect::<Vec<_>>()
-                    .join(", "),
+                outcomes,
                 match (s.median, s.ci) {
                     (Some(m), Some((lo, hi))) => format!("{m:.1} [{lo:.1}, {hi:.1}]"),
                     (Some(m), None) => format!("{m:.1} (one run: no interval)"),

@@ -4,6 +4,7 @@ use clap::ValueEnum;
 
 use super::table;
 use crate::analysis::history::{By, History, Metric, Run};
+use crate::analysis::outcomes::{ALPHA, RUNS_FOR_A_FLIP};
 use crate::model::size::ByteSize;
 
 /// The field's name as `--by` spells it.
@@ -37,7 +38,7 @@ pub(crate) fn shown_runs(h: &History) -> Vec<usize> {
         .iter()
         .flat_map(|t| {
             let rate = t.rate_steps.iter().map(|(i, _)| *i);
-            rate.chain(t.outcome_steps.iter().map(|(i, _, _)| *i))
+            rate.chain(t.outcome_steps.iter().map(|step| step.at))
         })
         .collect();
     shown.sort_unstable();
@@ -111,19 +112,43 @@ pub(crate) fn render(h: &History) -> String {
                 h.runs[*i].run_id
             ));
         }
-        for (i, before, after) in &t.outcome_steps {
+        for step in &t.outcome_steps {
             any = true;
+            let run = &h.runs[step.at];
             out.push_str(&format!(
-                "- {}: outcome changed from {before} to {after} at {} = {} (run {})\n",
+                "- {}: outcome changed from {} to {} at {} = {} (run {}; {})\n",
                 t.cell,
+                step.before,
+                step.after,
                 by_name(h.by),
-                label(&h.runs[*i]),
-                h.runs[*i].run_id
+                label(run),
+                run.run_id,
+                step.note
             ));
         }
     }
     if !any {
         out.push_str("- no cell stepped beyond the noise and the threshold\n");
+    }
+    out.push_str(&unjudged_outcomes(h));
+    out
+}
+
+/// What was not claimed about outcomes, and why: too few runs per point, or within chance.
+fn unjudged_outcomes(h: &History) -> String {
+    let unjudged: usize = h.trends.iter().map(|t| t.outcomes_unjudged).sum();
+    let chance: usize = h.trends.iter().map(|t| t.outcomes_within_chance).sum();
+    let mut out = String::new();
+    if unjudged > 0 {
+        out.push_str(&format!(
+            "- {unjudged} difference(s) of outcome between neighbouring runs not judged: too few runs per {} (a flip from always passing to always crashing needs {RUNS_FOR_A_FLIP} a side: --repeat {RUNS_FOR_A_FLIP})\n",
+            by_name(h.by)
+        ));
+    }
+    if chance > 0 {
+        out.push_str(&format!(
+            "- {chance} difference(s) of outcome between neighbouring runs within chance at p < {ALPHA} (Fisher's exact test of the shares, a rank test of the crash steps)\n"
+        ));
     }
     out
 }

@@ -34,8 +34,9 @@ pub fn runs(rates: &[f64], run_id: &str, kernel: &str) -> Vec<Row> {
             if rate > 0.0 {
                 r.img_per_s = Some(rate);
             } else {
+                // 0: a SIGBUS at step 12; -N: at step N.
                 r.status = Status::Sigbus;
-                r.crash_step = Some(12);
+                r.crash_step = Some(if rate < 0.0 { -rate as u64 } else { 12 });
                 r.img_per_s = None;
             }
             r

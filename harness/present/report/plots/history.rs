@@ -81,7 +81,8 @@ where
                 )))
                 .map_err(pe)?;
         }
-        for (i, _, after) in &trend.outcome_steps {
+        for step in &trend.outcome_steps {
+            let (i, after) = (&step.at, &step.after);
             chart
                 .draw_series(std::iter::once(Cross::new(
                     (*i as f64, top * 0.05),

@@ -1,0 +1,240 @@
+//! Exact tests for outcomes, which are counts and small samples: Fisher's exact test of two
+//! shares (pass/crash, or one crash kind) and a rank test of two samples of crash steps, exact by
+//! the permutation distribution of the rank sum. Both are two-sided and make no assumption of
+//! normality, so they hold at the 3-10 repeats a matrix cell gets. Numbers only; the words are
+//! `outcomes`'.
+
+/// ln(n!) for n = 0..=max, by summing logarithms (n stays in the hundreds here).
+fn ln_factorials(max: usize) -> Vec<f64> {
+    let mut table = Vec::with_capacity(max + 1);
+    let mut acc = 0.0f64;
+    table.push(0.0);
+    for n in 1..=max {
+        acc += (n as f64).ln();
+        table.push(acc);
+    }
+    table
+}
+
+/// Fisher's exact test, two-sided, of the 2x2 table `[[a, b], [c, d]]` (rows: the two sides;
+/// columns: in the category or not): the probability, with the margins fixed, of a table at most
+/// as likely as this one.
+pub(crate) fn fisher_two_sided(a: u64, b: u64, c: u64, d: u64) -> f64 {
+    let (row1, col1, n) = (a + b, a + c, a + b + c + d);
+    if n == 0 {
+        return 1.0;
+    }
+    let lf = ln_factorials(n as usize);
+    let ln_choose = |n: u64, k: u64| lf[n as usize] - lf[k as usize] - lf[(n - k) as usize];
+    let ln_p = |x: u64| ln_choose(col1, x) + ln_choose(n - col1, row1 - x) - ln_choose(n, row1);
+    let observed = ln_p(a);
+    let low = row1.saturating_sub(n - col1);
+    let high = row1.min(col1);
+    // Tables as likely as the observed one, within rounding, count as "as extreme".
+    let p: f64 = (low..=high)
+        .map(ln_p)
+        .filter(|lp| *lp <= observed + 1e-7)
+        .map(f64::exp)
+        .sum();
+    p.min(1.0)
+}
+
+/// Ranks of `values` pooled, ties given their mean rank, doubled so they stay integers.
+fn doubled_midranks(values: &[f64]) -> Vec<u64> {
+    let mut order: Vec<usize> = (0..values.len()).collect();
+    order.sort_by(|a, b| values[*a].total_cmp(&values[*b]));
+    let mut ranks = vec![0u64; values.len()];
+    let mut i = 0;
+    while i < order.len() {
+        let mut j = i;
+        while j + 1 < order.len() && values[order[j + 1]] == values[order[i]] {
+            j += 1;
+        }
+        // Ranks i+1..=j+1 share their mean; doubled: (i + 1) + (j + 1).
+        for k in i..=j {
+            ranks[order[k]] = (i + j + 2) as u64;
+        }
+        i = j + 1;
+    }
+    ranks
+}
+
+/// Pooled samples up to this size get the exact permutation distribution; larger ones the
+/// normal approximation with the tie correction (Mann-Whitney's).
+const EXACT_UP_TO: usize = 60;
+
+/// The rank test of two samples (Mann-Whitney-Wilcoxon), two-sided: the probability that the
+/// rank sum of `x` lies at least as far from its mean as observed, over every way of splitting
+/// the pooled values into samples of these sizes. 1 when either sample is empty.
+pub(crate) fn rank_test_two_sided(x: &[f64], y: &[f64]) -> f64 {
+    let (n1, n) = (x.len(), x.len() + y.len());
+    if x.is_empty() || y.is_empty() {
+        return 1.0;
+    }
+    let pooled: Vec<f64> = x.iter().chain(y).copied().collect();
+    let ranks = doubled_midranks(&pooled);
+    let observed: u64 = ranks[..n1].iter().sum();
+    let total: u64 = ranks.iter().sum();
+    // x's doubled rank sum has the mean n1 * total / n: distances from it are compared times n,
+    // so they stay integers.
+    let mean_n = total * n1 as u64;
+    let distance_n = (observed * n as u64).abs_diff(mean_n);
+    if n > EXACT_UP_TO {
+        return normal_rank_test(&ranks, n1, observed);
+    }
+    // dp[k][s]: subsets of k of the values with doubled rank sum s.
+    let mut dp = vec![vec![0f64; total as usize + 1]; n1 + 1];
+    dp[0][0] = 1.0;
+    for (i, r) in ranks.iter().enumerate() {
+        let r = *r as usize;
+        for k in (1..=n1.min(i + 1)).rev() {
+            for s in (r..=total as usize).rev() {
+                let from = dp[k - 1][s - r];
+                if from > 0.0 {
+                    dp[k][s] += from;
+                }
+            }
+        }
+    }
+    let all: f64 = dp[n1].iter().sum();
+    let extreme: f64 = dp[n1]
+        .iter()
+        .enumerate()
+        .filter(|(s, _)| (*s as u64 * n as u64).abs_diff(mean_n) >= distance_n)
+        .map(|(_, count)| count)
+        .sum();
+    (extreme / all).min(1.0)
+}
+
+/// The normal approximation of the rank sum's distribution, with the correction for ties.
+fn normal_rank_test(doubled: &[u64], n1: usize, observed: u64) -> f64 {
+    let n = doubled.len() as f64;
+    let (n1, n2) = (n1 as f64, n - n1 as f64);
+    let sum = observed as f64 / 2.0;
+    let mean = n1 * (n + 1.0) / 2.0;
+    let mut tie_sizes = std::collections::HashMap::new();
+    for r in doubled {
+        *tie_sizes.entry(*r).or_insert(0f64) += 1.0;
+    }
+    let ties: f64 = tie_sizes.values().map(|t| t * t * t - t).sum();
+    let var = n1 * n2 / 12.0 * ((n + 1.0) - ties / (n * (n - 1.0)));
+    if var <= 0.0 {
+        return 1.0;
+    }
+    let z = (sum - mean).abs() / var.sqrt();
+    (2.0 * (1.0 - standard_normal_cdf(z))).min(1.0)
+}
+
+/// Φ(z) by the complementary error function (Abramowitz and Stegun 7.1.26, error < 1.5e-7).
+fn standard_normal_cdf(z: f64) -> f64 {
+    let x = z / std::f64::consts::SQRT_2;
+    let t = 1.0 / (1.0 + 0.327_591_1 * x.abs());
+    let poly = t
+        * (0.254_829_592
+            + t * (-0.284_496_736
+                + t * (1.421_413_741 + t * (-1.453_152_027 + t * 1.061_405_429))));
+    let erfc = poly * (-x * x).exp();
+    let erf = if x >= 0.0 { 1.0 - erfc } else { erfc - 1.0 };
+    0.5 * (1.0 + erf)
+}
+
+/// The smallest difference of two shares (e.g. of passing runs) that Fisher's test can find at
+/// `alpha` with `n1` and `n2` runs; None when no table of these sizes reaches it.
+pub(crate) fn detectable_share(n1: u64, n2: u64, alpha: f64) -> Option<f64> {
+    let mut best: Option<f64> = None;
+    for a in 0..=n1 {
+        for c in 0..=n2 {
+            let gap = (a as f64 / n1 as f64 - c as f64 / n2 as f64).abs();
+            if best.is_some_and(|b| gap >= b) {
+                continue;
+            }
+            if fisher_two_sided(a, n1 - a, c, n2 - c) <= alpha {
+                best = Some(gap);
+            }
+        }
+    }
+    best
+}
+
+/// The smallest shift (in steps, earlier or later) of every crash step of `steps` that the rank
+/// test finds at `alpha` against `steps` itself, `others` runs on the other side (their values
+/// taken from `steps` in turn); None when even two wholly separate samples of these sizes cannot
+/// reach it.
+pub(crate) fn detectable_shift(steps: &[u64], others: usize, alpha: f64) -> Option<u64> {
+    if steps.is_empty() || others == 0 {
+        return None;
+    }
+    let x: Vec<f64> = steps.iter().map(|s| *s as f64).collect();
+    let spread = steps.iter().max()? - steps.iter().min()?;
+    (1..=spread + 1).find(|shift| {
+        let y: Vec<f64> = (0..others)
+            .map(|i| x[i % x.len()] + *shift as f64)
+            .collect();
+        rank_test_two_sided(&x, &y) <= alpha
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn close(a: f64, b: f64) -> bool {
+        (a - b).abs() < 1e-9
+    }
+
+    #[test]
+    fn fisher_matches_the_hypergeometric_by_hand() {
+        // 4 of 4 pass against 0 of 4: 2 tables of 70 are this extreme.
+        assert!(close(fisher_two_sided(4, 0, 0, 4), 2.0 / 70.0));
+        // 3 of 3 against 0 of 3: 2 of 20, not below 0.05.
+        assert!(close(fisher_two_sided(3, 0, 0, 3), 0.1));
+        // 5 of 5 against 1 of 5: (6 + 6) / 252.
+        assert!(close(fisher_two_sided(5, 0, 1, 4), 12.0 / 252.0));
+        // The same shares are never a change.
+        assert!(close(fisher_two_sided(2, 3, 2, 3), 1.0));
+        assert!(close(fisher_two_sided(1, 0, 0, 1), 1.0));
+        assert!(close(fisher_two_sided(0, 0, 0, 0), 1.0));
+    }
+
+    #[test]
+    fn the_rank_test_is_exact_for_small_samples_and_ties_do_not_break_it() {
+        // Wholly separate samples of 4: 2 of the 70 splits are as extreme.
+        let x = [10.0, 11.0, 12.0, 13.0];
+        let y = [20.0, 21.0, 22.0, 23.0];
+        assert!(close(rank_test_two_sided(&x, &y), 2.0 / 70.0));
+        assert!(close(rank_test_two_sided(&y, &x), 2.0 / 70.0));
+        // Three a side cannot get below 0.1.
+        assert!(close(rank_test_two_sided(&x[..3], &y[..3]), 0.1));
+        // Identical samples, and all-equal values, are no evidence at all.
+        assert!(close(rank_test_two_sided(&x, &x), 1.0));
+        assert!(close(rank_test_two_sided(&[5.0; 4], &[5.0; 5]), 1.0));
+        // Overlap weakens it.
+        let p = rank_test_two_sided(&[9.0, 12.0, 15.0, 23.0], &[10.0, 14.0, 18.0, 20.0]);
+        assert!(p > 0.5, "{p}");
+        assert_eq!(rank_test_two_sided(&[], &x), 1.0);
+    }
+
+    #[test]
+    fn the_normal_approximation_agrees_with_the_exact_test_where_both_apply() {
+        let x: Vec<f64> = (0..30).map(|i| (i * 7 % 31) as f64).collect();
+        let y: Vec<f64> = (0..31).map(|i| (i * 5 % 29) as f64 + 4.0).collect();
+        let exact = rank_test_two_sided(&x, &y[..30]);
+        let pooled: Vec<f64> = x.iter().chain(&y[..30]).copied().collect();
+        let ranks = doubled_midranks(&pooled);
+        let observed: u64 = ranks[..30].iter().sum();
+        let approx = normal_rank_test(&ranks, 30, observed);
+        assert!((exact - approx).abs() < 0.01, "{exact} vs {approx}");
+    }
+
+    #[test]
+    fn what_the_repeats_can_detect() {
+        // 4 a side: only a whole flip (share 1.0); 10 a side: a smaller change.
+        assert_eq!(detectable_share(4, 4, 0.05), Some(1.0));
+        assert_eq!(detectable_share(3, 3, 0.05), None);
+        assert!(detectable_share(10, 10, 0.05).unwrap() < 0.7);
+        // Crash steps 9-13, 5 a side: a shift past their spread is found, none below 1 step.
+        let shift = detectable_shift(&[9, 10, 11, 12, 13], 5, 0.05).unwrap();
+        assert!((1..=5).contains(&shift), "{shift}");
+        assert_eq!(detectable_shift(&[9, 10, 11], 3, 0.05), None);
+    }
+}
