@@ -118,7 +118,7 @@ fn outcomes_line(comparisons: &[Comparison]) -> String {
     }
     if unjudged > 0 {
         line.push_str(&format!(
-            "; {unjudged} cell(s) with too few runs to judge (one run each: not judged; a flip needs {RUNS_FOR_A_FLIP} a side, --repeat {RUNS_FOR_A_FLIP})"
+            "; {unjudged} cell(s) with too few runs to judge their outcomes (a flip from always passing to always crashing needs {RUNS_FOR_A_FLIP} runs a side: --repeat {RUNS_FOR_A_FLIP})"
         ));
     }
     line
