@@ -137,6 +137,10 @@ pub(crate) fn classify(e: &Ending) -> Verdict {
             Status::Sigbus
         } else if signal == Some(libc::SIGKILL) && oom {
             Status::Oom
+        } else if kind == "MemoryError" {
+            // An allocation refused with ENOMEM: at vm.max_map_count, Python's own allocator
+            // may meet the limit before torch's mmap does (the message counts the mappings).
+            Status::Enomem
         } else {
             status_of_words(message).unwrap_or(Status::Error)
         };
@@ -234,6 +238,11 @@ mod tests {
             "unable to mmap 64 bytes from file </torch_1_2_3>: Cannot allocate memory (12)",
         );
         assert_eq!(maps.status, Status::Enomem);
+        let python = error(
+            "MemoryError",
+            "(this process held about 65530 memory mappings, 64990 of them batches it kept; vm.max_map_count is 65530)",
+        );
+        assert_eq!(python.status, Status::Enomem);
         let late = error("RuntimeError", "DataLoader timed out after 1 seconds");
         assert_eq!(late.status, Status::Timeout);
         let killed = error(

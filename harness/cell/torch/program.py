@@ -105,6 +105,31 @@ class Synthetic(Portable):
         return sample
 
 
+def mappings_note(released):
+    """After a MemoryError: how many memory mappings this process held against vm.max_map_count.
+    A main that keeps its batches alive holds one mapping per batch, and at the limit any mmap
+    fails, the allocator's own included, so the `released` batches it kept are let go first
+    (reading /proc needs memory too) and added back to the count."""
+    try:
+        import os
+
+        fd = os.open("/proc/self/maps", os.O_RDONLY)
+        held = 0
+        try:
+            while True:
+                chunk = os.read(fd, 16384)
+                if not chunk:
+                    break
+                held += chunk.count(b"\n")
+        finally:
+            os.close(fd)
+        with open("/proc/sys/vm/max_map_count") as f:
+            limit = f.read().strip()
+        return f"this process held about {held + released} memory mappings, {released} of them batches it kept; vm.max_map_count is {limit}"
+    except Exception:  # noqa: BLE001 - best effort: the error is still reported
+        return "its memory mappings could not be counted"
+
+
 def worker_exits(iterator):
     """(pid, exitcode) of the iterator's worker processes that have ended (exitcode -N: signal N)."""
     exits = []
@@ -202,10 +227,15 @@ def main():
                 # training loop does; `del` here would release it earlier than torch's users do.
             iterator = None
     except Exception as e:  # noqa: BLE001 - every failure is a result to classify
+        message = str(e)
+        if isinstance(e, MemoryError):
+            kept = len(retained)
+            retained.clear()
+            message = f"{message} ({mappings_note(kept)})".lstrip()
         emit(
             event="error",
             type=type(e).__name__,
-            message=str(e),
+            message=message,
             completed=completed,
             workers=worker_exits(iterator),
             cpu_s=time.process_time() - setup_cpu_s,

@@ -1,0 +1,47 @@
+//! Real torch at a limit other than /dev/shm's size: a main that keeps every batch alive meets
+//! the node's real vm.max_map_count (one mapping per batch held), and ends as `enomem`, as the
+//! emulation does at the same step within the few mappings each process has of its own.
+
+mod common;
+
+use common::*;
+
+#[test]
+fn real_torch_and_the_emulation_meet_vm_max_map_count_alike() {
+    let limit: u64 = std::fs::read_to_string("/proc/sys/vm/max_map_count")
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    if limit > 262_144 {
+        eprintln!("skipped: vm.max_map_count is {limit} here; the test needs about {limit} batches");
+        return;
+    }
+    let Some(python) = torch_or_skip() else {
+        return;
+    };
+    let _guard = serial();
+    let before = machine_state();
+    // file_system keeps no fd per batch, so the mappings are what piles up; a page each.
+    let base = format!(
+        "--strategy file_system --batch 1 --shape 16 --workers 1 --retain-every 1 --shm-size 1g --timeout-s 900 --steps {}",
+        limit + 1000
+    );
+    let real = run_cell(&format!("--loader torch --python {python} {base}"));
+    assert_eq!(status(&real), "enomem", "{real}");
+    let message = real["message"].as_str().unwrap();
+    // Python's allocator or torch's mmap, whichever asks first, is refused (12).
+    assert!(
+        message.contains("MemoryError") || message.contains("Cannot allocate memory (12)"),
+        "{message}"
+    );
+    let emulated = run_cell(&base);
+    assert_eq!(status(&emulated), "enomem", "{emulated}");
+    // Each main holds its own mappings besides the batches: torch about 530, the emulation
+    // about 50; both fail within those of the limit.
+    for (who, r) in [("torch", &real), ("emulation", &emulated)] {
+        let step = crash_step(r);
+        assert!(step > limit - 2000 && step <= limit, "{who}: {step} of {limit}");
+    }
+    assert_clean(&before);
+}
