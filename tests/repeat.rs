@@ -102,7 +102,10 @@ fn a_named_baseline_is_saved_by_one_run_and_compared_by_the_next() {
     let stdout = String::from_utf8_lossy(&o.stdout);
     assert_eq!(o.status.code(), Some(0), "{stdout}");
     assert!(stdout.contains("against baseline 'main'"), "{stdout}");
-    assert!(stdout.contains("sigbus 2 of 2 at step 1 in both"), "{stdout}");
+    assert!(
+        stdout.contains("sigbus 2 of 2 at step 1 in both"),
+        "{stdout}"
+    );
     assert_clean(&before);
 }
 

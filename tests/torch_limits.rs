@@ -14,7 +14,9 @@ fn real_torch_and_the_emulation_meet_vm_max_map_count_alike() {
         .parse()
         .unwrap();
     if limit > 262_144 {
-        eprintln!("skipped: vm.max_map_count is {limit} here; the test needs about {limit} batches");
+        eprintln!(
+            "skipped: vm.max_map_count is {limit} here; the test needs about {limit} batches"
+        );
         return;
     }
     let Some(python) = torch_or_skip() else {
@@ -41,7 +43,10 @@ fn real_torch_and_the_emulation_meet_vm_max_map_count_alike() {
     // about 50; both fail within those of the limit.
     for (who, r) in [("torch", &real), ("emulation", &emulated)] {
         let step = crash_step(r);
-        assert!(step > limit - 2000 && step <= limit, "{who}: {step} of {limit}");
+        assert!(
+            step > limit - 2000 && step <= limit,
+            "{who}: {step} of {limit}"
+        );
     }
     assert_clean(&before);
 }
