@@ -117,7 +117,7 @@ fn history_by_torch_version_tracks_torch_cells_across_releases() {
     let two = history(2);
     assert!(
         !two.contains("outcome changed")
-            && two.contains("1 difference(s) of outcome between neighbouring runs not judged"),
+            && two.contains("outcomes not judged between 2 pair(s) of neighbouring runs, 1 of them with different outcomes"),
         "{two}"
     );
     let out = history(4);

@@ -165,9 +165,10 @@ pub(crate) struct Trend {
     pub(crate) rate_steps: Vec<(usize, f64)>,
     /// Runs where the outcomes changed beyond chance, with before and after.
     pub(crate) outcome_steps: Vec<OutcomeStep>,
-    /// Neighbouring points whose usual outcomes differ but whose runs are too few to judge, and
-    /// those judged within chance.
+    /// Neighbouring points whose runs are too few to judge their outcomes, those of them whose
+    /// usual outcomes differ, and the pairs whose outcomes differ within chance.
     pub(crate) outcomes_unjudged: usize,
+    pub(crate) outcomes_unjudged_differ: usize,
     pub(crate) outcomes_within_chance: usize,
 }
 
@@ -329,7 +330,8 @@ fn trend(key: String, cell: String, points: Vec<Option<Point>>, threshold: f64) 
         .filter_map(|(i, p)| p.as_ref().map(|p| (i, p)))
         .collect();
     let mut outcome_steps = Vec::new();
-    let (mut outcomes_unjudged, mut outcomes_within_chance) = (0, 0);
+    let (mut outcomes_unjudged, mut outcomes_unjudged_differ, mut outcomes_within_chance) =
+        (0, 0, 0);
     for pair in present.windows(2) {
         let j = outcomes::judge(&pair[0].1.outcomes, &pair[1].1.outcomes);
         let differ = pair[0].1.outcome != pair[1].1.outcome;
@@ -340,7 +342,10 @@ fn trend(key: String, cell: String, points: Vec<Option<Point>>, threshold: f64) 
                 before: j.baseline,
                 after: j.candidate,
             }),
-            (false, false) if differ => outcomes_unjudged += 1,
+            (false, false) => {
+                outcomes_unjudged += 1;
+                outcomes_unjudged_differ += usize::from(differ);
+            }
             (false, true) if differ => outcomes_within_chance += 1,
             _ => {}
         }
@@ -360,6 +365,7 @@ fn trend(key: String, cell: String, points: Vec<Option<Point>>, threshold: f64) 
         rate_steps,
         outcome_steps,
         outcomes_unjudged,
+        outcomes_unjudged_differ,
         outcomes_within_chance,
     }
 }

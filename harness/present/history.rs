@@ -137,11 +137,12 @@ pub(crate) fn render(h: &History) -> String {
 /// What was not claimed about outcomes, and why: too few runs per point, or within chance.
 fn unjudged_outcomes(h: &History) -> String {
     let unjudged: usize = h.trends.iter().map(|t| t.outcomes_unjudged).sum();
+    let differ: usize = h.trends.iter().map(|t| t.outcomes_unjudged_differ).sum();
     let chance: usize = h.trends.iter().map(|t| t.outcomes_within_chance).sum();
     let mut out = String::new();
     if unjudged > 0 {
         out.push_str(&format!(
-            "- {unjudged} difference(s) of outcome between neighbouring runs not judged: too few runs per {} (a flip from always passing to always crashing needs {RUNS_FOR_A_FLIP} a side: --repeat {RUNS_FOR_A_FLIP})\n",
+            "- outcomes not judged between {unjudged} pair(s) of neighbouring runs, {differ} of them with different outcomes: too few runs per {} (a flip from always passing to always crashing needs {RUNS_FOR_A_FLIP} a side: --repeat {RUNS_FOR_A_FLIP})\n",
             by_name(h.by)
         ));
     }
