@@ -31,6 +31,7 @@ pub fn all() -> Vec<Box<dyn Need>> {
         Box::new(torch::Torch),
         Box::new(pypi::K8S_VALIDATE),
         Box::new(pypi::RAY),
+        Box::new(pypi::MATURIN),
         Box::new(vm::Qemu),
     ]
 }

@@ -83,3 +83,14 @@ pub const RAY: Package = Package {
     variable: "SHMBENCH_RAY_PYTHON",
     skip_variable: "SHMBENCH_SKIP_RAY",
 };
+
+/// maturin, which builds the wheel the Python tests install (tests/wheel.rs), as a release
+/// would (`maturin build --release`).
+pub const MATURIN: Package = Package {
+    name: "maturin (the wheel's build tool)",
+    venv: "maturin",
+    packages: &["maturin>=1.5,<2"],
+    probe: ("maturin", &["--version"]),
+    variable: "SHMBENCH_MATURIN",
+    skip_variable: "SHMBENCH_SKIP_WHEEL",
+};

@@ -1,0 +1,40 @@
+"""The pre-flight check on loaders whose answer is known without running them, printed as one
+JSON object: no workers (nothing in /dev/shm), a forkserver loader whose Dataset holds a tensor
+(its bytes are in the need), the same under fork (they are not), and LOCAL_WORLD_SIZE ranks."""
+
+import json
+import os
+import time
+
+import torch
+from torch.utils.data import DataLoader, Dataset
+
+import shmbench
+
+
+class Holding(Dataset):
+    def __init__(self, held_bytes):
+        self.cache = torch.zeros(held_bytes // 4)
+
+    def __len__(self):
+        return 1000
+
+    def __getitem__(self, i):
+        return torch.zeros(3, 64, 64)
+
+
+out = {}
+started = time.perf_counter()
+none = shmbench.preflight(DataLoader(Holding(4096), batch_size=8, num_workers=0))
+out["no_workers"] = {"fits": none.fits, "need": none.need_bytes}
+held = 64 << 20
+for method in ("fork", "forkserver"):
+    loader = DataLoader(Holding(held), batch_size=8, num_workers=2, multiprocessing_context=method)
+    out[method] = shmbench.preflight(loader, raise_on=None).need_bytes
+os.environ["LOCAL_WORLD_SIZE"] = "4"
+out["four_ranks"] = shmbench.preflight(DataLoader(Holding(4096), batch_size=8, num_workers=2)).need_bytes
+del os.environ["LOCAL_WORLD_SIZE"]
+out["one_rank"] = shmbench.preflight(DataLoader(Holding(4096), batch_size=8, num_workers=2)).need_bytes
+out["seconds"] = time.perf_counter() - started
+out["held"] = held
+print(json.dumps(out))

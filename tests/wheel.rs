@@ -1,0 +1,227 @@
+//! The Python distribution, for real: the wheel built by maturin from this repository (as a
+//! release is), installed into a fresh venv with pip, gives the `shmbench` command, `python -m
+//! shmbench` and the package; beside torch from PyPI, a training script's pre-flight check stops
+//! it before its first batch in a 64 MiB /dev/shm, with the fix, and lets it pass in 2 GiB with a
+//! predicted need the watched peak agrees with. Needs maturin (`cargo xtask test` installs it;
+//! SHMBENCH_SKIP_WHEEL=1 skips) and a Python with torch (tests/common/torch.rs).
+
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+use std::sync::OnceLock;
+
+use common::*;
+
+fn maturin() -> PathBuf {
+    match std::env::var_os("SHMBENCH_MATURIN") {
+        Some(p) => PathBuf::from(p),
+        None => {
+            let home = std::env::var_os("HOME").unwrap();
+            PathBuf::from(home).join(".cache/shmbench/venvs/maturin/bin/maturin")
+        }
+    }
+}
+
+fn run(cmd: &mut Command) -> Output {
+    let out = cmd.output().unwrap();
+    assert!(
+        out.status.success(),
+        "{cmd:?}: {}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    out
+}
+
+/// The wheel, built once for the tests of this file into a scratch directory.
+fn wheel() -> &'static Path {
+    static WHEEL: OnceLock<PathBuf> = OnceLock::new();
+    WHEEL.get_or_init(|| {
+        let out = temp_dir("wheel").keep();
+        run(Command::new(maturin())
+            .args(["build", "--release", "--out"])
+            .arg(&out)
+            .current_dir(env!("CARGO_MANIFEST_DIR")));
+        let built: Vec<PathBuf> = std::fs::read_dir(&out)
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .collect();
+        assert_eq!(built.len(), 1, "{built:?}");
+        built[0].clone()
+    })
+}
+
+/// A fresh venv with the wheel pip-installed, and torch's site-packages beside it when given.
+fn venv_with_wheel(torch_python: Option<&str>) -> (Scratch, PathBuf) {
+    let dir = temp_dir("wheel-venv");
+    let venv = dir.as_ref().join("v");
+    run(Command::new("python3").arg("-m").arg("venv").arg(&venv));
+    run(Command::new(venv.join("bin/pip"))
+        .args([
+            "install",
+            "--quiet",
+            "--disable-pip-version-check",
+            "--no-index",
+        ])
+        .arg(wheel()));
+    if let Some(python) = torch_python {
+        let site = run(Command::new(python).args([
+            "-c",
+            "import torch, os; print(os.path.dirname(os.path.dirname(torch.__file__)))",
+        ]));
+        let ours = run(Command::new(venv.join("bin/python")).args([
+            "-c",
+            "import sysconfig; print(sysconfig.get_path('purelib'))",
+        ]));
+        let purelib = String::from_utf8_lossy(&ours.stdout).trim().to_string();
+        std::fs::write(Path::new(&purelib).join("torch_beside.pth"), &site.stdout).unwrap();
+    }
+    (dir, venv)
+}
+
+fn wheel_or_skip() -> bool {
+    require(
+        "wheel",
+        || maturin().is_file(),
+        "maturin (the wheel's build tool)",
+    )
+}
+
+#[test]
+fn the_wheel_installs_the_command_and_the_package() {
+    if !wheel_or_skip() {
+        return;
+    }
+    let name = wheel().file_name().unwrap().to_string_lossy().to_string();
+    let version = env!("CARGO_PKG_VERSION");
+    assert!(
+        name.starts_with(&format!("shmbench-{version}-")) && name.contains("manylinux"),
+        "{name}"
+    );
+    let (_dir, venv) = venv_with_wheel(None);
+    for cmd in [
+        vec![
+            venv.join("bin/shmbench").display().to_string(),
+            "--version".into(),
+        ],
+        vec![
+            venv.join("bin/python").display().to_string(),
+            "-m".into(),
+            "shmbench".into(),
+            "--version".into(),
+        ],
+    ] {
+        let out = run(Command::new(&cmd[0]).args(&cmd[1..]));
+        let text = String::from_utf8_lossy(&out.stdout);
+        assert_eq!(text.trim(), format!("shmbench {version}"), "{cmd:?}");
+    }
+    // The package imports without torch; the check itself needs torch, and says so.
+    let out = run(Command::new(venv.join("bin/python"))
+        .args(["-c", "import shmbench; print(shmbench.binary())"]));
+    assert!(String::from_utf8_lossy(&out.stdout).contains("/bin/shmbench"));
+}
+
+#[test]
+fn the_preflight_reads_the_live_loader() {
+    if !wheel_or_skip() {
+        return;
+    }
+    let Some(python) = torch_or_skip() else {
+        return;
+    };
+    let (_dir, venv) = venv_with_wheel(Some(&python));
+    let script = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/python/preflight_cases.py"
+    );
+    let out = run(Command::new(venv.join("bin/python")).arg(script));
+    let text = String::from_utf8_lossy(&out.stdout);
+    let found: serde_json::Value = serde_json::from_str(text.lines().last().unwrap()).unwrap();
+    // No workers: the main loads every batch, nothing in /dev/shm.
+    assert_eq!(found["no_workers"]["need"], 0, "{found}");
+    assert_eq!(found["no_workers"]["fits"], true, "{found}");
+    // forkserver pickles the Dataset's tensor through /dev/shm: its bytes join the need.
+    let (fork, forkserver) = (
+        found["fork"].as_u64().unwrap(),
+        found["forkserver"].as_u64().unwrap(),
+    );
+    assert_eq!(
+        forkserver - fork,
+        found["held"].as_u64().unwrap(),
+        "{found}"
+    );
+    // Ranks per node from torchrun's LOCAL_WORLD_SIZE.
+    assert_eq!(
+        found["four_ranks"].as_u64().unwrap(),
+        4 * found["one_rank"].as_u64().unwrap(),
+        "{found}"
+    );
+}
+
+/// `shmbench watch` of the training script in a private /dev/shm of `size`.
+fn watch_training(venv: &Path, size: &str, out: &Path) -> (Output, String) {
+    let script = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/python/train_with_preflight.py"
+    );
+    let python = venv.join("bin/python").display().to_string();
+    let o = shmbench(&[
+        "watch",
+        "--shm-size",
+        size,
+        "--out",
+        out.to_str().unwrap(),
+        "--",
+        &python,
+        script,
+        "32",
+    ]);
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    );
+    (o, text)
+}
+
+#[test]
+fn a_training_script_s_preflight_stops_it_in_64m_and_predicts_its_peak_in_2g() {
+    if !wheel_or_skip() {
+        return;
+    }
+    let Some(python) = torch_or_skip() else {
+        return;
+    };
+    let _guard = serial();
+    let before = machine_state();
+    let (dir, venv) = venv_with_wheel(Some(&python));
+    // 64 MiB: the check raises before the first batch, with the fix; nothing reached /dev/shm.
+    let small = dir.as_ref().join("small.csv");
+    let (o, text) = watch_training(&venv, "64m", &small);
+    assert!(!o.status.success(), "{text}");
+    assert!(
+        text.contains("PreflightError") && text.contains("Fix:") && text.contains("--shm-size="),
+        "{text}"
+    );
+    assert!(!text.contains("trained"), "{text}");
+    let row = &read_csv(&small)[0];
+    assert_eq!(row["peak_shm_bytes"], "0", "{text}");
+    // 2 GiB: it passes, and the watched peak lies within 10% of the need the check predicted.
+    let large = dir.as_ref().join("large.csv");
+    let (o, text) = watch_training(&venv, "2g", &large);
+    assert!(o.status.success(), "{text}");
+    assert!(text.contains("trained"), "{text}");
+    let need: f64 = text
+        .split("need_bytes=")
+        .nth(1)
+        .and_then(|rest| rest.split_whitespace().next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("no need printed: {text}"));
+    let peak: f64 = read_csv(&large)[0]["peak_shm_bytes"].parse().unwrap();
+    assert!(
+        (peak / need - 1.0).abs() <= 0.10,
+        "watched peak {peak} against the predicted {need}: {text}"
+    );
+    assert_clean(&before);
+}
