@@ -262,3 +262,50 @@ fn no_permission_for_a_namespace_is_refused_up_front() {
     );
     assert!(!out.exists(), "nothing may be written when nothing ran");
 }
+
+/// A run of several cells on a terminal keeps a bar of the cells done with an ETA (under
+/// `script`, a real pseudo-terminal); in a pipe it prints plain lines only, no escape codes.
+#[test]
+fn a_run_on_a_terminal_shows_its_progress_and_a_pipe_gets_plain_lines() {
+    let _guard = serial();
+    let before = machine_state();
+    let dir = temp_dir("progress");
+    let out = dir.as_ref().join("r.csv");
+    let args = format!(
+        "{BIN} run --runtime namespace --shm-size 64m --batch 8 --workers 1 --steps 5 --repeat 3 --out {}",
+        out.display()
+    );
+    let tty = std::process::Command::new("script")
+        .args(["-qec", &args, "/dev/null"])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&tty.stdout);
+    assert!(tty.status.success(), "{text}");
+    assert!(text.contains("/3 cells") && text.contains("ETA"), "{text}");
+    assert!(text.contains("[3/3] adhoc"), "{text}");
+    let piped = shmbench(&[
+        "run",
+        "--runtime",
+        "namespace",
+        "--shm-size",
+        "64m",
+        "--batch",
+        "8",
+        "--workers",
+        "1",
+        "--steps",
+        "5",
+        "--repeat",
+        "3",
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    let stderr = String::from_utf8_lossy(&piped.stderr);
+    assert!(piped.status.success(), "{stderr}");
+    assert!(
+        !stderr.contains('\u{1b}') && !stderr.contains("ETA"),
+        "{stderr}"
+    );
+    assert!(stderr.contains("[3/3] adhoc"), "{stderr}");
+    assert_clean(&before);
+}

@@ -7,14 +7,23 @@ use super::leftovers::Swept;
 use crate::results::Row;
 use crate::runtime::{Output, Progress};
 
+/// A cell's place in its run: this is the `done`th to start, of at most `most` (fewer when
+/// `--repeat auto` stops cells early).
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Place {
+    pub(crate) done: usize,
+    pub(crate) most: usize,
+}
+
 /// What a run tells whoever watches it.
 pub(crate) enum Event<'a> {
     /// Something done around the cells (a sweep of leftovers, the image, the calibration).
     Note(String),
     /// What dead runs left, removed at the start of a run.
     Swept(Swept),
-    /// A cell is starting; `label` names it and its place in the run (`[2/5] docker-tuned (...)`).
-    Started { label: &'a str },
+    /// A cell is starting; `label` names it and its place in the run (`[2/5] docker-tuned (...)`),
+    /// `place` counts it.
+    Started { label: &'a str, place: Place },
     /// The running cell reported a step.
     Step {
         label: &'a str,

@@ -9,7 +9,7 @@ use std::time::Instant;
 use anyhow::{anyhow, Result};
 
 use super::calibrate;
-use super::event::Event;
+use super::event::{Event, Place};
 use super::leftovers;
 use crate::analysis::convergence;
 use crate::analysis::summary::summarize;
@@ -183,7 +183,10 @@ pub(crate) fn run(
                 (Repeat::Fixed(_), 1) => format!("[{done}/{of}] {}", describe(config)),
                 _ => format!("[{done}/{of}] {} run {rep}/{rounds}", describe(config)),
             };
-            observe(Event::Started { label: &label });
+            observe(Event::Started {
+                label: &label,
+                place: Place { done, most },
+            });
             let began = Instant::now();
             let record = launch_observed(&runtimes, config, &label, observe);
             if let Some(sig) = signals::received() {
