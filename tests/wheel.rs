@@ -2,7 +2,8 @@
 //! release is), installed into a fresh venv with pip, gives the `shmbench` command, `python -m
 //! shmbench` and the package; beside torch from PyPI, a training script's pre-flight check stops
 //! it before its first batch in a 64 MiB /dev/shm, with the fix, and lets it pass in 2 GiB with a
-//! predicted need the watched peak agrees with. Needs maturin (`cargo xtask test` installs it;
+//! predicted need the watched peak agrees with; so does the Lightning callback in a Trainer.
+//! Needs maturin (`cargo xtask test` installs it;
 //! SHMBENCH_SKIP_WHEEL=1 skips) and a Python with torch (tests/common/torch.rs).
 
 mod common;
@@ -159,12 +160,9 @@ fn the_preflight_reads_the_live_loader() {
     );
 }
 
-/// `shmbench watch` of the training script in a private /dev/shm of `size`.
-fn watch_training(venv: &Path, size: &str, out: &Path) -> (Output, String) {
-    let script = concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/tests/python/train_with_preflight.py"
-    );
+/// `shmbench watch` of a training script of tests/python in a private /dev/shm of `size`.
+fn watch_training(venv: &Path, script: &str, size: &str, out: &Path) -> (Output, String) {
+    let script = format!("{}/tests/python/{script}", env!("CARGO_MANIFEST_DIR"));
     let python = venv.join("bin/python").display().to_string();
     let o = shmbench(&[
         "watch",
@@ -174,7 +172,7 @@ fn watch_training(venv: &Path, size: &str, out: &Path) -> (Output, String) {
         out.to_str().unwrap(),
         "--",
         &python,
-        script,
+        &script,
         "32",
     ]);
     let text = format!(
@@ -187,6 +185,15 @@ fn watch_training(venv: &Path, size: &str, out: &Path) -> (Output, String) {
 
 #[test]
 fn a_training_script_s_preflight_stops_it_in_64m_and_predicts_its_peak_in_2g() {
+    stops_in_64m_and_predicts_its_peak_in_2g("train_with_preflight.py");
+}
+
+#[test]
+fn the_lightning_callback_stops_a_trainer_before_any_worker_starts() {
+    stops_in_64m_and_predicts_its_peak_in_2g("lightning_preflight.py");
+}
+
+fn stops_in_64m_and_predicts_its_peak_in_2g(script: &str) {
     if !wheel_or_skip() {
         return;
     }
@@ -198,7 +205,7 @@ fn a_training_script_s_preflight_stops_it_in_64m_and_predicts_its_peak_in_2g() {
     let (dir, venv) = venv_with_wheel(Some(&python));
     // 64 MiB: the check raises before the first batch, with the fix; nothing reached /dev/shm.
     let small = dir.as_ref().join("small.csv");
-    let (o, text) = watch_training(&venv, "64m", &small);
+    let (o, text) = watch_training(&venv, script, "64m", &small);
     assert!(!o.status.success(), "{text}");
     assert!(
         text.contains("PreflightError") && text.contains("Fix:") && text.contains("--shm-size="),
@@ -209,7 +216,7 @@ fn a_training_script_s_preflight_stops_it_in_64m_and_predicts_its_peak_in_2g() {
     assert_eq!(row["peak_shm_bytes"], "0", "{text}");
     // 2 GiB: it passes, and the watched peak lies within 10% of the need the check predicted.
     let large = dir.as_ref().join("large.csv");
-    let (o, text) = watch_training(&venv, "2g", &large);
+    let (o, text) = watch_training(&venv, script, "2g", &large);
     assert!(o.status.success(), "{text}");
     assert!(text.contains("trained"), "{text}");
     let need: f64 = text

@@ -1,5 +1,6 @@
 //! A Python with the current torch for the real-torch tests, in a cached venv (`venv`: made once
-//! with `pip install torch`, about 5 GB from PyPI, a few minutes; reused after).
+//! with `pip install torch lightning`, about 5 GB from PyPI, a few minutes; reused after).
+//! PyTorch Lightning is there for the pre-flight callback's test (tests/wheel.rs).
 //! The tests find it through SHMBENCH_TORCH_PYTHON.
 
 use std::path::PathBuf;
@@ -16,9 +17,12 @@ fn python() -> PathBuf {
     venv().join("bin/python")
 }
 
-/// The torch version the venv's Python imports, if it does.
+/// The torch version the venv's Python imports, if it imports Lightning too.
 fn version() -> Option<String> {
-    venv::answer(&python(), &["-c", "import torch; print(torch.__version__)"])
+    venv::answer(
+        &python(),
+        &["-c", "import torch, lightning; print(torch.__version__)"],
+    )
 }
 
 pub struct Torch;
@@ -44,10 +48,10 @@ impl Need for Torch {
             return Ok(format!("torch {v} in {} (cached)", venv().display()));
         }
         let dir_text = venv().display().to_string();
-        println!("   installing torch from PyPI into {dir_text} (about 5 GB, a few minutes)...");
-        venv::install("torch", &["torch"])?;
+        println!("   installing torch and PyTorch Lightning from PyPI into {dir_text} (about 5 GB, a few minutes)...");
+        venv::install("torch", &["torch", "lightning"])?;
         let v = version().ok_or_else(|| {
-            format!("torch was installed into {dir_text} but its Python cannot import it")
+            format!("torch and lightning were installed into {dir_text} but its Python cannot import them")
         })?;
         Ok(format!("installed torch {v} into {dir_text}"))
     }
