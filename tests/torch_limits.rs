@@ -8,17 +8,9 @@ use common::*;
 
 #[test]
 fn real_torch_and_the_emulation_meet_vm_max_map_count_alike() {
-    let limit: u64 = std::fs::read_to_string("/proc/sys/vm/max_map_count")
-        .unwrap()
-        .trim()
-        .parse()
-        .unwrap();
-    if limit > 262_144 {
-        eprintln!(
-            "skipped: vm.max_map_count is {limit} here; the test needs about {limit} batches"
-        );
+    let Some(limit) = max_map_count_within_reach() else {
         return;
-    }
+    };
     let Some(python) = torch_or_skip() else {
         return;
     };

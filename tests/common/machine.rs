@@ -121,3 +121,24 @@ pub fn shmbench_cgroups() -> Vec<String> {
         .filter(|n| n.starts_with("shmbench-"))
         .collect()
 }
+
+/// This node's vm.max_map_count, for the tests that fill it with batches kept alive (a page
+/// each); None, said on the test output, where it is too high to fill in a test's time.
+pub fn max_map_count_within_reach() -> Option<u64> {
+    let limit: u64 = std::fs::read_to_string("/proc/sys/vm/max_map_count")
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    if limit > 262_144 {
+        let _ = std::io::Write::write_all(
+            &mut std::io::stderr(),
+            format!(
+                "skipped: vm.max_map_count is {limit} here; the test needs about {limit} batches\n"
+            )
+            .as_bytes(),
+        );
+        return None;
+    }
+    Some(limit)
+}
