@@ -192,7 +192,7 @@ fn repeated_runs_are_summarised_per_cell() {
     let md = std::fs::read_to_string(out.join("report.md")).unwrap();
     assert!(md.contains("Every run, per cell"), "{md}");
     assert!(
-        md.contains("| Docker Tuned         | 3    | pass             | 3x pass"),
+        md.contains("| Docker Tuned         | 3    | pass             | passes 3 of 3"),
         "{md}"
     );
     // The how-to's table and the claims appear once per cell, not once per repeat.
