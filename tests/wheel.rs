@@ -2,7 +2,8 @@
 //! release is), installed into a fresh venv with pip, gives the `shmbench` command, `python -m
 //! shmbench` and the package; beside torch from PyPI, a training script's pre-flight check stops
 //! it before its first batch in a 64 MiB /dev/shm, with the fix, and lets it pass in 2 GiB with a
-//! predicted need the watched peak agrees with; so does the Lightning callback in a Trainer.
+//! predicted need the watched peak agrees with; so does the Lightning callback in a Trainer, and
+//! the script in a Docker container of a local image names Docker's fix.
 //! Needs maturin (`cargo xtask test` installs it;
 //! SHMBENCH_SKIP_WHEEL=1 skips) and a Python with torch (tests/common/torch.rs).
 
@@ -230,5 +231,84 @@ fn stops_in_64m_and_predicts_its_peak_in_2g(script: &str) {
         (peak / need - 1.0).abs() <= 0.10,
         "watched peak {peak} against the predicted {need}: {text}"
     );
+    assert_clean(&before);
+}
+
+/// The same script in a real Docker container of a local image built here (`docker import` of
+/// an empty tree: no registry), with this machine's system libraries, the venv and torch
+/// mounted read-only: the engine's /dev/shm of `--shm-size`.
+fn in_container(venv: &Path, torch_python: &str, shm: &str) -> (bool, String) {
+    let image = format!("shmbench-test-preflight:{}", std::process::id());
+    let empty = temp_dir("empty-image");
+    let tar = Command::new("tar")
+        .args(["-c", "-C"])
+        .arg(empty.as_ref())
+        .arg(".")
+        .output()
+        .unwrap();
+    let mut import = Command::new("docker")
+        .args(["import", "-", &image])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    std::io::Write::write_all(&mut import.stdin.take().unwrap(), &tar.stdout).unwrap();
+    assert!(import.wait().unwrap().success());
+    let torch_venv = Path::new(torch_python).parent().unwrap().parent().unwrap();
+    let scripts = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/python");
+    let mut docker = Command::new("docker");
+    docker.args(["run", "--rm", "--shm-size", shm]);
+    for dir in ["/usr", "/lib", "/lib64", "/etc/ld.so.cache"] {
+        if Path::new(dir).exists() {
+            docker.args(["-v", &format!("{dir}:{dir}:ro")]);
+        }
+    }
+    // The installation the venvs were made from (pyenv's, or the system's under /usr).
+    let base =
+        run(Command::new(venv.join("bin/python"))
+            .args(["-c", "import sys; print(sys.base_prefix)"]));
+    let base = PathBuf::from(String::from_utf8_lossy(&base.stdout).trim());
+    for dir in [venv, torch_venv, Path::new(scripts), &base] {
+        docker.args(["-v", &format!("{}:{}:ro", dir.display(), dir.display())]);
+    }
+    let out = docker
+        .arg(&image)
+        .arg(venv.join("bin/python"))
+        .arg(format!("{scripts}/train_with_preflight.py"))
+        .arg("32")
+        .output()
+        .unwrap();
+    let _ = Command::new("docker").args(["rmi", &image]).output();
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    (out.status.success(), text)
+}
+
+#[test]
+fn in_a_docker_container_the_preflight_names_the_engine_s_fix() {
+    if !wheel_or_skip() || !docker_or_skip() {
+        return;
+    }
+    let Some(python) = torch_or_skip() else {
+        return;
+    };
+    let _guard = serial();
+    let before = machine_state();
+    let (_dir, venv) = venv_with_wheel(Some(&python));
+    // The engine's default size: stopped before the first batch, with Docker's own fix.
+    let (ok, text) = in_container(&venv, &python, "64m");
+    assert!(!ok, "{text}");
+    assert!(
+        text.contains("PreflightError")
+            && text.contains("(docker)")
+            && text.contains("docker run --shm-size="),
+        "{text}"
+    );
+    assert!(!text.contains("trained"), "{text}");
+    let (ok, text) = in_container(&venv, &python, "2g");
+    assert!(ok && text.contains("trained"), "{text}");
     assert_clean(&before);
 }
