@@ -153,6 +153,16 @@ fn the_preflight_reads_the_live_loader() {
         found["held"].as_u64().unwrap(),
         "{found}"
     );
+    // An iterable-style dataset has no sample to read without iterating it: asked for one,
+    // and given one, the same need as the map-style loader of the same samples.
+    assert!(
+        found["iterable_refused"]
+            .as_str()
+            .unwrap()
+            .contains("sample="),
+        "{found}"
+    );
+    assert_eq!(found["iterable_with_sample"], found["one_rank"], "{found}");
     // Ranks per node from torchrun's LOCAL_WORLD_SIZE.
     assert_eq!(
         found["four_ranks"].as_u64().unwrap(),

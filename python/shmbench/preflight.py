@@ -142,11 +142,11 @@ def _batch_size(loader):
     return len(first) if first is not None else 1
 
 
-def _sample(loader, sample):
+def _sample(loader, sample, torch):
     if sample is not None:
         return sample
     dataset = loader.dataset
-    if not hasattr(dataset, "__getitem__") or hasattr(dataset, "__iter__") and not hasattr(dataset, "__len__"):
+    if isinstance(dataset, torch.utils.data.IterableDataset) or not hasattr(dataset, "__getitem__"):
         raise ValueError(
             "shmbench.preflight: this loader's dataset is iterable-style, so no sample can be "
             "read without iterating it; pass one: preflight(loader, sample=next(iter(dataset)))"
@@ -158,7 +158,7 @@ def _loader_args(loader, sample, torch):
     """The doctor's flags for one loader: its batch in bytes (a batch of 1-byte samples keeps
     every size exact whatever the sample's shape), its settings, and the tensors the Dataset
     holds when the start method pickles it."""
-    sample_bytes = max(1, _tensor_bytes(_sample(loader, sample), torch))
+    sample_bytes = max(1, _tensor_bytes(_sample(loader, sample, torch), torch))
     batch_bytes = _batch_size(loader) * sample_bytes
     method = _start_method(loader)
     held = 0 if method == "fork" else _held_tensor_bytes(loader.dataset, torch)

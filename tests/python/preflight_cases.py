@@ -1,6 +1,7 @@
 """The pre-flight check on loaders whose answer is known without running them, printed as one
 JSON object: no workers (nothing in /dev/shm), a forkserver loader whose Dataset holds a tensor
-(its bytes are in the need), the same under fork (they are not), and LOCAL_WORLD_SIZE ranks."""
+(its bytes are in the need), the same under fork (they are not), LOCAL_WORLD_SIZE ranks, and an
+iterable-style dataset (refused without a sample, checked with one)."""
 
 import json
 import os
@@ -35,6 +36,19 @@ os.environ["LOCAL_WORLD_SIZE"] = "4"
 out["four_ranks"] = shmbench.preflight(DataLoader(Holding(4096), batch_size=8, num_workers=2)).need_bytes
 del os.environ["LOCAL_WORLD_SIZE"]
 out["one_rank"] = shmbench.preflight(DataLoader(Holding(4096), batch_size=8, num_workers=2)).need_bytes
+class Stream(torch.utils.data.IterableDataset):
+    def __iter__(self):
+        while True:
+            yield torch.zeros(3, 64, 64)
+
+
+stream = DataLoader(Stream(), batch_size=8, num_workers=2)
+try:
+    shmbench.preflight(stream)
+    out["iterable_refused"] = ""
+except ValueError as e:
+    out["iterable_refused"] = str(e)
+out["iterable_with_sample"] = shmbench.preflight(stream, sample=torch.zeros(3, 64, 64)).need_bytes
 out["seconds"] = time.perf_counter() - started
 out["held"] = held
 print(json.dumps(out))
