@@ -59,9 +59,10 @@ fn doubled_midranks(values: &[f64]) -> Vec<u64> {
     ranks
 }
 
-/// Pooled samples up to this size get the exact permutation distribution; larger ones the
-/// normal approximation with the tie correction (Mann-Whitney's).
-const EXACT_UP_TO: usize = 60;
+/// Pooled samples up to this size get the exact permutation distribution (its cost grows with
+/// the cube of the size); larger ones the normal approximation with the tie correction
+/// (Mann-Whitney's), already close there.
+const EXACT_UP_TO: usize = 30;
 
 /// The rank test of two samples (Mann-Whitney-Wilcoxon), two-sided: the probability that the
 /// rank sum of `x` lies at least as far from its mean as observed, over every way of splitting
@@ -82,6 +83,21 @@ pub(crate) fn rank_test_two_sided(x: &[f64], y: &[f64]) -> f64 {
     if n > EXACT_UP_TO {
         return normal_rank_test(&ranks, n1, observed);
     }
+    exact_rank_test(&ranks, n1, observed, total, mean_n, distance_n)
+}
+
+/// The exact two-sided p of x's doubled rank sum `observed`: the share of the splits whose sum
+/// lies at least as far (times n) from its mean as `distance_n`.
+fn exact_rank_test(
+    ranks: &[u64],
+    n1: usize,
+    observed: u64,
+    total: u64,
+    mean_n: u64,
+    distance_n: u64,
+) -> f64 {
+    let n = ranks.len();
+    debug_assert!(observed <= total);
     // dp[k][s]: subsets of k of the values with doubled rank sum s.
     let mut dp = vec![vec![0f64; total as usize + 1]; n1 + 1];
     dp[0][0] = 1.0;
@@ -139,21 +155,27 @@ fn standard_normal_cdf(z: f64) -> f64 {
 }
 
 /// The smallest difference of two shares (e.g. of passing runs) that Fisher's test can find at
-/// `alpha` with `n1` and `n2` runs; None when no table of these sizes reaches it.
+/// `alpha` with `n1` and `n2` runs; None when no table of these sizes reaches it. The smallest
+/// findable difference has one side at 0% or 100% (a share's spread is least there), so only
+/// those tables are tried, from the smallest difference up: a few calls, even for a fleet's runs.
 pub(crate) fn detectable_share(n1: u64, n2: u64, alpha: f64) -> Option<f64> {
-    let mut best: Option<f64> = None;
-    for a in 0..=n1 {
-        for c in 0..=n2 {
-            let gap = (a as f64 / n1 as f64 - c as f64 / n2 as f64).abs();
-            if best.is_some_and(|b| gap >= b) {
-                continue;
-            }
-            if fisher_two_sided(a, n1 - a, c, n2 - c) <= alpha {
-                best = Some(gap);
-            }
-        }
+    if n1 == 0 || n2 == 0 {
+        return None;
     }
-    best
+    // Every run of one side in the category, and c of the other's.
+    let from_full = |full: u64, other: u64, swap: bool| -> Option<f64> {
+        (0..other).rev().find_map(|c| {
+            let p = match swap {
+                false => fisher_two_sided(full, 0, c, other - c),
+                true => fisher_two_sided(c, other - c, full, 0),
+            };
+            (p <= alpha).then(|| 1.0 - c as f64 / other as f64)
+        })
+    };
+    [from_full(n1, n2, false), from_full(n2, n1, true)]
+        .into_iter()
+        .flatten()
+        .reduce(f64::min)
 }
 
 /// The smallest shift (in steps, earlier or later) of every crash step of `steps` that the rank
@@ -166,12 +188,24 @@ pub(crate) fn detectable_shift(steps: &[u64], others: usize, alpha: f64) -> Opti
     }
     let x: Vec<f64> = steps.iter().map(|s| *s as f64).collect();
     let spread = steps.iter().max()? - steps.iter().min()?;
-    (1..=spread + 1).find(|shift| {
-        let y: Vec<f64> = (0..others)
-            .map(|i| x[i % x.len()] + *shift as f64)
-            .collect();
+    let found = |shift: u64| {
+        let y: Vec<f64> = (0..others).map(|i| x[i % x.len()] + shift as f64).collect();
         rank_test_two_sided(&x, &y) <= alpha
-    })
+    };
+    // Past the spread the samples are wholly apart: the most a shift can show.
+    if !found(spread + 1) {
+        return None;
+    }
+    // A larger shift only separates the samples more: the smallest that is found, by halving.
+    let (mut lo, mut hi) = (0, spread + 1);
+    while hi - lo > 1 {
+        let mid = lo + (hi - lo) / 2;
+        match found(mid) {
+            true => hi = mid,
+            false => lo = mid,
+        }
+    }
+    Some(hi)
 }
 
 #[cfg(test)]
@@ -215,15 +249,35 @@ mod tests {
     }
 
     #[test]
-    fn the_normal_approximation_agrees_with_the_exact_test_where_both_apply() {
-        let x: Vec<f64> = (0..30).map(|i| (i * 7 % 31) as f64).collect();
-        let y: Vec<f64> = (0..31).map(|i| (i * 5 % 29) as f64 + 4.0).collect();
-        let exact = rank_test_two_sided(&x, &y[..30]);
-        let pooled: Vec<f64> = x.iter().chain(&y[..30]).copied().collect();
+    fn the_normal_approximation_agrees_with_the_exact_test_where_they_meet() {
+        let x: Vec<f64> = (0..15).map(|i| (i * 7 % 17) as f64).collect();
+        let y: Vec<f64> = (0..15).map(|i| (i * 5 % 13) as f64 + 7.0).collect();
+        let pooled: Vec<f64> = x.iter().chain(&y).copied().collect();
         let ranks = doubled_midranks(&pooled);
-        let observed: u64 = ranks[..30].iter().sum();
-        let approx = normal_rank_test(&ranks, 30, observed);
-        assert!((exact - approx).abs() < 0.01, "{exact} vs {approx}");
+        let observed: u64 = ranks[..15].iter().sum();
+        let total: u64 = ranks.iter().sum();
+        let (n, mean_n) = (30u64, total * 15);
+        let exact = exact_rank_test(
+            &ranks,
+            15,
+            observed,
+            total,
+            mean_n,
+            (observed * n).abs_diff(mean_n),
+        );
+        let approx = normal_rank_test(&ranks, 15, observed);
+        assert!((exact - approx).abs() < 0.02, "{exact} vs {approx}");
+        assert!(exact < 0.5 && exact > 0.0001, "{exact}");
+    }
+
+    #[test]
+    fn a_fleet_s_run_counts_are_judged_quickly_and_sensibly() {
+        // Thousands of runs a side: the normal approximation, and a small detectable share.
+        let share = detectable_share(5000, 5000, 0.05).unwrap();
+        assert!(share < 0.01, "{share}");
+        let steps: Vec<u64> = (0..2000).map(|i| 10 + i % 400).collect();
+        let shift = detectable_shift(&steps, 2000, 0.05).unwrap();
+        assert!((1..=60).contains(&shift), "{shift}");
     }
 
     #[test]
