@@ -163,6 +163,13 @@ fn the_preflight_reads_the_live_loader() {
         "{found}"
     );
     assert_eq!(found["iterable_with_sample"], found["one_rank"], "{found}");
+    // A batch sampler's batches are its first batch's size; unbatched, one sample each.
+    assert_eq!(found["batch_sampler"], found["one_rank"], "{found}");
+    let unbatched = found["unbatched"].as_u64().unwrap();
+    assert!(
+        unbatched > 0 && unbatched < found["one_rank"].as_u64().unwrap(),
+        "{found}"
+    );
     // Ranks per node from torchrun's LOCAL_WORLD_SIZE.
     assert_eq!(
         found["four_ranks"].as_u64().unwrap(),

@@ -137,6 +137,9 @@ def _start_method(loader):
 def _batch_size(loader):
     if loader.batch_size is not None:
         return loader.batch_size
+    if loader.batch_sampler is None:
+        # batch_size=None: no batching, each sample goes through /dev/shm on its own.
+        return 1
     # A batch_sampler of its own: its first batch's length (the sampler runs here, not a worker).
     first = next(iter(loader.batch_sampler), None)
     return len(first) if first is not None else 1

@@ -49,6 +49,10 @@ try:
 except ValueError as e:
     out["iterable_refused"] = str(e)
 out["iterable_with_sample"] = shmbench.preflight(stream, sample=torch.zeros(3, 64, 64)).need_bytes
+# batch_size=None: every sample is its own "batch"; a batch sampler: its first batch's size.
+out["unbatched"] = shmbench.preflight(DataLoader(Holding(4096), batch_size=None, num_workers=2)).need_bytes
+sampler = torch.utils.data.BatchSampler(range(1000), batch_size=8, drop_last=False)
+out["batch_sampler"] = shmbench.preflight(DataLoader(Holding(4096), batch_sampler=sampler, num_workers=2)).need_bytes
 out["seconds"] = time.perf_counter() - started
 out["held"] = held
 print(json.dumps(out))
