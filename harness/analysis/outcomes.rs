@@ -25,6 +25,15 @@ pub(crate) const ALPHA: f64 = 0.05;
 /// p = 2/70 = 0.029; 3 vs 3: p = 0.10).
 pub(crate) const RUNS_FOR_A_FLIP: usize = 4;
 
+/// How outcomes are judged, in the words every output uses.
+pub(crate) const METHOD: &str =
+    "Fisher's exact test of the pass and crash shares, a rank test of the crash steps";
+
+/// What it takes to judge outcomes at all, in the words every output uses.
+pub(crate) fn flip_needs() -> String {
+    format!("a flip from always passing to always crashing needs {RUNS_FOR_A_FLIP} runs a side: --repeat {RUNS_FOR_A_FLIP}")
+}
+
 /// One cell's outcomes over its runs.
 #[derive(Clone, Debug, Default, PartialEq, Serialize)]
 pub(crate) struct Shares {
@@ -48,8 +57,10 @@ impl Shares {
                 *shares.crashes.entry(o.status).or_default() += 1;
                 let steps = shares.crash_steps.entry(o.status).or_default();
                 steps.extend(o.crash_step);
-                steps.sort_unstable();
             }
+        }
+        for steps in shares.crash_steps.values_mut() {
+            steps.sort_unstable();
         }
         shares
     }
@@ -196,9 +207,7 @@ pub(crate) fn judge(base: &[Outcome], cand: &[Outcome]) -> Judgement {
         let runs = format!("{} and {} run(s)", j.baseline.runs, j.candidate.runs);
         j.note = match j.baseline == j.candidate {
             true => format!("{} in both ({runs}: outcomes not judged)", j.baseline),
-            false => format!(
-                "{shown}: not judged with {runs} (a flip from always passing to always crashing needs {RUNS_FOR_A_FLIP} runs a side: --repeat {RUNS_FOR_A_FLIP})"
-            ),
+            false => format!("{shown}: not judged with {runs} ({})", flip_needs()),
         };
         return j;
     }

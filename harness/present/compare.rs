@@ -3,7 +3,7 @@
 
 use super::table;
 use crate::analysis::compare::{Comparison, Thresholds, Verdict};
-use crate::analysis::outcomes::{Shares, ALPHA, RUNS_FOR_A_FLIP};
+use crate::analysis::outcomes::{flip_needs, Shares, ALPHA, METHOD};
 use crate::analysis::power;
 use crate::analysis::summary::CellSummary;
 
@@ -102,9 +102,7 @@ fn outcomes_line(comparisons: &[Comparison]) -> String {
         .filter_map(|j| j.detectable_share)
         .reduce(f64::max);
     let shift = judgements.iter().filter_map(|j| j.detectable_shift).max();
-    let mut line = format!(
-        "outcomes judged over the repeats at p < {ALPHA} (Fisher's exact test of the pass and crash shares, a rank test of the crash steps)"
-    );
+    let mut line = format!("outcomes judged over the repeats at p < {ALPHA} ({METHOD})");
     if let Some(share) = share {
         line.push_str(&format!(
             "; detectable here: a change of pass share of {:.0}% or more",
@@ -118,7 +116,8 @@ fn outcomes_line(comparisons: &[Comparison]) -> String {
     }
     if unjudged > 0 {
         line.push_str(&format!(
-            "; {unjudged} cell(s) with too few runs to judge their outcomes (a flip from always passing to always crashing needs {RUNS_FOR_A_FLIP} runs a side: --repeat {RUNS_FOR_A_FLIP})"
+            "; {unjudged} cell(s) with too few runs to judge their outcomes ({})",
+            flip_needs()
         ));
     }
     line

@@ -4,7 +4,7 @@ use clap::ValueEnum;
 
 use super::table;
 use crate::analysis::history::{By, History, Metric, Run};
-use crate::analysis::outcomes::{ALPHA, RUNS_FOR_A_FLIP};
+use crate::analysis::outcomes::{flip_needs, ALPHA, METHOD};
 use crate::model::size::ByteSize;
 
 /// The field's name as `--by` spells it.
@@ -142,13 +142,14 @@ fn unjudged_outcomes(h: &History) -> String {
     let mut out = String::new();
     if unjudged > 0 {
         out.push_str(&format!(
-            "- outcomes not judged between {unjudged} pair(s) of neighbouring runs, {differ} of them with different outcomes: too few runs per {} (a flip from always passing to always crashing needs {RUNS_FOR_A_FLIP} a side: --repeat {RUNS_FOR_A_FLIP})\n",
-            by_name(h.by)
+            "- outcomes not judged between {unjudged} pair(s) of neighbouring runs, {differ} of them with different outcomes: too few runs per {} ({})\n",
+            by_name(h.by),
+            flip_needs()
         ));
     }
     if chance > 0 {
         out.push_str(&format!(
-            "- {chance} difference(s) of outcome between neighbouring runs within chance at p < {ALPHA} (Fisher's exact test of the shares, a rank test of the crash steps)\n"
+            "- {chance} difference(s) of outcome between neighbouring runs within chance at p < {ALPHA} ({METHOD})\n"
         ));
     }
     out
