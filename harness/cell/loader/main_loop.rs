@@ -171,21 +171,19 @@ impl Loop<'_> {
                     };
                     let label = name.clone().unwrap_or_else(|| "fd from the worker".into());
                     let shared = consumer::map_received(fd, name, bytes).map_err(|e| {
-                        match e.raw_os_error() {
+                        let status = match e.raw_os_error() {
                             // torch's words (MapAllocator), then why.
-                            Some(libc::ENOMEM) => Stop::new(
+                            Some(libc::ENOMEM) => return Stop::new(
                                 Status::Enomem,
                                 format!("unable to mmap {bytes} bytes from file <{label}>: Cannot allocate memory (12) (batch {idx}): {ENOMEM_HINT}"),
                             ),
-                            Some(libc::EMFILE) => Stop::new(
-                                Status::Emfile,
-                                format!("mapping batch {idx} from worker {worker}: {e}"),
-                            ),
-                            _ => Stop::new(
-                                Status::Error,
-                                format!("mapping batch {idx} from worker {worker}: {e}"),
-                            ),
-                        }
+                            Some(libc::EMFILE) => Status::Emfile,
+                            _ => Status::Error,
+                        };
+                        Stop::new(
+                            status,
+                            format!("mapping batch {idx} from worker {worker}: {e}"),
+                        )
                     })?;
                     let batch = if self.config.knobs.pin_memory {
                         self.pinned.pin(shared)
