@@ -176,8 +176,6 @@ pub(crate) fn run(
     for line in lines_rx.try_iter() {
         monitor.stderr_line(&line);
     }
-    // A host cell shares this machine's /dev/shm: what its dead tree left, no one holds.
-    let swept = segment::sweep_abandoned().removed.len();
     let how = match exit {
         Exit::Signal(sig) => format!("process was killed by signal: {}", signals::name(sig)),
         Exit::Code(code) => format!("process exited with code {code}"),
@@ -187,13 +185,16 @@ pub(crate) fn run(
         cgroup.is_some_and(|g| g.oom_killed()),
         &format!("the cell's main was OOM-killed ({how})"),
     );
-    note_swept(&mut record, swept);
+    // A host cell shares this machine's /dev/shm: what its dead tree left, no one holds.
+    sweep_left_segments(&mut record);
     record
 }
 
-/// Says in the record how many segments its dead tree left in this machine's /dev/shm that
-/// the harness removed (none: nothing said).
-pub(crate) fn note_swept(record: &mut CellRecord, swept: usize) {
+/// For a cell on this machine's /dev/shm whose processes are all gone: removes the segments it
+/// left (its owner is dead, nothing holds them) and says in the record how many (none: nothing
+/// said).
+pub(crate) fn sweep_left_segments(record: &mut CellRecord) {
+    let swept = segment::sweep_abandoned().removed.len();
     if swept > 0 {
         record.message = format!(
             "{} [harness removed {swept} leftover segment(s) from /dev/shm]",

@@ -26,7 +26,6 @@ use futures_util::StreamExt;
 
 use super::launch::{CellMessage, Runtime};
 use super::output::Monitor;
-use crate::cell::loader::segment;
 use crate::model::config::CellConfig;
 use crate::model::knob_types::IpcMode;
 use crate::model::record::{CellRecord, Status};
@@ -220,13 +219,6 @@ impl Runtime for Docker {
         let result = self
             .engine
             .block_on(self.run_container(config, &mut monitor));
-        // With --ipc host the container's /dev/shm is this machine's: what its cell left there
-        // when it was killed (Ctrl-C, the watchdog, a crash) goes now that it is gone, as a host
-        // cell's does, not at the next run's start.
-        let swept = match config.knobs.ipc {
-            IpcMode::Host => segment::sweep_abandoned().removed.len(),
-            _ => 0,
-        };
         let mut record = match result {
             Err(message) => CellRecord::failed_to_run(
                 config.clone(),
@@ -240,7 +232,12 @@ impl Runtime for Docker {
                 record
             }
         };
-        super::child::note_swept(&mut record, swept);
+        // With --ipc host the container's /dev/shm is this machine's: what its cell left there
+        // when it was killed (Ctrl-C, the watchdog, a crash) goes now that it is gone, as a host
+        // cell's does, not at the next run's start.
+        if config.knobs.ipc == IpcMode::Host {
+            super::child::sweep_left_segments(&mut record);
+        }
         record
     }
 }
