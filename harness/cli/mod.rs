@@ -21,6 +21,7 @@ mod repeat;
 mod report;
 mod run;
 mod shm;
+mod slurm;
 mod sweep;
 mod watch;
 
@@ -133,6 +134,8 @@ pub(crate) enum Command {
     Watch(watch::Args),
     /// Kubernetes: the scenario's cells as an Indexed Job per pod shape, and its pods' records back as results
     K8s(k8s::Args),
+    /// Slurm: the scenario's cells as a job array, and its tasks' records and ends back as results
+    Slurm(slurm::Args),
     #[command(hide = true)]
     Worker(internal::WorkerArgs),
     #[command(hide = true)]
@@ -172,6 +175,7 @@ fn dispatch(cli: Cli) -> Result<ExitCode> {
         Command::Image(args) => image::run(args),
         Command::Watch(args) => watch::run(args),
         Command::K8s(args) => k8s::run(args),
+        Command::Slurm(args) => slurm::run(args),
         Command::Worker(args) => internal::worker(args),
         Command::Job(args) => internal::job(args),
     }

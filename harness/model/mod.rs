@@ -40,6 +40,7 @@ pub(crate) mod repeat;
 pub(crate) mod segment_maker;
 pub(crate) mod shm_audit;
 pub mod size;
+pub(crate) mod slurm;
 pub(crate) mod statement;
 pub(crate) mod validate;
 pub(crate) mod vm;

@@ -11,6 +11,7 @@ use serde::{Deserialize, Serialize};
 use super::claim::{ClaimStatus, ClaimVerdict};
 use super::config::CellConfig;
 use super::pod::PodInfo;
+use super::slurm::SlurmTask;
 use super::vm::VmInfo;
 use super::watch::WatchFindings;
 
@@ -33,11 +34,11 @@ pub enum Status {
     /// mmap refused with ENOMEM: the process holds vm.max_map_count mappings (one per batch it
     /// keeps alive), torch's "unable to mmap ... Cannot allocate memory (12)".
     Enomem,
-    /// No progress within the watchdog's time.
+    /// No progress within the watchdog's time, or a Slurm task past its time limit.
     Timeout,
     /// The kubelet evicted the pod that ran the cell (node memory pressure, or an emptyDir over
     /// its sizeLimit where that is not the tmpfs size): read from the pod's status by
-    /// `k8s collect`, since an evicted pod prints no record.
+    /// `k8s collect`, since an evicted pod prints no record; or a Slurm task preempted.
     Evicted,
     /// Anything else: a worker killed by another signal, a harness or runtime failure.
     #[default]
@@ -171,6 +172,10 @@ pub struct CellRecord {
     /// The VM that ran the cell (`--runtime vm`): kernel, accelerator, size, the guest's view.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub(crate) vm: Option<VmInfo>,
+    /// The Slurm array task that ran the cell (`shmbench slurm task`, in a job of the script
+    /// `slurm script` writes).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) slurm: Option<SlurmTask>,
 }
 
 impl CellRecord {
@@ -189,6 +194,7 @@ impl CellRecord {
             watch: None,
             pod: None,
             vm: None,
+            slurm: None,
         }
     }
 

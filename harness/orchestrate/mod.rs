@@ -9,4 +9,5 @@ pub(crate) mod fidelity;
 pub(crate) mod leftovers;
 pub(crate) mod minshm;
 pub(crate) mod runner;
+pub(crate) mod slurm_task;
 pub(crate) mod verify;

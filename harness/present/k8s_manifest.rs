@@ -17,6 +17,7 @@ use serde_json::{json, Value};
 use crate::model::config::CellConfig;
 use crate::model::knobs::{IpcMode, RuntimeKind};
 use crate::model::pod::{NODE_NAME_ENV, POD_NAMESPACE_ENV, POD_NAME_ENV};
+use crate::plan::memory;
 
 /// Where the cells file is mounted in the pod.
 const CELLS_DIR: &str = "/etc/shmbench";
@@ -44,19 +45,18 @@ fn mebibytes(bytes: u64) -> String {
 }
 
 /// The memory a pod of these cells needs when the cell sets no limit: the /dev/shm pages (they
-/// count against it), a batch of private memory per worker and the main (samples before they are
-/// collated), and room for the processes themselves.
+/// count against it) and the processes' own (`plan::memory`).
 fn memory_for(cells: &[&CellConfig], shape: &Shape) -> u64 {
     if let Some(limit) = shape.memory {
         return limit;
     }
     let shm = shape.shm.unwrap_or(64 << 20);
-    let private = cells
+    // A shape's group of cells is never empty.
+    shm + cells
         .iter()
-        .map(|c| (c.knobs.workers as u64 + 1) * (c.batch_bytes() + (32 << 20)))
+        .map(|c| memory::private_bytes(c))
         .max()
-        .unwrap_or(0);
-    shm + private + (128 << 20)
+        .unwrap_or(0)
 }
 
 /// The config a pod runs: the cell as is, in the pod's own /dev/shm (runtime host), its limits

@@ -13,6 +13,7 @@ pub(crate) mod labels;
 pub mod matrix;
 pub(crate) mod report;
 pub(crate) mod shm_audit;
+pub(crate) mod slurm_script;
 pub(crate) mod statements;
 pub(crate) mod table;
 pub(crate) mod watch;

@@ -259,6 +259,7 @@ fn placement(node: Option<String>, pod: &str, cell: &str, fleet: &Fleet) -> Plac
         node,
         pod: Some(pod.to_string()).filter(|p| !p.is_empty()),
         shm_bytes: fleet.jobs.as_ref().and_then(|j| j.shm_of(cell)),
+        slurm_state: None,
     }
 }
 

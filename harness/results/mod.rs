@@ -14,6 +14,7 @@ pub(crate) mod merge;
 pub mod record;
 pub mod row;
 pub(crate) mod row_build;
+pub(crate) mod slurm;
 pub(crate) mod spreadsheet;
 pub(crate) mod statements;
 pub(crate) mod steps;

@@ -15,10 +15,10 @@ use crate::model::record::Status;
 use crate::model::vm::Accel;
 
 /// Bump on any change to the columns' names, order or meaning.
-pub const SCHEMA: u32 = 5;
+pub const SCHEMA: u32 = 6;
 
 /// Earlier schemas this shmbench still reads (their missing columns take their defaults).
-pub(crate) const READS: &[u32] = &[1, 2, 3, 4, SCHEMA];
+pub(crate) const READS: &[u32] = &[1, 2, 3, 4, 5, SCHEMA];
 
 /// One CSV row. Field order is column order. `Row::default()` is every column empty or zero:
 /// only the base `Row::new` (in `row_build`) builds on.
@@ -192,6 +192,17 @@ pub struct Row {
     /// Seconds from starting QEMU to the record: boot plus cell (schema 5).
     #[serde(default)]
     pub vm_wall_s: Option<f64>,
+    /// The Slurm array task that ran the cell (`12_3`; the job id outside an array), for rows
+    /// of `slurm collect` (schema 6).
+    #[serde(default)]
+    pub slurm_job: Option<String>,
+    /// How Slurm says that task ended (`COMPLETED`, `FAILED`, `OUT_OF_MEMORY`, `TIMEOUT`, ...),
+    /// where `slurm collect` could ask (schema 6).
+    #[serde(default)]
+    pub slurm_state: Option<String>,
+    /// The node's Slurm, as its `scontrol --version` says (`slurm 22.05.8`) (schema 6).
+    #[serde(default)]
+    pub slurm_version: Option<String>,
     /// The knobs added after schema 5, one column each after these (`knob_columns`).
     #[serde(skip)]
     pub added: AddedKnobs,

@@ -39,6 +39,8 @@ pub(crate) struct Placement {
     pub(crate) kubelet_version: Option<String>,
     /// The emptyDir's sizeLimit of the pod's Job (None: the runtime's default).
     pub(crate) shm_bytes: Option<u64>,
+    /// How the scheduler says the Slurm task that ran it ended (`slurm collect`).
+    pub(crate) slurm_state: Option<String>,
 }
 
 /// Arguments as a command a user can paste into a shell.
@@ -90,6 +92,7 @@ impl Row {
             container_runtime: None,
             kubelet_version: None,
             shm_bytes: c.knobs.shm_size.map(|s| s.bytes()),
+            slurm_state: None,
         });
         Row {
             schema: SCHEMA,
@@ -148,6 +151,7 @@ impl Row {
             }),
             watch_file: context.watch_file,
             kubelet_version: placed.kubelet_version,
+            slurm_state: placed.slurm_state,
             node: placed.node,
             pod: placed.pod,
             container_runtime: placed
@@ -206,8 +210,14 @@ impl Row {
                 .map(|ms| round(c.knobs.batch as f64 * 1000.0 / ms, 1)),
             faults_per_img: per_image(m.page_faults.map(|f| f as f64)).map(|x| round(x, 2)),
             exit_code: record.exit_code,
-            node: record.pod.as_ref().and_then(|p| p.node.clone()),
+            node: record
+                .pod
+                .as_ref()
+                .and_then(|p| p.node.clone())
+                .or_else(|| record.slurm.as_ref().and_then(|s| s.node.clone())),
             pod: record.pod.as_ref().map(|p| p.pod.clone()),
+            slurm_job: record.slurm.as_ref().map(|s| s.name()),
+            slurm_version: record.slurm.as_ref().and_then(|s| s.version.clone()),
             container_runtime: record
                 .pod
                 .as_ref()

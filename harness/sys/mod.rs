@@ -19,4 +19,5 @@ pub(crate) mod run_owner;
 pub mod shm;
 pub(crate) mod shm_audit;
 pub(crate) mod signals;
+pub(crate) mod slurm;
 pub(crate) mod stale_sweep;

@@ -1,11 +1,11 @@
 //! `cargo xtask test`: the README's test command. It sets up, idempotently, everything the tests
 //! need on this machine (the tools and fonts the tests use, the Docker engine, a cached venv with
-//! torch), says what it does and how long each step took, then runs `cargo test --release` with
-//! any extra arguments.
+//! torch, a one-node Slurm cluster), says what it does and how long each step took, then runs
+//! `cargo test --release` with any extra arguments, and stops the cluster after.
 //!
 //! `cargo xtask setup` does the set-up alone. A requirement the user skips by name
 //! (`SHMBENCH_SKIP_DOCKER=1`, `SHMBENCH_SKIP_TORCH=1`, `SHMBENCH_SKIP_K8S_VALIDATE=1`,
-//! `SHMBENCH_SKIP_VM=1`) is not
+//! `SHMBENCH_SKIP_VM=1`, `SHMBENCH_SKIP_SLURM=1`) is not
 //! set up, and the tests that need it
 //! say they were skipped.
 
@@ -13,6 +13,7 @@ mod apt;
 mod docker;
 mod needs;
 mod pypi;
+mod slurm;
 mod torch;
 mod venv;
 mod vm;
@@ -24,7 +25,8 @@ const USAGE: &str = "usage: cargo xtask <command>
 
 commands:
   test [ARGS...]   set up what the tests need, then run `cargo test --release [ARGS...]`
-  setup            set up what the tests need, run nothing
+  setup            set up what the tests need, run nothing (the Slurm cluster stays up)
+  stop             stop what the set-up started (the Slurm cluster)
 
 examples:
   cargo xtask test                      # everything, as CI runs it
@@ -32,17 +34,26 @@ examples:
   SHMBENCH_SKIP_DOCKER=1 cargo xtask test   # no Docker engine here: skip its tests by name
   SHMBENCH_SKIP_TORCH=1 cargo xtask test    # no 5 GB torch venv: skip the real-torch tests
   SHMBENCH_SKIP_K8S_VALIDATE=1 cargo xtask test   # no PyPI: skip the manifest schema checks
-  SHMBENCH_SKIP_VM=1 cargo xtask test   # no QEMU or Debian archive: skip the VM runtime's tests";
+  SHMBENCH_SKIP_VM=1 cargo xtask test   # no QEMU or Debian archive: skip the VM runtime's tests
+  SHMBENCH_SKIP_SLURM=1 cargo xtask test   # no Slurm cluster: skip the tests that submit jobs";
 
 fn main() -> ExitCode {
     let mut args = std::env::args().skip(1);
     let command = args.next();
     let rest: Vec<String> = args.collect();
     match command.as_deref() {
-        Some("test") => match setup() {
-            Ok(env) => test(&rest, &env),
-            Err(code) => code,
-        },
+        Some("test") => {
+            let code = match setup() {
+                Ok(env) => test(&rest, &env),
+                Err(code) => code,
+            };
+            teardown();
+            code
+        }
+        Some("stop") => {
+            teardown();
+            ExitCode::SUCCESS
+        }
         Some("setup") => match setup() {
             Ok(_) => ExitCode::SUCCESS,
             Err(code) => code,
@@ -93,6 +104,21 @@ fn setup() -> Result<Vec<(String, String)>, ExitCode> {
     }
     println!("== set-up done in {:.1} s", started.elapsed().as_secs_f64());
     Ok(env)
+}
+
+/// Ends what the set-up started for the tests (the Slurm cluster), whatever the tests did.
+fn teardown() {
+    for need in needs::all() {
+        if need
+            .skip_variable()
+            .is_some_and(|v| std::env::var_os(v).is_some())
+        {
+            continue;
+        }
+        if let Some(what) = need.stop() {
+            println!("== {}: {what}", need.name());
+        }
+    }
 }
 
 fn test(extra: &[String], env: &[(String, String)]) -> ExitCode {

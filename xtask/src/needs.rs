@@ -4,7 +4,7 @@
 use std::path::Path;
 use std::process::Command;
 
-use crate::{apt, docker, pypi, torch, vm};
+use crate::{apt, docker, pypi, slurm, torch, vm};
 
 /// One requirement of the tests.
 pub trait Need {
@@ -21,6 +21,10 @@ pub trait Need {
     /// Makes it present (idempotent: cheap when it already is); says what was done, or why it
     /// could not be, with the command that would do it.
     fn ensure(&self) -> Result<String, String>;
+    /// Ends what `ensure` started, after the tests (a daemon of its own); says what it did.
+    fn stop(&self) -> Option<String> {
+        None
+    }
 }
 
 pub fn all() -> Vec<Box<dyn Need>> {
@@ -33,6 +37,7 @@ pub fn all() -> Vec<Box<dyn Need>> {
         Box::new(pypi::RAY),
         Box::new(pypi::MATURIN),
         Box::new(vm::Qemu),
+        Box::new(slurm::Cluster),
     ]
 }
 

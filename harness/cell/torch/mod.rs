@@ -306,5 +306,6 @@ pub(crate) fn run_cell(config: &CellConfig) -> CellRecord {
         watch: None,
         pod: None,
         vm: None,
+        slurm: None,
     }
 }

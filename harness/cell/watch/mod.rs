@@ -251,6 +251,7 @@ pub(crate) fn run_cell(config: &CellConfig) -> CellRecord {
         watch: Some(report),
         pod: None,
         vm: None,
+        slurm: None,
     }
 }
 

@@ -1,0 +1,381 @@
+//! `shmbench slurm`: a scenario as a Slurm job array (`script`, `submit`), its tasks' records
+//! and Slurm's word on how each ended back as results rows (`collect`), and the hidden `task`
+//! each array task runs.
+
+use std::io::Write as _;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use anyhow::{anyhow, bail, Context, Result};
+
+use super::outcome;
+use crate::model::knobs::Knobs;
+use crate::model::record::{CellRecord, Status};
+use crate::model::slurm::{self as slurm_model, TaskEnd};
+use crate::orchestrate::slurm_task;
+use crate::plan::resolve::Platform;
+use crate::plan::scenario::{self, Scenario};
+use crate::present::slurm_script::{self, Target};
+use crate::results::csv::ResultsFile;
+use crate::results::slurm::{self as slurm_rows, TaskFile, TaskOutput};
+use crate::results::steps;
+use crate::sys::fingerprint::mem_total;
+use crate::sys::{clock, signals, slurm};
+
+/// Where the tasks write their output files unless told.
+const DEFAULT_DIR: &str = "shmbench-slurm";
+
+#[derive(clap::Args)]
+pub(crate) struct Args {
+    #[command(subcommand)]
+    pub(crate) action: Action,
+}
+
+#[derive(clap::Subcommand)]
+pub(crate) enum Action {
+    /// Write a batch script: a job array with one task per cell and run
+    #[command(
+        after_help = "Examples:\n  shmbench slurm script > seed.sbatch\n  shmbench slurm script --partition gpu --constraint a100 --repeat 3 --time 30 --out seed.sbatch\n  shmbench slurm script scenarios/seed-matrix.toml --batch 8 --steps 20 --output-dir /shared/shmbench-out\n\nEach task runs its cell as shmbench runs it without Docker: in a private tmpfs of the cell's\nsize (a mount namespace), or in the node's own /dev/shm for the cells that ask for the host's.\nThe binary and --output-dir must be on a file system the nodes share."
+    )]
+    Script(Box<ScriptArgs>),
+    /// Hand the batch script to sbatch (once per node of --nodelist) and print the job ids
+    #[command(
+        after_help = "Examples:\n  shmbench slurm submit --batch 8 --steps 20\n  shmbench slurm submit --nodelist node01,node02 --partition gpu   # the matrix on each node\n  shmbench slurm submit --wait && shmbench slurm collect 1234"
+    )]
+    Submit(Box<ScriptArgs>),
+    /// Turn the tasks' output files and Slurm's job states into a results CSV, one row per task
+    #[command(
+        after_help = "Examples:\n  shmbench slurm collect 1234                     # job 1234's tasks, in ./shmbench-slurm\n  shmbench slurm collect 1234 1235 --dir /shared/shmbench-out --out results/fleet.csv\n  shmbench slurm collect /shared/shmbench-out/shmbench-1234_*.out --jobcomp /var/log/slurm/jobcomp.log\n  shmbench history results/seed-matrix-slurm-*.csv --by node\n\nA task that printed its record gives its row, with its job, node and Slurm version. A task the\nscheduler ended first (OUT_OF_MEMORY, TIMEOUT, CANCELLED, PREEMPTED, NODE_FAIL) gives a row with\nthat state and Slurm's reason: oom, timeout, evicted (preempted) or error. Slurm is asked\nthrough sacct, else `scontrol show job`, else the jobcomp/filetxt log (--jobcomp, or the one\nthe cluster's configuration names)."
+    )]
+    Collect(CollectArgs),
+    /// One array task: run the cell SLURM_ARRAY_TASK_ID picks from the cells on stdin
+    #[command(hide = true)]
+    Task,
+}
+
+#[derive(clap::Args)]
+pub(crate) struct ScriptArgs {
+    /// Scenario file or name
+    #[arg(default_value = scenario::SEED_MATRIX_PATH)]
+    pub(crate) scenario: PathBuf,
+    /// The partition (#SBATCH --partition)
+    #[arg(long)]
+    pub(crate) partition: Option<String>,
+    /// Run at most N tasks at once, one node each (--array=...%N)
+    #[arg(long, value_name = "N", conflicts_with = "nodelist")]
+    pub(crate) nodes: Option<u32>,
+    /// Run every cell on each of these nodes in turn (comma-separated; one array per node)
+    #[arg(long, value_delimiter = ',', value_name = "NODE,...")]
+    pub(crate) nodelist: Option<Vec<String>>,
+    /// Only nodes with these features (#SBATCH --constraint)
+    #[arg(long)]
+    pub(crate) constraint: Option<String>,
+    /// Memory per task as sbatch takes it (default: what the cells need, /dev/shm pages included)
+    #[arg(long)]
+    pub(crate) mem: Option<String>,
+    /// Time limit per task as sbatch takes it (30, 1:00:00, 0:20 is twenty seconds)
+    #[arg(long)]
+    pub(crate) time: Option<String>,
+    /// Runs of each cell (array tasks, interleaved)
+    #[arg(long, default_value_t = 1)]
+    pub(crate) repeat: u32,
+    /// Only these cells (comma-separated names)
+    #[arg(long, value_delimiter = ',')]
+    pub(crate) cells: Option<Vec<String>>,
+    /// Let tasks share a node (default: each takes its node whole, since a neighbour's /dev/shm
+    /// and CPU disturb what a cell measures)
+    #[arg(long)]
+    pub(crate) shared: bool,
+    /// Where the tasks write their output files (on a file system the nodes share)
+    #[arg(long, default_value = DEFAULT_DIR)]
+    pub(crate) output_dir: PathBuf,
+    /// The shmbench the tasks run (default: this one; on a file system the nodes share)
+    #[arg(long)]
+    pub(crate) binary: Option<PathBuf>,
+    /// Wait until every task has ended (sbatch --wait); submit only
+    #[arg(long)]
+    pub(crate) wait: bool,
+    /// Write the script here instead of stdout; script only
+    #[arg(long)]
+    pub(crate) out: Option<PathBuf>,
+    /// Loader flags override every cell
+    #[command(flatten)]
+    pub(crate) knobs: Knobs,
+}
+
+#[derive(clap::Args)]
+pub(crate) struct CollectArgs {
+    /// Job ids (their tasks' files are read from --dir), or output files and directories
+    #[arg(required = true)]
+    pub(crate) jobs_or_files: Vec<String>,
+    /// Where the tasks wrote their output files
+    #[arg(long, default_value = DEFAULT_DIR)]
+    pub(crate) dir: PathBuf,
+    /// A jobcomp/filetxt log to read the tasks' ends from (default: asked of Slurm)
+    #[arg(long, value_name = "FILE")]
+    pub(crate) jobcomp: Option<PathBuf>,
+    /// Results file to write (default results/<scenario>-slurm-<time>.csv)
+    #[arg(long)]
+    pub(crate) out: Option<PathBuf>,
+}
+
+pub(crate) fn run(args: Args) -> Result<ExitCode> {
+    match args.action {
+        Action::Script(args) => script(*args),
+        Action::Submit(args) => submit(*args),
+        Action::Collect(args) => collect(args),
+        Action::Task => task(),
+    }
+}
+
+/// The script for `args`, and the output directory made absolute (and created).
+fn render(args: &mut ScriptArgs) -> Result<(String, PathBuf)> {
+    if args.repeat == 0 {
+        bail!("--repeat 0: run each cell at least once");
+    }
+    if args.nodes == Some(0) {
+        bail!("--nodes 0: give the tasks at least one node");
+    }
+    let scenario = Scenario::load(&args.scenario)?;
+    // As cells run without Docker: Docker's setups in a namespace tmpfs of their size.
+    let platform = Platform::fixed(mem_total(), false);
+    let cells = scenario.plan(&args.knobs, args.cells.as_deref(), &platform)?;
+    std::fs::create_dir_all(&args.output_dir)
+        .with_context(|| format!("cannot create {}", args.output_dir.display()))?;
+    let dir = std::fs::canonicalize(&args.output_dir)?;
+    let binary = match &args.binary {
+        Some(b) => std::path::absolute(b)?,
+        None => std::env::current_exe().context("cannot name this shmbench's binary")?,
+    };
+    let target = Target {
+        binary: &binary,
+        output_dir: &dir,
+        partition: args.partition.as_deref(),
+        constraint: args.constraint.as_deref(),
+        mem: args.mem.as_deref(),
+        time: args.time.as_deref(),
+        repeat: args.repeat,
+        max_parallel: args.nodes,
+        shared: args.shared,
+    };
+    Ok((slurm_script::render(&scenario.name, &cells, &target), dir))
+}
+
+fn script(mut args: ScriptArgs) -> Result<ExitCode> {
+    let (text, _) = render(&mut args)?;
+    let mut text = text;
+    if let Some(nodes) = &args.nodelist {
+        text.push_str(&format!(
+            "# Once per node: for n in {}; do sbatch --nodelist=$n THIS_FILE; done\n",
+            nodes.join(" ")
+        ));
+    }
+    match &args.out {
+        Some(path) => {
+            std::fs::write(path, &text)
+                .map_err(|e| anyhow!("cannot write {}: {e}", path.display()))?;
+            eprintln!("wrote {}", path.display());
+        }
+        None => print!("{text}"),
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn submit(mut args: ScriptArgs) -> Result<ExitCode> {
+    let (text, dir) = render(&mut args)?;
+    let nodes: Vec<Option<String>> = match &args.nodelist {
+        Some(list) => list.iter().cloned().map(Some).collect(),
+        None => vec![None],
+    };
+    let mut ids = Vec::new();
+    for node in nodes {
+        let mut flags = Vec::new();
+        if let Some(node) = &node {
+            flags.push(format!("--nodelist={node}"));
+        }
+        if args.wait {
+            flags.push("--wait".into());
+        }
+        let id = slurm::sbatch(&text, &flags)?;
+        let on = node.map(|n| format!(" on {n}")).unwrap_or_default();
+        eprintln!("submitted job {id}{on}; output files in {}", dir.display());
+        ids.push(id);
+    }
+    println!("{}", ids.join(" "));
+    eprintln!(
+        "collect: shmbench slurm collect {} --dir {}",
+        ids.join(" "),
+        dir.display()
+    );
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Runs the task's cell and prints its start line and record (both on stdout, the task's file).
+fn task() -> Result<ExitCode> {
+    let mut text = String::new();
+    std::io::Read::read_to_string(&mut std::io::stdin(), &mut text)
+        .context("cannot read the cells on stdin")?;
+    let cells: Vec<crate::model::config::CellConfig> = serde_json::from_str(text.trim())
+        .context("the script's cells are not JSON cells of this shmbench")?;
+    let index = std::env::var(slurm_model::ARRAY_TASK_ID_ENV)
+        .ok()
+        .and_then(|v| v.trim().parse().ok())
+        .unwrap_or(0);
+    let mut start =
+        slurm_model::pick(&cells, index).ok_or_else(|| anyhow!("the script holds no cells"))?;
+    start.slurm = slurm_task::this_task();
+    let mut stdout = std::io::stdout().lock();
+    writeln!(stdout, "{}", start.line())?;
+    stdout.flush()?;
+    // Slurm's SIGTERM (scancel, the time limit) ends the cell's tree, and its record says so.
+    signals::install();
+    let (record, code) = match slurm_task::run(&start) {
+        Ok(record) => (record, 0),
+        Err(e) => {
+            let mut record =
+                CellRecord::failed_to_run(start.config.clone(), Status::Error, format!("{e:#}"));
+            record.slurm = start.slurm.clone();
+            (record, 1)
+        }
+    };
+    writeln!(stdout, "{}", serde_json::to_string(&record)?)?;
+    Ok(ExitCode::from(code))
+}
+
+/// Whether `s` is a job id (digits), not a file.
+fn is_job_id(s: &str) -> bool {
+    !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit())
+}
+
+/// The regular files of a directory whose names `keep` accepts, in name order (links are not
+/// followed: the directory is the user's, its names untrusted).
+fn files_in(dir: &Path, keep: impl Fn(&str) -> bool) -> Result<Vec<PathBuf>> {
+    let mut files: Vec<PathBuf> = std::fs::read_dir(dir)
+        .with_context(|| format!("cannot list {}", dir.display()))?
+        .flatten()
+        .filter(|e| e.file_type().is_ok_and(|t| t.is_file()))
+        .filter(|e| e.file_name().to_str().is_some_and(&keep))
+        .map(|e| e.path())
+        .collect();
+    files.sort();
+    Ok(files)
+}
+
+/// The output files the arguments name: a job's tasks' files in `dir`, or files and
+/// directories as given.
+fn output_files(args: &CollectArgs) -> Result<(Vec<PathBuf>, Vec<String>)> {
+    let mut files = Vec::new();
+    let mut jobs = Vec::new();
+    for arg in &args.jobs_or_files {
+        if is_job_id(arg) {
+            let array = format!("shmbench-{arg}_");
+            let single = format!("shmbench-{arg}.out");
+            let found = files_in(&args.dir, |n| {
+                (n.starts_with(&array) && n.ends_with(".out")) || n == single
+            })?;
+            if found.is_empty() {
+                eprintln!(
+                    "shmbench: job {arg}: no output file in {} (yet); its ends are still asked",
+                    args.dir.display()
+                );
+            }
+            files.extend(found);
+            jobs.push(arg.clone());
+        } else {
+            let path = PathBuf::from(arg);
+            if path.is_dir() {
+                files.extend(files_in(&path, |n| n.ends_with(".out"))?);
+            } else {
+                files.push(path);
+            }
+        }
+    }
+    Ok((files, jobs))
+}
+
+/// How Slurm says the jobs' tasks ended: sacct where there is accounting, else the controller's
+/// memory of the jobs, else the jobcomp/filetxt log.
+fn task_ends(jobs: &[String], jobcomp: Option<&Path>) -> Vec<TaskEnd> {
+    if jobs.is_empty() {
+        return Vec::new();
+    }
+    if let Some(text) = slurm::sacct(jobs) {
+        return text.lines().filter_map(TaskEnd::from_sacct).collect();
+    }
+    let mut ends: Vec<TaskEnd> = jobs
+        .iter()
+        .filter_map(|j| slurm::show_job(j))
+        .flat_map(|text| {
+            text.lines()
+                .filter_map(TaskEnd::from_key_values)
+                .collect::<Vec<_>>()
+        })
+        .collect();
+    let log = jobcomp.map(Path::to_path_buf).or_else(|| {
+        (slurm::config_value("JobCompType").as_deref() == Some("jobcomp/filetxt"))
+            .then(|| slurm::config_value("JobCompLoc").map(PathBuf::from))
+            .flatten()
+    });
+    if let Some(text) = log.and_then(|p| std::fs::read_to_string(p).ok()) {
+        let mine = |e: &TaskEnd| {
+            let array = e.array_job_id.as_ref().unwrap_or(&e.job_id);
+            jobs.contains(array)
+        };
+        for end in text.lines().filter_map(TaskEnd::from_key_values) {
+            // The controller's word first: the log has the same task once it has ended.
+            if mine(&end) && !ends.iter().any(|e| e.name() == end.name()) {
+                ends.push(end);
+            }
+        }
+    }
+    ends
+}
+
+fn collect(args: CollectArgs) -> Result<ExitCode> {
+    let (paths, mut jobs) = output_files(&args)?;
+    let mut files = Vec::new();
+    for path in paths {
+        let text =
+            std::fs::read(&path).with_context(|| format!("cannot read {}", path.display()))?;
+        let output = TaskOutput::read(&String::from_utf8_lossy(&text));
+        // The array a file's task belongs to is asked of Slurm too.
+        let array = output
+            .start
+            .as_ref()
+            .and_then(|s| s.slurm.as_ref())
+            .map(|s| s.array_job_id.clone().unwrap_or_else(|| s.job_id.clone()));
+        if let Some(array) = array.filter(|a| is_job_id(a) && !jobs.contains(a)) {
+            jobs.push(array);
+        }
+        files.push(TaskFile {
+            file: path.display().to_string(),
+            output,
+        });
+    }
+    let ends = task_ends(&jobs, args.jobcomp.as_deref());
+    let run_id = format!("{}-slurm", clock::compact_now());
+    let collected = slurm_rows::collect(files, &ends, &run_id, &clock::rfc3339_now());
+    for note in &collected.notes {
+        eprintln!("{note}");
+    }
+    let Some((first, _)) = collected.rows.first() else {
+        bail!("no task has a result yet: nothing to collect");
+    };
+    let out = args
+        .out
+        .clone()
+        .unwrap_or_else(|| scenario::default_results_path(&format!("{}-slurm", first.scenario)));
+    if let Some(dir) = out.parent().filter(|d| !d.as_os_str().is_empty()) {
+        std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
+    }
+    let mut results = ResultsFile::create(&out)?;
+    for (mut row, record) in collected.rows {
+        if let Some(record) = &record {
+            row.steps_file = Some(steps::write(results.path(), record, row.repeat)?);
+        }
+        results.push(row)?;
+    }
+    outcome::print_rows(results.rows(), results.path());
+    outcome::write_report(&out);
+    Ok(ExitCode::SUCCESS)
+}

@@ -1,0 +1,31 @@
+//! One array task of the batch script `shmbench slurm script` writes: the cell its index
+//! picks from the script's cells (interleaved with its repeats), run through the runtime the
+//! cell asks for (a namespace tmpfs of its size, or the node's own /dev/shm), its record
+//! naming the Slurm job, task, node and version.
+//!
+//! The task first states which cell it runs (a `model::slurm::TaskStart` line), so a task the
+//! scheduler ends before its record (OUT_OF_MEMORY, TIMEOUT) still names its cell in its
+//! output file.
+
+use anyhow::{Context, Result};
+
+use crate::model::record::CellRecord;
+use crate::model::slurm::{SlurmTask, TaskStart};
+use crate::runtime;
+use crate::sys::fingerprint::Fingerprint;
+
+/// This task, as the variables slurmd set say, with the node's Slurm version.
+pub(crate) fn this_task() -> Option<SlurmTask> {
+    let mut task = SlurmTask::from_vars(|name| std::env::var(name).ok().filter(|v| !v.is_empty()))?;
+    task.version = crate::sys::slurm::version();
+    task.fingerprint = Fingerprint::collect();
+    Some(task)
+}
+
+/// Runs the start's cell; the record names the task.
+pub(crate) fn run(start: &TaskStart) -> Result<CellRecord> {
+    let mut record = runtime::launch_one(&start.config, &mut |_| {})
+        .with_context(|| format!("cell {}", start.config.cell))?;
+    record.slurm = start.slurm.clone();
+    Ok(record)
+}

@@ -1,0 +1,35 @@
+//! The memory a scheduler must grant a cell's processes: its /dev/shm pages (a tmpfs's pages
+//! are charged to the memory cgroup of the job that wrote them: a pod's limit, a Slurm job's
+//! `--mem` under ConstrainRAMSpace) plus the private memory of the main and each worker (a
+//! batch of samples before they are collated) and room for the processes themselves.
+
+use super::predict;
+use crate::model::config::CellConfig;
+
+/// Room for the processes themselves (binaries, stacks, the allocator's slack).
+const PROCESS_ROOM: u64 = 128 << 20;
+/// Each process's own memory beside a batch of samples.
+const PER_PROCESS: u64 = 32 << 20;
+
+/// The private memory of a cell's processes (main and workers), without its /dev/shm.
+pub(crate) fn private_bytes(cell: &CellConfig) -> u64 {
+    (cell.knobs.workers as u64 + 1) * (cell.batch_bytes() + PER_PROCESS) + PROCESS_ROOM
+}
+
+/// The /dev/shm a cell's pages will fill: the peak the model predicts for it, or its tmpfs's
+/// size where that is smaller (the cell crashes there).
+pub(crate) fn shm_bytes(cell: &CellConfig) -> u64 {
+    let peak = predict::peak_bytes(cell);
+    match cell.knobs.shm_remount.or(cell.knobs.shm_size) {
+        Some(size) => peak.min(size.bytes()),
+        None => peak,
+    }
+}
+
+/// What a job running `cell` needs, all told: its own memory limit when it sets one.
+pub(crate) fn job_bytes(cell: &CellConfig) -> u64 {
+    match cell.knobs.memory {
+        Some(limit) => limit.bytes(),
+        None => shm_bytes(cell) + private_bytes(cell),
+    }
+}

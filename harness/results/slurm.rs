@@ -1,0 +1,205 @@
+//! Rows from a Slurm job array (`shmbench slurm collect`): each task's output file holds the
+//! line naming the cell it ran and then the cell's record; Slurm's word on how the task ended
+//! (`model::slurm::TaskEnd`) gives the row of a task the scheduler ended before its record
+//! (OUT_OF_MEMORY, TIMEOUT, CANCELLED, ...), its status and Slurm's reason, as `k8s collect`
+//! does for pods. Output files are untrusted text: a record whose names cannot be file names is
+//! named and skipped.
+
+use std::collections::BTreeMap;
+
+use super::k8s::Collected;
+use super::k8s_jobs::names_problem;
+use super::row::Row;
+use super::row_build::{command_line, Placement, RowContext};
+use crate::model::record::{CellRecord, Status};
+use crate::model::slurm::{TaskEnd, TaskStart, START_MARK};
+
+/// What one task's output file holds: the cell it said it would run, the record it printed,
+/// and the lines that looked like either and were not.
+#[derive(Default)]
+pub(crate) struct TaskOutput {
+    pub(crate) start: Option<TaskStart>,
+    pub(crate) record: Option<CellRecord>,
+    pub(crate) bad: Vec<String>,
+}
+
+impl TaskOutput {
+    /// Reads a task's output file (the cell's relayed stderr may be in it too).
+    pub(crate) fn read(text: &str) -> TaskOutput {
+        let mut out = TaskOutput::default();
+        for (n, line) in text.lines().enumerate() {
+            let line = line.trim();
+            if let Some(json) = line.strip_prefix(START_MARK) {
+                match serde_json::from_str::<TaskStart>(json.trim()) {
+                    Ok(start) => match names_problem(&start.config) {
+                        Some(problem) => out.bad.push(format!("line {}: {problem}", n + 1)),
+                        None => out.start = Some(start),
+                    },
+                    Err(e) => out.bad.push(format!("line {}: {e}", n + 1)),
+                }
+            } else if line.starts_with('{') && line.contains("\"config\"") {
+                match serde_json::from_str::<CellRecord>(line) {
+                    Ok(record) => match names_problem(&record.config) {
+                        Some(problem) => out.bad.push(format!("line {}: {problem}", n + 1)),
+                        None => out.record = Some(record),
+                    },
+                    Err(e) => out.bad.push(format!("line {}: {e}", n + 1)),
+                }
+            }
+        }
+        out
+    }
+}
+
+/// One task's output file: its name (for notes) and what it holds.
+pub(crate) struct TaskFile {
+    pub(crate) file: String,
+    pub(crate) output: TaskOutput,
+}
+
+/// The rows of the tasks' files and ends; `run_id` and `started_at` as a run's.
+pub(crate) fn collect(
+    files: Vec<TaskFile>,
+    ends: &[TaskEnd],
+    run_id: &str,
+    started_at: &str,
+) -> Collected {
+    let mut notes = Vec::new();
+    let ended: BTreeMap<String, &TaskEnd> = ends.iter().map(|e| (e.name(), e)).collect();
+    let mut entries = Vec::new();
+    let mut seen = std::collections::BTreeSet::new();
+    for TaskFile { file, output } in files {
+        let Some((name, record)) = task_record(&file, output, &ended, &mut notes) else {
+            continue;
+        };
+        if !seen.insert(name.clone()) {
+            notes.push(format!(
+                "task {name}: a second output file ({file}); counted once"
+            ));
+            continue;
+        }
+        entries.push((order(&name), name, record));
+    }
+    for (name, end) in &ended {
+        if !seen.contains(name) && end.ended() {
+            notes.push(format!(
+                "task {name}: {} and no output file of it was given (it never started, or its file is elsewhere): no row",
+                end.state
+            ));
+        }
+    }
+    entries.sort_by(|a, b| a.0.cmp(&b.0));
+    let mut runs: BTreeMap<(String, String), u32> = BTreeMap::new();
+    let rows = entries
+        .into_iter()
+        .map(|(_, name, record)| {
+            let c = &record.config;
+            let n = runs
+                .entry((c.scenario.clone(), c.cell.clone()))
+                .or_default();
+            *n += 1;
+            let end = ended.get(&name);
+            let slurm = record.slurm.as_ref();
+            let mut fp = slurm.map(|s| s.fingerprint.clone()).unwrap_or_default();
+            let node = slurm
+                .and_then(|s| s.node.clone())
+                .or_else(|| end.and_then(|e| e.node.clone()));
+            if let Some(node) = &node {
+                fp.host = node.clone();
+            }
+            let placement = Placement {
+                node,
+                shm_bytes: c.knobs.shm_size.map(|s| s.bytes()),
+                slurm_state: end.map(|e| e.state.clone()),
+                ..Placement::default()
+            };
+            let context = RowContext {
+                run_id,
+                started_at,
+                repeat: *n,
+                command: command_line(),
+                placement: Some(placement),
+                ..RowContext::default()
+            };
+            let row = Row::new(&record, &fp, context);
+            let series = (!record.series.is_empty()).then_some(record);
+            (row, series)
+        })
+        .collect();
+    Collected { rows, notes }
+}
+
+/// The record of one task's file (its own, or one made from Slurm's word on its end), with
+/// the task's name; None (and a note) for a file that gives no row.
+fn task_record(
+    file: &str,
+    output: TaskOutput,
+    ended: &BTreeMap<String, &TaskEnd>,
+    notes: &mut Vec<String>,
+) -> Option<(String, CellRecord)> {
+    for problem in &output.bad {
+        notes.push(format!(
+            "{file}, {problem}: not a record of this shmbench; skipped"
+        ));
+    }
+    let slurm = output
+        .record
+        .as_ref()
+        .and_then(|r| r.slurm.clone())
+        .or_else(|| output.start.as_ref().and_then(|s| s.slurm.clone()));
+    let name = slurm
+        .as_ref()
+        .map(|s| s.name())
+        .unwrap_or_else(|| file.to_string());
+    let end = ended.get(&name);
+    if let Some(mut record) = output.record {
+        // A cell that could not finish (stopped by the scheduler's SIGTERM) says error; Slurm
+        // says why.
+        let by_scheduler = end.filter(|e| e.by_scheduler());
+        if let Some((status, words)) = by_scheduler.and_then(|e| e.status()) {
+            if record.status == Status::Error {
+                record.status = status;
+                record.message = format!("{words}; the cell said: {}", record.message);
+            }
+        }
+        return Some((name, record));
+    }
+    let Some(start) = output.start else {
+        notes.push(format!(
+            "{file}: no task of `shmbench slurm task` wrote it; skipped"
+        ));
+        return None;
+    };
+    let (status, message) = match end {
+        Some(end) if !end.ended() => {
+            notes.push(format!("task {name}: {}, no result yet", end.state));
+            return None;
+        }
+        Some(end) => end.status().unwrap_or_else(|| {
+            (
+                Status::Error,
+                format!("{}, yet its output holds no record (cut short?)", end.describe()),
+            )
+        }),
+        None => (
+            Status::Error,
+            "the task left no record, and Slurm could not say how it ended (no accounting, and the controller no longer holds the job): pass --jobcomp FILE".into(),
+        ),
+    };
+    notes.push(format!(
+        "task {name}: {status} from Slurm's word ({message})"
+    ));
+    let mut record = CellRecord::failed_to_run(start.config, status, message);
+    record.slurm = slurm;
+    Some((name, record))
+}
+
+/// Tasks in array order: the array's job id as a number, then the task.
+fn order(name: &str) -> (u64, u64, String) {
+    let (job, task) = name.split_once('_').unwrap_or((name, ""));
+    (
+        job.parse().unwrap_or(u64::MAX),
+        task.parse().unwrap_or(0),
+        name.to_string(),
+    )
+}

@@ -1,0 +1,203 @@
+//! The Slurm path, end to end on a real cluster (the one-node cluster `cargo xtask test`
+//! starts, SLURM_CONF naming it): `slurm submit` hands a real batch script to sbatch, the array
+//! tasks run their cells on the node, and `slurm collect` reads their output files and asks
+//! Slurm how each ended. Checked: the same statuses as `matrix`, a task the scheduler ended
+//! (OUT_OF_MEMORY by --mem, TIMEOUT by --time) as a row with Slurm's state, and two jobs side
+//! by side in one node's /dev/shm.
+
+mod common;
+
+use std::collections::HashMap;
+use std::path::Path;
+use std::process::Command;
+
+type Row = HashMap<String, String>;
+
+fn slurm_or_skip() -> bool {
+    common::require(
+        "slurm",
+        || {
+            Command::new("scontrol")
+                .arg("ping")
+                .output()
+                .is_ok_and(|o| String::from_utf8_lossy(&o.stdout).contains("UP"))
+        },
+        "a Slurm cluster whose controller answers (SLURM_CONF naming it)",
+    )
+}
+
+/// `slurm submit ARGS --wait` into `dir`: the job id.
+fn submit(dir: &Path, args: &[&str]) -> String {
+    let out = dir.join("out");
+    let out = out.to_str().unwrap();
+    let mut all = vec!["slurm", "submit", "--wait", "--output-dir", out];
+    all.extend_from_slice(args);
+    let done = common::shmbench(&all);
+    let said = String::from_utf8_lossy(&done.stderr);
+    assert!(done.status.success(), "submit failed: {said}");
+    let id = String::from_utf8_lossy(&done.stdout).trim().to_string();
+    assert!(id.parse::<u64>().is_ok(), "not a job id: {id:?} ({said})");
+    id
+}
+
+/// `slurm collect JOB`: the rows, by cell, and what it said.
+fn collect(dir: &Path, job: &str) -> (Vec<Row>, String) {
+    let csv = dir.join(format!("{job}.csv"));
+    let out = dir.join("out");
+    let done = common::shmbench(&[
+        "slurm",
+        "collect",
+        job,
+        "--dir",
+        out.to_str().unwrap(),
+        "--out",
+        csv.to_str().unwrap(),
+    ]);
+    let said = String::from_utf8_lossy(&done.stderr).into_owned();
+    assert!(done.status.success(), "collect failed: {said}");
+    (common::read_csv(&csv), said)
+}
+
+fn by_cell(rows: &[Row]) -> HashMap<String, &Row> {
+    rows.iter().map(|r| (r["cell"].clone(), r)).collect()
+}
+
+#[test]
+fn the_seed_matrix_as_a_job_array_gives_the_statuses_matrix_gives() {
+    if !slurm_or_skip() {
+        return;
+    }
+    let _serial = common::serial();
+    let dir = common::temp_dir("slurm-seed");
+    let job = submit(&dir, &["--batch", "8", "--steps", "40"]);
+    let (rows, _) = collect(&dir, &job);
+    assert_eq!(rows.len(), 5, "one row per cell: {rows:?}");
+    for r in &rows {
+        assert!(r["slurm_job"].starts_with(&format!("{job}_")), "{r:?}");
+        assert_eq!(r["slurm_state"], "COMPLETED", "{r:?}");
+        assert!(r["slurm_version"].contains("slurm"), "{r:?}");
+        assert!(!r["node"].is_empty() && r["node"] == r["host"], "{r:?}");
+    }
+    // The same cells here, Docker's rows in a namespace as the tasks ran them.
+    let csv = dir.join("matrix.csv");
+    let matrix = common::shmbench_without_docker(&[
+        "matrix",
+        "--batch",
+        "8",
+        "--steps",
+        "40",
+        "--out",
+        csv.to_str().unwrap(),
+    ]);
+    assert!(matrix.status.code().is_some_and(|c| c <= 1), "{matrix:?}");
+    let here = common::read_csv(&csv);
+    let (slurm, here) = (by_cell(&rows), by_cell(&here));
+    for (cell, row) in &here {
+        assert_eq!(
+            slurm[cell]["status"], row["status"],
+            "{cell}: the Slurm task and matrix disagree"
+        );
+    }
+}
+
+#[test]
+fn a_task_short_of_memory_is_a_row_slurm_calls_out_of_memory() {
+    if !slurm_or_skip() {
+        return;
+    }
+    let _serial = common::serial();
+    let dir = common::temp_dir("slurm-oom");
+    // 17 batches of 18.4 MiB outstanding in a 2 GiB tmpfs: the pages alone pass 300M.
+    let job = submit(
+        &dir,
+        &[
+            "--cells",
+            "docker-tuned",
+            "--batch",
+            "32",
+            "--steps",
+            "30",
+            "--mem",
+            "300M",
+        ],
+    );
+    let (rows, said) = collect(&dir, &job);
+    assert_eq!(rows.len(), 1, "{said}");
+    let row = &rows[0];
+    assert_eq!(row["slurm_state"], "OUT_OF_MEMORY", "{row:?}");
+    assert_eq!(row["status"], "oom", "{row:?}");
+}
+
+#[test]
+fn a_task_past_its_time_limit_is_a_timeout_row_with_slurms_words() {
+    if !slurm_or_skip() {
+        return;
+    }
+    let _serial = common::serial();
+    let dir = common::temp_dir("slurm-timeout");
+    // Far more steps than five seconds hold: Slurm ends it at its limit (checked about every
+    // 30 s), the cell's tree with it.
+    let job = submit(
+        &dir,
+        &[
+            "--cells",
+            "docker-standard",
+            "--batch",
+            "8",
+            "--steps",
+            "100000",
+            "--compute-ms",
+            "20",
+            "--time",
+            "0:05",
+        ],
+    );
+    let (rows, said) = collect(&dir, &job);
+    assert_eq!(rows.len(), 1, "{said}");
+    let row = &rows[0];
+    assert_eq!(row["slurm_state"], "TIMEOUT", "{row:?}");
+    assert_eq!(row["status"], "timeout", "{row:?}");
+    assert!(row["message"].contains("TIMEOUT"), "{row:?}");
+}
+
+/// What the node's /dev/shm holds, as a job on it sees it.
+fn node_shm_entries() -> String {
+    let out = Command::new("srun")
+        .args(["--mem=16M", "ls", "-A", "/dev/shm"])
+        .output()
+        .expect("srun");
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+#[test]
+fn two_jobs_that_each_fit_a_nodes_dev_shm_alone_do_not_fit_it_side_by_side() {
+    if !slurm_or_skip() {
+        return;
+    }
+    let _serial = common::serial();
+    let scenario = concat!(env!("CARGO_MANIFEST_DIR"), "/scenarios/slurm.toml");
+    let alone = common::temp_dir("slurm-alone");
+    let job = submit(&alone, &[scenario]);
+    let (rows, said) = collect(&alone, &job);
+    assert_eq!(rows.len(), 2, "{said}");
+    for r in &rows {
+        assert_eq!(r["status"], "pass", "alone, each fits: {r:?}");
+    }
+    let shared = common::temp_dir("slurm-shared");
+    let job = submit(&shared, &[scenario, "--shared"]);
+    let (rows, said) = collect(&shared, &job);
+    assert_eq!(rows.len(), 2, "{said}");
+    let crashed: Vec<&Row> = rows
+        .iter()
+        .filter(|r| r["status"] == "sigbus" || r["status"] == "enospc")
+        .collect();
+    assert!(
+        !crashed.is_empty(),
+        "side by side in one 512 MiB /dev/shm, a job must run out: {rows:?}"
+    );
+    assert_eq!(
+        node_shm_entries(),
+        "",
+        "the jobs left files in the node's /dev/shm"
+    );
+}
