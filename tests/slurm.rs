@@ -201,3 +201,45 @@ fn two_jobs_that_each_fit_a_nodes_dev_shm_alone_do_not_fit_it_side_by_side() {
         "the jobs left files in the node's /dev/shm"
     );
 }
+
+#[test]
+fn the_doctors_proof_on_slurm_runs_as_a_job_in_the_nodes_own_dev_shm() {
+    if !slurm_or_skip() {
+        return;
+    }
+    let _serial = common::serial();
+    // 4 x 2 batches of 73.5 MiB outstanding: 661 MiB, more than the node's 512 MiB /dev/shm,
+    // whatever the doctor recommends.
+    let big = common::shmbench(&[
+        "doctor",
+        "--verify",
+        "--platform",
+        "slurm",
+        "--workers",
+        "4",
+        "--batch",
+        "128",
+    ]);
+    let said = String::from_utf8_lossy(&big.stdout);
+    assert_eq!(big.status.code(), Some(1), "{said}");
+    assert!(
+        said.contains("verify: FAILED as a Slurm job in the node's /dev/shm"),
+        "{said}"
+    );
+    assert!(
+        said.contains("shared by every job on it"),
+        "the advice names the shared node: {said}"
+    );
+    let small = common::shmbench(&[
+        "doctor",
+        "--verify",
+        "--platform",
+        "slurm",
+        "--workers",
+        "2",
+        "--batch",
+        "8",
+    ]);
+    let said = String::from_utf8_lossy(&small.stdout);
+    assert!(said.contains("verify: PASSED as a Slurm job"), "{said}");
+}

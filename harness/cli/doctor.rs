@@ -6,12 +6,14 @@ use std::process::ExitCode;
 
 use anyhow::{bail, Result};
 
+use crate::model::config::CellConfig;
 use crate::model::job::LoaderList;
 use crate::model::knobs::Knobs;
 use crate::model::size::ByteSize;
 use crate::orchestrate::verify;
 use crate::plan::consumers::Consumer;
 use crate::plan::fixes::Target;
+use crate::plan::job::JobPeak;
 use crate::plan::scenario::Scenario;
 use crate::plan::{advice, guard, job};
 use crate::present::doctor;
@@ -93,55 +95,85 @@ pub(crate) fn run(args: Args) -> Result<ExitCode> {
     }
     let mut ok = diagnosis.fits;
     if args.verify {
-        let shm = diagnosis.recommended_bytes;
-        let single = args.ranks == 1 && job.loaders.len() == 1;
-        let record = if single {
-            let cell = verify::cell(&config, shm);
-            eprintln!(
-                "verifying: {} steps under {} of /dev/shm (namespace cell, {} ms per step)...",
-                cell.knobs.steps,
-                ByteSize(shm),
-                cell.knobs.compute_ms
-            );
-            verify::run(&cell)?
-        } else {
-            let specs: Vec<_> = job.loaders.iter().map(|l| l.spec.clone()).collect();
-            let cells = verify::job_cells(&config, args.ranks, &specs);
-            eprintln!(
-                "verifying: {} loaders at once ({} rank(s) x {}), {} steps each, under {} of /dev/shm (one namespace cell, {} ms per step)...",
-                cells.len(),
-                args.ranks,
-                specs.len(),
-                cells[0].knobs.steps,
-                ByteSize(shm),
-                cells[0].knobs.compute_ms
-            );
-            verify::run_job(&cells, shm, &super::platform())?
-        };
-        let verdict = if record.status.is_pass() {
-            "PASSED"
-        } else {
-            "FAILED"
-        };
-        println!(
-            "verify: {verdict} with /dev/shm = {}: {} after {:.1} s, peak /dev/shm {} against the predicted {} ({:.0}%){}",
-            ByteSize(shm),
-            record.status,
-            record.metrics.wall_s,
-            ByteSize(record.metrics.peak_shm_bytes),
-            ByteSize(job.node_bytes),
-            100.0 * record.metrics.peak_shm_bytes as f64 / job.node_bytes.max(1) as f64,
-            if record.message.is_empty() {
-                String::new()
-            } else {
-                format!(" ({})", record.message)
-            }
-        );
-        ok = record.status.is_pass();
+        ok = prove(
+            &config,
+            &job,
+            args.ranks,
+            args.platform,
+            diagnosis.recommended_bytes,
+        )?;
     }
     Ok(if ok {
         ExitCode::SUCCESS
     } else {
         ExitCode::from(1)
     })
+}
+
+/// The doctor's proof: the loader (or every rank's loaders at once) under `shm` of /dev/shm,
+/// as a Slurm job where the platform is Slurm and a controller answers; whether it passed.
+fn prove(
+    config: &CellConfig,
+    job: &JobPeak,
+    ranks: u32,
+    platform: Option<Target>,
+    shm: u64,
+) -> Result<bool> {
+    let single = ranks == 1 && job.loaders.len() == 1;
+    let on_slurm = platform == Some(Target::Slurm) && super::slurm_verify::available();
+    let record = if single && on_slurm {
+        super::slurm_verify::run(&verify::cell(config, shm), shm)?
+    } else if single {
+        if platform == Some(Target::Slurm) {
+            eprintln!("no Slurm controller answers here (scontrol ping): verifying here instead");
+        }
+        let cell = verify::cell(config, shm);
+        eprintln!(
+            "verifying: {} steps under {} of /dev/shm (namespace cell, {} ms per step)...",
+            cell.knobs.steps,
+            ByteSize(shm),
+            cell.knobs.compute_ms
+        );
+        verify::run(&cell)?
+    } else {
+        let specs: Vec<_> = job.loaders.iter().map(|l| l.spec.clone()).collect();
+        let cells = verify::job_cells(config, ranks, &specs);
+        eprintln!(
+            "verifying: {} loaders at once ({} rank(s) x {}), {} steps each, under {} of /dev/shm (one namespace cell, {} ms per step)...",
+            cells.len(),
+            ranks,
+            specs.len(),
+            cells[0].knobs.steps,
+            ByteSize(shm),
+            cells[0].knobs.compute_ms
+        );
+        verify::run_job(&cells, shm, &super::platform())?
+    };
+    let verdict = if record.status.is_pass() {
+        "PASSED"
+    } else {
+        "FAILED"
+    };
+    // As a Slurm job it ran in the node's own /dev/shm, whatever size that is.
+    let under = match single && on_slurm {
+        true => format!(
+            "as a Slurm job in the node's /dev/shm of {}",
+            ByteSize(record.shm_seen_bytes)
+        ),
+        false => format!("with /dev/shm = {}", ByteSize(shm)),
+    };
+    println!(
+        "verify: {verdict} {under}: {} after {:.1} s, peak /dev/shm {} against the predicted {} ({:.0}%){}",
+        record.status,
+        record.metrics.wall_s,
+        ByteSize(record.metrics.peak_shm_bytes),
+        ByteSize(job.node_bytes),
+        100.0 * record.metrics.peak_shm_bytes as f64 / job.node_bytes.max(1) as f64,
+        if record.message.is_empty() {
+            String::new()
+        } else {
+            format!(" ({})", record.message)
+        }
+    );
+    Ok(record.status.is_pass())
 }

@@ -22,6 +22,7 @@ mod report;
 mod run;
 mod shm;
 mod slurm;
+mod slurm_verify;
 mod sweep;
 mod watch;
 

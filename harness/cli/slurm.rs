@@ -23,7 +23,7 @@ use crate::sys::fingerprint::mem_total;
 use crate::sys::{clock, signals, slurm};
 
 /// Where the tasks write their output files unless told.
-const DEFAULT_DIR: &str = "shmbench-slurm";
+pub(super) const DEFAULT_DIR: &str = "shmbench-slurm";
 
 #[derive(clap::Args)]
 pub(crate) struct Args {
@@ -295,7 +295,7 @@ fn output_files(args: &CollectArgs) -> Result<(Vec<PathBuf>, Vec<String>)> {
 
 /// How Slurm says the jobs' tasks ended: sacct where there is accounting, else the controller's
 /// memory of the jobs, else the jobcomp/filetxt log.
-fn task_ends(jobs: &[String], jobcomp: Option<&Path>) -> Vec<TaskEnd> {
+pub(super) fn task_ends(jobs: &[String], jobcomp: Option<&Path>) -> Vec<TaskEnd> {
     if jobs.is_empty() {
         return Vec::new();
     }

@@ -1,16 +1,14 @@
 //! A Slurm job as shmbench sees it: what an array task that ran a cell says about itself in
 //! its record ([`SlurmTask`], from the variables slurmd sets), and how Slurm says a task ended
-//! ([`TaskEnd`], from `sacct -P`, `scontrol -o show job` or the `jobcomp/filetxt` log), with
-//! what that end means as a cell's status.
+//! ([`TaskEnd`], from `sacct -P`, `scontrol -o show job` or the `jobcomp/filetxt` log).
 //!
 //! A task ended by the scheduler (OUT_OF_MEMORY, TIMEOUT, CANCELLED, ...) prints no record:
-//! `results::slurm` gives it a row from its end. All of it is untrusted text, parsed, never run.
+//! `results::slurm` gives it a row, its status read from its end. All of it is untrusted text, parsed, never run.
 
 use serde::{Deserialize, Serialize};
 
 use super::config::CellConfig;
 use super::fingerprint::Fingerprint;
-use super::record::Status;
 
 /// The variables slurmd sets in a batch job's environment that a record keeps.
 pub(crate) const JOB_ID_ENV: &str = "SLURM_JOB_ID";
@@ -193,26 +191,6 @@ impl TaskEnd {
         self.ended() && !matches!(self.state.as_str(), "COMPLETED" | "FAILED")
     }
 
-    /// What this end means for a cell that printed no record: its status and the words for it;
-    /// None for a task that completed (its record is what tells) or has not ended.
-    pub(crate) fn status(&self) -> Option<(Status, String)> {
-        let how = self.describe();
-        let status = match self.state.as_str() {
-            "COMPLETED" => return None,
-            _ if !self.ended() => return None,
-            "OUT_OF_MEMORY" => {
-                return Some((
-                    Status::Oom,
-                    format!("{how}: the job's memory (--mem), which its /dev/shm pages count against with ConstrainRAMSpace"),
-                ))
-            }
-            "TIMEOUT" | "DEADLINE" => Status::Timeout,
-            "PREEMPTED" => Status::Evicted,
-            _ => Status::Error,
-        };
-        Some((status, format!("{how}, and the task left no record")))
-    }
-
     /// `Slurm ended task 12_3 OUT_OF_MEMORY (exit 0:125)`.
     pub(crate) fn describe(&self) -> String {
         let mut out = format!("Slurm ended task {} {}", self.name(), self.state);
@@ -247,10 +225,10 @@ mod tests {
         let end = TaskEnd::from_key_values(line).unwrap();
         assert_eq!(end.name(), "12_2");
         assert_eq!(end.node.as_deref(), Some("vm"));
-        let (status, words) = end.status().unwrap();
-        assert_eq!(status, Status::Oom);
+        assert!(end.by_scheduler());
+        let words = end.describe();
         assert!(
-            words.contains("OUT_OF_MEMORY") && words.contains("0:125"),
+            words.contains("12_2 OUT_OF_MEMORY with exit 0:125"),
             "{words}"
         );
     }
@@ -262,18 +240,13 @@ mod tests {
             (end.state.as_str(), end.reason.as_deref()),
             ("CANCELLED", Some("by 0"))
         );
-        assert_eq!(end.status().unwrap().0, Status::Error);
+        assert!(end.by_scheduler());
         assert!(TaskEnd::from_sacct("12_[4-9]|12|PENDING|0:0|None assigned|None").is_none());
-        let timeout = TaskEnd::from_sacct("20|20|TIMEOUT|0:0|vm|None").unwrap();
-        assert_eq!(timeout.status().unwrap().0, Status::Timeout);
-        assert!(TaskEnd::from_sacct("20|20|COMPLETED|0:0|vm|None")
+        let completed = TaskEnd::from_sacct("20|20|COMPLETED|0:0|vm|None").unwrap();
+        assert!(completed.ended() && !completed.by_scheduler());
+        assert!(!TaskEnd::from_sacct("20|20|RUNNING|0:0|vm|None")
             .unwrap()
-            .status()
-            .is_none());
-        assert!(TaskEnd::from_sacct("20|20|RUNNING|0:0|vm|None")
-            .unwrap()
-            .status()
-            .is_none());
+            .ended());
     }
 
     #[test]
@@ -286,30 +259,5 @@ mod tests {
         };
         assert_eq!(SlurmTask::from_vars(vars).unwrap().name(), "12_3");
         assert!(SlurmTask::from_vars(|_| None).is_none());
-    }
-
-    #[test]
-    fn tasks_interleave_the_repeats_of_the_cells() {
-        let mut a = CellConfig::default();
-        a.cell = "a".into();
-        let mut b = a.clone();
-        b.cell = "b".into();
-        let cells = [a, b];
-        let picked: Vec<(String, u32)> = (0..4)
-            .map(|i| {
-                let s = pick(&cells, i).unwrap();
-                (s.config.cell, s.repeat)
-            })
-            .collect();
-        assert_eq!(
-            picked,
-            [
-                ("a".into(), 1),
-                ("b".into(), 1),
-                ("a".into(), 2),
-                ("b".into(), 2)
-            ]
-        );
-        assert!(pick(&[], 0).is_none());
     }
 }

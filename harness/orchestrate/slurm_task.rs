@@ -29,3 +29,37 @@ pub(crate) fn run(start: &TaskStart) -> Result<CellRecord> {
     record.slurm = start.slurm.clone();
     Ok(record)
 }
+
+#[cfg(test)]
+mod tests {
+    use crate::model::knobs::Knobs;
+    use crate::model::slurm::pick;
+    use crate::plan::resolve::{Identity, Platform};
+
+    #[test]
+    fn tasks_interleave_the_repeats_of_the_cells() {
+        let mut a = Knobs::default()
+            .resolve(Identity::default(), &Platform::fixed(1 << 34, false))
+            .unwrap();
+        a.cell = "a".into();
+        let mut b = a.clone();
+        b.cell = "b".into();
+        let cells = [a, b];
+        let picked: Vec<(String, u32)> = (0..4)
+            .map(|i| {
+                let s = pick(&cells, i).unwrap();
+                (s.config.cell, s.repeat)
+            })
+            .collect();
+        assert_eq!(
+            picked,
+            [
+                ("a".into(), 1),
+                ("b".into(), 1),
+                ("a".into(), 2),
+                ("b".into(), 2)
+            ]
+        );
+        assert!(pick(&[], 0).is_none());
+    }
+}

@@ -112,13 +112,16 @@ pub(crate) fn size_fixes(
                 k8s_size(recommended)
             )],
         )],
-        Target::Slurm => vec![fix(
-            format!("A node's /dev/shm is shared by the jobs on it: make it {shown} or more ({basis}) on the nodes, and ask for memory that covers the pages (with ConstrainRAMSpace they count against the job's cgroup)"),
-            vec![
-                format!("# by the cluster's admins, on each node (and in its /etc/fstab):\nmount -o remount,size={size} /dev/shm"),
-                format!("#SBATCH --mem=<your usual use + {size}>"),
-            ],
-        )],
+        Target::Slurm => vec![
+            fix(
+                format!("A node's /dev/shm is one tmpfs shared by every job on it: make it {shown} ({basis}) times the jobs a node runs at once, or give each job its own with job_container/tmpfs. Measured (scenarios/slurm.toml): two jobs that each passed alone in a 512 MiB node /dev/shm both died of SIGBUS side by side"),
+                vec![format!("# by the cluster's admins, on each node (and in its /etc/fstab):\nmount -o remount,size=<{size} x jobs per node> /dev/shm")],
+            ),
+            fix(
+                "Ask for memory that covers the pages: with ConstrainRAMSpace they count against the job's --mem, and a job short of it ends OUT_OF_MEMORY, not with a Bus error. Where the OOM killer picks slurmstepd instead (a job whose memory is mostly /dev/shm pages, on a node that does not protect slurmstepd), the job stays RUNNING until its time limit and ends TIMEOUT (both measured on Slurm 22.05.8)".to_string(),
+                vec![format!("#SBATCH --mem=<your usual use + {size}>")],
+            ),
+        ],
         Target::Podman => vec![fix(
             format!("Give the container {shown} of /dev/shm ({basis})"),
             vec![format!("podman run --shm-size={size} ...")],

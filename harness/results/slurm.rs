@@ -129,6 +129,19 @@ pub(crate) fn collect(
     Collected { rows, notes }
 }
 
+/// The record of one task (its own, or one made from Slurm's word on its end: `doctor
+/// --verify --platform slurm`), and what was noticed on the way.
+pub(crate) fn task_result(
+    file: &str,
+    output: TaskOutput,
+    ends: &[TaskEnd],
+) -> (Option<CellRecord>, Vec<String>) {
+    let ended: BTreeMap<String, &TaskEnd> = ends.iter().map(|e| (e.name(), e)).collect();
+    let mut notes = Vec::new();
+    let record = task_record(file, output, &ended, &mut notes).map(|(_, r)| r);
+    (record, notes)
+}
+
 /// The record of one task's file (its own, or one made from Slurm's word on its end), with
 /// the task's name; None (and a note) for a file that gives no row.
 fn task_record(
@@ -156,7 +169,7 @@ fn task_record(
         // A cell that could not finish (stopped by the scheduler's SIGTERM) says error; Slurm
         // says why.
         let by_scheduler = end.filter(|e| e.by_scheduler());
-        if let Some((status, words)) = by_scheduler.and_then(|e| e.status()) {
+        if let Some((status, words)) = by_scheduler.and_then(|e| ending(e)) {
             if record.status == Status::Error {
                 record.status = status;
                 record.message = format!("{words}; the cell said: {}", record.message);
@@ -175,7 +188,9 @@ fn task_record(
             notes.push(format!("task {name}: {}, no result yet", end.state));
             return None;
         }
-        Some(end) => end.status().unwrap_or_else(|| {
+        Some(end) => ending(end)
+            .map(|(status, how)| (status, format!("{how}; the task left no record")))
+            .unwrap_or_else(|| {
             (
                 Status::Error,
                 format!("{}, yet its output holds no record (cut short?)", end.describe()),
@@ -194,6 +209,26 @@ fn task_record(
     Some((name, record))
 }
 
+/// What this end means for a cell that printed no record: its status and the words for it;
+/// None for a task that completed (its record is what tells) or has not ended.
+fn ending(end: &TaskEnd) -> Option<(Status, String)> {
+    let how = end.describe();
+    let status = match end.state.as_str() {
+        "COMPLETED" => return None,
+        _ if !end.ended() => return None,
+        "OUT_OF_MEMORY" => {
+            return Some((
+                Status::Oom,
+                format!("{how}: the job's memory (--mem), which its /dev/shm pages count against with ConstrainRAMSpace"),
+            ))
+        }
+        "TIMEOUT" | "DEADLINE" => Status::Timeout,
+        "PREEMPTED" => Status::Evicted,
+        _ => Status::Error,
+    };
+    Some((status, how))
+}
+
 /// Tasks in array order: the array's job id as a number, then the task.
 fn order(name: &str) -> (u64, u64, String) {
     let (job, task) = name.split_once('_').unwrap_or((name, ""));
@@ -202,4 +237,40 @@ fn order(name: &str) -> (u64, u64, String) {
         task.parse().unwrap_or(0),
         name.to_string(),
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_task_the_scheduler_ended_has_the_status_its_state_names() {
+        let read = |line: &str| ending(&TaskEnd::from_sacct(line).unwrap()).map(|e| e.0);
+        assert_eq!(
+            read("12_2|14|OUT_OF_MEMORY|0:125|vm|None"),
+            Some(Status::Oom)
+        );
+        assert_eq!(read("20|20|TIMEOUT|0:0|vm|None"), Some(Status::Timeout));
+        assert_eq!(read("20|20|PREEMPTED|0:0|vm|None"), Some(Status::Evicted));
+        assert_eq!(
+            read("12_3|15|CANCELLED by 0|0:0|vm|None"),
+            Some(Status::Error)
+        );
+        assert_eq!(read("20|20|COMPLETED|0:0|vm|None"), None);
+        assert_eq!(read("20|20|RUNNING|0:0|vm|None"), None);
+        let (_, words) =
+            ending(&TaskEnd::from_sacct("12_2|14|OUT_OF_MEMORY|0:125|vm|None").unwrap()).unwrap();
+        assert!(
+            words.contains("12_2 OUT_OF_MEMORY with exit 0:125"),
+            "{words}"
+        );
+    }
+
+    #[test]
+    fn an_output_file_names_its_cell_before_its_record() {
+        let text = "shmbench-slurm-task {\"index\": 1}\n{\"config\": 2}\nprogress\n";
+        let out = TaskOutput::read(text);
+        assert!(out.start.is_none() && out.record.is_none());
+        assert_eq!(out.bad.len(), 2, "both lines named: {:?}", out.bad);
+    }
 }
