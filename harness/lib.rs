@@ -11,6 +11,7 @@
 
 pub mod analysis;
 pub mod cell;
+pub mod check;
 pub mod cli;
 pub mod model;
 pub mod orchestrate;

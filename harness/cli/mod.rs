@@ -4,6 +4,7 @@
 
 mod bench;
 mod calibrate;
+mod check;
 mod compare;
 mod doctor;
 mod export;
@@ -133,6 +134,12 @@ pub(crate) enum Command {
         after_help = "Examples:\n  shmbench watch --shm-size 64m -- python train.py        # Docker's default size, privately\n  shmbench watch -- python train.py                        # this machine's /dev/shm\n  shmbench watch --shm-size 2g --memory 4g --step-regex 'step (\\d+)' -- python train.py\n  shmbench watch --image my-train:latest --shm-size 1g -- python /app/train.py\n  shmbench watch --shm-size 256m --sweep --report reports/job -- ./job.sh\n\nThe command's output and exit status are its own; the explanation goes to stderr at the end.\nEnds: pass, sigbus (the command or a process of it, or torch's \"killed by signal: Bus error\"),\nenospc, emfile, oom (the memory cgroup's OOM killer), timeout, error (another non-zero exit)."
     )]
     Watch(watch::Args),
+    /// Find the /dev/shm mistakes in deployment files (Kubernetes, Kubeflow, KubeRay, JobSet,
+    /// Compose, docker run lines, Slurm scripts) before they run
+    #[command(
+        after_help = "Examples:\n  shmbench check k8s/                                  # every YAML, script and compose file under it\n  shmbench check train.yaml --loaders train:8x2x128 --ranks 8\n  helm template charts/train | shmbench check -\n  shmbench check . --format sarif > shm.sarif           # for GitHub code scanning\n  shmbench check . --format github                      # annotations in a workflow\n  shmbench check deploy/ --ignore host-ipc --fail-on error\n\nRules: SHM001 no-dev-shm, SHM002 memory-emptydir-without-size-limit, SHM003\nsize-limit-over-memory-limit, SHM004 dev-shm-below-need, SHM005 host-ipc, SHM006 dev-shm-on-disk,\nSHM010 compose-without-shm-size, SHM020 docker-run-without-shm-size, SHM030\nslurm-mem-below-dev-shm (docs/CHECK.md). Silence one with the annotation or compose label\n`shmbench.io/ignore: SHM001`, a `# shmbench-ignore: SHM020` comment, or --ignore.\nExit status: 1 when a finding at or above --fail-on exists, 2 when an input could not be\nchecked (the rest still is), 0 otherwise."
+    )]
+    Check(check::Args),
     /// Kubernetes: the scenario's cells as an Indexed Job per pod shape, and its pods' records back as results
     K8s(k8s::Args),
     /// Slurm: the scenario's cells as a job array, and its tasks' records and ends back as results
@@ -175,6 +182,7 @@ fn dispatch(cli: Cli) -> Result<ExitCode> {
         Command::Shm(args) => shm::run(args),
         Command::Image(args) => image::run(args),
         Command::Watch(args) => watch::run(args),
+        Command::Check(args) => check::run(args),
         Command::K8s(args) => k8s::run(args),
         Command::Slurm(args) => slurm::run(args),
         Command::Worker(args) => internal::worker(args),

@@ -4,6 +4,7 @@
 pub(crate) mod bench;
 pub mod bmf;
 pub(crate) mod calibration;
+pub(crate) mod check;
 pub mod compare;
 pub mod doctor;
 pub(crate) mod fidelity;

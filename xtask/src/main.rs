@@ -5,7 +5,7 @@
 //!
 //! `cargo xtask setup` does the set-up alone. A requirement the user skips by name
 //! (`SHMBENCH_SKIP_DOCKER=1`, `SHMBENCH_SKIP_TORCH=1`, `SHMBENCH_SKIP_K8S_VALIDATE=1`,
-//! `SHMBENCH_SKIP_VM=1`, `SHMBENCH_SKIP_SLURM=1`) is not
+//! `SHMBENCH_SKIP_VM=1`, `SHMBENCH_SKIP_SLURM=1`, `SHMBENCH_SKIP_SARIF=1`) is not
 //! set up, and the tests that need it
 //! say they were skipped.
 
@@ -13,6 +13,7 @@ mod apt;
 mod docker;
 mod needs;
 mod pypi;
+mod sarif;
 mod slurm;
 mod torch;
 mod venv;
@@ -35,7 +36,8 @@ examples:
   SHMBENCH_SKIP_TORCH=1 cargo xtask test    # no 5 GB torch venv: skip the real-torch tests
   SHMBENCH_SKIP_K8S_VALIDATE=1 cargo xtask test   # no PyPI: skip the manifest schema checks
   SHMBENCH_SKIP_VM=1 cargo xtask test   # no QEMU or Debian archive: skip the VM runtime's tests
-  SHMBENCH_SKIP_SLURM=1 cargo xtask test   # no Slurm cluster: skip the tests that submit jobs";
+  SHMBENCH_SKIP_SLURM=1 cargo xtask test   # no Slurm cluster: skip the tests that submit jobs
+  SHMBENCH_SKIP_SARIF=1 cargo xtask test   # no crates.io or PyPI: skip the SARIF schema check";
 
 fn main() -> ExitCode {
     let mut args = std::env::args().skip(1);

@@ -1,0 +1,389 @@
+//! Kubernetes objects: every pod spec a document holds (a Pod's `spec`, the `template.spec` of
+//! a Deployment, Job, CronJob's `jobTemplate`, and those inside Kubeflow, KubeRay, JobSet,
+//! LeaderWorkerSet and Volcano objects, found by walking to every mapping whose `containers`
+//! are containers), each container's /dev/shm judged against the rules.
+//!
+//! What the platforms do on their own (docs/CHECK.md has the sources): with nothing on
+//! /dev/shm a container gets its runtime's 64 MiB; a memory-backed emptyDir's tmpfs is sized
+//! by its `sizeLimit` (SizeMemoryBackedVolumes, on by default since 1.22) and its pages count
+//! against the container's memory limit; KubeRay adds a memory-backed emptyDir on /dev/shm to
+//! the Ray container of every pod it makes (sized to that container's memory limit).
+
+use super::need::{is_accelerator, looks_ml, Loaders};
+use super::rules::{self, Finding, Rule};
+use super::yaml::{Node, Value};
+use crate::model::size::ByteSize;
+use crate::plan::fixes::{size_fixes, Target};
+
+/// A pod spec found in a document, with where it is.
+struct PodSpec<'a> {
+    spec: &'a Node,
+    /// `Deployment/train`, with the path inside for an embedded one.
+    object: String,
+    /// Whether KubeRay makes the pods (it mounts /dev/shm on the Ray container itself).
+    kuberay: bool,
+    /// Rules silenced by `shmbench.io/ignore` on the object or the pod template.
+    ignored: Vec<&'static Rule>,
+}
+
+/// The annotation that silences rules on an object or pod template.
+pub(crate) const IGNORE_ANNOTATION: &str = "shmbench.io/ignore";
+
+fn ignored_in(meta: Option<&Node>) -> Vec<&'static Rule> {
+    meta.and_then(|m| m.at(&["annotations", IGNORE_ANNOTATION]))
+        .and_then(Node::text)
+        .map(|list| rules::ignored(list).0)
+        .unwrap_or_default()
+}
+
+/// Whether a mapping is a pod spec: its `containers` is a list of containers.
+fn is_pod_spec(node: &Node) -> bool {
+    node.get("containers").is_some_and(|c| {
+        !c.items().is_empty()
+            && c.items()
+                .iter()
+                .all(|i| i.get("image").is_some() || i.get("name").is_some())
+    })
+}
+
+/// Every pod spec under `node` (not inside another), with its path from the object.
+fn pod_specs<'a>(
+    node: &'a Node,
+    path: &mut Vec<String>,
+    out: &mut Vec<(&'a Node, String, Option<&'a Node>)>,
+    meta: Option<&'a Node>,
+) {
+    if is_pod_spec(node) {
+        out.push((node, path.join("."), meta));
+        return;
+    }
+    match &node.value {
+        Value::Map(entries) => {
+            // A pod template's own metadata (annotations) sits beside its spec.
+            let template_meta = node.get("metadata").or(meta);
+            for (key, child) in entries {
+                path.push(key.clone());
+                pod_specs(child, path, out, template_meta);
+                path.pop();
+            }
+        }
+        Value::Seq(items) => {
+            for (i, child) in items.iter().enumerate() {
+                path.push(i.to_string());
+                pod_specs(child, path, out, meta);
+                path.pop();
+            }
+        }
+        Value::Scalar(_) => {}
+    }
+}
+
+/// The objects of a document: a List's items, or the one object.
+fn objects(doc: &Node) -> Vec<&Node> {
+    match doc.get("kind").and_then(Node::text) {
+        Some(kind) if kind.ends_with("List") => doc
+            .get("items")
+            .map(|i| i.items().iter().collect())
+            .unwrap_or_default(),
+        Some(_) => vec![doc],
+        None => Vec::new(),
+    }
+}
+
+/// Whether a document is a Kubernetes object (or a List of them).
+pub(crate) fn is_kubernetes(doc: &Node) -> bool {
+    doc.get("kind").is_some() && doc.get("apiVersion").is_some()
+}
+
+fn find_pods(doc: &Node) -> Vec<PodSpec<'_>> {
+    let mut out = Vec::new();
+    for object in objects(doc) {
+        let kind = object.get("kind").and_then(Node::text).unwrap_or("object");
+        let name = object
+            .at(&["metadata", "name"])
+            .and_then(Node::text)
+            .unwrap_or("(unnamed)");
+        let api = object
+            .get("apiVersion")
+            .and_then(Node::text)
+            .unwrap_or_default();
+        let kuberay = api.starts_with("ray.io/");
+        let object_ignores = ignored_in(object.get("metadata"));
+        let mut found = Vec::new();
+        if let Some(spec) = object.get("spec") {
+            pod_specs(spec, &mut vec!["spec".into()], &mut found, None);
+        }
+        for (spec, path, meta) in found {
+            let mut ignored = object_ignores.clone();
+            ignored.extend(ignored_in(meta));
+            let object = match kind {
+                "Pod" => format!("Pod/{name}"),
+                _ => format!("{kind}/{name} ({path})"),
+            };
+            out.push(PodSpec {
+                spec,
+                object,
+                kuberay,
+                ignored,
+            });
+        }
+    }
+    out
+}
+
+/// A quantity's bytes (`2Gi`, `512Mi`, `1G`, `1000000`); None for another form.
+pub(crate) fn quantity(q: &str) -> Option<u64> {
+    let q = q.trim();
+    let units: [(&str, u64); 8] = [
+        ("Ki", 1 << 10),
+        ("Mi", 1 << 20),
+        ("Gi", 1 << 30),
+        ("Ti", 1 << 40),
+        ("k", 1000),
+        ("M", 1_000_000),
+        ("G", 1_000_000_000),
+        ("T", 1_000_000_000_000),
+    ];
+    let (number, scale) = units
+        .iter()
+        .find_map(|(suffix, scale)| Some((q.strip_suffix(suffix)?, *scale)))
+        .unwrap_or((q, 1));
+    let n: f64 = number.parse().ok()?;
+    (n >= 0.0).then_some((n * scale as f64) as u64)
+}
+
+/// The command a container runs, as one text.
+fn command_text(container: &Node) -> String {
+    let mut words = Vec::new();
+    for key in ["command", "args"] {
+        if let Some(node) = container.get(key) {
+            words.extend(
+                node.items()
+                    .iter()
+                    .filter_map(Node::text)
+                    .map(str::to_string),
+            );
+            words.extend(node.text().map(str::to_string));
+        }
+    }
+    words.join(" ")
+}
+
+/// What to write, sized, for a pod.
+fn fix_for(bytes: u64, basis: &str, limit: Option<u64>) -> Option<String> {
+    size_fixes(Target::Kubernetes, bytes, basis, limit)
+        .into_iter()
+        .next()
+        .and_then(|f| f.commands.into_iter().next())
+}
+
+/// The findings of one document's pod specs.
+pub(crate) fn check(doc: &Node, file: &str, loaders: &Loaders, out: &mut Vec<Finding>) {
+    for pod in find_pods(doc) {
+        check_pod(&pod, file, loaders, out);
+    }
+}
+
+/// Where a finding is: the file, the pod spec and the container.
+struct Place<'a> {
+    file: &'a str,
+    pod: &'a PodSpec<'a>,
+    container: Option<String>,
+}
+
+impl Place<'_> {
+    fn at(
+        &self,
+        rule: &'static Rule,
+        node: &Node,
+        message: String,
+        fix: Option<String>,
+    ) -> Finding {
+        finding(
+            rule,
+            self.file,
+            node.line,
+            self.pod,
+            self.container.clone(),
+            message,
+            fix,
+        )
+    }
+}
+
+fn check_pod(pod: &PodSpec, file: &str, loaders: &Loaders, out: &mut Vec<Finding>) {
+    let spec = pod.spec;
+    let mut found = Vec::new();
+    let host_ipc = spec.get("hostIPC").filter(|n| n.text() == Some("true"));
+    if let Some(n) = host_ipc {
+        let place = Place {
+            file,
+            pod,
+            container: None,
+        };
+        found.push(place.at(&rules::HOST_IPC, n, "hostIPC: true: the pod uses the node's /dev/shm, shared with every pod on the node that does the same".into(), None));
+    }
+    let volumes = spec.get("volumes").map(Node::items).unwrap_or_default();
+    let containers = spec.get("containers").map(Node::items).unwrap_or_default();
+    for (index, container) in containers.iter().enumerate() {
+        let place = Place {
+            file,
+            pod,
+            container: container
+                .get("name")
+                .and_then(Node::text)
+                .map(str::to_string),
+        };
+        // KubeRay mounts /dev/shm on the Ray container (the first) of the pods it makes.
+        let operator_mounts = pod.kuberay && index == 0;
+        check_container(
+            &place,
+            container,
+            volumes,
+            host_ipc.is_some(),
+            operator_mounts,
+            loaders,
+            &mut found,
+        );
+    }
+    out.extend(
+        found
+            .into_iter()
+            .filter(|f| !pod.ignored.iter().any(|r| r.id == f.rule.id)),
+    );
+}
+
+/// What a container is: whether it looks like ML, its memory limit, its command.
+struct Container {
+    ml: bool,
+    memory_limit: Option<u64>,
+    command: String,
+}
+
+fn read_container(container: &Node, loaders: &Loaders) -> Container {
+    let image = container
+        .get("image")
+        .and_then(Node::text)
+        .unwrap_or_default();
+    let command = command_text(container);
+    let resources = container.get("resources");
+    let gpu = ["limits", "requests"].iter().any(|k| {
+        resources
+            .and_then(|r| r.get(k))
+            .is_some_and(|m| m.entries().iter().any(|(r, _)| is_accelerator(r)))
+    });
+    Container {
+        ml: gpu || looks_ml(image) || looks_ml(&command) || loaders.given,
+        memory_limit: resources
+            .and_then(|r| r.at(&["limits", "memory"]))
+            .and_then(Node::text)
+            .and_then(quantity),
+        command,
+    }
+}
+
+fn check_container(
+    place: &Place,
+    container: &Node,
+    volumes: &[Node],
+    host_ipc: bool,
+    operator_mounts: bool,
+    loaders: &Loaders,
+    found: &mut Vec<Finding>,
+) {
+    let c = read_container(container, loaders);
+    let need = loaders.need(&c.command);
+    let fix = || fix_for(need.bytes, &need.basis, c.memory_limit);
+    let mount = container
+        .get("volumeMounts")
+        .map(Node::items)
+        .unwrap_or_default()
+        .iter()
+        .find(|m| {
+            m.get("mountPath")
+                .and_then(Node::text)
+                .is_some_and(|p| p.trim_end_matches('/') == "/dev/shm")
+        });
+    let Some(mount) = mount else {
+        let name = place.container.as_deref().unwrap_or("?");
+        if c.ml && !host_ipc && !operator_mounts {
+            found.push(place.at(
+                &rules::NO_DEV_SHM,
+                container,
+                format!(
+                    "container {name} has nothing on /dev/shm: its runtime's 64 MiB; it needs {}",
+                    need.words()
+                ),
+                fix(),
+            ));
+        }
+        if operator_mounts && c.memory_limit.is_none() && c.ml {
+            found.push(place.at(&rules::OVER_MEMORY_LIMIT, container, "KubeRay mounts a memory-backed emptyDir on this Ray container's /dev/shm sized to its memory limit, and it has none: /dev/shm is bounded only by the node".into(), None));
+        }
+        return;
+    };
+    let volume_name = mount.get("name").and_then(Node::text).unwrap_or_default();
+    let Some(volume) = volumes
+        .iter()
+        .find(|v| v.get("name").and_then(Node::text) == Some(volume_name))
+    else {
+        return;
+    };
+    if volume.at(&["hostPath", "path"]).is_some() {
+        found.push(place.at(&rules::HOST_IPC, volume, format!("volume {volume_name} mounts the node's /dev/shm (hostPath): shared with every pod on the node"), None));
+        return;
+    }
+    let Some(empty_dir) = volume.get("emptyDir") else {
+        return;
+    };
+    if empty_dir.get("medium").and_then(Node::text) != Some("Memory") {
+        found.push(place.at(&rules::ON_DISK, empty_dir, format!("volume {volume_name} on /dev/shm is an emptyDir on the node's disk (no medium: Memory)"), fix()));
+        return;
+    }
+    let size = empty_dir
+        .get("sizeLimit")
+        .and_then(Node::text)
+        .and_then(quantity);
+    let limit_words = c
+        .memory_limit
+        .map(|l| format!(" and the container's limit {}", ByteSize(l)))
+        .unwrap_or_default();
+    match (size, c.memory_limit) {
+        (None, _) => found.push(place.at(&rules::NO_SIZE_LIMIT, empty_dir, format!("volume {volume_name} has no sizeLimit: /dev/shm is bounded by the node's memory{limit_words}"), fix())),
+        (Some(s), Some(l)) if s > l => found.push(place.at(&rules::OVER_MEMORY_LIMIT, empty_dir, format!("sizeLimit {} is above the container's memory limit {}: the pages count against the limit, so it is OOMKilled before /dev/shm is full", ByteSize(s), ByteSize(l)), None)),
+        (Some(s), None) if c.ml => found.push(place.at(&rules::OVER_MEMORY_LIMIT, empty_dir, format!("sizeLimit {} but no memory limit: the pages count against the node's memory, and the kubelet evicts the pod under pressure", ByteSize(s)), None)),
+        _ => {}
+    }
+    if let Some(s) = size.filter(|s| need.known && *s < need.peak) {
+        found.push(place.at(
+            &rules::BELOW_NEED,
+            empty_dir,
+            format!(
+                "sizeLimit {} is below the peak its loaders reach: it needs {}",
+                ByteSize(s),
+                need.words()
+            ),
+            fix(),
+        ));
+    }
+}
+
+fn finding(
+    rule: &'static Rule,
+    file: &str,
+    line: usize,
+    pod: &PodSpec,
+    container: Option<String>,
+    message: String,
+    fix: Option<String>,
+) -> Finding {
+    Finding {
+        rule,
+        file: file.to_string(),
+        line,
+        object: pod.object.clone(),
+        container,
+        message,
+        fix,
+    }
+}

@@ -1,0 +1,93 @@
+//! `shmbench check`: the /dev/shm mistakes in deployment files, found before they run.
+//! `input` gathers and reads the files, `yaml` parses YAML with line numbers, `kube`, `compose`
+//! and `commands` (docker run lines, Slurm scripts) apply the `rules`, sized by `need` (the
+//! doctor's model). Nothing is run; every input is untrusted text.
+
+pub(crate) mod commands;
+pub(crate) mod compose;
+pub(crate) mod input;
+pub(crate) mod kube;
+pub(crate) mod need;
+pub(crate) mod rules;
+pub(crate) mod yaml;
+
+use std::path::{Path, PathBuf};
+
+use input::Problem;
+use need::Loaders;
+use rules::{Finding, Rule};
+
+/// What was found in the files.
+#[derive(Default, serde::Serialize)]
+pub(crate) struct Report {
+    pub(crate) findings: Vec<Finding>,
+    /// Inputs that could not be checked (exit 2), each named.
+    pub(crate) problems: Vec<Problem>,
+    /// Directories not walked on purpose (a symlink loop, too deep): said, not failed on.
+    pub(crate) skipped: Vec<Problem>,
+    pub(crate) files: usize,
+}
+
+/// Whether a file is read as YAML (by its name; `-` and named files by their content).
+fn yaml_named(path: &Path) -> bool {
+    let ext = path
+        .extension()
+        .and_then(|e| e.to_str())
+        .unwrap_or_default()
+        .to_ascii_lowercase();
+    matches!(ext.as_str(), "yaml" | "yml" | "json")
+}
+
+/// Checks one file's text.
+fn check_text(path: &Path, text: &str, loaders: &Loaders, report: &mut Report) {
+    let file = path.display().to_string();
+    let as_yaml = yaml_named(path)
+        || (path.extension().is_none_or(|e| e != "sh")
+            && (text.contains("apiVersion:") || text.starts_with("services:")));
+    if as_yaml {
+        match yaml::documents(text) {
+            Ok(docs) => {
+                for doc in &docs {
+                    if kube::is_kubernetes(doc) {
+                        kube::check(doc, &file, loaders, &mut report.findings);
+                    } else if compose::is_compose(doc) {
+                        compose::check(doc, &file, loaders, &mut report.findings);
+                    }
+                }
+            }
+            Err(e) if yaml_named(path) => report.problems.push(Problem {
+                line: Some(e.line),
+                reason: format!("not YAML: {}", e.reason),
+                ..Problem::new(path, "")
+            }),
+            Err(_) => {}
+        }
+    }
+    commands::check(text, &file, loaders, &mut report.findings);
+}
+
+/// Checks every file under `paths`; findings of the rules in `ignore` are left out.
+pub(crate) fn run(paths: &[PathBuf], loaders: &Loaders, ignore: &[&'static Rule]) -> Report {
+    let gathered = input::gather(paths);
+    let mut report = Report {
+        problems: gathered.problems,
+        skipped: gathered.skipped,
+        ..Report::default()
+    };
+    for path in &gathered.files {
+        match input::read(path) {
+            Ok(text) => {
+                report.files += 1;
+                check_text(path, &text, loaders, &mut report);
+            }
+            Err(problem) => report.problems.push(problem),
+        }
+    }
+    report
+        .findings
+        .retain(|f| !ignore.iter().any(|r| r.id == f.rule.id));
+    report
+        .findings
+        .sort_by(|a, b| (&a.file, a.line, a.rule.id).cmp(&(&b.file, b.line, b.rule.id)));
+    report
+}

@@ -1,0 +1,138 @@
+//! What a workload in a deployment file is and needs: whether it looks like ML (a GPU asked
+//! for, a torch/vLLM/SGLang/Triton/Ray image or command, or `--loaders` given), and the
+//! /dev/shm its loaders need by the doctor's model (`plan::job`), from `--loaders`/`--ranks`,
+//! else from a DataLoader's `num_workers`/`batch_size` written in its command, else the
+//! doctor's default loader (then a size below it is not called wrong, only the fixes sized).
+
+use regex::Regex;
+use std::sync::OnceLock;
+
+use crate::model::config::CellConfig;
+use crate::model::job::LoaderSpec;
+use crate::model::size::ByteSize;
+use crate::plan::{advice, job};
+
+/// Images and commands of ML training and inference.
+fn ml_words() -> &'static Regex {
+    static RE: OnceLock<Regex> = OnceLock::new();
+    RE.get_or_init(|| {
+        Regex::new(r"(?i)(pytorch|torch|vllm|sglang|tritonserver|triton|rayproject|\bray\b|deepspeed|megatron|nemo|huggingface|transformers|accelerate launch|lightning|tensorflow|jax|\bnccl\b|cuda|rocm|nvcr\.io)").expect("a valid pattern")
+    })
+}
+
+/// Whether a text (an image, a command line) names ML.
+pub(crate) fn looks_ml(text: &str) -> bool {
+    ml_words().is_match(text)
+}
+
+/// Whether a resource name asks for an accelerator (`nvidia.com/gpu`, `amd.com/gpu`, ...).
+pub(crate) fn is_accelerator(resource: &str) -> bool {
+    let r = resource.to_ascii_lowercase();
+    ["gpu", "neuron", "habana.ai", "tpu"]
+        .iter()
+        .any(|w| r.contains(w))
+}
+
+/// The /dev/shm a workload needs, and where the number comes from.
+#[derive(Clone, Debug)]
+pub(crate) struct Need {
+    /// The doctor's recommendation: the peak + 25%, rounded up to 64 MiB.
+    pub(crate) bytes: u64,
+    pub(crate) peak: u64,
+    /// `--loaders train:8x2x128 x 8 ranks`, `num_workers=4, batch_size=64 in its command`.
+    pub(crate) basis: String,
+    /// Whether the loaders are the workload's own (given, or read from its command): only then
+    /// is a smaller /dev/shm called too small.
+    pub(crate) known: bool,
+}
+
+/// What the user said of the loaders, for every workload checked.
+pub(crate) struct Loaders {
+    /// The base loader (shape, dtype, strategy: the loader flags, else the doctor's default).
+    pub(crate) base: CellConfig,
+    pub(crate) specs: Vec<LoaderSpec>,
+    pub(crate) ranks: u32,
+    /// Whether --loaders or --ranks was given.
+    pub(crate) given: bool,
+}
+
+impl Loaders {
+    fn need_of(&self, specs: &[LoaderSpec], basis: String, known: bool) -> Need {
+        let peak = job::predict(&self.base, self.ranks, specs, &[]).node_bytes;
+        Need {
+            bytes: advice::recommend(peak),
+            peak,
+            basis,
+            known,
+        }
+    }
+
+    /// The need of a workload whose command is `command`.
+    pub(crate) fn need(&self, command: &str) -> Need {
+        if self.given {
+            let names: Vec<String> = self
+                .specs
+                .iter()
+                .map(|s| format!("{}:{}x{}x{}", s.name, s.workers, s.prefetch, s.batch))
+                .collect();
+            let loaders = match names.is_empty() {
+                true => "the loader flags".to_string(),
+                false => names.join(","),
+            };
+            return self.need_of(
+                &self.specs,
+                format!("{loaders} x {} rank(s), as given", self.ranks),
+                true,
+            );
+        }
+        if let Some(spec) = loader_in(command, &self.base) {
+            let basis = format!(
+                "num_workers={}, batch_size={} in its command, {} samples",
+                spec.workers, spec.batch, self.base.knobs.shape
+            );
+            return self.need_of(&[spec], basis, true);
+        }
+        let k = &self.base.knobs;
+        let basis = format!(
+            "the doctor's default loader ({} workers, prefetch {}, batch {} of {}): pass --loaders for yours",
+            k.workers, k.prefetch, k.batch, k.shape
+        );
+        self.need_of(&[], basis, false)
+    }
+}
+
+/// A DataLoader's workers and batch written in a command (`--num-workers 8`, `num_workers=8`,
+/// `--batch-size 64`, `batch_size: 64`), with the base loader's prefetch.
+fn loader_in(command: &str, base: &CellConfig) -> Option<LoaderSpec> {
+    static RE: OnceLock<(Regex, Regex)> = OnceLock::new();
+    let (workers, batch) = RE.get_or_init(|| {
+        (
+            Regex::new(r"(?i)-?-?(?:num[_-]workers|dataloader[_-]num[_-]workers)[\s=:]+(\d+)")
+                .expect("valid"),
+            Regex::new(r"(?i)-?-?(?:per[_-]device[_-]train[_-])?batch[_-]size[\s=:]+(\d+)")
+                .expect("valid"),
+        )
+    });
+    let number =
+        |re: &Regex| -> Option<u32> { re.captures(command)?.get(1)?.as_str().parse().ok() };
+    let workers = number(workers)?;
+    let batch = number(batch).unwrap_or(base.knobs.batch);
+    Some(LoaderSpec {
+        name: "command".into(),
+        workers,
+        prefetch: base.knobs.prefetch,
+        batch,
+    })
+}
+
+impl Need {
+    /// `2 GiB (the peak 1.6 GiB + 25%, for ...)`.
+    pub(crate) fn words(&self) -> String {
+        format!(
+            "{} (the peak {} + 25%, for {})",
+            ByteSize(self.bytes),
+            ByteSize(self.peak),
+            self.basis
+        )
+    }
+}

@@ -1,0 +1,82 @@
+//! `shmbench check`: the /dev/shm mistakes in deployment files (Kubernetes and the operators'
+//! objects, compose files, `docker run` lines, Slurm scripts), with the size each workload
+//! needs; exit 1 when a finding at or above `--fail-on` exists, 2 when an input could not be
+//! checked (the rest still is).
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use anyhow::{bail, Result};
+
+use crate::check::need::Loaders;
+use crate::check::rules::{self, Severity};
+use crate::model::job::LoaderList;
+use crate::model::knobs::Knobs;
+use crate::plan::guard;
+use crate::present::check::{format, FormatName};
+
+#[derive(clap::Args)]
+pub(crate) struct Args {
+    /// Files and directories to check (- for stdin)
+    #[arg(required = true)]
+    pub(crate) paths: Vec<PathBuf>,
+    /// Output format
+    #[arg(long, value_enum, default_value = "text")]
+    pub(crate) format: FormatName,
+    /// The loaders each rank runs, NAME:WORKERSxPREFETCHxBATCH, comma-separated: every
+    /// workload is held to what they need (and counted as ML)
+    #[arg(long)]
+    pub(crate) loaders: Option<LoaderList>,
+    /// Processes per node, each with its own loaders
+    #[arg(long)]
+    pub(crate) ranks: Option<u32>,
+    /// Exit 1 when a finding of this severity or worse exists
+    #[arg(long, value_enum, default_value = "warning")]
+    pub(crate) fail_on: Severity,
+    /// Rules to leave out (ids or names, comma-separated; `all`)
+    #[arg(long, value_delimiter = ',')]
+    pub(crate) ignore: Vec<String>,
+    /// Loader flags: the sample shape, dtype, workers... the needs are sized with
+    #[command(flatten)]
+    pub(crate) knobs: Knobs,
+}
+
+pub(crate) fn run(args: Args) -> Result<ExitCode> {
+    let (ignore, unknown) = rules::ignored(&args.ignore.join(","));
+    if !unknown.is_empty() {
+        let known: Vec<String> = rules::RULES
+            .iter()
+            .map(|r| format!("{} ({})", r.id, r.name))
+            .collect();
+        bail!(
+            "--ignore {}: no such rule; the rules are {}",
+            unknown.join(","),
+            known.join(", ")
+        );
+    }
+    let ranks = args.ranks.unwrap_or(1);
+    if ranks == 0 || ranks > 1024 {
+        bail!("--ranks {ranks}: give the processes per node, 1 to 1024");
+    }
+    let given = args.loaders.is_some() || args.ranks.is_some();
+    let base = guard::tool_config("check", args.knobs, &super::platform())?;
+    let loaders = Loaders {
+        base,
+        specs: args.loaders.map(|l| l.0).unwrap_or_default(),
+        ranks,
+        given,
+    };
+    let report = crate::check::run(&args.paths, &loaders, &ignore);
+    print!("{}", format(args.format).render(&report));
+    let failing = report
+        .findings
+        .iter()
+        .any(|f| f.rule.severity >= args.fail_on);
+    Ok(ExitCode::from(
+        match (report.problems.is_empty(), failing) {
+            (false, _) => 2,
+            (true, true) => 1,
+            (true, false) => 0,
+        },
+    ))
+}

@@ -1,0 +1,267 @@
+//! `shmbench check` on files: every fixture of `tests/fixtures/check/` raises exactly the rules
+//! its first line names; the formats CI reads are what they claim (GitHub annotations with file
+//! and line, SARIF 2.1.0 valid against the official schema); bad inputs (malformed YAML, a
+//! binary file, a 50 MB file, a directory loop) give a clear error or a bounded run, never a
+//! panic, and the rest is still checked.
+
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+
+use serde_json::Value;
+
+fn fixtures() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/check")
+}
+
+fn check(args: &[&str]) -> Output {
+    let mut all = vec!["check"];
+    all.extend_from_slice(args);
+    common::shmbench(&all)
+}
+
+fn json_of(out: &Output) -> Value {
+    serde_json::from_slice(&out.stdout)
+        .unwrap_or_else(|e| panic!("not JSON ({e}): {}", String::from_utf8_lossy(&out.stdout)))
+}
+
+/// The rule ids a fixture's first line expects (`# expect: SHM001 SHM001`, `# expect: none`).
+fn expected(path: &Path) -> Vec<String> {
+    let text = std::fs::read_to_string(path).unwrap();
+    let first = text.lines().next().unwrap_or_default();
+    let list = first
+        .strip_prefix("# expect:")
+        .unwrap_or_else(|| panic!("{}: no `# expect:` line", path.display()));
+    let mut ids: Vec<String> = list
+        .split_whitespace()
+        .filter(|w| *w != "none")
+        .map(String::from)
+        .collect();
+    ids.sort();
+    ids
+}
+
+#[test]
+fn every_fixture_raises_exactly_the_rules_it_expects() {
+    let mut seen_rules = std::collections::BTreeSet::new();
+    let mut files: Vec<PathBuf> = std::fs::read_dir(fixtures())
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|e| e != "md"))
+        .collect();
+    files.sort();
+    assert!(files.len() >= 15, "{files:?}");
+    for file in files {
+        let out = check(&["--format", "json", file.to_str().unwrap()]);
+        let doc = json_of(&out);
+        let mut got: Vec<String> = doc["findings"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|f| f["rule"]["id"].as_str().unwrap().to_string())
+            .collect();
+        got.sort();
+        let want = expected(&file);
+        assert_eq!(got, want, "{}: {doc:#}", file.display());
+        let failing = doc["findings"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|f| f["rule"]["severity"] != "note");
+        assert_eq!(
+            out.status.code(),
+            Some(i32::from(failing)),
+            "{}",
+            file.display()
+        );
+        seen_rules.extend(want);
+    }
+    // Every rule has a failing fixture (and the passing ones above hold the rest to none).
+    let doc = json_of(&check(&["--format", "json", fixtures().to_str().unwrap()]));
+    for rule in doc["rules"].as_array().unwrap() {
+        let id = rule["id"].as_str().unwrap();
+        assert!(seen_rules.contains(id), "no fixture raises {id}");
+    }
+}
+
+#[test]
+fn loaders_given_hold_every_workload_to_their_need() {
+    // 8 ranks x 8 workers x 2 x 73.5 MiB: far above the 4 GiB the passing fixture gives.
+    let file = fixtures().join("shm001-pass-deployment.yaml");
+    let out = check(&[
+        "--format",
+        "json",
+        "--loaders",
+        "train:8x2x128",
+        "--ranks",
+        "8",
+        file.to_str().unwrap(),
+    ]);
+    let doc = json_of(&out);
+    let ids: Vec<&str> = doc["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| f["rule"]["id"].as_str().unwrap())
+        .collect();
+    assert_eq!(ids, ["SHM004"], "{doc:#}");
+    let fix = doc["findings"][0]["fix"].as_str().unwrap();
+    assert!(
+        fix.contains("sizeLimit:"),
+        "the fix is the doctor's, sized: {fix}"
+    );
+    assert_eq!(out.status.code(), Some(1));
+}
+
+#[test]
+fn github_annotations_name_the_file_and_line() {
+    let file = fixtures().join("shm003-fail.yaml");
+    let out = check(&["--format", "github", file.to_str().unwrap()]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    let line = text.lines().next().unwrap_or_default();
+    assert!(line.starts_with("::warning file="), "{text}");
+    assert!(
+        line.contains("shm003-fail.yaml,line=20,title=SHM003 size-limit-over-memory-limit::"),
+        "{text}"
+    );
+    assert_eq!(text.lines().count(), 1, "one line per finding: {text}");
+}
+
+#[test]
+fn warnings_pass_when_only_errors_fail() {
+    let file = fixtures().join("shm003-fail.yaml");
+    let out = check(&["--fail-on", "error", file.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(0));
+    let out = check(&["--ignore", "SHM003", file.to_str().unwrap()]);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+    let out = check(&["--ignore", "SHM999", file.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("no such rule"));
+}
+
+#[test]
+fn stdin_is_read_as_helm_template_output_would_be() {
+    let text = std::fs::read(fixtures().join("shm001-fail-deployment.yaml")).unwrap();
+    let mut child = Command::new(common::BIN)
+        .args(["check", "-"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::io::Write::write_all(&mut child.stdin.take().unwrap(), &text).unwrap();
+    let out = child.wait_with_output().unwrap();
+    let said = String::from_utf8_lossy(&out.stdout);
+    assert!(said.starts_with("-:15: error SHM001"), "{said}");
+}
+
+#[test]
+fn bad_inputs_are_named_and_the_rest_still_checked() {
+    let dir = common::temp_dir("check-bad");
+    std::fs::write(
+        dir.join("broken.yaml"),
+        "apiVersion: v1\nkind: Pod\nspec: [1, 2\n  x: {\n",
+    )
+    .unwrap();
+    std::fs::write(dir.join("binary.yaml"), b"\x7fELF\x00\x00\x01binary").unwrap();
+    // 50 MB: refused by its size, never parsed.
+    let big = std::fs::File::create(dir.join("huge.yaml")).unwrap();
+    big.set_len(50_000_000).unwrap();
+    std::os::unix::fs::symlink(&*dir, dir.join("loop")).unwrap();
+    std::fs::copy(fixtures().join("shm006-fail.yaml"), dir.join("good.yaml")).unwrap();
+    let out = check(&[dir.to_str().unwrap()]);
+    let said = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(2), "{said}");
+    assert!(
+        said.contains("broken.yaml:4: cannot check: not YAML"),
+        "{said}"
+    );
+    assert!(
+        said.contains("binary.yaml: cannot check: a binary file"),
+        "{said}"
+    );
+    assert!(
+        said.contains("huge.yaml: cannot check: larger than 16 MiB"),
+        "{said}"
+    );
+    assert!(
+        said.contains("skipped: a directory already walked"),
+        "{said}"
+    );
+    assert!(
+        said.contains("good.yaml:16: warning SHM006"),
+        "the rest is checked: {said}"
+    );
+    assert!(!String::from_utf8_lossy(&out.stderr).contains("panicked"));
+}
+
+/// The official SARIF 2.1.0 schema, as `cargo xtask test` finds it (SHMBENCH_SARIF_SCHEMA),
+/// and a Python with `jsonschema` to hold a document to it.
+fn sarif_validator() -> Option<(PathBuf, PathBuf)> {
+    let found = || {
+        std::env::var_os("SHMBENCH_SARIF_SCHEMA").is_some_and(|p| Path::new(&p).is_file())
+            && std::env::var_os("SHMBENCH_SARIF_PYTHON").is_some()
+    };
+    if !common::require(
+        "sarif",
+        found,
+        "the SARIF 2.1.0 schema and a Python with jsonschema",
+    ) {
+        return None;
+    }
+    Some((
+        std::env::var_os("SHMBENCH_SARIF_SCHEMA").unwrap().into(),
+        std::env::var_os("SHMBENCH_SARIF_PYTHON").unwrap().into(),
+    ))
+}
+
+#[test]
+fn sarif_output_is_valid_sarif_2_1_0() {
+    let Some((schema, python)) = sarif_validator() else {
+        return;
+    };
+    let dir = common::temp_dir("check-sarif");
+    std::fs::write(dir.join("broken.yaml"), "a: [1\n").unwrap();
+    let out = check(&[
+        "--format",
+        "sarif",
+        fixtures().to_str().unwrap(),
+        dir.join("broken.yaml").to_str().unwrap(),
+    ]);
+    let doc = json_of(&out);
+    assert_eq!(doc["version"], "2.1.0");
+    assert!(doc["runs"][0]["results"].as_array().unwrap().len() >= 10);
+    let sarif = dir.join("out.sarif");
+    std::fs::write(&sarif, &out.stdout).unwrap();
+    let script = "import json, sys, jsonschema\nschema = json.load(open(sys.argv[1]))\ndoc = json.load(open(sys.argv[2]))\njsonschema.validators.validator_for(schema)(schema).validate(doc)\nprint('valid')\n";
+    let checked = Command::new(&python)
+        .args(["-c", script])
+        .arg(&schema)
+        .arg(&sarif)
+        .output()
+        .unwrap();
+    assert!(
+        checked.status.success(),
+        "not valid SARIF 2.1.0: {}",
+        String::from_utf8_lossy(&checked.stderr)
+    );
+    // The validator bites: the same document as SARIF 2.0 is refused.
+    let mut wrong = doc.clone();
+    wrong["version"] = Value::from("2.0.0");
+    std::fs::write(&sarif, wrong.to_string()).unwrap();
+    let checked = Command::new(&python)
+        .args(["-c", script])
+        .arg(&schema)
+        .arg(&sarif)
+        .output()
+        .unwrap();
+    assert!(
+        !checked.status.success(),
+        "a wrong version passed the schema"
+    );
+}
