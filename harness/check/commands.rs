@@ -7,7 +7,7 @@
 use regex::Regex;
 use std::sync::OnceLock;
 
-use super::need::{looks_ml, Loaders};
+use super::need::{in_process_framework, looks_ml, Loaders};
 use super::rules::{self, Finding, Rule};
 use crate::model::size::ByteSize;
 use crate::plan::fixes::{size_fixes, Target};
@@ -97,7 +97,8 @@ pub(crate) fn check(text: &str, file: &str, loaders: &Loaders, out: &mut Vec<Fin
             .split_whitespace()
             .map(|w| w.trim_matches(['"', '\'']))
             .collect();
-        let ml = looks_ml(rest) || flag(&words, "--gpus").is_some() || loaders.given;
+        let ml = (looks_ml(rest) || flag(&words, "--gpus").is_some() || loaders.given)
+            && !in_process_framework(rest);
         let need = loaders.need(rest);
         let fix = size_fixes(Target::Docker, need.bytes, &need.basis, None)
             .into_iter()
@@ -124,7 +125,7 @@ pub(crate) fn check(text: &str, file: &str, loaders: &Loaders, out: &mut Vec<Fin
         let shm = flag(&words, "--shm-size");
         if ipc == Some("host") {
             push(&rules::HOST_IPC, "--ipc=host: the host's /dev/shm, shared with every process that does the same; --shm-size no longer applies".into(), None);
-        } else if ml && ipc.is_none() && shm.is_none() {
+        } else if ml && !need.nothing() && ipc.is_none() && shm.is_none() {
             push(
                 &rules::DOCKER_RUN_NO_SHM,
                 format!(

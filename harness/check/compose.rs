@@ -4,7 +4,7 @@
 //! what its loaders need. A service silences rules with the label `shmbench.io/ignore`.
 
 use super::kube::{quantity, IGNORE_ANNOTATION};
-use super::need::{looks_ml, Loaders};
+use super::need::{in_process_framework, looks_ml, Loaders};
 use super::rules::{self, Finding};
 use super::yaml::Node;
 use crate::model::size::ByteSize;
@@ -99,7 +99,9 @@ pub(crate) fn check(doc: &Node, file: &str, loaders: &Loaders, out: &mut Vec<Fin
             words(service.get("command")),
             words(service.get("entrypoint"))
         );
-        let ml = wants_gpu(service) || looks_ml(&image) || looks_ml(&command) || loaders.given;
+        let words = format!("{image} {command}");
+        let ml = (wants_gpu(service) || looks_ml(&image) || looks_ml(&command) || loaders.given)
+            && !in_process_framework(&words);
         let ignored = service
             .at(&["labels", IGNORE_ANNOTATION])
             .and_then(Node::text)
@@ -116,7 +118,12 @@ pub(crate) fn check(doc: &Node, file: &str, loaders: &Loaders, out: &mut Vec<Fin
         let object = format!("service {name}");
         if ipc == Some("host") {
             found.push(Finding { rule: &rules::HOST_IPC, file: file.into(), line: service.get("ipc").map_or(service.line, |n| n.line), object: object.clone(), container: None, message: format!("service {name} uses ipc: host: the host's /dev/shm, shared with every container that does the same; shm_size no longer applies"), fix: None });
-        } else if shm.is_none() && ipc.is_none() && tmpfs_on_shm(service).is_none() && ml {
+        } else if shm.is_none()
+            && ipc.is_none()
+            && tmpfs_on_shm(service).is_none()
+            && ml
+            && !need.nothing()
+        {
             found.push(Finding {
                 rule: &rules::COMPOSE_NO_SHM,
                 file: file.into(),

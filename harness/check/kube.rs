@@ -9,7 +9,7 @@
 //! against the container's memory limit; KubeRay adds a memory-backed emptyDir on /dev/shm to
 //! the Ray container of every pod it makes (sized to that container's memory limit).
 
-use super::need::{is_accelerator, looks_ml, Loaders};
+use super::need::{in_process_framework, is_accelerator, looks_ml, Loaders};
 use super::rules::{self, Finding, Rule};
 use super::yaml::{Node, Value};
 use crate::model::size::ByteSize;
@@ -267,13 +267,20 @@ fn read_container(container: &Node, loaders: &Loaders) -> Container {
         .unwrap_or_default();
     let command = command_text(container);
     let resources = container.get("resources");
-    let gpu = ["limits", "requests"].iter().any(|k| {
-        resources
-            .and_then(|r| r.get(k))
-            .is_some_and(|m| m.entries().iter().any(|(r, _)| is_accelerator(r)))
-    });
+    // The accelerators asked for (the most any resource name says).
+    let gpus = ["limits", "requests"]
+        .iter()
+        .filter_map(|k| resources.and_then(|r| r.get(k)))
+        .flat_map(|m| m.entries().iter())
+        .filter(|(r, _)| is_accelerator(r))
+        .map(|(_, v)| v.text().and_then(|t| t.parse::<u64>().ok()).unwrap_or(1))
+        .max()
+        .unwrap_or(0);
+    let words = format!("{image} {command}");
+    // One accelerator and a framework whose input pipeline is threads: nothing in /dev/shm.
+    let in_process = in_process_framework(&words) && gpus <= 1;
     Container {
-        ml: gpu || looks_ml(image) || looks_ml(&command) || loaders.given,
+        ml: (gpus > 0 || looks_ml(image) || looks_ml(&command) || loaders.given) && !in_process,
         memory_limit: resources
             .and_then(|r| r.at(&["limits", "memory"]))
             .and_then(Node::text)
@@ -306,7 +313,7 @@ fn check_container(
         });
     let Some(mount) = mount else {
         let name = place.container.as_deref().unwrap_or("?");
-        if c.ml && !host_ipc && !operator_mounts {
+        if c.ml && !need.nothing() && !host_ipc && !operator_mounts {
             found.push(place.at(
                 &rules::NO_DEV_SHM,
                 container,

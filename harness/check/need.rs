@@ -25,6 +25,23 @@ pub(crate) fn looks_ml(text: &str) -> bool {
     ml_words().is_match(text)
 }
 
+/// Whether a text names only a framework whose input pipeline stays in one process
+/// (TensorFlow's tf.data, JAX, Keras: threads, not worker processes), and nothing of torch's
+/// world: such a workload on one accelerator puts no batches in /dev/shm (several accelerators
+/// bring NCCL, which does).
+pub(crate) fn in_process_framework(text: &str) -> bool {
+    static RE: OnceLock<Regex> = OnceLock::new();
+    let re = RE.get_or_init(|| {
+        Regex::new(r"(?i)(tensorflow|tf_cnn|keras|\bjax\b)").expect("a valid pattern")
+    });
+    static TORCH: OnceLock<Regex> = OnceLock::new();
+    let torch = TORCH.get_or_init(|| {
+        Regex::new(r"(?i)(torch|vllm|sglang|\bray\b|rayproject|deepspeed|lightning)")
+            .expect("a valid pattern")
+    });
+    re.is_match(text) && !torch.is_match(text)
+}
+
 /// Whether a resource name asks for an accelerator (`nvidia.com/gpu`, `amd.com/gpu`, ...).
 pub(crate) fn is_accelerator(resource: &str) -> bool {
     let r = resource.to_ascii_lowercase();
@@ -44,6 +61,13 @@ pub(crate) struct Need {
     /// Whether the loaders are the workload's own (given, or read from its command): only then
     /// is a smaller /dev/shm called too small.
     pub(crate) known: bool,
+}
+
+impl Need {
+    /// Whether the loaders put nothing in /dev/shm (`num_workers=0`: the main loads every batch).
+    pub(crate) fn nothing(&self) -> bool {
+        self.known && self.peak == 0
+    }
 }
 
 /// What the user said of the loaders, for every workload checked.
@@ -86,6 +110,14 @@ impl Loaders {
             );
         }
         if let Some(spec) = loader_in(command, &self.base) {
+            if spec.workers == 0 {
+                return Need {
+                    bytes: 0,
+                    peak: 0,
+                    basis: "0 workers in its command: the main loads every batch, nothing goes through /dev/shm".into(),
+                    known: true,
+                };
+            }
             let basis = format!(
                 "num_workers={}, batch_size={} in its command, {} samples",
                 spec.workers, spec.batch, self.base.knobs.shape
@@ -107,7 +139,7 @@ fn loader_in(command: &str, base: &CellConfig) -> Option<LoaderSpec> {
     static RE: OnceLock<(Regex, Regex)> = OnceLock::new();
     let (workers, batch) = RE.get_or_init(|| {
         (
-            Regex::new(r"(?i)-?-?(?:num[_-]workers|dataloader[_-]num[_-]workers)[\s=:]+(\d+)")
+            Regex::new(r#"(?i)(?:^|[\s'"-])(?:num[_-]workers|dataloader[_-]num[_-]workers|workers)[\s=:]+(\d+)"#)
                 .expect("valid"),
             Regex::new(r"(?i)-?-?(?:per[_-]device[_-]train[_-])?batch[_-]size[\s=:]+(\d+)")
                 .expect("valid"),
