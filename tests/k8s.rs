@@ -87,8 +87,7 @@ fn every_scenario_makes_jobs_the_kubernetes_schemas_accept() {
                 .iter()
                 .find(|o| o["metadata"]["name"] == map_name)
                 .unwrap();
-            let list: Vec<Value> =
-                serde_json::from_str(map["data"]["cells.json"].as_str().unwrap()).unwrap();
+            let list: Vec<Value> = cells_of(map);
             assert_eq!(spec["completions"], 2 * list.len() as u64);
             cells += list.len();
             for c in &list {
@@ -163,4 +162,38 @@ fn a_sized_row_mounts_an_emptydir_of_its_size_and_a_default_row_none() {
     let o = shmbench(&["k8s", "manifest"]);
     assert_eq!(o.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&o.stderr).contains("--image"));
+}
+
+#[test]
+fn every_manifest_passes_shmbenchs_own_check() {
+    for scenario in scenarios() {
+        let path = scenario.to_str().unwrap();
+        let dir = temp_dir("manifest-check");
+        let file = dir.join("m.yaml");
+        let made = shmbench(&[
+            "k8s",
+            "manifest",
+            path,
+            "--image",
+            "registry.example/shmbench:1",
+            "--out",
+            file.to_str().unwrap(),
+        ]);
+        assert!(
+            made.status.success(),
+            "{}",
+            String::from_utf8_lossy(&made.stderr)
+        );
+        let checked = shmbench(&["check", "--format", "json", file.to_str().unwrap()]);
+        let doc: Value = serde_json::from_slice(&checked.stdout).unwrap();
+        // Host IPC rows mount the node's /dev/shm on purpose: a note, never a failure.
+        let above_notes: Vec<&Value> = doc["findings"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|f| f["rule"]["severity"] != "note")
+            .collect();
+        assert!(above_notes.is_empty(), "{path}: {above_notes:#?}");
+        assert_eq!(checked.status.code(), Some(0), "{path}: {doc:#}");
+    }
 }

@@ -9,7 +9,8 @@ mod common;
 
 use std::collections::HashMap;
 use std::path::Path;
-use std::process::Command;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
 
 type Row = HashMap<String, String>;
 
@@ -26,13 +27,40 @@ fn slurm_or_skip() -> bool {
     )
 }
 
-/// `slurm submit ARGS --wait` into `dir`: the job id.
+/// The longest a test's jobs may take: far above what they need (seconds), so only a cluster
+/// that stopped running jobs (a drained node) meets it.
+const JOB_DEADLINE: Duration = Duration::from_secs(600);
+
+/// `slurm submit ARGS --wait` into `dir`: the job id. A job still not done at the deadline is
+/// cancelled and the test fails with what Slurm says of the node, never hangs.
 fn submit(dir: &Path, args: &[&str]) -> String {
     let out = dir.join("out");
-    let out = out.to_str().unwrap();
-    let mut all = vec!["slurm", "submit", "--wait", "--output-dir", out];
-    all.extend_from_slice(args);
-    let done = common::shmbench(&all);
+    let mut child = Command::new(common::BIN)
+        .args(["slurm", "submit", "--wait", "--output-dir"])
+        .arg(&out)
+        .args(args)
+        .current_dir(dir)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("run shmbench");
+    let began = Instant::now();
+    while child.try_wait().unwrap().is_none() {
+        if began.elapsed() > JOB_DEADLINE {
+            let _ = child.kill();
+            let _ = Command::new("scancel")
+                .args(["--full", "--partition=debug"])
+                .status();
+            let why = Command::new("sinfo").arg("-R").output().unwrap();
+            panic!(
+                "the job did not end within {} s; sinfo -R says: {}",
+                JOB_DEADLINE.as_secs(),
+                String::from_utf8_lossy(&why.stdout)
+            );
+        }
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    let done = child.wait_with_output().unwrap();
     let said = String::from_utf8_lossy(&done.stderr);
     assert!(done.status.success(), "submit failed: {said}");
     let id = String::from_utf8_lossy(&done.stdout).trim().to_string();

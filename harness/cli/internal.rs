@@ -18,7 +18,7 @@ pub(crate) struct CellArgs {
     /// The resolved cell config as JSON (see `matrix --dry-run`)
     #[arg(required_unless_present = "from")]
     pub(crate) config_json: Option<String>,
-    /// A JSON array of cell configs: run the one at JOB_COMPLETION_INDEX (modulo its length), as
+    /// A YAML (or JSON) list of cell configs: run the one at JOB_COMPLETION_INDEX (modulo its length), as
     /// a pod of the Indexed Job `shmbench k8s manifest` writes does
     #[arg(long, value_name = "FILE", conflicts_with = "config_json")]
     pub(crate) from: Option<std::path::PathBuf>,
@@ -28,8 +28,12 @@ pub(crate) struct CellArgs {
 fn indexed(path: &std::path::Path) -> Result<(String, u64)> {
     let text = std::fs::read_to_string(path)
         .with_context(|| format!("cannot read the cells file {}", path.display()))?;
-    let cells: Vec<serde_json::Value> = serde_json::from_str(&text)
-        .with_context(|| format!("{} is not a JSON array of cells", path.display()))?;
+    // YAML, as the manifest's ConfigMap holds it (JSON, which is YAML, too).
+    let cells: Vec<serde_json::Value> = crate::model::yaml_json::from_yaml(&text)
+        .ok()
+        .and_then(|docs| docs.into_iter().next())
+        .and_then(|list| serde_json::from_value(list).ok())
+        .with_context(|| format!("{} is not a YAML list of cells", path.display()))?;
     let raw = std::env::var(COMPLETION_INDEX_ENV).with_context(|| {
         format!("{COMPLETION_INDEX_ENV} is not set: --from is for pods of an Indexed Job")
     })?;

@@ -30,7 +30,7 @@ pub(crate) struct Args {
 pub(crate) enum Action {
     /// Write an Indexed Job per pod shape that runs the scenario's cells in pods
     #[command(
-        after_help = "Examples:\n  shmbench k8s manifest --image registry.example/shmbench:1 > seed.yaml\n  shmbench k8s manifest kubernetes --image IMG --namespace ml --node-selector pool=a100 --repeat 3 --out k8s.yaml\n  shmbench image export --out shmbench.tar   # the image to push for IMG\n\nThe output is JSON documents separated by ---, which kubectl reads as YAML."
+        after_help = "Examples:\n  shmbench k8s manifest --image registry.example/shmbench:1 > seed.yaml\n  shmbench k8s manifest kubernetes --image IMG --namespace ml --node-selector pool=a100 --repeat 3 --out k8s.yaml\n  shmbench image export --out shmbench.tar   # the image to push for IMG\n\nThe output is block-style YAML; the cells each pod can run are a YAML list in the ConfigMap."
     )]
     Manifest(Box<ManifestArgs>),
     /// Turn a fleet run's pod logs and pod statuses into a results CSV, one row per pod

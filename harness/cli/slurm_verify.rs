@@ -43,7 +43,8 @@ pub(super) fn run(cell: &CellConfig, shm_bytes: u64) -> Result<CellRecord> {
         partition: None,
         constraint: None,
         mem: Some(&mem),
-        time: None,
+        // A proof takes seconds; a limit makes sure a stuck one ends.
+        time: Some("10"),
         repeat: 1,
         max_parallel: None,
         shared: true,

@@ -46,3 +46,4 @@ pub(crate) mod validate;
 pub(crate) mod vm;
 pub(crate) mod watch;
 pub(crate) mod workload;
+pub mod yaml_json;

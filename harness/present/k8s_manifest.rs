@@ -7,8 +7,8 @@
 //! never retried, since a crash is the result being measured. Each pod's record names the pod
 //! and its node (downward API) for `k8s collect`.
 //!
-//! Written as JSON documents separated by `---`: JSON is YAML, so `kubectl apply -f` and schema
-//! validators read it as they read YAML.
+//! Written as block-style YAML (`model::yaml_json`, through yaml-rust2), the cells in the
+//! ConfigMap as a readable YAML list, so a pull request shows what each pod runs.
 
 use std::collections::BTreeMap;
 
@@ -17,10 +17,13 @@ use serde_json::{json, Value};
 use crate::model::config::CellConfig;
 use crate::model::knobs::{IpcMode, RuntimeKind};
 use crate::model::pod::{NODE_NAME_ENV, POD_NAMESPACE_ENV, POD_NAME_ENV};
+use crate::model::yaml_json;
 use crate::plan::memory;
 
 /// Where the cells file is mounted in the pod.
 const CELLS_DIR: &str = "/etc/shmbench";
+/// The ConfigMap's key of the cells (a YAML list), and the file's name in the pod.
+pub(crate) const CELLS_FILE: &str = "cells.yaml";
 /// The user and group pods run as (nobody).
 const NOBODY: u64 = 65534;
 
@@ -111,7 +114,7 @@ pub(crate) fn objects(scenario: &str, cells: &[CellConfig], target: &Target) -> 
             "apiVersion": "v1",
             "kind": "ConfigMap",
             "metadata": {"name": format!("{name}-cells"), "namespace": target.namespace, "labels": labels},
-            "data": {"cells.json": serde_json::to_string(&pod_cells).unwrap_or_default()},
+            "data": {CELLS_FILE: yaml_json::to_yaml(&[serde_json::to_value(&pod_cells).unwrap_or_default()])},
         }));
         let memory = mebibytes(memory_for(group, shape));
         let mut mounts = vec![json!({"name": "cells", "mountPath": CELLS_DIR, "readOnly": true})];
@@ -144,7 +147,7 @@ pub(crate) fn objects(scenario: &str, cells: &[CellConfig], target: &Target) -> 
             "containers": [{
                 "name": "cell",
                 "image": target.image,
-                "args": ["cell", "--from", format!("{CELLS_DIR}/cells.json")],
+                "args": ["cell", "--from", format!("{CELLS_DIR}/{CELLS_FILE}")],
                 // The record names its pod and node (`k8s collect` keys a fleet by them).
                 "env": [
                     downward(NODE_NAME_ENV, "spec.nodeName"),
@@ -185,11 +188,27 @@ pub(crate) fn objects(scenario: &str, cells: &[CellConfig], target: &Target) -> 
                 ]},
                 // Pods stay a day for `kubectl logs` and `shmbench k8s collect`.
                 "ttlSecondsAfterFinished": 86400,
-                "template": {"metadata": {"labels": labels}, "spec": pod},
+                "template": {"metadata": template_meta(&labels, shape), "spec": pod},
             },
         }));
     }
     out
+}
+
+/// A pod template's metadata: the labels, and for a shape that measures a /dev/shm above its
+/// memory limit on purpose (the OOM it ends in is the result), the annotation that tells
+/// `shmbench check` so.
+fn template_meta(labels: &Value, shape: &Shape) -> Value {
+    let mut meta = json!({"labels": labels});
+    if let (Some(shm), Some(memory)) = (shape.shm, shape.memory) {
+        if shm > memory {
+            meta["annotations"] = json!({
+                "shmbench.io/ignore": "SHM003",
+                "shmbench.io/why": "this cell measures a /dev/shm above the memory limit on purpose",
+            });
+        }
+    }
+    meta
 }
 
 /// An environment variable the downward API fills from the pod's `field`.
@@ -207,11 +226,7 @@ fn kube_name(s: &str) -> String {
     name.trim_matches('-').chars().take(40).collect()
 }
 
-/// The objects as a file: JSON documents (which are YAML) separated by `---`.
+/// The objects as a file: block-style YAML documents, each starting with `---`.
 pub(crate) fn render(objects: &[Value]) -> String {
-    let docs: Vec<String> = objects
-        .iter()
-        .map(|o| serde_json::to_string_pretty(o).unwrap_or_default())
-        .collect();
-    format!("{}\n", docs.join("\n---\n"))
+    yaml_json::to_yaml(objects)
 }

@@ -4,11 +4,11 @@
 
 use std::collections::BTreeMap;
 
-use anyhow::{bail, Context, Result};
-use serde_json::Value;
+use anyhow::{anyhow, bail, Context, Result};
 
 use crate::model::config::CellConfig;
 use crate::model::name;
+use crate::model::yaml_json;
 
 /// Why a record's scenario or cell name may not name a file, if it may not.
 pub(super) fn names_problem(config: &CellConfig) -> Option<String> {
@@ -44,22 +44,26 @@ impl JobCells {
     pub(crate) fn from_manifest(text: &str) -> Result<JobCells> {
         let mut maps = BTreeMap::new();
         let mut jobs = Vec::new();
-        for doc in text.split("\n---") {
-            let doc = doc.trim().trim_start_matches("---").trim();
-            if doc.is_empty() {
-                continue;
-            }
-            let object: Value = serde_json::from_str(doc)
-                .context("the manifest is not the JSON documents `shmbench k8s manifest` writes")?;
+        let docs = yaml_json::from_yaml(text).map_err(|e| {
+            anyhow!("the manifest is not the YAML `shmbench k8s manifest` writes: {e}")
+        })?;
+        for object in docs.into_iter().filter(|d| !d.is_null()) {
             let name = object["metadata"]["name"]
                 .as_str()
                 .unwrap_or_default()
                 .to_string();
             match object["kind"].as_str() {
                 Some("ConfigMap") => {
-                    if let Some(cells) = object["data"]["cells.json"].as_str() {
+                    // `cells.yaml` since manifests are YAML; `cells.json` before.
+                    let data = &object["data"];
+                    let text = data["cells.yaml"].as_str().or(data["cells.json"].as_str());
+                    if let Some(text) = text {
+                        let list = yaml_json::from_yaml(text)
+                            .ok()
+                            .and_then(|docs| docs.into_iter().next())
+                            .unwrap_or_default();
                         let cells: Vec<CellConfig> =
-                            serde_json::from_str(cells).with_context(|| {
+                            serde_json::from_value(list).with_context(|| {
                                 format!("ConfigMap {name}: cells of another shmbench version")
                             })?;
                         if let Some(problem) = cells.iter().find_map(names_problem) {

@@ -24,20 +24,14 @@ pub fn manifest(args: &[&str]) -> Vec<Value> {
     full.extend(args);
     let o = shmbench(&full);
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-    String::from_utf8_lossy(&o.stdout)
-        .split("\n---\n")
-        .map(|doc| serde_json::from_str(doc).unwrap())
-        .collect()
+    shmbench::model::yaml_json::from_yaml(&String::from_utf8_lossy(&o.stdout)).unwrap()
 }
 
 /// The ConfigMap whose cells include `cell`.
 pub fn config_map_of<'a>(objects: &'a [Value], cell: &str) -> &'a Value {
-    let name = format!("\"cell\":\"{cell}\"");
     objects
         .iter()
-        .find(|o| {
-            o["kind"] == "ConfigMap" && o["data"]["cells.json"].as_str().unwrap().contains(&name)
-        })
+        .find(|o| o["kind"] == "ConfigMap" && cells_of(o).iter().any(|c| c["cell"] == cell))
         .unwrap_or_else(|| panic!("no ConfigMap holds {cell}"))
 }
 
@@ -45,10 +39,10 @@ pub fn config_map_of<'a>(objects: &'a [Value], cell: &str) -> &'a Value {
 pub fn cells_file(objects: &[Value], cell: &str, dir: &Path) -> PathBuf {
     let map = config_map_of(objects, cell);
     let path = dir.join(format!(
-        "{}.json",
+        "{}.yaml",
         map["metadata"]["name"].as_str().unwrap()
     ));
-    std::fs::write(&path, map["data"]["cells.json"].as_str().unwrap()).unwrap();
+    std::fs::write(&path, map["data"]["cells.yaml"].as_str().unwrap()).unwrap();
     path
 }
 
@@ -72,9 +66,15 @@ pub fn run_pod(cells: &Path, index: u32, pod: &str, node: &str, shm: &str, dir: 
 
 /// The objects as `k8s manifest --out` writes them.
 pub fn k8s_text(objects: &[Value]) -> String {
-    let docs: Vec<String> = objects
-        .iter()
-        .map(|o| serde_json::to_string_pretty(o).unwrap())
-        .collect();
-    format!("{}\n", docs.join("\n---\n"))
+    shmbench::model::yaml_json::to_yaml(objects)
+}
+
+/// The cells a ConfigMap of the manifest holds (its `cells.yaml`, a YAML list).
+pub fn cells_of(map: &Value) -> Vec<Value> {
+    let text = map["data"]["cells.yaml"].as_str().unwrap_or_default();
+    let docs = shmbench::model::yaml_json::from_yaml(text).unwrap();
+    docs.into_iter()
+        .next()
+        .and_then(|l| l.as_array().cloned())
+        .unwrap_or_default()
 }

@@ -182,10 +182,54 @@ pub fn stop() -> String {
         }
     }
     let _ = std::fs::remove_dir_all(dir());
+    let left = remove_node_cgroups();
+    let cgroups = match left {
+        0 => String::new(),
+        n => format!("; {n} cgroup tree(s) of the node still hold processes and were left"),
+    };
     match stopped.is_empty() {
-        true => "nothing was running".into(),
-        false => format!("stopped {}", stopped.join(", ")),
+        true => format!("nothing was running{cgroups}"),
+        false => format!("stopped {}{cgroups}", stopped.join(", ")),
     }
+}
+
+/// Removes the cgroups slurmd made for this node (`slurm_<NODE>` under each cgroup v1
+/// controller, or the v2 tree), deepest first: a job whose slurmstepd the OOM killer ended
+/// leaves its cgroups behind, and a later cluster's job of the same id then fails to start
+/// ("task_p_pre_setuid"), draining the node. Only empty cgroups can be removed (rmdir of one
+/// with a process in it fails), so nothing running is touched. Says how many were left.
+fn remove_node_cgroups() -> usize {
+    fn remove(dir: &Path) -> bool {
+        let children: Vec<PathBuf> = std::fs::read_dir(dir)
+            .map(|d| {
+                d.flatten()
+                    .filter(|e| e.file_type().is_ok_and(|t| t.is_dir()))
+                    .map(|e| e.path())
+                    .collect()
+            })
+            .unwrap_or_default();
+        // Every child is tried, even after one could not go.
+        let mut all = true;
+        for child in &children {
+            all &= remove(child);
+        }
+        all && std::fs::remove_dir(dir).is_ok()
+    }
+    let name = format!("slurm_{NODE}");
+    let roots = std::fs::read_dir("/sys/fs/cgroup")
+        .map(|d| d.flatten().map(|e| e.path()).collect::<Vec<_>>())
+        .unwrap_or_default();
+    let mut left = 0;
+    for root in roots
+        .iter()
+        .chain(std::iter::once(&PathBuf::from("/sys/fs/cgroup")))
+    {
+        let dir = root.join(&name);
+        if dir.is_dir() && !remove(&dir) {
+            left += 1;
+        }
+    }
+    left
 }
 
 /// SIGTERM, then SIGKILL after 10 s.
@@ -228,6 +272,7 @@ impl Need for Cluster {
             done.push("installed slurm-wlm and munge".to_string());
         }
         stop();
+        remove_node_cgroups();
         let d = dir();
         for sub in ["state", "spool"] {
             std::fs::create_dir_all(d.join(sub))
