@@ -100,10 +100,7 @@ pub(crate) fn check(text: &str, file: &str, loaders: &Loaders, out: &mut Vec<Fin
         let ml = (looks_ml(rest) || flag(&words, "--gpus").is_some() || loaders.given)
             && !in_process_framework(rest);
         let need = loaders.need(rest);
-        let fix = size_fixes(Target::Docker, need.bytes, &need.basis, None)
-            .into_iter()
-            .next()
-            .and_then(|f| f.commands.into_iter().next());
+        let fix = need.fix(Target::Docker, None);
         let ignored = ignored_near(&raw, line);
         let mut push = |rule: &'static Rule, message: String, fix: Option<String>| {
             if !ignored.iter().any(|r| r.id == rule.id) {

@@ -8,7 +8,7 @@ use super::need::{in_process_framework, looks_ml, Loaders};
 use super::rules::{self, Finding};
 use super::yaml::Node;
 use crate::model::size::ByteSize;
-use crate::plan::fixes::{size_fixes, Target};
+use crate::plan::fixes::Target;
 
 /// Whether a document is a compose file: `services` of mappings, and no Kubernetes `kind`.
 pub(crate) fn is_compose(doc: &Node) -> bool {
@@ -108,10 +108,7 @@ pub(crate) fn check(doc: &Node, file: &str, loaders: &Loaders, out: &mut Vec<Fin
             .map(|l| rules::ignored(l).0)
             .unwrap_or_default();
         let need = loaders.need(&command);
-        let fix = size_fixes(Target::Compose, need.bytes, &need.basis, None)
-            .into_iter()
-            .next()
-            .and_then(|f| f.commands.into_iter().next());
+        let fix = need.fix(Target::Compose, None);
         let mut found = Vec::new();
         let ipc = service.get("ipc").and_then(Node::text);
         let shm = service.get("shm_size");

@@ -13,7 +13,7 @@ use super::need::{in_process_framework, is_accelerator, looks_ml, Loaders};
 use super::rules::{self, Finding, Rule};
 use super::yaml::{Node, Value};
 use crate::model::size::ByteSize;
-use crate::plan::fixes::{size_fixes, Target};
+use crate::plan::fixes::Target;
 
 /// A pod spec found in a document, with where it is.
 struct PodSpec<'a> {
@@ -169,14 +169,6 @@ fn command_text(container: &Node) -> String {
     words.join(" ")
 }
 
-/// What to write, sized, for a pod.
-fn fix_for(bytes: u64, basis: &str, limit: Option<u64>) -> Option<String> {
-    size_fixes(Target::Kubernetes, bytes, basis, limit)
-        .into_iter()
-        .next()
-        .and_then(|f| f.commands.into_iter().next())
-}
-
 /// The findings of one document's pod specs.
 pub(crate) fn check(doc: &Node, file: &str, loaders: &Loaders, out: &mut Vec<Finding>) {
     for pod in find_pods(doc) {
@@ -300,7 +292,7 @@ fn check_container(
 ) {
     let c = read_container(container, loaders);
     let need = loaders.need(&c.command);
-    let fix = || fix_for(need.bytes, &need.basis, c.memory_limit);
+    let fix = || need.fix(Target::Kubernetes, c.memory_limit);
     let mount = container
         .get("volumeMounts")
         .map(Node::items)

@@ -10,6 +10,7 @@ use std::sync::OnceLock;
 use crate::model::config::CellConfig;
 use crate::model::job::LoaderSpec;
 use crate::model::size::ByteSize;
+use crate::plan::fixes::{size_fixes, Target};
 use crate::plan::{advice, job};
 
 /// Images and commands of ML training and inference.
@@ -64,6 +65,14 @@ pub(crate) struct Need {
 }
 
 impl Need {
+    /// The doctor's first fix for `target`, sized for this need, as one snippet.
+    pub(crate) fn fix(&self, target: Target, memory_limit: Option<u64>) -> Option<String> {
+        size_fixes(target, self.bytes, &self.basis, memory_limit)
+            .into_iter()
+            .next()
+            .and_then(|f| f.commands.into_iter().next())
+    }
+
     /// Whether the loaders put nothing in /dev/shm (`num_workers=0`: the main loads every batch).
     pub(crate) fn nothing(&self) -> bool {
         self.known && self.peak == 0

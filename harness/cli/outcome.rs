@@ -5,9 +5,13 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use crate::analysis::summary::summarize;
+use crate::model::record::CellRecord;
 use crate::orchestrate::runner::Outcome;
+use crate::plan::scenario::default_results_path;
 use crate::present::report::{self, ReportContent};
 use crate::present::{compare, matrix};
+use crate::results::csv::ResultsFile;
+use crate::results::steps;
 use crate::results::Row;
 use crate::sys::signals;
 
@@ -37,6 +41,35 @@ pub(crate) fn print_rows(rows: &[Row], path: &Path) {
 /// Writes the report of results file `out` (Markdown, HTML, JSON) into its default directory and
 /// prints where; returns that directory, or None (said on stderr) when it could not be written.
 /// A run's results stand without their report, so this never fails the run.
+/// Writes a fleet's collected rows (each with the record its steps file comes from, where it
+/// printed one) to `out`, else `results/<scenario>-<fleet>-<time>.csv`; prints them and writes
+/// the report beside (`k8s collect`, `slurm collect`).
+pub(crate) fn write_collected(
+    rows: Vec<(Row, Option<CellRecord>)>,
+    out: Option<PathBuf>,
+    fleet: &str,
+) -> anyhow::Result<ExitCode> {
+    use anyhow::Context;
+    let scenario = rows
+        .first()
+        .map(|(r, _)| r.scenario.clone())
+        .unwrap_or_default();
+    let out = out.unwrap_or_else(|| default_results_path(&format!("{scenario}-{fleet}")));
+    if let Some(dir) = out.parent().filter(|d| !d.as_os_str().is_empty()) {
+        std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
+    }
+    let mut results = ResultsFile::create(&out)?;
+    for (mut row, record) in rows {
+        if let Some(record) = &record {
+            row.steps_file = Some(steps::write(results.path(), record, row.repeat)?);
+        }
+        results.push(row)?;
+    }
+    print_rows(results.rows(), results.path());
+    write_report(&out);
+    Ok(ExitCode::SUCCESS)
+}
+
 pub(crate) fn write_report(out: &Path) -> Option<PathBuf> {
     let dir = report::default_dir(out);
     let all: Vec<String> = ["md", "html", "json"].map(String::from).to_vec();

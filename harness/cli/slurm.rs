@@ -16,9 +16,7 @@ use crate::orchestrate::slurm_task;
 use crate::plan::resolve::Platform;
 use crate::plan::scenario::{self, Scenario};
 use crate::present::slurm_script::{self, Target};
-use crate::results::csv::ResultsFile;
 use crate::results::slurm::{self as slurm_rows, TaskFile, TaskOutput};
-use crate::results::steps;
 use crate::sys::fingerprint::mem_total;
 use crate::sys::{clock, signals, slurm};
 
@@ -358,24 +356,8 @@ fn collect(args: CollectArgs) -> Result<ExitCode> {
     for note in &collected.notes {
         eprintln!("{note}");
     }
-    let Some((first, _)) = collected.rows.first() else {
+    if collected.rows.is_empty() {
         bail!("no task has a result yet: nothing to collect");
-    };
-    let out = args
-        .out
-        .clone()
-        .unwrap_or_else(|| scenario::default_results_path(&format!("{}-slurm", first.scenario)));
-    if let Some(dir) = out.parent().filter(|d| !d.as_os_str().is_empty()) {
-        std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
     }
-    let mut results = ResultsFile::create(&out)?;
-    for (mut row, record) in collected.rows {
-        if let Some(record) = &record {
-            row.steps_file = Some(steps::write(results.path(), record, row.repeat)?);
-        }
-        results.push(row)?;
-    }
-    outcome::print_rows(results.rows(), results.path());
-    outcome::write_report(&out);
-    Ok(ExitCode::SUCCESS)
+    outcome::write_collected(collected.rows, args.out.clone(), "slurm")
 }
