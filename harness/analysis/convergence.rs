@@ -16,10 +16,11 @@ pub(crate) fn relative_width(summary: &CellSummary) -> Option<f64> {
     (median > 0.0).then(|| (ci.1 - ci.0) / median)
 }
 
-/// Whether the cell's runs disagree about its outcome.
+/// Whether the cell's runs disagree about passing: some pass, some crash. Runs that all
+/// crash, of one kind or several, have decided.
 pub(crate) fn undecided(summary: &CellSummary) -> Option<Shares> {
     let shares = Shares::of(&summary.outcomes);
-    shares.is_mixed().then_some(shares)
+    shares.passes_and_crashes().then_some(shares)
 }
 
 /// Whether the cell needs no more runs.

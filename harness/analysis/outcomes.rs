@@ -80,6 +80,13 @@ impl Shares {
         kinds > 1
     }
 
+    /// Whether some runs passed and some crashed: the size is marginal for this loader. Two
+    /// crash kinds alone (SIGBUS in one run, ENOSPC in the next: the legacy allocator's write
+    /// meets the full tmpfs before its fault does) are not: every run ran out.
+    pub(crate) fn passes_and_crashes(&self) -> bool {
+        self.passes > 0 && self.passes < self.runs
+    }
+
     pub(crate) fn pass_share(&self) -> f64 {
         self.passes as f64 / self.runs.max(1) as f64
     }
@@ -267,8 +274,16 @@ mod tests {
         o.extend(sigbus(&[23, 9, 14]));
         let s = Shares::of(&o);
         assert_eq!(s.to_string(), "passes 2 of 5; sigbus 3 of 5 at steps 9-23");
-        assert!(s.is_mixed());
+        assert!(s.is_mixed() && s.passes_and_crashes());
         assert!(!Shares::of(&pass(3)).is_mixed());
+        // Every run ran out, by SIGBUS or ENOSPC: two kinds, but no pass to be marginal with.
+        let mut out = sigbus(&[1, 1]);
+        out.push(Outcome {
+            status: Status::Enospc,
+            crash_step: Some(1),
+        });
+        let all_out = Shares::of(&out);
+        assert!(all_out.is_mixed() && !all_out.passes_and_crashes());
         assert_eq!(
             Shares::of(&sigbus(&[4])).to_string(),
             "sigbus 1 of 1 at step 4"
