@@ -53,10 +53,19 @@ impl SlurmTask {
 
     /// `ARRAY_TASK` (`12_3`), as Slurm names an array task, or the job id outside an array.
     pub(crate) fn name(&self) -> String {
-        match (&self.array_job_id, self.array_task_id) {
-            (Some(array), Some(task)) => format!("{array}_{task}"),
-            _ => self.job_id.clone(),
-        }
+        task_name(
+            &self.job_id,
+            self.array_job_id.as_deref(),
+            self.array_task_id,
+        )
+    }
+}
+
+/// How Slurm names a task: `ARRAY_TASK` in an array, else the job id.
+fn task_name(job_id: &str, array_job_id: Option<&str>, array_task_id: Option<u64>) -> String {
+    match (array_job_id, array_task_id) {
+        (Some(array), Some(task)) => format!("{array}_{task}"),
+        _ => job_id.to_string(),
     }
 }
 
@@ -117,10 +126,11 @@ pub(crate) struct TaskEnd {
 impl TaskEnd {
     /// `ARRAY_TASK` or the job id, as [`SlurmTask::name`].
     pub(crate) fn name(&self) -> String {
-        match (&self.array_job_id, self.array_task_id) {
-            (Some(array), Some(task)) => format!("{array}_{task}"),
-            _ => self.job_id.clone(),
-        }
+        task_name(
+            &self.job_id,
+            self.array_job_id.as_deref(),
+            self.array_task_id,
+        )
     }
 
     /// One job of `scontrol -o show job` or one line of the `jobcomp/filetxt` log: `KEY=VALUE`
