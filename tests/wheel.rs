@@ -15,6 +15,10 @@ use std::sync::OnceLock;
 
 use common::*;
 
+/// The batch size the training scripts of tests/python are run with: 32 ImageNet-sized f32
+/// images and their int64 labels.
+const BATCH: u64 = 32;
+
 fn maturin() -> PathBuf {
     match std::env::var_os("SHMBENCH_MATURIN") {
         Some(p) => PathBuf::from(p),
@@ -191,7 +195,7 @@ fn watch_training(venv: &Path, script: &str, size: &str, out: &Path) -> (Output,
         "--",
         &python,
         &script,
-        "32",
+        &BATCH.to_string(),
     ]);
     let text = format!(
         "{}{}",
@@ -232,7 +236,11 @@ fn stops_in_64m_and_predicts_its_peak_in_2g(script: &str) {
     assert!(!text.contains("trained"), "{text}");
     let row = &read_csv(&small)[0];
     assert_eq!(row["peak_shm_bytes"], "0", "{text}");
-    // 2 GiB: it passes, and the watched peak lies within 10% of the need the check predicted.
+    // 2 GiB: it passes, and the watched peak lies within 10% below the need the check predicted
+    // and at most one batch above it. The check predicts the steady peak, workers * prefetch + 1
+    // batches; torch refills the freed slot inside `__next__` while the loop still holds the last
+    // step's batch, and freeing a batch's pages takes milliseconds, so with a quick Dataset a new
+    // batch can be allocated before the old one is gone (CI's busy run sampled 5.5 batches).
     let large = dir.as_ref().join("large.csv");
     let (o, text) = watch_training(&venv, script, "2g", &large);
     assert!(o.status.success(), "{text}");
@@ -244,9 +252,10 @@ fn stops_in_64m_and_predicts_its_peak_in_2g(script: &str) {
         .and_then(|n| n.parse().ok())
         .unwrap_or_else(|| panic!("no need printed: {text}"));
     let peak: f64 = read_csv(&large)[0]["peak_shm_bytes"].parse().unwrap();
+    let one_batch = (BATCH * (3 * 224 * 224 * 4 + 8)) as f64;
     assert!(
-        (peak / need - 1.0).abs() <= 0.10,
-        "watched peak {peak} against the predicted {need}: {text}"
+        peak >= need * 0.9 && peak <= need + one_batch,
+        "watched peak {peak} against the predicted {need} (one batch: {one_batch}): {text}"
     );
     assert_clean(&before);
 }
@@ -292,7 +301,7 @@ fn in_container(venv: &Path, torch_python: &str, shm: &str) -> (bool, String) {
         .arg(&image)
         .arg(venv.join("bin/python"))
         .arg(format!("{scripts}/train_with_preflight.py"))
-        .arg("32")
+        .arg(BATCH.to_string())
         .output()
         .unwrap();
     let _ = Command::new("docker").args(["rmi", &image]).output();

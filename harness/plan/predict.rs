@@ -9,6 +9,11 @@
 //! slower side (outstanding batches are finished and waiting, as with real training); with a
 //! consumer faster than the workers fewer batches are in /dev/shm at once and a crash comes later
 //! or not at all. pin_memory releases batches on arrival, so the model does not apply to it.
+//! Real torch refills inside `__next__`, while the loop variable still holds the last step's
+//! batch, and freeing a batch's tmpfs pages takes milliseconds: with a quick Dataset the refill's
+//! batch can be allocated before the old one is gone, so a sampled peak can lie up to one batch
+//! above the model's (a `watch` of real torch 2.15 on a busy CI machine saw 5.5 batches where the
+//! model says 5). The doctor's margin covers it when the peak is four batches or more.
 //!
 //! The profile decides which step sees the failure. legacy: the allocating worker dies by SIGBUS
 //! and the loop fails at once, at step `s`. modern: the worker reports ENOSPC as that batch's
