@@ -232,14 +232,28 @@ fn remove_node_cgroups() -> usize {
     left
 }
 
-/// SIGTERM, then SIGKILL after 10 s.
+/// SIGTERM, then SIGKILL if it is still there after 10 s (never a signal to a pid that has
+/// already gone, which the system may have given to another process).
 fn terminate(pid: i32) {
-    let _ = Command::new("kill").arg(pid.to_string()).status();
+    let alive = || Path::new(&format!("/proc/{pid}")).exists();
+    let signal = |args: &[&str]| {
+        let _ = Command::new("kill")
+            .args(args)
+            .arg(pid.to_string())
+            .stderr(std::process::Stdio::null())
+            .status();
+    };
+    if !alive() {
+        return;
+    }
+    signal(&[]);
     let deadline = Instant::now() + Duration::from_secs(10);
-    while Instant::now() < deadline && Path::new(&format!("/proc/{pid}")).exists() {
+    while Instant::now() < deadline && alive() {
         std::thread::sleep(Duration::from_millis(100));
     }
-    let _ = Command::new("kill").args(["-9", &pid.to_string()]).status();
+    if alive() {
+        signal(&["-9"]);
+    }
 }
 
 impl Need for Cluster {
