@@ -3,10 +3,11 @@
 //! since Docker gives a container 64 MiB of /dev/shm otherwise; one that has a size is held to
 //! what its loaders need. A service silences rules with the label `shmbench.io/ignore`.
 
-use super::kube::{quantity, IGNORE_ANNOTATION};
+use super::kube::IGNORE_ANNOTATION;
 use super::need::{in_process_framework, looks_ml, Loaders};
 use super::rules::{self, Finding};
 use super::yaml::Node;
+use crate::model::kube_quantity::kube_quantity;
 use crate::model::size::ByteSize;
 use crate::plan::fixes::Target;
 
@@ -23,22 +24,13 @@ pub(crate) fn is_compose(doc: &Node) -> bool {
         })
 }
 
-/// A compose size (`2gb`, `512m`, `1g`, bytes) in bytes.
+/// A compose size (`2gb`, `512m`, `1g`, bytes: Docker's binary units) in bytes, or a
+/// Kubernetes-style quantity (`2Gi`) some files carry over.
 fn compose_size(text: &str) -> Option<u64> {
-    let t = text.trim().to_ascii_lowercase();
-    let t = t.strip_suffix('b').unwrap_or(&t);
-    let (number, scale) = match t.chars().last()? {
-        'k' => (&t[..t.len() - 1], 1u64 << 10),
-        'm' => (&t[..t.len() - 1], 1 << 20),
-        'g' => (&t[..t.len() - 1], 1 << 30),
-        _ => (t, 1),
-    };
-    number
-        .trim()
-        .parse::<f64>()
+    ByteSize::parse(text)
         .ok()
-        .map(|n| (n * scale as f64) as u64)
-        .or_else(|| quantity(text))
+        .map(ByteSize::bytes)
+        .or_else(|| kube_quantity(text))
 }
 
 /// A node's text, or its items joined (a command as a list).

@@ -12,6 +12,7 @@
 use super::need::{in_process_framework, is_accelerator, looks_ml, Loaders};
 use super::rules::{self, Finding, Rule};
 use super::yaml::{Node, Value};
+use crate::model::kube_quantity::kube_quantity;
 use crate::model::size::ByteSize;
 use crate::plan::fixes::Target;
 
@@ -129,27 +130,6 @@ fn find_pods(doc: &Node) -> Vec<PodSpec<'_>> {
         }
     }
     out
-}
-
-/// A quantity's bytes (`2Gi`, `512Mi`, `1G`, `1000000`); None for another form.
-pub(crate) fn quantity(q: &str) -> Option<u64> {
-    let q = q.trim();
-    let units: [(&str, u64); 8] = [
-        ("Ki", 1 << 10),
-        ("Mi", 1 << 20),
-        ("Gi", 1 << 30),
-        ("Ti", 1 << 40),
-        ("k", 1000),
-        ("M", 1_000_000),
-        ("G", 1_000_000_000),
-        ("T", 1_000_000_000_000),
-    ];
-    let (number, scale) = units
-        .iter()
-        .find_map(|(suffix, scale)| Some((q.strip_suffix(suffix)?, *scale)))
-        .unwrap_or((q, 1));
-    let n: f64 = number.parse().ok()?;
-    (n >= 0.0).then_some((n * scale as f64) as u64)
 }
 
 /// The command a container runs, as one text.
@@ -276,7 +256,7 @@ fn read_container(container: &Node, loaders: &Loaders) -> Container {
         memory_limit: resources
             .and_then(|r| r.at(&["limits", "memory"]))
             .and_then(Node::text)
-            .and_then(quantity),
+            .and_then(kube_quantity),
         command,
     }
 }
@@ -342,7 +322,7 @@ fn check_container(
     let size = empty_dir
         .get("sizeLimit")
         .and_then(Node::text)
-        .and_then(quantity);
+        .and_then(kube_quantity);
     let limit_words = c
         .memory_limit
         .map(|l| format!(" and the container's limit {}", ByteSize(l)))

@@ -33,6 +33,7 @@ pub(crate) mod job;
 pub(crate) mod knob_decl;
 pub(crate) mod knob_types;
 pub mod knobs;
+pub(crate) mod kube_quantity;
 pub(crate) mod name;
 pub(crate) mod pod;
 pub mod record;

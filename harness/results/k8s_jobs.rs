@@ -7,6 +7,7 @@ use std::collections::BTreeMap;
 use anyhow::{anyhow, bail, Context, Result};
 
 use crate::model::config::CellConfig;
+use crate::model::kube_quantity::kube_quantity;
 use crate::model::name;
 use crate::model::yaml_json;
 
@@ -24,21 +25,6 @@ pub(super) fn names_problem(config: &CellConfig) -> Option<String> {
 /// emptyDir's sizeLimit; None for the runtime's default).
 #[derive(Default)]
 pub(crate) struct JobCells(BTreeMap<String, (Vec<CellConfig>, Option<u64>)>);
-
-/// A Kubernetes quantity in bytes (`2048Mi`, `2Gi`, `1000000`); None for other forms.
-fn quantity_bytes(q: &str) -> Option<u64> {
-    let units = [
-        ("Ki", 1u64 << 10),
-        ("Mi", 1 << 20),
-        ("Gi", 1 << 30),
-        ("Ti", 1 << 40),
-    ];
-    let (number, scale) = units
-        .iter()
-        .find_map(|(suffix, scale)| Some((q.strip_suffix(suffix)?, *scale)))
-        .unwrap_or((q, 1));
-    number.parse::<u64>().ok().map(|n| n * scale)
-}
 
 impl JobCells {
     pub(crate) fn from_manifest(text: &str) -> Result<JobCells> {
@@ -81,7 +67,7 @@ impl JobCells {
                         .map(str::to_string);
                     let shm = volumes
                         .filter_map(|v| v["emptyDir"]["sizeLimit"].as_str())
-                        .find_map(quantity_bytes);
+                        .find_map(kube_quantity);
                     jobs.extend(map.map(|m| (name, m, shm)));
                 }
                 _ => {}
@@ -109,18 +95,5 @@ impl JobCells {
             .values()
             .find(|(cells, _)| cells.iter().any(|c| c.cell == cell))
             .and_then(|(_, shm)| *shm)
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn quantities_in_binary_units() {
-        assert_eq!(quantity_bytes("2048Mi"), Some(2 << 30));
-        assert_eq!(quantity_bytes("1Gi"), Some(1 << 30));
-        assert_eq!(quantity_bytes("65536"), Some(65536));
-        assert_eq!(quantity_bytes("2G"), None);
     }
 }
