@@ -56,21 +56,9 @@ fn docker_run() -> &'static Regex {
     })
 }
 
-/// A Docker size (`--shm-size=2g`, `--shm-size 512m`) in bytes.
+/// A Docker size (`--shm-size=2g`, `--shm-size 512m`) in bytes: `ByteSize` reads Docker's units.
 fn docker_size(text: &str) -> Option<u64> {
-    let t = text.trim().to_ascii_lowercase();
-    let t = t.strip_suffix('b').unwrap_or(&t);
-    let scale = match t.chars().last()? {
-        'k' => 1u64 << 10,
-        'm' => 1 << 20,
-        'g' => 1 << 30,
-        _ => 1,
-    };
-    let number = t.trim_end_matches(['k', 'm', 'g']);
-    number
-        .parse::<f64>()
-        .ok()
-        .map(|n| (n * scale as f64) as u64)
+    ByteSize::parse(text).ok().map(ByteSize::bytes)
 }
 
 /// The value of `--flag VALUE` or `--flag=VALUE` in a command's words.
@@ -151,20 +139,15 @@ pub(crate) fn check(text: &str, file: &str, loaders: &Loaders, out: &mut Vec<Fin
     out.extend(found);
 }
 
-/// A Slurm size (`--mem=64G`, `--mem=8000`: MiB by default) in bytes.
+/// A Slurm size (`--mem=64G`, `--mem=8000`: MiB when it has no unit) in bytes.
 fn slurm_size(text: &str) -> Option<u64> {
-    let t = text.trim().to_ascii_uppercase();
-    let scale = match t.chars().last()? {
-        'K' => 1u64 << 10,
-        'M' => 1 << 20,
-        'G' => 1 << 30,
-        'T' => 1 << 40,
-        _ => 1 << 20,
-    };
-    t.trim_end_matches(['K', 'M', 'G', 'T'])
-        .parse::<f64>()
-        .ok()
-        .map(|n| (n * scale as f64) as u64)
+    let t = text.trim();
+    let unitless = t.ends_with(|c: char| c.is_ascii_digit());
+    docker_size(&if unitless {
+        format!("{t}m")
+    } else {
+        t.to_string()
+    })
 }
 
 /// A Slurm batch script's `--mem`, held to its loaders' /dev/shm.
