@@ -87,6 +87,18 @@ impl Shares {
         self.passes > 0 && self.passes < self.runs
     }
 
+    /// The shares, with what they say when the runs disagree: a marginal size when some passed
+    /// and some crashed; not marginal when every run crashed, only not always the same way.
+    pub(crate) fn described(&self) -> String {
+        if self.passes_and_crashes() {
+            format!("{self} (mixed: the size is marginal for this loader)")
+        } else if self.is_mixed() {
+            format!("{self} (every run ran out of /dev/shm; how it failed varies)")
+        } else {
+            self.to_string()
+        }
+    }
+
     pub(crate) fn pass_share(&self) -> f64 {
         self.passes as f64 / self.runs.max(1) as f64
     }
@@ -284,6 +296,14 @@ mod tests {
         });
         let all_out = Shares::of(&out);
         assert!(all_out.is_mixed() && !all_out.passes_and_crashes());
+        assert!(s
+            .described()
+            .ends_with("(mixed: the size is marginal for this loader)"));
+        assert_eq!(
+            all_out.described(),
+            "sigbus 2 of 3 at step 1; enospc 1 of 3 at step 1 (every run ran out of /dev/shm; how it failed varies)"
+        );
+        assert_eq!(Shares::of(&pass(3)).described(), "passes 3 of 3");
         assert_eq!(
             Shares::of(&sigbus(&[4])).to_string(),
             "sigbus 1 of 1 at step 4"

@@ -251,11 +251,7 @@ pub(crate) fn summary_cells(summaries: &[CellSummary]) -> (Vec<String>, Vec<Vec<
     let rows: Vec<Vec<String>> = summaries
         .iter()
         .map(|s| {
-            let shares = Shares::of(&s.outcomes);
-            let outcomes = match shares.is_mixed() {
-                true => format!("{shares} (mixed: the size is marginal for this loader)"),
-                false => shares.to_string(),
-            };
+            let outcomes = Shares::of(&s.outcomes).described();
             vec![
                 s.environment.clone(),
                 s.runs.to_string(),
