@@ -54,9 +54,12 @@ pub(crate) fn is_accelerator(resource: &str) -> bool {
 /// The /dev/shm a workload needs, and where the number comes from.
 #[derive(Clone, Debug)]
 pub(crate) struct Need {
-    /// The doctor's recommendation: the peak + 25%, rounded up to 64 MiB.
+    /// The doctor's recommendation: the peak + 25% (or + the batches a refill can overlap),
+    /// rounded up to 64 MiB.
     pub(crate) bytes: u64,
     pub(crate) peak: u64,
+    /// How `bytes` follows from `peak`: `the peak 1.6 GiB + 25%`.
+    pub(crate) sized: String,
     /// `--loaders train:8x2x128 x 8 ranks`, `num_workers=4, batch_size=64 in its command`.
     pub(crate) basis: String,
     /// Whether the loaders are the workload's own (given, or read from its command): only then
@@ -91,10 +94,12 @@ pub(crate) struct Loaders {
 
 impl Loaders {
     fn need_of(&self, specs: &[LoaderSpec], basis: String, known: bool) -> Need {
-        let peak = job::predict(&self.base, self.ranks, specs, &[]).node_bytes;
+        let job = job::predict(&self.base, self.ranks, specs, &[]);
+        let (bytes, sized) = advice::recommend_job(&job, self.base.knobs.pin_memory);
         Need {
-            bytes: advice::recommend(peak),
-            peak,
+            bytes,
+            peak: job.node_bytes,
+            sized,
             basis,
             known,
         }
@@ -123,6 +128,7 @@ impl Loaders {
                 return Need {
                     bytes: 0,
                     peak: 0,
+                    sized: "none".into(),
                     basis: "0 workers in its command: the main loads every batch, nothing goes through /dev/shm".into(),
                     known: true,
                 };
@@ -170,9 +176,9 @@ impl Need {
     /// `2 GiB (the peak 1.6 GiB + 25%, for ...)`.
     pub(crate) fn words(&self) -> String {
         format!(
-            "{} (the peak {} + 25%, for {})",
+            "{} ({}, for {})",
             ByteSize(self.bytes),
-            ByteSize(self.peak),
+            self.sized,
             self.basis
         )
     }

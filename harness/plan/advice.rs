@@ -56,6 +56,25 @@ fn peak_basis(peak_bytes: u64) -> String {
     format!("the peak {} + 25%", ByteSize(peak_bytes))
 }
 
+/// The size to give a predicted job, and where it comes from: the peak + 25%, or the peak + one
+/// batch per loader and rank where that is more (a small prefetch window, where a refill's batch
+/// allocated before the last step's is freed is more than a quarter of the peak).
+pub(crate) fn recommend_job(job: &JobPeak, pin_memory: bool) -> (u64, String) {
+    let peak = job.node_bytes;
+    let handover = job.handover_bytes(pin_memory);
+    if peak.saturating_add(handover) as f64 > peak as f64 * MARGIN {
+        let size = peak.saturating_add(handover).div_ceil(ROUND).max(1) * ROUND;
+        let basis = format!(
+            "the peak {} + {} for the batches a refill can overlap",
+            ByteSize(peak),
+            ByteSize(handover)
+        );
+        (size, basis)
+    } else {
+        (recommend(peak), peak_basis(peak))
+    }
+}
+
 /// What a watched job needs: its measured peak with the margin, and the ways to give it that
 /// where it runs (in Docker when it ran there, else where shmbench runs).
 #[derive(Clone, Debug, Serialize)]
@@ -124,8 +143,7 @@ pub fn diagnose(
     let fits = peak_bytes <= capacity;
     let prediction = predict::predict(config, capacity);
     let verdict = verdict(config, single, peak_bytes, capacity, prediction.crash_step);
-    let recommended = recommend(peak_bytes);
-    let basis = peak_basis(peak_bytes);
+    let (recommended, basis) = recommend_job(job, config.knobs.pin_memory);
     let target = target.unwrap_or(Target::from(env.place));
     let mut fixes = size_fixes(target, recommended, &basis, env.cgroup_memory_limit);
     // Loader changes that fit the /dev/shm there is, without touching the environment (for one

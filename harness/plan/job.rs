@@ -40,6 +40,24 @@ pub struct JobPeak {
     pub(crate) rank_maps: u64,
 }
 
+impl JobPeak {
+    /// What the refills can add for a moment above the peak: one batch per loader and rank, where
+    /// torch allocates a refilled slot's batch while the last step's is still being freed (see
+    /// `predict`'s model). Pinned loaders hand batches over on arrival and add none.
+    pub(crate) fn handover_bytes(&self, pin_memory: bool) -> u64 {
+        let per_rank: u64 = match pin_memory {
+            true => 0,
+            false => self
+                .loaders
+                .iter()
+                .filter(|l| l.peak_bytes > 0)
+                .map(|l| l.batch_bytes)
+                .sum(),
+        };
+        per_rank * self.ranks as u64
+    }
+}
+
 /// `base` with one loader's shape (its other knobs: strategy, images, steps, are the job's).
 pub(crate) fn loader_config(base: &CellConfig, spec: &LoaderSpec) -> CellConfig {
     let mut c = base.clone();
@@ -139,6 +157,9 @@ mod tests {
         let with = predict(&base, 4, &specs, &["nccl:4:2".parse().unwrap()]);
         assert_eq!(with.rank_bytes, rank);
         assert_eq!(with.node_bytes, 4 * rank + 4 * (2 * 9_637_888 + 10_486_112));
+        // A refill's batch can be allocated while the last step's is freed: one per loader and rank.
+        assert_eq!(job.handover_bytes(false), 4 * (128 + 256) * image);
+        assert_eq!(job.handover_bytes(true), 0);
         // No loaders given: the knobs' one.
         assert_eq!(
             predict(&base, 1, &[], &[]).loaders[0].spec.workers,
