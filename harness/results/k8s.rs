@@ -7,7 +7,8 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use anyhow::{bail, Result};
 
-use super::k8s_jobs::{names_problem, JobCells};
+use super::k8s_jobs::JobCells;
+use super::logged::{looks_like_record, read_line};
 use super::row::Row;
 use super::row_build::{command_line, Placement, RowContext};
 use crate::model::fingerprint::Fingerprint;
@@ -32,16 +33,12 @@ pub(crate) fn records_in(text: &str) -> (Vec<Logged>, Vec<String>) {
             None => (None, line),
         };
         let body = body.trim();
-        if !(body.starts_with('{') && body.contains("\"config\"")) {
+        if !looks_like_record(body) {
             continue;
         }
-        match serde_json::from_str::<CellRecord>(body) {
-            Ok(record) => match names_problem(&record.config) {
-                // Names become paths beside the results: a log is untrusted data.
-                Some(problem) => bad.push(format!("line {}: {problem}", n + 1)),
-                None => found.push(Logged { pod, record }),
-            },
-            Err(e) => bad.push(format!("line {}: {e}", n + 1)),
+        match read_line::<CellRecord>(body, n + 1, |r| &r.config) {
+            Ok(record) => found.push(Logged { pod, record }),
+            Err(e) => bad.push(e),
         }
     }
     (found, bad)

@@ -6,19 +6,10 @@ use std::collections::BTreeMap;
 
 use anyhow::{anyhow, bail, Context, Result};
 
+use super::logged::names_problem;
 use crate::model::config::CellConfig;
 use crate::model::kube_quantity::kube_quantity;
-use crate::model::name;
 use crate::model::yaml_json;
-
-/// Why a record's scenario or cell name may not name a file, if it may not.
-pub(super) fn names_problem(config: &CellConfig) -> Option<String> {
-    [("scenario", &config.scenario), ("cell", &config.cell)]
-        .into_iter()
-        .find_map(|(what, value)| {
-            name::problem(value).map(|p| format!("{what} name {value:?} {p}"))
-        })
-}
 
 /// The cells of each Job in a manifest `shmbench k8s manifest` wrote (the ConfigMap a Job's pods
 /// mount holds them, in completion-index order), and the size of its pods' /dev/shm (the

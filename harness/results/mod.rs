@@ -10,6 +10,7 @@ pub mod csv;
 pub(crate) mod k8s;
 pub(crate) mod k8s_jobs;
 pub(crate) mod knob_columns;
+pub(crate) mod logged;
 pub(crate) mod merge;
 pub mod record;
 pub mod row;

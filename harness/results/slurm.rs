@@ -8,7 +8,7 @@
 use std::collections::BTreeMap;
 
 use super::k8s::Collected;
-use super::k8s_jobs::names_problem;
+use super::logged::{looks_like_record, read_line};
 use super::row::Row;
 use super::row_build::{command_line, Placement, RowContext};
 use crate::model::record::{CellRecord, Status};
@@ -30,20 +30,14 @@ impl TaskOutput {
         for (n, line) in text.lines().enumerate() {
             let line = line.trim();
             if let Some(json) = line.strip_prefix(START_MARK) {
-                match serde_json::from_str::<TaskStart>(json.trim()) {
-                    Ok(start) => match names_problem(&start.config) {
-                        Some(problem) => out.bad.push(format!("line {}: {problem}", n + 1)),
-                        None => out.start = Some(start),
-                    },
-                    Err(e) => out.bad.push(format!("line {}: {e}", n + 1)),
+                match read_line::<TaskStart>(json.trim(), n + 1, |s| &s.config) {
+                    Ok(start) => out.start = Some(start),
+                    Err(e) => out.bad.push(e),
                 }
-            } else if line.starts_with('{') && line.contains("\"config\"") {
-                match serde_json::from_str::<CellRecord>(line) {
-                    Ok(record) => match names_problem(&record.config) {
-                        Some(problem) => out.bad.push(format!("line {}: {problem}", n + 1)),
-                        None => out.record = Some(record),
-                    },
-                    Err(e) => out.bad.push(format!("line {}: {e}", n + 1)),
+            } else if looks_like_record(line) {
+                match read_line::<CellRecord>(line, n + 1, |r| &r.config) {
+                    Ok(record) => out.record = Some(record),
+                    Err(e) => out.bad.push(e),
                 }
             }
         }
