@@ -6,6 +6,7 @@ use std::process::ExitCode;
 
 use anyhow::{anyhow, bail, Context, Result};
 
+use super::logs::files_in;
 use super::outcome;
 
 use crate::model::knobs::Knobs;
@@ -137,13 +138,7 @@ fn texts(paths: &[PathBuf]) -> Result<Vec<(String, String)>> {
         }
         let mut files = vec![path.clone()];
         if path.is_dir() {
-            files = std::fs::read_dir(path)
-                .with_context(|| format!("cannot list {}", path.display()))?
-                .flatten()
-                .map(|e| e.path())
-                .filter(|p| p.is_file())
-                .collect();
-            files.sort();
+            files = files_in(path, |_| true)?;
         }
         for file in files {
             let text = std::fs::read_to_string(&file)

@@ -13,6 +13,7 @@ mod history;
 mod image;
 mod internal;
 mod k8s;
+mod logs;
 mod matrix;
 mod merge;
 mod min_shm;

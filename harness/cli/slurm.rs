@@ -8,6 +8,7 @@ use std::process::ExitCode;
 
 use anyhow::{anyhow, bail, Context, Result};
 
+use super::logs::files_in;
 use super::outcome;
 use crate::model::knobs::Knobs;
 use crate::model::record::{CellRecord, Status};
@@ -243,20 +244,6 @@ fn task() -> Result<ExitCode> {
 /// Whether `s` is a job id (digits), not a file.
 fn is_job_id(s: &str) -> bool {
     !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit())
-}
-
-/// The regular files of a directory whose names `keep` accepts, in name order (links are not
-/// followed: the directory is the user's, its names untrusted).
-fn files_in(dir: &Path, keep: impl Fn(&str) -> bool) -> Result<Vec<PathBuf>> {
-    let mut files: Vec<PathBuf> = std::fs::read_dir(dir)
-        .with_context(|| format!("cannot list {}", dir.display()))?
-        .flatten()
-        .filter(|e| e.file_type().is_ok_and(|t| t.is_file()))
-        .filter(|e| e.file_name().to_str().is_some_and(&keep))
-        .map(|e| e.path())
-        .collect();
-    files.sort();
-    Ok(files)
 }
 
 /// The output files the arguments name: a job's tasks' files in `dir`, or files and
