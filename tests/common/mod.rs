@@ -97,13 +97,18 @@ impl AsRef<Path> for Scratch {
     }
 }
 
-/// A fresh scratch directory named after the test's purpose.
+/// A fresh scratch directory named after the test's purpose, inside the run's scratch directory
+/// when `cargo xtask test` made one (it removes that, with what tests kept, after the run).
 pub fn temp_dir(name: &str) -> Scratch {
+    let prefix = format!("shmbench-test-{name}-");
+    let mut builder = tempfile::Builder::new();
+    builder.prefix(&prefix);
     Scratch(
-        tempfile::Builder::new()
-            .prefix(&format!("shmbench-test-{name}-"))
-            .tempdir()
-            .unwrap(),
+        match std::env::var_os("SHMBENCH_TEST_SCRATCH") {
+            Some(root) => builder.tempdir_in(root),
+            None => builder.tempdir(),
+        }
+        .unwrap(),
     )
 }
 

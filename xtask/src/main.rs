@@ -14,6 +14,7 @@ mod docker;
 mod needs;
 mod pypi;
 mod sarif;
+mod scratch;
 mod slurm;
 mod torch;
 mod venv;
@@ -127,12 +128,20 @@ fn test(extra: &[String], env: &[(String, String)]) -> ExitCode {
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
     println!("== cargo test --release {}", extra.join(" "));
     let began = Instant::now();
-    let status = Command::new(cargo)
+    let scratch = scratch::Scratch::create();
+    let mut command = Command::new(cargo);
+    command
         .args(["test", "--release"])
         .args(extra)
-        .envs(env.iter().map(|(k, v)| (k, v)))
-        .status();
+        .envs(env.iter().map(|(k, v)| (k, v)));
+    if let Some(dir) = &scratch {
+        command.env(scratch::VARIABLE, dir.path());
+    }
+    let status = command.status();
     let took = began.elapsed().as_secs_f64();
+    if let Some(dir) = scratch {
+        println!("== the tests' scratch directory: {}", dir.remove());
+    }
     match status {
         Ok(s) if s.success() => {
             println!("== tests passed in {took:.1} s");
