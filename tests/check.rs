@@ -115,6 +115,34 @@ fn loaders_given_hold_every_workload_to_their_need() {
 }
 
 #[test]
+fn a_compose_fix_names_the_service_and_file_it_is_for() {
+    let file = fixtures().join("shm010-fail-compose-merge.yaml");
+    let doc = json_of(&check(&["--format", "json", file.to_str().unwrap()]));
+    let fixes: Vec<&str> = doc["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| f["fix"].as_str().unwrap())
+        .collect();
+    assert_eq!(fixes.len(), 2, "{doc:#}");
+    assert!(
+        fixes[0].contains("\n  webui:\n    shm_size:"),
+        "{}",
+        fixes[0]
+    );
+    assert!(
+        fixes[1].contains("\n  batch:\n    shm_size:"),
+        "{}",
+        fixes[1]
+    );
+    assert!(
+        fixes[0].starts_with(&format!("# {}", file.display())),
+        "{}",
+        fixes[0]
+    );
+}
+
+#[test]
 fn github_annotations_name_the_file_and_line() {
     let file = fixtures().join("shm003-fail.yaml");
     let out = check(&["--format", "github", file.to_str().unwrap()]);

@@ -7,6 +7,9 @@ use serde::Serialize;
 use crate::model::size::ByteSize;
 use crate::sys::detect::Place;
 
+/// The service the compose fix names when it knows none (`shmbench check` puts the real one in).
+pub(crate) const COMPOSE_SERVICE: &str = "train";
+
 /// Where the job runs, as `doctor --platform` names it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, clap::ValueEnum)]
 #[serde(rename_all = "kebab-case")]
@@ -88,7 +91,7 @@ pub(crate) fn size_fixes(
         Target::Compose => vec![fix(
             format!("Give the service {shown} of /dev/shm ({basis})"),
             vec![format!(
-                "# docker-compose.yml\nservices:\n  train:\n    shm_size: \"{size}\""
+                "# docker-compose.yml\nservices:\n  {COMPOSE_SERVICE}:\n    shm_size: \"{size}\""
             )],
         )],
         Target::Kubernetes => vec![fix(
