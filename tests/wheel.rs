@@ -157,6 +157,16 @@ fn the_preflight_reads_the_live_loader() {
         found["held"].as_u64().unwrap(),
         "{found}"
     );
+    // Two forkserver loaders: each one's own Dataset once (64 MiB + 16 MiB), not the sum for each.
+    let (two_fork, two_forkserver) = (
+        found["two_fork"].as_u64().unwrap(),
+        found["two_forkserver"].as_u64().unwrap(),
+    );
+    assert_eq!(
+        two_forkserver - two_fork,
+        found["held"].as_u64().unwrap() + found["small"].as_u64().unwrap(),
+        "{found}"
+    );
     // An iterable-style dataset has no sample to read without iterating it: asked for one,
     // and given one, the same need as the map-style loader of the same samples.
     assert!(

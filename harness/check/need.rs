@@ -169,6 +169,7 @@ fn loader_in(command: &str, base: &CellConfig) -> Option<LoaderSpec> {
         workers,
         prefetch: base.knobs.prefetch,
         batch,
+        dataset_bytes: None,
     })
 }
 

@@ -28,8 +28,9 @@ pub(crate) struct Args {
     /// Processes per node, each with its own loaders (DDP: one per GPU)
     #[arg(long, default_value_t = 1)]
     pub(crate) ranks: u32,
-    /// The loaders each rank runs at once, NAME:WORKERSxPREFETCHxBATCH, comma-separated (e.g.
-    /// train:8x2x128,val:4x2x256; default: the one the loader flags describe)
+    /// The loaders each rank runs at once, NAME:WORKERSxPREFETCHxBATCH[+DATASET], comma-separated
+    /// (e.g. train:8x2x128,val:4x2x256; +2g: the tensors that loader's own Dataset holds, else
+    /// --dataset-bytes; default: the one the loader flags describe)
     #[arg(long)]
     pub(crate) loaders: Option<LoaderList>,
     /// What else fills the node's /dev/shm, comma-separated: nccl:RANKS[:CHANNELS] (NCCL's

@@ -65,6 +65,9 @@ pub(crate) fn loader_config(base: &CellConfig, spec: &LoaderSpec) -> CellConfig 
     c.knobs.workers = spec.workers;
     c.knobs.prefetch = spec.prefetch;
     c.knobs.batch = spec.batch;
+    if let Some(bytes) = spec.dataset_bytes {
+        c.knobs.dataset_bytes = bytes;
+    }
     c
 }
 
@@ -76,6 +79,7 @@ pub fn loaders_of(base: &CellConfig, specs: &[LoaderSpec]) -> Vec<LoaderSpec> {
             workers: base.knobs.workers,
             prefetch: base.knobs.prefetch,
             batch: base.knobs.batch,
+            dataset_bytes: None,
         }]
     } else {
         specs.to_vec()
@@ -160,6 +164,16 @@ mod tests {
         // A refill's batch can be allocated while the last step's is freed: one per loader and rank.
         assert_eq!(job.handover_bytes(false), 4 * (128 + 256) * image);
         assert_eq!(job.handover_bytes(true), 0);
+        // Each loader's own Dataset (forkserver pickles it to that loader's workers, once):
+        // counted once per loader, not the job's total once per loader.
+        let mut forkserver = base.clone();
+        forkserver.knobs.start_method = crate::model::knobs::StartMethod::Forkserver;
+        let own: Vec<LoaderSpec> = vec![
+            "train:8x2x128+64m".parse().unwrap(),
+            "val:4x2x256+16m".parse().unwrap(),
+        ];
+        let held = predict(&forkserver, 1, &own, &[]);
+        assert_eq!(held.rank_bytes, rank + (64 << 20) + (16 << 20));
         // No loaders given: the knobs' one.
         assert_eq!(
             predict(&base, 1, &[], &[]).loaders[0].spec.workers,

@@ -209,11 +209,14 @@ def preflight(loader, *, ranks=None, other_loaders=(), sample=None, raise_on="fa
         "--pin-memory", "true" if main["pin_memory"] else "false",
         "--persistent-workers", "true" if main["persistent_workers"] else "false",
         "--start-method", main["start_method"],
-        "--dataset-bytes", str(sum(s["dataset_bytes"] for s in with_workers)),
+        "--dataset-bytes", str(main["dataset_bytes"]),
     ]
     if len(with_workers) > 1:
+        # Each loader with its own Dataset's tensors: its start method pickles them to its own
+        # workers, once per loader.
         args += ["--loaders", ",".join(
-            f"loader{i}:{s['workers']}x{s['prefetch']}x{s['batch_bytes']}" for i, s in enumerate(with_workers)
+            f"loader{i}:{s['workers']}x{s['prefetch']}x{s['batch_bytes']}+{s['dataset_bytes']}"
+            for i, s in enumerate(with_workers)
         )]
     done = subprocess.run(args, capture_output=True, text=True, timeout=timeout)
     if done.returncode not in (0, 1):

@@ -1,7 +1,8 @@
 """The pre-flight check on loaders whose answer is known without running them, printed as one
 JSON object: no workers (nothing in /dev/shm), a forkserver loader whose Dataset holds a tensor
-(its bytes are in the need), the same under fork (they are not), LOCAL_WORLD_SIZE ranks, and an
-iterable-style dataset (refused without a sample, checked with one)."""
+(its bytes are in the need), the same under fork (they are not), two such loaders (each one's
+own tensor, once), LOCAL_WORLD_SIZE ranks, and an iterable-style dataset (refused without a
+sample, checked with one)."""
 
 import json
 import os
@@ -32,6 +33,16 @@ held = 64 << 20
 for method in ("fork", "forkserver"):
     loader = DataLoader(Holding(held), batch_size=8, num_workers=2, multiprocessing_context=method)
     out[method] = shmbench.preflight(loader, raise_on=None).need_bytes
+# Two forkserver loaders, each with its own Dataset: each one's tensor once, not the sum twice.
+small = 16 << 20
+pair = [DataLoader(Holding(size), batch_size=8, num_workers=2, multiprocessing_context="forkserver") for size in (held, small)]
+out["two_forkserver"] = shmbench.preflight(pair[0], other_loaders=[pair[1]], raise_on=None).need_bytes
+out["two_fork"] = shmbench.preflight(
+    DataLoader(Holding(held), batch_size=8, num_workers=2, multiprocessing_context="fork"),
+    other_loaders=[DataLoader(Holding(small), batch_size=8, num_workers=2, multiprocessing_context="fork")],
+    raise_on=None,
+).need_bytes
+out["small"] = small
 os.environ["LOCAL_WORLD_SIZE"] = "4"
 out["four_ranks"] = shmbench.preflight(DataLoader(Holding(4096), batch_size=8, num_workers=2)).need_bytes
 del os.environ["LOCAL_WORLD_SIZE"]
