@@ -41,11 +41,14 @@ for _ in $(seq 600); do [ "$(readlink /proc/$OTHERS/fd/3)" = /dev/shm/others ] &
 sh -c 'head -c 3145728 /dev/zero > /dev/shm/dead_leftover; kill -9 $$' || true
 head -c 4096 /dev/zero > young_unheld
 ln -s /etc/hostname link
-touch -d '2 hours ago' held_named mapped others dead_leftover
+# A name that is not UTF-8, in a directory: shown lossily, swept by its real bytes.
+mkdir sub && head -c 8192 /dev/zero > sub/$'stale_\xff'
+touch -d '2 hours ago' held_named mapped others dead_leftover sub/$'stale_\xff'
 touch -h -d '2 hours ago' link
 "$SHMBENCH" shm --format json > "$OUT/audit.json"
 "$SHMBENCH" shm --format json --sweep-stale --older-than 1h > "$OUT/swept.json"
 ls -A /dev/shm > "$OUT/left.txt"
+ls -A /dev/shm/sub > "$OUT/left_sub.txt"
 "#;
 
 fn in_private_shm(script: &str, out: &std::path::Path) -> std::process::Output {
@@ -119,23 +122,37 @@ fn the_audit_names_every_holder_and_the_sweep_takes_only_old_unheld_files() {
         .is_empty());
     assert_eq!(entry(audit, "dead_leftover")["allocated_bytes"], 3 << 20);
     assert_eq!(entry(audit, "link")["kind"], "symlink");
-    // The sweep: only the old unheld file goes; the young one is left and counted.
+    // The sweep: only the old unheld files go (one by a name that is not UTF-8); the young one
+    // is left and counted.
     let swept = &json(&dir.as_ref().join("swept.json"))["swept"];
-    let removed: Vec<&str> = swept["removed"]
+    let mut removed: Vec<(&str, u64)> = swept["removed"]
         .as_array()
         .unwrap()
         .iter()
-        .map(|r| r[0].as_str().unwrap())
+        .map(|r| (r[0].as_str().unwrap(), r[1].as_u64().unwrap()))
         .collect();
-    assert_eq!(removed, ["dead_leftover"], "{swept}");
-    assert_eq!(swept["removed"][0][1], 3 << 20);
+    removed.sort_unstable();
+    assert_eq!(
+        removed,
+        [("dead_leftover", 3 << 20), ("sub/stale_\u{fffd}", 8192)],
+        "{swept}"
+    );
     assert_eq!(swept["younger"], 1);
+    let left_sub = std::fs::read(dir.as_ref().join("left_sub.txt")).unwrap();
+    assert!(left_sub.is_empty(), "{left_sub:?}");
     let left = std::fs::read_to_string(dir.as_ref().join("left.txt")).unwrap();
     let mut left: Vec<&str> = left.lines().collect();
     left.sort_unstable();
     assert_eq!(
         left,
-        ["held_named", "link", "mapped", "others", "young_unheld"]
+        [
+            "held_named",
+            "link",
+            "mapped",
+            "others",
+            "sub",
+            "young_unheld"
+        ]
     );
 }
 
@@ -169,6 +186,7 @@ sleep 0.5
 "$SHMBENCH" shm --format json > "$OUT/audit.json"
 "$SHMBENCH" shm --format json --sweep-stale --older-than 0s > "$OUT/swept.json"
 ls -A /dev/shm > "$OUT/left.txt"
+ls -A /dev/shm/sub > "$OUT/left_sub.txt"
 "#;
 
 #[test]

@@ -32,6 +32,9 @@ pub(crate) struct Hold {
 pub(crate) struct ShmEntry {
     /// The path under the audited directory (a lossy conversion of the raw name).
     pub(crate) name: String,
+    /// The same path as the file system has it (a name need not be UTF-8): what a sweep opens.
+    #[serde(skip)]
+    pub(crate) raw_path: Vec<Vec<u8>>,
     pub(crate) kind: EntryKind,
     /// Bytes of tmpfs pages the entry holds (what counts against the size), not its length.
     pub(crate) allocated_bytes: u64,

@@ -51,7 +51,7 @@ pub(crate) fn audit(root: &Path) -> Result<ShmAudit, AuditError> {
     }
     let device = meta.dev();
     let mut entries = Vec::new();
-    walk(root, "", device, &mut entries);
+    walk(root, "", &[], device, &mut entries);
     let (by_pid, unreadable_processes) = holdings(device)?;
     // Who holds each inode.
     let mut holds: HashMap<u64, Vec<Hold>> = HashMap::new();
@@ -96,7 +96,7 @@ pub(crate) fn audit(root: &Path) -> Result<ShmAudit, AuditError> {
 
 /// The entries under `dir` (`prefix` is its path under the audited root), depth first, on
 /// `device` only; a symlink is listed, never followed.
-fn walk(dir: &Path, prefix: &str, device: u64, out: &mut Vec<ShmEntry>) {
+fn walk(dir: &Path, prefix: &str, raw_prefix: &[Vec<u8>], device: u64, out: &mut Vec<ShmEntry>) {
     let Ok(listing) = std::fs::read_dir(dir) else {
         return;
     };
@@ -105,6 +105,8 @@ fn walk(dir: &Path, prefix: &str, device: u64, out: &mut Vec<ShmEntry>) {
         let Ok(meta) = entry.metadata() else { continue };
         let raw = entry.file_name();
         let name = format!("{prefix}{}", String::from_utf8_lossy(raw.as_bytes()));
+        let mut raw_path = raw_prefix.to_vec();
+        raw_path.push(raw.as_bytes().to_vec());
         let kind = match meta.file_type() {
             t if t.is_symlink() => EntryKind::Symlink,
             t if t.is_dir() => EntryKind::Dir,
@@ -118,6 +120,7 @@ fn walk(dir: &Path, prefix: &str, device: u64, out: &mut Vec<ShmEntry>) {
             .map_or(0.0, |d| d.as_secs_f64());
         out.push(ShmEntry {
             name: name.clone(),
+            raw_path: raw_path.clone(),
             kind,
             allocated_bytes: meta.blocks() * 512,
             apparent_bytes: meta.len(),
@@ -128,7 +131,7 @@ fn walk(dir: &Path, prefix: &str, device: u64, out: &mut Vec<ShmEntry>) {
             made_by: segment_maker::made_by(&name),
         });
         if kind == EntryKind::Dir && meta.dev() == device {
-            walk(&entry.path(), &format!("{name}/"), device, out);
+            walk(&entry.path(), &format!("{name}/"), &raw_path, device, out);
         }
     }
 }

@@ -28,7 +28,7 @@ pub(crate) fn sweep(root: &Path, audit: &ShmAudit, older_than: Duration) -> Stal
             out.younger += 1;
             continue;
         }
-        match remove_one(root, &entry.name, device, entry.inode, older_than) {
+        match remove_one(root, &entry.raw_path, device, entry.inode, older_than) {
             Ok(()) => out
                 .removed
                 .push((entry.name.clone(), entry.allocated_bytes)),
@@ -38,22 +38,21 @@ pub(crate) fn sweep(root: &Path, audit: &ShmAudit, older_than: Duration) -> Stal
     out
 }
 
-/// Removes `name` (a path under `root`) when it is still inode `inode` on `device`, old enough,
-/// and provably unheld; else says why not.
+/// Removes the entry at `path` (its names under `root`, as raw bytes: a name need not be UTF-8)
+/// when it is still inode `inode` on `device`, old enough, and provably unheld; else says why not.
 fn remove_one(
     root: &Path,
-    name: &str,
+    path: &[Vec<u8>],
     device: u64,
     inode: u64,
     older_than: Duration,
 ) -> Result<(), String> {
     let mut dir = open_at(None, root.as_os_str().as_bytes(), libc::O_DIRECTORY, device)?;
-    let parts: Vec<&str> = name.split('/').collect();
-    let (file, dirs) = parts.split_last().ok_or("an empty name")?;
+    let (file, dirs) = path.split_last().ok_or("an empty name")?;
     for part in dirs {
-        dir = open_at(Some(&dir), part.as_bytes(), libc::O_DIRECTORY, device)?;
+        dir = open_at(Some(&dir), part, libc::O_DIRECTORY, device)?;
     }
-    let fd = open_at(Some(&dir), file.as_bytes(), libc::O_NONBLOCK, device)?;
+    let fd = open_at(Some(&dir), file, libc::O_NONBLOCK, device)?;
     let meta = fstat(&fd)?;
     if meta.st_ino != inode || (meta.st_mode & libc::S_IFMT) != libc::S_IFREG {
         return Err("it changed since the audit".into());
@@ -76,7 +75,7 @@ fn remove_one(
         Ok(_) => {}
         Err(e) => return Err(format!("nothing may be removed: {e}")),
     }
-    let c_name = CString::new(file.as_bytes()).map_err(|_| "a name with a NUL byte")?;
+    let c_name = CString::new(file.as_slice()).map_err(|_| "a name with a NUL byte")?;
     // SAFETY: unlinkat relative to a directory fd we hold; it removes the name, not a target.
     if unsafe { libc::unlinkat(dir.as_raw_fd(), c_name.as_ptr(), 0) } != 0 {
         return Err(format!(
