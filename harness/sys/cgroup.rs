@@ -88,13 +88,56 @@ pub(crate) fn shmem_bytes() -> Option<u64> {
     read_keyed("memory.stat", "shmem")
 }
 
-/// The memory limit in bytes, None when unlimited or unknown.
+/// The memory limit in force in bytes, None when unlimited or unknown: the least of this
+/// cgroup's and its ancestors' up to the hierarchy's root, since a parent's limit bounds its
+/// children (Slurm sets `--mem` on the job's cgroup, and its tasks sit below it).
 pub(crate) fn memory_limit() -> Option<u64> {
     let dir = memory_dir()?;
+    let root = match version() {
+        Some(2) => Path::new("/sys/fs/cgroup"),
+        _ => Path::new("/sys/fs/cgroup/memory"),
+    };
+    least_limit(&dir, root)
+}
+
+/// The least limit set on `dir` or any ancestor of it up to `root`.
+fn least_limit(dir: &Path, root: &Path) -> Option<u64> {
+    dir.ancestors()
+        .take_while(|d| d.starts_with(root))
+        .filter_map(limit_in)
+        .min()
+}
+
+/// The limit set on the memory cgroup at `dir` alone, None when unlimited or unreadable.
+fn limit_in(dir: &Path) -> Option<u64> {
     let raw = std::fs::read_to_string(dir.join("memory.max"))
         .or_else(|_| std::fs::read_to_string(dir.join("memory.limit_in_bytes")))
         .ok()?;
     let value: u64 = raw.trim().parse().ok()?;
-    // v1 reports "unlimited" as a huge page-aligned number.
+    // v1 reports "unlimited" as a huge page-aligned number (v2 as "max", which does not parse).
     (value < (1u64 << 62)).then_some(value)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_limit_in_force_is_the_least_up_the_hierarchy() {
+        let root = tempfile::tempdir().unwrap();
+        let job = root.path().join("slurm/uid_0/job_7");
+        let task = job.join("step_batch/task_0");
+        std::fs::create_dir_all(&task).unwrap();
+        // v1: unlimited is a huge number; v2: "max".
+        std::fs::write(
+            root.path().join("memory.limit_in_bytes"),
+            "9223372036854771712\n",
+        )
+        .unwrap();
+        std::fs::write(job.join("memory.limit_in_bytes"), "314572800\n").unwrap();
+        std::fs::write(task.join("memory.max"), "max\n").unwrap();
+        assert_eq!(least_limit(&task, root.path()), Some(314_572_800));
+        // Nothing above the root counts, and no limit anywhere is none.
+        assert_eq!(least_limit(&task, &job.join("step_batch")), None);
+    }
 }
