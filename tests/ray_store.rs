@@ -40,7 +40,12 @@ fn python() -> PathBuf {
 
 /// Ray in a /dev/shm of `shm`: what the store used there, and Ray's stderr.
 fn store_in(shm: &str) -> (Value, String) {
-    let dir = temp_dir("ray");
+    // Ray puts its sockets under its temporary directory and refuses a socket path over 107
+    // bytes (AF_UNIX): a directory straight under the system's, not in the run's scratch one.
+    let dir = tempfile::Builder::new()
+        .prefix("shmbench-ray-")
+        .tempdir()
+        .unwrap();
     let out = Command::new("unshare")
         .args([
             "-m",
