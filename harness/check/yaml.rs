@@ -6,7 +6,7 @@
 //! Merge keys are the one exception (`<<: *base`, `<<: [*a, *b]`), because compose files build
 //! services from them: a service's `shm_size` or GPU reservation often comes from an `x-`
 //! anchor. The anchored mapping's entries join the mapping that merges it, its own keys first
-//! (YAML's merge rule), at the anchor's lines; what merges may copy is bounded by
+//! (YAML's merge rule), at the anchor's lines; what anchors and merges may copy is bounded by
 //! [`MAX_MERGED`] nodes, past which the file is refused.
 
 use std::collections::HashMap;
@@ -17,8 +17,8 @@ use yaml_rust2::scanner::Marker;
 /// Deeper than any deployment file nests; a deeper one is refused.
 pub(crate) const MAX_DEPTH: usize = 200;
 
-/// Nodes merge keys may copy in one stream: far more than a compose file's anchors hold, far
-/// fewer than a file of merges of merges can multiply to.
+/// Nodes anchored mappings and merge keys may copy in one stream: far more than a compose
+/// file's anchors hold, far fewer than merges of merges, or anchors nested in anchors, multiply to.
 pub(crate) const MAX_MERGED: usize = 100_000;
 
 /// The key that merges a mapping into another.
@@ -117,7 +117,9 @@ fn size(node: &Node) -> usize {
 
 impl Builder {
     fn push(&mut self, node: Node, anchor: usize) {
-        if anchor > 0 {
+        // Only mappings can be merged, so only they are kept, and what they copy is counted.
+        if anchor > 0 && matches!(node.value, Value::Map(_)) {
+            self.copied(size(&node), node.line);
             self.anchors.insert(anchor, node.clone());
         }
         match self.open.last_mut() {
@@ -179,6 +181,19 @@ impl Builder {
         }
     }
 
+    /// Counts `nodes` copied for anchors and merges; false (and the stream refused) past
+    /// [`MAX_MERGED`].
+    fn copied(&mut self, nodes: usize, line: usize) -> bool {
+        self.merged_nodes += nodes;
+        if self.merged_nodes > MAX_MERGED {
+            self.refuse(
+                line,
+                format!("anchors and merge keys (<<) copy more than {MAX_MERGED} nodes"),
+            );
+        }
+        self.refused.is_none()
+    }
+
     fn refuse(&mut self, line: usize, reason: String) {
         self.refused.get_or_insert((line, reason));
     }
@@ -205,15 +220,10 @@ impl Builder {
             (target, self.anchors.get(&id).map(|n| &n.value))
         {
             let copied: usize = entries.iter().map(|(_, v)| size(v) + 1).sum();
-            self.merged_nodes += copied;
-            if self.merged_nodes > MAX_MERGED {
-                self.refuse(
-                    mark.line(),
-                    format!("merge keys (<<) copy more than {MAX_MERGED} nodes"),
-                );
+            let entries = entries.clone();
+            if !self.copied(copied, mark.line()) {
                 return;
             }
-            let entries = entries.clone();
             self.open[at].merged.extend(entries);
         }
         self.push(
@@ -320,6 +330,17 @@ mod tests {
         }
         let refused = documents(&text).unwrap_err();
         assert!(refused.reason.contains("merge keys"), "{refused:?}");
+        // Anchors nested in anchors: each level's copy holds every level below it.
+        let mut nested = String::new();
+        for i in 0..150 {
+            nested.push_str(&format!("{}a{i}: &a{i}\n", "  ".repeat(i)));
+        }
+        nested.push_str(&format!(
+            "{}leaf: [{}]\n",
+            "  ".repeat(150),
+            "1, ".repeat(2000)
+        ));
+        assert!(documents(&nested).unwrap_err().reason.contains("anchors"));
     }
 
     #[test]
