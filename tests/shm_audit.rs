@@ -186,7 +186,6 @@ sleep 0.5
 "$SHMBENCH" shm --format json > "$OUT/audit.json"
 "$SHMBENCH" shm --format json --sweep-stale --older-than 0s > "$OUT/swept.json"
 ls -A /dev/shm > "$OUT/left.txt"
-ls -A /dev/shm/sub > "$OUT/left_sub.txt"
 "#;
 
 #[test]
