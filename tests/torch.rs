@@ -61,12 +61,17 @@ fn torch_and_the_emulation_fail_alike_where_the_window_cannot_fit() {
     let profile = real["config"]["torch"].as_str().unwrap();
     let emulated = run_cell(&format!("{base} --torch {profile}"));
     assert_eq!(status(&emulated), expected, "{emulated}");
-    // Both within the first prefetch round: the emulation predicts the step the model gives
-    // (legacy: 1; modern: the 4th batch, whose reservation failed, raised at step 4); real torch's
-    // worker start-up and per-batch costs move it by a step.
+    // Both within the first prefetch round (the model: legacy at step 1; modern at step
+    // capacity + 1 = 4 at the latest, real torch's start-up costs allowing one more). Which
+    // allocation is the one that does not fit is a race between the workers: when a loaded
+    // machine starts worker 1 late, worker 0 can fill the tmpfs first (indices 0 and 2, and 4
+    // once step 1 refills it), and worker 1's index 1 fails, raised at step 2 (CI met step 2
+    // against the emulation's 4). So the two need not agree on the step, only on the round.
     let (real_step, emulated_step) = (crash_step(&real), crash_step(&emulated));
-    assert!(real_step <= 5 && emulated_step <= 5, "{real}\n{emulated}");
-    assert!(real_step.abs_diff(emulated_step) <= 1, "{real}\n{emulated}");
+    assert!(
+        (1..=5).contains(&real_step) && (1..=5).contains(&emulated_step),
+        "{real}\n{emulated}"
+    );
     let message = real["message"].as_str().unwrap();
     match expected {
         "enospc" => assert!(message.contains("No space left on device"), "{message}"),
