@@ -9,7 +9,7 @@ use super::rules::{self, Finding};
 use super::yaml::Node;
 use crate::model::kube_quantity::kube_quantity;
 use crate::model::size::ByteSize;
-use crate::plan::fixes::{Target, COMPOSE_SERVICE};
+use crate::plan::fixes::compose_snippet;
 
 /// Whether a document is a compose file: `services` of mappings, and no Kubernetes `kind`.
 pub(crate) fn is_compose(doc: &Node) -> bool {
@@ -100,14 +100,7 @@ pub(crate) fn check(doc: &Node, file: &str, loaders: &Loaders, out: &mut Vec<Fin
             .map(|l| rules::ignored(l).0)
             .unwrap_or_default();
         let need = loaders.need(&command);
-        let fix = need.fix(Target::Compose, None).map(|f| {
-            f.replacen("# docker-compose.yml", &format!("# {file}"), 1)
-                .replacen(
-                    &format!("\n  {COMPOSE_SERVICE}:\n"),
-                    &format!("\n  {name}:\n"),
-                    1,
-                )
-        });
+        let fix = Some(compose_snippet(need.bytes, file, name));
         let mut found = Vec::new();
         let ipc = service.get("ipc").and_then(Node::text);
         let shm = service.get("shm_size");

@@ -38,9 +38,6 @@ pub(crate) fn print_rows(rows: &[Row], path: &Path) {
     println!("results: {} ({} rows)", path.display(), rows.len());
 }
 
-/// Writes the report of results file `out` (Markdown, HTML, JSON) into its default directory and
-/// prints where; returns that directory, or None (said on stderr) when it could not be written.
-/// A run's results stand without their report, so this never fails the run.
 /// Writes a fleet's collected rows (each with the record its steps file comes from, where it
 /// printed one) to `out`, else `results/<scenario>-<fleet>-<time>.csv`; prints them and writes
 /// the report beside (`k8s collect`, `slurm collect`).
@@ -70,6 +67,9 @@ pub(crate) fn write_collected(
     Ok(ExitCode::SUCCESS)
 }
 
+/// Writes the report of results file `out` (Markdown, HTML, JSON) into its default directory and
+/// prints where; returns that directory, or None (said on stderr) when it could not be written.
+/// A run's results stand without their report, so this never fails the run.
 pub(crate) fn write_report(out: &Path) -> Option<PathBuf> {
     let dir = report::default_dir(out);
     let all: Vec<String> = ["md", "html", "json"].map(String::from).to_vec();

@@ -85,6 +85,11 @@ pub fn from_yaml(text: &str) -> Result<Vec<Value>, String> {
     Ok(docs.iter().map(to_value).collect())
 }
 
+/// The first document of a YAML (or JSON) stream, if it is YAML and has one.
+pub fn first_document(text: &str) -> Option<Value> {
+    from_yaml(text).ok()?.into_iter().next()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

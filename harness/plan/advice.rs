@@ -48,7 +48,12 @@ fn largest_below(current: u64, fits: impl Fn(u64) -> bool) -> Option<u64> {
 
 /// The size to give a /dev/shm whose peak is `peak_bytes`: 25% above, rounded up to 64 MiB.
 pub(crate) fn recommend(peak_bytes: u64) -> u64 {
-    ((peak_bytes as f64 * MARGIN) as u64).div_ceil(ROUND).max(1) * ROUND
+    round_up((peak_bytes as f64 * MARGIN) as u64)
+}
+
+/// `bytes` rounded up to a whole [`ROUND`], at least one.
+fn round_up(bytes: u64) -> u64 {
+    bytes.div_ceil(ROUND).max(1) * ROUND
 }
 
 /// Where a recommendation made from a peak comes from, for its fix's title.
@@ -63,7 +68,7 @@ pub(crate) fn recommend_job(job: &JobPeak, pin_memory: bool) -> (u64, String) {
     let peak = job.node_bytes;
     let handover = job.handover_bytes(pin_memory);
     if peak.saturating_add(handover) as f64 > peak as f64 * MARGIN {
-        let size = peak.saturating_add(handover).div_ceil(ROUND).max(1) * ROUND;
+        let size = round_up(peak.saturating_add(handover));
         let basis = format!(
             "the peak {} + {} for the batches a refill can overlap",
             ByteSize(peak),

@@ -7,9 +7,6 @@ use serde::Serialize;
 use crate::model::size::ByteSize;
 use crate::sys::detect::Place;
 
-/// The service the compose fix names when it knows none (`shmbench check` puts the real one in).
-pub(crate) const COMPOSE_SERVICE: &str = "train";
-
 /// Where the job runs, as `doctor --platform` names it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, clap::ValueEnum)]
 #[serde(rename_all = "kebab-case")]
@@ -45,6 +42,15 @@ pub(crate) struct Fix {
 
 fn docker_size(bytes: u64) -> String {
     format!("{}m", bytes.div_ceil(1 << 20))
+}
+
+/// The compose snippet that gives service `service` of compose file `file` `bytes` of /dev/shm
+/// (the doctor names a placeholder; `check` the service and file it read).
+pub(crate) fn compose_snippet(bytes: u64, file: &str, service: &str) -> String {
+    format!(
+        "# {file}\nservices:\n  {service}:\n    shm_size: \"{}\"",
+        docker_size(bytes)
+    )
 }
 
 fn k8s_size(bytes: u64) -> String {
@@ -90,9 +96,7 @@ pub(crate) fn size_fixes(
         ],
         Target::Compose => vec![fix(
             format!("Give the service {shown} of /dev/shm ({basis})"),
-            vec![format!(
-                "# docker-compose.yml\nservices:\n  {COMPOSE_SERVICE}:\n    shm_size: \"{size}\""
-            )],
+            vec![compose_snippet(recommended, "docker-compose.yml", "train")],
         )],
         Target::Kubernetes => vec![fix(
             format!("Mount a memory-backed emptyDir of {shown} on /dev/shm ({basis}).{memory_too}"),

@@ -35,10 +35,7 @@ impl JobCells {
                     let data = &object["data"];
                     let text = data["cells.yaml"].as_str().or(data["cells.json"].as_str());
                     if let Some(text) = text {
-                        let list = yaml_json::from_yaml(text)
-                            .ok()
-                            .and_then(|docs| docs.into_iter().next())
-                            .unwrap_or_default();
+                        let list = yaml_json::first_document(text).unwrap_or_default();
                         let cells: Vec<CellConfig> =
                             serde_json::from_value(list).with_context(|| {
                                 format!("ConfigMap {name}: cells of another shmbench version")

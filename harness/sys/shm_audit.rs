@@ -51,7 +51,7 @@ pub(crate) fn audit(root: &Path) -> Result<ShmAudit, AuditError> {
     }
     let device = meta.dev();
     let mut entries = Vec::new();
-    walk(root, "", &[], device, &mut entries);
+    walk(root, &[], device, &mut entries);
     let (by_pid, unreadable_processes) = holdings(device)?;
     // Who holds each inode.
     let mut holds: HashMap<u64, Vec<Hold>> = HashMap::new();
@@ -94,9 +94,9 @@ pub(crate) fn audit(root: &Path) -> Result<ShmAudit, AuditError> {
     })
 }
 
-/// The entries under `dir` (`prefix` is its path under the audited root), depth first, on
+/// The entries under `dir` (`prefix`: its names under the audited root), depth first, on
 /// `device` only; a symlink is listed, never followed.
-fn walk(dir: &Path, prefix: &str, raw_prefix: &[Vec<u8>], device: u64, out: &mut Vec<ShmEntry>) {
+fn walk(dir: &Path, prefix: &[Vec<u8>], device: u64, out: &mut Vec<ShmEntry>) {
     let Ok(listing) = std::fs::read_dir(dir) else {
         return;
     };
@@ -104,9 +104,13 @@ fn walk(dir: &Path, prefix: &str, raw_prefix: &[Vec<u8>], device: u64, out: &mut
     for entry in listing.flatten() {
         let Ok(meta) = entry.metadata() else { continue };
         let raw = entry.file_name();
-        let name = format!("{prefix}{}", String::from_utf8_lossy(raw.as_bytes()));
-        let mut raw_path = raw_prefix.to_vec();
+        let mut raw_path = prefix.to_vec();
         raw_path.push(raw.as_bytes().to_vec());
+        let name = raw_path
+            .iter()
+            .map(|part| String::from_utf8_lossy(part))
+            .collect::<Vec<_>>()
+            .join("/");
         let kind = match meta.file_type() {
             t if t.is_symlink() => EntryKind::Symlink,
             t if t.is_dir() => EntryKind::Dir,
@@ -131,7 +135,7 @@ fn walk(dir: &Path, prefix: &str, raw_prefix: &[Vec<u8>], device: u64, out: &mut
             made_by: segment_maker::made_by(&name),
         });
         if kind == EntryKind::Dir && meta.dev() == device {
-            walk(&entry.path(), &format!("{name}/"), &raw_path, device, out);
+            walk(&entry.path(), &raw_path, device, out);
         }
     }
 }
