@@ -175,12 +175,10 @@ fn a_container_killed_from_outside_ends_its_cell_and_the_matrix_goes_on() {
         std::thread::sleep(Duration::from_millis(50));
     }
     std::thread::sleep(Duration::from_millis(500));
-    let ids = Command::new("docker")
-        .args(["ps", "-q", "--filter", "label=org.shmbench.run-token"])
-        .output()
-        .unwrap();
-    let id = String::from_utf8_lossy(&ids.stdout).trim().to_string();
-    assert!(!id.is_empty(), "no running container to kill");
+    // This test's own container: another user's run may have some too.
+    let ours = our_containers();
+    assert_eq!(ours.len(), 1, "not one running container to kill: {ours:?}");
+    let id = ours[0].clone();
     Command::new("docker").args(["kill", &id]).output().unwrap();
     assert!(child.wait().unwrap().success());
     let rows = read_csv(&out);

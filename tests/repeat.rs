@@ -109,20 +109,9 @@ fn a_named_baseline_is_saved_by_one_run_and_compared_by_the_next() {
     assert_clean(&before);
 }
 
-/// The pids of processes whose command line starts with `shmbench`'s path, then `word`.
+/// The pids of this test's processes whose command line is `shmbench`'s path, then `word`.
 fn processes_running(word: &str) -> Vec<u32> {
-    let mut pids = Vec::new();
-    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
-        let Ok(pid) = entry.file_name().to_string_lossy().parse::<u32>() else {
-            continue;
-        };
-        let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
-        let args: Vec<&[u8]> = cmdline.split(|b| *b == 0).collect();
-        if args.len() > 1 && args[1] == word.as_bytes() {
-            pids.push(pid);
-        }
-    }
-    pids
+    our_processes(|args| args.get(1).is_some_and(|a| a == word))
 }
 
 #[test]

@@ -1,8 +1,8 @@
 //! `shmbench shm`, against real holders in a private tmpfs on /dev/shm (a mount namespace of
 //! the test's own): a segment held by fd, an unlinked one held by fd, one only mapped, one held
-//! by another user, a dead process's leftover, a young unheld file and a symlink. The audit
-//! names each holder; `--sweep-stale` removes the old unheld files and nothing a live process
-//! holds. With torch: the leftovers of a real DataLoader killed by SIGKILL are stale, with their
+//! by another user, a dead process's leftover named with its pid, a live one's, Podman's lock,
+//! files of unknown owner and a symlink. The audit names each holder and each file's state;
+//! `--sweep-stale` removes only the dead owner's files. With torch: the leftovers of a real DataLoader killed by SIGKILL are stale, with their
 //! sizes, and go. With Docker: segments held from inside a container (`--ipc host`, the node's
 //! own /dev/shm) are named with that container.
 
@@ -38,32 +38,28 @@ time.sleep(60)" &
 setpriv --reuid 65534 --regid 65534 --clear-groups sh -c 'exec 3</dev/shm/others; exec sleep 60' &
 OTHERS=$!
 for _ in $(seq 600); do [ "$(readlink /proc/$OTHERS/fd/3)" = /dev/shm/others ] && [ -e "$OUT/mapped" ] && [ "$(readlink /proc/$GONE/fd/3)" = "/dev/shm/gone (deleted)" ] && break; sleep 0.05; done
-sh -c 'head -c 3145728 /dev/zero > /dev/shm/dead_leftover; kill -9 $$' || true
+# A dead process's leftover, its pid in its name as torch names its segments.
+sh -c 'echo $$ > "$OUT/dead_pid"; head -c 3145728 /dev/zero > /dev/shm/torch_$$_1_0; kill -9 $$' || true
+DEAD=$(cat "$OUT/dead_pid")
+# This script's own: its owner lives. Podman's lock memory: unheld by design. Data staged by
+# copying with its old times kept: unknown owner.
+head -c 4096 /dev/zero > torch_$$_live
+head -c 4096 /dev/zero > libpod_lock
+head -c 4096 /dev/zero > staged
 head -c 4096 /dev/zero > young_unheld
 ln -s /etc/hostname link
 # A name that is not UTF-8, in a directory: shown lossily, swept by its real bytes.
-mkdir sub && head -c 8192 /dev/zero > sub/$'stale_\xff'
-touch -d '2 hours ago' held_named mapped others dead_leftover sub/$'stale_\xff'
+mkdir sub && head -c 8192 /dev/zero > sub/torch_${DEAD}_$'\xff'
+touch -d '2 hours ago' held_named mapped others torch_${DEAD}_1_0 sub/torch_${DEAD}_$'\xff' torch_$$_live libpod_lock staged
 touch -h -d '2 hours ago' link
 "$SHMBENCH" shm --format json > "$OUT/audit.json"
-"$SHMBENCH" shm --format json --sweep-stale --older-than 1h > "$OUT/swept.json"
+# Nothing here is an hour unchanged (touch sets the mtime back, never the ctime): nothing goes,
+# not even under the opt-in.
+"$SHMBENCH" shm --format json --sweep-stale --older-than 1h --unowned /dev/shm > "$OUT/hour.json"
+"$SHMBENCH" shm --format json --sweep-stale --older-than 0s > "$OUT/swept.json"
 ls -A /dev/shm > "$OUT/left.txt"
 ls -A /dev/shm/sub > "$OUT/left_sub.txt"
 "#;
-
-fn in_private_shm(script: &str, out: &std::path::Path) -> std::process::Output {
-    Command::new("unshare")
-        .args(["-m", "bash", "-c", script])
-        .env("SHMBENCH", BIN)
-        .env("OUT", out)
-        .output()
-        .expect("unshare runs")
-}
-
-fn json(path: &std::path::Path) -> Value {
-    let text = std::fs::read_to_string(path).unwrap();
-    serde_json::from_str(&text).unwrap_or_else(|e| panic!("{e}: {text}"))
-}
 
 fn entry<'a>(audit: &'a Value, name: &str) -> &'a Value {
     audit["entries"]
@@ -75,7 +71,7 @@ fn entry<'a>(audit: &'a Value, name: &str) -> &'a Value {
 }
 
 #[test]
-fn the_audit_names_every_holder_and_the_sweep_takes_only_old_unheld_files() {
+fn the_audit_names_every_holder_and_the_sweep_takes_only_a_dead_owner_s_files() {
     let present = || which("python3") && which("setpriv") && which("unshare");
     if !require("python3", present, "python3, setpriv and unshare") {
         return;
@@ -88,7 +84,7 @@ fn the_audit_names_every_holder_and_the_sweep_takes_only_old_unheld_files() {
         "{}",
         String::from_utf8_lossy(&run.stderr)
     );
-    let audit = &json(&dir.as_ref().join("audit.json"))["audit"];
+    let audit = &json_file(&dir.as_ref().join("audit.json"))["audit"];
     let holds = |name: &str| entry(audit, name)["holders"].as_array().unwrap().clone();
     assert_eq!(holds("held_named").len(), 1);
     assert_eq!(holds("held_named")[0]["by_fd"], true);
@@ -115,16 +111,31 @@ fn the_audit_names_every_holder_and_the_sweep_takes_only_old_unheld_files() {
     let gone = gone.unwrap_or_else(|| panic!("{audit}"));
     assert_eq!(gone["allocated_bytes"], 2 << 20);
     assert_eq!(gone["holders"][0]["by_fd"], true);
-    // The dead process's file is stale, with its size; a symlink is listed, never stale.
-    assert!(entry(audit, "dead_leftover")["holders"]
-        .as_array()
-        .unwrap()
-        .is_empty());
-    assert_eq!(entry(audit, "dead_leftover")["allocated_bytes"], 3 << 20);
+    // The dead process's file is stale, with its size; a symlink is listed, never stale; the
+    // live owner's, Podman's lock and the staged file are not.
+    let dead = std::fs::read_to_string(dir.as_ref().join("dead_pid")).unwrap();
+    let dead_name = format!("torch_{}_1_0", dead.trim());
+    let state = |name: &str| entry(audit, name)["staleness"]["state"].clone();
+    assert_eq!(state(&dead_name), "dead_owner");
+    assert_eq!(entry(audit, &dead_name)["allocated_bytes"], 3 << 20);
+    assert_eq!(state("libpod_lock"), "by_design");
+    assert_eq!(state("staged"), "unowned");
+    assert_eq!(state("held_named"), "held");
     assert_eq!(entry(audit, "link")["kind"], "symlink");
-    // The sweep: only the old unheld files go (one by a name that is not UTF-8); the young one
-    // is left and counted.
-    let swept = &json(&dir.as_ref().join("swept.json"))["swept"];
+    let live = audit["entries"].as_array().unwrap().iter();
+    let live: Vec<_> = live
+        .filter(|e| e["name"].as_str().unwrap().ends_with("_live"))
+        .collect();
+    assert_eq!(live[0]["staleness"]["state"], "live_owner", "{audit}");
+    // An hour's age: nothing qualifies, the opt-in included.
+    let (events, hour) = sweep_lines(&dir.as_ref().join("hour.json"));
+    assert!(
+        events.is_empty() && hour["removed"] == serde_json::json!([]),
+        "{hour}"
+    );
+    // The sweep: only the dead owner's files go (one by a name that is not UTF-8), each
+    // reported as it went; the files of unknown owner are counted, not touched.
+    let (events, swept) = sweep_lines(&dir.as_ref().join("swept.json"));
     let mut removed: Vec<(&str, u64)> = swept["removed"]
         .as_array()
         .unwrap()
@@ -132,24 +143,29 @@ fn the_audit_names_every_holder_and_the_sweep_takes_only_old_unheld_files() {
         .map(|r| (r[0].as_str().unwrap(), r[1].as_u64().unwrap()))
         .collect();
     removed.sort_unstable();
+    let sub_name = format!("sub/torch_{}_\u{fffd}", dead.trim());
     assert_eq!(
         removed,
-        [("dead_leftover", 3 << 20), ("sub/stale_\u{fffd}", 8192)],
+        [(sub_name.as_str(), 8192), (dead_name.as_str(), 3 << 20)],
         "{swept}"
     );
-    assert_eq!(swept["younger"], 1);
+    assert_eq!(events.len(), 2, "{events:?}");
+    assert!(events.iter().all(|e| e["event"] == "removed"), "{events:?}");
+    assert_eq!(swept["unowned_left"], 2, "{swept}");
     let left_sub = std::fs::read(dir.as_ref().join("left_sub.txt")).unwrap();
     assert!(left_sub.is_empty(), "{left_sub:?}");
     let left = std::fs::read_to_string(dir.as_ref().join("left.txt")).unwrap();
-    let mut left: Vec<&str> = left.lines().collect();
+    let mut left: Vec<&str> = left.lines().filter(|l| !l.ends_with("_live")).collect();
     left.sort_unstable();
     assert_eq!(
         left,
         [
             "held_named",
+            "libpod_lock",
             "link",
             "mapped",
             "others",
+            "staged",
             "sub",
             "young_unheld"
         ]
@@ -207,7 +223,7 @@ fn a_killed_real_dataloader_s_leftovers_are_stale_and_swept() {
         "{}",
         String::from_utf8_lossy(&run.stderr)
     );
-    let audit = &json(&dir.as_ref().join("audit.json"))["audit"];
+    let audit = &json_file(&dir.as_ref().join("audit.json"))["audit"];
     let leftovers: Vec<&Value> = audit["entries"]
         .as_array()
         .unwrap()
@@ -224,14 +240,21 @@ fn a_killed_real_dataloader_s_leftovers_are_stale_and_swept() {
         assert!(apparent >= 8 * 602_112, "{e}");
         assert_eq!(e["allocated_bytes"], apparent.div_ceil(4096) * 4096, "{e}");
     }
-    let swept = &json(&dir.as_ref().join("swept.json"))["swept"];
-    assert_eq!(
-        swept["removed"].as_array().unwrap().len(),
-        leftovers.len(),
-        "{swept}"
-    );
+    // Their owners' pids were the pid namespace's own: each is gone unless a process that
+    // calls itself by that pid, in some other pid namespace (another user's container), started
+    // before it; those are kept, the rest go.
+    let dead = leftovers
+        .iter()
+        .filter(|e| e["staleness"]["state"] == "dead_owner")
+        .count();
+    for e in &leftovers {
+        let state = &e["staleness"]["state"];
+        assert!(state == "dead_owner" || state == "live_owner", "{e}");
+    }
+    let (_, swept) = sweep_lines(&dir.as_ref().join("swept.json"));
+    assert_eq!(swept["removed"].as_array().unwrap().len(), dead, "{swept}");
     let left = std::fs::read_to_string(dir.as_ref().join("left.txt")).unwrap();
-    assert!(left.trim().is_empty(), "{left}");
+    assert_eq!(left.lines().count(), leftovers.len() - dead, "{left}");
 }
 
 #[test]
@@ -293,11 +316,4 @@ fn a_segment_held_from_inside_a_container_names_that_container() {
         }
     }
     assert_clean(&before);
-}
-
-fn which(program: &str) -> bool {
-    Command::new("sh")
-        .args(["-c", &format!("command -v {program}")])
-        .output()
-        .is_ok_and(|o| o.status.success())
 }

@@ -28,22 +28,25 @@ fn kernels() -> Option<Vec<String>> {
     })
 }
 
-/// QEMU processes and initrd files: none may outlive a run.
+/// This test's QEMU processes and initrd files (those another user's live run holds left
+/// out): none may outlive a run.
 fn vm_leftovers() -> Vec<String> {
     let mut left: Vec<String> = std::fs::read_dir(std::env::temp_dir())
         .unwrap()
         .flatten()
+        .filter(|e| {
+            e.file_name()
+                .to_string_lossy()
+                .starts_with("shmbench-initrd-")
+        })
+        .filter(|e| !held_by_another_run(&e.path()))
         .map(|e| e.file_name().to_string_lossy().into_owned())
-        .filter(|n| n.starts_with("shmbench-initrd-"))
         .collect();
-    let qemu = Command::new("pgrep")
-        .args(["-a", "qemu-system"])
-        .output()
-        .unwrap();
+    // This test's QEMU processes only: another user's VM cells are not its to judge.
     left.extend(
-        String::from_utf8_lossy(&qemu.stdout)
-            .lines()
-            .map(String::from),
+        our_processes(|args| args[0].contains("qemu-system"))
+            .into_iter()
+            .map(|pid| format!("qemu-system pid {pid}")),
     );
     left
 }

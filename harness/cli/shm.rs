@@ -1,6 +1,7 @@
 //! `shmbench shm`: a live tmpfs (a node's /dev/shm) as it is, with who holds what, and the
 //! removal of its stale entries on request (`sys::shm_audit`, `sys::stale_sweep`).
 
+use std::io::Write;
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
@@ -8,7 +9,8 @@ use std::time::Duration;
 use anyhow::{bail, Context, Result};
 
 use crate::present::shm_audit;
-use crate::sys::{shm_audit::audit, stale_sweep};
+use crate::sys::stale_sweep::{self, SweepAsk};
+use crate::sys::{shm_audit::audit, signals};
 
 #[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Format {
@@ -17,19 +19,38 @@ pub(crate) enum Format {
 }
 
 #[derive(clap::Args)]
+#[command(after_help = "Examples:
+  shmbench shm                                   who holds what in /dev/shm, and what is stale
+  shmbench shm --sweep-stale --older-than 1h     remove files whose named owner is gone
+  shmbench shm --sweep-stale --older-than 1d --unowned /dev/shm/old-run
+                                                 also files of unknown owner under that path
+
+A file is stale only when no live process holds it and its owner is named and proven gone: a
+dead shmbench run (its owner record unlocked), or a producer that puts its pid in the name
+(torch_<pid>_..., sgl_shm_<kind>_<pid>, __KMP_REGISTERED_LIB_<pid>) when no process of that
+pid started before the file last changed. Files of unknown owner are never removed unless
+--unowned names a path above them, and then only when unchanged and unread for the age.
+Each removal is printed as it happens; with --format json and --sweep-stale, the output is
+JSON lines: the audit, one line per removal or kept candidate, then the totals.
+See docs/SAFETY.md.")]
 pub(crate) struct Args {
     /// The tmpfs to audit
     #[arg(default_value = "/dev/shm")]
     path: PathBuf,
     #[arg(long, value_enum, default_value = "text")]
     format: Format,
-    /// Remove the stale entries (regular files no live process holds) older than --older-than,
-    /// each proven unheld as it goes; prints what it removed and its bytes
+    /// Remove the stale entries (unheld files whose named owner is proven gone) unchanged for
+    /// --older-than, each proven unheld again as it goes
     #[arg(long, requires = "older_than")]
     sweep_stale: bool,
-    /// With --sweep-stale: only entries not modified for this long, e.g. 10m, 2h, 1d
+    /// With --sweep-stale: only entries unchanged (mtime and ctime) for this long, e.g. 10m,
+    /// 2h, 1d; files of unknown owner must also be unread (atime) for it
     #[arg(long, value_name = "DURATION", value_parser = humantime::parse_duration)]
     older_than: Option<Duration>,
+    /// With --sweep-stale: also remove files of unknown owner under PATH (repeatable), when
+    /// unheld and unchanged and unread for --older-than
+    #[arg(long, value_name = "PATH", requires = "sweep_stale")]
+    unowned: Vec<PathBuf>,
 }
 
 pub(crate) fn run(args: Args) -> Result<ExitCode> {
@@ -37,23 +58,71 @@ pub(crate) fn run(args: Args) -> Result<ExitCode> {
     // followed.
     let root = std::fs::canonicalize(&args.path)
         .with_context(|| format!("cannot audit {}", args.path.display()))?;
+    let unowned = opted_in(&root, &args.unowned)?;
     let before = audit(&root)?;
-    let swept = match (args.sweep_stale, args.older_than) {
-        (true, Some(age)) => Some(stale_sweep::sweep(&root, &before, age)),
+    let older_than = match (args.sweep_stale, args.older_than) {
+        (true, Some(age)) => age,
         (true, None) => bail!("--sweep-stale needs --older-than DURATION (e.g. 1h)"),
-        _ => None,
-    };
-    match args.format {
-        Format::Json => {
-            let value = serde_json::json!({ "audit": before, "swept": swept });
-            println!("{}", serde_json::to_string_pretty(&value)?);
-        }
-        Format::Text => {
-            print!("{}", shm_audit::render(&before));
-            if let Some(swept) = &swept {
-                print!("{}", shm_audit::render_sweep(swept));
+        (false, _) => {
+            match args.format {
+                Format::Json => {
+                    let value = serde_json::json!({ "audit": before, "swept": null });
+                    println!("{}", serde_json::to_string_pretty(&value)?);
+                }
+                Format::Text => print!("{}", shm_audit::render(&before)),
             }
+            return Ok(ExitCode::SUCCESS);
         }
+    };
+    let mut stdout = std::io::stdout().lock();
+    match args.format {
+        Format::Json => writeln!(stdout, "{}", serde_json::json!({ "audit": before }))?,
+        Format::Text => write!(stdout, "{}", shm_audit::render(&before))?,
     }
-    Ok(ExitCode::SUCCESS)
+    stdout.flush()?;
+    signals::install();
+    let ask = SweepAsk {
+        older_than,
+        unowned: &unowned,
+    };
+    // Each event is written and flushed as it happens, so a sweep cut short still says what
+    // it removed.
+    let mut report = |event: &_| {
+        let line = match args.format {
+            Format::Json => format!("{}\n", serde_json::json!(event)),
+            Format::Text => shm_audit::render_event(event),
+        };
+        let _ = stdout
+            .write_all(line.as_bytes())
+            .and_then(|()| stdout.flush());
+    };
+    let swept = stale_sweep::sweep(&root, &before, &ask, &mut report);
+    match args.format {
+        Format::Json => writeln!(stdout, "{}", serde_json::json!({ "swept": swept }))?,
+        Format::Text => write!(stdout, "{}", shm_audit::render_sweep(&swept))?,
+    }
+    Ok(if swept.interrupted {
+        ExitCode::from(130)
+    } else {
+        ExitCode::SUCCESS
+    })
+}
+
+/// The `--unowned` paths, canonical, each under the audited root.
+fn opted_in(root: &std::path::Path, paths: &[PathBuf]) -> Result<Vec<PathBuf>> {
+    paths
+        .iter()
+        .map(|p| {
+            let canonical = std::fs::canonicalize(p)
+                .with_context(|| format!("--unowned {}: no such path", p.display()))?;
+            if !canonical.starts_with(root) {
+                bail!(
+                    "--unowned {}: not under the audited {} (give a path inside it)",
+                    p.display(),
+                    root.display()
+                );
+            }
+            Ok(canonical)
+        })
+        .collect()
 }

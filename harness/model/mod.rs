@@ -40,6 +40,7 @@ pub mod record;
 pub(crate) mod repeat;
 pub(crate) mod segment_maker;
 pub(crate) mod shm_audit;
+pub(crate) mod shm_owner;
 pub mod size;
 pub(crate) mod slurm;
 pub(crate) mod statement;

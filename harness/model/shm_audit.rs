@@ -1,7 +1,8 @@
 //! An audit of a live tmpfs (a node's /dev/shm): every entry with its allocated bytes, age and
 //! owner, the processes that hold it (by fd or mapping; named entries and unlinked ones), each
 //! with the container, pod or job its cgroup names, totals per holder, and which entries no
-//! live process holds (stale). `sys::shm_audit` takes it; `shmbench shm` shows it.
+//! live process holds, whose owner the name names and whether that owner is gone (stale, the
+//! only kind a default sweep removes). `sys::shm_audit` takes it; `shmbench shm` shows it.
 
 use serde::Serialize;
 
@@ -39,19 +40,67 @@ pub(crate) struct ShmEntry {
     /// Bytes of tmpfs pages the entry holds (what counts against the size), not its length.
     pub(crate) allocated_bytes: u64,
     pub(crate) apparent_bytes: u64,
-    /// Seconds since it was last modified.
+    /// Seconds since it was last modified (mtime: `cp -a`, `tar x`, `touch -d` set it).
     pub(crate) age_s: f64,
+    /// Seconds since its inode last changed (ctime: no tool can set it back).
+    pub(crate) changed_age_s: f64,
+    /// Seconds since its atime (what that proves: `AtimeUpdates`).
+    pub(crate) read_age_s: f64,
     pub(crate) uid: u32,
     pub(crate) inode: u64,
     pub(crate) holders: Vec<Hold>,
     /// The library its name points to, if any (a hint: `segment_maker`).
     pub(crate) made_by: Option<&'static str>,
+    /// Whether it is stale, and the proof or what is missing for one.
+    pub(crate) staleness: Staleness,
 }
 
 impl ShmEntry {
-    /// A regular file that no live process we could read holds.
+    /// A regular file whose named owner is proven gone and that no live process holds: what a
+    /// default sweep removes.
     pub(crate) fn stale(&self) -> bool {
-        self.kind == EntryKind::File && self.holders.is_empty()
+        matches!(self.staleness, Staleness::DeadOwner { .. })
+    }
+
+    /// A regular file no process holds, whose name names no owner: what a sweep removes only
+    /// under a path the user names (`--unowned PATH`), and only when unchanged and unread.
+    pub(crate) fn unowned(&self) -> bool {
+        self.staleness == Staleness::Unowned
+    }
+}
+
+/// Whether an entry is stale: its owner named and proven gone, and nobody holding it.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[serde(tag = "state", rename_all = "snake_case")]
+pub(crate) enum Staleness {
+    /// Not a regular file: listed, never removed.
+    NotAFile,
+    /// A live process holds it by fd or mapping.
+    Held,
+    /// Its name names an owner, and that owner is gone (`owner`: which, and the proof).
+    DeadOwner { owner: String },
+    /// Its name names an owner that may still live: kept.
+    LiveOwner { owner: String },
+    /// It lives unheld between uses by design (`what`): never stale.
+    ByDesign { what: String },
+    /// No process holds it and its name names no owner: kept unless the user opts in.
+    Unowned,
+    /// Processes the audit cannot see may hold it (`why`): it cannot be proven stale.
+    Unknown { why: String },
+}
+
+impl Staleness {
+    /// The short word for it in a table.
+    pub(crate) fn word(&self) -> &'static str {
+        match self {
+            Staleness::NotAFile => "",
+            Staleness::Held => "held",
+            Staleness::DeadOwner { .. } => "stale",
+            Staleness::LiveOwner { .. } => "owner lives",
+            Staleness::ByDesign { .. } => "kept by design",
+            Staleness::Unowned => "unheld, owner unknown",
+            Staleness::Unknown { .. } => "unknown",
+        }
     }
 }
 
@@ -93,12 +142,55 @@ pub(crate) struct ShmAudit {
     /// Holders, most bytes first.
     pub(crate) holders: Vec<HolderTotal>,
     /// Processes whose fds or mappings could not be read (another user's without the right,
-    /// a more privileged one's): an entry they hold looks stale here.
+    /// a more privileged one's): an entry they may hold is unknown, never stale.
     pub(crate) unreadable_processes: u64,
+    /// Set when this audit runs in a pid namespace that is not the host's: processes outside
+    /// it cannot be seen, so nothing but a dead shmbench run's files is proven stale.
+    pub(crate) pid_namespace_not_the_hosts: bool,
+    /// Entries left out of `entries` because the listing reached its bound (too many, or names
+    /// too long to keep): counted, and in `used_bytes`, but not listed.
+    pub(crate) unlisted: u64,
+    /// Directories deeper than the walk goes: not walked, so what they hold is in `used_bytes`
+    /// but neither listed nor counted.
+    pub(crate) not_walked: u64,
+    /// How this tmpfs updates access times: what a file's atime proves.
+    pub(crate) atime: AtimeUpdates,
+}
+
+/// How a mount updates a file's access time (its `strictatime`, `relatime` or `noatime`
+/// option), and so for how long an atime proves a file unread.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub(crate) enum AtimeUpdates {
+    /// Every read sets it.
+    Strict,
+    /// `relatime` (Linux's default): a read sets it only when it is older than the file's
+    /// mtime or ctime, or more than a day old. So reads may go unrecorded for up to a day
+    /// after the atime shown.
+    Relative,
+    /// `noatime`: never set by a read; nothing can be proven unread.
+    Never,
+}
+
+/// What `relatime` may leave unrecorded: a day (`RELATIME` in the kernel's `fs/inode.c`).
+const RELATIME_WINDOW_S: f64 = 24.0 * 3600.0;
+
+impl AtimeUpdates {
+    /// For how long a file is provably unread, from the ages of its atime, mtime and ctime;
+    /// None when it cannot be proven at all.
+    pub(crate) fn unread_for_s(self, read_s: f64, modified_s: f64, changed_s: f64) -> Option<f64> {
+        match self {
+            AtimeUpdates::Strict => Some(read_s),
+            // An atime no later than the mtime or ctime would have been set by any read since.
+            AtimeUpdates::Relative if read_s >= modified_s.min(changed_s) => Some(read_s),
+            AtimeUpdates::Relative => Some((read_s - RELATIME_WINDOW_S).max(0.0)),
+            AtimeUpdates::Never => None,
+        }
+    }
 }
 
 impl ShmAudit {
-    /// The stale entries: files no live process we could read holds.
+    /// The stale entries: files whose named owner is gone and that no live process holds.
     pub(crate) fn stale(&self) -> impl Iterator<Item = &ShmEntry> {
         self.entries.iter().filter(|e| e.stale())
     }
@@ -109,19 +201,71 @@ impl ShmAudit {
     }
 }
 
-/// What a sweep did with each stale entry old enough to go.
+/// What a sweep did with one entry, reported as it happens.
+#[derive(Clone, Debug, Serialize)]
+#[serde(tag = "event", rename_all = "snake_case")]
+pub(crate) enum SweepEvent {
+    /// Removed: its path under the root, its allocated bytes and why it was stale.
+    Removed {
+        name: String,
+        bytes: u64,
+        because: String,
+    },
+    /// A candidate kept at the last proof: why.
+    Kept { name: String, why: String },
+}
+
+/// What a sweep did with each candidate.
 #[derive(Debug, Default, Serialize)]
 pub(crate) struct StaleSweep {
     /// Removed: the path under the root and its allocated bytes.
     pub(crate) removed: Vec<(String, u64)>,
     /// Kept: the path and why.
     pub(crate) kept: Vec<(String, String)>,
-    /// Stale entries left because they are younger than the age asked for.
+    /// Candidates left because they are younger than the age asked for.
     pub(crate) younger: u64,
+    /// Files of unknown owner left because no `--unowned` path takes them.
+    pub(crate) unowned_left: u64,
+    /// The sweep stopped early (SIGINT or SIGTERM): what it did so far is above.
+    pub(crate) interrupted: bool,
 }
 
 impl StaleSweep {
     pub(crate) fn removed_bytes(&self) -> u64 {
         self.removed.iter().map(|(_, bytes)| bytes).sum()
+    }
+
+    /// Adds `event` to the totals.
+    pub(crate) fn record(&mut self, event: &SweepEvent) {
+        match event {
+            SweepEvent::Removed { name, bytes, .. } => self.removed.push((name.clone(), *bytes)),
+            SweepEvent::Kept { name, why } => self.kept.push((name.clone(), why.clone())),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::AtimeUpdates;
+
+    #[test]
+    fn relatime_proves_a_file_unread_a_day_less_than_its_atime_says() {
+        let day = 24.0 * 3600.0;
+        // Read an hour ago, written two days ago: a read since could have gone unrecorded.
+        assert_eq!(
+            AtimeUpdates::Relative.unread_for_s(3600.0, 2.0 * day, 2.0 * day),
+            Some(0.0)
+        );
+        assert_eq!(
+            AtimeUpdates::Relative.unread_for_s(3.0 * day, 4.0 * day, 4.0 * day),
+            Some(2.0 * day)
+        );
+        // Never read since it was last written: the next read would have set the atime.
+        assert_eq!(
+            AtimeUpdates::Relative.unread_for_s(2.0 * day, 2.0 * day, 2.0 * day),
+            Some(2.0 * day)
+        );
+        assert_eq!(AtimeUpdates::Strict.unread_for_s(5.0, 9.0, 9.0), Some(5.0));
+        assert_eq!(AtimeUpdates::Never.unread_for_s(5.0, 9.0, 9.0), None);
     }
 }

@@ -1,7 +1,9 @@
 //! Which container, pod or batch job a process belongs to, from the paths in its
 //! /proc/PID/cgroup: Docker and Podman, containerd and CRI-O (under Kubernetes, with the pod's
-//! UID), and Slurm jobs, for the cgroupfs and systemd drivers of cgroup v1 and v2. A process
-//! whose paths name none of them is the host's.
+//! UID), and Slurm jobs, for the cgroupfs and systemd drivers of cgroup v1 and v2. A name is
+//! taken only where the path has the shape its owner gives it (a whole 64-digit id in a runtime's
+//! scope, or below `docker`'s or a pod's cgroup; `job_N` below Slurm's), never from a part that
+//! merely looks like an id. A process whose paths name none of them is the host's.
 
 use std::fmt;
 
@@ -45,21 +47,27 @@ pub(crate) fn of_cgroup(text: &str) -> Workload {
         let Some(path) = line.splitn(3, ':').nth(2) else {
             continue;
         };
-        for part in path.split('/') {
-            read_part(part, &mut found);
+        let parts: Vec<&str> = path.split('/').collect();
+        let under_slurm = parts
+            .iter()
+            .any(|p| *p == "slurm" || *p == "slurmstepd.scope" || p.starts_with("slurm_"));
+        for (i, part) in parts.iter().enumerate() {
+            let parent = if i > 0 { parts[i - 1] } else { "" };
+            read_part(part, parent, under_slurm, &mut found);
         }
     }
     found
 }
 
-/// A container id as `docker ps` shows it: its first 12 hex digits.
+/// A whole container id (64 lowercase hex digits, as engines and CRI runtimes make them), as
+/// `docker ps` shows it: its first 12.
 fn short_id(id: &str) -> Option<String> {
-    let hex = id.len() >= 12 && id.bytes().all(|b| b.is_ascii_hexdigit());
+    let hex = id.len() == 64 && id.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'));
     hex.then(|| id[..12].to_string())
 }
 
-/// What one component of a cgroup path says, added to `found`.
-fn read_part(part: &str, found: &mut Workload) {
+/// What one component of a cgroup path (below `parent`) says, added to `found`.
+fn read_part(part: &str, parent: &str, under_slurm: bool, found: &mut Workload) {
     let scope = part.strip_suffix(".scope").unwrap_or(part);
     let runtimes = [
         ("docker-", "docker"),
@@ -75,7 +83,8 @@ fn read_part(part: &str, found: &mut Workload) {
         }
     }
     // cgroupfs driver: /docker/<id>, or /kubepods/<qos>/pod<uid>/<id>.
-    if found.container.is_none() {
+    let owned = parent == "docker" || pod_uid(parent).is_some();
+    if found.container.is_none() && owned {
         if let Some(id) = short_id(part) {
             found.container = Some(id);
             found.runtime = Some(match found.pod_uid {
@@ -87,7 +96,7 @@ fn read_part(part: &str, found: &mut Workload) {
     }
     if let Some(uid) = pod_uid(part) {
         found.pod_uid = Some(uid);
-    } else if let Some(job) = part.strip_prefix("job_") {
+    } else if let Some(job) = part.strip_prefix("job_").filter(|_| under_slurm) {
         if !job.is_empty() && job.bytes().all(|b| b.is_ascii_digit()) {
             found.slurm_job = Some(job.to_string());
         }
@@ -157,6 +166,10 @@ mod tests {
             "0::/user.slice/user-1000.slice/session-2.scope\n",
             "0::/\n",
             "12:memory:/system.slice/ssh.service\n",
+            // Parts that only look like an id or a job: not a runtime's or Slurm's shape.
+            "4:memory:/process_api/218d5bb342cb9f1e2d3c4b5a69788796a5b4c3d2e1f0a9b8c7d6e5f4a3b2c1d0\n",
+            "0::/user.slice/218d5bb342cb\n",
+            "0::/batch/job_42\n",
             "",
         ] {
             assert_eq!(of_cgroup(text), Workload::default(), "{text}");

@@ -17,4 +17,5 @@ pub(crate) mod shm_audit;
 pub(crate) mod slurm_script;
 pub(crate) mod statements;
 pub(crate) mod table;
+pub(crate) mod terminal;
 pub(crate) mod watch;

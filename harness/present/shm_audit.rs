@@ -5,7 +5,8 @@
 use std::fmt::Write;
 
 use super::table::markdown;
-use crate::model::shm_audit::{Hold, ShmAudit, StaleSweep};
+use super::terminal::shown;
+use crate::model::shm_audit::{Hold, ShmAudit, StaleSweep, Staleness, SweepEvent};
 use crate::model::size::ByteSize;
 
 /// Seconds as the largest unit that fits: `42s`, `17m`, `5h`, `3d`.
@@ -43,7 +44,7 @@ pub(crate) fn render(audit: &ShmAudit) -> String {
     let _ = writeln!(
         out,
         "{}: {} used of {} (named files {}, unlinked segments still held {})",
-        audit.path,
+        shown(&audit.path),
         ByteSize(audit.used_bytes),
         ByteSize(audit.capacity_bytes),
         ByteSize(audit.named_bytes()),
@@ -51,24 +52,50 @@ pub(crate) fn render(audit: &ShmAudit) -> String {
     );
     let _ = writeln!(
         out,
-        "{} entries, {} stale ({}: no live process holds them), {} unlinked segments held, {} holders\n",
+        "{} entries, {} stale ({}: unheld, their owner named and gone), {} unheld of unknown owner, {} unlinked segments held, {} holders\n",
         audit.entries.len(),
         stale.len(),
         ByteSize(stale_bytes),
+        audit.entries.iter().filter(|e| e.unowned()).count(),
         audit.unlinked.len(),
         audit.holders.len()
     );
     entries(&mut out, audit);
     unlinked_segments(&mut out, audit);
     holder_totals(&mut out, audit);
+    notes(&mut out, audit);
+    out
+}
+
+/// What the audit could not see, and so did not judge.
+fn notes(out: &mut String, audit: &ShmAudit) {
+    if audit.pid_namespace_not_the_hosts {
+        let _ = writeln!(
+            out,
+            "note: this audit runs in a pid namespace that is not the host's (a container?): processes outside it cannot be seen, so no file but a dead shmbench run's is called stale; run it on the host to judge the rest"
+        );
+    }
     if audit.unreadable_processes > 0 {
         let _ = writeln!(
             out,
-            "note: {} processes could not be read (another user's, or a more privileged one's): an entry only they hold looks stale here; run as root to see them",
+            "note: {} processes could not be read (another user's, or a more privileged one's): an entry only they may hold is unknown, not stale; run as root to see them",
             audit.unreadable_processes
         );
     }
-    out
+    if audit.unlisted > 0 {
+        let _ = writeln!(
+            out,
+            "note: {} entries were counted but not listed (the listing keeps at most a million entries and 256 MiB of names): their bytes are in the use above",
+            audit.unlisted
+        );
+    }
+    if audit.not_walked > 0 {
+        let _ = writeln!(
+            out,
+            "note: {} directories deeper than 64 levels were not walked: what they hold is in the use above but neither listed nor judged",
+            audit.not_walked
+        );
+    }
 }
 
 /// The named entries, stale ones marked.
@@ -78,12 +105,12 @@ fn entries(out: &mut String, audit: &ShmAudit) {
             .entries
             .iter()
             .map(|e| {
-                let held = match e.stale() {
-                    true => "stale".to_string(),
-                    false => holders(&e.holders),
+                let held = match &e.staleness {
+                    Staleness::Held => holders(&e.holders),
+                    other => other.word().to_string(),
                 };
                 vec![
-                    e.name.clone(),
+                    shown(&e.name).into_owned(),
                     e.made_by.unwrap_or("").to_string(),
                     format!("{:?}", e.kind).to_lowercase(),
                     ByteSize(e.allocated_bytes).to_string(),
@@ -100,7 +127,7 @@ fn entries(out: &mut String, audit: &ShmAudit) {
             "allocated",
             "age",
             "uid",
-            "held by (pid)",
+            "held by (pid), or state",
         ];
         let _ = writeln!(out, "{}", markdown(&headers, &rows));
     }
@@ -114,7 +141,7 @@ fn unlinked_segments(out: &mut String, audit: &ShmAudit) {
             .iter()
             .map(|u| {
                 vec![
-                    u.name.clone(),
+                    shown(&u.name).into_owned(),
                     u.made_by.unwrap_or("").to_string(),
                     u.inode.to_string(),
                     ByteSize(u.allocated_bytes).to_string(),
@@ -147,10 +174,10 @@ fn holder_totals(out: &mut String, audit: &ShmAudit) {
                 vec![
                     h.pid.to_string(),
                     h.uid.map_or_else(|| "?".into(), |u| u.to_string()),
-                    h.workload.to_string(),
+                    shown(&h.workload.to_string()).into_owned(),
                     h.segments.to_string(),
                     ByteSize(h.bytes).to_string(),
-                    h.command.clone(),
+                    shown(&h.command).into_owned(),
                 ]
             })
             .collect();
@@ -160,24 +187,36 @@ fn holder_totals(out: &mut String, audit: &ShmAudit) {
     }
 }
 
-/// What a sweep of stale entries did: each removed entry with its bytes, each kept one with
-/// why, and the total freed.
+/// One thing a sweep did, as the line printed when it happens.
+pub(crate) fn render_event(event: &SweepEvent) -> String {
+    match event {
+        SweepEvent::Removed {
+            name,
+            bytes,
+            because,
+        } => format!(
+            "removed {} ({}): {}\n",
+            shown(name),
+            ByteSize(*bytes),
+            shown(because)
+        ),
+        SweepEvent::Kept { name, why } => format!("kept {}: {}\n", shown(name), shown(why)),
+    }
+}
+
+/// What a sweep did in all (each removal was printed as it happened).
 pub(crate) fn render_sweep(swept: &StaleSweep) -> String {
-    let mut out = String::new();
-    for (name, bytes) in &swept.removed {
-        let _ = writeln!(out, "removed {name} ({})", ByteSize(*bytes));
-    }
-    for (name, why) in &swept.kept {
-        let _ = writeln!(out, "kept {name}: {why}");
-    }
-    let _ = writeln!(
-        out,
-        "swept {} stale entries, {} freed; {} kept; {} younger than asked left alone",
+    let mut out = format!(
+        "swept {} entries, {} freed; {} kept at the last proof; {} changed or read too recently left alone; {} of unknown owner left (opt a path in with --unowned PATH)\n",
         swept.removed.len(),
         ByteSize(swept.removed_bytes()),
         swept.kept.len(),
-        swept.younger
+        swept.younger,
+        swept.unowned_left
     );
+    if swept.interrupted {
+        out.push_str("interrupted: the sweep stopped before its last candidates\n");
+    }
     out
 }
 

@@ -1,19 +1,29 @@
-//! Audits a live tmpfs: walks it (never following a symlink or leaving the filesystem), reads
+//! Audits a live tmpfs: walks it through fds (never following a symlink or leaving the
+//! filesystem; bounded in depth and in what it keeps, counting what it cannot list), reads
 //! every process's fds and mappings in /proc for files on its device (so unlinked segments and
 //! mapped-only ones are found, and every pid namespace below ours), and names each holder's
-//! container, pod or job from its cgroup paths (`model::workload`).
+//! container, pod or job from its cgroup paths (`model::workload`); then each entry is judged
+//! stale or not (`shm_staleness`).
 
 use std::collections::{BTreeMap, HashMap};
-use std::os::unix::ffi::OsStrExt;
+use std::os::fd::OwnedFd;
 use std::os::unix::fs::MetadataExt;
 use std::path::Path;
-use std::time::SystemTime;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use nix::dir::Dir;
+use nix::fcntl::{openat, AtFlags, OFlag};
+use nix::sys::stat::{fstat, fstatat, FileStat, Mode, SFlag};
 
 use super::holders::{unlinked_suffix, MapsLine};
+use super::proc_census::Census;
 use super::proc_tree::command_line;
-use super::shm::usage_of;
+use super::shm::{self, usage_of};
+use super::shm_staleness;
 use crate::model::segment_maker;
-use crate::model::shm_audit::{EntryKind, Hold, HolderTotal, ShmAudit, ShmEntry, UnlinkedSegment};
+use crate::model::shm_audit::{
+    EntryKind, Hold, HolderTotal, ShmAudit, ShmEntry, Staleness, UnlinkedSegment,
+};
 use crate::model::workload::{self, Workload};
 
 /// Why a path cannot be audited.
@@ -50,8 +60,22 @@ pub(crate) fn audit(root: &Path) -> Result<ShmAudit, AuditError> {
         return Err(AuditError::NotTmpfs(shown));
     }
     let device = meta.dev();
-    let mut entries = Vec::new();
-    walk(root, &[], device, &mut entries);
+    let root_fd = nix::fcntl::open(
+        root,
+        OFlag::O_RDONLY | OFlag::O_DIRECTORY | OFlag::O_CLOEXEC,
+        Mode::empty(),
+    )
+    .map_err(|e| unreadable(e.into()))?;
+    let mut walk = Walk {
+        device,
+        now: SystemTime::now(),
+        entries: Vec::new(),
+        path_bytes: 0,
+        unlisted: 0,
+        not_walked: 0,
+    };
+    walk.dir(&root_fd, &[]);
+    let mut entries = walk.entries;
     let (by_pid, unreadable_processes) = holdings(device)?;
     // Who holds each inode.
     let mut holds: HashMap<u64, Vec<Hold>> = HashMap::new();
@@ -83,6 +107,8 @@ pub(crate) fn audit(root: &Path) -> Result<ShmAudit, AuditError> {
     }
     let holders = totals(&by_pid);
     let (capacity_bytes, used_bytes) = usage_of(root);
+    let census = Census::take();
+    shm_staleness::judge(root, &mut entries, &census, unreadable_processes);
     Ok(ShmAudit {
         path: shown,
         capacity_bytes,
@@ -91,52 +117,110 @@ pub(crate) fn audit(root: &Path) -> Result<ShmAudit, AuditError> {
         unlinked: unlinked.into_values().collect(),
         holders,
         unreadable_processes,
+        pid_namespace_not_the_hosts: !census.in_host_pid_namespace,
+        unlisted: walk.unlisted,
+        not_walked: walk.not_walked,
+        atime: shm::atime_updates(root, device),
     })
 }
 
-/// The entries under `dir` (`prefix`: its names under the audited root), depth first, on
-/// `device` only; a symlink is listed, never followed.
-fn walk(dir: &Path, prefix: &[Vec<u8>], device: u64, out: &mut Vec<ShmEntry>) {
-    let Ok(listing) = std::fs::read_dir(dir) else {
-        return;
-    };
-    let now = SystemTime::now();
-    for entry in listing.flatten() {
-        let Ok(meta) = entry.metadata() else { continue };
-        let raw = entry.file_name();
-        let mut raw_path = prefix.to_vec();
-        raw_path.push(raw.as_bytes().to_vec());
+/// Directories deeper than this under the root are counted, not walked (a tree built to be
+/// deep must not cost memory per level per entry, nor hold an fd per level without bound).
+const MAX_DEPTH: usize = 64;
+/// Entries listed at most; later ones are counted.
+const MAX_ENTRIES: usize = 1_000_000;
+/// Bytes of path names kept at most (names and raw names); later entries are counted.
+const MAX_PATH_BYTES: usize = 256 << 20;
+
+/// A walk of the tree under the root: what it listed and what it could only count.
+struct Walk {
+    device: u64,
+    now: SystemTime,
+    entries: Vec<ShmEntry>,
+    path_bytes: usize,
+    unlisted: u64,
+    not_walked: u64,
+}
+
+impl Walk {
+    /// Walks the directory open at `dir` (its names under the root: `prefix`), depth first, on
+    /// the root's device only, through fds (`openat`, never a path: no PATH_MAX bound, and a
+    /// symlink is listed, never followed).
+    fn dir(&mut self, dir: &OwnedFd, prefix: &[Vec<u8>]) {
+        let Ok(copy) = dir.try_clone() else { return };
+        let Ok(mut listing) = Dir::from_fd(copy) else {
+            return;
+        };
+        let names: Vec<Vec<u8>> = listing
+            .iter()
+            .flatten()
+            .map(|e| e.file_name().to_bytes().to_vec())
+            .filter(|n| n != b"." && n != b"..")
+            .collect();
+        drop(listing);
+        for raw in names {
+            let Ok(st) = fstatat(dir, raw.as_slice(), AtFlags::AT_SYMLINK_NOFOLLOW) else {
+                continue;
+            };
+            let kind = match SFlag::from_bits_truncate(st.st_mode & SFlag::S_IFMT.bits()) {
+                SFlag::S_IFLNK => EntryKind::Symlink,
+                SFlag::S_IFDIR => EntryKind::Dir,
+                SFlag::S_IFREG => EntryKind::File,
+                _ => EntryKind::Other,
+            };
+            let mut raw_path = prefix.to_vec();
+            raw_path.push(raw);
+            self.list(&st, kind, &raw_path);
+            if kind != EntryKind::Dir || st.st_dev != self.device {
+                continue;
+            }
+            if raw_path.len() >= MAX_DEPTH {
+                self.not_walked += 1;
+                continue;
+            }
+            let flags = OFlag::O_RDONLY | OFlag::O_DIRECTORY | OFlag::O_NOFOLLOW | OFlag::O_CLOEXEC;
+            let last = raw_path.last().map(Vec::as_slice).unwrap_or_default();
+            if let Ok(child) = openat(dir, last, flags, Mode::empty()) {
+                if fstat(&child).is_ok_and(|c| c.st_dev == self.device) {
+                    self.dir(&child, &raw_path);
+                }
+            }
+        }
+    }
+
+    /// Lists one entry, or counts it once the listing is at its bound.
+    fn list(&mut self, st: &FileStat, kind: EntryKind, raw_path: &[Vec<u8>]) {
         let name = raw_path
             .iter()
             .map(|part| String::from_utf8_lossy(part))
             .collect::<Vec<_>>()
             .join("/");
-        let kind = match meta.file_type() {
-            t if t.is_symlink() => EntryKind::Symlink,
-            t if t.is_dir() => EntryKind::Dir,
-            t if t.is_file() => EntryKind::File,
-            _ => EntryKind::Other,
-        };
-        let age_s = meta
-            .modified()
-            .ok()
-            .and_then(|m| now.duration_since(m).ok())
-            .map_or(0.0, |d| d.as_secs_f64());
-        out.push(ShmEntry {
-            name: name.clone(),
-            raw_path: raw_path.clone(),
-            kind,
-            allocated_bytes: meta.blocks() * 512,
-            apparent_bytes: meta.len(),
-            age_s,
-            uid: meta.uid(),
-            inode: meta.ino(),
-            holders: Vec::new(),
-            made_by: segment_maker::made_by(&name),
-        });
-        if kind == EntryKind::Dir && meta.dev() == device {
-            walk(&entry.path(), &raw_path, device, out);
+        let cost = 2 * name.len();
+        if self.entries.len() >= MAX_ENTRIES || self.path_bytes + cost > MAX_PATH_BYTES {
+            self.unlisted += 1;
+            return;
         }
+        self.path_bytes += cost;
+        let age = |secs: i64, nanos: i64| {
+            let at =
+                UNIX_EPOCH + Duration::new(secs.max(0) as u64, nanos.clamp(0, 999_999_999) as u32);
+            self.now.duration_since(at).map_or(0.0, |d| d.as_secs_f64())
+        };
+        self.entries.push(ShmEntry {
+            made_by: segment_maker::made_by(&name),
+            name,
+            raw_path: raw_path.to_vec(),
+            kind,
+            allocated_bytes: st.st_blocks as u64 * 512,
+            apparent_bytes: st.st_size.max(0) as u64,
+            age_s: age(st.st_mtime, st.st_mtime_nsec),
+            changed_age_s: age(st.st_ctime, st.st_ctime_nsec),
+            read_age_s: age(st.st_atime, st.st_atime_nsec),
+            uid: st.st_uid,
+            inode: st.st_ino,
+            holders: Vec::new(),
+            staleness: Staleness::NotAFile,
+        });
     }
 }
 
@@ -162,7 +246,8 @@ fn holdings(device: u64) -> Result<(BTreeMap<u32, Holdings>, u64), AuditError> {
                     let Ok(meta) = std::fs::metadata(fd.path()) else {
                         continue;
                     };
-                    if meta.dev() != device {
+                    // Directories held open (a walk's, a shell's cwd) hold no pages.
+                    if meta.dev() != device || !meta.is_file() {
                         continue;
                     }
                     let target = std::fs::read_link(fd.path()).unwrap_or_default();

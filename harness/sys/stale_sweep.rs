@@ -1,123 +1,233 @@
-//! Removing a tmpfs's stale entries (`shmbench shm --sweep-stale`): regular files no live
-//! process holds, older than the age the user gives, and nothing else. Each is proven unheld at
-//! the moment it goes: it is opened without following a symlink, through directories opened
-//! the same way and checked to be on the same tmpfs, and must still be the file the audit saw;
-//! the kernel then grants a write lease on it only when no other open file refers to it (while
-//! the lease is held, another open waits), /proc is read again for any fd or mapping of it, and
-//! only then is the name unlinked.
+//! Removing a tmpfs's stale entries (`shmbench shm --sweep-stale`). By default only files whose
+//! owner is named and proven gone (`shm_staleness`); files of unknown owner only under a path
+//! the user opts in, and then only when unchanged (mtime and ctime: `cp -a` and `touch -d` set
+//! the mtime back, never the ctime) and provably unread (the atime, read as the mount's atime
+//! rule allows) for the age asked.
+//!
+//! Each candidate is proven unheld as it goes (`lease_removal`: a write lease and one /proc
+//! read per batch), and each removal is reported as it happens.
 
-use std::collections::HashSet;
-use std::ffi::CString;
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::ffi::OsStr;
 use std::os::unix::ffi::OsStrExt;
-use std::path::Path;
-use std::time::{Duration, SystemTime};
+use std::path::{Path, PathBuf};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use super::holders;
-use crate::model::shm_audit::{ShmAudit, StaleSweep};
+use nix::fcntl::OFlag;
+use nix::sys::stat::FileStat;
 
-/// Removes the audit's stale files at least `older_than` old.
-pub(crate) fn sweep(root: &Path, audit: &ShmAudit, older_than: Duration) -> StaleSweep {
+use super::lease_removal::{lease, open_on, unlink_unheld, IgnoreSigio, Kept, Leased};
+use super::signals;
+use crate::model::shm_audit::{AtimeUpdates, ShmAudit, ShmEntry, StaleSweep, SweepEvent};
+
+/// Candidates leased at once before /proc is read for them (each holds an fd meanwhile).
+const BATCH: usize = 256;
+
+/// What the user asked a sweep to remove.
+pub(crate) struct SweepAsk<'a> {
+    /// Only what has been unchanged (and, for unowned files, unread) this long.
+    pub(crate) older_than: Duration,
+    /// Paths (canonical, under the root) whose files of unknown owner the user opts in.
+    pub(crate) unowned: &'a [PathBuf],
+}
+
+/// One candidate, as the audit saw it.
+struct Candidate<'a> {
+    entry: &'a ShmEntry,
+    /// Why it may go (the owner gone, or the user's opt-in).
+    because: String,
+    /// A file of unknown owner: its atime must prove it unread too.
+    unowned: bool,
+}
+
+/// Removes the audit's stale files (and the opted-in unowned ones), reporting each event to
+/// `report` as it happens.
+pub(crate) fn sweep(
+    root: &Path,
+    audit: &ShmAudit,
+    ask: &SweepAsk,
+    report: &mut dyn FnMut(&SweepEvent),
+) -> StaleSweep {
     let mut out = StaleSweep::default();
-    let device = std::fs::symlink_metadata(root).map(|m| std::os::unix::fs::MetadataExt::dev(&m));
-    let Ok(device) = device else {
+    let mut note = |out: &mut StaleSweep, event: SweepEvent| {
+        report(&event);
+        out.record(&event);
+    };
+    let candidates = candidates(root, audit, ask, &mut out, &mut note);
+    let Ok(device) =
+        std::fs::symlink_metadata(root).map(|m| std::os::unix::fs::MetadataExt::dev(&m))
+    else {
         return out;
     };
-    for entry in audit.stale() {
-        if entry.age_s < older_than.as_secs_f64() {
-            out.younger += 1;
-            continue;
+    let _sigio = IgnoreSigio::new();
+    for batch in candidates.chunks(BATCH) {
+        if signals::received().is_some() {
+            out.interrupted = true;
+            break;
         }
-        match remove_one(root, &entry.raw_path, device, entry.inode, older_than) {
-            Ok(()) => out
-                .removed
-                .push((entry.name.clone(), entry.allocated_bytes)),
-            Err(why) => out.kept.push((entry.name.clone(), why)),
+        for event in remove_batch(root, device, batch, ask.older_than, audit.atime) {
+            note(&mut out, event);
         }
     }
     out
 }
 
-/// Removes the entry at `path` (its names under `root`, as raw bytes: a name need not be UTF-8)
-/// when it is still inode `inode` on `device`, old enough, and provably unheld; else says why not.
-fn remove_one(
+/// The entries a sweep may remove, owned files' owner records last (a record is the proof for
+/// its files); the others counted or reported as kept.
+fn candidates<'a>(
     root: &Path,
-    path: &[Vec<u8>],
+    audit: &'a ShmAudit,
+    ask: &SweepAsk,
+    out: &mut StaleSweep,
+    note: &mut dyn FnMut(&mut StaleSweep, SweepEvent),
+) -> Vec<Candidate<'a>> {
+    let age = ask.older_than.as_secs_f64();
+    let mut found = Vec::new();
+    for entry in &audit.entries {
+        let unchanged = entry.age_s.min(entry.changed_age_s) >= age;
+        if let crate::model::shm_audit::Staleness::DeadOwner { owner } = &entry.staleness {
+            if !unchanged {
+                out.younger += 1;
+                continue;
+            }
+            let because = format!("its owner is gone ({owner})");
+            found.push(Candidate {
+                entry,
+                because,
+                unowned: false,
+            });
+        } else if entry.unowned() {
+            let Some(opted) = ask.unowned.iter().find(|p| under(root, entry, p)) else {
+                out.unowned_left += 1;
+                continue;
+            };
+            let unread =
+                audit
+                    .atime
+                    .unread_for_s(entry.read_age_s, entry.age_s, entry.changed_age_s);
+            match unread {
+                None => note(out, kept(entry, Kept::NoAtime)),
+                Some(unread) if !unchanged || unread < age => out.younger += 1,
+                Some(_) => found.push(Candidate {
+                    entry,
+                    because: format!(
+                        "unknown owner, opted in by {}, unheld, unchanged and unread for the age asked",
+                        opted.display()
+                    ),
+                    unowned: true,
+                }),
+            }
+        }
+    }
+    let record = |c: &Candidate| c.entry.raw_path.len() == 1 && is_record(&c.entry.raw_path[0]);
+    found.sort_by_key(record);
+    found
+}
+
+/// Whether `name` is a shmbench owner record (`shmbench_<16 hex>`).
+fn is_record(name: &[u8]) -> bool {
+    matches!(
+        super::owner::classify(name, super::shm::NAME_PREFIX),
+        super::owner::Named::Record(_)
+    )
+}
+
+/// Whether the entry lies under `path` (a canonical path), compared by raw bytes.
+fn under(root: &Path, entry: &ShmEntry, path: &Path) -> bool {
+    let mut full = root.to_path_buf();
+    for part in &entry.raw_path {
+        full.push(OsStr::from_bytes(part));
+    }
+    full.starts_with(path)
+}
+
+fn kept(entry: &ShmEntry, why: Kept) -> SweepEvent {
+    SweepEvent::Kept {
+        name: entry.name.clone(),
+        why: why.to_string(),
+    }
+}
+
+/// Leases a batch, reads /proc once for it, and removes each candidate still unheld.
+fn remove_batch(
+    root: &Path,
     device: u64,
-    inode: u64,
+    batch: &[Candidate],
     older_than: Duration,
-) -> Result<(), String> {
-    let mut dir = open_at(None, root.as_os_str().as_bytes(), libc::O_DIRECTORY, device)?;
-    let (file, dirs) = path.split_last().ok_or("an empty name")?;
+    atime: AtimeUpdates,
+) -> Vec<SweepEvent> {
+    let mut events = Vec::new();
+    let mut leased = Vec::new();
+    for (index, candidate) in batch.iter().enumerate() {
+        match lease_candidate(root, device, index, candidate, older_than, atime) {
+            Ok(l) => leased.push(l),
+            Err(why) => events.push(kept(candidate.entry, why)),
+        }
+    }
+    for (index, done) in unlink_unheld(leased) {
+        let candidate = &batch[index];
+        events.push(match done {
+            Ok(()) => SweepEvent::Removed {
+                name: candidate.entry.name.clone(),
+                bytes: candidate.entry.allocated_bytes,
+                because: candidate.because.clone(),
+            },
+            Err(why) => kept(candidate.entry, why),
+        });
+    }
+    events
+}
+
+/// Opens a candidate through its directories (each on the root's tmpfs, none through a
+/// symlink) and leases it, if it is still the file the audit saw and still old (and unread)
+/// enough.
+fn lease_candidate(
+    root: &Path,
+    device: u64,
+    index: usize,
+    candidate: &Candidate,
+    older_than: Duration,
+    atime: AtimeUpdates,
+) -> Result<Leased, Kept> {
+    let entry = candidate.entry;
+    let mut dir = open_on(
+        None,
+        root.as_os_str().as_bytes(),
+        OFlag::O_DIRECTORY,
+        device,
+    )?;
+    let (file, dirs) = entry.raw_path.split_last().ok_or(Kept::Changed)?;
     for part in dirs {
-        dir = open_at(Some(&dir), part, libc::O_DIRECTORY, device)?;
+        dir = open_on(Some(&dir), part, OFlag::O_DIRECTORY, device)?;
     }
-    let fd = open_at(Some(&dir), file, libc::O_NONBLOCK, device)?;
-    let meta = fstat(&fd)?;
-    if meta.st_ino != inode || (meta.st_mode & libc::S_IFMT) != libc::S_IFREG {
-        return Err("it changed since the audit".into());
-    }
-    let modified = SystemTime::UNIX_EPOCH + Duration::from_secs(meta.st_mtime.max(0) as u64);
-    if modified.elapsed().unwrap_or_default() < older_than {
-        return Err("it was written since the audit".into());
-    }
-    // SAFETY: fcntl on an fd we own; the lease goes with it.
-    if unsafe { libc::fcntl(fd.as_raw_fd(), libc::F_SETLEASE, libc::F_WRLCK) } != 0 {
-        let e = std::io::Error::last_os_error();
-        return Err(match e.raw_os_error() {
-            Some(libc::EAGAIN) => "another process has it open (the kernel refused a lease)".into(),
-            _ => format!("cannot take a lease on it to prove nobody opens it: {e}"),
-        });
-    }
-    let id = (device, inode);
-    match holders::held_by_others(&HashSet::from([id]), Some(std::process::id())) {
-        Ok(held) if held.contains(&id) => return Err("a live process holds it".into()),
-        Ok(_) => {}
-        Err(e) => return Err(format!("nothing may be removed: {e}")),
-    }
-    let c_name = CString::new(file.as_slice()).map_err(|_| "a name with a NUL byte")?;
-    // SAFETY: unlinkat relative to a directory fd we hold; it removes the name, not a target.
-    if unsafe { libc::unlinkat(dir.as_raw_fd(), c_name.as_ptr(), 0) } != 0 {
-        return Err(format!(
-            "cannot remove it: {}",
-            std::io::Error::last_os_error()
-        ));
-    }
-    Ok(())
+    let rule = candidate.unowned.then_some(atime);
+    lease(
+        index,
+        dir,
+        file,
+        (device, entry.inode),
+        |st| match still_old(st, older_than, rule) {
+            true => Ok(()),
+            false => Err(Kept::Touched),
+        },
+    )
 }
 
-/// Opens `name` relative to `dir` (or as a path) without following a symlink, and checks it is
-/// on `device`.
-fn open_at(dir: Option<&OwnedFd>, name: &[u8], flags: i32, device: u64) -> Result<OwnedFd, String> {
-    let c_name = CString::new(name).map_err(|_| "a name with a NUL byte")?;
-    let at = dir.map_or(libc::AT_FDCWD, |d| d.as_raw_fd());
-    let all = flags | libc::O_RDONLY | libc::O_NOFOLLOW | libc::O_CLOEXEC;
-    // SAFETY: openat with a valid C string; the fd returned is ours.
-    let raw = unsafe { libc::openat(at, c_name.as_ptr(), all) };
-    if raw < 0 {
-        let e = std::io::Error::last_os_error();
-        return Err(match e.raw_os_error() {
-            Some(libc::ELOOP) => "it is a symbolic link: never followed".into(),
-            _ => format!("cannot open it: {e}"),
-        });
+/// Whether a file is still unchanged (and, given the mount's atime rule, unread) for `age`.
+fn still_old(st: &FileStat, age: Duration, atime: Option<AtimeUpdates>) -> bool {
+    let since = |secs: i64| {
+        SystemTime::now()
+            .duration_since(UNIX_EPOCH + Duration::from_secs(secs.max(0) as u64))
+            .map_or(0.0, |d| d.as_secs_f64())
+    };
+    let (modified, changed) = (since(st.st_mtime), since(st.st_ctime));
+    let age = age.as_secs_f64();
+    if modified.min(changed) < age {
+        return false;
     }
-    // SAFETY: a fresh fd from openat.
-    let fd = unsafe { OwnedFd::from_raw_fd(raw) };
-    if fstat(&fd)?.st_dev != device {
-        return Err("it is not on the audited tmpfs".into());
+    match atime {
+        None => true,
+        Some(rule) => rule
+            .unread_for_s(since(st.st_atime), modified, changed)
+            .is_some_and(|unread| unread >= age),
     }
-    Ok(fd)
-}
-
-fn fstat(fd: &OwnedFd) -> Result<libc::stat, String> {
-    // SAFETY: stat is plain data the kernel fills.
-    let mut st: libc::stat = unsafe { std::mem::zeroed() };
-    // SAFETY: fstat on an fd we own into a stat we own.
-    if unsafe { libc::fstat(fd.as_raw_fd(), &mut st) } != 0 {
-        return Err(format!(
-            "cannot stat it: {}",
-            std::io::Error::last_os_error()
-        ));
-    }
-    Ok(st)
 }

@@ -1,110 +1,316 @@
-//! What the machine looks like to a test: shmbench's segments, mounts, processes, containers and
-//! memory cgroups, snapshotted before a test and required unchanged after it.
+//! What the machine looks like to a test: the segments, mounts, processes and containers this
+//! test binary started (or that a dead run left), snapshotted before a test and required
+//! unchanged after it. Another user's shmbench run on the same machine is not the test's: its
+//! processes, its live runs' segments and its containers are left out, so the suite passes
+//! beside it.
+//!
+//! What is the test's is proven, not guessed from names: every process the test binary starts
+//! inherits `SHMBENCH_TEST_OWNER=<mark>` (set once, see [`mark`]), and shmbench's processes keep
+//! their environment, so a process is the test's when its environment carries the mark; a
+//! segment or container is the test's when the owner record of its run token is held open by
+//! such a process, and a dead run's when that record's lock is free (or gone).
+
+use std::collections::{HashMap, HashSet};
+use std::os::fd::AsRawFd;
+use std::os::unix::fs::MetadataExt;
 
 use super::*;
 
-/// What the machine looked like: shmbench segments in /dev/shm, mounts, shmbench processes.
+/// The environment variable that marks a test binary's processes.
+pub const OWNER_VARIABLE: &str = "SHMBENCH_TEST_OWNER";
+
+/// This test binary's mark, put in its environment on first use so that every process it
+/// starts afterwards carries it (`serial`, `command` and `machine_state` all call this first).
+pub fn mark() -> &'static str {
+    static MARK: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+    MARK.get_or_init(|| {
+        let nanos = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_nanos();
+        let mark = format!("{}-{nanos}", std::process::id());
+        // std's own environment lock orders this with every Command spawned meanwhile.
+        std::env::set_var(OWNER_VARIABLE, &mark);
+        mark
+    })
+}
+
+/// Whether process `pid`'s environment carries this test binary's mark.
+pub fn carries_mark(pid: u32) -> bool {
+    let wanted = format!("{OWNER_VARIABLE}={}", mark());
+    std::fs::read(format!("/proc/{pid}/environ"))
+        .is_ok_and(|env| env.split(|b| *b == 0).any(|kv| kv == wanted.as_bytes()))
+}
+
+/// Every process's command line, by pid (its arguments, lossily).
+fn command_lines() -> Vec<(u32, Vec<String>)> {
+    let mut out = Vec::new();
+    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Ok(pid) = entry.file_name().to_string_lossy().parse::<u32>() else {
+            continue;
+        };
+        let Ok(cmdline) = std::fs::read(entry.path().join("cmdline")) else {
+            continue;
+        };
+        let args = cmdline
+            .split(|b| *b == 0)
+            .map(|a| String::from_utf8_lossy(a).into_owned())
+            .collect();
+        out.push((pid, args));
+    }
+    out
+}
+
+/// The pids of this test binary's processes whose arguments `matches` takes.
+pub fn our_processes(matches: impl Fn(&[String]) -> bool) -> Vec<u32> {
+    let me = std::process::id();
+    command_lines()
+        .into_iter()
+        .filter(|(pid, args)| *pid != me && !args.is_empty() && matches(args))
+        .filter(|(pid, _)| carries_mark(*pid))
+        .map(|(pid, _)| pid)
+        .collect()
+}
+
+/// What holds each of `inodes` open: the pids, from every process's fds.
+fn record_holders(inodes: &HashSet<u64>) -> HashMap<u64, Vec<u32>> {
+    let mut out: HashMap<u64, Vec<u32>> = HashMap::new();
+    if inodes.is_empty() {
+        return out;
+    }
+    for (pid, _) in command_lines() {
+        let Ok(fds) = std::fs::read_dir(format!("/proc/{pid}/fd")) else {
+            continue;
+        };
+        for fd in fds.flatten() {
+            if let Ok(meta) = std::fs::metadata(fd.path()) {
+                if inodes.contains(&meta.ino()) {
+                    out.entry(meta.ino()).or_default().push(pid);
+                }
+            }
+        }
+    }
+    out
+}
+
+/// Whether a process that is not this test binary's holds the file at `path` open (another
+/// user's live run: the file is not this test's to judge).
+pub fn held_by_another_run(path: &std::path::Path) -> bool {
+    let Ok(meta) = std::fs::metadata(path) else {
+        return false;
+    };
+    record_holders(&HashSet::from([meta.ino()]))
+        .get(&meta.ino())
+        .is_some_and(|pids| pids.iter().any(|pid| !carries_mark(*pid)))
+}
+
+/// Whose an owner record is.
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum Whose {
+    /// Held by one of this test binary's processes.
+    Ours,
+    /// Locked by a live run that is not the test's.
+    Foreign,
+    /// Gone, or its lock is free: a dead run's.
+    Dead,
+}
+
+/// Whose each owner record at `paths` is (a record's lock is held while its run lives).
+fn whose_records(paths: &[std::path::PathBuf]) -> Vec<Whose> {
+    let metas: Vec<Option<std::fs::Metadata>> =
+        paths.iter().map(|p| std::fs::metadata(p).ok()).collect();
+    let inodes: HashSet<u64> = metas.iter().flatten().map(|m| m.ino()).collect();
+    let holders = record_holders(&inodes);
+    paths
+        .iter()
+        .zip(&metas)
+        .map(|(path, meta)| {
+            let Some(meta) = meta else { return Whose::Dead };
+            let held_by = holders.get(&meta.ino()).cloned().unwrap_or_default();
+            if held_by.iter().any(|pid| carries_mark(*pid)) {
+                return Whose::Ours;
+            }
+            let Ok(file) = std::fs::File::open(path) else {
+                return Whose::Dead;
+            };
+            // SAFETY: flock on an fd we own; the lock goes with the file.
+            let free = unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) } == 0;
+            if free {
+                Whose::Dead
+            } else {
+                Whose::Foreign
+            }
+        })
+        .collect()
+}
+
+/// The owner record of a `/dev/shm` entry's run: `shmbench_<token>` for `shmbench_<token>_...`.
+fn segment_record(name: &str) -> Option<std::path::PathBuf> {
+    let token = name.strip_prefix("shmbench_")?.get(..16)?;
+    token
+        .bytes()
+        .all(|b| b.is_ascii_hexdigit())
+        .then(|| std::path::PathBuf::from(format!("/dev/shm/shmbench_{token}")))
+}
+
+/// What the machine looked like to this test binary: the /dev/shm entries, processes and
+/// containers that are its own or a dead run's (another live run's are left out), and the
+/// mounts of its mount namespace (the engine's own container mounts left out).
 #[derive(Debug, PartialEq)]
 pub struct MachineState {
     pub shm_entries: Vec<String>,
     pub mounts: String,
     pub processes: Vec<String>,
+    /// Container ids.
     pub containers: Vec<String>,
 }
 
-/// shmbench's containers, by the label every one of them carries (empty without a docker CLI).
-fn shmbench_containers() -> Vec<String> {
+/// shmbench's containers by id, with their run token (empty without a docker CLI).
+fn shmbench_containers() -> Vec<(String, String)> {
     Command::new("docker")
         .args([
             "ps",
             "-a",
+            "--no-trunc",
             "--filter",
             "label=org.shmbench.run-token",
             "--format",
-            "{{.Names}} {{.Status}}",
+            "{{.ID}} {{.Label \"org.shmbench.run-token\"}}",
         ])
         .output()
         .map(|o| {
             String::from_utf8_lossy(&o.stdout)
                 .lines()
-                .map(String::from)
+                .filter_map(|l| l.split_once(' '))
+                .map(|(id, token)| (id.to_string(), token.to_string()))
                 .collect()
         })
         .unwrap_or_default()
 }
 
+/// The ids of the containers this test binary's runs made (or a dead run left): their run
+/// token's record, `/run/shmbench/run-<token>`, is held by a marked process, or free.
+pub fn our_containers() -> Vec<String> {
+    let containers = shmbench_containers();
+    let records: Vec<std::path::PathBuf> = containers
+        .iter()
+        .map(|(_, token)| std::path::PathBuf::from(format!("/run/shmbench/run-{token}")))
+        .collect();
+    containers
+        .into_iter()
+        .zip(whose_records(&records))
+        .filter(|(_, whose)| *whose != Whose::Foreign)
+        .map(|((id, _), _)| id)
+        .collect()
+}
+
+/// This test binary's shmbench processes: cells and workers, a torch cell's Python and its
+/// workers, and torch's segment manager.
 fn shmbench_processes() -> Vec<String> {
-    let me = std::process::id().to_string();
     let mut found = Vec::new();
-    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
-        let name = entry.file_name().to_string_lossy().into_owned();
-        if !name.chars().all(|c| c.is_ascii_digit()) || name == me {
+    for (pid, args) in command_lines() {
+        if pid == std::process::id() || args.is_empty() || !carries_mark(pid) {
             continue;
         }
-        let Ok(cmdline) = std::fs::read(entry.path().join("cmdline")) else {
-            continue;
-        };
-        let args: Vec<String> = cmdline
-            .split(|b| *b == 0)
-            .map(|a| String::from_utf8_lossy(a).into_owned())
-            .collect();
-        let is_ours = args
-            .first()
-            .is_some_and(|a| a == BIN || a == "/proc/self/exe");
+        let is_ours = args[0] == BIN || args[0] == "/proc/self/exe";
         if is_ours && args.get(1).is_some_and(|a| a == "cell" || a == "worker") {
-            found.push(format!("{name}: {}", args[..2].join(" ")));
+            found.push(format!("{pid}: {}", args[..2].join(" ")));
         }
         // A torch cell's Python and its DataLoader workers (they share the cell's bootstrap),
         // and the segment manager torch starts for file_system.
         if args.iter().any(|a| a.contains("shmbench-torch-cell")) || args[0] == "torch_shm_manager"
         {
-            found.push(format!("{name}: {}", args[0]));
+            found.push(format!("{pid}: {}", args[0]));
         }
     }
     found
 }
 
-pub fn machine_state() -> MachineState {
-    let mut shm_entries: Vec<String> = std::fs::read_dir("/dev/shm")
+/// The pid in torch's `torch_<pid>_...` segment name.
+fn torch_pid(name: &str) -> Option<u32> {
+    name.strip_prefix("torch_")?.split('_').next()?.parse().ok()
+}
+
+/// The shmbench and torch entries in /dev/shm that are this test binary's or a dead run's.
+fn shm_entries() -> Vec<String> {
+    let names: Vec<String> = std::fs::read_dir("/dev/shm")
         .unwrap()
         .flatten()
         .map(|e| e.file_name().to_string_lossy().into_owned())
         .filter(|n| n.starts_with("shmbench_") || n.starts_with("torch_"))
         .collect();
-    shm_entries.sort();
+    let records: Vec<std::path::PathBuf> = names
+        .iter()
+        .map(|n| segment_record(n).unwrap_or_default())
+        .collect();
+    let whose = whose_records(&records);
+    let mut out: Vec<String> = names
+        .into_iter()
+        .zip(whose)
+        .filter(|(name, whose)| match torch_pid(name) {
+            // A live process that is not the test's made it.
+            Some(pid) => {
+                !std::path::Path::new(&format!("/proc/{pid}")).exists() || carries_mark(pid)
+            }
+            None if segment_record(name).is_some() => *whose != Whose::Foreign,
+            None => true,
+        })
+        .map(|(name, _)| name)
+        .collect();
+    out.sort();
+    out
+}
+
+/// The mounts of this test's mount namespace, less those the Docker engine makes for any
+/// container (its overlay and /dev/shm mounts, judged through the containers instead).
+fn mounts() -> String {
+    std::fs::read_to_string("/proc/self/mounts")
+        .unwrap()
+        .lines()
+        .filter(|l| {
+            let point = l.split(' ').nth(1).unwrap_or("");
+            !point.starts_with("/var/lib/docker/") && !point.starts_with("/run/docker/")
+        })
+        .map(|l| format!("{l}\n"))
+        .collect()
+}
+
+pub fn machine_state() -> MachineState {
+    mark();
     MachineState {
-        shm_entries,
-        mounts: std::fs::read_to_string("/proc/self/mounts").unwrap(),
+        shm_entries: shm_entries(),
+        mounts: mounts(),
         processes: shmbench_processes(),
-        containers: shmbench_containers(),
+        containers: our_containers(),
     }
 }
 
-/// Asserts the machine is as clean as `before`: no shmbench process, segment, mount or container
-/// more. Teardown is asynchronous (exiting workers, the engine unmounting and removing a container
-/// after its cell ended), so it waits for the state to settle, up to a bound that covers a loaded
-/// 2-core machine, and returns as soon as it is clean.
+/// Asserts the machine is as clean as `before`: no process, segment, mount or container of this
+/// test's more. Teardown is asynchronous (exiting workers, the engine unmounting and removing a
+/// container after its cell ended), so it waits for the state to settle, up to a bound that
+/// covers a loaded 2-core machine, and returns as soon as it is clean.
 pub fn assert_clean(before: &MachineState) {
     let deadline = Instant::now() + Duration::from_secs(30);
+    let new = |now: &[String], then: &[String]| -> Vec<String> {
+        now.iter().filter(|n| !then.contains(n)).cloned().collect()
+    };
     loop {
         let now = machine_state();
+        let segments = new(&now.shm_entries, &before.shm_entries);
+        let containers = new(&now.containers, &before.containers);
         let clean = now.processes.is_empty()
-            && now.shm_entries.is_empty()
+            && segments.is_empty()
             && now.mounts == before.mounts
-            && now.containers == before.containers;
+            && containers.is_empty();
         if clean || Instant::now() > deadline {
             assert_eq!(
                 now.processes,
                 Vec::<String>::new(),
                 "shmbench processes left behind"
             );
-            assert_eq!(
-                now.shm_entries,
-                Vec::<String>::new(),
-                "segments left in /dev/shm"
-            );
+            assert_eq!(segments, Vec::<String>::new(), "segments left in /dev/shm");
             assert_eq!(now.mounts, before.mounts, "mounts changed");
-            assert_eq!(now.containers, before.containers, "containers left behind");
+            assert_eq!(containers, Vec::<String>::new(), "containers left behind");
             return;
         }
         std::thread::sleep(Duration::from_millis(50));

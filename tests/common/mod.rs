@@ -12,6 +12,7 @@ use serde_json::Value;
 
 mod k8s;
 mod machine;
+mod private_shm;
 mod rows;
 mod torch;
 mod watch;
@@ -21,6 +22,8 @@ mod watch;
 pub use k8s::*;
 #[allow(unused_imports)]
 pub use machine::*;
+#[allow(unused_imports)]
+pub use private_shm::*;
 #[allow(unused_imports)]
 pub use rows::*;
 #[allow(unused_imports)]
@@ -34,6 +37,7 @@ pub const BIN: &str = env!("CARGO_BIN_EXE_shmbench");
 static SERIAL: Mutex<()> = Mutex::new(());
 
 pub fn serial() -> MutexGuard<'static, ()> {
+    mark();
     SERIAL.lock().unwrap_or_else(|e| e.into_inner())
 }
 
@@ -116,6 +120,7 @@ pub fn temp_dir(name: &str) -> Scratch {
 /// there and not in the repository (and the built-in seed scenario is what `matrix` finds).
 /// The directory is kept, for a child that outlives this call; [`output`] removes its own.
 pub fn command() -> Command {
+    mark();
     let mut cmd = Command::new(BIN);
     cmd.current_dir(temp_dir("cwd").keep());
     cmd
@@ -302,6 +307,7 @@ pub fn wait_for_line(reader: &mut impl BufRead, needle: &str) -> Vec<String> {
 
 /// The binary, run from `dir`.
 pub fn command_in(dir: &Path) -> Command {
+    mark();
     let mut cmd = Command::new(BIN);
     cmd.current_dir(dir);
     cmd

@@ -27,7 +27,7 @@ use std::path::Path;
 /// (see `sys::owner`: a sweep removes them only once the record's lock is free and no live
 /// process holds them). The random token keeps concurrent runs apart, containers sharing the
 /// host's /dev/shm (`--ipc host`, where every main is pid 1) included.
-pub(crate) const NAME_PREFIX: &str = "shmbench_";
+pub(crate) use crate::sys::shm::NAME_PREFIX;
 
 pub fn segment_name(token: &Token, worker: u32, seq: u64) -> String {
     format!("/{NAME_PREFIX}{token}_{worker}_{seq}")

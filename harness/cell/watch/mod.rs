@@ -26,7 +26,8 @@ use crate::model::config::CellConfig;
 use crate::model::knobs::RuntimeKind;
 use crate::model::record::{CellRecord, Failure, Metrics, Status};
 use crate::model::watch::{Leftover, WatchFindings, WatchSettings};
-use crate::sys::holders::{self, FileId};
+use crate::sys::holders::FileId;
+use crate::sys::lease_removal;
 use crate::sys::{cgroup, proc_tree, process, shm};
 use ending::Exit;
 
@@ -282,9 +283,10 @@ fn watch_report(
 }
 
 /// Files in /dev/shm now that were not there at the start, by identity (device, inode), not by
-/// name. `--sweep` removes those no live process holds now: all such files of a private
+/// name. `--sweep` removes those proven unheld now (`sys::lease_removal`: a process outside the
+/// job that still holds one keeps it, whatever its pid namespace): all such files of a private
 /// /dev/shm, and from a shared one only those a process of the job was seen holding (another
-/// program may have made the others meanwhile, and one that still holds a file keeps it).
+/// program may have made the others meanwhile).
 fn leftovers(
     at_start: &BTreeMap<FileId, proc_tree::ShmFile>,
     seen: &BTreeSet<FileId>,
@@ -300,7 +302,9 @@ fn leftovers(
         .filter(|f| settings.sweep && (private_shm || seen.contains(&f.id)))
         .map(|f| (f.path.clone(), f.id))
         .collect();
-    let removed = holders::remove_unheld(doomed).removed;
+    // The cell is the init of its own pid namespace, so its /proc cannot show a process outside
+    // the job that holds one of these: the kernel's lease can, in any namespace.
+    let removed = lease_removal::remove_proven_unheld(&doomed);
     new.into_iter()
         .map(|f| Leftover {
             name: f.path.to_string_lossy().into_owned(),

@@ -1,0 +1,196 @@
+//! Removing a file only once it is proven unheld at that moment, in any pid namespace, even one
+//! whose processes /proc does not show here: it is opened without following a symlink, through
+//! a directory held open, and must still be the file that was seen; the kernel then grants a
+//! write lease only when no other open file or mapping refers to it, and while the lease is
+//! held another open breaks it and waits. /proc is read once for a whole batch of leased files
+//! (any fd or mapping of them), and each goes only if its lease is still unbroken.
+//!
+//! A lease break sends SIGIO, whose default action kills: callers hold [`IgnoreSigio`] while
+//! leases are held. `stale_sweep` (`shm --sweep-stale`) and a watched job's `--sweep` use it.
+
+use std::collections::HashSet;
+use std::os::fd::{AsFd, AsRawFd, OwnedFd};
+use std::os::unix::ffi::OsStrExt;
+use std::path::{Path, PathBuf};
+
+use nix::fcntl::{openat, OFlag};
+use nix::sys::signal::{signal, SigHandler, Signal};
+use nix::sys::stat::{fstat, FileStat, Mode};
+use nix::unistd::{unlinkat, UnlinkatFlags};
+
+use super::holders::{self, FileId};
+
+/// Why a file was kept at its last proof.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum Kept {
+    #[error("it is a symbolic link: never followed")]
+    Symlink,
+    #[error("it is not on the audited tmpfs")]
+    OtherFilesystem,
+    #[error("it changed since it was seen")]
+    Changed,
+    #[error("it was written, changed or read since the audit")]
+    Touched,
+    #[error("another process has it open or mapped (the kernel refused a lease)")]
+    LeaseRefused,
+    #[error("it was opened during the sweep (its lease broke): in use")]
+    LeaseBroken,
+    #[error("a live process holds it")]
+    Held,
+    #[error("nothing may be removed: {0}")]
+    NoProc(#[from] holders::ProcUnreadable),
+    #[error("this tmpfs is mounted noatime: nothing proves a file of unknown owner unread")]
+    NoAtime,
+    #[error("{0}: {1}")]
+    Os(&'static str, nix::Error),
+}
+
+/// SIGIO ignored while this lives (a lease break is then a state read back, never the end of
+/// this process); the disposition before is put back when it drops.
+pub(crate) struct IgnoreSigio(Option<SigHandler>);
+
+impl IgnoreSigio {
+    pub(crate) fn new() -> IgnoreSigio {
+        // SAFETY: ignoring a signal installs no handler.
+        IgnoreSigio(unsafe { signal(Signal::SIGIO, SigHandler::SigIgn) }.ok())
+    }
+}
+
+impl Drop for IgnoreSigio {
+    fn drop(&mut self) {
+        if let Some(previous) = self.0 {
+            // SAFETY: puts back the disposition that was there before.
+            let _ = unsafe { signal(Signal::SIGIO, previous) };
+        }
+    }
+}
+
+/// A file opened and leased, waiting for its batch's /proc read.
+pub(crate) struct Leased {
+    /// The caller's index for it.
+    pub(crate) index: usize,
+    dir: OwnedFd,
+    name: Vec<u8>,
+    file: OwnedFd,
+    id: FileId,
+}
+
+/// Opens `name` in the directory `dir` and takes a write lease on it, after checking it is
+/// inode `inode` on `device`, a regular file, and that `still` accepts its status now.
+pub(crate) fn lease(
+    index: usize,
+    dir: OwnedFd,
+    name: &[u8],
+    (device, inode): FileId,
+    still: impl Fn(&FileStat) -> Result<(), Kept>,
+) -> Result<Leased, Kept> {
+    let file = open_on(Some(&dir), name, OFlag::O_NONBLOCK, device)?;
+    let st = fstat(&file).map_err(|e| Kept::Os("cannot stat it", e))?;
+    if st.st_ino != inode || (st.st_mode & libc::S_IFMT) != libc::S_IFREG {
+        return Err(Kept::Changed);
+    }
+    still(&st)?;
+    // SAFETY: fcntl on an fd we own; the lease goes with it (nix does not wrap F_SETLEASE).
+    if unsafe { libc::fcntl(file.as_raw_fd(), libc::F_SETLEASE, libc::F_WRLCK) } != 0 {
+        return Err(match nix::Error::last() {
+            nix::Error::EAGAIN => Kept::LeaseRefused,
+            e => Kept::Os("cannot take a lease on it to prove nobody opens it", e),
+        });
+    }
+    Ok(Leased {
+        index,
+        dir,
+        name: name.to_vec(),
+        file,
+        id: (st.st_dev, st.st_ino),
+    })
+}
+
+/// Reads /proc once for every leased file, and unlinks each that no live process holds and
+/// whose lease is unbroken. Each lease ends as its file is done with.
+pub(crate) fn unlink_unheld(leased: Vec<Leased>) -> Vec<(usize, Result<(), Kept>)> {
+    let ids: HashSet<FileId> = leased.iter().map(|l| l.id).collect();
+    match holders::held_by_others(&ids, Some(std::process::id())) {
+        Ok(held) => leased
+            .into_iter()
+            .map(|l| (l.index, unlink_one(&l, &held)))
+            .collect(),
+        Err(e) => {
+            let why = e.0.to_string();
+            leased
+                .into_iter()
+                .map(|l| {
+                    let e = std::io::Error::other(why.clone());
+                    (l.index, Err(Kept::NoProc(holders::ProcUnreadable(e))))
+                })
+                .collect()
+        }
+    }
+}
+
+fn unlink_one(l: &Leased, held: &HashSet<FileId>) -> Result<(), Kept> {
+    if held.contains(&l.id) {
+        return Err(Kept::Held);
+    }
+    // SAFETY: fcntl on an fd we own; F_GETLEASE only reads. A broken lease reads back as the
+    // type its breaker needs (F_RDLCK or F_UNLCK).
+    if unsafe { libc::fcntl(l.file.as_raw_fd(), libc::F_GETLEASE) } != libc::F_WRLCK {
+        return Err(Kept::LeaseBroken);
+    }
+    unlinkat(l.dir.as_fd(), l.name.as_slice(), UnlinkatFlags::NoRemoveDir)
+        .map_err(|e| Kept::Os("cannot remove it", e))
+}
+
+/// Opens `name` relative to `dir` (or as a path) without following a symlink, and checks it is
+/// on `device`.
+pub(crate) fn open_on(
+    dir: Option<&OwnedFd>,
+    name: &[u8],
+    flags: OFlag,
+    device: u64,
+) -> Result<OwnedFd, Kept> {
+    let all = flags | OFlag::O_RDONLY | OFlag::O_NOFOLLOW | OFlag::O_CLOEXEC;
+    let opened = match dir {
+        Some(dir) => openat(dir, name, all, Mode::empty()),
+        None => nix::fcntl::open(name, all, Mode::empty()),
+    };
+    let fd = opened.map_err(|e| match e {
+        nix::Error::ELOOP => Kept::Symlink,
+        e => Kept::Os("cannot open it", e),
+    })?;
+    let st = fstat(&fd).map_err(|e| Kept::Os("cannot stat it", e))?;
+    if st.st_dev != device {
+        return Err(Kept::OtherFilesystem);
+    }
+    Ok(fd)
+}
+
+/// Removes each of `files` (a path and the identity it had when seen) that is still that file
+/// and proven unheld; returns those removed. A file's directory is opened as a path (it may
+/// pass a symlink such as /dev/shm -> /run/shm), the file itself never through one.
+pub(crate) fn remove_proven_unheld(files: &[(PathBuf, FileId)]) -> Vec<PathBuf> {
+    let _sigio = IgnoreSigio::new();
+    let mut leased = Vec::new();
+    for (index, (path, id)) in files.iter().enumerate() {
+        let (Some(parent), Some(name)) = (path.parent(), path.file_name()) else {
+            continue;
+        };
+        let Ok(dir) = open_dir(parent) else { continue };
+        if let Ok(l) = lease(index, dir, name.as_bytes(), *id, |_| Ok(())) {
+            leased.push(l);
+        }
+    }
+    unlink_unheld(leased)
+        .into_iter()
+        .filter(|(_, done)| done.is_ok())
+        .map(|(index, _)| files[index].0.clone())
+        .collect()
+}
+
+fn open_dir(path: &Path) -> nix::Result<OwnedFd> {
+    nix::fcntl::open(
+        path,
+        OFlag::O_RDONLY | OFlag::O_DIRECTORY | OFlag::O_CLOEXEC,
+        Mode::empty(),
+    )
+}

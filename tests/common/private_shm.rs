@@ -1,0 +1,45 @@
+//! Scripts run in a mount namespace of the test's own, where they mount a private tmpfs on
+//! /dev/shm (so the node's /dev/shm is never touched), and what `shmbench shm` prints there.
+
+use super::*;
+
+/// Runs `script` with bash in a private mount namespace; `$SHMBENCH` is the binary and `$OUT`
+/// the directory `out`.
+pub fn in_private_shm(script: &str, out: &Path) -> Output {
+    Command::new("unshare")
+        .args(["-m", "bash", "-c", script])
+        .env("SHMBENCH", BIN)
+        .env("OUT", out)
+        .output()
+        .expect("unshare runs")
+}
+
+/// Whether `program` is on the PATH.
+pub fn which(program: &str) -> bool {
+    Command::new("sh")
+        .args(["-c", &format!("command -v {program}")])
+        .output()
+        .is_ok_and(|o| o.status.success())
+}
+
+/// A JSON file written by the shmbench binary.
+pub fn json_file(path: &Path) -> Value {
+    let text = std::fs::read_to_string(path).unwrap();
+    serde_json::from_str(&text).unwrap_or_else(|e| panic!("{e}: {text}"))
+}
+
+/// A sweep's JSON lines (`shm --format json --sweep-stale`): the audit, one line per event,
+/// then the totals. Returns the events and the totals (`swept`).
+pub fn sweep_lines(path: &Path) -> (Vec<Value>, Value) {
+    let text = std::fs::read_to_string(path).unwrap();
+    let lines: Vec<Value> = text
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{e}: {l}")))
+        .collect();
+    assert!(
+        lines.len() >= 2,
+        "a sweep prints its audit and totals: {text}"
+    );
+    let swept = lines[lines.len() - 1]["swept"].clone();
+    (lines[1..lines.len() - 1].to_vec(), swept)
+}
