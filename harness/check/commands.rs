@@ -1,8 +1,9 @@
 //! Command lines in any text file (shell scripts, CI workflows, Makefiles, READMEs' code):
-//! `docker run`, `podman run`, `nerdctl run` of an ML image without `--shm-size` or `--ipc`;
-//! and Slurm batch scripts, whose `#SBATCH --mem` is held to the /dev/shm the job's loaders
-//! need. A line continued with `\` is read whole; `shmbench-ignore: RULE` in a comment on the
-//! line or the one before silences it.
+//! `docker run`, `podman run`, `nerdctl run` of an ML image without `--shm-size` or
+//! `--ipc=host` (`--ipc=private` and `shareable` keep 64 MiB, `none` has no /dev/shm); and
+//! Slurm batch scripts, whose `#SBATCH --mem` (but `--mem=0`, the whole node) is held to the
+//! /dev/shm the job's loaders need on every rank it runs. A line continued with `\` is read
+//! whole; `shmbench-ignore: RULE` in a comment on the line or the one before silences it.
 
 use regex::Regex;
 use std::sync::OnceLock;

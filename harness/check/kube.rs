@@ -1,7 +1,8 @@
 //! Kubernetes objects: every pod spec a document holds (a Pod's `spec`, the `template.spec` of
 //! a Deployment, Job, CronJob's `jobTemplate`, and those inside Kubeflow, KubeRay, JobSet,
 //! LeaderWorkerSet and Volcano objects, found by walking to every mapping whose `containers`
-//! are containers), each container's /dev/shm judged against the rules.
+//! are containers, through aliases within a bound), each container's /dev/shm judged against
+//! the rules, sized for the ranks it runs (its launcher's, else one per accelerator).
 //!
 //! What the platforms do on their own (docs/CHECK.md has the sources): with nothing on
 //! /dev/shm a container gets its runtime's 64 MiB; a memory-backed emptyDir's tmpfs is sized
