@@ -255,15 +255,36 @@ fn sarif_output_is_valid_sarif_2_1_0() {
     };
     let dir = common::temp_dir("check-sarif");
     std::fs::write(dir.join("broken.yaml"), "a: [1\n").unwrap();
-    let out = check(&[
-        "--format",
-        "sarif",
-        fixtures().to_str().unwrap(),
-        dir.join("broken.yaml").to_str().unwrap(),
-    ]);
+    // From the repository: the fixtures relative to it, the broken file outside it.
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let out = common::command_in(root)
+        .args(["check", "--format", "sarif", "./tests/fixtures/check"])
+        .arg(dir.join("broken.yaml"))
+        .output()
+        .unwrap();
     let doc = json_of(&out);
     assert_eq!(doc["version"], "2.1.0");
-    assert!(doc["runs"][0]["results"].as_array().unwrap().len() >= 10);
+    let run = &doc["runs"][0];
+    assert!(run["results"].as_array().unwrap().len() >= 10);
+    let location = &run["results"][0]["locations"][0]["physicalLocation"]["artifactLocation"];
+    assert_eq!(location["uriBaseId"], "%SRCROOT%", "{location}");
+    let uri = location["uri"].as_str().unwrap();
+    assert!(uri.starts_with("tests/fixtures/check/"), "{uri}");
+    let base = run["originalUriBaseIds"]["%SRCROOT%"]["uri"]
+        .as_str()
+        .unwrap();
+    assert!(
+        base.starts_with("file:///") && base.ends_with('/'),
+        "{base}"
+    );
+    let outside = &run["invocations"][0]["toolExecutionNotifications"][0]["locations"][0];
+    let outside = outside["physicalLocation"]["artifactLocation"]["uri"]
+        .as_str()
+        .unwrap();
+    assert!(
+        outside.starts_with("file:///") && outside.ends_with("/broken.yaml"),
+        "{outside}"
+    );
     let sarif = dir.join("out.sarif");
     let script = "import json, sys, jsonschema\nschema = json.load(open(sys.argv[1]))\ndoc = json.load(open(sys.argv[2]))\njsonschema.validators.validator_for(schema)(schema).validate(doc)\nprint('valid')\n";
     let valid = |doc: &Value| {
@@ -285,4 +306,44 @@ fn sarif_output_is_valid_sarif_2_1_0() {
     let mut wrong = doc.clone();
     wrong["version"] = Value::from("2.0.0");
     assert!(!valid(&wrong).0, "a wrong version passed the schema");
+}
+
+/// The `sizeLimit:` a finding's fix gives, and its message.
+fn size_limit_and_message(args: &[&str]) -> (String, String) {
+    let doc = json_of(&check(args));
+    let finding = &doc["findings"][0];
+    let fix = finding["fix"].as_str().unwrap_or_default();
+    let limit = fix
+        .lines()
+        .find_map(|l| l.trim().strip_prefix("sizeLimit:"))
+        .unwrap_or_else(|| panic!("no sizeLimit in {doc:#}"));
+    (
+        limit.trim().to_string(),
+        finding["message"].as_str().unwrap().to_string(),
+    )
+}
+
+#[test]
+fn the_ranks_come_from_the_workload_when_not_given() {
+    // torchrun's eight ranks on eight GPUs: sized as --ranks 8 sizes it, and said where from.
+    let file = fixtures().join("shm001-fail-pytorchjob-eight-gpus.yaml");
+    let file = file.to_str().unwrap();
+    let (own, message) = size_limit_and_message(&["--format", "json", file]);
+    let (given, _) = size_limit_and_message(&["--format", "json", "--ranks", "8", file]);
+    assert_eq!(own, given, "{message}");
+    assert!(
+        message.contains("x 8 ranks (--nproc_per_node=8 in its command)"),
+        "{message}"
+    );
+    // --ranks still wins over what the workload says.
+    let (one, _) = size_limit_and_message(&["--format", "json", "--ranks", "1", file]);
+    assert_ne!(one, own);
+    // Slurm's GPUs per node, when nothing launches more.
+    let script = fixtures().join("shm030-fail-gres.sbatch");
+    let doc = json_of(&check(&["--format", "json", script.to_str().unwrap()]));
+    let message = doc["findings"][0]["message"].as_str().unwrap();
+    assert!(
+        message.contains("x 4 ranks (#SBATCH --gres=gpu:4)"),
+        "{message}"
+    );
 }

@@ -1,12 +1,13 @@
 //! Compose files: each service that looks like ML (a GPU reserved, `gpus`, the nvidia runtime,
 //! or a torch/vLLM/... image or command) needs `shm_size`, `ipc: host` or a tmpfs on /dev/shm,
-//! since Docker gives a container 64 MiB of /dev/shm otherwise; one that has a size is held to
-//! what its loaders need. A service silences rules with the label `shmbench.io/ignore`.
+//! since Docker gives a container 64 MiB of /dev/shm otherwise (`ipc: private` and `shareable`
+//! too; `ipc: none` mounts none at all); one that has a size is held to what its loaders need,
+//! on as many ranks as it runs. A service silences rules with the label `shmbench.io/ignore`.
 
 use super::kube::IGNORE_ANNOTATION;
-use super::need::{in_process_framework, looks_ml, Loaders};
-use super::rules::{self, Finding};
-use super::yaml::Node;
+use super::need::{in_process_framework, looks_ml, ranks_in, Loaders, Ranks};
+use super::rules::{self, Finding, Rule};
+use super::yaml_tree::Node;
 use crate::model::kube_quantity::kube_quantity;
 use crate::model::size::ByteSize;
 use crate::plan::fixes::compose_snippet;
@@ -80,75 +81,119 @@ fn tmpfs_on_shm(service: &Node) -> Option<&Node> {
     })
 }
 
+/// The ranks a service runs: its launcher's, else the GPUs its reservation counts.
+fn service_ranks(service: &Node, command: &str) -> Option<Ranks> {
+    ranks_in(command).or_else(|| {
+        let devices = service.at(&["deploy", "resources", "reservations", "devices"]);
+        devices?.items().iter().find_map(|d| {
+            let count = d.get("count")?.text()?.parse::<u64>().ok()?;
+            Ranks::new(count, format!("count: {count} GPUs reserved"))
+        })
+    })
+}
+
+/// What a service's `ipc` leaves on /dev/shm.
+enum Ipc {
+    /// Its own namespace (no `ipc`, `private`, `shareable`): `shm_size` or 64 MiB.
+    Own,
+    Host,
+    /// `none`: no /dev/shm mounted at all.
+    NoShm,
+    /// `service:NAME`, `container:NAME`: another's, judged there.
+    Shared,
+}
+
+fn ipc_of(service: &Node) -> Ipc {
+    match service.get("ipc").and_then(Node::text) {
+        Some("host") => Ipc::Host,
+        Some("none") => Ipc::NoShm,
+        Some(other) if other.contains(':') => Ipc::Shared,
+        _ => Ipc::Own,
+    }
+}
+
 pub(crate) fn check(doc: &Node, file: &str, loaders: &Loaders, out: &mut Vec<Finding>) {
     let Some(services) = doc.get("services") else {
         return;
     };
     for (name, service) in services.entries() {
-        let image = words(service.get("image"));
-        let command = format!(
-            "{} {}",
-            words(service.get("command")),
-            words(service.get("entrypoint"))
-        );
-        let words = format!("{image} {command}");
-        let ml = (wants_gpu(service) || looks_ml(&image) || looks_ml(&command) || loaders.given)
-            && !in_process_framework(&words);
         let ignored = service
             .at(&["labels", IGNORE_ANNOTATION])
             .and_then(Node::text)
             .map(|l| rules::ignored(l).0)
             .unwrap_or_default();
-        let need = loaders.need(&command);
-        let fix = Some(compose_snippet(need.bytes, file, name));
         let mut found = Vec::new();
-        let ipc = service.get("ipc").and_then(Node::text);
-        let shm = service.get("shm_size");
-        let object = format!("service {name}");
-        if ipc == Some("host") {
-            found.push(Finding { rule: &rules::HOST_IPC, file: file.into(), line: service.get("ipc").map_or(service.line, |n| n.line), object: object.clone(), container: None, message: format!("service {name} uses ipc: host: the host's /dev/shm, shared with every container that does the same; shm_size no longer applies"), fix: None });
-        } else if shm.is_none()
-            && ipc.is_none()
-            && tmpfs_on_shm(service).is_none()
-            && ml
-            && !need.nothing()
-        {
-            found.push(Finding {
-                rule: &rules::COMPOSE_NO_SHM,
-                file: file.into(),
-                line: service.line,
-                object: object.clone(),
-                container: None,
-                message: format!(
-                    "service {name} has no shm_size or ipc: Docker's 64 MiB; it needs {}",
-                    need.words()
-                ),
-                fix: fix.clone(),
-            });
-        }
-        if let Some(size) = shm
-            .and_then(Node::text)
-            .and_then(compose_size)
-            .filter(|s| need.known && *s < need.peak)
-        {
-            found.push(Finding {
-                rule: &rules::BELOW_NEED,
-                file: file.into(),
-                line: shm.map_or(service.line, |n| n.line),
-                object,
-                container: None,
-                message: format!(
-                    "shm_size {} is below the peak its loaders reach: it needs {}",
-                    ByteSize(size),
-                    need.words()
-                ),
-                fix,
-            });
-        }
+        check_service(name, service, file, loaders, &mut found);
         out.extend(
             found
                 .into_iter()
                 .filter(|f| !ignored.iter().any(|r| r.id == f.rule.id)),
+        );
+    }
+}
+
+fn check_service(
+    name: &str,
+    service: &Node,
+    file: &str,
+    loaders: &Loaders,
+    found: &mut Vec<Finding>,
+) {
+    let image = words(service.get("image"));
+    let command = format!(
+        "{} {}",
+        words(service.get("command")),
+        words(service.get("entrypoint"))
+    );
+    let words = format!("{image} {command}");
+    let ml = (wants_gpu(service) || looks_ml(&image) || looks_ml(&command) || loaders.given)
+        && !in_process_framework(&words);
+    let need = loaders.need(&command, service_ranks(service, &command));
+    let fix = Some(compose_snippet(need.bytes, file, name));
+    let shm = service.get("shm_size");
+    let ipc_line = service.get("ipc").map_or(service.line, |n| n.line);
+    let mut push = |rule: &'static Rule, line: usize, message: String, fix: Option<String>| {
+        found.push(Finding {
+            rule,
+            file: file.into(),
+            line,
+            object: format!("service {name}"),
+            container: None,
+            message,
+            fix,
+        })
+    };
+    let wanting = ml && !need.nothing() && tmpfs_on_shm(service).is_none();
+    match ipc_of(service) {
+        Ipc::Host => push(&rules::HOST_IPC, ipc_line, format!("service {name} uses ipc: host: the host's /dev/shm, shared with every container that does the same; shm_size no longer applies"), None),
+        Ipc::NoShm if wanting => push(&rules::COMPOSE_NO_SHM, ipc_line, format!("service {name} has ipc: none: no /dev/shm at all (shm_size does not apply); it needs {}", need.words()), fix.clone()),
+        Ipc::Own if wanting && shm.is_none() => {
+            let has = match service.get("ipc").and_then(Node::text) {
+                Some(ipc) => format!("ipc: {ipc} and no shm_size"),
+                None => "no shm_size or ipc".into(),
+            };
+            push(&rules::COMPOSE_NO_SHM, service.line, format!("service {name} has {has}: Docker's 64 MiB; it needs {}", need.words()), fix.clone())
+        }
+        _ => {}
+    }
+    if !matches!(ipc_of(service), Ipc::Own) {
+        return;
+    }
+    if let Some(size) = shm
+        .and_then(Node::text)
+        .and_then(compose_size)
+        .filter(|s| need.known && *s < need.peak)
+    {
+        let line = shm.map_or(service.line, |n| n.line);
+        push(
+            &rules::BELOW_NEED,
+            line,
+            format!(
+                "shm_size {} is below the peak its loaders reach: it needs {}",
+                ByteSize(size),
+                need.words()
+            ),
+            fix,
         );
     }
 }

@@ -1,12 +1,13 @@
 //! The files `shmbench check` reads: files as given (any name), the deployment files inside
 //! directories (YAML, JSON, shell and Slurm scripts, compose files, Makefiles), `-` for stdin.
 //! Bounded: directories are walked once each by device and inode (a symlink loop is named, not
-//! followed round), at most [`MAX_DEPTH`] deep; a file over [`MAX_BYTES`], a binary file or one
-//! that is not UTF-8 is a problem named with its path, and the rest is still checked.
+//! followed round), at most [`MAX_DEPTH`] deep; a file over [`MAX_BYTES`], a binary file, one
+//! that is not UTF-8, or a path named that is no regular file (a FIFO, a device, a socket: never
+//! opened to block) is a problem named with its path, and the rest is still checked.
 
 use std::collections::HashSet;
 use std::io::Read;
-use std::os::unix::fs::MetadataExt;
+use std::os::unix::fs::{FileTypeExt, MetadataExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 
 /// Larger than any deployment file; a larger one is refused, not read.
@@ -72,7 +73,8 @@ pub(crate) fn gather(paths: &[PathBuf]) -> Gathered {
         }
         match std::fs::metadata(path) {
             Ok(m) if m.is_dir() => walk(path, 0, &mut seen, &mut out),
-            Ok(_) => out.files.push(path.clone()),
+            Ok(m) if m.is_file() => out.files.push(path.clone()),
+            Ok(m) => out.problems.push(not_regular(path, &m)),
             Err(e) => out
                 .problems
                 .push(Problem::new(path, format!("cannot read it: {e}"))),
@@ -123,6 +125,42 @@ fn walk(dir: &Path, depth: usize, seen: &mut HashSet<(u64, u64)>, out: &mut Gath
     }
 }
 
+/// The problem of a path that is neither a file nor a directory: reading a FIFO or a device
+/// could block forever or never end, so it is not opened (`-` reads stdin, whatever it is).
+fn not_regular(path: &Path, meta: &std::fs::Metadata) -> Problem {
+    let kind = meta.file_type();
+    let what = if kind.is_fifo() {
+        "a FIFO"
+    } else if kind.is_socket() {
+        "a socket"
+    } else if kind.is_char_device() || kind.is_block_device() {
+        "a device"
+    } else {
+        "not a regular file"
+    };
+    Problem::new(
+        path,
+        format!("{what}: only regular files are read (- reads stdin)"),
+    )
+}
+
+/// A file opened without blocking (a FIFO swapped in after the walk looked would block an
+/// open for reading until a writer came) and held to be a regular file by its descriptor.
+fn open_regular(path: &Path) -> Result<std::fs::File, Problem> {
+    let file = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK | libc::O_NOCTTY)
+        .open(path)
+        .map_err(|e| Problem::new(path, format!("cannot read it: {e}")))?;
+    let meta = file
+        .metadata()
+        .map_err(|e| Problem::new(path, format!("cannot read it: {e}")))?;
+    if !meta.is_file() {
+        return Err(not_regular(path, &meta));
+    }
+    Ok(file)
+}
+
 /// A file's text: at most [`MAX_BYTES`], not binary, UTF-8.
 pub(crate) fn read(path: &Path) -> Result<String, Problem> {
     let mut bytes = Vec::new();
@@ -130,9 +168,7 @@ pub(crate) fn read(path: &Path) -> Result<String, Problem> {
     let read = if path.as_os_str() == "-" {
         std::io::stdin().take(limit).read_to_end(&mut bytes)
     } else {
-        let file = std::fs::File::open(path)
-            .map_err(|e| Problem::new(path, format!("cannot read it: {e}")))?;
-        file.take(limit).read_to_end(&mut bytes)
+        open_regular(path)?.take(limit).read_to_end(&mut bytes)
     };
     read.map_err(|e| Problem::new(path, format!("cannot read it: {e}")))?;
     if bytes.len() as u64 > MAX_BYTES {

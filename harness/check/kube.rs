@@ -1,7 +1,8 @@
 //! Kubernetes objects: every pod spec a document holds (a Pod's `spec`, the `template.spec` of
 //! a Deployment, Job, CronJob's `jobTemplate`, and those inside Kubeflow, KubeRay, JobSet,
 //! LeaderWorkerSet and Volcano objects, found by walking to every mapping whose `containers`
-//! are containers), each container's /dev/shm judged against the rules.
+//! are containers, through aliases within a bound), each container's /dev/shm judged against
+//! the rules, sized for the ranks it runs (its launcher's, else one per accelerator).
 //!
 //! What the platforms do on their own (docs/CHECK.md has the sources): with nothing on
 //! /dev/shm a container gets its runtime's 64 MiB; a memory-backed emptyDir's tmpfs is sized
@@ -9,9 +10,9 @@
 //! against the container's memory limit; KubeRay adds a memory-backed emptyDir on /dev/shm to
 //! the Ray container of every pod it makes (sized to that container's memory limit).
 
-use super::need::{in_process_framework, is_accelerator, looks_ml, Loaders};
+use super::need::{in_process_framework, is_accelerator, looks_ml, ranks_in, Loaders, Ranks};
 use super::rules::{self, Finding, Rule};
-use super::yaml::{Node, Value};
+use super::yaml_tree::{Node, Value};
 use crate::model::kube_quantity::kube_quantity;
 use crate::model::size::ByteSize;
 use crate::plan::fixes::Target;
@@ -47,35 +48,52 @@ fn is_pod_spec(node: &Node) -> bool {
     })
 }
 
-/// Every pod spec under `node` (not inside another), with its path from the object.
-fn pod_specs<'a>(
-    node: &'a Node,
-    path: &mut Vec<String>,
-    out: &mut Vec<(&'a Node, String, Option<&'a Node>)>,
-    meta: Option<&'a Node>,
-) {
-    if is_pod_spec(node) {
-        out.push((node, path.join("."), meta));
-        return;
-    }
-    match &node.value {
-        Value::Map(entries) => {
-            // A pod template's own metadata (annotations) sits beside its spec.
-            let template_meta = node.get("metadata").or(meta);
-            for (key, child) in entries {
-                path.push(key.clone());
-                pod_specs(child, path, out, template_meta);
-                path.pop();
+/// Nodes the walk may visit inside aliases in one document: what a deployment file's aliases
+/// hold many times over, far fewer than aliases of aliases multiply to.
+const ALIASED_VISITS: usize = 100_000;
+
+/// A walk to every pod spec of an object, through its aliases (bounded).
+struct Walk<'a> {
+    path: Vec<String>,
+    /// Each pod spec, its path from the object and its template's metadata.
+    found: Vec<(&'a Node, String, Option<&'a Node>)>,
+    aliased_left: usize,
+}
+
+impl<'a> Walk<'a> {
+    /// Every pod spec under `node` (not inside another).
+    fn visit(&mut self, node: &'a Node, meta: Option<&'a Node>, aliased: bool) {
+        if aliased {
+            if self.aliased_left == 0 {
+                return;
             }
+            self.aliased_left -= 1;
         }
-        Value::Seq(items) => {
-            for (i, child) in items.iter().enumerate() {
-                path.push(i.to_string());
-                pod_specs(child, path, out, meta);
-                path.pop();
+        if is_pod_spec(node) {
+            self.found.push((node, self.path.join("."), meta));
+            return;
+        }
+        match &node.value {
+            Value::Anchored(inner) => self.visit(inner, meta, aliased),
+            Value::Alias(inner) => self.visit(inner, meta, true),
+            Value::Map(entries) => {
+                // A pod template's own metadata (annotations) sits beside its spec.
+                let template_meta = node.get("metadata").or(meta);
+                for (key, child) in entries {
+                    self.path.push(key.clone());
+                    self.visit(child, template_meta, aliased);
+                    self.path.pop();
+                }
             }
+            Value::Seq(items) => {
+                for (i, child) in items.iter().enumerate() {
+                    self.path.push(i.to_string());
+                    self.visit(child, meta, aliased);
+                    self.path.pop();
+                }
+            }
+            Value::Scalar(_) => {}
         }
-        Value::Scalar(_) => {}
     }
 }
 
@@ -110,11 +128,15 @@ fn find_pods(doc: &Node) -> Vec<PodSpec<'_>> {
             .unwrap_or_default();
         let kuberay = api.starts_with("ray.io/");
         let object_ignores = ignored_in(object.get("metadata"));
-        let mut found = Vec::new();
+        let mut walk = Walk {
+            path: vec!["spec".into()],
+            found: Vec::new(),
+            aliased_left: ALIASED_VISITS,
+        };
         if let Some(spec) = object.get("spec") {
-            pod_specs(spec, &mut vec!["spec".into()], &mut found, None);
+            walk.visit(spec, None, false);
         }
-        for (spec, path, meta) in found {
+        for (spec, path, meta) in walk.found {
             let mut ignored = object_ignores.clone();
             ignored.extend(ignored_in(meta));
             let object = match kind {
@@ -186,7 +208,9 @@ impl Place<'_> {
 fn check_pod(pod: &PodSpec, file: &str, loaders: &Loaders, out: &mut Vec<Finding>) {
     let spec = pod.spec;
     let mut found = Vec::new();
-    let host_ipc = spec.get("hostIPC").filter(|n| n.text() == Some("true"));
+    let host_ipc = spec
+        .get("hostIPC")
+        .filter(|n| n.yaml11_bool() == Some(true));
     if let Some(n) = host_ipc {
         let place = Place {
             file,
@@ -225,11 +249,13 @@ fn check_pod(pod: &PodSpec, file: &str, loaders: &Loaders, out: &mut Vec<Finding
     );
 }
 
-/// What a container is: whether it looks like ML, its memory limit, its command.
+/// What a container is: whether it looks like ML, its memory limit, its command, and the ranks
+/// it runs (its launcher's, else one per accelerator it asks for).
 struct Container {
     ml: bool,
     memory_limit: Option<u64>,
     command: String,
+    ranks: Option<Ranks>,
 }
 
 fn read_container(container: &Node, loaders: &Loaders) -> Container {
@@ -240,14 +266,17 @@ fn read_container(container: &Node, loaders: &Loaders) -> Container {
     let command = command_text(container);
     let resources = container.get("resources");
     // The accelerators asked for (the most any resource name says).
-    let gpus = ["limits", "requests"]
+    let accelerators = ["limits", "requests"]
         .iter()
         .filter_map(|k| resources.and_then(|r| r.get(k)))
         .flat_map(|m| m.entries().iter())
         .filter(|(r, _)| is_accelerator(r))
-        .map(|(_, v)| v.text().and_then(|t| t.parse::<u64>().ok()).unwrap_or(1))
-        .max()
-        .unwrap_or(0);
+        .map(|(r, v)| (v.text().and_then(|t| t.parse::<u64>().ok()).unwrap_or(1), r))
+        .max_by_key(|(n, _)| *n);
+    let gpus = accelerators.map_or(0, |(n, _)| n);
+    let ranks = ranks_in(&command).or_else(|| {
+        accelerators.and_then(|(n, r)| Ranks::new(n, format!("{r}: {n} in its resources")))
+    });
     let words = format!("{image} {command}");
     // One accelerator and a framework whose input pipeline is threads: nothing in /dev/shm.
     let in_process = in_process_framework(&words) && gpus <= 1;
@@ -258,6 +287,7 @@ fn read_container(container: &Node, loaders: &Loaders) -> Container {
             .and_then(Node::text)
             .and_then(kube_quantity),
         command,
+        ranks,
     }
 }
 
@@ -271,7 +301,7 @@ fn check_container(
     found: &mut Vec<Finding>,
 ) {
     let c = read_container(container, loaders);
-    let need = loaders.need(&c.command);
+    let need = loaders.need(&c.command, c.ranks.clone());
     let fix = || need.fix(Target::Kubernetes, c.memory_limit);
     let mount = container
         .get("volumeMounts")

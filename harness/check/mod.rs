@@ -1,7 +1,8 @@
 //! `shmbench check`: the /dev/shm mistakes in deployment files, found before they run.
-//! `input` gathers and reads the files, `yaml` parses YAML with line numbers, `kube`, `compose`
-//! and `commands` (docker run lines, Slurm scripts) apply the `rules`, sized by `need` (the
-//! doctor's model). Nothing is run; every input is untrusted text.
+//! `input` gathers and reads the files, `yaml` parses YAML with line numbers (`yaml_events`
+//! builds its trees of `yaml_tree`'s nodes), `kube`, `compose` and `commands` (docker run lines, Slurm scripts) apply
+//! the `rules`, sized by `need` (the doctor's model). Nothing is run; every input is untrusted
+//! text.
 
 pub(crate) mod commands;
 pub(crate) mod compose;
@@ -10,6 +11,8 @@ pub(crate) mod kube;
 pub(crate) mod need;
 pub(crate) mod rules;
 pub(crate) mod yaml;
+pub(crate) mod yaml_events;
+pub(crate) mod yaml_tree;
 
 use std::path::{Path, PathBuf};
 
@@ -26,6 +29,9 @@ pub(crate) struct Report {
     /// Directories not walked on purpose (a symlink loop, too deep): said, not failed on.
     pub(crate) skipped: Vec<Problem>,
     pub(crate) files: usize,
+    /// The directory the paths given are relative to (SARIF's `%SRCROOT%`), when it is known.
+    #[serde(skip)]
+    pub(crate) base: Option<PathBuf>,
 }
 
 /// Whether a file is read as YAML (by its name; `-` and named files by their content).
@@ -45,22 +51,23 @@ fn check_text(path: &Path, text: &str, loaders: &Loaders, report: &mut Report) {
         || (path.extension().is_none_or(|e| e != "sh")
             && (text.contains("apiVersion:") || text.starts_with("services:")));
     if as_yaml {
-        match yaml::documents(text) {
-            Ok(docs) => {
-                for doc in &docs {
-                    if kube::is_kubernetes(doc) {
-                        kube::check(doc, &file, loaders, &mut report.findings);
-                    } else if compose::is_compose(doc) {
-                        compose::check(doc, &file, loaders, &mut report.findings);
-                    }
-                }
+        let parsed = yaml::documents(text);
+        for doc in &parsed.docs {
+            if kube::is_kubernetes(doc) {
+                kube::check(doc, &file, loaders, &mut report.findings);
+            } else if compose::is_compose(doc) {
+                compose::check(doc, &file, loaders, &mut report.findings);
             }
-            Err(e) if yaml_named(path) => report.problems.push(Problem {
-                line: Some(e.line),
-                reason: format!("not YAML: {}", e.reason),
-                ..Problem::new(path, "")
-            }),
-            Err(_) => {}
+        }
+        // A file read as YAML by its content only may be something else that parses badly.
+        if yaml_named(path) {
+            report
+                .problems
+                .extend(parsed.errors.into_iter().map(|e| Problem {
+                    line: Some(e.line),
+                    reason: format!("not YAML: {}", e.reason),
+                    ..Problem::new(path, "")
+                }));
         }
     }
     commands::check(text, &file, loaders, &mut report.findings);
@@ -72,6 +79,7 @@ pub(crate) fn run(paths: &[PathBuf], loaders: &Loaders, ignore: &[&'static Rule]
     let mut report = Report {
         problems: gathered.problems,
         skipped: gathered.skipped,
+        base: std::env::current_dir().ok(),
         ..Report::default()
     };
     for path in &gathered.files {

@@ -2,7 +2,9 @@
 //! for, a torch/vLLM/SGLang/Triton/Ray image or command, or `--loaders` given), and the
 //! /dev/shm its loaders need by the doctor's model (`plan::job`), from `--loaders`/`--ranks`,
 //! else from a DataLoader's `num_workers`/`batch_size` written in its command, else the
-//! doctor's default loader (then a size below it is not called wrong, only the fixes sized).
+//! doctor's default loader (then a size below it is not called wrong, only the fixes sized);
+//! times the ranks on the node: `--ranks`, else what the workload says (its accelerators,
+//! torchrun's `--nproc_per_node`, Slurm's `--gres=gpu:N`), else one.
 
 use regex::Regex;
 use std::sync::OnceLock;
@@ -82,19 +84,53 @@ impl Need {
     }
 }
 
+/// How many processes of a workload share a node's /dev/shm, each with its own loaders, and
+/// what says so (`--ranks 8`, `torchrun --nproc_per_node=8 in its command`).
+#[derive(Clone, Debug)]
+pub(crate) struct Ranks {
+    pub(crate) count: u32,
+    pub(crate) source: String,
+}
+
+/// The most ranks a workload is taken to run on one node (as `--ranks` allows).
+pub(crate) const MAX_RANKS: u32 = 1024;
+
+impl Ranks {
+    /// `count` ranks, said by `source`; none for 0, at most [`MAX_RANKS`].
+    pub(crate) fn new(count: u64, source: String) -> Option<Ranks> {
+        (count > 0).then(|| Ranks {
+            count: count.min(u64::from(MAX_RANKS)) as u32,
+            source,
+        })
+    }
+}
+
+/// The ranks a command starts on a node: torchrun's (and `torch.distributed.run`'s)
+/// `--nproc_per_node=N` or `--nproc-per-node N`; `gpu`/`auto` say no number.
+pub(crate) fn ranks_in(command: &str) -> Option<Ranks> {
+    static RE: OnceLock<Regex> = OnceLock::new();
+    let re = RE.get_or_init(|| {
+        Regex::new(r"--nproc[_-]per[_-]node(?:=|\s+)(\d+)\b").expect("a valid pattern")
+    });
+    let found = re.captures(command)?;
+    let count = found.get(1)?.as_str().parse().ok()?;
+    Ranks::new(count, format!("{} in its command", found.get(0)?.as_str()))
+}
+
 /// What the user said of the loaders, for every workload checked.
 pub(crate) struct Loaders {
     /// The base loader (shape, dtype, strategy: the loader flags, else the doctor's default).
     pub(crate) base: CellConfig,
     pub(crate) specs: Vec<LoaderSpec>,
-    pub(crate) ranks: u32,
+    /// `--ranks`; without it each workload's own (its accelerators, its launcher), else 1.
+    pub(crate) ranks: Option<u32>,
     /// Whether --loaders or --ranks was given.
     pub(crate) given: bool,
 }
 
 impl Loaders {
-    fn need_of(&self, specs: &[LoaderSpec], basis: String, known: bool) -> Need {
-        let job = job::predict(&self.base, self.ranks, specs, &[]);
+    fn need_of(&self, specs: &[LoaderSpec], basis: String, known: bool, ranks: u32) -> Need {
+        let job = job::predict(&self.base, ranks, specs, &[]);
         let (bytes, sized) = advice::recommend_job(&job, self.base.knobs.pin_memory);
         Need {
             bytes,
@@ -105,8 +141,29 @@ impl Loaders {
         }
     }
 
-    /// The need of a workload whose command is `command`.
-    pub(crate) fn need(&self, command: &str) -> Need {
+    /// The ranks a workload is sized for, and the words that say where they come from
+    /// (nothing when it is one rank because nothing says otherwise).
+    fn ranks(&self, workload: Option<Ranks>) -> (u32, String) {
+        let ranks = match self.ranks {
+            Some(n) => Ranks::new(n.into(), format!("--ranks {n}")),
+            None => workload,
+        };
+        match ranks {
+            Some(r) => {
+                let plural = if r.count == 1 { "" } else { "s" };
+                (
+                    r.count,
+                    format!(" x {} rank{plural} ({})", r.count, r.source),
+                )
+            }
+            None => (1, String::new()),
+        }
+    }
+
+    /// The need of a workload whose command is `command`, run as `workload` ranks per node
+    /// (when it says so) unless `--ranks` was given.
+    pub(crate) fn need(&self, command: &str, workload: Option<Ranks>) -> Need {
+        let (ranks, rank_words) = self.ranks(workload);
         if self.given {
             let names: Vec<String> = self
                 .specs
@@ -117,11 +174,8 @@ impl Loaders {
                 true => "the loader flags".to_string(),
                 false => names.join(","),
             };
-            return self.need_of(
-                &self.specs,
-                format!("{loaders} x {} rank(s), as given", self.ranks),
-                true,
-            );
+            let basis = format!("{loaders} as given{rank_words}");
+            return self.need_of(&self.specs, basis, true, ranks);
         }
         if let Some(spec) = loader_in(command, &self.base) {
             if spec.workers == 0 {
@@ -134,17 +188,17 @@ impl Loaders {
                 };
             }
             let basis = format!(
-                "num_workers={}, batch_size={} in its command, {} samples",
+                "num_workers={}, batch_size={} in its command, {} samples{rank_words}",
                 spec.workers, spec.batch, self.base.knobs.shape
             );
-            return self.need_of(&[spec], basis, true);
+            return self.need_of(&[spec], basis, true, ranks);
         }
         let k = &self.base.knobs;
         let basis = format!(
-            "the doctor's default loader ({} workers, prefetch {}, batch {} of {}): pass --loaders for yours",
+            "the doctor's default loader ({} workers, prefetch {}, batch {} of {}){rank_words}: pass --loaders for yours",
             k.workers, k.prefetch, k.batch, k.shape
         );
-        self.need_of(&[], basis, false)
+        self.need_of(&[], basis, false, ranks)
     }
 }
 

@@ -8,7 +8,7 @@ use std::process::ExitCode;
 
 use anyhow::{bail, Result};
 
-use crate::check::need::Loaders;
+use crate::check::need::{Loaders, MAX_RANKS};
 use crate::check::rules::{self, Severity};
 use crate::model::job::LoaderList;
 use crate::model::knobs::Knobs;
@@ -27,7 +27,8 @@ pub(crate) struct Args {
     /// workload is held to what they need (and counted as ML)
     #[arg(long)]
     pub(crate) loaders: Option<LoaderList>,
-    /// Processes per node, each with its own loaders
+    /// Processes per node, each with its own loaders (default: what each workload says, its
+    /// accelerators or launcher, else 1)
     #[arg(long)]
     pub(crate) ranks: Option<u32>,
     /// Exit 1 when a finding of this severity or worse exists
@@ -54,16 +55,15 @@ pub(crate) fn run(args: Args) -> Result<ExitCode> {
             known.join(", ")
         );
     }
-    let ranks = args.ranks.unwrap_or(1);
-    if ranks == 0 || ranks > 1024 {
-        bail!("--ranks {ranks}: give the processes per node, 1 to 1024");
+    if let Some(ranks) = args.ranks.filter(|r| !(1..=MAX_RANKS).contains(r)) {
+        bail!("--ranks {ranks}: give the processes per node, 1 to {MAX_RANKS}");
     }
     let given = args.loaders.is_some() || args.ranks.is_some();
     let base = guard::tool_config("check", args.knobs, &super::platform())?;
     let loaders = Loaders {
         base,
         specs: args.loaders.map(|l| l.0).unwrap_or_default(),
-        ranks,
+        ranks: args.ranks,
         given,
     };
     let report = crate::check::run(&args.paths, &loaders, &ignore);

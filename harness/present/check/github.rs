@@ -1,13 +1,25 @@
 //! GitHub Actions workflow annotations: `::error file=F,line=N,title=T::MESSAGE`, one line per
-//! finding, escaped as the runner reads them (`%`, CR, LF in the message; also `:` and `,` in
-//! properties), so each shows on its line in the pull request.
+//! finding, at the levels the runner knows (`error`, `warning`, `notice`: a note is a
+//! `notice`), escaped as the runner unescapes them (`%`, CR, LF in the message; also `:` and
+//! `,` in properties), so each shows on its line in the pull request and no data can end the
+//! line or the command's properties.
 
 use std::fmt::Write as _;
 
 use super::CheckFormat;
+use crate::check::rules::Severity;
 use crate::check::Report;
 
 pub(crate) struct Github;
+
+/// The runner's word for a severity.
+fn command(severity: Severity) -> &'static str {
+    match severity {
+        Severity::Note => "notice",
+        Severity::Warning => "warning",
+        Severity::Error => "error",
+    }
+}
 
 fn escape_data(s: &str) -> String {
     s.replace('%', "%25")
@@ -30,7 +42,7 @@ impl CheckFormat for Github {
             let _ = writeln!(
                 out,
                 "::{} file={},line={},title={}::{}",
-                f.rule.severity.word(),
+                command(f.rule.severity),
                 escape_property(&f.file),
                 f.line,
                 escape_property(&format!("{} {}", f.rule.id, f.rule.name)),

@@ -16,9 +16,7 @@ impl CheckFormat for Json {
             "skipped": report.skipped,
             "rules": RULES,
         });
-        format!(
-            "{}\n",
-            serde_json::to_string_pretty(&doc).unwrap_or_default()
-        )
+        let json = serde_json::to_string_pretty(&doc).unwrap_or_default();
+        format!("{}\n", super::json_for_logs(&json))
     }
 }

@@ -1,5 +1,7 @@
 //! `shmbench check`'s report, one file per format behind [`CheckFormat`]: `text` for people,
-//! `json`, `sarif` (SARIF 2.1.0, for code scanning) and `github` (workflow annotations).
+//! `json`, `sarif` (SARIF 2.1.0, for code scanning) and `github` (workflow annotations). Each
+//! keeps the untrusted names and values it writes from commanding a CI runner that reads the
+//! log.
 
 mod github;
 mod json;
@@ -7,6 +9,15 @@ mod sarif;
 mod text;
 
 use crate::check::Report;
+
+/// JSON with `##[` written `#\u0023[`: the same string to a JSON reader, while a CI runner
+/// that reads the log takes `##[` anywhere in a line as one of its older commands
+/// (`##[set-output name=x]`), and names and values come from untrusted files. No line of
+/// pretty-printed JSON can begin with `::` (the newer commands): each starts with space, a
+/// quote or a bracket.
+pub(crate) fn json_for_logs(json: &str) -> String {
+    json.replace("##[", "#\\u0023[")
+}
 
 /// A way to write a check's report.
 pub(crate) trait CheckFormat {

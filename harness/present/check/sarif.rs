@@ -1,8 +1,11 @@
 //! SARIF 2.1.0 (OASIS), what GitHub code scanning and other tools read: one run of the
-//! `shmbench` driver with every rule, a result per finding (level, message, the file's
-//! relative URI and line; the fix in the message's markdown and in properties), and the inputs
-//! that could not be checked as tool notifications. Validated against the official schema in
-//! the tests.
+//! `shmbench` driver with every rule, a result per finding (level, message, the file and line;
+//! the fix in the message's markdown and in properties), and the inputs that could not be
+//! checked as tool notifications. A file is a percent-encoded URI relative to the directory
+//! shmbench ran in (`uriBaseId` %SRCROOT%, given in `originalUriBaseIds`), or an absolute
+//! `file://` URI when it lies outside it. Validated against the official schema in the tests.
+
+use std::path::{Component, Path, PathBuf};
 
 use serde_json::{json, Value};
 
@@ -12,9 +15,12 @@ use crate::check::Report;
 
 pub(crate) struct Sarif;
 
-/// A path as a URI reference: unreserved characters and `/` as they are, the rest encoded.
-fn uri(path: &str) -> String {
-    let path = path.strip_prefix("./").unwrap_or(path);
+/// The base the relative URIs are resolved against, named as code scanning expects.
+const SRCROOT: &str = "%SRCROOT%";
+
+/// Bytes as a URI's path: unreserved characters and `/` as they are, the rest percent-encoded
+/// (RFC 3986; a `:` too, so that no first segment reads as a scheme).
+fn encode(path: &str) -> String {
     path.bytes()
         .map(|b| match b {
             b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'.' | b'_' | b'~' | b'/' => {
@@ -25,12 +31,57 @@ fn uri(path: &str) -> String {
         .collect()
 }
 
+/// A path without `.` and with each `..` taken back (by the words, not the file system: the
+/// path stays the one the user gave).
+fn lexical(path: &Path) -> PathBuf {
+    let mut out = PathBuf::new();
+    for part in path.components() {
+        match part {
+            Component::CurDir => {}
+            Component::ParentDir => {
+                if !out.pop() {
+                    out.push(part);
+                }
+            }
+            other => out.push(other),
+        }
+    }
+    out
+}
+
+/// A directory as an absolute `file://` URI ending in `/`.
+fn file_uri(path: &Path) -> String {
+    format!("file://{}", encode(&path.display().to_string()))
+}
+
+/// Where a file is, as an artifact location: relative to the directory shmbench ran in (with
+/// `uriBaseId` %SRCROOT%), or an absolute `file://` URI for a file outside it; `-` (stdin) as
+/// it is.
+fn artifact(file: &str, base: Option<&Path>) -> Value {
+    let path = Path::new(file);
+    if file == "-" {
+        return json!({"uri": "-"});
+    }
+    let Some(base) = base else {
+        return match path.is_absolute() {
+            true => json!({"uri": file_uri(&lexical(path))}),
+            false => json!({"uri": encode(&lexical(path).display().to_string())}),
+        };
+    };
+    let whole = lexical(&base.join(path));
+    match whole.strip_prefix(lexical(base)) {
+        Ok(inside) => json!({"uri": encode(&inside.display().to_string()), "uriBaseId": SRCROOT}),
+        Err(_) => json!({"uri": file_uri(&whole)}),
+    }
+}
+
 fn level(s: Severity) -> &'static str {
     s.word()
 }
 
 impl CheckFormat for Sarif {
     fn render(&self, report: &Report) -> String {
+        let base = report.base.as_deref();
         let rules: Vec<Value> = RULES
             .iter()
             .map(|r| {
@@ -54,7 +105,7 @@ impl CheckFormat for Sarif {
                     "level": level(f.rule.severity),
                     "message": {"text": format!("{}: {}", f.object, f.message)},
                     "locations": [{"physicalLocation": {
-                        "artifactLocation": {"uri": uri(&f.file)},
+                        "artifactLocation": artifact(&f.file, base),
                         "region": {"startLine": f.line.max(1)},
                     }}],
                 });
@@ -75,14 +126,14 @@ impl CheckFormat for Sarif {
             .problems
             .iter()
             .map(|p| {
-                let mut location = json!({"physicalLocation": {"artifactLocation": {"uri": uri(&p.file)}}});
+                let mut location = json!({"physicalLocation": {"artifactLocation": artifact(&p.file, base)}});
                 if let Some(line) = p.line {
                     location["physicalLocation"]["region"] = json!({"startLine": line.max(1)});
                 }
                 json!({"level": "error", "message": {"text": format!("cannot check: {}", p.reason)}, "locations": [location]})
             })
             .collect();
-        let doc = json!({
+        let mut doc = json!({
             "$schema": "https://json.schemastore.org/sarif-2.1.0.json",
             "version": "2.1.0",
             "runs": [{
@@ -98,10 +149,12 @@ impl CheckFormat for Sarif {
                 }],
             }],
         });
-        format!(
-            "{}\n",
-            serde_json::to_string_pretty(&doc).unwrap_or_default()
-        )
+        if let Some(base) = base {
+            let root = format!("{}/", file_uri(base).trim_end_matches('/'));
+            doc["runs"][0]["originalUriBaseIds"] = json!({SRCROOT: {"uri": root}});
+        }
+        let json = serde_json::to_string_pretty(&doc).unwrap_or_default();
+        format!("{}\n", super::json_for_logs(&json))
     }
 }
 
@@ -110,7 +163,25 @@ mod tests {
     use super::*;
 
     #[test]
-    fn paths_become_uri_references() {
-        assert_eq!(uri("./k8s/train job.yaml"), "k8s/train%20job.yaml");
+    fn paths_become_uri_references_under_the_source_root() {
+        let base = Some(Path::new("/work/repo"));
+        let at = |file: &str| artifact(file, base);
+        assert_eq!(
+            at("./k8s/train job.yaml"),
+            json!({"uri": "k8s/train%20job.yaml", "uriBaseId": "%SRCROOT%"})
+        );
+        assert_eq!(
+            at("/work/repo/deploy/../ci/a:b.yaml"),
+            json!({"uri": "ci/a%3Ab.yaml", "uriBaseId": "%SRCROOT%"})
+        );
+        assert_eq!(
+            at("../other/x%y.yaml"),
+            json!({"uri": "file:///work/other/x%25y.yaml"})
+        );
+        assert_eq!(
+            at("/etc/k8s/ü.yaml"),
+            json!({"uri": "file:///etc/k8s/%C3%BC.yaml"})
+        );
+        assert_eq!(artifact("../a.yaml", None), json!({"uri": "../a.yaml"}));
     }
 }
