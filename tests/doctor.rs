@@ -131,6 +131,34 @@ fn doctor_formats_and_exit_status() {
             || md.contains("batch_size="),
         "{md}"
     );
+    // A loader of samples of 602120 bytes (the pre-flight's: one image and its label), batch
+    // 128, in 64 MiB: 5 batches at the peak, so the largest batch that fits is 22 samples
+    // (5 x 3235 pages). Told in bytes (samples of one byte), a batch of 2 GB: the search
+    // bisects, where a walk down from 2 billion would not end in the test's time.
+    for (shape, batch, offer) in [
+        ("602120", "128", "batch_size=22 "),
+        ("1", "2000000000", "batch_size=13418496 "),
+    ] {
+        let out = shmbench(&[
+            "doctor",
+            "--shm-size",
+            "64m",
+            "--format",
+            "json",
+            "--workers",
+            "2",
+            "--prefetch",
+            "2",
+            "--shape",
+            shape,
+            "--dtype",
+            "u8",
+            "--batch",
+            batch,
+        ]);
+        let text = String::from_utf8_lossy(&out.stdout);
+        assert!(text.contains(offer), "{text}");
+    }
 }
 
 #[test]

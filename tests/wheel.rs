@@ -192,6 +192,35 @@ fn the_preflight_reads_the_live_loader() {
     );
 }
 
+/// Issue 40's cases, each checked by the script (tests/python/preflight_defects.py): wrapped
+/// Datasets' tensors counted under forkserver, raise_on=None never raising, string-keyed
+/// Datasets sampled through their own sampler, a seeded run unchanged by the check, and a loader
+/// that does not fit offered a batch_size in samples below its own.
+#[test]
+fn the_preflight_follows_wrappers_keeps_rngs_and_offers_batches_in_samples() {
+    if !wheel_or_skip() {
+        return;
+    }
+    let Some(python) = torch_or_skip() else {
+        return;
+    };
+    let (_dir, venv) = venv_with_wheel(Some(&python));
+    let script = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/python/preflight_defects.py"
+    );
+    let out = run(Command::new(venv.join("bin/python")).arg(script));
+    let text = String::from_utf8_lossy(&out.stdout);
+    let found: serde_json::Value = serde_json::from_str(text.lines().last().unwrap()).unwrap();
+    assert_eq!(found["failures"], serde_json::json!([]), "{found}");
+    assert!(
+        found["nonfit_offers"]
+            .as_array()
+            .is_some_and(|o| !o.is_empty()),
+        "{found}"
+    );
+}
+
 /// `shmbench watch` of a training script of tests/python in a private /dev/shm of `size`.
 fn watch_training(venv: &Path, script: &str, size: &str, out: &Path) -> (Output, String) {
     let script = format!("{}/tests/python/{script}", env!("CARGO_MANIFEST_DIR"));

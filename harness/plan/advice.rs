@@ -6,6 +6,7 @@ use serde::Serialize;
 
 use super::fixes::{size_fixes, Fix, Target};
 use super::job::{self, JobPeak};
+use super::loader_fixes;
 use super::peak_words::{job_reason, loader_reason, start_method_note};
 use super::predict;
 use crate::model::config::CellConfig;
@@ -39,11 +40,6 @@ pub struct Diagnosis {
     pub(crate) recommended_bytes: u64,
     pub(crate) fixes: Vec<Fix>,
     pub(crate) warnings: Vec<String>,
-}
-
-/// The largest value in `1..=current` for which `fits(value)`, if any below `current`.
-fn largest_below(current: u64, fits: impl Fn(u64) -> bool) -> Option<u64> {
-    (1..current).rev().find(|&v| fits(v))
 }
 
 /// The size to give a /dev/shm whose peak is `peak_bytes`: 25% above, rounded up to 64 MiB.
@@ -154,7 +150,7 @@ pub fn diagnose(
     // Loader changes that fit the /dev/shm there is, without touching the environment (for one
     // loader; a job's loaders share the room, and which to shrink is the user's call).
     if uses_shm && !fits && single {
-        fixes.push(loader_changes(config, capacity));
+        fixes.push(loader_fixes::loader_changes(config, capacity));
     }
     let mut warnings = Vec::new();
     if env.mem_total_bytes > 0 && peak_bytes > env.mem_total_bytes {
@@ -221,50 +217,6 @@ fn verdict(
             capacity / batch.max(1),
             ByteSize(batch)
         )
-    }
-}
-
-/// The loader's own knobs, each changed alone, that fit its peak in `capacity`.
-fn loader_changes(config: &CellConfig, capacity: u64) -> Fix {
-    let peak_of = predict::peak_bytes;
-    let changed = |change: &dyn Fn(&mut CellConfig)| {
-        let mut c = config.clone();
-        change(&mut c);
-        c
-    };
-    let mut changes = Vec::new();
-    let mut try_knob = |name: &str, current: u64, set: &dyn Fn(&mut CellConfig, u64)| {
-        let fitting = largest_below(current, |v| peak_of(&changed(&|c| set(c, v))) <= capacity);
-        if let Some(v) = fitting {
-            let peak = peak_of(&changed(&|c| set(c, v)));
-            changes.push(format!("{name}={v} (peak {})", ByteSize(peak)));
-        }
-    };
-    try_knob("prefetch_factor", config.knobs.prefetch as u64, &|c, v| {
-        c.knobs.prefetch = v as u32
-    });
-    try_knob("num_workers", config.knobs.workers as u64, &|c, v| {
-        c.knobs.workers = v as u32
-    });
-    try_knob("batch_size", config.knobs.batch as u64, &|c, v| {
-        c.knobs.batch = v as u32
-    });
-    let pinned = changed(&|c| c.knobs.pin_memory = true);
-    if !config.knobs.pin_memory && peak_of(&pinned) <= capacity {
-        changes.push(format!(
-            "pin_memory=True (peak about {}: waiting batches move to pinned memory)",
-            ByteSize(peak_of(&pinned))
-        ));
-    }
-    if changes.is_empty() {
-        changes.push("none fits alone: no smaller prefetch_factor, num_workers or batch_size makes the peak fit; the environment must change".into());
-    }
-    Fix {
-        title: format!(
-            "Or change the loader to fit the {} there is (each alone)",
-            ByteSize(capacity)
-        ),
-        commands: changes,
     }
 }
 

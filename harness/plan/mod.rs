@@ -9,6 +9,7 @@ pub(crate) mod fixes;
 pub(crate) mod guard;
 pub mod job;
 pub(crate) mod kernels;
+pub(crate) mod loader_fixes;
 pub(crate) mod memory;
 pub(crate) mod peak_words;
 pub(crate) mod predict;
