@@ -110,7 +110,7 @@ fn entries(out: &mut String, audit: &ShmAudit) {
                     other => other.word().to_string(),
                 };
                 vec![
-                    shown(&e.name).into_owned(),
+                    shown(&e.name),
                     e.made_by.unwrap_or("").to_string(),
                     format!("{:?}", e.kind).to_lowercase(),
                     ByteSize(e.allocated_bytes).to_string(),
@@ -141,7 +141,7 @@ fn unlinked_segments(out: &mut String, audit: &ShmAudit) {
             .iter()
             .map(|u| {
                 vec![
-                    shown(&u.name).into_owned(),
+                    shown(&u.name),
                     u.made_by.unwrap_or("").to_string(),
                     u.inode.to_string(),
                     ByteSize(u.allocated_bytes).to_string(),
@@ -174,10 +174,10 @@ fn holder_totals(out: &mut String, audit: &ShmAudit) {
                 vec![
                     h.pid.to_string(),
                     h.uid.map_or_else(|| "?".into(), |u| u.to_string()),
-                    shown(&h.workload.to_string()).into_owned(),
+                    shown(&h.workload.to_string()),
                     h.segments.to_string(),
                     ByteSize(h.bytes).to_string(),
-                    shown(&h.command).into_owned(),
+                    shown(&h.command),
                 ]
             })
             .collect();

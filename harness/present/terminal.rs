@@ -1,49 +1,66 @@
 //! Data shown as text, made inert: file names, command lines and values come from anyone (any
-//! user can name a file in /dev/shm, any manifest can hold any string), and a terminal obeys
-//! the escape sequences in what it prints while a CI log reads a line's start as a command. So
-//! every control character in data is written as a visible escape (`\n`, `\e`, `\x7f`,
-//! `\u{9b}`), and a backslash as `\\`, so that what is shown says exactly what was there and can
-//! neither move the cursor nor end a line.
+//! user can name a file in /dev/shm, any manifest can hold any string), a terminal obeys the
+//! escape sequences in what it prints, and a CI runner reads a log's lines for commands. So
+//! every control character in data (C0, DEL, C1, the Unicode line separators) is written as a
+//! visible escape (`\n`, `\r`, `\t`, `\u{1b}`), a backslash as `\\`, and `##[` (the GitHub
+//! runner's older commands, obeyed anywhere in a line) as `#\u{23}[`: what is shown says exactly
+//! what was there and can neither move the cursor nor end a line. [`no_workflow_commands`]
+//! guards the start of each line, where GitHub's `::` commands begin.
 
-use std::borrow::Cow;
 use std::fmt::Write;
 
-/// `data` with every control character (C0, DEL, C1) and backslash escaped.
-pub(crate) fn shown(data: &str) -> Cow<'_, str> {
-    if !data.chars().any(|c| c.is_control() || c == '\\') {
-        return Cow::Borrowed(data);
-    }
-    let mut out = String::with_capacity(data.len() + 8);
+/// `data` as part of one line: `\` doubled, control characters escaped, `##[` broken.
+pub(crate) fn shown(data: &str) -> String {
+    let mut out = String::with_capacity(data.len());
     for c in data.chars() {
         match c {
             '\\' => out.push_str("\\\\"),
             '\n' => out.push_str("\\n"),
             '\r' => out.push_str("\\r"),
             '\t' => out.push_str("\\t"),
-            '\x1b' => out.push_str("\\e"),
-            c if (c as u32) < 0x80 && c.is_control() => {
-                let _ = write!(out, "\\x{:02x}", c as u32);
-            }
-            c if c.is_control() => {
+            c if c.is_control() || matches!(c, '\u{2028}' | '\u{2029}') => {
                 let _ = write!(out, "\\u{{{:x}}}", c as u32);
             }
             c => out.push(c),
         }
     }
-    Cow::Owned(out)
+    out.replace("##[", "#\\u{23}[")
+}
+
+/// The lines of `text`, none a workflow command: a leading `::` (after the space the runner
+/// trims) has its first colon escaped. Only data can begin so, where a format's own lines never
+/// do.
+pub(crate) fn no_workflow_commands(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for line in text.lines() {
+        let trimmed = line.trim_start();
+        if let Some(rest) = trimmed.strip_prefix(':').filter(|r| r.starts_with(':')) {
+            out.push_str(&line[..line.len() - trimmed.len()]);
+            out.push_str("\\u{3a}");
+            out.push_str(rest);
+        } else {
+            out.push_str(line);
+        }
+        out.push('\n');
+    }
+    out
 }
 
 #[cfg(test)]
 mod tests {
-    use super::shown;
+    use super::*;
 
     #[test]
-    fn control_characters_and_backslashes_are_shown_escaped() {
+    fn data_stays_on_its_line_and_never_commands_a_runner() {
         assert_eq!(shown("plain_name-1.bin"), "plain_name-1.bin");
         assert_eq!(
-            shown("a\nremoved x\r\x1b]0;pwned\x07\x7f\u{9b}\\"),
-            "a\\nremoved x\\r\\e]0;pwned\\x07\\x7f\\u{9b}\\\\"
+            shown("p\n::error x\r\u{1b}]0;t\u{7}\u{7f}\u{9b}\\"),
+            "p\\n::error x\\r\\u{1b}]0;t\\u{7}\\u{7f}\\u{9b}\\\\"
         );
-        assert!(!shown("x\n::error::y").contains('\n'));
+        assert_eq!(shown("a ##[set-output]b"), "a #\\u{23}[set-output]b");
+        assert_eq!(
+            no_workflow_commands("::error f::x\n  \t::warning::y\nok: :: fine\n"),
+            "\\u{3a}:error f::x\n  \t\\u{3a}:warning::y\nok: :: fine\n"
+        );
     }
 }

@@ -1,6 +1,7 @@
 //! A watched job explained in text: how it ended, its peak /dev/shm and when, who held it, the
 //! trend after warm-up, what it left behind, the size to give it and how.
 
+use super::terminal::shown;
 use crate::model::segment_maker::made_by;
 use std::fmt::Write;
 
@@ -42,7 +43,7 @@ pub(crate) fn render(
         .as_ref()
         .map(|w| w.command.join(" "))
         .unwrap_or_default();
-    let _ = writeln!(out, "shmbench watch: {command}");
+    let _ = writeln!(out, "shmbench watch: {}", shown(&command));
     let place = match (&c.knobs.image, c.knobs.shm_size) {
         (Some(image), _) => format!("in a container of image {image}"),
         (None, Some(size)) => format!("in a private /dev/shm of {size}"),
@@ -234,7 +235,7 @@ fn holders(out: &mut String, report: &WatchFindings) {
             ByteSize(h.bytes()).to_string(),
             h.segments.len(),
             h.fds,
-            h.command
+            shown(&h.command)
         );
         let mut largest: Vec<_> = h.segments.iter().collect();
         largest.sort_by_key(|s| std::cmp::Reverse(s.bytes));
@@ -248,7 +249,7 @@ fn holders(out: &mut String, report: &WatchFindings) {
             let _ = writeln!(
                 out,
                 "      {} {} ({hold}{gone}{maker})",
-                s.name,
+                shown(&s.name),
                 ByteSize(s.bytes)
             );
         }
@@ -289,7 +290,7 @@ fn leftovers(out: &mut String, report: &WatchFindings) {
     );
     for l in report.leftovers.iter().take(MAX_SEGMENTS) {
         let maker = made_by(&l.name).map_or(String::new(), |m| format!(" (by its name, {m})"));
-        let _ = writeln!(out, "    {} {}{maker}", l.name, ByteSize(l.bytes));
+        let _ = writeln!(out, "    {} {}{maker}", shown(&l.name), ByteSize(l.bytes));
     }
     if report.leftovers.len() > MAX_SEGMENTS {
         let _ = writeln!(

@@ -12,45 +12,9 @@ use std::fmt::Write as _;
 
 use super::CheckFormat;
 use crate::check::Report;
+use crate::present::terminal::{no_workflow_commands as no_commands, shown as data};
 
 pub(crate) struct Text;
-
-/// Untrusted text as part of one line: `\` doubled, control characters as `\n`, `\r`, `\t` or
-/// `\u{1b}`, and `##[` as `#\u{23}[`.
-fn data(s: &str) -> String {
-    let mut out = String::with_capacity(s.len());
-    for c in s.chars() {
-        match c {
-            '\\' => out.push_str("\\\\"),
-            '\n' => out.push_str("\\n"),
-            '\r' => out.push_str("\\r"),
-            '\t' => out.push_str("\\t"),
-            c if c.is_control() || matches!(c, '\u{2028}' | '\u{2029}') => {
-                let _ = write!(out, "\\u{{{:x}}}", c as u32);
-            }
-            c => out.push(c),
-        }
-    }
-    out.replace("##[", "#\\u{23}[")
-}
-
-/// The lines, none a workflow command: a leading `::` (after the space the runner trims) has
-/// its first colon escaped. Only data can begin so, since none of this format's own lines do.
-fn no_commands(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    for line in text.lines() {
-        let trimmed = line.trim_start();
-        if let Some(rest) = trimmed.strip_prefix(':').filter(|r| r.starts_with(':')) {
-            out.push_str(&line[..line.len() - trimmed.len()]);
-            out.push_str("\\u{3a}");
-            out.push_str(rest);
-        } else {
-            out.push_str(line);
-        }
-        out.push('\n');
-    }
-    out
-}
 
 impl CheckFormat for Text {
     fn render(&self, report: &Report) -> String {
@@ -112,23 +76,5 @@ impl CheckFormat for Text {
             }
         );
         no_commands(&out)
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn data_stays_on_its_line_and_never_commands_a_runner() {
-        assert_eq!(
-            data("p\n::error x\r\u{1b}[31m\u{7f}\u{9b}\\"),
-            "p\\n::error x\\r\\u{1b}[31m\\u{7f}\\u{9b}\\\\"
-        );
-        assert_eq!(data("a ##[set-output]b"), "a #\\u{23}[set-output]b");
-        assert_eq!(
-            no_commands("::error f::x\n  \t::warning::y\nok: :: fine\n"),
-            "\\u{3a}:error f::x\n  \t\\u{3a}:warning::y\nok: :: fine\n"
-        );
     }
 }
