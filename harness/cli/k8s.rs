@@ -100,8 +100,13 @@ fn manifest(mut args: ManifestArgs) -> Result<ExitCode> {
     let mut selector = Vec::new();
     for pair in &args.node_selector {
         match pair.split_once('=') {
-            Some((k, v)) if !k.is_empty() => selector.push((k.to_string(), v.to_string())),
-            _ => bail!("--node-selector '{pair}': write KEY=VALUE, e.g. pool=a100"),
+            Some((k, v)) if !k.is_empty() => {
+                if let Some(why) = k8s_manifest::node_selector_problem(k, v) {
+                    bail!("--node-selector {pair:?}: {why}: Kubernetes refuses it as a node label");
+                }
+                selector.push((k.to_string(), v.to_string()))
+            }
+            _ => bail!("--node-selector {pair:?}: write KEY=VALUE, e.g. pool=a100"),
         }
     }
     let scenario = Scenario::load(&args.scenario)?;
