@@ -70,8 +70,17 @@ fn names_from_logs_never_build_paths_and_nothing_found_is_an_error() {
     let torn = dir.join("torn.log");
     let whole = tampered("fine", "fine");
     std::fs::write(&torn, &whole[..whole.len() / 2]).unwrap();
-    for logs in [&empty, &torn] {
+    // And one line of 17 MiB: named by its length, never held or echoed whole.
+    let long = dir.join("long.log");
+    std::fs::write(
+        &long,
+        format!("{{\"config\": \"{}\"}}\n", "A".repeat(17 << 20)),
+    )
+    .unwrap();
+    for logs in [&empty, &torn, &long] {
         let o = collect(logs, &out);
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert!(err.len() < 4096, "{} bytes of stderr", err.len());
         assert_eq!(o.status.code(), Some(2), "{}", logs.display());
         assert_eq!(
             std::fs::read_to_string(&out).unwrap(),
