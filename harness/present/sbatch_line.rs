@@ -7,39 +7,32 @@
 //! and `packjob`/`hetjob` anywhere on the line is blanked out, so a value holding either cannot
 //! be written at all).
 
+use crate::results::logged::excerpt;
+
 /// A flag's value the script cannot hold, and why.
 #[derive(Debug, thiserror::Error)]
 #[error("{flag} {value}: {why}")]
-pub struct BadValue {
+pub struct BadScriptValue {
     pub(crate) flag: &'static str,
-    /// The value as Rust escapes it, cut to a readable length.
+    /// The value escaped and quoted (`"gpu\ntouch PWNED"`), cut to a readable length.
     pub(crate) value: String,
     pub(crate) why: String,
 }
 
-impl BadValue {
-    fn new(flag: &'static str, value: &str, why: impl Into<String>) -> BadValue {
-        BadValue {
+impl BadScriptValue {
+    fn new(flag: &'static str, value: &str, why: impl Into<String>) -> BadScriptValue {
+        BadScriptValue {
             flag,
-            value: excerpt(value),
+            value: format!("\"{}\"", excerpt(value)),
             why: why.into(),
         }
     }
 }
 
-/// `value` escaped (`"gpu\ntouch PWNED"`), at most about 80 characters of it.
-pub(crate) fn excerpt(value: &str) -> String {
-    let head: String = value.chars().take(80).collect();
-    match head.len() < value.len() {
-        true => format!("{head:?}... ({} bytes)", value.len()),
-        false => format!("{head:?}"),
-    }
-}
-
 /// Refuses control characters (a line break would end the line the value is on).
-pub(crate) fn no_control(flag: &'static str, value: &str) -> Result<(), BadValue> {
+pub(crate) fn no_control(flag: &'static str, value: &str) -> Result<(), BadScriptValue> {
     match value.chars().find(|c| c.is_control()) {
-        Some(c) => Err(BadValue::new(
+        Some(c) => Err(BadScriptValue::new(
             flag,
             value,
             format!(
@@ -51,18 +44,18 @@ pub(crate) fn no_control(flag: &'static str, value: &str) -> Result<(), BadValue
 }
 
 /// A value for an `#SBATCH` line: checked, then quoted as sbatch reads it.
-pub(crate) fn directive(flag: &'static str, value: &str) -> Result<String, BadValue> {
+pub(crate) fn directive(flag: &'static str, value: &str) -> Result<String, BadScriptValue> {
     no_control(flag, value)?;
     let lower = value.to_ascii_lowercase();
     if lower.contains("packjob") || lower.contains("hetjob") {
-        return Err(BadValue::new(
+        return Err(BadScriptValue::new(
             flag,
             value,
             "sbatch blanks out 'packjob' and 'hetjob' wherever they stand on an #SBATCH line, so it cannot hold this value",
         ));
     }
     if value.is_empty() {
-        return Err(BadValue::new(flag, value, "is empty"));
+        return Err(BadScriptValue::new(flag, value, "is empty"));
     }
     let bare = value
         .bytes()
@@ -75,7 +68,7 @@ pub(crate) fn directive(flag: &'static str, value: &str) -> Result<String, BadVa
 
 /// `--mem`: a whole number with an optional K, M, G or T (megabytes without one), as sbatch
 /// takes it.
-pub(crate) fn mem(value: &str) -> Result<(), BadValue> {
+pub(crate) fn mem(value: &str) -> Result<(), BadScriptValue> {
     no_control("--mem", value)?;
     let digits = value.trim_end_matches(['K', 'M', 'G', 'T', 'k', 'm', 'g', 't']);
     let ok = !digits.is_empty()
@@ -83,7 +76,7 @@ pub(crate) fn mem(value: &str) -> Result<(), BadValue> {
         && value.len() - digits.len() <= 1;
     match ok {
         true => Ok(()),
-        false => Err(BadValue::new(
+        false => Err(BadScriptValue::new(
             "--mem",
             value,
             "write a size as sbatch takes it: a whole number with an optional K, M, G or T suffix (16G, 4096M, 4096)",
@@ -93,7 +86,7 @@ pub(crate) fn mem(value: &str) -> Result<(), BadValue> {
 
 /// `--time`: one of Slurm's formats (minutes, minutes:seconds, hours:minutes:seconds,
 /// days-hours, days-hours:minutes, days-hours:minutes:seconds), or UNLIMITED / INFINITE.
-pub(crate) fn time(value: &str) -> Result<(), BadValue> {
+pub(crate) fn time(value: &str) -> Result<(), BadScriptValue> {
     no_control("--time", value)?;
     let numbers = |s: &str, most: usize| {
         let parts: Vec<&str> = s.split(':').collect();
@@ -109,7 +102,7 @@ pub(crate) fn time(value: &str) -> Result<(), BadValue> {
     };
     match ok {
         true => Ok(()),
-        false => Err(BadValue::new(
+        false => Err(BadScriptValue::new(
             "--time",
             value,
             "write a time limit as sbatch takes it: minutes, minutes:seconds, hours:minutes:seconds, days-hours, days-hours:minutes or days-hours:minutes:seconds (30, 1:00:00, 2-12)",
@@ -120,10 +113,10 @@ pub(crate) fn time(value: &str) -> Result<(), BadValue> {
 /// The output directory as Slurm's `--output` pattern holds it: `%` doubled (it would start a
 /// replacement), a backslash refused (it turns every replacement off, so the tasks' files would
 /// all be one, named `%A_%a` literally).
-pub(crate) fn output_dir(value: &str) -> Result<String, BadValue> {
+pub(crate) fn output_dir(value: &str) -> Result<String, BadScriptValue> {
     no_control("--output-dir", value)?;
     if value.contains('\\') {
-        return Err(BadValue::new(
+        return Err(BadScriptValue::new(
             "--output-dir",
             value,
             "holds a backslash, which turns off Slurm's %A and %a in the output file pattern: choose a directory without one",
@@ -134,14 +127,14 @@ pub(crate) fn output_dir(value: &str) -> Result<String, BadValue> {
 
 /// A node name (or hostlist) for `--nodelist`: letters, digits, '-', '_', '.', and brackets
 /// for ranges (`node[01-04]`).
-pub(crate) fn node(value: &str) -> Result<(), BadValue> {
+pub(crate) fn node(value: &str) -> Result<(), BadScriptValue> {
     let ok = !value.is_empty()
         && value
             .bytes()
             .all(|b| b.is_ascii_alphanumeric() || b"-_.[]".contains(&b));
     match ok {
         true => Ok(()),
-        false => Err(BadValue::new(
+        false => Err(BadScriptValue::new(
             "--nodelist",
             value,
             "a node name holds only letters, digits, '-', '_', '.' (and [] for ranges)",
@@ -207,6 +200,5 @@ mod tests {
         assert!(directive("--constraint", "x HetJob y").is_err());
         assert_eq!(output_dir("/a b/50%").unwrap(), "/a b/50%%");
         assert!(output_dir("/a\\b").is_err());
-        assert!(excerpt(&"x".repeat(500)).ends_with("... (500 bytes)"));
     }
 }

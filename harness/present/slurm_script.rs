@@ -14,7 +14,7 @@ use crate::model::config::CellConfig;
 use crate::model::knobs::RuntimeKind;
 use crate::model::size::ByteSize;
 use crate::plan::memory;
-use crate::present::sbatch_line::{self, shell_word, BadValue};
+use crate::present::sbatch_line::{self, shell_word, BadScriptValue};
 
 /// The heredoc's end: never a line of JSON, which is written on one line.
 const CELLS_END: &str = "SHMBENCH_CELLS";
@@ -68,7 +68,11 @@ fn mem_needed(cells: &[CellConfig]) -> String {
 }
 
 /// The `#SBATCH` lines, each value checked and quoted as sbatch reads it.
-fn directives(scenario: &str, cells: &[CellConfig], target: &Target) -> Result<String, BadValue> {
+fn directives(
+    scenario: &str,
+    cells: &[CellConfig],
+    target: &Target,
+) -> Result<String, BadScriptValue> {
     let tasks = cells.len() as u64 * target.repeat.max(1) as u64;
     let mut array = format!("0-{}", tasks.saturating_sub(1));
     if let Some(k) = target.max_parallel {
@@ -119,7 +123,7 @@ pub(crate) fn render(
     scenario: &str,
     cells: &[CellConfig],
     target: &Target,
-) -> Result<String, BadValue> {
+) -> Result<String, BadScriptValue> {
     let mut out = String::from("#!/bin/bash\n");
     out.push_str(&directives(scenario, cells, target)?);
     // The comments below hold names: none may end its comment line.
