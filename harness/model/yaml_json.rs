@@ -35,8 +35,15 @@ fn is_plain(s: &str) -> bool {
         && !RESERVED_WORDS.contains(&s)
 }
 
-/// `s` as a double-quoted scalar: `\` and `"` escaped, and every control character and YAML
-/// 1.1 line break (NEL, LS, PS) and BOM as `\uXXXX`, so no character of it can end the line.
+/// Whether YAML lets `c` stand as itself in a scalar (its printable set, less the characters
+/// YAML 1.1 takes as line breaks, NEL, LS and PS, and the byte order mark).
+fn is_printable(c: char) -> bool {
+    matches!(c as u32, 0x20..=0x7e | 0xa0..=0xd7ff | 0xe000..=0xfffd | 0x10000..)
+        && !matches!(c, '\u{2028}' | '\u{2029}' | '\u{feff}')
+}
+
+/// `s` as a double-quoted scalar: `\\` and `"` escaped, and every character YAML does not let
+/// stand as itself as `\\uXXXX`, so no character of it can end the line.
 fn quoted(s: &str) -> String {
     let mut out = String::with_capacity(s.len() + 2);
     out.push('"');
@@ -44,9 +51,7 @@ fn quoted(s: &str) -> String {
         match c {
             '"' => out.push_str("\\\""),
             '\\' => out.push_str("\\\\"),
-            c if c.is_control() || matches!(c, '\u{2028}' | '\u{2029}' | '\u{feff}') => {
-                out.push_str(&format!("\\u{:04x}", c as u32));
-            }
+            c if !is_printable(c) => out.push_str(&format!("\\u{:04x}", c as u32)),
             c => out.push(c),
         }
     }
@@ -59,10 +64,8 @@ fn quoted(s: &str) -> String {
 fn is_literal_block(s: &str) -> bool {
     s.contains('\n')
         && !s.ends_with("\n\n")
-        && !s.starts_with([' ', '\t', '\n'])
-        && s.chars().all(|c| {
-            c == '\n' || !(c.is_control() || matches!(c, '\u{2028}' | '\u{2029}' | '\u{feff}'))
-        })
+        && !s.starts_with([' ', '\n'])
+        && s.chars().all(|c| c == '\n' || is_printable(c))
         && s.lines().all(|l| l.trim_end() == l)
 }
 
@@ -300,5 +303,14 @@ mod tests {
         assert!(text.contains("pool: \"a100\""), "always quoted: {text}");
         assert!(text.lines().all(|l| !l.contains('\u{2028}')), "{text}");
         assert_eq!(from_yaml(&text).unwrap(), vec![value]);
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn any_strings_come_back_as_they_went(key in ".*", value in ".*", item in "[\t -~\n\u{85}\u{2028}]*") {
+            let doc = json!({"m": {key.clone(): value}, "l": [item, {"k": key}]});
+            let text = to_yaml(std::slice::from_ref(&doc));
+            proptest::prop_assert_eq!(from_yaml(&text).unwrap(), vec![doc], "{}", text);
+        }
     }
 }
