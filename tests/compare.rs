@@ -61,12 +61,75 @@ fn one_run_a_side_judges_no_outcome_change() {
     let base = write(&dir, "base.csv", runs(&[3000.0], "a", "6.1"));
     let cand = write(&dir, "cand.csv", runs(&[0.0], "b", "6.1"));
     let (code, out) = compare(&base, &cand);
-    assert_eq!(code, Some(0), "{out}");
+    assert_eq!(code, Some(3), "undecided fails CI: {out}");
     assert!(
-        out.contains("passes 1 of 1 -> sigbus 1 of 1 at step 12: not judged with 1 and 1 run(s)")
+        out.contains("| docker-tuned | undecided")
+            && out.contains(
+                "passes 1 of 1 -> sigbus 1 of 1 at step 12: not judged with 1 and 1 run(s)"
+            )
             && out.contains("--repeat 4"),
         "{out}"
     );
+}
+
+/// `compare BASE CAND --allow-undecided`: its exit code.
+fn compare_allowing(base: &std::path::Path, cand: &std::path::Path) -> Option<i32> {
+    let (base, cand) = (base.to_str().unwrap(), cand.to_str().unwrap());
+    shmbench(&["compare", base, cand, "--allow-undecided"])
+        .status
+        .code()
+}
+
+#[test]
+fn three_passes_against_three_crashes_is_undecided_never_unchanged() {
+    let dir = temp_dir("cmp-three");
+    let base = write(&dir, "base.csv", runs(&BASE[..3], "a", "6.1"));
+    let cand = write(&dir, "cand.csv", runs(&[0.0, 0.0, 0.0], "b", "6.1"));
+    let (code, out) = compare(&base, &cand);
+    // 3 of 3 against 0 of 3: Fisher p = 0.10, so no test can call it a change, nor no change.
+    assert_eq!(code, Some(3), "{out}");
+    assert!(
+        out.contains("| docker-tuned | undecided")
+            && out.contains(
+                "passes 3 of 3 -> sigbus 3 of 3 at step 12: not judged with 3 and 3 run(s)"
+            )
+            && out.contains("1 undecided")
+            && !out.contains("| docker-tuned | unchanged"),
+        "{out}"
+    );
+    assert_eq!(compare_allowing(&base, &cand), Some(0));
+    let o = shmbench(&[
+        "compare",
+        "--format",
+        "json",
+        base.to_str().unwrap(),
+        cand.to_str().unwrap(),
+    ]);
+    let json: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(json["undecided"], 1, "{json}");
+    assert_eq!(json["cells"][0]["verdict"], "undecided", "{json}");
+}
+
+#[test]
+fn measures_no_run_can_have_are_refused_naming_the_file_and_line() {
+    let dir = temp_dir("cmp-garbage");
+    let base = write(&dir, "base.csv", runs(&BASE, "a", "6.1"));
+    for (bad, said) in [
+        (f64::NAN, "NaN"),
+        (f64::INFINITY, "inf"),
+        (-3000.0, "-3000"),
+    ] {
+        let mut rows = runs(&BASE, "b", "6.1");
+        rows[2].img_per_s = Some(bad);
+        let cand = write(&dir, "cand.csv", rows);
+        let (code, out) = compare(&base, &cand);
+        assert_eq!(code, Some(2), "{said}: {out}");
+        assert!(
+            out.contains("cand.csv: line 4: not a valid shmbench results row: img_per_s is")
+                && out.contains(said),
+            "{said}: {out}"
+        );
+    }
 }
 
 #[test]
@@ -112,11 +175,14 @@ fn one_run_per_side_never_claims_a_regression() {
     let base = write(&dir, "base.csv", runs(&[3000.0], "a", "6.1"));
     let cand = write(&dir, "cand.csv", runs(&[2000.0], "b", "6.1"));
     let (code, out) = compare(&base, &cand);
-    assert_eq!(code, Some(0), "{out}");
+    assert_eq!(code, Some(3), "{out}");
     assert!(
-        out.contains("no interval, so no change is claimed"),
+        out.contains("| docker-tuned | undecided")
+            && out.contains("no interval, so a change of any size"),
         "{out}"
     );
+    assert!(!out.contains("regressed"), "{out}");
+    assert_eq!(compare_allowing(&base, &cand), Some(0));
 }
 
 #[test]

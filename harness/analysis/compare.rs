@@ -32,6 +32,10 @@ pub(crate) enum Verdict {
     OutcomeChanged,
     Regressed,
     Improved,
+    /// The sides differ, or may, and these repeats cannot say whether beyond chance (three runs
+    /// a side cannot show even an always-pass to always-crash flip; one cannot give an interval
+    /// of img/s): never `Unchanged`, and a CI gate fails on it unless told otherwise.
+    Undecided,
     Unchanged,
     /// Only in the candidate.
     New,
@@ -46,6 +50,7 @@ impl Verdict {
             Verdict::OutcomeChanged => "outcome-changed",
             Verdict::Regressed => "regressed",
             Verdict::Improved => "improved",
+            Verdict::Undecided => "undecided",
             Verdict::Unchanged => "unchanged",
             Verdict::New => "new",
             Verdict::Missing => "missing",
@@ -55,6 +60,12 @@ impl Verdict {
     /// Whether this verdict fails a CI gate.
     pub(crate) fn is_regression(self) -> bool {
         matches!(self, Verdict::OutcomeWorse | Verdict::Regressed)
+    }
+
+    /// Whether the repeats could not judge this cell (`compare` fails on it unless
+    /// `--allow-undecided`).
+    pub(crate) fn is_undecided(self) -> bool {
+        self == Verdict::Undecided
     }
 }
 
@@ -147,8 +158,8 @@ fn measured_verdict(
 ) -> (Verdict, String) {
     if rate_ci.is_none() && cpu_ci.is_none() && instructions_ci.is_none() {
         return (
-            Verdict::Unchanged,
-            "fewer than two passing runs on a side: no interval, so no change is claimed (use --repeat)".into(),
+            Verdict::Undecided,
+            "fewer than two passing runs on a side: no interval, so a change of any size could not be told from noise (use --repeat)".into(),
         );
     }
     let rate = direction(rate_ci, t.rate, true);
@@ -238,7 +249,10 @@ fn paired(b: &CellSummary, c: &CellSummary, thresholds: Thresholds) -> Compariso
     let cpu_ci = stats::relative_change_ci(&b.cpu, &c.cpu);
     let instructions_ci = stats::relative_change_ci(&b.instructions, &c.instructions);
     let judged = outcomes::judge(&b.outcomes, &c.outcomes);
-    let (verdict, mut note) = if judged.changed {
+    // Outcomes that differ where the repeats cannot judge them: whatever the speeds say short
+    // of a regression, the cell is undecided (3 passes against 3 crashes is not "unchanged").
+    let outcomes_undecided = !judged.judged && judged.baseline != judged.candidate;
+    let (verdict, note) = if judged.changed {
         let verdict = match judged.worse {
             true => Verdict::OutcomeWorse,
             false => Verdict::OutcomeChanged,
@@ -256,6 +270,12 @@ fn paired(b: &CellSummary, c: &CellSummary, thresholds: Thresholds) -> Compariso
             true => (verdict, format!("{measured}; {}", judged.note)),
             false => (verdict, measured),
         }
+    };
+    let (verdict, mut note) = match (outcomes_undecided, verdict) {
+        (true, Verdict::Regressed) => (verdict, note),
+        (true, _) if note.contains(&judged.note) => (Verdict::Undecided, note),
+        (true, _) => (Verdict::Undecided, format!("{note}; {}", judged.note)),
+        (false, _) => (verdict, note),
     };
     let differences = knob_differences(b, c);
     if !differences.is_empty() {

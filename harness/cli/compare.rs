@@ -1,4 +1,5 @@
-//! `shmbench compare`: two results files cell by cell, beyond noise; exit 1 on a regression.
+//! `shmbench compare`: two results files cell by cell, beyond noise; exit 1 on a regression, 3
+//! on a cell the repeats could not judge (unless `--allow-undecided`).
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -36,7 +37,14 @@ pub(crate) struct Args {
     /// Also write the comparison here, in the same format
     #[arg(long)]
     pub(crate) out: Option<PathBuf>,
+    /// Exit 0 even when a cell is undecided (its sides differ, or may, and the repeats are too
+    /// few to judge it); without it, an undecided cell exits 3
+    #[arg(long)]
+    pub(crate) allow_undecided: bool,
 }
+
+/// The exit status when no cell regressed but one is undecided (1 is a regression, 2 bad input).
+pub(crate) const EXIT_UNDECIDED: u8 = 3;
 
 pub(crate) fn run(args: Args) -> Result<ExitCode> {
     // Each side summarised as it is read, both at once: two 500k-row files are a few seconds.
@@ -90,8 +98,14 @@ pub(crate) fn run(args: Args) -> Result<ExitCode> {
         std::fs::write(&path, body)?;
     }
     let regressed = comparisons.iter().any(|c| c.verdict.is_regression());
+    let undecided = comparisons.iter().any(|c| c.verdict.is_undecided());
     Ok(if regressed {
         ExitCode::from(1)
+    } else if undecided && !args.allow_undecided {
+        eprintln!(
+            "shmbench: undecided cell(s): too few runs to tell a change from chance (see their notes); rerun with more --repeat, or pass --allow-undecided to accept"
+        );
+        ExitCode::from(EXIT_UNDECIDED)
     } else {
         ExitCode::SUCCESS
     })

@@ -75,9 +75,7 @@ pub(crate) fn run(args: Args) -> Result<ExitCode> {
     } else {
         args.pythons
     };
-    let out = args
-        .out
-        .unwrap_or_else(|| scenario::default_results_path(&scenario.name));
+    let (out, _claim) = outcome::results_out(args.out, &scenario.name)?;
     eprintln!(
         "fidelity {} ({}): {} cell(s) x emulated and torch ({}) -> {}",
         scenario.name,

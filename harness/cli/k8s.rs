@@ -100,8 +100,13 @@ fn manifest(mut args: ManifestArgs) -> Result<ExitCode> {
     let mut selector = Vec::new();
     for pair in &args.node_selector {
         match pair.split_once('=') {
-            Some((k, v)) if !k.is_empty() => selector.push((k.to_string(), v.to_string())),
-            _ => bail!("--node-selector '{pair}': write KEY=VALUE, e.g. pool=a100"),
+            Some((k, v)) if !k.is_empty() => {
+                if let Some(why) = k8s_manifest::node_selector_problem(k, v) {
+                    bail!("--node-selector {pair:?}: {why}: Kubernetes refuses it as a node label");
+                }
+                selector.push((k.to_string(), v.to_string()))
+            }
+            _ => bail!("--node-selector {pair:?}: write KEY=VALUE, e.g. pool=a100"),
         }
     }
     let scenario = Scenario::load(&args.scenario)?;
@@ -126,27 +131,38 @@ fn manifest(mut args: ManifestArgs) -> Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-/// Every file to read for `paths`: files as given, a directory's files in name order, `-` stdin.
-fn texts(paths: &[PathBuf]) -> Result<Vec<(String, String)>> {
+/// Every log to read for `paths`: files as given, a directory's files in name order, `-` stdin
+/// (None).
+fn logs(paths: &[PathBuf]) -> Result<Vec<Option<PathBuf>>> {
     let mut out = Vec::new();
     for path in paths {
         if path.as_os_str() == "-" {
-            let mut text = String::new();
-            std::io::Read::read_to_string(&mut std::io::stdin(), &mut text)?;
-            out.push(("stdin".into(), text));
-            continue;
-        }
-        let mut files = vec![path.clone()];
-        if path.is_dir() {
-            files = files_in(path, |_| true)?;
-        }
-        for file in files {
-            let text = std::fs::read_to_string(&file)
-                .with_context(|| format!("cannot read {}", file.display()))?;
-            out.push((file.display().to_string(), text));
+            out.push(None);
+        } else if path.is_dir() {
+            out.extend(files_in(path, |_| true)?.into_iter().map(Some));
+        } else {
+            out.push(Some(path.clone()));
         }
     }
     Ok(out)
+}
+
+/// The records in one log (None: stdin), read a line at a time, each line bounded.
+fn records_of(log: Option<&Path>) -> Result<(String, Vec<k8s::Logged>, Vec<String>)> {
+    let (name, read) = match log {
+        None => (
+            "stdin".to_string(),
+            k8s::records_from(std::io::stdin().lock()),
+        ),
+        Some(path) => (
+            path.display().to_string(),
+            std::fs::File::open(path)
+                .map(std::io::BufReader::new)
+                .and_then(k8s::records_from),
+        ),
+    };
+    let (found, bad) = read.with_context(|| format!("cannot read {name}"))?;
+    Ok((name, found, bad))
 }
 
 /// A JSON document of the API (`kubectl get ... -o json`).
@@ -163,8 +179,8 @@ fn api_document(path: &Path, what: &str) -> Result<serde_json::Value> {
 
 fn collect(args: CollectArgs) -> Result<ExitCode> {
     let mut logged = Vec::new();
-    for (name, text) in texts(&args.logs)? {
-        let (found, bad) = k8s::records_in(&text);
+    for log in logs(&args.logs)? {
+        let (name, found, bad) = records_of(log.as_deref())?;
         for problem in bad {
             eprintln!("shmbench: {name}, {problem}: not a record of this shmbench; skipped");
         }

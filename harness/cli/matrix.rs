@@ -81,9 +81,7 @@ pub(crate) fn run(args: Args) -> Result<ExitCode> {
     if let Some(name) = &args.save_baseline {
         baseline::path(name)?;
     }
-    let out = args
-        .out
-        .unwrap_or_else(|| scenario::default_results_path(&scenario.name));
+    let (out, _claim) = outcome::results_out(args.out, &scenario.name)?;
     eprintln!(
         "scenario {} ({}): {} cell(s) -> {}",
         scenario.name,

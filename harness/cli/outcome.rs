@@ -10,10 +10,30 @@ use crate::orchestrate::runner::Outcome;
 use crate::plan::scenario::default_results_path;
 use crate::present::report::{self, ReportContent};
 use crate::present::{compare, matrix};
-use crate::results::csv::ResultsFile;
+use crate::results::csv::{ClaimedName, ResultsFile};
 use crate::results::steps;
 use crate::results::Row;
 use crate::sys::signals;
+
+/// Where a run's rows go: `out` as the user named it, else `results/<name>-<UTC time>.csv`
+/// claimed for this run alone (`-2`, `-3`, ... when another run took it in the same second).
+/// Hold the claim until the run has ended: dropped with no row written, it removes the file.
+pub(crate) fn results_out(
+    out: Option<PathBuf>,
+    name: &str,
+) -> anyhow::Result<(PathBuf, Option<ClaimedName>)> {
+    use anyhow::Context;
+    match out {
+        Some(path) => Ok((path, None)),
+        None => {
+            let preferred = default_results_path(name);
+            let claim = ClaimedName::claim(&preferred).with_context(|| {
+                format!("cannot create the results file {}", preferred.display())
+            })?;
+            Ok((claim.path().to_path_buf(), Some(claim)))
+        }
+    }
+}
 
 pub(crate) fn print(outcome: &Outcome) {
     print_rows(outcome.results.rows(), outcome.results.path());
@@ -51,7 +71,7 @@ pub(crate) fn write_collected(
         .first()
         .map(|(r, _)| r.scenario.clone())
         .unwrap_or_default();
-    let out = out.unwrap_or_else(|| default_results_path(&format!("{scenario}-{fleet}")));
+    let (out, _claim) = results_out(out, &format!("{scenario}-{fleet}"))?;
     if let Some(dir) = out.parent().filter(|d| !d.as_os_str().is_empty()) {
         std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
     }

@@ -11,7 +11,6 @@ use crate::model::knobs::Knobs;
 use crate::orchestrate::runner;
 use crate::plan::guard;
 use crate::plan::resolve::Identity;
-use crate::plan::scenario;
 use crate::sys::fingerprint::mem_total;
 
 #[derive(clap::Args)]
@@ -58,9 +57,7 @@ pub(crate) fn run(args: Args) -> Result<ExitCode> {
     if !args.force {
         guard::refuse_oversized(std::slice::from_ref(&config), mem_total())?;
     }
-    let out = args
-        .out
-        .unwrap_or_else(|| scenario::default_results_path("run"));
+    let (out, _claim) = outcome::results_out(args.out, "run")?;
     let outcome = runner::run(
         std::slice::from_ref(&config),
         &out,

@@ -16,6 +16,7 @@ use crate::model::slurm::{self as slurm_model, TaskEnd};
 use crate::orchestrate::slurm_task;
 use crate::plan::resolve::Platform;
 use crate::plan::scenario::{self, Scenario};
+use crate::present::sbatch_line;
 use crate::present::slurm_script::{self, Target};
 use crate::results::slurm::{self as slurm_rows, TaskFile, TaskOutput};
 use crate::sys::fingerprint::mem_total;
@@ -135,6 +136,11 @@ fn render(args: &mut ScriptArgs) -> Result<(String, PathBuf)> {
     if args.nodes == Some(0) {
         bail!("--nodes 0: give the tasks at least one node");
     }
+    // Checked before the directory is made: a name with a line break is refused, not created.
+    sbatch_line::output_dir(&args.output_dir.display().to_string())?;
+    for node in args.nodelist.iter().flatten() {
+        sbatch_line::node(node)?;
+    }
     let scenario = Scenario::load(&args.scenario)?;
     // As cells run without Docker: Docker's setups in a namespace tmpfs of their size.
     let platform = Platform::fixed(mem_total(), false);
@@ -157,7 +163,7 @@ fn render(args: &mut ScriptArgs) -> Result<(String, PathBuf)> {
         max_parallel: args.nodes,
         shared: args.shared,
     };
-    Ok((slurm_script::render(&scenario.name, &cells, &target), dir))
+    Ok((slurm_script::render(&scenario.name, &cells, &target)?, dir))
 }
 
 fn script(mut args: ScriptArgs) -> Result<ExitCode> {
@@ -320,9 +326,11 @@ fn collect(args: CollectArgs) -> Result<ExitCode> {
     let (paths, mut jobs) = output_files(&args)?;
     let mut files = Vec::new();
     for path in paths {
-        let text =
-            std::fs::read(&path).with_context(|| format!("cannot read {}", path.display()))?;
-        let output = TaskOutput::read(&String::from_utf8_lossy(&text));
+        // Read a line at a time, each line bounded: the file is whatever the task printed.
+        let output = std::fs::File::open(&path)
+            .map(std::io::BufReader::new)
+            .and_then(TaskOutput::read_from)
+            .with_context(|| format!("cannot read {}", path.display()))?;
         // The array a file's task belongs to is asked of Slurm too.
         let array = output
             .start

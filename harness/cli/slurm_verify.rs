@@ -49,17 +49,15 @@ pub(super) fn run(cell: &CellConfig, shm_bytes: u64) -> Result<CellRecord> {
         max_parallel: None,
         shared: true,
     };
-    let script = slurm_script::render("doctor-verify", std::slice::from_ref(&cell), &target);
+    let script = slurm_script::render("doctor-verify", std::slice::from_ref(&cell), &target)?;
     eprintln!("verifying as a Slurm job (the node's own /dev/shm, --mem={mem})...");
     let job = slurm::sbatch(&script, &["--wait".to_string()])?;
     let file = output_pattern(&dir).replace("%A", &job).replace("%a", "0");
-    let text = std::fs::read_to_string(&file)
+    let output = std::fs::File::open(&file)
+        .map(std::io::BufReader::new)
+        .and_then(TaskOutput::read_from)
         .with_context(|| format!("job {job} wrote no output file {file}"))?;
-    let (record, notes) = task_result(
-        &file,
-        TaskOutput::read(&text),
-        &task_ends(std::slice::from_ref(&job), None),
-    );
+    let (record, notes) = task_result(&file, output, &task_ends(std::slice::from_ref(&job), None));
     for note in notes {
         eprintln!("{note}");
     }

@@ -19,7 +19,6 @@ use crate::model::size::ByteSize;
 use crate::model::watch::{WatchSettings, DEFAULT_INTERVAL_MS};
 use crate::orchestrate::event::Event;
 use crate::orchestrate::runner;
-use crate::plan::scenario;
 use crate::plan::{self, advice};
 use crate::present::report::ReportContent;
 use crate::present::watch;
@@ -145,10 +144,7 @@ pub(crate) fn check_findable(config: &CellConfig) -> Result<()> {
 
 pub(crate) fn run(args: Args) -> Result<ExitCode> {
     let config = config(&args)?;
-    let out = args
-        .out
-        .clone()
-        .unwrap_or_else(|| scenario::default_results_path("watch"));
+    let (out, _claim) = super::outcome::results_out(args.out.clone(), "watch")?;
     let mut terminal = Terminal::new().observer();
     // The command's output, and notes; no step line over its output.
     let mut observe = |event: Event| match event {

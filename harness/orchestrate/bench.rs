@@ -17,6 +17,7 @@ use crate::model::repeat::Repeat;
 use crate::plan::resolve::{Identity, Platform};
 use crate::plan::scenario::{Scenario, SEED_MATRIX_PATH};
 use crate::plan::watch;
+use crate::results::csv::ClaimedName;
 use crate::runtime;
 use crate::sys::clock;
 
@@ -55,7 +56,11 @@ pub(crate) fn run(
     observe(Event::Note("seed matrix...".into()));
     let scenario = Scenario::load(Path::new(SEED_MATRIX_PATH))?;
     let plan = scenario.plan(&Knobs::default(), None, platform)?;
-    let out = results_dir.join(format!("bench-matrix-{}.csv", clock::compact_now()));
+    // Claimed for this run alone: another bench started in the same second gets `-2`.
+    let claim = ClaimedName::claim(
+        &results_dir.join(format!("bench-matrix-{}.csv", clock::compact_now())),
+    )?;
+    let out = claim.path().to_path_buf();
     let began = Instant::now();
     let outcome = runner::run(&plan, &out, Repeat::Fixed(1), observe)?;
     let matrix_s = began.elapsed().as_secs_f64();

@@ -129,10 +129,11 @@ pub fn render(comparisons: &[Comparison], thresholds: Thresholds) -> String {
     sorted.sort_by_key(|c| match c.verdict {
         Verdict::OutcomeWorse => 0,
         Verdict::Regressed => 1,
-        Verdict::OutcomeChanged => 2,
-        Verdict::Improved => 3,
-        Verdict::New | Verdict::Missing => 4,
-        Verdict::Unchanged => 5,
+        Verdict::Undecided => 2,
+        Verdict::OutcomeChanged => 3,
+        Verdict::Improved => 4,
+        Verdict::New | Verdict::Missing => 5,
+        Verdict::Unchanged => 6,
     });
     // Instructions only where hardware counters measured them.
     let counted = comparisons.iter().any(|c| c.instructions_change.is_some());
@@ -178,8 +179,12 @@ pub fn render(comparisons: &[Comparison], thresholds: Thresholds) -> String {
         .iter()
         .filter(|c| matches!(c.verdict, Verdict::Improved | Verdict::OutcomeChanged))
         .count();
+    let undecided = match undecided(comparisons).len() {
+        0 => String::new(),
+        n => format!("{n} undecided (too few runs to judge them: see their notes), "),
+    };
     format!(
-        "{} regression(s), {} improvement(s) or other outcome change(s), {}\n{}\n{}\n\n{}",
+        "{} regression(s), {undecided}{} improvement(s) or other outcome change(s), {}\n{}\n{}\n\n{}",
         regressions,
         improved,
         thresholds_text(thresholds),
@@ -187,6 +192,15 @@ pub fn render(comparisons: &[Comparison], thresholds: Thresholds) -> String {
         outcomes_line(comparisons),
         table::markdown(&headers, &rows)
     )
+}
+
+/// The cells the repeats could not judge.
+fn undecided(comparisons: &[Comparison]) -> Vec<&str> {
+    comparisons
+        .iter()
+        .filter(|c| c.verdict.is_undecided())
+        .map(|c| c.cell.as_str())
+        .collect()
 }
 
 /// The comparison for a pull-request comment or `$GITHUB_STEP_SUMMARY`: a one-line verdict
@@ -197,7 +211,14 @@ pub fn render_github(comparisons: &[Comparison], thresholds: Thresholds) -> Stri
         .filter(|c| c.verdict.is_regression())
         .map(|c| c.cell.as_str())
         .collect();
-    let verdict = if regressions.is_empty() {
+    let open = undecided(comparisons);
+    let verdict = if regressions.is_empty() && !open.is_empty() {
+        format!(
+            "**shmbench: {} cell(s) undecided**, too few runs to judge a change: {}",
+            open.len(),
+            open.join(", ")
+        )
+    } else if regressions.is_empty() {
         format!(
             "**shmbench: no regression** in {} cell(s) ({})",
             comparisons.len(),
@@ -224,6 +245,7 @@ pub fn render_json(
     serde_json::to_string_pretty(&serde_json::json!({
         "thresholds": { "img_per_s": thresholds.rate, "cpu_ms_per_img": thresholds.cpu, "instructions_per_img": thresholds.instructions },
         "regressions": comparisons.iter().filter(|c| c.verdict.is_regression()).count(),
+        "undecided": undecided(comparisons).len(),
         "cells": comparisons,
     }))
 }

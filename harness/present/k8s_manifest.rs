@@ -216,6 +216,54 @@ fn downward(name: &str, field: &str) -> Value {
     json!({"name": name, "valueFrom": {"fieldRef": {"fieldPath": field}}})
 }
 
+/// Why `value` is not a label value Kubernetes accepts (at most 63 characters: letters, digits,
+/// '-', '_', '.', beginning and ending with a letter or digit; or empty), if it is not.
+fn label_value_problem(value: &str) -> Option<&'static str> {
+    let inner_ok = value
+        .chars()
+        .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'));
+    let ends_ok = |c: Option<char>| c.is_some_and(|c| c.is_ascii_alphanumeric());
+    if value.is_empty() {
+        None
+    } else if value.len() > 63 {
+        Some("is longer than 63 characters")
+    } else if !inner_ok {
+        Some("may hold only letters, digits, '-', '_' and '.'")
+    } else if !ends_ok(value.chars().next()) || !ends_ok(value.chars().last()) {
+        Some("must begin and end with a letter or digit")
+    } else {
+        None
+    }
+}
+
+/// Why `KEY=VALUE` is not a node selector Kubernetes accepts (a label key: an optional DNS
+/// subdomain prefix and '/', then a name as a label value allows, not empty), if it is not.
+pub(crate) fn node_selector_problem(key: &str, value: &str) -> Option<String> {
+    let (prefix, name) = key.rsplit_once('/').unwrap_or(("", key));
+    let prefix_ok = prefix.len() <= 253
+        && (prefix.is_empty()
+            || prefix.split('.').all(|label| {
+                !label.is_empty()
+                    && label
+                        .bytes()
+                        .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
+                    && !label.starts_with('-')
+                    && !label.ends_with('-')
+            }));
+    if !prefix_ok || key.ends_with('/') {
+        return Some(format!(
+            "key {key:?}: its prefix must be a DNS subdomain (lower case letters, digits, '-', '.')"
+        ));
+    }
+    if name.is_empty() {
+        return Some(format!("key {key:?} has no name"));
+    }
+    if let Some(why) = label_value_problem(name) {
+        return Some(format!("key {key:?}: its name {why}"));
+    }
+    label_value_problem(value).map(|why| format!("value {value:?} {why}"))
+}
+
 /// A scenario name as a Kubernetes object name allows it (lower case, digits, '-').
 fn kube_name(s: &str) -> String {
     let name: String = s
@@ -226,7 +274,9 @@ fn kube_name(s: &str) -> String {
     name.trim_matches('-').chars().take(40).collect()
 }
 
-/// The objects as a file: block-style YAML documents, each starting with `---`.
+/// The objects as a file: block-style YAML documents, each starting with `---`. Node selector
+/// values are always double-quoted: a label value is a string, and bare `0b1` or `1_000` are the
+/// integers 1 and 1000 to a YAML 1.1 reader.
 pub(crate) fn render(objects: &[Value]) -> String {
-    yaml_json::to_yaml(objects)
+    yaml_json::to_yaml_quoting(objects, &["nodeSelector"])
 }

@@ -13,6 +13,7 @@ pub(crate) mod k8s_manifest;
 pub(crate) mod labels;
 pub mod matrix;
 pub(crate) mod report;
+pub(crate) mod sbatch_line;
 pub(crate) mod shm_audit;
 pub(crate) mod slurm_script;
 pub(crate) mod statements;

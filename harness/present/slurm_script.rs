@@ -14,6 +14,7 @@ use crate::model::config::CellConfig;
 use crate::model::knobs::RuntimeKind;
 use crate::model::size::ByteSize;
 use crate::plan::memory;
+use crate::present::sbatch_line::{self, shell_word, BadScriptValue};
 
 /// The heredoc's end: never a line of JSON, which is written on one line.
 const CELLS_END: &str = "SHMBENCH_CELLS";
@@ -36,7 +37,8 @@ pub(crate) struct Target<'a> {
     pub(crate) shared: bool,
 }
 
-/// The output file pattern of the tasks (`%A` the array's job id, `%a` the task).
+/// The output file pattern of the tasks (`%A` the array's job id, `%a` the task), as a path
+/// (the `#SBATCH --output` line holds it escaped for Slurm: `sbatch_line::output_dir`).
 pub(crate) fn output_pattern(dir: &Path) -> String {
     format!("{}/shmbench-%A_%a.out", dir.display())
 }
@@ -65,54 +67,76 @@ fn mem_needed(cells: &[CellConfig]) -> String {
     format!("{}M", most.div_ceil(1 << 20))
 }
 
-/// The `#SBATCH` lines.
-fn directives(scenario: &str, cells: &[CellConfig], target: &Target) -> String {
+/// The `#SBATCH` lines, each value checked and quoted as sbatch reads it.
+fn directives(
+    scenario: &str,
+    cells: &[CellConfig],
+    target: &Target,
+) -> Result<String, BadScriptValue> {
     let tasks = cells.len() as u64 * target.repeat.max(1) as u64;
     let mut array = format!("0-{}", tasks.saturating_sub(1));
     if let Some(k) = target.max_parallel {
         let _ = write!(array, "%{k}");
     }
+    let mem = match target.mem {
+        Some(mem) => {
+            sbatch_line::mem(mem)?;
+            mem.to_string()
+        }
+        None => mem_needed(cells),
+    };
+    let dir = sbatch_line::output_dir(&target.output_dir.display().to_string())?;
+    let output = sbatch_line::directive("--output-dir", &format!("{dir}/shmbench-%A_%a.out"))?;
     let mut lines = vec![
-        format!("--job-name=shmbench-{scenario}"),
+        format!(
+            "--job-name={}",
+            sbatch_line::directive("scenario name", &format!("shmbench-{scenario}"))?
+        ),
         format!("--array={array}"),
         "--nodes=1".into(),
         "--ntasks=1".into(),
-        format!(
-            "--mem={}",
-            target
-                .mem
-                .map(str::to_string)
-                .unwrap_or_else(|| mem_needed(cells))
-        ),
-        format!("--output={}", output_pattern(target.output_dir)),
+        format!("--mem={mem}"),
+        format!("--output={output}"),
     ];
     if !target.shared {
         lines.push("--exclusive".into());
     }
+    if let Some(time) = target.time {
+        sbatch_line::time(time)?;
+    }
     let optional = [
-        ("partition", target.partition),
-        ("constraint", target.constraint),
-        ("time", target.time),
+        ("--partition", target.partition),
+        ("--constraint", target.constraint),
+        ("--time", target.time),
     ];
     for (flag, value) in optional {
         if let Some(v) = value {
-            lines.push(format!("--{flag}={v}"));
+            lines.push(format!("{flag}={}", sbatch_line::directive(flag, v)?));
         }
     }
-    lines.iter().map(|l| format!("#SBATCH {l}\n")).collect()
+    Ok(lines.iter().map(|l| format!("#SBATCH {l}\n")).collect())
 }
 
-/// The batch script for `cells` of `scenario`.
-pub(crate) fn render(scenario: &str, cells: &[CellConfig], target: &Target) -> String {
+/// The batch script for `cells` of `scenario`; Err: a value it cannot hold (a control
+/// character, or not in the syntax Slurm gives the flag), named with its flag.
+pub(crate) fn render(
+    scenario: &str,
+    cells: &[CellConfig],
+    target: &Target,
+) -> Result<String, BadScriptValue> {
     let mut out = String::from("#!/bin/bash\n");
-    out.push_str(&directives(scenario, cells, target));
+    out.push_str(&directives(scenario, cells, target)?);
+    // The comments below hold names: none may end its comment line.
+    for cell in cells {
+        sbatch_line::no_control("cell name", &cell.cell)?;
+    }
     let runs = target.repeat.max(1);
     let _ = writeln!(
         out,
         "#\n# Written by `shmbench slurm script` (shmbench {}): scenario {scenario}, {} cells x {runs} run(s),\n# one array task per run. Submit it with `sbatch` (or `shmbench slurm submit`); the rows come\n# back with `shmbench slurm collect JOBID --dir {}`.\n#\n# task  cell                          /dev/shm",
         env!("CARGO_PKG_VERSION"),
         cells.len(),
-        target.output_dir.display()
+        shell_word(&target.output_dir.display().to_string())
     );
     for (i, cell) in cells.iter().enumerate() {
         let _ = writeln!(out, "# {i:<5} {:<29} {}", cell.cell, where_it_runs(cell));
@@ -130,19 +154,7 @@ pub(crate) fn render(scenario: &str, cells: &[CellConfig], target: &Target) -> S
     let _ = write!(
         out,
         "set -eu\nexec {} slurm task <<'{CELLS_END}'\n{cells_json}\n{CELLS_END}\n",
-        shell_quote(&target.binary.display().to_string()),
+        shell_word(&target.binary.display().to_string()),
     );
-    out
-}
-
-/// `s` as one shell word.
-fn shell_quote(s: &str) -> String {
-    if !s.is_empty()
-        && s.bytes()
-            .all(|b| b.is_ascii_alphanumeric() || b"/._-+:@".contains(&b))
-    {
-        s.to_string()
-    } else {
-        format!("'{}'", s.replace('\'', "'\\''"))
-    }
+    Ok(out)
 }

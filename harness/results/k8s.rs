@@ -8,7 +8,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use anyhow::{bail, Result};
 
 use super::k8s_jobs::JobCells;
-use super::logged::{looks_like_record, read_line};
+use super::logged::{each_line, looks_like_record, read_line, too_long, Line};
 use super::row::Row;
 use super::row_build::{command_line, Placement, RowContext};
 use crate::model::fingerprint::Fingerprint;
@@ -24,24 +24,38 @@ pub(crate) struct Logged {
 /// The records in a log: every line that is a cell record, bare or behind the prefix
 /// `kubectl logs --prefix` writes (`[pod/NAME/CONTAINER] `). Lines that look like a record but
 /// are not one of this shmbench's are named in the second list.
+#[cfg(test)]
 pub(crate) fn records_in(text: &str) -> (Vec<Logged>, Vec<String>) {
+    // Reading from memory cannot fail.
+    records_from(text.as_bytes()).unwrap_or_default()
+}
+
+/// The records in a log read a line at a time, each line up to `logged::MAX_LINE` (a longer
+/// one is named by its number and length, never held whole).
+pub(crate) fn records_from(
+    reader: impl std::io::BufRead,
+) -> std::io::Result<(Vec<Logged>, Vec<String>)> {
     let mut found = Vec::new();
     let mut bad = Vec::new();
-    for (n, line) in text.lines().enumerate() {
+    each_line(reader, |n, line| {
+        let line = match line {
+            Line::TooLong(length) => return bad.push(too_long(n, length)),
+            Line::Text(line) => line,
+        };
         let (pod, body) = match line.strip_prefix("[pod/").and_then(|r| r.split_once("] ")) {
             Some((who, body)) => (who.split('/').next().map(str::to_string), body),
             None => (None, line),
         };
         let body = body.trim();
         if !looks_like_record(body) {
-            continue;
+            return;
         }
-        match read_line::<CellRecord>(body, n + 1, |r| &r.config) {
+        match read_line::<CellRecord>(body, n, |r| &r.config) {
             Ok(record) => found.push(Logged { pod, record }),
             Err(e) => bad.push(e),
         }
-    }
-    (found, bad)
+    })?;
+    Ok((found, bad))
 }
 
 /// What the API says about the fleet, beside the logs.

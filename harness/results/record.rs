@@ -32,6 +32,24 @@ pub(crate) fn bad_line(path: &Path, line: u64, e: &dyn std::fmt::Display) -> any
     )
 }
 
+/// The first measure of `row` that no run can have measured (NaN, infinite or negative), if
+/// any: shmbench never writes one, and `compare` would judge on it (a NaN side is "unchanged").
+fn bad_measure(row: &Row) -> Option<(&'static str, f64)> {
+    [
+        ("img_per_s", row.img_per_s),
+        ("img_per_s_p50", row.img_per_s_p50),
+        ("cpu_ms_per_img", row.cpu_ms_per_img),
+        ("main_cpu_ms_per_step", row.main_cpu_ms_per_step),
+        ("instructions_per_img", row.instructions_per_img),
+    ]
+    .into_iter()
+    .find_map(|(column, value)| {
+        value
+            .filter(|v| !v.is_finite() || *v < 0.0)
+            .map(|v| (column, v))
+    })
+}
+
 /// One record of `path` as a row of this schema, refusing another schema version and naming
 /// the line of a bad row.
 pub fn parse(record: &csv::StringRecord, headers: &csv::StringRecord, path: &Path) -> Result<Row> {
@@ -60,6 +78,10 @@ pub fn parse(record: &csv::StringRecord, headers: &csv::StringRecord, path: &Pat
             row.schema,
             reads.join(", ")
         );
+    }
+    if let Some((column, value)) = bad_measure(&row) {
+        let why = format!("{column} is {value}: a measure is a finite number, 0 or more");
+        return Err(bad_line(path, line, &why));
     }
     // An older row, read with its missing columns at their defaults, is a row of this schema.
     Ok(Row {

@@ -3,12 +3,14 @@
 //! (`model::slurm::TaskEnd`) gives the row of a task the scheduler ended before its record
 //! (OUT_OF_MEMORY, TIMEOUT, CANCELLED, ...), its status and Slurm's reason, as `k8s collect`
 //! does for pods. Output files are untrusted text: a record whose names cannot be file names is
-//! named and skipped.
+//! named and skipped, and a task's record is taken only from that task's own output file (its
+//! name, `shmbench-JOB_TASK.out`, must name the task the record names), so that a file whose
+//! name sorts first cannot speak for another task.
 
 use std::collections::BTreeMap;
 
 use super::k8s::Collected;
-use super::logged::{looks_like_record, read_line};
+use super::logged::{each_line, looks_like_record, read_line, too_long, Line};
 use super::row::Row;
 use super::row_build::{command_line, Placement, RowContext};
 use crate::model::record::{CellRecord, Status};
@@ -24,24 +26,37 @@ pub(crate) struct TaskOutput {
 }
 
 impl TaskOutput {
-    /// Reads a task's output file (the cell's relayed stderr may be in it too).
-    pub(crate) fn read(text: &str) -> TaskOutput {
+    /// Reads a task's output file (the cell's relayed stderr may be in it too), a line at a
+    /// time and each up to `logged::MAX_LINE`.
+    pub(crate) fn read_from(reader: impl std::io::BufRead) -> std::io::Result<TaskOutput> {
         let mut out = TaskOutput::default();
-        for (n, line) in text.lines().enumerate() {
-            let line = line.trim();
-            if let Some(json) = line.strip_prefix(START_MARK) {
-                match read_line::<TaskStart>(json.trim(), n + 1, |s| &s.config) {
-                    Ok(start) => out.start = Some(start),
-                    Err(e) => out.bad.push(e),
-                }
-            } else if looks_like_record(line) {
-                match read_line::<CellRecord>(line, n + 1, |r| &r.config) {
-                    Ok(record) => out.record = Some(record),
-                    Err(e) => out.bad.push(e),
-                }
+        each_line(reader, |n, line| match line {
+            Line::TooLong(length) => out.bad.push(too_long(n, length)),
+            Line::Text(line) => out.take(n, line.trim()),
+        })?;
+        Ok(out)
+    }
+
+    /// Reads a task's output file held as text.
+    #[cfg(test)]
+    pub(crate) fn read(text: &str) -> TaskOutput {
+        // Reading from memory cannot fail.
+        Self::read_from(text.as_bytes()).unwrap_or_default()
+    }
+
+    /// Takes line `n`, if it is a start line or a record.
+    fn take(&mut self, n: usize, line: &str) {
+        if let Some(json) = line.strip_prefix(START_MARK) {
+            match read_line::<TaskStart>(json.trim(), n, |s| &s.config) {
+                Ok(start) => self.start = Some(start),
+                Err(e) => self.bad.push(e),
+            }
+        } else if looks_like_record(line) {
+            match read_line::<CellRecord>(line, n, |r| &r.config) {
+                Ok(record) => self.record = Some(record),
+                Err(e) => self.bad.push(e),
             }
         }
-        out
     }
 }
 
@@ -61,21 +76,22 @@ pub(crate) fn collect(
     let mut notes = Vec::new();
     let ended: BTreeMap<String, &TaskEnd> = ends.iter().map(|e| (e.name(), e)).collect();
     let mut entries = Vec::new();
-    let mut seen = std::collections::BTreeSet::new();
+    let mut seen: BTreeMap<String, String> = BTreeMap::new();
     for TaskFile { file, output } in files {
         let Some((name, record)) = task_record(&file, output, &ended, &mut notes) else {
             continue;
         };
-        if !seen.insert(name.clone()) {
+        if let Some(first) = seen.get(&name) {
             notes.push(format!(
-                "task {name}: a second output file ({file}); counted once"
+                "task {name}: a second output file of it ({file}) beside {first}: the first is kept, check which is the task's"
             ));
             continue;
         }
+        seen.insert(name.clone(), file);
         entries.push((order(&name), name, record));
     }
     for (name, end) in &ended {
-        if !seen.contains(name) && end.ended() {
+        if !seen.contains_key(name) && end.ended() {
             notes.push(format!(
                 "task {name}: {} and no output file of it was given (it never started, or its file is elsewhere): no row",
                 end.state
@@ -149,15 +165,12 @@ fn task_record(
             "{file}, {problem}: not a record of this shmbench; skipped"
         ));
     }
+    let name = own_task(file, &output, notes)?;
     let slurm = output
         .record
         .as_ref()
         .and_then(|r| r.slurm.clone())
         .or_else(|| output.start.as_ref().and_then(|s| s.slurm.clone()));
-    let name = slurm
-        .as_ref()
-        .map(|s| s.name())
-        .unwrap_or_else(|| file.to_string());
     let end = ended.get(&name);
     if let Some(mut record) = output.record {
         // A cell that could not finish (stopped by the scheduler's SIGTERM) says error; Slurm
@@ -201,6 +214,47 @@ fn task_record(
     let mut record = CellRecord::failed_to_run(start.config, status, message);
     record.slurm = slurm;
     Some((name, record))
+}
+
+/// The task a file's name says it is the output of (`shmbench-12_3.out`: `12_3`; as
+/// `slurm_script::output_pattern` names them).
+fn task_of_file(file: &str) -> Option<String> {
+    let name = std::path::Path::new(file).file_name()?.to_str()?;
+    let id = name.strip_prefix("shmbench-")?.strip_suffix(".out")?;
+    let number = |s: &str| !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit());
+    let ok = match id.split_once('_') {
+        Some((job, task)) => number(job) && number(task),
+        None => number(id),
+    };
+    ok.then(|| id.to_string())
+}
+
+/// The task whose record `output` may give: the one its file is named for, when every line of
+/// it that names a task names that one; None (and a note naming the file) otherwise.
+fn own_task(file: &str, output: &TaskOutput, notes: &mut Vec<String>) -> Option<String> {
+    let Some(own) = task_of_file(file) else {
+        if output.record.is_some() || output.start.is_some() {
+            notes.push(format!(
+                "{file}: not named as a task's output file (shmbench-JOB_TASK.out), so the task its lines name cannot be trusted to be its own; skipped"
+            ));
+        }
+        return None;
+    };
+    let claimed = [
+        output.start.as_ref().and_then(|s| s.slurm.as_ref()),
+        output.record.as_ref().and_then(|r| r.slurm.as_ref()),
+    ];
+    for task in claimed.into_iter().flatten() {
+        let name = task.name();
+        if name != own {
+            notes.push(format!(
+                "{file}: holds a record of task {} though it is task {own}'s file: forged or misplaced, skipped",
+                super::logged::excerpt(&name)
+            ));
+            return None;
+        }
+    }
+    Some(own)
 }
 
 /// What this end means for a cell that printed no record: its status and the words for it;
@@ -266,5 +320,22 @@ mod tests {
         let out = TaskOutput::read(text);
         assert!(out.start.is_none() && out.record.is_none());
         assert_eq!(out.bad.len(), 2, "both lines named: {:?}", out.bad);
+    }
+
+    #[test]
+    fn only_a_tasks_own_file_names_it() {
+        assert_eq!(
+            task_of_file("/d/shmbench-500_0.out").as_deref(),
+            Some("500_0")
+        );
+        assert_eq!(task_of_file("shmbench-77.out").as_deref(), Some("77"));
+        for bad in [
+            "/d/shmbench-500_.out",
+            "shmbench-500_0.out.bak",
+            "x-500_0.out",
+            "shmbench-_0.out",
+        ] {
+            assert_eq!(task_of_file(bad), None, "{bad}");
+        }
     }
 }
