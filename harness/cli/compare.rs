@@ -97,18 +97,24 @@ pub(crate) fn run(args: Args) -> Result<ExitCode> {
         };
         std::fs::write(&path, body)?;
     }
+    Ok(verdict_exit(&comparisons, args.allow_undecided))
+}
+
+/// The exit status a comparison gives (`compare`, and `matrix --baseline`): 1 on a regression,
+/// else `EXIT_UNDECIDED` when a cell is undecided (unless allowed), else 0.
+pub(crate) fn verdict_exit(comparisons: &[compare::Comparison], allow_undecided: bool) -> ExitCode {
     let regressed = comparisons.iter().any(|c| c.verdict.is_regression());
     let undecided = comparisons.iter().any(|c| c.verdict.is_undecided());
-    Ok(if regressed {
+    if regressed {
         ExitCode::from(1)
-    } else if undecided && !args.allow_undecided {
+    } else if undecided && !allow_undecided {
         eprintln!(
             "shmbench: undecided cell(s): too few runs to tell a change from chance (see their notes); rerun with more --repeat, or pass --allow-undecided to accept"
         );
         ExitCode::from(EXIT_UNDECIDED)
     } else {
         ExitCode::SUCCESS
-    })
+    }
 }
 
 /// Parses a threshold: `5%`, `5` (percent) or `0.05` (a fraction below 1).

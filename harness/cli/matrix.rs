@@ -48,9 +48,12 @@ pub(crate) struct Args {
     #[arg(long, value_name = "NAME")]
     pub(crate) save_baseline: Option<String>,
     /// Compare this run with baseline NAME afterwards (as `shmbench compare`, default
-    /// thresholds); exit 1 on a regression
+    /// thresholds); exit 1 on a regression, 3 on a cell too few runs can judge
     #[arg(long, value_name = "NAME")]
     pub(crate) baseline: Option<String>,
+    /// With --baseline: exit 0, not 3, when a cell is undecided
+    #[arg(long, requires = "baseline")]
+    pub(crate) allow_undecided: bool,
     /// Overrides applied to every cell
     #[command(flatten)]
     pub(crate) knobs: Knobs,
@@ -127,8 +130,9 @@ pub(crate) fn run(args: Args) -> Result<ExitCode> {
             "\nagainst baseline '{name}':\n{}",
             present_compare::render(&comparisons, thresholds)
         );
-        if comparisons.iter().any(|c| c.verdict.is_regression()) {
-            return Ok(ExitCode::from(1));
+        let judged = super::compare::verdict_exit(&comparisons, args.allow_undecided);
+        if judged != ExitCode::SUCCESS {
+            return Ok(judged);
         }
     }
     Ok(outcome::exit_code(&outcome))
