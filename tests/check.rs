@@ -21,11 +21,6 @@ fn check(args: &[&str]) -> Output {
     common::shmbench(&all)
 }
 
-fn json_of(out: &Output) -> Value {
-    serde_json::from_slice(&out.stdout)
-        .unwrap_or_else(|e| panic!("not JSON ({e}): {}", String::from_utf8_lossy(&out.stdout)))
-}
-
 /// The rule ids a fixture's first line expects (`# expect: SHM001 SHM001`, `# expect: none`).
 fn expected(path: &Path) -> Vec<String> {
     let text = std::fs::read_to_string(path).unwrap();
@@ -54,13 +49,8 @@ fn every_fixture_raises_exactly_the_rules_it_expects() {
     assert!(files.len() >= 15, "{files:?}");
     for file in files {
         let out = check(&["--format", "json", file.to_str().unwrap()]);
-        let doc = json_of(&out);
-        let mut got: Vec<String> = doc["findings"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|f| f["rule"]["id"].as_str().unwrap().to_string())
-            .collect();
+        let doc = common::json_of(&out);
+        let mut got = common::rule_ids(&doc);
         got.sort();
         let want = expected(&file);
         assert_eq!(got, want, "{}: {doc:#}", file.display());
@@ -78,7 +68,7 @@ fn every_fixture_raises_exactly_the_rules_it_expects() {
         seen_rules.extend(want);
     }
     // Every rule has a failing fixture (and the passing ones above hold the rest to none).
-    let doc = json_of(&check(&["--format", "json", fixtures().to_str().unwrap()]));
+    let doc = common::json_of(&check(&["--format", "json", fixtures().to_str().unwrap()]));
     for rule in doc["rules"].as_array().unwrap() {
         let id = rule["id"].as_str().unwrap();
         assert!(seen_rules.contains(id), "no fixture raises {id}");
@@ -98,13 +88,8 @@ fn loaders_given_hold_every_workload_to_their_need() {
         "8",
         file.to_str().unwrap(),
     ]);
-    let doc = json_of(&out);
-    let ids: Vec<&str> = doc["findings"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|f| f["rule"]["id"].as_str().unwrap())
-        .collect();
+    let doc = common::json_of(&out);
+    let ids = common::rule_ids(&doc);
     assert_eq!(ids, ["SHM004"], "{doc:#}");
     let fix = doc["findings"][0]["fix"].as_str().unwrap();
     assert!(
@@ -117,7 +102,7 @@ fn loaders_given_hold_every_workload_to_their_need() {
 #[test]
 fn a_compose_fix_names_the_service_and_file_it_is_for() {
     let file = fixtures().join("shm010-fail-compose-merge.yaml");
-    let doc = json_of(&check(&["--format", "json", file.to_str().unwrap()]));
+    let doc = common::json_of(&check(&["--format", "json", file.to_str().unwrap()]));
     let fixes: Vec<&str> = doc["findings"]
         .as_array()
         .unwrap()
@@ -262,7 +247,7 @@ fn sarif_output_is_valid_sarif_2_1_0() {
         .arg(dir.join("broken.yaml"))
         .output()
         .unwrap();
-    let doc = json_of(&out);
+    let doc = common::json_of(&out);
     assert_eq!(doc["version"], "2.1.0");
     let run = &doc["runs"][0];
     assert!(run["results"].as_array().unwrap().len() >= 10);
@@ -310,7 +295,7 @@ fn sarif_output_is_valid_sarif_2_1_0() {
 
 /// The `sizeLimit:` a finding's fix gives, and its message.
 fn size_limit_and_message(args: &[&str]) -> (String, String) {
-    let doc = json_of(&check(args));
+    let doc = common::json_of(&check(args));
     let finding = &doc["findings"][0];
     let fix = finding["fix"].as_str().unwrap_or_default();
     let limit = fix
@@ -340,7 +325,7 @@ fn the_ranks_come_from_the_workload_when_not_given() {
     assert_ne!(one, own);
     // Slurm's GPUs per node, when nothing launches more.
     let script = fixtures().join("shm030-fail-gres.sbatch");
-    let doc = json_of(&check(&["--format", "json", script.to_str().unwrap()]));
+    let doc = common::json_of(&check(&["--format", "json", script.to_str().unwrap()]));
     let message = doc["findings"][0]["message"].as_str().unwrap();
     assert!(
         message.contains("x 4 ranks (#SBATCH --gres=gpu:4)"),

@@ -9,8 +9,6 @@ use std::path::{Path, PathBuf};
 use std::process::{Output, Stdio};
 use std::time::{Duration, Instant};
 
-use serde_json::Value;
-
 fn fixture(name: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("tests/fixtures/check")
@@ -21,11 +19,6 @@ fn fixture(name: &str) -> PathBuf {
 fn fixture_body(name: &str) -> String {
     let text = std::fs::read_to_string(fixture(name)).unwrap();
     text.split_once('\n').unwrap().1.to_string()
-}
-
-fn json_of(out: &Output) -> Value {
-    serde_json::from_slice(&out.stdout)
-        .unwrap_or_else(|e| panic!("not JSON ({e}): {}", String::from_utf8_lossy(&out.stdout)))
 }
 
 /// `shmbench check ARGS` run in `dir`, waited for at most a few minutes: a check that blocks
@@ -96,7 +89,9 @@ fn data_never_commands_a_runner_through_the_report() {
             "{format}: {said}"
         );
         assert!(
-            json_of(&out).to_string().contains("##[set-output name=a]b"),
+            common::json_of(&out)
+                .to_string()
+                .contains("##[set-output name=a]b"),
             "{said}"
         );
     }
@@ -149,7 +144,7 @@ fn nesting_too_deep_is_named_before_the_parser_recurses() {
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    let doc = json_of(&out);
+    let doc = common::json_of(&out);
     let run = &doc["runs"][0];
     let notes = run["invocations"][0]["toolExecutionNotifications"].to_string();
     assert!(
@@ -225,7 +220,7 @@ fn one_broken_document_costs_only_itself() {
     let text = format!("{good}---\napiVersion: v1\nkind: Pod\nspec: [1, 2\n  x: {{\n---\n{good}");
     std::fs::write(dir.join("multi.yaml"), &text).unwrap();
     let out = check_in(&dir, &["--format", "json", "multi.yaml"]);
-    let doc = json_of(&out);
+    let doc = common::json_of(&out);
     assert_eq!(out.status.code(), Some(2), "{doc:#}");
     let lines: Vec<u64> = doc["findings"]
         .as_array()
@@ -259,12 +254,7 @@ fn aliases_of_aliases_are_walked_within_a_bound() {
     text.push_str("        - {name: t, image: pytorch/pytorch:2.5.1-cuda12.4-cudnn9-runtime}\n");
     std::fs::write(dir.join("laughs.yaml"), text).unwrap();
     let out = check_in(&dir, &["--format", "json", "laughs.yaml"]);
-    let doc = json_of(&out);
-    let ids: Vec<&str> = doc["findings"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|f| f["rule"]["id"].as_str().unwrap())
-        .collect();
+    let doc = common::json_of(&out);
+    let ids = common::rule_ids(&doc);
     assert_eq!(ids, ["SHM001"], "{doc:#}");
 }

@@ -136,14 +136,7 @@ fn the_preflight_reads_the_live_loader() {
     let Some(python) = torch_or_skip() else {
         return;
     };
-    let (_dir, venv) = venv_with_wheel(Some(&python));
-    let script = concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/tests/python/preflight_cases.py"
-    );
-    let out = run(Command::new(venv.join("bin/python")).arg(script));
-    let text = String::from_utf8_lossy(&out.stdout);
-    let found: serde_json::Value = serde_json::from_str(text.lines().last().unwrap()).unwrap();
+    let found = preflight_script(&python, "preflight_cases.py");
     // No workers: the main loads every batch, nothing in /dev/shm.
     assert_eq!(found["no_workers"]["need"], 0, "{found}");
     assert_eq!(found["no_workers"]["fits"], true, "{found}");
@@ -204,14 +197,7 @@ fn the_preflight_follows_wrappers_keeps_rngs_and_offers_batches_in_samples() {
     let Some(python) = torch_or_skip() else {
         return;
     };
-    let (_dir, venv) = venv_with_wheel(Some(&python));
-    let script = concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/tests/python/preflight_defects.py"
-    );
-    let out = run(Command::new(venv.join("bin/python")).arg(script));
-    let text = String::from_utf8_lossy(&out.stdout);
-    let found: serde_json::Value = serde_json::from_str(text.lines().last().unwrap()).unwrap();
+    let found = preflight_script(&python, "preflight_defects.py");
     assert_eq!(found["failures"], serde_json::json!([]), "{found}");
     assert!(
         found["nonfit_offers"]
@@ -376,4 +362,17 @@ fn in_a_docker_container_the_preflight_names_the_engine_s_fix() {
     let (ok, text) = in_container(&venv, &python, "2g");
     assert!(ok && text.contains("trained"), "{text}");
     assert_clean(&before);
+}
+
+/// Runs `tests/python/NAME` in a venv with the wheel and `python`'s torch: the JSON its last
+/// line prints.
+fn preflight_script(python: &str, name: &str) -> serde_json::Value {
+    let (_dir, venv) = venv_with_wheel(Some(python));
+    let script = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/python")
+        .join(name);
+    let out = run(Command::new(venv.join("bin/python")).arg(script));
+    let text = String::from_utf8_lossy(&out.stdout);
+    serde_json::from_str(text.lines().last().unwrap_or_default())
+        .unwrap_or_else(|e| panic!("{e}: {text}"))
 }

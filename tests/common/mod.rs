@@ -10,6 +10,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
+mod check;
 mod k8s;
 mod machine;
 mod private_shm;
@@ -18,6 +19,8 @@ mod torch;
 mod watch;
 
 // Each test file uses a part of these.
+#[allow(unused_imports)]
+pub use check::*;
 #[allow(unused_imports)]
 pub use k8s::*;
 #[allow(unused_imports)]
