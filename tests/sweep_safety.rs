@@ -272,3 +272,43 @@ fn an_audit_that_cannot_see_every_process_calls_nothing_stale() {
         "{text}"
     );
 }
+
+/// A held file renamed onto a stale file's name after the sweep leased the stale one and before
+/// it removes it (strace delays the sweep's rename to widen that window): the name now is
+/// another file, which must be put back, not removed.
+const RENAMED_ONTO: &str = r#"
+set -e
+mount -t tmpfs -o size=64m tmpfs /dev/shm
+DEAD=$(sh -c 'echo $$')
+head -c 4096 /dev/zero > /dev/shm/torch_${DEAD}_a
+head -c 8192 /dev/zero > /dev/shm/precious
+exec 9</dev/shm/precious
+strace -o /dev/null -e inject=renameat2:delay_enter=2000000:when=1 \
+  "$SHMBENCH" shm --sweep-stale --older-than 0s > "$OUT/swept.txt" &
+SWEEP=$!
+for _ in $(seq 600); do grep -q LEASE /proc/locks && break; sleep 0.01; done
+mv -f /dev/shm/precious /dev/shm/torch_${DEAD}_a
+wait $SWEEP
+stat -L -c %i /proc/$$/fd/9 > "$OUT/held_inode"
+stat -c %i /dev/shm/torch_${DEAD}_a > "$OUT/named_inode"
+"#;
+
+#[test]
+fn a_file_renamed_onto_a_leased_name_is_put_back_not_removed() {
+    if !require("strace", || which("strace"), "strace") {
+        return;
+    }
+    let _guard = serial();
+    let dir = temp_dir("sweep-rename");
+    let out = dir.as_ref();
+    let run = in_private_shm(RENAMED_ONTO, out);
+    let swept = std::fs::read_to_string(out.join("swept.txt")).unwrap_or_default();
+    assert!(
+        run.status.success(),
+        "{swept}\n{}",
+        String::from_utf8_lossy(&run.stderr)
+    );
+    let read = |name: &str| std::fs::read_to_string(out.join(name)).unwrap();
+    assert_eq!(read("held_inode"), read("named_inode"), "{swept}");
+    assert!(swept.contains("another file took its name"), "{swept}");
+}

@@ -12,6 +12,9 @@ use crate::present::shm_audit;
 use crate::sys::stale_sweep::{self, SweepAsk};
 use crate::sys::{shm_audit::audit, signals};
 
+/// The least age `--unowned` accepts: below it, being unheld, unchanged and unread proves little.
+const MIN_UNOWNED_AGE: Duration = Duration::from_secs(600);
+
 #[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Format {
     Text,
@@ -48,7 +51,7 @@ pub(crate) struct Args {
     #[arg(long, value_name = "DURATION", value_parser = humantime::parse_duration)]
     older_than: Option<Duration>,
     /// With --sweep-stale: also remove files of unknown owner under PATH (repeatable), when
-    /// unheld and unchanged and unread for --older-than
+    /// unheld and unchanged and unread for --older-than (at least 10m)
     #[arg(long, value_name = "PATH", requires = "sweep_stale")]
     unowned: Vec<PathBuf>,
 }
@@ -74,6 +77,12 @@ pub(crate) fn run(args: Args) -> Result<ExitCode> {
             return Ok(ExitCode::SUCCESS);
         }
     };
+    if !unowned.is_empty() && older_than < MIN_UNOWNED_AGE {
+        bail!(
+            "--unowned needs --older-than of at least {}: a file of unknown owner must have shown no change and no read for a while (an open-read-close loop is unheld most of the time)",
+            humantime::format_duration(MIN_UNOWNED_AGE)
+        );
+    }
     let mut stdout = std::io::stdout().lock();
     match args.format {
         Format::Json => writeln!(stdout, "{}", serde_json::json!({ "audit": before }))?,

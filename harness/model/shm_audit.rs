@@ -48,6 +48,8 @@ pub(crate) struct ShmEntry {
     pub(crate) read_age_s: f64,
     pub(crate) uid: u32,
     pub(crate) inode: u64,
+    /// Names the file has (hard links): one removed frees nothing while another stays.
+    pub(crate) links: u64,
     pub(crate) holders: Vec<Hold>,
     /// The library its name points to, if any (a hint: `segment_maker`).
     pub(crate) made_by: Option<&'static str>,

@@ -18,7 +18,16 @@ pub(crate) fn shown(data: &str) -> String {
             '\n' => out.push_str("\\n"),
             '\r' => out.push_str("\\r"),
             '\t' => out.push_str("\\t"),
-            c if c.is_control() || matches!(c, '\u{2028}' | '\u{2029}') => {
+            // Line separators end a line in some readers; bidirectional controls reorder
+            // what follows them on screen.
+            c if c.is_control()
+                || matches!(
+                    c,
+                    '\u{2028}' | '\u{2029}' | '\u{200e}' | '\u{200f}' | '\u{61c}'
+                )
+                || ('\u{202a}'..='\u{202e}').contains(&c)
+                || ('\u{2066}'..='\u{2069}').contains(&c) =>
+            {
                 let _ = write!(out, "\\u{{{:x}}}", c as u32);
             }
             c => out.push(c),
@@ -58,6 +67,7 @@ mod tests {
             "p\\n::error x\\r\\u{1b}]0;t\\u{7}\\u{7f}\\u{9b}\\\\"
         );
         assert_eq!(shown("a ##[set-output]b"), "a #\\u{23}[set-output]b");
+        assert_eq!(shown("txt.\u{202e}exe"), "txt.\\u{202e}exe");
         assert_eq!(
             no_workflow_commands("::error f::x\n  \t::warning::y\nok: :: fine\n"),
             "\\u{3a}:error f::x\n  \t\\u{3a}:warning::y\nok: :: fine\n"

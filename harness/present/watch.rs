@@ -290,7 +290,13 @@ fn leftovers(out: &mut String, report: &WatchFindings) {
     );
     for l in report.leftovers.iter().take(MAX_SEGMENTS) {
         let maker = made_by(&l.name).map_or(String::new(), |m| format!(" (by its name, {m})"));
-        let _ = writeln!(out, "    {} {}{maker}", shown(&l.name), ByteSize(l.bytes));
+        let removed = if l.removed { " (removed)" } else { "" };
+        let _ = writeln!(
+            out,
+            "    {} {}{maker}{removed}",
+            shown(&l.name),
+            ByteSize(l.bytes)
+        );
     }
     if report.leftovers.len() > MAX_SEGMENTS {
         let _ = writeln!(

@@ -5,17 +5,21 @@
 //! held another open breaks it and waits. /proc is read once for a whole batch of leased files
 //! (any fd or mapping of them), and each goes only if its lease is still unbroken.
 //!
-//! A lease break sends SIGIO, whose default action kills: callers hold [`IgnoreSigio`] while
-//! leases are held. `stale_sweep` (`shm --sweep-stale`) and a watched job's `--sweep` use it.
+//! The name is unlinked only while it still is the leased file (moved aside first, then
+//! checked). A lease break sends SIGIO, whose default action kills: callers hold
+//! [`IgnoreSigio`] while leases are held, and [`HoldStops`] so that Ctrl-Z cannot freeze the
+//! sweep with leases held. `stale_sweep` (`shm --sweep-stale`) and a watched job's `--sweep` use it.
 
 use std::collections::HashSet;
 use std::os::fd::{AsFd, AsRawFd, OwnedFd};
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 
-use nix::fcntl::{openat, OFlag};
-use nix::sys::signal::{signal, SigHandler, Signal};
-use nix::sys::stat::{fstat, FileStat, Mode};
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use nix::fcntl::{openat, renameat2, AtFlags, OFlag, RenameFlags};
+use nix::sys::signal::{pthread_sigmask, signal, SigHandler, SigSet, SigmaskHow, Signal};
+use nix::sys::stat::{fstat, fstatat, FileStat, Mode};
 use nix::unistd::{unlinkat, UnlinkatFlags};
 
 use super::holders::{self, FileId};
@@ -41,6 +45,14 @@ pub(crate) enum Kept {
     NoProc(#[from] holders::ProcUnreadable),
     #[error("this tmpfs is mounted noatime: nothing proves a file of unknown owner unread")]
     NoAtime,
+    #[error("another file took its name during the sweep: put back, not removed")]
+    Replaced,
+    #[error("another file took its name during the sweep, and a third took it again before it could be put back: it is at {0} in the same directory")]
+    ReplacedTwice(String),
+    #[error(
+        "it has {0} names (hard links): removing one frees nothing, and another may be in use"
+    )]
+    HardLinked(u64),
     #[error("{0}: {1}")]
     Os(&'static str, nix::Error),
 }
@@ -88,6 +100,9 @@ pub(crate) fn lease(
     let st = fstat(&file).map_err(|e| Kept::Os("cannot stat it", e))?;
     if st.st_ino != inode || (st.st_mode & libc::S_IFMT) != libc::S_IFREG {
         return Err(Kept::Changed);
+    }
+    if st.st_nlink > 1 {
+        return Err(Kept::HardLinked(st.st_nlink as u64));
     }
     still(&st)?;
     // SAFETY: fcntl on an fd we own; the lease goes with it (nix does not wrap F_SETLEASE).
@@ -137,8 +152,71 @@ fn unlink_one(l: &Leased, held: &HashSet<FileId>) -> Result<(), Kept> {
     if unsafe { libc::fcntl(l.file.as_raw_fd(), libc::F_GETLEASE) } != libc::F_WRLCK {
         return Err(Kept::LeaseBroken);
     }
-    unlinkat(l.dir.as_fd(), l.name.as_slice(), UnlinkatFlags::NoRemoveDir)
-        .map_err(|e| Kept::Os("cannot remove it", e))
+    unlink_if_same(l)
+}
+
+/// Unlinks the leased file's name only if the name still is that file. Linux cannot unlink
+/// "this inode", and a rename onto the name does not break a lease, so the name is first moved
+/// (atomically, never over anything) to a private name in the same directory: what was moved
+/// is then known, and it is unlinked if it is the leased file, or else put back.
+fn unlink_if_same(l: &Leased) -> Result<(), Kept> {
+    static SEQ: AtomicU64 = AtomicU64::new(0);
+    let aside = format!(
+        ".shmbench-sweep-{}-{}",
+        std::process::id(),
+        SEQ.fetch_add(1, Ordering::Relaxed)
+    );
+    let name = l.name.as_slice();
+    renameat2(
+        l.dir.as_fd(),
+        name,
+        l.dir.as_fd(),
+        aside.as_str(),
+        RenameFlags::RENAME_NOREPLACE,
+    )
+    .map_err(|e| Kept::Os("cannot move it aside to remove it", e))?;
+    let moved = fstatat(&l.dir, aside.as_str(), AtFlags::AT_SYMLINK_NOFOLLOW);
+    if moved.is_ok_and(|st| (st.st_dev, st.st_ino) == l.id) {
+        return unlinkat(l.dir.as_fd(), aside.as_str(), UnlinkatFlags::NoRemoveDir)
+            .map_err(|e| Kept::Os("cannot remove it", e));
+    }
+    // Another file took the name after the lease: it goes back where it was.
+    match renameat2(
+        l.dir.as_fd(),
+        aside.as_str(),
+        l.dir.as_fd(),
+        name,
+        RenameFlags::RENAME_NOREPLACE,
+    ) {
+        Ok(()) => Err(Kept::Replaced),
+        Err(_) => Err(Kept::ReplacedTwice(aside)),
+    }
+}
+
+/// Stop signals (Ctrl-Z, SIGTTIN, SIGTTOU) held back while this lives: a sweep stopped while
+/// it holds leases would make every open of a leased file wait the kernel's lease-break time
+/// (`/proc/sys/fs/lease-break-time`, 45 s by default). A stop asked for meanwhile takes effect
+/// when this drops, between batches. SIGSTOP cannot be held back.
+pub(crate) struct HoldStops(Option<SigSet>);
+
+impl HoldStops {
+    pub(crate) fn new() -> HoldStops {
+        let mut stops = SigSet::empty();
+        for sig in [Signal::SIGTSTP, Signal::SIGTTIN, Signal::SIGTTOU] {
+            stops.add(sig);
+        }
+        let mut before = SigSet::empty();
+        let held = pthread_sigmask(SigmaskHow::SIG_BLOCK, Some(&stops), Some(&mut before));
+        HoldStops(held.ok().map(|()| before))
+    }
+}
+
+impl Drop for HoldStops {
+    fn drop(&mut self) {
+        if let Some(before) = &self.0 {
+            let _ = pthread_sigmask(SigmaskHow::SIG_SETMASK, Some(before), None);
+        }
+    }
 }
 
 /// Opens `name` relative to `dir` (or as a path) without following a symlink, and checks it is
@@ -170,6 +248,7 @@ pub(crate) fn open_on(
 /// pass a symlink such as /dev/shm -> /run/shm), the file itself never through one.
 pub(crate) fn remove_proven_unheld(files: &[(PathBuf, FileId)]) -> Vec<PathBuf> {
     let _sigio = IgnoreSigio::new();
+    let _stops = HoldStops::new();
     let mut leased = Vec::new();
     for (index, (path, id)) in files.iter().enumerate() {
         let (Some(parent), Some(name)) = (path.parent(), path.file_name()) else {

@@ -47,32 +47,38 @@ impl OpenShm {
     }
 }
 
-/// How the mount holding `root` (a canonical path on device `device`) updates access times:
-/// its per-mount options in /proc/self/mountinfo (`noatime`, `relatime`, or neither: strict).
-/// Unknown mounts are taken as `noatime`, which proves nothing unread.
-pub(crate) fn atime_updates(root: &std::path::Path, device: u64) -> AtimeUpdates {
+/// How the mounts of the tmpfs on `device` update access times, as far as the weakest of them
+/// proves anything: a read through any mount of the same filesystem (a bind mount elsewhere,
+/// remounted `noatime`) counts, so the rule is the weakest over every mount of the device in
+/// /proc/self/mountinfo (`noatime` < `relatime` < neither, strict). Mounts in other mount
+/// namespaces cannot be seen from here, and a reader that opens with `O_NOATIME` leaves no
+/// atime at all: docs/SAFETY.md says so.
+pub(crate) fn atime_updates(device: u64) -> AtimeUpdates {
     let wanted = format!(
         "{}:{}",
         nix::sys::stat::major(device),
         nix::sys::stat::minor(device)
     );
-    let root = root.to_string_lossy();
     let mountinfo = std::fs::read_to_string("/proc/self/mountinfo").unwrap_or_default();
-    // The longest mount point on the device that holds the root: the mount the root is in.
-    let options = mountinfo
+    mountinfo
         .lines()
         .map(|l| l.split(' ').collect::<Vec<_>>())
         .filter(|f| f.len() > 5 && f[2] == wanted)
-        .filter(|f| {
-            let point = f[4].replace("\\040", " ");
-            point == "/" || root == point || root.starts_with(&format!("{point}/"))
+        .map(|f| {
+            let options: Vec<&str> = f[5].split(',').collect();
+            if options.contains(&"noatime") {
+                AtimeUpdates::Never
+            } else if options.contains(&"relatime") {
+                AtimeUpdates::Relative
+            } else {
+                AtimeUpdates::Strict
+            }
         })
-        .max_by_key(|f| f[4].len())
-        .map(|f| f[5].to_string());
-    match options {
-        None => AtimeUpdates::Never,
-        Some(o) if o.split(',').any(|x| x == "noatime") => AtimeUpdates::Never,
-        Some(o) if o.split(',').any(|x| x == "relatime") => AtimeUpdates::Relative,
-        Some(_) => AtimeUpdates::Strict,
-    }
+        .min_by_key(|rule| match rule {
+            AtimeUpdates::Never => 0,
+            AtimeUpdates::Relative => 1,
+            AtimeUpdates::Strict => 2,
+        })
+        // No mount of it seen: nothing proven.
+        .unwrap_or(AtimeUpdates::Never)
 }

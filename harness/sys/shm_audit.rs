@@ -120,7 +120,7 @@ pub(crate) fn audit(root: &Path) -> Result<ShmAudit, AuditError> {
         pid_namespace_not_the_hosts: !census.in_host_pid_namespace,
         unlisted: walk.unlisted,
         not_walked: walk.not_walked,
-        atime: shm::atime_updates(root, device),
+        atime: shm::atime_updates(device),
     })
 }
 
@@ -218,6 +218,7 @@ impl Walk {
             read_age_s: age(st.st_atime, st.st_atime_nsec),
             uid: st.st_uid,
             inode: st.st_ino,
+            links: st.st_nlink,
             holders: Vec::new(),
             staleness: Staleness::NotAFile,
         });

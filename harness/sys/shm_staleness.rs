@@ -53,6 +53,14 @@ fn of(
     if !entry.holders.is_empty() {
         return Staleness::Held;
     }
+    if entry.links > 1 {
+        return Staleness::Unknown {
+            why: format!(
+                "it has {} names (hard links): removing one frees nothing, and another may be in use",
+                entry.links
+            ),
+        };
+    }
     let base = entry.raw_path.last().map(Vec::as_slice).unwrap_or_default();
     if let Named::Record(token) | Named::Owned(token) = owner::classify(base, NAME_PREFIX) {
         return shmbench_run(&parent_dir(root, &entry.raw_path), &token);

@@ -15,7 +15,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use nix::fcntl::OFlag;
 use nix::sys::stat::FileStat;
 
-use super::lease_removal::{lease, open_on, unlink_unheld, IgnoreSigio, Kept, Leased};
+use super::lease_removal::{lease, open_on, unlink_unheld, HoldStops, IgnoreSigio, Kept, Leased};
 use super::signals;
 use crate::model::shm_audit::{AtimeUpdates, ShmAudit, ShmEntry, StaleSweep, SweepEvent};
 
@@ -64,7 +64,10 @@ pub(crate) fn sweep(
             out.interrupted = true;
             break;
         }
-        for event in remove_batch(root, device, batch, ask.older_than, audit.atime) {
+        let stops = HoldStops::new();
+        let events = remove_batch(root, device, batch, ask.older_than, audit.atime);
+        drop(stops);
+        for event in events {
             note(&mut out, event);
         }
     }
@@ -214,12 +217,13 @@ fn lease_candidate(
 
 /// Whether a file is still unchanged (and, given the mount's atime rule, unread) for `age`.
 fn still_old(st: &FileStat, age: Duration, atime: Option<AtimeUpdates>) -> bool {
-    let since = |secs: i64| {
-        SystemTime::now()
-            .duration_since(UNIX_EPOCH + Duration::from_secs(secs.max(0) as u64))
-            .map_or(0.0, |d| d.as_secs_f64())
+    let now = SystemTime::now();
+    let since = |secs: i64, nanos: i64| {
+        let at = UNIX_EPOCH + Duration::new(secs.max(0) as u64, nanos.clamp(0, 999_999_999) as u32);
+        now.duration_since(at).map_or(0.0, |d| d.as_secs_f64())
     };
-    let (modified, changed) = (since(st.st_mtime), since(st.st_ctime));
+    let modified = since(st.st_mtime, st.st_mtime_nsec);
+    let changed = since(st.st_ctime, st.st_ctime_nsec);
     let age = age.as_secs_f64();
     if modified.min(changed) < age {
         return false;
@@ -227,7 +231,7 @@ fn still_old(st: &FileStat, age: Duration, atime: Option<AtimeUpdates>) -> bool 
     match atime {
         None => true,
         Some(rule) => rule
-            .unread_for_s(since(st.st_atime), modified, changed)
+            .unread_for_s(since(st.st_atime, st.st_atime_nsec), modified, changed)
             .is_some_and(|unread| unread >= age),
     }
 }

@@ -131,7 +131,8 @@ fn test(extra: &[String], env: &[(String, String)]) -> ExitCode {
     let scratch = scratch::Scratch::create();
     let mut command = Command::new(cargo);
     command
-        .args(["test", "--release"])
+        // Every test binary runs, whichever fails first: one failure must not hide the rest.
+        .args(["test", "--release", "--no-fail-fast"])
         .args(extra)
         .envs(env.iter().map(|(k, v)| (k, v)));
     if let Some(dir) = &scratch {

@@ -68,15 +68,24 @@ pub fn on_path(program: &str) -> bool {
 
 impl Need for Commands {
     fn name(&self) -> &'static str {
-        "unshare and prlimit (util-linux)"
+        "unshare and prlimit (util-linux), strace"
     }
 
     fn ensure(&self) -> Result<String, String> {
-        if on_path("unshare") && on_path("prlimit") {
-            return Ok("present".into());
+        let mut installed = Vec::new();
+        if !(on_path("unshare") && on_path("prlimit")) {
+            apt::install(&["util-linux"])?;
+            installed.push("util-linux");
         }
-        apt::install(&["util-linux"])?;
-        Ok("installed util-linux".into())
+        // The sweep's race test widens a window with strace's fault injection.
+        if !on_path("strace") {
+            apt::install(&["strace"])?;
+            installed.push("strace");
+        }
+        Ok(match installed.is_empty() {
+            true => "present".into(),
+            false => format!("installed {}", installed.join(", ")),
+        })
     }
 }
 
