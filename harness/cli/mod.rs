@@ -114,10 +114,8 @@ pub(crate) enum Command {
     /// Remove /dev/shm segments left by shmbench runs that died (SIGKILL)
     Sweep,
     /// Audit a live /dev/shm (or any tmpfs): every entry, who holds it (fd or mapping, unlinked
-    /// ones too) and in which container, pod or job, and which entries are stale
-    #[command(
-        after_help = "Examples:\n  shmbench shm                                  # this node's /dev/shm\n  shmbench shm /run/user/1000 --format json\n  shmbench shm --sweep-stale --older-than 1h    # remove what nobody holds, untouched for an hour\n\nStale: a regular file no live process holds by fd or mapping. Run as root to read every\nprocess: one that cannot be read is counted, and what only it holds would look stale.\n--sweep-stale proves each file unheld as it goes (a write lease the kernel grants only when\nnobody else has it open, then /proc read again), never follows a symlink and never leaves\nthe tmpfs."
-    )]
+    /// ones too) and in which container, pod or job, and which files are stale (unheld, their
+    /// named owner gone); remove those on request
     Shm(shm::Args),
     /// Measure the emulation against the real DataLoader: every cell with both loaders
     #[command(

@@ -24,6 +24,7 @@ pub(crate) enum Format {
 #[derive(clap::Args)]
 #[command(after_help = "Examples:
   shmbench shm                                   who holds what in /dev/shm, and what is stale
+  shmbench shm /run/user/1000 --format json
   shmbench shm --sweep-stale --older-than 1h     remove files whose named owner is gone
   shmbench shm --sweep-stale --older-than 1d --unowned /dev/shm/old-run
                                                  also files of unknown owner under that path
@@ -33,6 +34,9 @@ dead shmbench run (its owner record unlocked), or a producer that puts its pid i
 (torch_<pid>_..., sgl_shm_<kind>_<pid>, __KMP_REGISTERED_LIB_<pid>) when no process of that
 pid started before the file last changed. Files of unknown owner are never removed unless
 --unowned names a path above them, and then only when unchanged and unread for the age.
+The age counts from the later of the mtime and the ctime (touch -d sets only the mtime; the
+table's age column is the mtime's). Where not every process can be seen (not root, another
+pid namespace), files are 'unknown', never stale; run it as root on the host.
 Each removal is printed as it happens; with --format json and --sweep-stale, the output is
 JSON lines: the audit, one line per removal or kept candidate, then the totals.
 See docs/SAFETY.md.")]
@@ -48,7 +52,7 @@ pub(crate) struct Args {
     sweep_stale: bool,
     /// With --sweep-stale: only entries unchanged (mtime and ctime) for this long, e.g. 10m,
     /// 2h, 1d; files of unknown owner must also be unread (atime) for it
-    #[arg(long, value_name = "DURATION", value_parser = humantime::parse_duration)]
+    #[arg(long, value_name = "DURATION", value_parser = humantime::parse_duration, requires = "sweep_stale")]
     older_than: Option<Duration>,
     /// With --sweep-stale: also remove files of unknown owner under PATH (repeatable), when
     /// unheld and unchanged and unread for --older-than (at least 10m)

@@ -207,7 +207,7 @@ pub(crate) fn render_event(event: &SweepEvent) -> String {
 /// What a sweep did in all (each removal was printed as it happened).
 pub(crate) fn render_sweep(swept: &StaleSweep) -> String {
     let mut out = format!(
-        "swept {} entries, {} freed; {} kept at the last proof; {} changed or read too recently left alone; {} of unknown owner left (opt a path in with --unowned PATH)\n",
+        "swept {} entries, {} freed; {} kept at the last proof; {} changed or read more recently than --older-than (mtime and ctime count) left alone; {} of unknown owner left (opt a path in with --unowned PATH)\n",
         swept.removed.len(),
         ByteSize(swept.removed_bytes()),
         swept.kept.len(),
