@@ -94,7 +94,7 @@ pub(crate) fn classify(name: &[u8], prefix: &str) -> Named {
     }
 }
 
-fn flock(file: &File, how: libc::c_int) -> io::Result<()> {
+pub(crate) fn flock(file: &File, how: libc::c_int) -> io::Result<()> {
     // SAFETY: plain syscall on an fd we own.
     if unsafe { libc::flock(file.as_raw_fd(), how) } == 0 {
         Ok(())

@@ -14,6 +14,7 @@ use futures_util::StreamExt;
 use sha2::{Digest, Sha256};
 
 use super::engine::Engine;
+use crate::sys::image_use;
 
 /// Repository name of every image shmbench builds.
 pub(crate) const REPOSITORY: &str = "shmbench";
@@ -226,6 +227,8 @@ pub(crate) fn build(engine: &Engine, context: &BuildContext) -> Result<Duration>
 /// to be built.
 pub(crate) fn ensure(engine: &Engine) -> Result<(String, Option<Duration>)> {
     let context = BuildContext::of_this_binary()?;
+    // Marked as used before it is looked for: no other run may prune it from here on.
+    image_use::hold(&context.tag);
     if exists(engine, &context.tag) {
         return Ok((context.tag, None));
     }
@@ -233,11 +236,19 @@ pub(crate) fn ensure(engine: &Engine) -> Result<(String, Option<Duration>)> {
     Ok((context.tag, Some(took)))
 }
 
-/// Removes shmbench images of earlier binaries (one per build, ~50 MiB each), so they do not pile
-/// up; an image a container still uses is left (removal without force fails for it).
+/// Removes shmbench images of other binaries (one per build, ~50 MiB each), so they do not pile
+/// up: only those no live run uses (`sys::image_use`: another user's run of another binary may
+/// be between two cells), and an image a container still uses is left (removal without force
+/// fails for it).
 fn prune_others(engine: &Engine, keep: &str) {
     let Ok(images) = list(engine) else { return };
     for image in images.iter().filter(|i| !i.tags.iter().any(|t| t == keep)) {
+        let claims: Option<Vec<_>> = image
+            .tags
+            .iter()
+            .map(|t| image_use::claim_unused(t))
+            .collect();
+        let Some(_unused) = claims else { continue };
         let options = bollard::query_parameters::RemoveImageOptionsBuilder::default().build();
         let _ = engine.block_on(engine.docker().remove_image(&image.id, Some(options), None));
     }
