@@ -110,7 +110,10 @@ fn seed_matrix_runs_its_docker_rows_in_containers() {
         .output()
         .unwrap();
     let tags = String::from_utf8_lossy(&images.stdout).to_string();
-    let unused = tags.lines().filter(|tag| !image_in_use(tag)).count();
+    let unused = tags
+        .lines()
+        .filter(|tag| !shmbench::sys::image_use::in_use(tag))
+        .count();
     assert_eq!(unused, 1, "{tags}");
     assert_clean(&before);
 }
@@ -277,24 +280,4 @@ fn ipc_host_containers_never_collide_with_a_foreign_segment_or_each_other() {
     drop(holder);
     std::fs::remove_file(foreign).unwrap();
     assert_clean(&before);
-}
-
-/// Whether a live run holds image `tag`'s lock (`sys::image_use`, as root: /run/shmbench).
-fn image_in_use(tag: &str) -> bool {
-    use std::os::fd::AsRawFd;
-    let name: String = tag
-        .chars()
-        .map(|c| {
-            if c.is_ascii_alphanumeric() || c == '.' || c == '-' {
-                c
-            } else {
-                '_'
-            }
-        })
-        .collect();
-    let Ok(file) = std::fs::File::open(format!("/run/shmbench/image-{name}.lock")) else {
-        return false;
-    };
-    // SAFETY: flock on an fd we own; the lock goes with the file.
-    unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) != 0 }
 }

@@ -58,6 +58,11 @@ pub(crate) struct ShmEntry {
 }
 
 impl ShmEntry {
+    /// Its mtime's, ctime's and atime's ages, as [`old_enough`] takes them.
+    pub(crate) fn ages(&self) -> (f64, f64, f64) {
+        (self.age_s, self.changed_age_s, self.read_age_s)
+    }
+
     /// A regular file whose named owner is proven gone and that no live process holds: what a
     /// default sweep removes.
     pub(crate) fn stale(&self) -> bool {
@@ -172,6 +177,24 @@ pub(crate) enum AtimeUpdates {
     Relative,
     /// `noatime`: never set by a read; nothing can be proven unread.
     Never,
+}
+
+/// Whether a file whose mtime, ctime and atime are `modified_s`, `changed_s` and `read_s`
+/// seconds old has been unchanged for `age_s` (both times: `touch -d` sets the mtime back,
+/// never the ctime) and, when a mount's atime rule is given, provably unread for it too. The
+/// audit's candidates and the sweep's last proof both ask this.
+pub(crate) fn old_enough(
+    (modified_s, changed_s, read_s): (f64, f64, f64),
+    age_s: f64,
+    atime: Option<AtimeUpdates>,
+) -> bool {
+    if modified_s.min(changed_s) < age_s {
+        return false;
+    }
+    atime.is_none_or(|rule| {
+        rule.unread_for_s(read_s, modified_s, changed_s)
+            .is_some_and(|unread| unread >= age_s)
+    })
 }
 
 /// What `relatime` may leave unrecorded: a day (`RELATIME` in the kernel's `fs/inode.c`).

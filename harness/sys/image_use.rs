@@ -60,6 +60,11 @@ pub(crate) struct Unused {
     _lock: File,
 }
 
+/// Whether a live run holds image `tag`'s lock now (what `docker images` cannot say).
+pub fn in_use(tag: &str) -> bool {
+    claim_unused(tag).is_none()
+}
+
 /// Whether no live run uses image `tag`: its lock can be taken exclusively now (an image of a
 /// binary older than these locks has none, and is unused by this proof).
 pub(crate) fn claim_unused(tag: &str) -> Option<Unused> {

@@ -9,7 +9,7 @@ pub mod detect;
 pub(crate) mod elf_strip;
 pub(crate) mod fingerprint;
 pub(crate) mod holders;
-pub(crate) mod image_use;
+pub mod image_use;
 pub(crate) mod lease_removal;
 pub(crate) mod memory_cgroup;
 pub(crate) mod owner;

@@ -201,11 +201,7 @@ impl Walk {
             return;
         }
         self.path_bytes += cost;
-        let age = |secs: i64, nanos: i64| {
-            let at =
-                UNIX_EPOCH + Duration::new(secs.max(0) as u64, nanos.clamp(0, 999_999_999) as u32);
-            self.now.duration_since(at).map_or(0.0, |d| d.as_secs_f64())
-        };
+        let age = |secs: i64, nanos: i64| seconds_since(self.now, secs, nanos);
         self.entries.push(ShmEntry {
             made_by: segment_maker::made_by(&name),
             name,
@@ -223,6 +219,12 @@ impl Walk {
             staleness: Staleness::NotAFile,
         });
     }
+}
+
+/// Seconds from a file time (`st_*time`, `st_*time_nsec`) to `now`; 0 for one in the future.
+pub(crate) fn seconds_since(now: SystemTime, secs: i64, nanos: i64) -> f64 {
+    let at = UNIX_EPOCH + Duration::new(secs.max(0) as u64, nanos.clamp(0, 999_999_999) as u32);
+    now.duration_since(at).map_or(0.0, |d| d.as_secs_f64())
 }
 
 /// What every process holds on `device`, and how many processes could not be read.

@@ -10,14 +10,17 @@
 use std::ffi::OsStr;
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, SystemTime};
 
 use nix::fcntl::OFlag;
 use nix::sys::stat::FileStat;
 
 use super::lease_removal::{lease, open_on, unlink_unheld, HoldStops, IgnoreSigio, Kept, Leased};
+use super::shm_audit::seconds_since;
 use super::signals;
-use crate::model::shm_audit::{AtimeUpdates, ShmAudit, ShmEntry, StaleSweep, SweepEvent};
+use crate::model::shm_audit::{
+    old_enough, AtimeUpdates, ShmAudit, ShmEntry, StaleSweep, Staleness, SweepEvent,
+};
 
 /// Candidates leased at once before /proc is read for them (each holds an fd meanwhile).
 const BATCH: usize = 256;
@@ -86,9 +89,8 @@ fn candidates<'a>(
     let age = ask.older_than.as_secs_f64();
     let mut found = Vec::new();
     for entry in &audit.entries {
-        let unchanged = entry.age_s.min(entry.changed_age_s) >= age;
-        if let crate::model::shm_audit::Staleness::DeadOwner { owner } = &entry.staleness {
-            if !unchanged {
+        if let Staleness::DeadOwner { owner } = &entry.staleness {
+            if !old_enough(entry.ages(), age, None) {
                 out.younger += 1;
                 continue;
             }
@@ -103,21 +105,19 @@ fn candidates<'a>(
                 out.unowned_left += 1;
                 continue;
             };
-            let unread =
-                audit
-                    .atime
-                    .unread_for_s(entry.read_age_s, entry.age_s, entry.changed_age_s);
-            match unread {
-                None => note(out, kept(entry, Kept::NoAtime)),
-                Some(unread) if !unchanged || unread < age => out.younger += 1,
-                Some(_) => found.push(Candidate {
+            if audit.atime == AtimeUpdates::Never {
+                note(out, kept(entry, Kept::NoAtime));
+            } else if !old_enough(entry.ages(), age, Some(audit.atime)) {
+                out.younger += 1;
+            } else {
+                found.push(Candidate {
                     entry,
                     because: format!(
                         "unknown owner, opted in by {}, unheld, unchanged and unread for the age asked",
                         opted.display()
                     ),
                     unowned: true,
-                }),
+                });
             }
         }
     }
@@ -218,20 +218,10 @@ fn lease_candidate(
 /// Whether a file is still unchanged (and, given the mount's atime rule, unread) for `age`.
 fn still_old(st: &FileStat, age: Duration, atime: Option<AtimeUpdates>) -> bool {
     let now = SystemTime::now();
-    let since = |secs: i64, nanos: i64| {
-        let at = UNIX_EPOCH + Duration::new(secs.max(0) as u64, nanos.clamp(0, 999_999_999) as u32);
-        now.duration_since(at).map_or(0.0, |d| d.as_secs_f64())
-    };
-    let modified = since(st.st_mtime, st.st_mtime_nsec);
-    let changed = since(st.st_ctime, st.st_ctime_nsec);
-    let age = age.as_secs_f64();
-    if modified.min(changed) < age {
-        return false;
-    }
-    match atime {
-        None => true,
-        Some(rule) => rule
-            .unread_for_s(since(st.st_atime, st.st_atime_nsec), modified, changed)
-            .is_some_and(|unread| unread >= age),
-    }
+    let ages = (
+        seconds_since(now, st.st_mtime, st.st_mtime_nsec),
+        seconds_since(now, st.st_ctime, st.st_ctime_nsec),
+        seconds_since(now, st.st_atime, st.st_atime_nsec),
+    );
+    old_enough(ages, age.as_secs_f64(), atime)
 }
