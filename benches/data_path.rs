@@ -11,7 +11,7 @@ use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Through
 use shmbench::cell::loader::synth::Pattern;
 use shmbench::cell::loader::{segment, wire};
 use shmbench::model::knobs::{Knobs, RuntimeKind, Strategy, TorchProfile};
-use shmbench::plan::resolve::{Identity, Platform};
+use shmbench::plan::resolve::{Identity, Platform, Resolve};
 
 /// 8 ImageNet-sized f32 images: the small batch the tests use (4.6 MiB).
 const IMAGE: usize = 3 * 224 * 224 * 4;

@@ -9,14 +9,14 @@
 //!                  plan (scenario, predict, advice) -> sys, model
 //! ```
 
-pub mod analysis;
-pub mod cell;
-pub mod check;
+pub use analysis;
+pub use cell;
+pub use check;
 pub mod cli;
-pub mod model;
-pub mod orchestrate;
-pub mod plan;
-pub mod present;
-pub mod results;
-pub mod runtime;
-pub mod sys;
+pub use model;
+pub use orchestrate;
+pub use plan;
+pub use present;
+pub use results;
+pub use runtime;
+pub use sys;

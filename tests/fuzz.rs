@@ -9,7 +9,7 @@ use shmbench::model::config::CellConfig;
 use shmbench::model::knobs::{Knobs, TorchProfile};
 use shmbench::model::record::{CellRecord, Status};
 use shmbench::model::size::ByteSize;
-use shmbench::plan::resolve::{Identity, Platform};
+use shmbench::plan::resolve::{Identity, Platform, Resolve};
 use shmbench::plan::scenario::{Scenario, SEED_MATRIX};
 
 /// Fragments scenario files are made of, to reach deeper than random bytes.

@@ -12,7 +12,7 @@ use shmbench::model::knobs::Knobs;
 use shmbench::model::record::Status;
 use shmbench::plan::advice::diagnose;
 use shmbench::plan::job;
-use shmbench::plan::resolve::{Identity, Platform};
+use shmbench::plan::resolve::{Identity, Platform, Resolve};
 use shmbench::present;
 use shmbench::results::{csv, Row};
 use shmbench::sys::detect::{Environment, Place};

@@ -60,18 +60,13 @@ fn segment(values: &[f64], at: &[usize], s2: f64, threshold: f64, out: &mut Vec<
 }
 
 /// The sample variance of `values`; none for fewer than two.
-pub(crate) fn variance(values: &[f64]) -> Option<f64> {
+pub fn variance(values: &[f64]) -> Option<f64> {
     (values.len() > 1).then(|| sse(values) / (values.len() - 1) as f64)
 }
 
 /// Where `values` (run medians at the run indices `at`) stepped, with the relative step, in run
 /// order; `variances`: the variance of the repeats within each run that had them.
-pub(crate) fn steps(
-    values: &[f64],
-    at: &[usize],
-    variances: &[f64],
-    threshold: f64,
-) -> Vec<(usize, f64)> {
+pub fn steps(values: &[f64], at: &[usize], variances: &[f64], threshold: f64) -> Vec<(usize, f64)> {
     let s2 = if variances.is_empty() {
         // No repeats: the residual variance of the best single split stands in.
         let n = values.len();

@@ -2,13 +2,13 @@
 //! rows, so the terminal table and reports made later from CSV files say the same thing. (Why it
 //! came out so, in words, is `present::labels::explanation`.)
 
-use crate::model::claim::ClaimVerdict;
-use crate::model::record;
-use crate::results::Row;
+use model::claim::ClaimVerdict;
+use model::record;
+use results::Row;
 
 /// None when there is no claim; otherwise the model's verdict (`model::record::claim_verdict`) on the
 /// row's own columns.
-pub(crate) fn verdict(row: &Row) -> Option<ClaimVerdict> {
+pub fn verdict(row: &Row) -> Option<ClaimVerdict> {
     let claimed = row.claim_status?;
     Some(record::claim_verdict(
         claimed,

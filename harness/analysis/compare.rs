@@ -18,12 +18,12 @@ use serde::Serialize;
 use super::outcomes::{self, Judgement};
 use super::stats;
 use super::summary::{cell_key_except, knob_differences, summarize_by, CellSummary, Varying};
-use crate::results::Row;
+use results::Row;
 
 /// A cell's verdict between two result sets.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "kebab-case")]
-pub(crate) enum Verdict {
+pub enum Verdict {
     /// The outcomes changed beyond chance and for the worse (fewer passing runs, or earlier
     /// crashes).
     OutcomeWorse,
@@ -44,7 +44,7 @@ pub(crate) enum Verdict {
 }
 
 impl Verdict {
-    pub(crate) fn label(self) -> &'static str {
+    pub fn label(self) -> &'static str {
         match self {
             Verdict::OutcomeWorse => "outcome-changed (worse)",
             Verdict::OutcomeChanged => "outcome-changed",
@@ -58,42 +58,42 @@ impl Verdict {
     }
 
     /// Whether this verdict fails a CI gate.
-    pub(crate) fn is_regression(self) -> bool {
+    pub fn is_regression(self) -> bool {
         matches!(self, Verdict::OutcomeWorse | Verdict::Regressed)
     }
 
     /// Whether the repeats could not judge this cell (`compare` fails on it unless
     /// `--allow-undecided`).
-    pub(crate) fn is_undecided(self) -> bool {
+    pub fn is_undecided(self) -> bool {
         self == Verdict::Undecided
     }
 }
 
 #[derive(Clone, Debug, Serialize)]
 pub struct Comparison {
-    pub(crate) cell: String,
-    pub(crate) key: String,
-    pub(crate) verdict: Verdict,
-    pub(crate) baseline: Option<CellSummary>,
-    pub(crate) candidate: Option<CellSummary>,
+    pub cell: String,
+    pub key: String,
+    pub verdict: Verdict,
+    pub baseline: Option<CellSummary>,
+    pub candidate: Option<CellSummary>,
     /// The two sides' outcomes over their repeats, judged (None: a cell only one side has).
-    pub(crate) outcomes: Option<Judgement>,
+    pub outcomes: Option<Judgement>,
     /// Relative change of the median img/s (candidate/baseline - 1), and its 95% interval.
-    pub(crate) change: Option<f64>,
-    pub(crate) change_ci: Option<(f64, f64)>,
+    pub change: Option<f64>,
+    pub change_ci: Option<(f64, f64)>,
     /// Relative change of the median CPU per image, and its 95% interval (up is worse).
-    pub(crate) cpu_change: Option<f64>,
-    pub(crate) cpu_change_ci: Option<(f64, f64)>,
+    pub cpu_change: Option<f64>,
+    pub cpu_change_ci: Option<(f64, f64)>,
     /// Relative change of the median instructions per image, and its 95% interval (up is worse).
-    pub(crate) instructions_change: Option<f64>,
-    pub(crate) instructions_change_ci: Option<(f64, f64)>,
+    pub instructions_change: Option<f64>,
+    pub instructions_change_ci: Option<(f64, f64)>,
     /// Why, in words (e.g. "one run per side: no interval, no change claimed").
-    pub(crate) note: String,
+    pub note: String,
 }
 
 /// How cells of the two sides are paired.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
-pub(crate) enum Match {
+pub enum Match {
     /// Same scenario, name and configuration: the same thing run again.
     Config,
     /// Same scenario and name, whatever the knobs: a change made on purpose (the note says
@@ -104,7 +104,7 @@ pub(crate) enum Match {
 impl Match {
     /// What makes two rows the same cell under this pairing (`varying`: a field a history lets
     /// change between runs).
-    pub(crate) fn key(self, r: &Row, varying: Option<Varying>) -> String {
+    pub fn key(self, r: &Row, varying: Option<Varying>) -> String {
         match self {
             Match::Config => cell_key_except(r, varying),
             Match::Name => format!("{}/{}", r.scenario, r.cell),
@@ -202,7 +202,7 @@ fn measured_verdict(
 }
 
 /// Compares per cell, pairing cells as `matching` says.
-pub(crate) fn compare(
+pub fn compare(
     baseline: &[Row],
     candidate: &[Row],
     thresholds: Thresholds,
@@ -328,8 +328,8 @@ mod tests {
 
     /// Runs of one passing seed-fixture cell, each with these instructions per image.
     fn runs(instructions: &[f64]) -> Vec<Row> {
-        let path = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/seed.csv");
-        let rows = crate::results::csv::read(std::path::Path::new(path)).unwrap();
+        let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../../tests/fixtures/seed.csv");
+        let rows = results::csv::read(std::path::Path::new(path)).unwrap();
         let pass = rows.iter().find(|r| r.status.is_pass()).unwrap().clone();
         instructions
             .iter()

@@ -8,7 +8,7 @@ use super::outcomes::Shares;
 use super::summary::CellSummary;
 
 /// The interval's width over its median, of the measure `auto` watches.
-pub(crate) fn relative_width(summary: &CellSummary) -> Option<f64> {
+pub fn relative_width(summary: &CellSummary) -> Option<f64> {
     let (ci, median) = match (summary.cpu_ci, summary.cpu_median) {
         (Some(ci), Some(m)) => (ci, m),
         _ => (summary.ci?, summary.median?),
@@ -18,13 +18,13 @@ pub(crate) fn relative_width(summary: &CellSummary) -> Option<f64> {
 
 /// Whether the cell's runs disagree about passing: some pass, some crash. Runs that all
 /// crash, of one kind or several, have decided.
-pub(crate) fn undecided(summary: &CellSummary) -> Option<Shares> {
+pub fn undecided(summary: &CellSummary) -> Option<Shares> {
     let shares = Shares::of(&summary.outcomes);
     shares.passes_and_crashes().then_some(shares)
 }
 
 /// Whether the cell needs no more runs.
-pub(crate) fn converged(summary: &CellSummary, target: f64) -> bool {
+pub fn converged(summary: &CellSummary, target: f64) -> bool {
     if undecided(summary).is_some() {
         return false;
     }

@@ -19,7 +19,7 @@ fn ln_factorials(max: usize) -> Vec<f64> {
 /// Fisher's exact test, two-sided, of the 2x2 table `[[a, b], [c, d]]` (rows: the two sides;
 /// columns: in the category or not): the probability, with the margins fixed, of a table at most
 /// as likely as this one.
-pub(crate) fn fisher_two_sided(a: u64, b: u64, c: u64, d: u64) -> f64 {
+pub fn fisher_two_sided(a: u64, b: u64, c: u64, d: u64) -> f64 {
     let (row1, col1, n) = (a + b, a + c, a + b + c + d);
     if n == 0 {
         return 1.0;
@@ -67,7 +67,7 @@ const EXACT_UP_TO: usize = 30;
 /// The rank test of two samples (Mann-Whitney-Wilcoxon), two-sided: the probability that the
 /// rank sum of `x` lies at least as far from its mean as observed, over every way of splitting
 /// the pooled values into samples of these sizes. 1 when either sample is empty.
-pub(crate) fn rank_test_two_sided(x: &[f64], y: &[f64]) -> f64 {
+pub fn rank_test_two_sided(x: &[f64], y: &[f64]) -> f64 {
     let (n1, n) = (x.len(), x.len() + y.len());
     if x.is_empty() || y.is_empty() {
         return 1.0;
@@ -158,7 +158,7 @@ fn standard_normal_cdf(z: f64) -> f64 {
 /// `alpha` with `n1` and `n2` runs; None when no table of these sizes reaches it. The smallest
 /// findable difference has one side at 0% or 100% (a share's spread is least there), so only
 /// those tables are tried, from the smallest difference up: a few calls, even for a fleet's runs.
-pub(crate) fn detectable_share(n1: u64, n2: u64, alpha: f64) -> Option<f64> {
+pub fn detectable_share(n1: u64, n2: u64, alpha: f64) -> Option<f64> {
     if n1 == 0 || n2 == 0 {
         return None;
     }
@@ -182,7 +182,7 @@ pub(crate) fn detectable_share(n1: u64, n2: u64, alpha: f64) -> Option<f64> {
 /// test finds at `alpha` against `steps` itself, `others` runs on the other side (their values
 /// taken from `steps` in turn); None when even two wholly separate samples of these sizes cannot
 /// reach it.
-pub(crate) fn detectable_shift(steps: &[u64], others: usize, alpha: f64) -> Option<u64> {
+pub fn detectable_shift(steps: &[u64], others: usize, alpha: f64) -> Option<u64> {
     if steps.is_empty() || others == 0 {
         return None;
     }

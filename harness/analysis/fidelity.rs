@@ -12,15 +12,15 @@ use std::collections::BTreeMap;
 use serde::Serialize;
 
 use super::summary::{summarize, CellSummary};
-use crate::model::estimate::median;
-use crate::model::knobs::{Loader, TorchProfile};
-use crate::model::record::Status;
-use crate::results::Row;
+use model::estimate::median;
+use model::knobs::{Loader, TorchProfile};
+use model::record::Status;
+use results::Row;
 
 /// What one cell's pair says of the emulation.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "lowercase")]
-pub(crate) enum Verdict {
+pub enum Verdict {
     Agrees,
     Differs,
     /// A loader ended outside the loader's story most often (`error`: a crash of the cell's
@@ -29,7 +29,7 @@ pub(crate) enum Verdict {
 }
 
 impl Verdict {
-    pub(crate) fn name(self) -> &'static str {
+    pub fn name(self) -> &'static str {
         match self {
             Verdict::Agrees => "agrees",
             Verdict::Differs => "differs",
@@ -55,28 +55,28 @@ fn judge(emulated: &CellSummary, torch: &CellSummary) -> Verdict {
 
 /// One cell against one torch.
 #[derive(Clone, Debug, Serialize)]
-pub(crate) struct Pair {
-    pub(crate) cell: String,
-    pub(crate) environment: String,
-    pub(crate) torch_version: String,
-    pub(crate) profile: TorchProfile,
-    pub(crate) emulated: CellSummary,
-    pub(crate) torch: CellSummary,
+pub struct Pair {
+    pub cell: String,
+    pub environment: String,
+    pub torch_version: String,
+    pub profile: TorchProfile,
+    pub emulated: CellSummary,
+    pub torch: CellSummary,
     /// Median peak /dev/shm of torch's passing runs over the emulation's.
-    pub(crate) peak_ratio: Option<f64>,
+    pub peak_ratio: Option<f64>,
     /// Median img/s of torch's passing runs over the emulation's.
-    pub(crate) rate_ratio: Option<f64>,
+    pub rate_ratio: Option<f64>,
     /// Median CPU per image (main and workers) of torch's passing runs over the emulation's.
-    pub(crate) cpu_ratio: Option<f64>,
+    pub cpu_ratio: Option<f64>,
     /// Median CPU of the main process per step, torch's passing runs over the emulation's.
-    pub(crate) main_cpu_ratio: Option<f64>,
-    pub(crate) verdict: Verdict,
+    pub main_cpu_ratio: Option<f64>,
+    pub verdict: Verdict,
     /// Median crash step of the emulation's crashed runs and of torch's, when both loaders
     /// crashed the same way most often (the cells whose crash steps `agrees` compares).
-    pub(crate) crash_step_medians: Option<(f64, f64)>,
+    pub crash_step_medians: Option<(f64, f64)>,
     /// Whether real torch's later runs agree with its earlier ones (the first half, rounded up)
     /// by the same test; None with fewer than two runs.
-    pub(crate) torch_self_agrees: Option<bool>,
+    pub torch_self_agrees: Option<bool>,
 }
 
 /// The median of one measure over the passing runs that have it.
@@ -141,7 +141,7 @@ fn self_agreement(real: &[&Row], summary: impl Fn(&[&Row]) -> CellSummary) -> Op
 }
 
 /// Pairs every torch cell with its emulated twin (same scenario, cell and profile).
-pub(crate) fn pairs(rows: &[Row]) -> Vec<Pair> {
+pub fn pairs(rows: &[Row]) -> Vec<Pair> {
     let mut torch: BTreeMap<(String, String, String), Vec<&Row>> = BTreeMap::new();
     let mut order: Vec<(String, String, String)> = Vec::new();
     for r in rows.iter().filter(|r| r.loader == Loader::Torch) {

@@ -15,13 +15,13 @@ use super::compare::Match;
 use super::outcomes::{self, Shares};
 use super::runs::Runs;
 use super::summary::{Outcome, Varying};
-use crate::model::estimate::median;
-use crate::results::Row;
+use model::estimate::median;
+use results::Row;
 
 /// The environment field runs are ordered by.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, clap::ValueEnum)]
 #[serde(rename_all = "kebab-case")]
-pub(crate) enum By {
+pub enum By {
     Kernel,
     /// The GPU driver.
     Driver,
@@ -44,7 +44,7 @@ pub(crate) enum By {
 
 impl By {
     /// The value of this field in a row.
-    pub(crate) fn of(self, r: &Row) -> String {
+    pub fn of(self, r: &Row) -> String {
         match self {
             By::Kernel => r.kernel.clone(),
             By::Driver => r.gpu_driver.clone().unwrap_or_else(|| "none".into()),
@@ -105,7 +105,7 @@ fn natural_key(s: &str) -> Vec<(u64, String)> {
 /// The measure a history follows.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, clap::ValueEnum)]
 #[serde(rename_all = "kebab-case")]
-pub(crate) enum Metric {
+pub enum Metric {
     /// Images per second of the passing runs.
     ImgPerS,
     /// CPU milliseconds per image of the passing runs (work, not wall time).
@@ -116,7 +116,7 @@ pub(crate) enum Metric {
 
 impl Metric {
     /// The unit as tables and plots write it.
-    pub(crate) fn unit(self) -> &'static str {
+    pub fn unit(self) -> &'static str {
         match self {
             Metric::ImgPerS => "img/s",
             Metric::CpuPerImage => "CPU ms/img",
@@ -136,70 +136,70 @@ impl Metric {
 
 /// One run of the history.
 #[derive(Clone, Debug, Serialize)]
-pub(crate) struct Run {
-    pub(crate) label: String,
-    pub(crate) run_id: String,
-    pub(crate) host: String,
-    pub(crate) started_at: String,
+pub struct Run {
+    pub label: String,
+    pub run_id: String,
+    pub host: String,
+    pub started_at: String,
 }
 
 #[derive(Clone, Debug, Serialize)]
-pub(crate) struct Point {
-    pub(crate) median: Option<f64>,
-    pub(crate) outcome: Outcome,
+pub struct Point {
+    pub median: Option<f64>,
+    pub outcome: Outcome,
     /// Every run's outcome, for judging a change of outcome between points.
     #[serde(skip)]
-    pub(crate) outcomes: Vec<Outcome>,
+    pub outcomes: Vec<Outcome>,
     /// Variance of the passing repeats (for the penalty).
-    pub(crate) variance: Option<f64>,
-    pub(crate) runs: usize,
+    pub variance: Option<f64>,
+    pub runs: usize,
 }
 
 #[derive(Clone, Debug, Serialize)]
-pub(crate) struct Trend {
-    pub(crate) cell: String,
-    pub(crate) key: String,
+pub struct Trend {
+    pub cell: String,
+    pub key: String,
     /// One per run of the history (None: the cell was not in that run).
-    pub(crate) points: Vec<Option<Point>>,
+    pub points: Vec<Option<Point>>,
     /// Runs (indices) where the metric stepped, with the relative step.
-    pub(crate) rate_steps: Vec<(usize, f64)>,
+    pub rate_steps: Vec<(usize, f64)>,
     /// Runs where the outcomes changed beyond chance, with before and after.
-    pub(crate) outcome_steps: Vec<OutcomeStep>,
+    pub outcome_steps: Vec<OutcomeStep>,
     /// Neighbouring points whose runs are too few to judge their outcomes, those of them whose
     /// usual outcomes differ, and the pairs whose outcomes differ within chance.
-    pub(crate) outcomes_unjudged: usize,
-    pub(crate) outcomes_unjudged_differ: usize,
-    pub(crate) outcomes_within_chance: usize,
+    pub outcomes_unjudged: usize,
+    pub outcomes_unjudged_differ: usize,
+    pub outcomes_within_chance: usize,
 }
 
 /// A change of outcome between two neighbouring points, judged beyond chance.
 #[derive(Clone, Debug, Serialize)]
-pub(crate) struct OutcomeStep {
+pub struct OutcomeStep {
     /// The run (index) where it changed.
-    pub(crate) at: usize,
-    pub(crate) before: Shares,
-    pub(crate) after: Shares,
+    pub at: usize,
+    pub before: Shares,
+    pub after: Shares,
     /// The tests' p-values, in words.
-    pub(crate) note: String,
+    pub note: String,
 }
 
 #[derive(Clone, Debug, Serialize)]
-pub(crate) struct History {
-    pub(crate) by: By,
-    pub(crate) metric: Metric,
-    pub(crate) runs: Vec<Run>,
-    pub(crate) trends: Vec<Trend>,
+pub struct History {
+    pub by: By,
+    pub metric: Metric,
+    pub runs: Vec<Run>,
+    pub trends: Vec<Trend>,
 }
 
 /// A row's cell key and run, as [`Builder::keys`] computes them.
-pub(crate) struct Keys {
+pub struct Keys {
     cell: String,
     run: (String, String, String),
 }
 
 /// A history built as rows stream by: each (cell, run) keeps a few numbers per row, so a
 /// fleet's year (a million rows) takes memory that grows with cells times runs, not rows.
-pub(crate) struct Builder {
+pub struct Builder {
     by: By,
     metric: Metric,
     matching: Match,
@@ -215,7 +215,7 @@ pub(crate) struct Builder {
 }
 
 impl Builder {
-    pub(crate) fn new(by: By, metric: Metric, matching: Match, threshold: f64) -> Builder {
+    pub fn new(by: By, metric: Metric, matching: Match, threshold: f64) -> Builder {
         Builder {
             by,
             metric,
@@ -231,7 +231,7 @@ impl Builder {
 
     /// What [`Builder::add_keyed`] needs of a row: its cell key and its run (host, run id and
     /// the field's value). A function of the row alone, so it can run where the row was read.
-    pub(crate) fn keys(&self) -> impl Fn(&Row) -> Keys + Sync {
+    pub fn keys(&self) -> impl Fn(&Row) -> Keys + Sync {
         let (by, matching) = (self.by, self.matching);
         move |r| Keys {
             cell: matching.key(r, by.varying()),
@@ -240,7 +240,7 @@ impl Builder {
     }
 
     /// Adds a row with what [`Builder::keys`] computed of it.
-    pub(crate) fn add_keyed(&mut self, keys: &Keys, r: &Row) {
+    pub fn add_keyed(&mut self, keys: &Keys, r: &Row) {
         let run = match self.run_index.get(&keys.run) {
             Some(i) => *i,
             None => {
@@ -266,7 +266,7 @@ impl Builder {
         self.groups.entry((cell, run)).or_default().add(r);
     }
 
-    pub(crate) fn finish(mut self) -> Result<History> {
+    pub fn finish(mut self) -> Result<History> {
         // Runs ordered by the field (versions by their numbers), then by start.
         let labels: Vec<_> = self.runs.iter().map(|r| natural_key(&r.label)).collect();
         let mut order: Vec<usize> = (0..self.runs.len()).collect();

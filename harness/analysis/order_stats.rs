@@ -47,7 +47,7 @@ fn inverse(sorted: &[f64], v: f64) -> f64 {
 }
 
 /// The median of one bootstrap resample of `sorted` (ascending, not empty).
-pub(crate) fn resampled_median(sorted: &[f64], rng: &mut StdRng) -> f64 {
+pub fn resampled_median(sorted: &[f64], rng: &mut StdRng) -> f64 {
     let n = sorted.len();
     let k = n.div_ceil(2);
     let low = beta(k as f64, (n - k + 1) as f64, rng);
@@ -63,7 +63,7 @@ pub(crate) fn resampled_median(sorted: &[f64], rng: &mut StdRng) -> f64 {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::model::estimate::{median, quantile};
+    use model::estimate::{median, quantile};
     use rand::SeedableRng;
 
     /// The quantiles of many resampled medians, drawn both ways, agree.

@@ -15,37 +15,37 @@ use super::exact_tests::{
     detectable_share, detectable_shift, fisher_two_sided, rank_test_two_sided,
 };
 use super::runs::Outcome;
-use crate::model::estimate::median;
-use crate::model::record::Status;
+use model::estimate::median;
+use model::record::Status;
 
 /// The level at which an outcome change is claimed (two-sided).
-pub(crate) const ALPHA: f64 = 0.05;
+pub const ALPHA: f64 = 0.05;
 
 /// The runs a side needs for an always-pass to always-crash flip to reach [`ALPHA`] (4 vs 4:
 /// p = 2/70 = 0.029; 3 vs 3: p = 0.10).
-pub(crate) const RUNS_FOR_A_FLIP: usize = 4;
+pub const RUNS_FOR_A_FLIP: usize = 4;
 
 /// How outcomes are judged, in the words every output uses.
-pub(crate) const METHOD: &str =
+pub const METHOD: &str =
     "Fisher's exact test of the pass and crash shares, a rank test of the crash steps";
 
 /// What it takes to judge outcomes at all, in the words every output uses.
-pub(crate) fn flip_needs() -> String {
+pub fn flip_needs() -> String {
     format!("a flip from always passing to always crashing needs {RUNS_FOR_A_FLIP} runs a side: --repeat {RUNS_FOR_A_FLIP}")
 }
 
 /// One cell's outcomes over its runs.
 #[derive(Clone, Debug, Default, PartialEq, Serialize)]
-pub(crate) struct Shares {
-    pub(crate) runs: usize,
-    pub(crate) passes: usize,
+pub struct Shares {
+    pub runs: usize,
+    pub passes: usize,
     /// Runs of each crash kind, and the crash steps they reported (ascending).
-    pub(crate) crashes: BTreeMap<Status, usize>,
-    pub(crate) crash_steps: BTreeMap<Status, Vec<u64>>,
+    pub crashes: BTreeMap<Status, usize>,
+    pub crash_steps: BTreeMap<Status, Vec<u64>>,
 }
 
 impl Shares {
-    pub(crate) fn of(outcomes: &[Outcome]) -> Shares {
+    pub fn of(outcomes: &[Outcome]) -> Shares {
         let mut shares = Shares {
             runs: outcomes.len(),
             ..Shares::default()
@@ -75,7 +75,7 @@ impl Shares {
 
     /// Whether its runs disagree (some pass and some crash, or two crash kinds): the size is
     /// marginal for this loader.
-    pub(crate) fn is_mixed(&self) -> bool {
+    pub fn is_mixed(&self) -> bool {
         let kinds = self.crashes.len() + usize::from(self.passes > 0);
         kinds > 1
     }
@@ -83,13 +83,13 @@ impl Shares {
     /// Whether some runs passed and some crashed: the size is marginal for this loader. Two
     /// crash kinds alone (SIGBUS in one run, ENOSPC in the next: the legacy allocator's write
     /// meets the full tmpfs before its fault does) are not: every run ran out.
-    pub(crate) fn passes_and_crashes(&self) -> bool {
+    pub fn passes_and_crashes(&self) -> bool {
         self.passes > 0 && self.passes < self.runs
     }
 
     /// The shares, with what they say when the runs disagree: a marginal size when some passed
     /// and some crashed; not marginal when every run crashed, only not always the same way.
-    pub(crate) fn described(&self) -> String {
+    pub fn described(&self) -> String {
         if self.passes_and_crashes() {
             format!("{self} (mixed: the size is marginal for this loader)")
         } else if self.is_mixed() {
@@ -99,12 +99,12 @@ impl Shares {
         }
     }
 
-    pub(crate) fn pass_share(&self) -> f64 {
+    pub fn pass_share(&self) -> f64 {
         self.passes as f64 / self.runs.max(1) as f64
     }
 
     /// The 95% Wilson score interval of the pass share (None: no runs).
-    pub(crate) fn pass_share_interval(&self) -> Option<(f64, f64)> {
+    pub fn pass_share_interval(&self) -> Option<(f64, f64)> {
         if self.runs == 0 {
             return None;
         }
@@ -138,26 +138,26 @@ impl std::fmt::Display for Shares {
 
 /// Whether two cells' outcomes differ beyond chance, and what these repeats could have seen.
 #[derive(Clone, Debug, PartialEq, Serialize)]
-pub(crate) struct Judgement {
-    pub(crate) baseline: Shares,
-    pub(crate) candidate: Shares,
+pub struct Judgement {
+    pub baseline: Shares,
+    pub candidate: Shares,
     /// Whether a test could reach [`ALPHA`] with these run counts at all.
-    pub(crate) judged: bool,
+    pub judged: bool,
     /// A change beyond chance, and whether it is for the worse (less passing, earlier crashes).
-    pub(crate) changed: bool,
-    pub(crate) worse: bool,
+    pub changed: bool,
+    pub worse: bool,
     /// Fisher's p of the shares (Bonferroni-corrected over the outcomes), and the rank test's
     /// of the crash steps (None: too few crashed runs on a side to compare).
-    pub(crate) share_p: Option<f64>,
-    pub(crate) step_p: Option<f64>,
+    pub share_p: Option<f64>,
+    pub step_p: Option<f64>,
     /// The smallest change of pass share, and shift of crash steps, these runs can detect.
-    pub(crate) detectable_share: Option<f64>,
-    pub(crate) detectable_shift: Option<u64>,
+    pub detectable_share: Option<f64>,
+    pub detectable_shift: Option<u64>,
     /// The tests' p-values in words ("Fisher p = 0.008, crash steps rank test p = 0.03").
-    pub(crate) evidence: String,
+    pub evidence: String,
     /// In words, e.g. "passes 5 of 5 -> sigbus 5 of 5 at step 1: beyond chance at p < 0.05
     /// (Fisher p = 0.008)".
-    pub(crate) note: String,
+    pub note: String,
 }
 
 /// Compares the crash steps of the crash kind both sides have most of, when each has two.
@@ -200,7 +200,7 @@ fn share_test(base: &Shares, cand: &Shares) -> f64 {
 }
 
 /// Judges the candidate's outcomes against the baseline's.
-pub(crate) fn judge(base: &[Outcome], cand: &[Outcome]) -> Judgement {
+pub fn judge(base: &[Outcome], cand: &[Outcome]) -> Judgement {
     let (b, c) = (Shares::of(base), Shares::of(cand));
     let detect_share = detectable_share(b.runs as u64, c.runs as u64, ALPHA);
     let detect_shift = b

@@ -8,7 +8,7 @@ use super::stats;
 
 /// The smallest relative change of a measure (either way) that `compare` would flag with as
 /// many runs per side as `values` holds; None with fewer than two runs.
-pub(crate) fn detectable(values: &[f64], threshold: f64) -> Option<f64> {
+pub fn detectable(values: &[f64], threshold: f64) -> Option<f64> {
     let (lo, hi) = stats::relative_change_ci(values, values)?;
     Some(threshold + (hi - lo) / 2.0)
 }

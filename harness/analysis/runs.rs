@@ -6,16 +6,16 @@ use std::collections::BTreeMap;
 
 use serde::Serialize;
 
-use crate::model::estimate::median;
-use crate::model::record::Status;
-use crate::model::vm::Accel;
-use crate::results::Row;
+use model::estimate::median;
+use model::record::Status;
+use model::vm::Accel;
+use results::Row;
 
 /// An outcome: `pass`, or a crash kind at a step.
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize)]
-pub(crate) struct Outcome {
-    pub(crate) status: Status,
-    pub(crate) crash_step: Option<u64>,
+pub struct Outcome {
+    pub status: Status,
+    pub crash_step: Option<u64>,
 }
 
 impl std::fmt::Display for Outcome {
@@ -42,12 +42,12 @@ struct RunFacts {
 
 /// The runs of one cell, in the order they were added until [`Runs::sorted`].
 #[derive(Clone, Debug, Default)]
-pub(crate) struct Runs {
+pub struct Runs {
     facts: Vec<RunFacts>,
 }
 
 impl Runs {
-    pub(crate) fn add(&mut self, r: &Row) {
+    pub fn add(&mut self, r: &Row) {
         self.facts.push(RunFacts {
             repeat: r.repeat,
             outcome: Outcome {
@@ -63,21 +63,25 @@ impl Runs {
     }
 
     /// In repeat order (stable: runs of several files keep their file order within a repeat).
-    pub(crate) fn sorted(mut self) -> Runs {
+    pub fn sorted(mut self) -> Runs {
         self.facts.sort_by_key(|f| f.repeat);
         self
     }
 
-    pub(crate) fn len(&self) -> usize {
+    pub fn len(&self) -> usize {
         self.facts.len()
     }
 
-    pub(crate) fn outcomes(&self) -> Vec<Outcome> {
+    pub fn is_empty(&self) -> bool {
+        self.facts.is_empty()
+    }
+
+    pub fn outcomes(&self) -> Vec<Outcome> {
         self.facts.iter().map(|f| f.outcome.clone()).collect()
     }
 
     /// The most common outcome (ties: the worst, so a flaky crash is never hidden).
-    pub(crate) fn outcome(&self) -> Outcome {
+    pub fn outcome(&self) -> Outcome {
         let mut counts: BTreeMap<&Outcome, usize> = BTreeMap::new();
         for f in &self.facts {
             *counts.entry(&f.outcome).or_default() += 1;
@@ -100,37 +104,37 @@ impl Runs {
 
     /// img/s of the passing runs with their repeat numbers (crashed runs never enter throughput
     /// statistics).
-    pub(crate) fn rates(&self) -> Vec<(u32, f64)> {
+    pub fn rates(&self) -> Vec<(u32, f64)> {
         self.passing()
             .filter_map(|f| f.img_per_s.map(|x| (f.repeat, x)))
             .collect()
     }
 
     /// CPU milliseconds per image of the passing runs that measured it.
-    pub(crate) fn cpu(&self) -> Vec<f64> {
+    pub fn cpu(&self) -> Vec<f64> {
         self.passing().filter_map(|f| f.cpu_ms_per_img).collect()
     }
 
     /// Instructions per image of the passing runs that counted them.
-    pub(crate) fn instructions(&self) -> Vec<f64> {
+    pub fn instructions(&self) -> Vec<f64> {
         self.passing()
             .filter_map(|f| f.instructions_per_img)
             .collect()
     }
 
     /// The median peak /dev/shm use over every run, crashed ones included.
-    pub(crate) fn peak_shm_median(&self) -> Option<f64> {
+    pub fn peak_shm_median(&self) -> Option<f64> {
         let peaks: Vec<f64> = self.facts.iter().map(|f| f.peak_shm_bytes as f64).collect();
         median(&peaks)
     }
 
     /// Earliest and latest crash step over the crashed runs.
-    pub(crate) fn crash_steps(&self) -> Option<(u64, u64)> {
+    pub fn crash_steps(&self) -> Option<(u64, u64)> {
         let steps = self.facts.iter().filter_map(|f| f.outcome.crash_step);
         steps.clone().min().zip(steps.max())
     }
 
-    pub(crate) fn emulated(&self) -> bool {
+    pub fn emulated(&self) -> bool {
         self.facts.iter().any(|f| f.emulated)
     }
 }

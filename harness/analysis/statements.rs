@@ -8,40 +8,40 @@
 //! run-to-run spread of a peak. Cells that ended in an error or a timeout measure nothing and make
 //! a statement inconclusive only when nothing else was measured.
 
-use crate::analysis::summary;
-use crate::model::claim::ClaimVerdict;
-use crate::model::estimate::median;
-use crate::model::record::Status;
-use crate::model::size::ByteSize;
-use crate::model::statement::{Quantity, Statement, StatementKind};
-use crate::results::Row;
+use crate::summary;
+use model::claim::ClaimVerdict;
+use model::estimate::median;
+use model::record::Status;
+use model::size::ByteSize;
+use model::statement::{Quantity, Statement, StatementKind};
+use results::Row;
 
 /// One cell of a statement, as measured.
 #[derive(Clone, Debug)]
-pub(crate) struct Measured {
+pub struct Measured {
     /// The value of the knob that varies along the statement's cells (`prefetch=8`), or the
     /// cell's name when several vary.
-    pub(crate) label: String,
+    pub label: String,
     /// None when the results hold no row of this cell.
-    pub(crate) status: Option<Status>,
+    pub status: Option<Status>,
     /// The quantity (median over repeats); None where it was not measured.
-    pub(crate) value: Option<f64>,
+    pub value: Option<f64>,
     /// The cell's /dev/shm size: the remounted size, the requested one, or the one it saw.
-    pub(crate) shm_bytes: u64,
+    pub shm_bytes: u64,
     /// The loader model's bound on /dev/shm: (workers x prefetch + 1) batches.
-    pub(crate) bound_bytes: f64,
+    pub bound_bytes: f64,
 }
 
 /// A statement with its verdict.
 #[derive(Clone, Debug)]
-pub(crate) struct Judged {
-    pub(crate) statement: Statement,
-    pub(crate) verdict: ClaimVerdict,
-    pub(crate) measured: Vec<Measured>,
+pub struct Judged {
+    pub statement: Statement,
+    pub verdict: ClaimVerdict,
+    pub measured: Vec<Measured>,
     /// For `greater`: the first cell's quantity over the second's.
-    pub(crate) ratio: Option<f64>,
+    pub ratio: Option<f64>,
     /// For `smallest-pass`: the smallest /dev/shm among the cells that passed.
-    pub(crate) smallest_pass: Option<u64>,
+    pub smallest_pass: Option<u64>,
 }
 
 /// The knobs whose values are byte sizes.
@@ -149,7 +149,7 @@ fn measured_status(m: &Measured) -> Option<Status> {
 }
 
 /// Judges one statement.
-pub(crate) fn judge(statement: &Statement, rows: &[Row]) -> Judged {
+pub fn judge(statement: &Statement, rows: &[Row]) -> Judged {
     let measured = measure(statement, rows);
     let q = statement.quantity;
     let values: Option<Vec<f64>> = measured.iter().map(|m| m.value).collect();
@@ -229,19 +229,19 @@ pub(crate) fn judge(statement: &Statement, rows: &[Row]) -> Judged {
 }
 
 /// Judges every statement against the rows.
-pub(crate) fn judge_all(statements: &[Statement], rows: &[Row]) -> Vec<Judged> {
+pub fn judge_all(statements: &[Statement], rows: &[Row]) -> Vec<Judged> {
     statements.iter().map(|s| judge(s, rows)).collect()
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::model::statement::Quantity;
+    use model::statement::Quantity;
 
     /// A row of the seed fixture, renamed and measured as the case needs.
     fn row(cell: &str, status: Status, peak_mib: u64, fds: u64) -> Row {
-        let path = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/seed.csv");
-        let mut r = crate::results::csv::read(std::path::Path::new(path)).unwrap()[0].clone();
+        let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../../tests/fixtures/seed.csv");
+        let mut r = results::csv::read(std::path::Path::new(path)).unwrap()[0].clone();
         r.cell = cell.into();
         r.status = status;
         r.peak_shm_bytes = peak_mib << 20;
@@ -340,7 +340,7 @@ mod tests {
             Quantity::PeakShm,
             &["a", "b", "c"],
         );
-        s.size = Some(crate::model::size::ByteSize(16 << 30));
+        s.size = Some(model::size::ByteSize(16 << 30));
         let rows = [
             sized("a", Status::Sigbus, 1),
             sized("b", Status::Pass, 2),

@@ -4,7 +4,7 @@
 use rand::rngs::StdRng;
 use rand::{RngExt, SeedableRng};
 
-use crate::model::estimate::{median, quantile};
+use model::estimate::{median, quantile};
 
 /// Bootstrap resampling uses a fixed seed, so the same runs always give the same interval.
 fn seeded(seed: u64) -> StdRng {
@@ -35,11 +35,11 @@ fn resample_median(values: &[f64], rng: &mut StdRng, scratch: &mut Vec<f64>) -> 
 }
 
 /// Resamples used by the bootstrap intervals.
-pub(crate) const BOOTSTRAP_RESAMPLES: usize = 10_000;
+pub const BOOTSTRAP_RESAMPLES: usize = 10_000;
 
 /// 95% percentile-bootstrap interval of the median (Efron & Tibshirani ch. 13). None with fewer
 /// than two values: one run has no interval.
-pub(crate) fn median_ci(values: &[f64]) -> Option<(f64, f64)> {
+pub fn median_ci(values: &[f64]) -> Option<(f64, f64)> {
     if values.len() < 2 {
         return None;
     }
@@ -55,7 +55,7 @@ pub(crate) fn median_ci(values: &[f64]) -> Option<(f64, f64)> {
 /// 95% percentile-bootstrap interval of the relative change of the median from `base` to
 /// `cand` (cand/base - 1), resampling both sides independently, as criterion compares two
 /// samples. None unless both sides have at least two values.
-pub(crate) fn relative_change_ci(base: &[f64], cand: &[f64]) -> Option<(f64, f64)> {
+pub fn relative_change_ci(base: &[f64], cand: &[f64]) -> Option<(f64, f64)> {
     if base.len() < 2 || cand.len() < 2 {
         return None;
     }
@@ -74,7 +74,7 @@ pub(crate) fn relative_change_ci(base: &[f64], cand: &[f64]) -> Option<(f64, f64
 
 /// Modified z-scores (Iglewicz & Hoaglin): 0.6745 (x - median) / MAD. |z| > 3.5 marks an
 /// outlier. All zero when the MAD is zero.
-pub(crate) fn modified_z(values: &[f64]) -> Vec<f64> {
+pub fn modified_z(values: &[f64]) -> Vec<f64> {
     let Some(med) = median(values) else {
         return Vec::new();
     };
@@ -93,7 +93,7 @@ pub(crate) fn modified_z(values: &[f64]) -> Vec<f64> {
 }
 
 /// Threshold on |modified z| above which a value is an outlier.
-pub(crate) const OUTLIER_Z: f64 = 3.5;
+pub const OUTLIER_Z: f64 = 3.5;
 
 #[cfg(test)]
 mod interval_tests {

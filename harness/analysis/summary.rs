@@ -7,15 +7,15 @@ use std::fmt::{Display, Write};
 
 use serde::Serialize;
 
-pub(crate) use super::runs::Outcome;
+pub use super::runs::Outcome;
 use super::runs::Runs;
 use super::stats;
-use crate::model::estimate::median;
-use crate::results::Row;
+use model::estimate::median;
+use results::Row;
 
 /// A cell-key field that a history may let vary between runs.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum Varying {
+pub enum Varying {
     /// The /dev/shm size (and so the runtime that provides it).
     Shm,
     /// The torch allocation profile.
@@ -79,7 +79,7 @@ fn each_knob(r: &Row, f: &mut dyn FnMut(&'static str, &dyn Display)) {
 }
 
 /// The knobs that make a cell what it is, by their flag names, as a row records them.
-pub(crate) fn knobs(r: &Row) -> Vec<(&'static str, String)> {
+pub fn knobs(r: &Row) -> Vec<(&'static str, String)> {
     let mut out = Vec::new();
     each_knob(r, &mut |name, value| out.push((name, value.to_string())));
     out
@@ -91,7 +91,7 @@ pub fn cell_key(r: &Row) -> String {
 }
 
 /// The cell key without one varying field, for histories along that field.
-pub(crate) fn cell_key_except(r: &Row, varying: Option<Varying>) -> String {
+pub fn cell_key_except(r: &Row, varying: Option<Varying>) -> String {
     let hidden: &[&str] = match varying {
         Some(Varying::Shm) => &["shm-size", "runtime"],
         Some(Varying::Torch) => &["torch"],
@@ -112,7 +112,7 @@ pub(crate) fn cell_key_except(r: &Row, varying: Option<Varying>) -> String {
 }
 
 /// The knobs on which two cells differ: `name: a -> b`.
-pub(crate) fn knob_differences(a: &CellSummary, b: &CellSummary) -> Vec<String> {
+pub fn knob_differences(a: &CellSummary, b: &CellSummary) -> Vec<String> {
     a.knobs
         .iter()
         .zip(&b.knobs)
@@ -124,38 +124,38 @@ pub(crate) fn knob_differences(a: &CellSummary, b: &CellSummary) -> Vec<String> 
 /// One cell over its repeated runs.
 #[derive(Clone, Debug, Serialize)]
 pub struct CellSummary {
-    pub(crate) key: String,
-    pub(crate) cell: String,
-    pub(crate) environment: String,
-    pub(crate) runs: usize,
+    pub key: String,
+    pub cell: String,
+    pub environment: String,
+    pub runs: usize,
     /// The most common outcome (ties: the worst, so a flaky crash is never hidden).
-    pub(crate) outcome: Outcome,
+    pub outcome: Outcome,
     /// Every run's outcome, in repeat order.
-    pub(crate) outcomes: Vec<Outcome>,
+    pub outcomes: Vec<Outcome>,
     /// img/s of the passing runs (crashed runs never enter throughput statistics).
-    pub(crate) rates: Vec<f64>,
-    pub(crate) median: Option<f64>,
-    pub(crate) ci: Option<(f64, f64)>,
-    pub(crate) min: Option<f64>,
-    pub(crate) max: Option<f64>,
+    pub rates: Vec<f64>,
+    pub median: Option<f64>,
+    pub ci: Option<(f64, f64)>,
+    pub min: Option<f64>,
+    pub max: Option<f64>,
     /// Repeat numbers whose img/s is an outlier by modified z-score.
-    pub(crate) outliers: Vec<u32>,
+    pub outliers: Vec<u32>,
     /// Earliest and latest crash step over the crashed runs.
-    pub(crate) crash_steps: Option<(u64, u64)>,
+    pub crash_steps: Option<(u64, u64)>,
     /// The median peak /dev/shm use over every run, crashed ones included.
-    pub(crate) peak_shm_median: Option<f64>,
+    pub peak_shm_median: Option<f64>,
     /// CPU milliseconds per image of the passing runs that measured it (schema 3 on).
-    pub(crate) cpu: Vec<f64>,
-    pub(crate) cpu_median: Option<f64>,
-    pub(crate) cpu_ci: Option<(f64, f64)>,
+    pub cpu: Vec<f64>,
+    pub cpu_median: Option<f64>,
+    pub cpu_ci: Option<(f64, f64)>,
     /// Instructions per image of the passing runs that counted them (hardware counters).
-    pub(crate) instructions: Vec<f64>,
-    pub(crate) instructions_median: Option<f64>,
+    pub instructions: Vec<f64>,
+    pub instructions_median: Option<f64>,
     /// The cell's knobs (of its first run), to say how two cells paired by name differ.
-    pub(crate) knobs: Vec<(&'static str, String)>,
+    pub knobs: Vec<(&'static str, String)>,
     /// Whether its runs were under software emulation (a TCG VM): their speeds mean nothing for
     /// the data path, so only outcomes are compared.
-    pub(crate) emulated: bool,
+    pub emulated: bool,
 }
 
 /// Rows summarised per cell as they stream by (order of first appearance): each cell keeps its
@@ -188,7 +188,7 @@ impl Summaries {
     }
 
     /// Each cell's first row and its summary.
-    pub(crate) fn finish_with_rows(self) -> Vec<(Row, CellSummary)> {
+    pub fn finish_with_rows(self) -> Vec<(Row, CellSummary)> {
         self.cells
             .into_iter()
             .map(|(key, first, runs)| {
@@ -210,7 +210,7 @@ pub fn summarize(rows: &[Row]) -> Vec<CellSummary> {
 }
 
 /// Summarises rows grouped by `key` (order of first appearance).
-pub(crate) fn summarize_by(rows: &[Row], key: impl Fn(&Row) -> String) -> Vec<CellSummary> {
+pub fn summarize_by(rows: &[Row], key: impl Fn(&Row) -> String) -> Vec<CellSummary> {
     let mut summaries = Summaries::new();
     for r in rows {
         summaries.add(&key(r), r);
@@ -260,15 +260,15 @@ fn summarize_runs(key: String, first: &Row, runs: Runs) -> CellSummary {
 #[cfg(test)]
 mod drift {
     use super::*;
-    use crate::model::knobs::{Knobs, Role};
+    use model::knobs::{Knobs, Role};
 
     /// What the cell key shows beside the knobs: a watched job's command.
     const NOT_KNOBS: &[&str] = &["command"];
 
     #[test]
     fn the_identity_is_every_knob_the_declaration_says_makes_a_cell() {
-        let path = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/seed.csv");
-        let row = crate::results::csv::read(std::path::Path::new(path)).unwrap()[0].clone();
+        let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../../tests/fixtures/seed.csv");
+        let row = results::csv::read(std::path::Path::new(path)).unwrap()[0].clone();
         let keyed: Vec<String> = knobs(&row)
             .into_iter()
             .map(|(name, _)| name.to_string())

@@ -4,7 +4,7 @@
 
 use serde::Serialize;
 
-use crate::model::watch::ShmSample;
+use model::watch::ShmSample;
 
 /// The share of the run taken as warm-up (the rise to the working level).
 const WARMUP_SHARE: f64 = 0.2;
@@ -17,20 +17,20 @@ const LEAK_MIN_BYTES: f64 = 1024.0 * 1024.0;
 const MIN_R2: f64 = 0.6;
 
 #[derive(Clone, Debug, PartialEq, Serialize)]
-pub(crate) struct Trend {
+pub struct Trend {
     /// The window after the warm-up, seconds since the start.
-    pub(crate) from_s: f64,
-    pub(crate) to_s: f64,
+    pub from_s: f64,
+    pub to_s: f64,
     /// Slope of the line, bytes per second, and how much of the variance it explains.
-    pub(crate) bytes_per_s: f64,
-    pub(crate) r2: f64,
+    pub bytes_per_s: f64,
+    pub r2: f64,
     /// Growth over the window along the line.
-    pub(crate) growth_bytes: f64,
-    pub(crate) leak: bool,
+    pub growth_bytes: f64,
+    pub leak: bool,
 }
 
 /// The trend after the warm-up; None when the run was too short to have one.
-pub(crate) fn trend(samples: &[ShmSample]) -> Option<Trend> {
+pub fn trend(samples: &[ShmSample]) -> Option<Trend> {
     let end = samples.last()?.t_s;
     let from = end * WARMUP_SHARE;
     let window: Vec<(f64, f64)> = samples

@@ -11,12 +11,11 @@ use std::os::unix::process::CommandExt;
 use std::process::{Command, Stdio};
 
 use super::protocol::{GUEST_CELL_FILE, PROGRESS_ENV, READY_MARK, RECORD_MARK};
-use crate::model::config::CellConfig;
-use crate::model::knobs::IpcMode;
-use crate::model::record::{CellRecord, Status};
-use crate::model::vm::VmInfo;
-use crate::sys::fingerprint::Fingerprint;
-use crate::sys::memory_cgroup::{self, MemoryCgroup};
+use model::config::CellConfig;
+use model::knobs::IpcMode;
+use model::record::{CellRecord, Status};
+use model::vm::VmInfo;
+use sys::memory_cgroup::{self, MemoryCgroup};
 
 /// Whether this process is a guest's init: pid 1, started as `/init`.
 pub fn is_init() -> bool {
@@ -144,7 +143,7 @@ fn run_cell(json: &str) -> Result<(), GuestError> {
         }
     };
     record.vm = Some(VmInfo {
-        fingerprint: Fingerprint::collect(),
+        fingerprint: sys::fingerprint::collect(),
         ..VmInfo::default()
     });
     println!(

@@ -14,10 +14,10 @@ use std::time::{Duration, Instant};
 use anyhow::{bail, Context, Result};
 
 use super::loader::segment;
-use crate::model::calibration::{Calibration, SegmentRate};
-use crate::model::knobs::{Strategy, TorchProfile};
-use crate::model::size::ByteSize;
-use crate::sys::shm;
+use model::calibration::{Calibration, SegmentRate};
+use model::knobs::{Strategy, TorchProfile};
+use model::size::ByteSize;
+use sys::shm;
 
 fn gb_per_s(bytes: u64, took: Duration) -> f64 {
     bytes as f64 / took.as_secs_f64() / 1e9
@@ -35,7 +35,7 @@ fn best_of(reps: u32, mut f: impl FnMut()) -> Duration {
         .unwrap_or_default()
 }
 
-pub(crate) fn memset_gb_per_s() -> f64 {
+pub fn memset_gb_per_s() -> f64 {
     let mut buf = vec![1u8; 256 << 20];
     let mut v = 0u8;
     let took = best_of(3, || {
@@ -46,7 +46,7 @@ pub(crate) fn memset_gb_per_s() -> f64 {
     gb_per_s(buf.len() as u64, took)
 }
 
-pub(crate) fn memcpy_gb_per_s() -> f64 {
+pub fn memcpy_gb_per_s() -> f64 {
     let src = vec![3u8; 256 << 20];
     let mut dst = vec![1u8; 256 << 20];
     let took = best_of(3, || {
@@ -57,7 +57,7 @@ pub(crate) fn memcpy_gb_per_s() -> f64 {
 }
 
 /// Makes, fills and releases fresh segments of `bytes` for `duration` on `threads` threads.
-pub(crate) fn segment_rate(
+pub fn segment_rate(
     strategy: Strategy,
     torch: TorchProfile,
     bytes: u64,
@@ -112,7 +112,7 @@ pub(crate) fn segment_rate(
 }
 
 /// Measures memset/memcpy and the fresh-segment rate for `combos` on one core and all cores.
-pub(crate) fn run(
+pub fn run(
     batch_bytes: u64,
     images_per_batch: u32,
     combos: &[(Strategy, TorchProfile)],

@@ -2,23 +2,23 @@
 //! loader: steady-state img/s after the warm-up, step-latency quantiles, the first batch, the
 //! accelerator's share of the time.
 
-use crate::model::config::CellConfig;
-use crate::model::estimate;
-use crate::model::record::{Metrics, StepSample};
+use model::config::CellConfig;
+use model::estimate;
+use model::record::{Metrics, StepSample};
 
 /// What a loop saw, step by step.
 #[derive(Default)]
-pub(crate) struct Steps {
+pub struct Steps {
     /// Seconds since the loader started when each step's batch was obtained.
-    pub(crate) obtained_s: Vec<f64>,
+    pub obtained_s: Vec<f64>,
     /// Seconds of accelerator time each step spent (compute-ms, as measured).
-    pub(crate) compute_s: Vec<f64>,
-    pub(crate) series: Vec<StepSample>,
+    pub compute_s: Vec<f64>,
+    pub series: Vec<StepSample>,
 }
 
 /// The step-derived metrics of a loop that completed `done` steps; the caller adds what it
 /// metered (peak /dev/shm, memory, wall time).
-pub(crate) fn from_steps(config: &CellConfig, steps: &Steps, done: u64) -> Metrics {
+pub fn from_steps(config: &CellConfig, steps: &Steps, done: u64) -> Metrics {
     let warmup = estimate::warmup_used(config.knobs.warmup_steps, done);
     let steady_latencies_ms: Vec<f64> = steps
         .series
@@ -50,16 +50,16 @@ pub(crate) fn from_steps(config: &CellConfig, steps: &Steps, done: u64) -> Metri
 /// What the kernel accounted to the cell at its end: CPU time (user + system) and page faults
 /// (minor + major) of the cell process and of its reaped children (its workers, or its Python and
 /// the workers that Python reaped), and the cell process's own peak resident set.
-pub(crate) struct Usage {
-    pub(crate) own_s: f64,
-    pub(crate) children_s: f64,
-    pub(crate) faults: u64,
+pub struct Usage {
+    pub own_s: f64,
+    pub children_s: f64,
+    pub faults: u64,
     /// Peak resident set of this process (VmHWM), in bytes.
-    pub(crate) peak_rss_bytes: u64,
+    pub peak_rss_bytes: u64,
 }
 
 impl Usage {
-    pub(crate) fn now() -> Usage {
+    pub fn now() -> Usage {
         use nix::sys::resource::{getrusage, UsageWho};
         let seconds = |u: &nix::sys::resource::Usage| {
             let t = |tv: nix::sys::time::TimeVal| tv.tv_sec() as f64 + tv.tv_usec() as f64 / 1e6;
@@ -78,7 +78,7 @@ impl Usage {
     }
 
     /// CPU seconds of the cell process and its reaped children.
-    pub(crate) fn cpu_s(&self) -> f64 {
+    pub fn cpu_s(&self) -> f64 {
         self.own_s + self.children_s
     }
 }

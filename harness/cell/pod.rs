@@ -3,13 +3,12 @@
 //! runtime its cgroup path names, and its own fingerprint (the node's kernel, CPU and memory as
 //! the pod sees them), so `k8s collect` can key a fleet's rows by node without asking the API.
 
-use crate::model::pod::{PodInfo, NODE_NAME_ENV, POD_NAMESPACE_ENV, POD_NAME_ENV};
-use crate::sys::fingerprint::Fingerprint;
+use model::pod::{PodInfo, NODE_NAME_ENV, POD_NAMESPACE_ENV, POD_NAME_ENV};
 
 /// This pod, as the cell at `completion_index` of its Job.
-pub(crate) fn info(completion_index: u64) -> PodInfo {
+pub fn info(completion_index: u64) -> PodInfo {
     let var = |name: &str| std::env::var(name).ok().filter(|v| !v.is_empty());
-    let fingerprint = Fingerprint::collect();
+    let fingerprint = sys::fingerprint::collect();
     let cgroups = ["/proc/self/cgroup", "/proc/self/mountinfo"]
         .iter()
         .filter_map(|p| std::fs::read_to_string(p).ok())

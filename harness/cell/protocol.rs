@@ -3,33 +3,33 @@
 //! stderr. Both sides use these definitions, so they cannot drift apart.
 
 /// Set (to anything) by a runtime that wants progress lines on stderr.
-pub(crate) const PROGRESS_ENV: &str = "SHMBENCH_PROGRESS";
+pub const PROGRESS_ENV: &str = "SHMBENCH_PROGRESS";
 
 /// Set to `stdin` by the Docker runtime: end the cell when stdin closes (the harness died).
-pub(crate) const LIFELINE_ENV: &str = "SHMBENCH_LIFELINE";
+pub const LIFELINE_ENV: &str = "SHMBENCH_LIFELINE";
 
 /// Where a VM guest finds its cell's config (in the initramfs).
-pub(crate) const GUEST_CELL_FILE: &str = "/cell.json";
+pub const GUEST_CELL_FILE: &str = "/cell.json";
 /// The console line a VM guest prints its record behind.
-pub(crate) const RECORD_MARK: &str = "SHMBENCH-RECORD ";
+pub const RECORD_MARK: &str = "SHMBENCH-RECORD ";
 /// The console line a VM guest without a cell prints (the accelerator probe).
-pub(crate) const READY_MARK: &str = "SHMBENCH-READY";
+pub const READY_MARK: &str = "SHMBENCH-READY";
 
 /// Progress of a running cell, as its stderr reports it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) struct Progress {
-    pub(crate) step: u64,
-    pub(crate) total: u64,
+pub struct Progress {
+    pub step: u64,
+    pub total: u64,
 }
 
 impl Progress {
     /// The stderr line for this progress: `progress <step> <total>`.
-    pub(crate) fn line(self) -> String {
+    pub fn line(self) -> String {
         format!("progress {} {}", self.step, self.total)
     }
 
     /// Reads a line written by [`Progress::line`]; None for any other line.
-    pub(crate) fn parse(line: &str) -> Option<Progress> {
+    pub fn parse(line: &str) -> Option<Progress> {
         let mut parts = line.strip_prefix("progress ")?.split(' ');
         let step = parts.next()?.parse().ok()?;
         let total = parts.next()?.parse().ok()?;
@@ -39,7 +39,7 @@ impl Progress {
 
 /// Which stream of a watched command a line came from.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum Stream {
+pub enum Stream {
     Stdout,
     Stderr,
 }
@@ -47,17 +47,17 @@ pub(crate) enum Stream {
 /// One line a watched command printed, relayed by its cell to the harness, which prints it
 /// where the command meant it (the cell's own stdout carries only its record).
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub(crate) struct Output {
-    pub(crate) stream: Stream,
+pub struct Output {
+    pub stream: Stream,
     /// The bytes as the command wrote them: any bytes, CRs and partial lines included.
-    pub(crate) bytes: Vec<u8>,
+    pub bytes: Vec<u8>,
 }
 
 impl Output {
     /// The stderr line for this output: `out 1 <escaped>` or `out 2 <escaped>`, where every byte
     /// but printable ASCII other than `%` and space is written `%XX`, so the line is one line of
     /// ASCII whatever the command wrote, and [`Output::parse`] gives back the very bytes.
-    pub(crate) fn line(&self) -> String {
+    pub fn line(&self) -> String {
         let fd = match self.stream {
             Stream::Stdout => 1,
             Stream::Stderr => 2,
@@ -75,7 +75,7 @@ impl Output {
     }
 
     /// Reads a line written by [`Output::line`]; None for any other line.
-    pub(crate) fn parse(line: &str) -> Option<Output> {
+    pub fn parse(line: &str) -> Option<Output> {
         let rest = line.strip_prefix("out ")?;
         let (stream, text) = match rest.split_at_checked(2)? {
             ("1 ", text) => (Stream::Stdout, text),
@@ -106,14 +106,14 @@ fn unescape(text: &str) -> Option<Vec<u8>> {
 
 /// What a running cell reports to the runtime that launched it, beside free text on stderr.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub(crate) enum CellMessage {
+pub enum CellMessage {
     Progress(Progress),
     Output(Output),
 }
 
 impl CellMessage {
     /// Reads one stderr line of a cell; None for free text.
-    pub(crate) fn parse(line: &str) -> Option<CellMessage> {
+    pub fn parse(line: &str) -> Option<CellMessage> {
         Progress::parse(line)
             .map(CellMessage::Progress)
             .or_else(|| Output::parse(line).map(CellMessage::Output))

@@ -10,11 +10,11 @@ use std::sync::OnceLock;
 
 use super::need::{in_process_framework, looks_ml, ranks_in, Loaders, Ranks};
 use super::rules::{self, Finding, Rule};
-use crate::model::size::ByteSize;
-use crate::plan::fixes::{size_fixes, Target};
+use model::size::ByteSize;
+use plan::fixes::{size_fixes, Target};
 
 /// The marker of an ignore comment.
-pub(crate) const IGNORE_MARK: &str = "shmbench-ignore:";
+pub const IGNORE_MARK: &str = "shmbench-ignore:";
 
 /// Logical lines: continued lines joined, each with the line it starts on (1-based).
 fn logical_lines(text: &str) -> Vec<(usize, String)> {
@@ -72,7 +72,7 @@ fn flag<'a>(words: &[&'a str], name: &str) -> Option<&'a str> {
     })
 }
 
-pub(crate) fn check(text: &str, file: &str, loaders: &Loaders, out: &mut Vec<Finding>) {
+pub fn check(text: &str, file: &str, loaders: &Loaders, out: &mut Vec<Finding>) {
     let raw: Vec<&str> = text.lines().collect();
     let mut found = Vec::new();
     for (line, command) in logical_lines(text) {

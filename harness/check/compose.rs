@@ -8,12 +8,12 @@ use super::kube::IGNORE_ANNOTATION;
 use super::need::{in_process_framework, looks_ml, ranks_in, Loaders, Ranks};
 use super::rules::{self, Finding, Rule};
 use super::yaml_tree::Node;
-use crate::model::kube_quantity::kube_quantity;
-use crate::model::size::ByteSize;
-use crate::plan::fixes::compose_snippet;
+use model::kube_quantity::kube_quantity;
+use model::size::ByteSize;
+use plan::fixes::compose_snippet;
 
 /// Whether a document is a compose file: `services` of mappings, and no Kubernetes `kind`.
-pub(crate) fn is_compose(doc: &Node) -> bool {
+pub fn is_compose(doc: &Node) -> bool {
     doc.get("kind").is_none()
         && doc.get("services").is_some_and(|s| {
             !s.entries().is_empty()
@@ -112,7 +112,7 @@ fn ipc_of(service: &Node) -> Ipc {
     }
 }
 
-pub(crate) fn check(doc: &Node, file: &str, loaders: &Loaders, out: &mut Vec<Finding>) {
+pub fn check(doc: &Node, file: &str, loaders: &Loaders, out: &mut Vec<Finding>) {
     let Some(services) = doc.get("services") else {
         return;
     };

@@ -11,20 +11,20 @@ use std::os::unix::fs::{FileTypeExt, MetadataExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 
 /// Larger than any deployment file; a larger one is refused, not read.
-pub(crate) const MAX_BYTES: u64 = 16 << 20;
+pub const MAX_BYTES: u64 = 16 << 20;
 /// Directories deeper than this are not walked.
-pub(crate) const MAX_DEPTH: usize = 32;
+pub const MAX_DEPTH: usize = 32;
 
 /// An input that could not be checked (exit 2): where, and why.
 #[derive(Clone, Debug, serde::Serialize)]
-pub(crate) struct Problem {
-    pub(crate) file: String,
-    pub(crate) line: Option<usize>,
-    pub(crate) reason: String,
+pub struct Problem {
+    pub file: String,
+    pub line: Option<usize>,
+    pub reason: String,
 }
 
 impl Problem {
-    pub(crate) fn new(file: &Path, reason: impl Into<String>) -> Problem {
+    pub fn new(file: &Path, reason: impl Into<String>) -> Problem {
         Problem {
             file: file.display().to_string(),
             line: None,
@@ -56,14 +56,14 @@ fn skipped(name: &str) -> bool {
 /// What a walk found: the files to check, the paths that could not be read (exit 2) and the
 /// directories not walked on purpose (a loop, too deep), said but not failed on.
 #[derive(Default)]
-pub(crate) struct Gathered {
-    pub(crate) files: Vec<PathBuf>,
-    pub(crate) problems: Vec<Problem>,
-    pub(crate) skipped: Vec<Problem>,
+pub struct Gathered {
+    pub files: Vec<PathBuf>,
+    pub problems: Vec<Problem>,
+    pub skipped: Vec<Problem>,
 }
 
 /// Every file to check under `paths`.
-pub(crate) fn gather(paths: &[PathBuf]) -> Gathered {
+pub fn gather(paths: &[PathBuf]) -> Gathered {
     let mut out = Gathered::default();
     let mut seen = HashSet::new();
     for path in paths {
@@ -162,7 +162,7 @@ fn open_regular(path: &Path) -> Result<std::fs::File, Problem> {
 }
 
 /// A file's text: at most [`MAX_BYTES`], not binary, UTF-8.
-pub(crate) fn read(path: &Path) -> Result<String, Problem> {
+pub fn read(path: &Path) -> Result<String, Problem> {
     let mut bytes = Vec::new();
     let limit = MAX_BYTES + 1;
     let read = if path.as_os_str() == "-" {

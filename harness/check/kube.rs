@@ -13,9 +13,9 @@
 use super::need::{in_process_framework, is_accelerator, looks_ml, ranks_in, Loaders, Ranks};
 use super::rules::{self, Finding, Rule};
 use super::yaml_tree::{Node, Value};
-use crate::model::kube_quantity::kube_quantity;
-use crate::model::size::ByteSize;
-use crate::plan::fixes::Target;
+use model::kube_quantity::kube_quantity;
+use model::size::ByteSize;
+use plan::fixes::Target;
 
 /// A pod spec found in a document, with where it is.
 struct PodSpec<'a> {
@@ -29,7 +29,7 @@ struct PodSpec<'a> {
 }
 
 /// The annotation that silences rules on an object or pod template.
-pub(crate) const IGNORE_ANNOTATION: &str = "shmbench.io/ignore";
+pub const IGNORE_ANNOTATION: &str = "shmbench.io/ignore";
 
 fn ignored_in(meta: Option<&Node>) -> Vec<&'static Rule> {
     meta.and_then(|m| m.at(&["annotations", IGNORE_ANNOTATION]))
@@ -110,7 +110,7 @@ fn objects(doc: &Node) -> Vec<&Node> {
 }
 
 /// Whether a document is a Kubernetes object (or a List of them).
-pub(crate) fn is_kubernetes(doc: &Node) -> bool {
+pub fn is_kubernetes(doc: &Node) -> bool {
     doc.get("kind").is_some() && doc.get("apiVersion").is_some()
 }
 
@@ -172,7 +172,7 @@ fn command_text(container: &Node) -> String {
 }
 
 /// The findings of one document's pod specs.
-pub(crate) fn check(doc: &Node, file: &str, loaders: &Loaders, out: &mut Vec<Finding>) {
+pub fn check(doc: &Node, file: &str, loaders: &Loaders, out: &mut Vec<Finding>) {
     for pod in find_pods(doc) {
         check_pod(&pod, file, loaders, out);
     }

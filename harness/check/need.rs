@@ -9,11 +9,11 @@
 use regex::Regex;
 use std::sync::OnceLock;
 
-use crate::model::config::CellConfig;
-use crate::model::job::LoaderSpec;
-use crate::model::size::ByteSize;
-use crate::plan::fixes::{size_fixes, Target};
-use crate::plan::{advice, job};
+use model::config::CellConfig;
+use model::job::LoaderSpec;
+use model::size::ByteSize;
+use plan::fixes::{size_fixes, Target};
+use plan::{advice, job};
 
 /// Images and commands of ML training and inference.
 fn ml_words() -> &'static Regex {
@@ -24,7 +24,7 @@ fn ml_words() -> &'static Regex {
 }
 
 /// Whether a text (an image, a command line) names ML.
-pub(crate) fn looks_ml(text: &str) -> bool {
+pub fn looks_ml(text: &str) -> bool {
     ml_words().is_match(text)
 }
 
@@ -32,7 +32,7 @@ pub(crate) fn looks_ml(text: &str) -> bool {
 /// (TensorFlow's tf.data, JAX, Keras: threads, not worker processes), and nothing of torch's
 /// world: such a workload on one accelerator puts no batches in /dev/shm (several accelerators
 /// bring NCCL, which does).
-pub(crate) fn in_process_framework(text: &str) -> bool {
+pub fn in_process_framework(text: &str) -> bool {
     static RE: OnceLock<Regex> = OnceLock::new();
     let re = RE.get_or_init(|| {
         Regex::new(r"(?i)(tensorflow|tf_cnn|keras|\bjax\b)").expect("a valid pattern")
@@ -46,7 +46,7 @@ pub(crate) fn in_process_framework(text: &str) -> bool {
 }
 
 /// Whether a resource name asks for an accelerator (`nvidia.com/gpu`, `amd.com/gpu`, ...).
-pub(crate) fn is_accelerator(resource: &str) -> bool {
+pub fn is_accelerator(resource: &str) -> bool {
     let r = resource.to_ascii_lowercase();
     ["gpu", "neuron", "habana.ai", "tpu"]
         .iter()
@@ -55,23 +55,23 @@ pub(crate) fn is_accelerator(resource: &str) -> bool {
 
 /// The /dev/shm a workload needs, and where the number comes from.
 #[derive(Clone, Debug)]
-pub(crate) struct Need {
+pub struct Need {
     /// The doctor's recommendation: the peak + 25% (or + the batches a refill can overlap),
     /// rounded up to 64 MiB.
-    pub(crate) bytes: u64,
-    pub(crate) peak: u64,
+    pub bytes: u64,
+    pub peak: u64,
     /// How `bytes` follows from `peak`: `the peak 1.6 GiB + 25%`.
-    pub(crate) sized: String,
+    pub sized: String,
     /// `--loaders train:8x2x128 x 8 ranks`, `num_workers=4, batch_size=64 in its command`.
-    pub(crate) basis: String,
+    pub basis: String,
     /// Whether the loaders are the workload's own (given, or read from its command): only then
     /// is a smaller /dev/shm called too small.
-    pub(crate) known: bool,
+    pub known: bool,
 }
 
 impl Need {
     /// The doctor's first fix for `target`, sized for this need, as one snippet.
-    pub(crate) fn fix(&self, target: Target, memory_limit: Option<u64>) -> Option<String> {
+    pub fn fix(&self, target: Target, memory_limit: Option<u64>) -> Option<String> {
         size_fixes(target, self.bytes, &self.basis, memory_limit)
             .into_iter()
             .next()
@@ -79,7 +79,7 @@ impl Need {
     }
 
     /// Whether the loaders put nothing in /dev/shm (`num_workers=0`: the main loads every batch).
-    pub(crate) fn nothing(&self) -> bool {
+    pub fn nothing(&self) -> bool {
         self.known && self.peak == 0
     }
 }
@@ -87,17 +87,17 @@ impl Need {
 /// How many processes of a workload share a node's /dev/shm, each with its own loaders, and
 /// what says so (`--ranks 8`, `torchrun --nproc_per_node=8 in its command`).
 #[derive(Clone, Debug)]
-pub(crate) struct Ranks {
-    pub(crate) count: u32,
-    pub(crate) source: String,
+pub struct Ranks {
+    pub count: u32,
+    pub source: String,
 }
 
 /// The most ranks a workload is taken to run on one node (as `--ranks` allows).
-pub(crate) const MAX_RANKS: u32 = 1024;
+pub const MAX_RANKS: u32 = 1024;
 
 impl Ranks {
     /// `count` ranks, said by `source`; none for 0, at most [`MAX_RANKS`].
-    pub(crate) fn new(count: u64, source: String) -> Option<Ranks> {
+    pub fn new(count: u64, source: String) -> Option<Ranks> {
         (count > 0).then(|| Ranks {
             count: count.min(u64::from(MAX_RANKS)) as u32,
             source,
@@ -107,7 +107,7 @@ impl Ranks {
 
 /// The ranks a command starts on a node: torchrun's (and `torch.distributed.run`'s)
 /// `--nproc_per_node=N` or `--nproc-per-node N`; `gpu`/`auto` say no number.
-pub(crate) fn ranks_in(command: &str) -> Option<Ranks> {
+pub fn ranks_in(command: &str) -> Option<Ranks> {
     static RE: OnceLock<Regex> = OnceLock::new();
     let re = RE.get_or_init(|| {
         Regex::new(r"--nproc[_-]per[_-]node(?:=|\s+)(\d+)\b").expect("a valid pattern")
@@ -118,14 +118,14 @@ pub(crate) fn ranks_in(command: &str) -> Option<Ranks> {
 }
 
 /// What the user said of the loaders, for every workload checked.
-pub(crate) struct Loaders {
+pub struct Loaders {
     /// The base loader (shape, dtype, strategy: the loader flags, else the doctor's default).
-    pub(crate) base: CellConfig,
-    pub(crate) specs: Vec<LoaderSpec>,
+    pub base: CellConfig,
+    pub specs: Vec<LoaderSpec>,
     /// `--ranks`; without it each workload's own (its accelerators, its launcher), else 1.
-    pub(crate) ranks: Option<u32>,
+    pub ranks: Option<u32>,
     /// Whether --loaders or --ranks was given.
-    pub(crate) given: bool,
+    pub given: bool,
 }
 
 impl Loaders {
@@ -162,7 +162,7 @@ impl Loaders {
 
     /// The need of a workload whose command is `command`, run as `workload` ranks per node
     /// (when it says so) unless `--ranks` was given.
-    pub(crate) fn need(&self, command: &str, workload: Option<Ranks>) -> Need {
+    pub fn need(&self, command: &str, workload: Option<Ranks>) -> Need {
         let (ranks, rank_words) = self.ranks(workload);
         if self.given {
             let names: Vec<String> = self
@@ -229,7 +229,7 @@ fn loader_in(command: &str, base: &CellConfig) -> Option<LoaderSpec> {
 
 impl Need {
     /// `2 GiB (the peak 1.6 GiB + 25%, for ...)`.
-    pub(crate) fn words(&self) -> String {
+    pub fn words(&self) -> String {
         format!(
             "{} ({}, for {})",
             ByteSize(self.bytes),

@@ -14,7 +14,7 @@ pub enum Severity {
 }
 
 impl Severity {
-    pub(crate) fn word(self) -> &'static str {
+    pub fn word(self) -> &'static str {
         match self {
             Severity::Note => "note",
             Severity::Warning => "warning",
@@ -25,63 +25,63 @@ impl Severity {
 
 /// A rule: what it finds, once.
 #[derive(Debug, Serialize)]
-pub(crate) struct Rule {
-    pub(crate) id: &'static str,
-    pub(crate) name: &'static str,
-    pub(crate) severity: Severity,
+pub struct Rule {
+    pub id: &'static str,
+    pub name: &'static str,
+    pub severity: Severity,
     /// One sentence: what is wrong when it fires.
-    pub(crate) summary: &'static str,
+    pub summary: &'static str,
 }
 
-pub(crate) const NO_DEV_SHM: Rule = Rule {
+pub const NO_DEV_SHM: Rule = Rule {
     id: "SHM001",
     name: "no-dev-shm",
     severity: Severity::Error,
     summary: "An ML container has nothing on /dev/shm, so the container runtime's 64 MiB applies: a DataLoader with workers dies with \"Bus error\"",
 };
-pub(crate) const NO_SIZE_LIMIT: Rule = Rule {
+pub const NO_SIZE_LIMIT: Rule = Rule {
     id: "SHM002",
     name: "memory-emptydir-without-size-limit",
     severity: Severity::Warning,
     summary: "A memory-backed emptyDir on /dev/shm without sizeLimit is bounded only by the node's memory (and df inside shows the node's size, kubernetes#108291)",
 };
-pub(crate) const OVER_MEMORY_LIMIT: Rule = Rule {
+pub const OVER_MEMORY_LIMIT: Rule = Rule {
     id: "SHM003",
     name: "size-limit-over-memory-limit",
     severity: Severity::Warning,
     summary: "The /dev/shm pages count against the container's memory limit: a sizeLimit above it (or no limit at all) means an OOM kill before the tmpfs is full",
 };
-pub(crate) const BELOW_NEED: Rule = Rule {
+pub const BELOW_NEED: Rule = Rule {
     id: "SHM004",
     name: "dev-shm-below-need",
     severity: Severity::Error,
     summary: "The /dev/shm given is smaller than what the loaders put there by the doctor's model",
 };
-pub(crate) const HOST_IPC: Rule = Rule {
+pub const HOST_IPC: Rule = Rule {
     id: "SHM005",
     name: "host-ipc",
     severity: Severity::Note,
     summary: "Host IPC works, but shares the node's /dev/shm with every pod or container on the node, and the size flags no longer apply",
 };
-pub(crate) const ON_DISK: Rule = Rule {
+pub const ON_DISK: Rule = Rule {
     id: "SHM006",
     name: "dev-shm-on-disk",
     severity: Severity::Warning,
     summary: "The emptyDir on /dev/shm is not medium Memory: it is the node's disk, not a tmpfs, and every batch goes through it",
 };
-pub(crate) const COMPOSE_NO_SHM: Rule = Rule {
+pub const COMPOSE_NO_SHM: Rule = Rule {
     id: "SHM010",
     name: "compose-without-shm-size",
     severity: Severity::Error,
     summary: "An ML service has neither shm_size nor ipc: Docker gives it 64 MiB of /dev/shm",
 };
-pub(crate) const DOCKER_RUN_NO_SHM: Rule = Rule {
+pub const DOCKER_RUN_NO_SHM: Rule = Rule {
     id: "SHM020",
     name: "docker-run-without-shm-size",
     severity: Severity::Error,
     summary: "A docker or podman run of an ML image has neither --shm-size nor --ipc: the engine gives it 64 MiB of /dev/shm",
 };
-pub(crate) const SLURM_MEM: Rule = Rule {
+pub const SLURM_MEM: Rule = Rule {
     id: "SHM030",
     name: "slurm-mem-below-dev-shm",
     severity: Severity::Warning,
@@ -89,7 +89,7 @@ pub(crate) const SLURM_MEM: Rule = Rule {
 };
 
 /// Every rule, in id order.
-pub(crate) const RULES: [&Rule; 9] = [
+pub const RULES: [&Rule; 9] = [
     &NO_DEV_SHM,
     &NO_SIZE_LIMIT,
     &OVER_MEMORY_LIMIT,
@@ -103,22 +103,22 @@ pub(crate) const RULES: [&Rule; 9] = [
 
 /// One rule met at one place.
 #[derive(Clone, Debug, Serialize)]
-pub(crate) struct Finding {
-    pub(crate) rule: &'static Rule,
-    pub(crate) file: String,
+pub struct Finding {
+    pub rule: &'static Rule,
+    pub file: String,
     /// 1-based.
-    pub(crate) line: usize,
+    pub line: usize,
     /// `Deployment/train`, `service trainer`, `docker run`, `#SBATCH`.
-    pub(crate) object: String,
-    pub(crate) container: Option<String>,
+    pub object: String,
+    pub container: Option<String>,
     /// Why, in one sentence, with the numbers.
-    pub(crate) message: String,
+    pub message: String,
     /// What to write instead, sized.
-    pub(crate) fix: Option<String>,
+    pub fix: Option<String>,
 }
 
 /// The rule an id or a name names (`SHM001`, `no-dev-shm`, any case).
-pub(crate) fn named(word: &str) -> Option<&'static Rule> {
+pub fn named(word: &str) -> Option<&'static Rule> {
     let word = word.trim();
     RULES
         .iter()
@@ -127,7 +127,7 @@ pub(crate) fn named(word: &str) -> Option<&'static Rule> {
 }
 
 /// The rules an ignore list names (`SHM001,host-ipc`; `all`); unknown words are returned apart.
-pub(crate) fn ignored(list: &str) -> (Vec<&'static Rule>, Vec<String>) {
+pub fn ignored(list: &str) -> (Vec<&'static Rule>, Vec<String>) {
     let mut rules = Vec::new();
     let mut unknown = Vec::new();
     for word in list.split(',').map(str::trim).filter(|w| !w.is_empty()) {

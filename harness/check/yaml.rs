@@ -18,16 +18,16 @@ use super::yaml_tree::{Node, Value};
 
 /// A document that is not YAML (or is refused): the reason and the line.
 #[derive(Debug, PartialEq)]
-pub(crate) struct YamlError {
-    pub(crate) line: usize,
-    pub(crate) reason: String,
+pub struct YamlError {
+    pub line: usize,
+    pub reason: String,
 }
 
 /// A stream's documents: the trees, and an error for each document that is not one.
 #[derive(Debug, Default)]
-pub(crate) struct Parsed {
-    pub(crate) docs: Vec<Node>,
-    pub(crate) errors: Vec<YamlError>,
+pub struct Parsed {
+    pub docs: Vec<Node>,
+    pub errors: Vec<YamlError>,
 }
 
 /// Whether a line is a document marker (`---` or `...` at its start, then a space or nothing).
@@ -82,7 +82,7 @@ fn part_documents(text: &str, builder: &mut Builder) -> Result<(), YamlError> {
 
 /// The documents of a YAML stream, each a tree; empty documents are left out. A document that
 /// is not YAML, or is refused, is an error of its own.
-pub(crate) fn documents(text: &str) -> Parsed {
+pub fn documents(text: &str) -> Parsed {
     let mut parsed = Parsed::default();
     let mut copied = 0;
     for (first_line, part) in parts(text) {

@@ -6,21 +6,21 @@
 use std::rc::Rc;
 
 /// Deeper than any deployment file nests; a deeper one is refused.
-pub(crate) const MAX_DEPTH: usize = 200;
+pub const MAX_DEPTH: usize = 200;
 
 /// Nodes merge keys may copy in one stream: far more than a compose file's anchors hold, far
 /// fewer than merges of merges multiply to.
-pub(crate) const MAX_MERGED: usize = 100_000;
+pub const MAX_MERGED: usize = 100_000;
 
 /// One YAML node and the line (1-based) it starts on.
 #[derive(Clone, Debug, PartialEq)]
-pub(crate) struct Node {
-    pub(crate) line: usize,
-    pub(crate) value: Value,
+pub struct Node {
+    pub line: usize,
+    pub value: Value,
 }
 
 #[derive(Clone, Debug, PartialEq)]
-pub(crate) enum Value {
+pub enum Value {
     /// Keys in file order, each with the line of its key.
     Map(Vec<(String, Node)>),
     Seq(Vec<Node>),
@@ -35,7 +35,7 @@ pub(crate) enum Value {
 impl Node {
     /// The node itself, or the one an anchor or alias shares (anchors cannot name aliases, so
     /// one step reaches it).
-    pub(crate) fn resolved(&self) -> &Node {
+    pub fn resolved(&self) -> &Node {
         match &self.value {
             Value::Anchored(node) | Value::Alias(node) => node,
             _ => self,
@@ -43,7 +43,7 @@ impl Node {
     }
 
     /// The value at `key` of a mapping.
-    pub(crate) fn get(&self, key: &str) -> Option<&Node> {
+    pub fn get(&self, key: &str) -> Option<&Node> {
         match &self.resolved().value {
             Value::Map(entries) => entries.iter().find(|(k, _)| k == key).map(|(_, v)| v),
             _ => None,
@@ -51,12 +51,12 @@ impl Node {
     }
 
     /// The node at a path of keys.
-    pub(crate) fn at(&self, path: &[&str]) -> Option<&Node> {
+    pub fn at(&self, path: &[&str]) -> Option<&Node> {
         path.iter().try_fold(self, |node, key| node.get(key))
     }
 
     /// A scalar's text.
-    pub(crate) fn text(&self) -> Option<&str> {
+    pub fn text(&self) -> Option<&str> {
         match &self.resolved().value {
             Value::Scalar(s) => Some(s),
             _ => None,
@@ -64,7 +64,7 @@ impl Node {
     }
 
     /// A sequence's items (none for anything else).
-    pub(crate) fn items(&self) -> &[Node] {
+    pub fn items(&self) -> &[Node] {
         match &self.resolved().value {
             Value::Seq(items) => items,
             _ => &[],
@@ -72,7 +72,7 @@ impl Node {
     }
 
     /// A mapping's entries (none for anything else).
-    pub(crate) fn entries(&self) -> &[(String, Node)] {
+    pub fn entries(&self) -> &[(String, Node)] {
         match &self.resolved().value {
             Value::Map(entries) => entries,
             _ => &[],
@@ -81,7 +81,7 @@ impl Node {
 
     /// A boolean as Kubernetes reads it: YAML 1.1's words (`True`, `yes`, `on`...), since
     /// kubectl and the API server parse YAML with go-yaml v2 (through sigs.k8s.io/yaml).
-    pub(crate) fn yaml11_bool(&self) -> Option<bool> {
+    pub fn yaml11_bool(&self) -> Option<bool> {
         match self.text()? {
             "y" | "Y" | "yes" | "Yes" | "YES" | "true" | "True" | "TRUE" | "on" | "On" | "ON" => {
                 Some(true)

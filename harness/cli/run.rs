@@ -11,6 +11,7 @@ use crate::model::knobs::Knobs;
 use crate::orchestrate::runner;
 use crate::plan::guard;
 use crate::plan::resolve::Identity;
+use crate::plan::resolve::Resolve;
 use crate::sys::fingerprint::mem_total;
 
 #[derive(clap::Args)]

@@ -7,13 +7,13 @@
 #[error("'{given}' is not {wanted}")]
 pub struct BadValue {
     /// The text as given.
-    pub(crate) given: String,
+    pub given: String,
     /// What a value of this kind is, and how to write one.
-    pub(crate) wanted: String,
+    pub wanted: String,
 }
 
 impl BadValue {
-    pub(crate) fn new(given: &str, wanted: impl Into<String>) -> BadValue {
+    pub fn new(given: &str, wanted: impl Into<String>) -> BadValue {
         BadValue {
             given: given.to_string(),
             wanted: wanted.into(),

@@ -8,28 +8,28 @@ use super::knobs::{Strategy, TorchProfile};
 
 /// One fresh-segment measurement.
 #[derive(Clone, Debug, Serialize, Deserialize)]
-pub(crate) struct SegmentRate {
-    pub(crate) strategy: Strategy,
-    pub(crate) torch: TorchProfile,
-    pub(crate) threads: u32,
+pub struct SegmentRate {
+    pub strategy: Strategy,
+    pub torch: TorchProfile,
+    pub threads: u32,
     /// Batches per second over all threads.
-    pub(crate) batches_per_s: f64,
-    pub(crate) gb_per_s: f64,
+    pub batches_per_s: f64,
+    pub gb_per_s: f64,
 }
 
 #[derive(Clone, Debug, Serialize, Deserialize)]
-pub(crate) struct Calibration {
-    pub(crate) batch_bytes: u64,
-    pub(crate) images_per_batch: u32,
-    pub(crate) memset_gb_per_s: f64,
-    pub(crate) memcpy_gb_per_s: f64,
-    pub(crate) segments: Vec<SegmentRate>,
+pub struct Calibration {
+    pub batch_bytes: u64,
+    pub images_per_batch: u32,
+    pub memset_gb_per_s: f64,
+    pub memcpy_gb_per_s: f64,
+    pub segments: Vec<SegmentRate>,
 }
 
 impl Calibration {
     /// The best (all-cores) fresh-segment rate in bytes per second for a strategy and profile,
     /// if measured. Divided by an image's size it is the data path's limit in images per second.
-    pub(crate) fn limit_bytes_per_s(&self, strategy: Strategy, torch: TorchProfile) -> Option<f64> {
+    pub fn limit_bytes_per_s(&self, strategy: Strategy, torch: TorchProfile) -> Option<f64> {
         self.segments
             .iter()
             .filter(|s| s.strategy == strategy && s.torch == torch)

@@ -15,23 +15,23 @@ pub enum ClaimStatus {
 /// What the how-to claims for a row, carried as data for side-by-side output.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case", deny_unknown_fields)]
-pub(crate) struct Claim {
-    pub(crate) status: ClaimStatus,
+pub struct Claim {
+    pub status: ClaimStatus,
     #[serde(default)]
-    pub(crate) crash_step: Option<u64>,
+    pub crash_step: Option<u64>,
     #[serde(default)]
-    pub(crate) img_per_s: Option<f64>,
+    pub img_per_s: Option<f64>,
     /// The row's /dev/shm as the how-to wrote it, e.g. "64 MB".
     #[serde(default)]
-    pub(crate) shm: Option<String>,
+    pub shm: Option<String>,
     /// Who claims it (e.g. "Kubernetes documentation"); unset: the how-to.
     #[serde(default)]
-    pub(crate) source: Option<String>,
+    pub source: Option<String>,
 }
 
 impl Claim {
     /// The source a claim without one has.
-    pub(crate) const DEFAULT_SOURCE: &'static str = "How-to";
+    pub const DEFAULT_SOURCE: &'static str = "How-to";
 }
 
 /// A measurement against its claim (decided by `analysis::claims`).

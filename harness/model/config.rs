@@ -10,24 +10,24 @@ use super::watch::WatchSettings;
 /// A fully resolved, validated cell: what `shmbench cell` receives as JSON.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct CellConfig {
-    pub(crate) scenario: String,
-    pub(crate) cell: String,
+    pub scenario: String,
+    pub cell: String,
     /// Human label of the setup this cell stands for, e.g. "Docker Default".
-    pub(crate) environment: String,
+    pub environment: String,
     /// Why the runtime is not the one the setup names (e.g. no Docker engine answered).
-    pub(crate) runtime_note: Option<String>,
+    pub runtime_note: Option<String>,
     /// Every knob, resolved (flattened: the JSON is one object, as before knobs were grouped).
     #[serde(flatten)]
-    pub(crate) knobs: KnobValues,
-    pub(crate) claim: Option<Claim>,
+    pub knobs: KnobValues,
+    pub claim: Option<Claim>,
     /// The command a `loader command` cell runs and how it is watched (`shmbench watch`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub(crate) watch: Option<WatchSettings>,
+    pub watch: Option<WatchSettings>,
 }
 
 impl CellConfig {
     /// Bytes of one image.
-    pub(crate) fn image_bytes(&self) -> u64 {
+    pub fn image_bytes(&self) -> u64 {
         self.knobs
             .shape
             .elements()
@@ -36,14 +36,14 @@ impl CellConfig {
     }
 
     /// Bytes of one batch: what one shared segment holds.
-    pub(crate) fn batch_bytes(&self) -> u64 {
+    pub fn batch_bytes(&self) -> u64 {
         self.image_bytes().saturating_mul(self.knobs.batch as u64)
     }
 
     /// Bytes of the Dataset's tensors that move into shared memory as the first worker starts
     /// and stay there while the loader lives: forkserver and spawn pickle the Dataset to each
     /// worker, fork workers inherit it (and a loader without workers starts none).
-    pub(crate) fn dataset_shm_bytes(&self) -> u64 {
+    pub fn dataset_shm_bytes(&self) -> u64 {
         let pickled = self.knobs.workers > 0 && self.knobs.start_method.pickles_the_dataset();
         if pickled {
             self.knobs.dataset_bytes
@@ -53,17 +53,17 @@ impl CellConfig {
     }
 
     /// At most this many batches are outstanding (torch's `num_workers * prefetch_factor`).
-    pub(crate) fn max_outstanding(&self) -> u64 {
+    pub fn max_outstanding(&self) -> u64 {
         self.knobs.workers as u64 * self.knobs.prefetch as u64
     }
 
     /// Whether the cell's steps are known: a loader's always, a watched command's only through
     /// its step regex (without one its crash has a time, not a step).
-    pub(crate) fn counts_steps(&self) -> bool {
+    pub fn counts_steps(&self) -> bool {
         self.watch.as_ref().is_none_or(|w| w.step_regex.is_some())
     }
 
-    pub(crate) fn total_steps(&self) -> u64 {
+    pub fn total_steps(&self) -> u64 {
         self.knobs.steps.saturating_mul(self.knobs.epochs as u64)
     }
 }

@@ -4,7 +4,7 @@
 
 /// The `q`-quantile (0..=1) of `values` by linear interpolation between closest ranks
 /// (Hyndman & Fan type 7, numpy's default). None for no values.
-pub(crate) fn quantile(values: &[f64], q: f64) -> Option<f64> {
+pub fn quantile(values: &[f64], q: f64) -> Option<f64> {
     if values.is_empty() {
         return None;
     }
@@ -18,13 +18,13 @@ pub(crate) fn quantile(values: &[f64], q: f64) -> Option<f64> {
 
 /// Steps excluded from steady-state rates: the requested warm-up, but never more than half of
 /// the steps that ran, so a short or crashed run still measures something.
-pub(crate) fn warmup_used(requested: u64, steps_done: u64) -> u64 {
+pub fn warmup_used(requested: u64, steps_done: u64) -> u64 {
     requested.min(steps_done / 2)
 }
 
 /// Steady-state images per second: images of steps `warmup+1..=K` over the time from step
 /// `warmup`'s batch (or the start) to step K's. `obtained_s[k-1]` is when step k's batch arrived.
-pub(crate) fn steady_rate(obtained_s: &[f64], warmup: u64, images_per_step: u64) -> Option<f64> {
+pub fn steady_rate(obtained_s: &[f64], warmup: u64, images_per_step: u64) -> Option<f64> {
     let k = obtained_s.len();
     let w = warmup as usize;
     if k == 0 || w >= k {
@@ -36,7 +36,7 @@ pub(crate) fn steady_rate(obtained_s: &[f64], warmup: u64, images_per_step: u64)
 }
 
 /// The median (None for no values).
-pub(crate) fn median(values: &[f64]) -> Option<f64> {
+pub fn median(values: &[f64]) -> Option<f64> {
     quantile(values, 0.5)
 }
 

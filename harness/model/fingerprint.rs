@@ -6,40 +6,40 @@ use serde::{Deserialize, Serialize};
 
 /// What a Docker engine says about itself (versions, cgroup and storage drivers).
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
-pub(crate) struct EngineInfo {
-    pub(crate) version: String,
-    pub(crate) api_version: String,
-    pub(crate) cgroup_version: String,
-    pub(crate) cgroup_driver: String,
-    pub(crate) storage_driver: String,
+pub struct EngineInfo {
+    pub version: String,
+    pub api_version: String,
+    pub cgroup_version: String,
+    pub cgroup_driver: String,
+    pub storage_driver: String,
 }
 
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
-pub(crate) struct Fingerprint {
-    pub(crate) kernel: String,
-    pub(crate) os: String,
-    pub(crate) cpu: String,
-    pub(crate) cores: u32,
-    pub(crate) mem_bytes: u64,
+pub struct Fingerprint {
+    pub kernel: String,
+    pub os: String,
+    pub cpu: String,
+    pub cores: u32,
+    pub mem_bytes: u64,
     /// Capacity of this machine's own /dev/shm (cells may see another size).
-    pub(crate) host_shm_bytes: u64,
-    pub(crate) cgroup_version: String,
-    pub(crate) cgroup_memory_limit: Option<u64>,
-    pub(crate) host: String,
-    pub(crate) harness_version: String,
+    pub host_shm_bytes: u64,
+    pub cgroup_version: String,
+    pub cgroup_memory_limit: Option<u64>,
+    pub host: String,
+    pub harness_version: String,
     /// The Docker engine, when the run used one.
-    pub(crate) docker: Option<EngineInfo>,
+    pub docker: Option<EngineInfo>,
     /// Transparent huge pages for shmem/tmpfs (`/sys/kernel/mm/transparent_hugepage/shmem_enabled`).
-    pub(crate) thp_shmem: String,
+    pub thp_shmem: String,
     /// The NVIDIA driver version, where one is loaded.
-    pub(crate) gpu_driver: Option<String>,
+    pub gpu_driver: Option<String>,
 }
 
 impl Fingerprint {
     /// This host's fingerprint as seen from a guest it ran: the machine fields (kernel, OS, CPU,
     /// cores, memory, /dev/shm, cgroup, THP) are the guest's; the host's name, the harness version
     /// and the engine stay.
-    pub(crate) fn in_guest(&self, guest: &Fingerprint) -> Fingerprint {
+    pub fn in_guest(&self, guest: &Fingerprint) -> Fingerprint {
         Fingerprint {
             kernel: guest.kernel.clone(),
             os: guest.os.clone(),
@@ -59,7 +59,7 @@ impl Fingerprint {
     /// cores, memory, cgroup version, shmem THP, GPU driver and Docker engine. The host name and
     /// the harness version are not part of it (the same setup on two hosts is the same
     /// environment; hosts are keyed separately).
-    pub(crate) fn env_id(&self) -> String {
+    pub fn env_id(&self) -> String {
         use sha2::{Digest, Sha256};
         let fields = [
             self.kernel.clone(),

@@ -14,12 +14,12 @@ use serde::Serialize;
 /// One loader of a rank.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 pub struct LoaderSpec {
-    pub(crate) name: String,
-    pub(crate) workers: u32,
-    pub(crate) prefetch: u32,
-    pub(crate) batch: u32,
+    pub name: String,
+    pub workers: u32,
+    pub prefetch: u32,
+    pub batch: u32,
     /// Bytes of tensors this loader's Dataset holds (`+SIZE`); None: the job's `dataset-bytes`.
-    pub(crate) dataset_bytes: Option<u64>,
+    pub dataset_bytes: Option<u64>,
 }
 
 impl FromStr for LoaderSpec {
@@ -82,7 +82,7 @@ impl fmt::Display for LoaderSpec {
 
 /// `--loaders`: several loaders, comma-separated.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
-pub(crate) struct LoaderList(pub Vec<LoaderSpec>);
+pub struct LoaderList(pub Vec<LoaderSpec>);
 
 impl FromStr for LoaderList {
     type Err = BadValue;

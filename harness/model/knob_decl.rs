@@ -19,9 +19,9 @@ pub enum Role {
 /// that records it (None: no column; what the row records instead is named in its role).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct KnobSpec {
-    pub(crate) key: &'static str,
-    pub(crate) role: Role,
-    pub(crate) column: Option<&'static str>,
+    pub key: &'static str,
+    pub role: Role,
+    pub column: Option<&'static str>,
 }
 
 #[doc(hidden)]
@@ -46,7 +46,7 @@ macro_rules! knob_column {
 
 /// A resolved knob is its partial form's value (`u32`) or, for a knob that may stay unset, the
 /// option itself (`Option<ByteSize>`): the declaration's `=> TYPE` says which.
-pub(crate) trait Settle<T>: Sized {
+pub trait Settle<T>: Sized {
     /// The resolved value, or None where a knob that must have one has none.
     fn settle(value: Option<T>) -> Option<Self>;
 }
@@ -116,7 +116,7 @@ macro_rules! knobs {
         /// reads as its default.
         #[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
         #[serde(default)]
-        pub(crate) struct KnobValues {
+        pub struct KnobValues {
             $(
                 #[doc = $help]
                 pub $field: $resolved,
@@ -143,7 +143,7 @@ macro_rules! knobs {
             /// alone, as every row read is).
             fn default() -> AddedKnobs {
                 AddedKnobs {$(
-                    $afield: <$aresolved as $crate::model::knob_decl::Settle<$aty>>::settle($adefault)
+                    $afield: <$aresolved as $crate::knob_decl::Settle<$aty>>::settle($adefault)
                         .expect(concat!("the knob ", stringify!($afield), " has a default")),
                 )*}
             }
@@ -152,7 +152,7 @@ macro_rules! knobs {
         impl AddedKnobs {
             /// The added knobs of a resolved cell.
             #[allow(unused_variables)]
-            pub(crate) fn of(values: &KnobValues) -> AddedKnobs {
+            pub fn of(values: &KnobValues) -> AddedKnobs {
                 AddedKnobs { $( $afield: values.$afield.clone(), )* }
             }
 
@@ -161,21 +161,21 @@ macro_rules! knobs {
 
             /// Hands each column and its value to `to`, in order.
             #[allow(unused_variables)]
-            pub(crate) fn write(&self, to: &mut impl $crate::model::knob_decl::ColumnWriter) {
+            pub fn write(&self, to: &mut impl $crate::knob_decl::ColumnWriter) {
                 $( to.column(stringify!($afield), &self.$afield); )*
             }
 
             /// Lets `from` set each column it has.
             #[allow(unused_variables)]
-            pub(crate) fn read(&mut self, from: &mut impl $crate::model::knob_decl::ColumnReader) {
+            pub fn read(&mut self, from: &mut impl $crate::knob_decl::ColumnReader) {
                 $( from.column(stringify!($afield), &mut self.$afield); )*
             }
 
             /// Calls `f` with each added knob that makes a cell what it is, by its flag name.
             #[allow(unused_variables)]
-            pub(crate) fn each_identity(&self, f: &mut dyn FnMut(&'static str, &dyn std::fmt::Display)) {
+            pub fn each_identity(&self, f: &mut dyn FnMut(&'static str, &dyn std::fmt::Display)) {
                 $(
-                    if $crate::model::knob_decl::knob_role!($arole $(($awhy))?) == $crate::model::knob_decl::Role::Identity {
+                    if $crate::knob_decl::knob_role!($arole $(($awhy))?) == $crate::knob_decl::Role::Identity {
                         // Keyed on every row read: the flag name is made once, not looked up.
                         static FLAG: std::sync::LazyLock<String> =
                             std::sync::LazyLock::new(|| stringify!($afield).replace('_', "-"));
@@ -188,17 +188,17 @@ macro_rules! knobs {
 
         impl Knobs {
             /// Values of `top` replace values of `self` where `top` has them.
-            pub(crate) fn overlay(&mut self, top: &Knobs) {
+            pub fn overlay(&mut self, top: &Knobs) {
                 $( if top.$field.is_some() { self.$field = top.$field.clone(); } )*
                 $( if top.$afield.is_some() { self.$afield = top.$afield.clone(); } )*
             }
 
             /// The scenario key names, for error messages that list what is allowed.
-            pub(crate) const KEYS: &'static [&'static str] =
+            pub const KEYS: &'static [&'static str] =
                 &[$( stringify!($field), )* $( stringify!($afield), )*];
 
             /// A knob's flag name (`persistent-workers`) from its key (`persistent_workers`).
-            pub(crate) fn flag_name(key: &'static str) -> &'static str {
+            pub fn flag_name(key: &'static str) -> &'static str {
                 static FLAGS: std::sync::LazyLock<Vec<(&'static str, String)>> =
                     std::sync::LazyLock::new(|| {
                         Knobs::KEYS
@@ -214,39 +214,39 @@ macro_rules! knobs {
             }
 
             /// What the declaration says of each knob.
-            pub const SPECS: &'static [$crate::model::knob_decl::KnobSpec] = &[
+            pub const SPECS: &'static [$crate::knob_decl::KnobSpec] = &[
                 $(
-                    $crate::model::knob_decl::KnobSpec {
+                    $crate::knob_decl::KnobSpec {
                         key: stringify!($field),
-                        role: $crate::model::knob_decl::knob_role!($role $(($why))?),
-                        column: $crate::model::knob_decl::knob_column!($column),
+                        role: $crate::knob_decl::knob_role!($role $(($why))?),
+                        column: $crate::knob_decl::knob_column!($column),
                     },
                 )*
                 $(
-                    $crate::model::knob_decl::KnobSpec {
+                    $crate::knob_decl::KnobSpec {
                         key: stringify!($afield),
-                        role: $crate::model::knob_decl::knob_role!($arole $(($awhy))?),
+                        role: $crate::knob_decl::knob_role!($arole $(($awhy))?),
                         column: Some(stringify!($afield)),
                     },
                 )*
             ];
 
             /// Every knob at its default (the how-to's seed setup; `shm-size` and `memory` unset).
-            pub(crate) fn defaults() -> Knobs {
+            pub fn defaults() -> Knobs {
                 Knobs { $( $field: $default, )* $( $afield: $adefault, )* }
             }
 
             /// These knobs over the defaults, resolved: every knob that must have a value has one.
-            pub(crate) fn settle(&self) -> KnobValues {
+            pub fn settle(&self) -> KnobValues {
                 let mut k = Knobs::defaults();
                 k.overlay(self);
                 KnobValues {
                     $(
-                        $field: <$resolved as $crate::model::knob_decl::Settle<$ty>>::settle(k.$field)
+                        $field: <$resolved as $crate::knob_decl::Settle<$ty>>::settle(k.$field)
                             .expect(concat!("the knob ", stringify!($field), " has a default")),
                     )*
                     $(
-                        $afield: <$aresolved as $crate::model::knob_decl::Settle<$aty>>::settle(k.$afield)
+                        $afield: <$aresolved as $crate::knob_decl::Settle<$aty>>::settle(k.$afield)
                             .expect(concat!("the knob ", stringify!($afield), " has a default")),
                     )*
                 }
@@ -259,11 +259,11 @@ pub(crate) use knob_role;
 pub(crate) use knobs;
 
 /// Where a row's added knob columns go as they are written: each column's name and value.
-pub(crate) trait ColumnWriter {
+pub trait ColumnWriter {
     fn column<T: Serialize>(&mut self, name: &'static str, value: &T);
 }
 
 /// Where they come from as a row is read: sets `value` when the row has the column.
-pub(crate) trait ColumnReader {
+pub trait ColumnReader {
     fn column<T: serde::de::DeserializeOwned>(&mut self, name: &'static str, value: &mut T);
 }

@@ -125,7 +125,7 @@ pub enum StartMethod {
 
 impl StartMethod {
     /// Whether the Dataset reaches a worker pickled, its tensors through shared memory.
-    pub(crate) fn pickles_the_dataset(self) -> bool {
+    pub fn pickles_the_dataset(self) -> bool {
         self != StartMethod::Fork
     }
 }
@@ -142,7 +142,7 @@ pub enum Dtype {
 }
 
 impl Dtype {
-    pub(crate) fn size(self) -> u64 {
+    pub fn size(self) -> u64 {
         match self {
             Dtype::F32 => 4,
             Dtype::F16 | Dtype::Bf16 => 2,
@@ -182,7 +182,7 @@ display_as_value_name!(
 pub struct Shape(pub Vec<u64>);
 
 impl Shape {
-    pub(crate) fn elements(&self) -> Option<u64> {
+    pub fn elements(&self) -> Option<u64> {
         self.0.iter().try_fold(1u64, |acc, d| acc.checked_mul(*d))
     }
 }

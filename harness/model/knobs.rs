@@ -7,7 +7,8 @@
 //! defaults are the how-to's seed setup.
 
 use super::bad_value::BadValue;
-pub(crate) use super::knob_decl::{knobs, ColumnReader, ColumnWriter};
+use super::knob_decl::knobs;
+pub use super::knob_decl::{ColumnReader, ColumnWriter};
 pub use super::knob_decl::{KnobSpec, Role};
 
 use super::cpus::CpuList;

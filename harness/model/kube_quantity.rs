@@ -6,7 +6,7 @@
 //! It differs from Docker's sizes (`model::size`): `1G` is 10^9 bytes here, 2^30 there.
 
 /// The bytes of quantity `q`, rounded down; None when `q` is not a quantity or is negative.
-pub(crate) fn kube_quantity(q: &str) -> Option<u64> {
+pub fn kube_quantity(q: &str) -> Option<u64> {
     let q = q.trim();
     // Two-letter binary suffixes first, so `Mi` is not read as `M` and `i`.
     let units: [(&str, f64); 13] = [

@@ -4,10 +4,10 @@
 //! built from them, so `../x`, `/`, `.` or a control character can never leave the output folder.
 
 /// The longest name accepted.
-pub(crate) const MAX_LEN: usize = 100;
+pub const MAX_LEN: usize = 100;
 
 /// Why `name` is not a valid name, or None when it is.
-pub(crate) fn problem(name: &str) -> Option<String> {
+pub fn problem(name: &str) -> Option<String> {
     if name.is_empty() {
         return Some("is empty".into());
     }

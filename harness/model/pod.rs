@@ -11,55 +11,55 @@ use serde_json::Value;
 use super::fingerprint::Fingerprint;
 
 /// Set by Kubernetes in each pod of an Indexed Job: the pod's completion index.
-pub(crate) const COMPLETION_INDEX_ENV: &str = "JOB_COMPLETION_INDEX";
+pub const COMPLETION_INDEX_ENV: &str = "JOB_COMPLETION_INDEX";
 /// Set by the manifest through the downward API: the node's name (`spec.nodeName`).
-pub(crate) const NODE_NAME_ENV: &str = "NODE_NAME";
+pub const NODE_NAME_ENV: &str = "NODE_NAME";
 /// Set by the manifest through the downward API: the pod's name (`metadata.name`).
-pub(crate) const POD_NAME_ENV: &str = "POD_NAME";
+pub const POD_NAME_ENV: &str = "POD_NAME";
 /// Set by the manifest through the downward API: the pod's namespace.
-pub(crate) const POD_NAMESPACE_ENV: &str = "POD_NAMESPACE";
+pub const POD_NAMESPACE_ENV: &str = "POD_NAMESPACE";
 
 /// What the pod that ran a cell says about itself.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
-pub(crate) struct PodInfo {
-    pub(crate) pod: String,
-    pub(crate) namespace: Option<String>,
+pub struct PodInfo {
+    pub pod: String,
+    pub namespace: Option<String>,
     /// The node, from the downward API.
-    pub(crate) node: Option<String>,
+    pub node: Option<String>,
     /// The pod's completion index in its Job.
-    pub(crate) completion_index: u64,
+    pub completion_index: u64,
     /// The container runtime its cgroup path names (containerd, cri-o, docker), where it does.
-    pub(crate) container_runtime: Option<String>,
+    pub container_runtime: Option<String>,
     /// The machine as the pod sees it: the node's kernel, CPU and memory, the pod's memory limit.
-    pub(crate) fingerprint: Fingerprint,
+    pub fingerprint: Fingerprint,
 }
 
 /// How a pod's container terminated, as the API reports it.
 #[derive(Clone, Debug, PartialEq)]
-pub(crate) struct Terminated {
-    pub(crate) exit_code: i32,
+pub struct Terminated {
+    pub exit_code: i32,
     /// `Completed`, `Error`, `OOMKilled`, `ContainerStatusUnknown`, ...
-    pub(crate) reason: Option<String>,
-    pub(crate) signal: Option<i32>,
+    pub reason: Option<String>,
+    pub signal: Option<i32>,
 }
 
 /// One pod of a Job, from the API.
 #[derive(Clone, Debug, PartialEq)]
-pub(crate) struct PodStatus {
-    pub(crate) name: String,
+pub struct PodStatus {
+    pub name: String,
     /// Whether a manifest of shmbench's made it (label `app.kubernetes.io/name: shmbench`).
-    pub(crate) shmbench: bool,
+    pub shmbench: bool,
     /// The Job that made it (`batch.kubernetes.io/job-name`, or `job-name` before 1.27).
-    pub(crate) job: Option<String>,
-    pub(crate) completion_index: Option<u64>,
-    pub(crate) node: Option<String>,
+    pub job: Option<String>,
+    pub completion_index: Option<u64>,
+    pub node: Option<String>,
     /// `Pending`, `Running`, `Succeeded`, `Failed` or `Unknown`.
-    pub(crate) phase: String,
+    pub phase: String,
     /// The pod's own reason (`Evicted`) and message.
-    pub(crate) reason: Option<String>,
-    pub(crate) message: Option<String>,
-    pub(crate) terminated: Option<Terminated>,
-    pub(crate) start_time: Option<String>,
+    pub reason: Option<String>,
+    pub message: Option<String>,
+    pub terminated: Option<Terminated>,
+    pub start_time: Option<String>,
 }
 
 fn text(v: &Value) -> Option<String> {
@@ -80,7 +80,7 @@ fn objects<'a>(doc: &'a Value, kind: &str) -> Vec<&'a Value> {
 
 impl PodStatus {
     /// The pods of a `kubectl get pods -o json` document (a List, or one Pod).
-    pub(crate) fn all_in(doc: &Value) -> Vec<PodStatus> {
+    pub fn all_in(doc: &Value) -> Vec<PodStatus> {
         objects(doc, "Pod")
             .into_iter()
             .filter_map(PodStatus::from_api)
@@ -88,7 +88,7 @@ impl PodStatus {
     }
 
     /// One Pod object; None without a name.
-    pub(crate) fn from_api(pod: &Value) -> Option<PodStatus> {
+    pub fn from_api(pod: &Value) -> Option<PodStatus> {
         let meta = &pod["metadata"];
         let label =
             |key: &str| text(&meta["labels"][key]).or_else(|| text(&meta["annotations"][key]));
@@ -127,18 +127,18 @@ impl PodStatus {
 
 /// What the API says about a node (`status.nodeInfo`).
 #[derive(Clone, Debug, Default, PartialEq)]
-pub(crate) struct NodeInfo {
-    pub(crate) name: String,
-    pub(crate) kernel: String,
-    pub(crate) os_image: String,
+pub struct NodeInfo {
+    pub name: String,
+    pub kernel: String,
+    pub os_image: String,
     /// e.g. `containerd://1.7.13`.
-    pub(crate) container_runtime: String,
-    pub(crate) kubelet: String,
+    pub container_runtime: String,
+    pub kubelet: String,
 }
 
 impl NodeInfo {
     /// The nodes of a `kubectl get nodes -o json` document (a List, or one Node).
-    pub(crate) fn all_in(doc: &Value) -> Vec<NodeInfo> {
+    pub fn all_in(doc: &Value) -> Vec<NodeInfo> {
         objects(doc, "Node")
             .into_iter()
             .filter_map(|node| {
@@ -157,11 +157,11 @@ impl NodeInfo {
 }
 
 #[cfg(test)]
-pub(crate) mod tests {
+mod tests {
     use super::*;
 
     /// The pods of `tests/fixtures/k8s/pods.json`, in the API's shape.
-    pub(crate) fn pods() -> Vec<PodStatus> {
+    pub fn pods() -> Vec<PodStatus> {
         let doc = include_str!("../../tests/fixtures/k8s/pods.json");
         PodStatus::all_in(&serde_json::from_str(doc).unwrap())
     }

@@ -70,112 +70,112 @@ impl fmt::Display for Status {
 
 /// One step of the training loop, as the consumer saw it.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub(crate) struct StepSample {
+pub struct StepSample {
     /// 1-based global step (across epochs).
-    pub(crate) step: u64,
+    pub step: u64,
     /// Seconds since the cell's loader started when this step's batch was obtained.
-    pub(crate) t_s: f64,
+    pub t_s: f64,
     /// Seconds since the previous step's batch (or since start for step 1).
-    pub(crate) latency_s: f64,
+    pub latency_s: f64,
     /// /dev/shm bytes in use (above the cell's starting level) when the batch was obtained.
-    pub(crate) shm_used_bytes: u64,
+    pub shm_used_bytes: u64,
     /// Batches requested and not yet consumed (in workers, in flight, or waiting in order).
-    pub(crate) in_flight: u64,
+    pub in_flight: u64,
 }
 
 /// How a failed cell failed.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
-pub(crate) struct Failure {
+pub struct Failure {
     /// The 1-based step that did not complete (the one the consumer was waiting for).
-    pub(crate) crash_step: u64,
+    pub crash_step: u64,
     /// Signal that killed the worker, if one did.
-    pub(crate) signal: Option<i32>,
+    pub signal: Option<i32>,
     /// The worker's pid, where a worker failed.
-    pub(crate) pid: Option<u32>,
+    pub pid: Option<u32>,
     /// /dev/shm bytes in use when the failure was noticed.
-    pub(crate) shm_used_bytes: u64,
+    pub shm_used_bytes: u64,
 }
 
 /// Measurements of one cell.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
-pub(crate) struct Metrics {
-    pub(crate) steps_done: u64,
+pub struct Metrics {
+    pub steps_done: u64,
     /// Steady-state images per second over the steps after `warmup_steps_used`; None when too
     /// few steps ran to measure.
-    pub(crate) img_per_s: Option<f64>,
-    pub(crate) warmup_steps_used: u64,
-    pub(crate) step_p50_ms: Option<f64>,
-    pub(crate) step_p99_ms: Option<f64>,
-    pub(crate) first_batch_ms: Option<f64>,
+    pub img_per_s: Option<f64>,
+    pub warmup_steps_used: u64,
+    pub step_p50_ms: Option<f64>,
+    pub step_p99_ms: Option<f64>,
+    pub first_batch_ms: Option<f64>,
     /// Highest /dev/shm use seen above the starting level (sampled every millisecond and at
     /// every step).
-    pub(crate) peak_shm_bytes: u64,
+    pub peak_shm_bytes: u64,
     /// Peak resident set of the main process (VmHWM; includes shared pages it mapped).
-    pub(crate) peak_rss_bytes: u64,
+    pub peak_rss_bytes: u64,
     /// Highest private resident memory (RssAnon + RssFile, no shared memory) of the main, and
     /// of any one worker, sampled during the run.
     #[serde(default)]
-    pub(crate) main_private_rss_bytes: u64,
+    pub main_private_rss_bytes: u64,
     #[serde(default)]
-    pub(crate) worker_private_rss_bytes: u64,
+    pub worker_private_rss_bytes: u64,
     /// Fraction of steady-state wall time the emulated accelerator was busy (compute-ms > 0).
-    pub(crate) accel_util: Option<f64>,
-    pub(crate) wall_s: f64,
+    pub accel_util: Option<f64>,
+    pub wall_s: f64,
     /// CPU seconds (user + system) of every process of the cell: main and workers (for a torch
     /// cell, its Python and the workers it reaped, less the Python's start-up before the loop).
     #[serde(default)]
-    pub(crate) cpu_s: Option<f64>,
+    pub cpu_s: Option<f64>,
     /// CPU seconds of the loop's main process alone (a torch cell's Python main, all threads).
     #[serde(default)]
-    pub(crate) main_cpu_s: Option<f64>,
+    pub main_cpu_s: Option<f64>,
     /// Page faults (minor + major) of every process of the cell, counted like `cpu_s`.
     #[serde(default)]
-    pub(crate) page_faults: Option<u64>,
+    pub page_faults: Option<u64>,
     /// The most file descriptors the loader's main process held open when a step's batch was
     /// obtained (file_descriptor keeps one per live batch; file_system none).
     #[serde(default)]
-    pub(crate) peak_fds: Option<u64>,
+    pub peak_fds: Option<u64>,
     /// Instructions every process of the cell executed (perf_event_open, inherited by the
     /// workers), where the kernel has and allows hardware counters.
     #[serde(default)]
-    pub(crate) instructions: Option<u64>,
+    pub instructions: Option<u64>,
     /// Whether that count is of user space only (perf_event_paranoid forbade the kernel's part).
     #[serde(default)]
-    pub(crate) instructions_user_only: bool,
+    pub instructions_user_only: bool,
 }
 
 /// The one JSON object a cell prints.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct CellRecord {
     pub config: CellConfig,
-    pub(crate) status: Status,
+    pub status: Status,
     /// Torch-style message for a failure, or a note.
-    pub(crate) message: String,
-    pub(crate) failure: Option<Failure>,
-    pub(crate) metrics: Metrics,
+    pub message: String,
+    pub failure: Option<Failure>,
+    pub metrics: Metrics,
     /// Capacity of the /dev/shm the cell saw, in bytes.
-    pub(crate) shm_seen_bytes: u64,
+    pub shm_seen_bytes: u64,
     /// Per-step series (for plots and time-series exports).
-    pub(crate) series: Vec<StepSample>,
+    pub series: Vec<StepSample>,
     /// The torch version that ran a torch cell.
     #[serde(default)]
-    pub(crate) torch_version: Option<String>,
+    pub torch_version: Option<String>,
     /// A watched command's exit code (128 + N when a signal N killed it).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub(crate) exit_code: Option<i32>,
+    pub exit_code: Option<i32>,
     /// What watching a command saw.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub(crate) watch: Option<WatchFindings>,
+    pub watch: Option<WatchFindings>,
     /// The Kubernetes pod that ran the cell (`shmbench cell --from` in an Indexed Job's pod).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub(crate) pod: Option<PodInfo>,
+    pub pod: Option<PodInfo>,
     /// The VM that ran the cell (`--runtime vm`): kernel, accelerator, size, the guest's view.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub(crate) vm: Option<VmInfo>,
+    pub vm: Option<VmInfo>,
     /// The Slurm array task that ran the cell (`shmbench slurm task`, in a job of the script
     /// `slurm script` writes).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub(crate) slurm: Option<SlurmTask>,
+    pub slurm: Option<SlurmTask>,
 }
 
 impl CellRecord {
@@ -201,7 +201,7 @@ impl CellRecord {
     /// A cell whose main the memory limit's OOM killer ended printed no record, so the runtime
     /// made an `error` one. Names it `oom`, as a worker's OOM death is named, when the runtime saw
     /// the kill (its cgroup's count, or Docker's event); `what` says how the main went.
-    pub(crate) fn main_killed_by_oom(&mut self, oom_killed: bool, what: &str) {
+    pub fn main_killed_by_oom(&mut self, oom_killed: bool, what: &str) {
         if oom_killed && self.status == Status::Error && self.failure.is_none() {
             self.status = Status::Oom;
             self.message = format!("{what}: tmpfs pages count against the memory limit");
@@ -212,7 +212,7 @@ impl CellRecord {
 /// How a measurement (`status`, crashing at `crash_step`) stands against a claim of `claimed`
 /// at `claimed_step`. Outcomes are compared (pass vs crash, and the crash step where both name
 /// one); a run that could not measure is inconclusive; throughput never makes a row disagree.
-pub(crate) fn claim_verdict(
+pub fn claim_verdict(
     claimed: ClaimStatus,
     claimed_step: Option<u64>,
     status: Status,

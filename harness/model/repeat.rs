@@ -7,28 +7,28 @@ use std::str::FromStr;
 
 /// Repetitions of a run.
 #[derive(Clone, Copy, Debug, PartialEq)]
-pub(crate) enum Repeat {
+pub enum Repeat {
     Fixed(u32),
     Auto(UntilStable),
 }
 
 /// The stopping rule of `--repeat auto`.
 #[derive(Clone, Copy, Debug, PartialEq)]
-pub(crate) struct UntilStable {
+pub struct UntilStable {
     /// Width of the 95% interval over the median, e.g. 0.03.
-    pub(crate) target: f64,
+    pub target: f64,
     /// Rounds run before any cell may stop (an interval needs a few runs to mean anything).
-    pub(crate) min: u32,
+    pub min: u32,
     /// Rounds after which a cell stops, converged or not.
-    pub(crate) max: u32,
+    pub max: u32,
 }
 
 /// Rounds before `auto` may stop a cell: fewer give bootstrap intervals that are too optimistic.
-pub(crate) const AUTO_MIN_ROUNDS: u32 = 3;
+pub const AUTO_MIN_ROUNDS: u32 = 3;
 
 impl Repeat {
     /// The most rounds any cell can run.
-    pub(crate) fn max_rounds(self) -> u32 {
+    pub fn max_rounds(self) -> u32 {
         match self {
             Repeat::Fixed(n) => n.max(1),
             Repeat::Auto(rule) => rule.max,
@@ -36,7 +36,7 @@ impl Repeat {
     }
 
     /// With the stopping rule's target and maximum filled in from their flags.
-    pub(crate) fn with_rule(self, target: f64, max: u32) -> Repeat {
+    pub fn with_rule(self, target: f64, max: u32) -> Repeat {
         match self {
             Repeat::Auto(_) => Repeat::Auto(UntilStable {
                 target,

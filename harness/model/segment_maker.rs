@@ -3,7 +3,7 @@
 //! segment, and nothing is decided or removed by it.
 
 /// The library a segment's name points to (`/dev/shm/NAME`, `NAME`, or `memfd:NAME`).
-pub(crate) fn made_by(name: &str) -> Option<&'static str> {
+pub fn made_by(name: &str) -> Option<&'static str> {
     let base = name.rsplit('/').next().unwrap_or(name);
     let base = base.strip_prefix("memfd:").unwrap_or(base);
     const KNOWN: &[(&str, &str)] = &[

@@ -11,7 +11,7 @@ use super::workload::Workload;
 /// What an entry is.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
-pub(crate) enum EntryKind {
+pub enum EntryKind {
     File,
     Dir,
     Symlink,
@@ -20,58 +20,58 @@ pub(crate) enum EntryKind {
 
 /// One process's hold on a segment.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
-pub(crate) struct Hold {
-    pub(crate) pid: u32,
+pub struct Hold {
+    pub pid: u32,
     /// Through an open fd.
-    pub(crate) by_fd: bool,
+    pub by_fd: bool,
     /// Through a mapping.
-    pub(crate) by_map: bool,
+    pub by_map: bool,
 }
 
 /// One entry of the tmpfs, by its path under the audited directory.
 #[derive(Clone, Debug, Serialize)]
-pub(crate) struct ShmEntry {
+pub struct ShmEntry {
     /// The path under the audited directory (a lossy conversion of the raw name).
-    pub(crate) name: String,
+    pub name: String,
     /// The same path as the file system has it (a name need not be UTF-8): what a sweep opens.
     #[serde(skip)]
-    pub(crate) raw_path: Vec<Vec<u8>>,
-    pub(crate) kind: EntryKind,
+    pub raw_path: Vec<Vec<u8>>,
+    pub kind: EntryKind,
     /// Bytes of tmpfs pages the entry holds (what counts against the size), not its length.
-    pub(crate) allocated_bytes: u64,
-    pub(crate) apparent_bytes: u64,
+    pub allocated_bytes: u64,
+    pub apparent_bytes: u64,
     /// Seconds since it was last modified (mtime: `cp -a`, `tar x`, `touch -d` set it).
-    pub(crate) age_s: f64,
+    pub age_s: f64,
     /// Seconds since its inode last changed (ctime: no tool can set it back).
-    pub(crate) changed_age_s: f64,
+    pub changed_age_s: f64,
     /// Seconds since its atime (what that proves: `AtimeUpdates`).
-    pub(crate) read_age_s: f64,
-    pub(crate) uid: u32,
-    pub(crate) inode: u64,
+    pub read_age_s: f64,
+    pub uid: u32,
+    pub inode: u64,
     /// Names the file has (hard links): one removed frees nothing while another stays.
-    pub(crate) links: u64,
-    pub(crate) holders: Vec<Hold>,
+    pub links: u64,
+    pub holders: Vec<Hold>,
     /// The library its name points to, if any (a hint: `segment_maker`).
-    pub(crate) made_by: Option<&'static str>,
+    pub made_by: Option<&'static str>,
     /// Whether it is stale, and the proof or what is missing for one.
-    pub(crate) staleness: Staleness,
+    pub staleness: Staleness,
 }
 
 impl ShmEntry {
     /// Its mtime's, ctime's and atime's ages, as [`old_enough`] takes them.
-    pub(crate) fn ages(&self) -> (f64, f64, f64) {
+    pub fn ages(&self) -> (f64, f64, f64) {
         (self.age_s, self.changed_age_s, self.read_age_s)
     }
 
     /// A regular file whose named owner is proven gone and that no live process holds: what a
     /// default sweep removes.
-    pub(crate) fn stale(&self) -> bool {
+    pub fn stale(&self) -> bool {
         matches!(self.staleness, Staleness::DeadOwner { .. })
     }
 
     /// A regular file no process holds, whose name names no owner: what a sweep removes only
     /// under a path the user names (`--unowned PATH`), and only when unchanged and unread.
-    pub(crate) fn unowned(&self) -> bool {
+    pub fn unowned(&self) -> bool {
         self.staleness == Staleness::Unowned
     }
 }
@@ -79,7 +79,7 @@ impl ShmEntry {
 /// Whether an entry is stale: its owner named and proven gone, and nobody holding it.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 #[serde(tag = "state", rename_all = "snake_case")]
-pub(crate) enum Staleness {
+pub enum Staleness {
     /// Not a regular file: listed, never removed.
     NotAFile,
     /// A live process holds it by fd or mapping.
@@ -98,7 +98,7 @@ pub(crate) enum Staleness {
 
 impl Staleness {
     /// The short word for it in a table.
-    pub(crate) fn word(&self) -> &'static str {
+    pub fn word(&self) -> &'static str {
         match self {
             Staleness::NotAFile => "",
             Staleness::Held => "held",
@@ -114,61 +114,61 @@ impl Staleness {
 /// A segment that is no longer named (unlinked, or a memfd is not on this tmpfs) but still
 /// held, so still counted: `file_descriptor` batches, a crashed job's fds.
 #[derive(Clone, Debug, Serialize)]
-pub(crate) struct UnlinkedSegment {
+pub struct UnlinkedSegment {
     /// The name it had, as /proc shows it.
-    pub(crate) name: String,
-    pub(crate) inode: u64,
+    pub name: String,
+    pub inode: u64,
     /// Allocated bytes; for a segment only mapped, the extent of its mappings.
-    pub(crate) allocated_bytes: u64,
-    pub(crate) holders: Vec<Hold>,
-    pub(crate) made_by: Option<&'static str>,
+    pub allocated_bytes: u64,
+    pub holders: Vec<Hold>,
+    pub made_by: Option<&'static str>,
 }
 
 /// A process that holds something on the tmpfs, and how much.
 #[derive(Clone, Debug, Serialize)]
-pub(crate) struct HolderTotal {
-    pub(crate) pid: u32,
-    pub(crate) uid: Option<u32>,
-    pub(crate) command: String,
-    pub(crate) workload: Workload,
+pub struct HolderTotal {
+    pub pid: u32,
+    pub uid: Option<u32>,
+    pub command: String,
+    pub workload: Workload,
     /// Segments it holds, named and unlinked.
-    pub(crate) segments: u64,
+    pub segments: u64,
     /// Their allocated bytes (a segment two processes share counts for each).
-    pub(crate) bytes: u64,
+    pub bytes: u64,
 }
 
 /// The audit of one tmpfs at one moment.
 #[derive(Clone, Debug, Serialize)]
-pub(crate) struct ShmAudit {
-    pub(crate) path: String,
+pub struct ShmAudit {
+    pub path: String,
     /// The filesystem's size and use (statvfs).
-    pub(crate) capacity_bytes: u64,
-    pub(crate) used_bytes: u64,
-    pub(crate) entries: Vec<ShmEntry>,
-    pub(crate) unlinked: Vec<UnlinkedSegment>,
+    pub capacity_bytes: u64,
+    pub used_bytes: u64,
+    pub entries: Vec<ShmEntry>,
+    pub unlinked: Vec<UnlinkedSegment>,
     /// Holders, most bytes first.
-    pub(crate) holders: Vec<HolderTotal>,
+    pub holders: Vec<HolderTotal>,
     /// Processes whose fds or mappings could not be read (another user's without the right,
     /// a more privileged one's): an entry they may hold is unknown, never stale.
-    pub(crate) unreadable_processes: u64,
+    pub unreadable_processes: u64,
     /// Set when this audit runs in a pid namespace that is not the host's: processes outside
     /// it cannot be seen, so nothing but a dead shmbench run's files is proven stale.
-    pub(crate) pid_namespace_not_the_hosts: bool,
+    pub pid_namespace_not_the_hosts: bool,
     /// Entries left out of `entries` because the listing reached its bound (too many, or names
     /// too long to keep): counted, and in `used_bytes`, but not listed.
-    pub(crate) unlisted: u64,
+    pub unlisted: u64,
     /// Directories deeper than the walk goes: not walked, so what they hold is in `used_bytes`
     /// but neither listed nor counted.
-    pub(crate) not_walked: u64,
+    pub not_walked: u64,
     /// How this tmpfs updates access times: what a file's atime proves.
-    pub(crate) atime: AtimeUpdates,
+    pub atime: AtimeUpdates,
 }
 
 /// How a mount updates a file's access time (its `strictatime`, `relatime` or `noatime`
 /// option), and so for how long an atime proves a file unread.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
-pub(crate) enum AtimeUpdates {
+pub enum AtimeUpdates {
     /// Every read sets it.
     Strict,
     /// `relatime` (Linux's default): a read sets it only when it is older than the file's
@@ -183,7 +183,7 @@ pub(crate) enum AtimeUpdates {
 /// seconds old has been unchanged for `age_s` (both times: `touch -d` sets the mtime back,
 /// never the ctime) and, when a mount's atime rule is given, provably unread for it too. The
 /// audit's candidates and the sweep's last proof both ask this.
-pub(crate) fn old_enough(
+pub fn old_enough(
     (modified_s, changed_s, read_s): (f64, f64, f64),
     age_s: f64,
     atime: Option<AtimeUpdates>,
@@ -203,7 +203,7 @@ const RELATIME_WINDOW_S: f64 = 24.0 * 3600.0;
 impl AtimeUpdates {
     /// For how long a file is provably unread, from the ages of its atime, mtime and ctime;
     /// None when it cannot be proven at all.
-    pub(crate) fn unread_for_s(self, read_s: f64, modified_s: f64, changed_s: f64) -> Option<f64> {
+    pub fn unread_for_s(self, read_s: f64, modified_s: f64, changed_s: f64) -> Option<f64> {
         match self {
             AtimeUpdates::Strict => Some(read_s),
             // An atime no later than the mtime or ctime would have been set by any read since.
@@ -216,12 +216,12 @@ impl AtimeUpdates {
 
 impl ShmAudit {
     /// The stale entries: files whose named owner is gone and that no live process holds.
-    pub(crate) fn stale(&self) -> impl Iterator<Item = &ShmEntry> {
+    pub fn stale(&self) -> impl Iterator<Item = &ShmEntry> {
         self.entries.iter().filter(|e| e.stale())
     }
 
     /// Allocated bytes of the named files.
-    pub(crate) fn named_bytes(&self) -> u64 {
+    pub fn named_bytes(&self) -> u64 {
         self.entries.iter().map(|e| e.allocated_bytes).sum()
     }
 }
@@ -229,7 +229,7 @@ impl ShmAudit {
 /// What a sweep did with one entry, reported as it happens.
 #[derive(Clone, Debug, Serialize)]
 #[serde(tag = "event", rename_all = "snake_case")]
-pub(crate) enum SweepEvent {
+pub enum SweepEvent {
     /// Removed: its path under the root, its allocated bytes and why it was stale.
     Removed {
         name: String,
@@ -242,26 +242,26 @@ pub(crate) enum SweepEvent {
 
 /// What a sweep did with each candidate.
 #[derive(Debug, Default, Serialize)]
-pub(crate) struct StaleSweep {
+pub struct StaleSweep {
     /// Removed: the path under the root and its allocated bytes.
-    pub(crate) removed: Vec<(String, u64)>,
+    pub removed: Vec<(String, u64)>,
     /// Kept: the path and why.
-    pub(crate) kept: Vec<(String, String)>,
+    pub kept: Vec<(String, String)>,
     /// Candidates left because they are younger than the age asked for.
-    pub(crate) younger: u64,
+    pub younger: u64,
     /// Files of unknown owner left because no `--unowned` path takes them.
-    pub(crate) unowned_left: u64,
+    pub unowned_left: u64,
     /// The sweep stopped early (SIGINT or SIGTERM): what it did so far is above.
-    pub(crate) interrupted: bool,
+    pub interrupted: bool,
 }
 
 impl StaleSweep {
-    pub(crate) fn removed_bytes(&self) -> u64 {
+    pub fn removed_bytes(&self) -> u64 {
         self.removed.iter().map(|(_, bytes)| bytes).sum()
     }
 
     /// Adds `event` to the totals.
-    pub(crate) fn record(&mut self, event: &SweepEvent) {
+    pub fn record(&mut self, event: &SweepEvent) {
         match event {
             SweepEvent::Removed { name, bytes, .. } => self.removed.push((name.clone(), *bytes)),
             SweepEvent::Kept { name, why } => self.kept.push((name.clone(), why.clone())),

@@ -7,7 +7,7 @@
 
 /// The owner a name carries.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub(crate) enum NamedOwner {
+pub enum NamedOwner {
     /// Made by process `pid` (as that process saw its own pid, in its pid namespace).
     Pid { pid: u32, maker: &'static str },
     /// Kept unheld between uses by design: never stale.
@@ -49,7 +49,7 @@ const BY_DESIGN: &[(&str, &str)] = &[
 
 /// The owner the name of an entry (its path under the audited root; only the last part
 /// counts) carries.
-pub(crate) fn named_owner(name: &str) -> NamedOwner {
+pub fn named_owner(name: &str) -> NamedOwner {
     let base = name.rsplit('/').next().unwrap_or(name);
     if let Some((_, why)) = BY_DESIGN.iter().find(|(p, _)| base.starts_with(p)) {
         return NamedOwner::ByDesign(why);

@@ -22,9 +22,9 @@ pub enum SizeError {
 }
 
 impl ByteSize {
-    pub(crate) const KIB: u64 = 1 << 10;
-    pub(crate) const MIB: u64 = 1 << 20;
-    pub(crate) const GIB: u64 = 1 << 30;
+    pub const KIB: u64 = 1 << 10;
+    pub const MIB: u64 = 1 << 20;
+    pub const GIB: u64 = 1 << 30;
 
     pub fn bytes(self) -> u64 {
         self.0

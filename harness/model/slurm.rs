@@ -11,34 +11,34 @@ use super::config::CellConfig;
 use super::fingerprint::Fingerprint;
 
 /// The variables slurmd sets in a batch job's environment that a record keeps.
-pub(crate) const JOB_ID_ENV: &str = "SLURM_JOB_ID";
-pub(crate) const ARRAY_JOB_ID_ENV: &str = "SLURM_ARRAY_JOB_ID";
-pub(crate) const ARRAY_TASK_ID_ENV: &str = "SLURM_ARRAY_TASK_ID";
-pub(crate) const NODE_ENV: &str = "SLURMD_NODENAME";
-pub(crate) const CLUSTER_ENV: &str = "SLURM_CLUSTER_NAME";
-pub(crate) const PARTITION_ENV: &str = "SLURM_JOB_PARTITION";
+pub const JOB_ID_ENV: &str = "SLURM_JOB_ID";
+pub const ARRAY_JOB_ID_ENV: &str = "SLURM_ARRAY_JOB_ID";
+pub const ARRAY_TASK_ID_ENV: &str = "SLURM_ARRAY_TASK_ID";
+pub const NODE_ENV: &str = "SLURMD_NODENAME";
+pub const CLUSTER_ENV: &str = "SLURM_CLUSTER_NAME";
+pub const PARTITION_ENV: &str = "SLURM_JOB_PARTITION";
 
 /// What the array task that ran a cell says about itself.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
-pub(crate) struct SlurmTask {
+pub struct SlurmTask {
     /// The task's own job id (each array task has one).
-    pub(crate) job_id: String,
+    pub job_id: String,
     /// The array's job id and this task's index in it; None outside an array.
-    pub(crate) array_job_id: Option<String>,
-    pub(crate) array_task_id: Option<u64>,
-    pub(crate) node: Option<String>,
-    pub(crate) cluster: Option<String>,
-    pub(crate) partition: Option<String>,
+    pub array_job_id: Option<String>,
+    pub array_task_id: Option<u64>,
+    pub node: Option<String>,
+    pub cluster: Option<String>,
+    pub partition: Option<String>,
     /// `slurm 22.05.8`, as `scontrol --version` says it on the node.
-    pub(crate) version: Option<String>,
+    pub version: Option<String>,
     /// The node as the task sees it: kernel, CPU, memory, the job's memory cgroup limit.
     #[serde(default)]
-    pub(crate) fingerprint: Fingerprint,
+    pub fingerprint: Fingerprint,
 }
 
 impl SlurmTask {
     /// The task these variables describe (`var` reads one); None outside a Slurm job.
-    pub(crate) fn from_vars(var: impl Fn(&str) -> Option<String>) -> Option<SlurmTask> {
+    pub fn from_vars(var: impl Fn(&str) -> Option<String>) -> Option<SlurmTask> {
         Some(SlurmTask {
             job_id: var(JOB_ID_ENV)?,
             array_job_id: var(ARRAY_JOB_ID_ENV),
@@ -52,7 +52,7 @@ impl SlurmTask {
     }
 
     /// `ARRAY_TASK` (`12_3`), as Slurm names an array task, or the job id outside an array.
-    pub(crate) fn name(&self) -> String {
+    pub fn name(&self) -> String {
         task_name(
             &self.job_id,
             self.array_job_id.as_deref(),
@@ -70,21 +70,21 @@ fn task_name(job_id: &str, array_job_id: Option<&str>, array_task_id: Option<u64
 }
 
 /// The first word of the line a task prints before it runs its cell.
-pub(crate) const START_MARK: &str = "shmbench-slurm-task";
+pub const START_MARK: &str = "shmbench-slurm-task";
 
 /// What a task prints before its cell runs: its index, repeat and cell.
 #[derive(Clone, Debug, Serialize, Deserialize)]
-pub(crate) struct TaskStart {
-    pub(crate) index: u64,
+pub struct TaskStart {
+    pub index: u64,
     /// 1-based run of the cell among its repeats.
-    pub(crate) repeat: u32,
-    pub(crate) slurm: Option<SlurmTask>,
-    pub(crate) config: CellConfig,
+    pub repeat: u32,
+    pub slurm: Option<SlurmTask>,
+    pub config: CellConfig,
 }
 
 impl TaskStart {
     /// The line a task output holds: the mark, then the start as JSON.
-    pub(crate) fn line(&self) -> String {
+    pub fn line(&self) -> String {
         format!(
             "{START_MARK} {}",
             serde_json::to_string(self).unwrap_or_default()
@@ -94,7 +94,7 @@ impl TaskStart {
 
 /// The cell and repeat of task `index` among `cells` (task i runs cell i mod n: every cell's
 /// first run comes before any cell's second, as `matrix` interleaves its repeats).
-pub(crate) fn pick(cells: &[CellConfig], index: u64) -> Option<TaskStart> {
+pub fn pick(cells: &[CellConfig], index: u64) -> Option<TaskStart> {
     if cells.is_empty() {
         return None;
     }
@@ -109,23 +109,23 @@ pub(crate) fn pick(cells: &[CellConfig], index: u64) -> Option<TaskStart> {
 
 /// How Slurm says a job or array task ended.
 #[derive(Clone, Debug, Default, PartialEq)]
-pub(crate) struct TaskEnd {
-    pub(crate) job_id: String,
-    pub(crate) array_job_id: Option<String>,
-    pub(crate) array_task_id: Option<u64>,
+pub struct TaskEnd {
+    pub job_id: String,
+    pub array_job_id: Option<String>,
+    pub array_task_id: Option<u64>,
     /// `COMPLETED`, `FAILED`, `OUT_OF_MEMORY`, `TIMEOUT`, `CANCELLED`, `NODE_FAIL`, ...
     /// (`CANCELLED by 0` as sacct writes it is cut to its first word).
-    pub(crate) state: String,
+    pub state: String,
     /// Slurm's reason or the state's extra words (`by 0`), where it gives them.
-    pub(crate) reason: Option<String>,
+    pub reason: Option<String>,
     /// `exit:signal`, as Slurm writes it.
-    pub(crate) exit_code: Option<String>,
-    pub(crate) node: Option<String>,
+    pub exit_code: Option<String>,
+    pub node: Option<String>,
 }
 
 impl TaskEnd {
     /// `ARRAY_TASK` or the job id, as [`SlurmTask::name`].
-    pub(crate) fn name(&self) -> String {
+    pub fn name(&self) -> String {
         task_name(
             &self.job_id,
             self.array_job_id.as_deref(),
@@ -135,7 +135,7 @@ impl TaskEnd {
 
     /// One job of `scontrol -o show job` or one line of the `jobcomp/filetxt` log: `KEY=VALUE`
     /// words. None without a JobId or a JobState.
-    pub(crate) fn from_key_values(line: &str) -> Option<TaskEnd> {
+    pub fn from_key_values(line: &str) -> Option<TaskEnd> {
         let field = |key: &str| {
             line.split_whitespace()
                 .find_map(|w| w.strip_prefix(key)?.strip_prefix('='))
@@ -157,7 +157,7 @@ impl TaskEnd {
     /// One line of `sacct -X -n -P --format=JobID,JobIDRaw,State,ExitCode,NodeList,Reason`
     /// (`12_3|14|OUT_OF_MEMORY|0:125|node1|None`). None for a line of another shape, and for
     /// an array's pending remainder (`12_[4-9]`), which has not run.
-    pub(crate) fn from_sacct(line: &str) -> Option<TaskEnd> {
+    pub fn from_sacct(line: &str) -> Option<TaskEnd> {
         let parts: Vec<&str> = line.trim().split('|').collect();
         let [id, raw, state, exit, nodes, reason] = parts[..] else {
             return None;
@@ -180,7 +180,7 @@ impl TaskEnd {
     }
 
     /// Whether the task has ended (a pending or running one has not).
-    pub(crate) fn ended(&self) -> bool {
+    pub fn ended(&self) -> bool {
         !matches!(
             self.state.as_str(),
             "PENDING"
@@ -197,12 +197,12 @@ impl TaskEnd {
 
     /// Whether the scheduler ended the task (out of memory, time, cancelled, preempted, a node
     /// lost), not the task's own exit.
-    pub(crate) fn by_scheduler(&self) -> bool {
+    pub fn by_scheduler(&self) -> bool {
         self.ended() && !matches!(self.state.as_str(), "COMPLETED" | "FAILED")
     }
 
     /// `Slurm ended task 12_3 OUT_OF_MEMORY (exit 0:125)`.
-    pub(crate) fn describe(&self) -> String {
+    pub fn describe(&self) -> String {
         let mut out = format!("Slurm ended task {} {}", self.name(), self.state);
         if let Some(reason) = &self.reason {
             out.push_str(&format!(" ({reason})"));

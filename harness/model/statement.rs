@@ -21,7 +21,7 @@ use super::size::ByteSize;
 /// What the sentence says of the measured quantity.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
-pub(crate) enum StatementKind {
+pub enum StatementKind {
     /// Every cell ends as `expect` says (`pass`, `sigbus`, `oom`, `emfile`, ...).
     Status,
     /// The quantity is (about) zero in every cell.
@@ -39,7 +39,7 @@ pub(crate) enum StatementKind {
 /// The quantity a statement is about, read from each cell's rows.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
-pub(crate) enum Quantity {
+pub enum Quantity {
     /// Peak /dev/shm in use.
     #[default]
     PeakShm,
@@ -50,7 +50,7 @@ pub(crate) enum Quantity {
 }
 
 impl Quantity {
-    pub(crate) fn name(self) -> &'static str {
+    pub fn name(self) -> &'static str {
         match self {
             Quantity::PeakShm => "peak /dev/shm",
             Quantity::PeakFds => "open fds in the main",
@@ -62,28 +62,28 @@ impl Quantity {
 /// One sentence and how it is measured.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case", deny_unknown_fields)]
-pub(crate) struct Statement {
-    pub(crate) id: String,
+pub struct Statement {
+    pub id: String,
     /// The section of the source it is in.
-    pub(crate) section: String,
+    pub section: String,
     /// Its words, quoted short.
-    pub(crate) quote: String,
-    pub(crate) kind: StatementKind,
+    pub quote: String,
+    pub kind: StatementKind,
     #[serde(default)]
-    pub(crate) quantity: Quantity,
+    pub quantity: Quantity,
     /// The cells that measure it, by name (in order, for `grows`, `flat` and `greater`).
-    pub(crate) cells: Vec<String>,
+    pub cells: Vec<String>,
     /// For `status`: how the sentence says every cell ends.
     #[serde(default)]
-    pub(crate) expect: Option<Status>,
+    pub expect: Option<Status>,
     /// For `smallest-pass`: the /dev/shm size the sentence says is needed.
     #[serde(default)]
-    pub(crate) size: Option<ByteSize>,
+    pub size: Option<ByteSize>,
 }
 
 impl Statement {
     /// What is wrong with it as written (before any cell runs), naming the key.
-    pub(crate) fn problem(&self, known_cells: &[&str]) -> Option<String> {
+    pub fn problem(&self, known_cells: &[&str]) -> Option<String> {
         let needs = |n: usize| self.cells.len() < n;
         if let Some(cell) = self
             .cells

@@ -6,14 +6,14 @@ use super::knobs::{IpcMode, Loader, RuntimeKind, Strategy};
 use super::size::ByteSize;
 
 /// Largest worker count accepted: beyond it a loader is a typo, not a configuration.
-pub(crate) const MAX_WORKERS: u32 = 512;
+pub const MAX_WORKERS: u32 = 512;
 
 /// A knob that failed validation; the scenario layer adds the file and cell.
 #[derive(Debug, thiserror::Error, PartialEq)]
 #[error("{key}: {problem}")]
 pub struct KnobError {
-    pub(crate) key: &'static str,
-    pub(crate) problem: String,
+    pub key: &'static str,
+    pub problem: String,
 }
 
 fn bad(key: &'static str, problem: impl Into<String>) -> KnobError {

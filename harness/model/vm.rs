@@ -32,15 +32,15 @@ impl std::fmt::Display for Accel {
 
 /// What a VM cell ran on.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
-pub(crate) struct VmInfo {
+pub struct VmInfo {
     /// The kernel as asked for (`debian:6.1.0-57-cloud-amd64`, or a path).
-    pub(crate) kernel: String,
+    pub kernel: String,
     /// The accelerator used (never `auto`).
-    pub(crate) accel: Option<Accel>,
-    pub(crate) memory_bytes: u64,
-    pub(crate) cpus: u32,
+    pub accel: Option<Accel>,
+    pub memory_bytes: u64,
+    pub cpus: u32,
     /// Seconds from starting QEMU to the record.
-    pub(crate) boot_and_run_s: f64,
+    pub boot_and_run_s: f64,
     /// The guest as it saw itself.
-    pub(crate) fingerprint: Fingerprint,
+    pub fingerprint: Fingerprint,
 }

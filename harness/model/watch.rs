@@ -6,30 +6,30 @@ use serde::{Deserialize, Serialize};
 
 /// How a command cell is watched.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub(crate) struct WatchSettings {
+pub struct WatchSettings {
     /// The command and its arguments, run as is (no shell).
-    pub(crate) command: Vec<String>,
+    pub command: Vec<String>,
     /// Milliseconds between two samples of /dev/shm.
-    pub(crate) interval_ms: u64,
+    pub interval_ms: u64,
     /// A regular expression on the command's output lines; each match is one step (its first
     /// capture group, when it is a number, is the step's number).
     #[serde(default)]
-    pub(crate) step_regex: Option<String>,
+    pub step_regex: Option<String>,
     /// Remove the segments the command left in /dev/shm when it ended.
     #[serde(default)]
-    pub(crate) sweep: bool,
+    pub sweep: bool,
     /// Let the command keep the harness's capabilities (by default it runs, like every cell,
     /// with none and with no_new_privs).
     #[serde(default)]
-    pub(crate) keep_privileges: bool,
+    pub keep_privileges: bool,
 }
 
 /// The default sampling interval: fine enough to see a batch come and go.
-pub(crate) const DEFAULT_INTERVAL_MS: u64 = 10;
+pub const DEFAULT_INTERVAL_MS: u64 = 10;
 
 impl WatchSettings {
     /// `command` watched at the default interval, without steps or a sweep.
-    pub(crate) fn plain(command: Vec<String>) -> WatchSettings {
+    pub fn plain(command: Vec<String>) -> WatchSettings {
         WatchSettings {
             command,
             interval_ms: DEFAULT_INTERVAL_MS,
@@ -42,23 +42,23 @@ impl WatchSettings {
 
 /// One sample of the watched job.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
-pub(crate) struct ShmSample {
+pub struct ShmSample {
     /// Seconds since the command started.
-    pub(crate) t_s: f64,
+    pub t_s: f64,
     /// /dev/shm bytes in use above the level when the command started.
-    pub(crate) shm_used_bytes: u64,
+    pub shm_used_bytes: u64,
     /// The memory cgroup's use (includes the tmpfs pages charged to it), when there is one.
     #[serde(default)]
-    pub(crate) cgroup_bytes: Option<u64>,
+    pub cgroup_bytes: Option<u64>,
     /// Steps seen so far (lines matching the step regex).
     #[serde(default)]
-    pub(crate) step: u64,
+    pub step: u64,
 }
 
 /// How a process holds a shared segment.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
-pub(crate) enum Hold {
+pub enum Hold {
     /// An open file descriptor (torch's file_descriptor strategy keeps unlinked segments so).
     Fd,
     /// A mapping of the file.
@@ -69,100 +69,100 @@ pub(crate) enum Hold {
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Segment {
     /// Its name: the /dev/shm path or `memfd:NAME`.
-    pub(crate) name: String,
+    pub name: String,
     /// Bytes of memory it holds (allocated blocks, not its apparent size).
-    pub(crate) bytes: u64,
+    pub bytes: u64,
     /// Unlinked: alive only through this process's fd or mapping.
-    pub(crate) deleted: bool,
-    pub(crate) hold: Hold,
+    pub deleted: bool,
+    pub hold: Hold,
 }
 
 /// One process of the job's tree at the moment of the peak.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Holder {
-    pub(crate) pid: u32,
+    pub pid: u32,
     /// Its command line, shortened.
-    pub(crate) command: String,
+    pub command: String,
     /// Open file descriptors, and its RLIMIT_NOFILE soft limit.
-    pub(crate) fds: u64,
-    pub(crate) fd_limit: Option<u64>,
+    pub fds: u64,
+    pub fd_limit: Option<u64>,
     pub segments: Vec<Segment>,
 }
 
 impl Holder {
     /// Bytes of the segments this process holds (a segment two processes hold counts for both).
-    pub(crate) fn bytes(&self) -> u64 {
+    pub fn bytes(&self) -> u64 {
         self.segments.iter().map(|s| s.bytes).sum()
     }
 }
 
 /// A file the job left in /dev/shm.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub(crate) struct Leftover {
-    pub(crate) name: String,
-    pub(crate) bytes: u64,
+pub struct Leftover {
+    pub name: String,
+    pub bytes: u64,
     /// A process of the job was seen holding it (on a shared /dev/shm, a new file nobody of the
     /// job was seen holding may be another program's).
     #[serde(default)]
-    pub(crate) seen_held: bool,
+    pub seen_held: bool,
     /// `--sweep` removed it.
     #[serde(default)]
-    pub(crate) removed: bool,
+    pub removed: bool,
 }
 
 /// Everything the watching saw, beside the cell's record.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
-pub(crate) struct WatchFindings {
+pub struct WatchFindings {
     /// The command's own pid (the others of the tree descend from it, or were orphaned by it).
     #[serde(default)]
-    pub(crate) command_pid: u32,
-    pub(crate) samples: Vec<ShmSample>,
+    pub command_pid: u32,
+    pub samples: Vec<ShmSample>,
     /// When the peak was seen, seconds since the start.
-    pub(crate) peak_t_s: f64,
+    pub peak_t_s: f64,
     /// The job's processes and what they held at the highest /dev/shm use they were walked at
     /// (each time the peak rose by more than 256 KiB), and when that was.
-    pub(crate) holders_at_peak: Vec<Holder>,
-    pub(crate) holders_t_s: f64,
+    pub holders_at_peak: Vec<Holder>,
+    pub holders_t_s: f64,
     /// /dev/shm in use then (above the base): what the holders do not account for is held by
     /// no process (files kept, or leaked).
     #[serde(default)]
-    pub(crate) holders_shm_bytes: u64,
+    pub holders_shm_bytes: u64,
     /// The shared memory (tmpfs pages) charged to the job's memory cgroup then, when it had a
     /// limit (memory.stat's `shmem`).
     #[serde(default)]
-    pub(crate) cgroup_shmem_bytes: Option<u64>,
+    pub cgroup_shmem_bytes: Option<u64>,
     /// Most processes seen at once in the job's tree, and most fds one of them held.
-    pub(crate) max_processes: u32,
-    pub(crate) max_fds: u64,
+    pub max_processes: u32,
+    pub max_fds: u64,
     /// The memory cgroup's limit, when there is one.
-    pub(crate) cgroup_limit: Option<u64>,
+    pub cgroup_limit: Option<u64>,
     /// Files in /dev/shm when the job ended that were not there when it started.
-    pub(crate) leftovers: Vec<Leftover>,
+    pub leftovers: Vec<Leftover>,
     /// Whether the /dev/shm was the job's own (a private tmpfs or a container's): everything
     /// new in it is the job's, and goes with it.
     #[serde(default)]
-    pub(crate) private_shm: bool,
+    pub private_shm: bool,
     /// /dev/shm bytes in use when the command started (samples are above it).
-    pub(crate) base_bytes: u64,
+    pub base_bytes: u64,
     /// CPU seconds the sampler itself spent, and the number of samples it took.
-    pub(crate) sampler_cpu_s: f64,
-    pub(crate) sample_count: u64,
+    pub sampler_cpu_s: f64,
+    pub sample_count: u64,
 }
 
 impl WatchFindings {
     /// The processes at the peak, the one holding most first.
-    pub(crate) fn holders_by_bytes(&self) -> Vec<&Holder> {
+    pub fn holders_by_bytes(&self) -> Vec<&Holder> {
         let mut holders: Vec<&Holder> = self.holders_at_peak.iter().collect();
         holders.sort_by_key(|h| std::cmp::Reverse(h.bytes()));
         holders
     }
 
     /// Bytes of the files left in /dev/shm, and how many of them were removed.
-    pub(crate) fn left_bytes(&self) -> u64 {
+    pub fn left_bytes(&self) -> u64 {
         self.leftovers.iter().map(|l| l.bytes).sum()
     }
 
-    pub(crate) fn removed(&self) -> usize {
+    pub fn removed(&self) -> usize {
         self.leftovers.iter().filter(|l| l.removed).count()
     }
 }

@@ -11,18 +11,18 @@ use anyhow::{anyhow, Result};
 
 use super::event::Event;
 use super::{calibrate, runner};
-use crate::model::bench::Bench;
-use crate::model::knobs::{Knobs, RuntimeKind, Strategy, TorchProfile};
-use crate::model::repeat::Repeat;
-use crate::plan::resolve::{Identity, Platform};
-use crate::plan::scenario::{Scenario, SEED_MATRIX_PATH};
-use crate::plan::watch;
-use crate::results::csv::ClaimedName;
-use crate::runtime;
-use crate::sys::clock;
+use model::bench::Bench;
+use model::knobs::{Knobs, RuntimeKind, Strategy, TorchProfile};
+use model::repeat::Repeat;
+use plan::resolve::Resolve;
+use plan::resolve::{Identity, Platform};
+use plan::scenario::{Scenario, SEED_MATRIX_PATH};
+use plan::watch;
+use results::csv::ClaimedName;
+use sys::clock;
 
 /// Runs the benchmark; `results_dir` receives the matrix's CSV.
-pub(crate) fn run(
+pub fn run(
     platform: &Platform,
     results_dir: &Path,
     observe: &mut dyn FnMut(Event),

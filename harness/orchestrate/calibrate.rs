@@ -8,15 +8,15 @@ use std::time::Duration;
 use anyhow::{bail, Result};
 
 use super::event::Event;
-use crate::model::calibration::Calibration;
-use crate::model::config::CellConfig;
-use crate::model::knobs::{Strategy, TorchProfile};
-use crate::results::beside;
-use crate::runtime::namespace;
+use model::calibration::Calibration;
+use model::config::CellConfig;
+use model::knobs::{Strategy, TorchProfile};
+use results::beside;
+use runtime::namespace;
 
 /// Calibrates in a private mount namespace with its own tmpfs, so the measurement never writes
 /// to the host's /dev/shm: re-runs `shmbench calibrate --here` there and reads its JSON.
-pub(crate) fn isolated(
+pub fn isolated(
     config: &CellConfig,
     combos: &[(Strategy, TorchProfile)],
     duration: Duration,
@@ -59,7 +59,7 @@ pub(crate) fn isolated(
 /// Calibrates this machine for the strategies and profiles `cells` use (briefly: it runs before
 /// every matrix) and writes `calibration.json` beside the results `out`. A calibration that cannot
 /// run (e.g. too little free /dev/shm) is reported and skipped: it never stops the cells.
-pub(crate) fn for_cells(
+pub fn for_cells(
     cells: &[CellConfig],
     out: &Path,
     observe: &mut dyn FnMut(Event),

@@ -4,19 +4,19 @@
 use std::time::Duration;
 
 use super::leftovers::Swept;
-use crate::results::Row;
-use crate::runtime::{Output, Progress};
+use results::Row;
+use runtime::{Output, Progress};
 
 /// A cell's place in its run: this is the `done`th to start, of at most `most` (fewer when
 /// `--repeat auto` stops cells early).
 #[derive(Clone, Copy, Debug)]
-pub(crate) struct Place {
-    pub(crate) done: usize,
-    pub(crate) most: usize,
+pub struct Place {
+    pub done: usize,
+    pub most: usize,
 }
 
 /// What a run tells whoever watches it.
-pub(crate) enum Event<'a> {
+pub enum Event<'a> {
     /// Something done around the cells (a sweep of leftovers, the image, the calibration).
     Note(String),
     /// What dead runs left, removed at the start of a run.

@@ -8,15 +8,15 @@ use anyhow::{anyhow, bail, Result};
 
 use super::event::Event;
 use super::runner::{self, Outcome};
-use crate::cell::torch;
-use crate::model::config::CellConfig;
-use crate::model::knobs::{Loader, Strategy};
-use crate::model::repeat::Repeat;
+use cell::torch;
+use model::config::CellConfig;
+use model::knobs::{Loader, Strategy};
+use model::repeat::Repeat;
 
 /// The cells of a fidelity run: for each Python, each cell as a torch cell and as its emulated
 /// twin with the allocation profile of that torch, pinning only where torch would (it ignores
 /// pin_memory without an accelerator). Twins shared by several Pythons run once.
-pub(crate) fn pairs(
+pub fn pairs(
     cells: &[CellConfig],
     pythons: &[String],
     observe: &mut dyn FnMut(Event),
@@ -68,7 +68,7 @@ pub(crate) fn pairs(
 }
 
 /// Runs the pairs, `repeat` times interleaved, into `out`.
-pub(crate) fn run(
+pub fn run(
     cells: &[CellConfig],
     pythons: &[String],
     out: &Path,

@@ -6,24 +6,24 @@
 
 use std::path::PathBuf;
 
-use crate::cell::loader::segment;
-use crate::runtime::docker::{self, engine::Engine};
-use crate::sys::{memory_cgroup, run_owner};
+use cell::loader::segment;
+use runtime::docker::{self, engine::Engine};
+use sys::{memory_cgroup, run_owner};
 
 /// What one sweep removed and what it had to leave.
 #[derive(Debug, Default)]
-pub(crate) struct Swept {
-    pub(crate) segments: Vec<PathBuf>,
+pub struct Swept {
+    pub segments: Vec<PathBuf>,
     /// Segments of dead runs left because a live process holds them (or none could be proved
     /// unheld: `unreadable` says why).
-    pub(crate) segments_kept: Vec<PathBuf>,
-    pub(crate) unreadable: Option<crate::sys::holders::ProcUnreadable>,
-    pub(crate) cgroups: Vec<String>,
-    pub(crate) containers: Vec<String>,
+    pub segments_kept: Vec<PathBuf>,
+    pub unreadable: Option<sys::holders::ProcUnreadable>,
+    pub cgroups: Vec<String>,
+    pub containers: Vec<String>,
 }
 
 impl Swept {
-    pub(crate) fn is_empty(&self) -> bool {
+    pub fn is_empty(&self) -> bool {
         self.segments.is_empty()
             && self.segments_kept.is_empty()
             && self.cgroups.is_empty()
@@ -32,7 +32,7 @@ impl Swept {
 }
 
 /// Sweeps everything dead runs left; `engine` when Docker is in use.
-pub(crate) fn sweep(engine: Option<&Engine>) -> Swept {
+pub fn sweep(engine: Option<&Engine>) -> Swept {
     let segments = segment::sweep_abandoned();
     let cgroups = memory_cgroup::sweep();
     let containers = engine.map(docker::sweep_dead_owners).unwrap_or_default();

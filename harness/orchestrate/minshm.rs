@@ -8,40 +8,40 @@ use std::time::{Duration, Instant};
 use anyhow::{bail, Result};
 use serde::Serialize;
 
-use crate::model::config::CellConfig;
-use crate::model::knobs::{Loader, RuntimeKind};
-use crate::model::record::{CellRecord, Status};
-use crate::model::size::ByteSize;
-use crate::plan::predict;
-use crate::runtime::Runtimes;
-use crate::sys::signals;
+use model::config::CellConfig;
+use model::knobs::{Loader, RuntimeKind};
+use model::record::{CellRecord, Status};
+use model::size::ByteSize;
+use plan::predict;
+use runtime::Runtimes;
+use sys::signals;
 
 #[derive(Clone, Debug, Serialize)]
-pub(crate) struct Trial {
-    pub(crate) shm_bytes: u64,
-    pub(crate) status: Status,
-    pub(crate) crash_step: Option<u64>,
+pub struct Trial {
+    pub shm_bytes: u64,
+    pub status: Status,
+    pub crash_step: Option<u64>,
 }
 
 #[derive(Clone, Debug, Serialize)]
-pub(crate) struct MinShm {
+pub struct MinShm {
     /// Smallest size that passed every repeat.
-    pub(crate) measured_bytes: u64,
+    pub measured_bytes: u64,
     /// Largest size seen to fail.
-    pub(crate) failed_below_bytes: u64,
-    pub(crate) resolution_bytes: u64,
+    pub failed_below_bytes: u64,
+    pub resolution_bytes: u64,
     /// The model's peak for a loader; for a command, its peak measured in a roomy first run.
-    pub(crate) predicted_bytes: u64,
-    pub(crate) predicted_batches: u64,
-    pub(crate) trials: Vec<Trial>,
+    pub predicted_bytes: u64,
+    pub predicted_batches: u64,
+    pub trials: Vec<Trial>,
     /// The budget ran out before the bracket narrowed to the resolution: `measured_bytes`
     /// passed, `failed_below_bytes` failed, and the minimum is between them.
-    pub(crate) budget_spent: bool,
+    pub budget_spent: bool,
 }
 
 impl MinShm {
     /// measured / predicted.
-    pub(crate) fn ratio(&self) -> f64 {
+    pub fn ratio(&self) -> f64 {
         self.measured_bytes as f64 / self.predicted_bytes.max(1) as f64
     }
 }
@@ -66,7 +66,7 @@ impl Trial {
 }
 
 /// Bisects `config` (its shm-size is replaced) between 0 and an upper bound that passes.
-pub(crate) fn search(
+pub fn search(
     config: &CellConfig,
     resolution: u64,
     repeats: u32,

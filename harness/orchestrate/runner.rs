@@ -11,26 +11,25 @@ use anyhow::{anyhow, Result};
 use super::calibrate;
 use super::event::{Event, Place};
 use super::leftovers;
-use crate::analysis::convergence;
-use crate::analysis::summary::summarize;
-use crate::cell::torch;
-use crate::model::config::CellConfig;
-use crate::model::knobs::{IpcMode, Loader, RuntimeKind};
-use crate::model::record::CellRecord;
-use crate::model::repeat::Repeat;
-use crate::results::csv::ResultsFile;
-use crate::results::row_build::{command_line, RowContext};
-use crate::results::{steps, watch, Row};
-use crate::runtime::{CellMessage, Runtimes};
-use crate::sys::fingerprint::Fingerprint;
-use crate::sys::{clock, signals};
+use analysis::convergence;
+use analysis::summary::summarize;
+use cell::torch;
+use model::config::CellConfig;
+use model::knobs::{IpcMode, Loader, RuntimeKind};
+use model::record::CellRecord;
+use model::repeat::Repeat;
+use results::csv::ResultsFile;
+use results::row_build::{command_line, RowContext};
+use results::{steps, watch, Row};
+use runtime::{CellMessage, Runtimes};
+use sys::{clock, signals};
 
-pub(crate) struct Outcome {
+pub struct Outcome {
     /// Each finished cell's record (its row is in `results`).
-    pub(crate) records: Vec<CellRecord>,
-    pub(crate) results: ResultsFile,
+    pub records: Vec<CellRecord>,
+    pub results: ResultsFile,
     /// The signal that stopped the run early, if one did.
-    pub(crate) interrupted: Option<i32>,
+    pub interrupted: Option<i32>,
 }
 
 fn describe(config: &CellConfig) -> String {
@@ -111,7 +110,7 @@ fn launch_observed(
 /// Runs every cell `repeat` times, interleaved (all cells, then all cells again) so a slow
 /// spell of the machine spreads over cells instead of landing on one; writes `out` after each.
 /// With `Repeat::Auto` a round runs only the cells that have not converged yet.
-pub(crate) fn run(
+pub fn run(
     cells: &[CellConfig],
     out: &Path,
     repeat: Repeat,
@@ -121,7 +120,7 @@ pub(crate) fn run(
     check_pythons(cells, observe)?;
     signals::install();
     sweep_leftovers(&runtimes, observe);
-    let mut fingerprint = Fingerprint::collect();
+    let mut fingerprint = sys::fingerprint::collect();
     if let Some(docker) = &runtimes.docker {
         observe(Event::Note(match docker.build_time {
             Some(took) => format!(

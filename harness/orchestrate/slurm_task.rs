@@ -9,21 +9,19 @@
 
 use anyhow::{Context, Result};
 
-use crate::model::record::CellRecord;
-use crate::model::slurm::{SlurmTask, TaskStart};
-use crate::runtime;
-use crate::sys::fingerprint::Fingerprint;
+use model::record::CellRecord;
+use model::slurm::{SlurmTask, TaskStart};
 
 /// This task, as the variables slurmd set say, with the node's Slurm version.
-pub(crate) fn this_task() -> Option<SlurmTask> {
+pub fn this_task() -> Option<SlurmTask> {
     let mut task = SlurmTask::from_vars(|name| std::env::var(name).ok().filter(|v| !v.is_empty()))?;
-    task.version = crate::sys::slurm::version();
-    task.fingerprint = Fingerprint::collect();
+    task.version = sys::slurm::version();
+    task.fingerprint = sys::fingerprint::collect();
     Some(task)
 }
 
 /// Runs the start's cell; the record names the task.
-pub(crate) fn run(start: &TaskStart) -> Result<CellRecord> {
+pub fn run(start: &TaskStart) -> Result<CellRecord> {
     let mut record = runtime::launch_one(&start.config, &mut |_| {})
         .with_context(|| format!("cell {}", start.config.cell))?;
     record.slurm = start.slurm.clone();
@@ -32,9 +30,9 @@ pub(crate) fn run(start: &TaskStart) -> Result<CellRecord> {
 
 #[cfg(test)]
 mod tests {
-    use crate::model::knobs::Knobs;
-    use crate::model::slurm::pick;
-    use crate::plan::resolve::{Identity, Platform};
+    use model::knobs::Knobs;
+    use model::slurm::pick;
+    use plan::resolve::{Identity, Platform, Resolve};
 
     #[test]
     fn tasks_interleave_the_repeats_of_the_cells() {

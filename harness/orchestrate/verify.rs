@@ -5,15 +5,15 @@
 
 use anyhow::{anyhow, Result};
 
-use crate::model::config::CellConfig;
-use crate::model::job::LoaderSpec;
-use crate::model::knobs::RuntimeKind;
-use crate::model::record::CellRecord;
-use crate::model::size::ByteSize;
-use crate::plan::job::loader_config;
-use crate::plan::resolve::Platform;
-use crate::plan::watch;
-use crate::runtime::{self, CellMessage};
+use model::config::CellConfig;
+use model::job::LoaderSpec;
+use model::knobs::RuntimeKind;
+use model::record::CellRecord;
+use model::size::ByteSize;
+use plan::job::loader_config;
+use plan::resolve::Platform;
+use plan::watch;
+use runtime::{self, CellMessage};
 
 /// Steps a verification runs at most: enough to fill the prefetch window many times over.
 const MAX_STEPS: u64 = 40;
@@ -22,7 +22,7 @@ const MAX_STEPS: u64 = 40;
 const SLOW_STEP_MS: f64 = 50.0;
 
 /// The cell a verification runs: `config` under `shm_bytes` of /dev/shm in a namespace.
-pub(crate) fn cell(config: &CellConfig, shm_bytes: u64) -> CellConfig {
+pub fn cell(config: &CellConfig, shm_bytes: u64) -> CellConfig {
     let mut cell = config.clone();
     cell.knobs.runtime = RuntimeKind::Namespace;
     cell.knobs.shm_size = Some(ByteSize(shm_bytes));
@@ -34,17 +34,13 @@ pub(crate) fn cell(config: &CellConfig, shm_bytes: u64) -> CellConfig {
 }
 
 /// Runs the verification cell.
-pub(crate) fn run(cell: &CellConfig) -> Result<CellRecord> {
+pub fn run(cell: &CellConfig) -> Result<CellRecord> {
     runtime::launch_one(cell, &mut |_| {})
 }
 
 /// The cells of a job: every loader of every rank, each run as is (in the /dev/shm the job's
 /// cell gives them all).
-pub(crate) fn job_cells(
-    config: &CellConfig,
-    ranks: u32,
-    loaders: &[LoaderSpec],
-) -> Vec<CellConfig> {
+pub fn job_cells(config: &CellConfig, ranks: u32, loaders: &[LoaderSpec]) -> Vec<CellConfig> {
     let mut cells = Vec::new();
     for rank in 0..ranks {
         for spec in loaders {
@@ -60,11 +56,7 @@ pub(crate) fn job_cells(
 
 /// Runs `cells` at once in one namespace cell of `shm_bytes` (a watched `shmbench job`); its
 /// record has the /dev/shm they used together and how the job ended.
-pub(crate) fn run_job(
-    cells: &[CellConfig],
-    shm_bytes: u64,
-    platform: &Platform,
-) -> Result<CellRecord> {
+pub fn run_job(cells: &[CellConfig], shm_bytes: u64, platform: &Platform) -> Result<CellRecord> {
     let json = serde_json::to_string(cells)?;
     let exe =
         std::env::current_exe().map_err(|e| anyhow!("cannot find shmbench's own binary: {e}"))?;
@@ -88,7 +80,7 @@ pub(crate) fn run_job(
 
 /// Runs `cells` at the same time in this process's /dev/shm (what `shmbench job` does inside the
 /// job's cell); their records, in order.
-pub(crate) fn together(cells: &[CellConfig]) -> Vec<CellRecord> {
+pub fn together(cells: &[CellConfig]) -> Vec<CellRecord> {
     std::thread::scope(|scope| {
         let running: Vec<_> = cells
             .iter()
@@ -101,12 +93,12 @@ pub(crate) fn together(cells: &[CellConfig]) -> Vec<CellRecord> {
                 Ok(Ok(record)) => record,
                 Ok(Err(e)) => CellRecord::failed_to_run(
                     c.clone(),
-                    crate::model::record::Status::Error,
+                    model::record::Status::Error,
                     format!("{e:#}"),
                 ),
                 Err(_) => CellRecord::failed_to_run(
                     c.clone(),
-                    crate::model::record::Status::Error,
+                    model::record::Status::Error,
                     "the thread running it panicked".into(),
                 ),
             })

@@ -9,10 +9,10 @@ use super::job::{self, JobPeak};
 use super::loader_fixes;
 use super::peak_words::{job_reason, loader_reason, start_method_note};
 use super::predict;
-use crate::model::config::CellConfig;
-use crate::model::knobs::{RuntimeKind, Strategy, TorchProfile};
-use crate::model::size::ByteSize;
-use crate::sys::detect::Environment;
+use model::config::CellConfig;
+use model::knobs::{RuntimeKind, Strategy, TorchProfile};
+use model::size::ByteSize;
+use sys::detect::Environment;
 
 /// Headroom added to the predicted peak in recommendations.
 const MARGIN: f64 = 1.25;
@@ -21,29 +21,29 @@ const ROUND: u64 = 64 << 20;
 
 #[derive(Clone, Debug, Serialize)]
 pub struct Diagnosis {
-    pub(crate) environment: Environment,
+    pub environment: Environment,
     /// Where the fixes are for (detected, or `--platform`).
-    pub(crate) target: Target,
+    pub target: Target,
     /// The ranks and loaders the peak is for.
-    pub(crate) job: JobPeak,
+    pub job: JobPeak,
     /// The other limits the job meets: the memory cgroup's, RLIMIT_NOFILE.
-    pub(crate) limits: Vec<String>,
-    pub(crate) loader: String,
-    pub(crate) batch_bytes: u64,
-    pub(crate) peak_batches: u64,
-    pub(crate) peak_bytes: u64,
+    pub limits: Vec<String>,
+    pub loader: String,
+    pub batch_bytes: u64,
+    pub peak_batches: u64,
+    pub peak_bytes: u64,
     /// How the peak is made up, in words.
-    pub(crate) peak_reason: String,
-    pub(crate) fits: bool,
+    pub peak_reason: String,
+    pub fits: bool,
     /// When it does not fit: the step it crashes at (about) and how.
-    pub(crate) verdict: String,
-    pub(crate) recommended_bytes: u64,
-    pub(crate) fixes: Vec<Fix>,
-    pub(crate) warnings: Vec<String>,
+    pub verdict: String,
+    pub recommended_bytes: u64,
+    pub fixes: Vec<Fix>,
+    pub warnings: Vec<String>,
 }
 
 /// The size to give a /dev/shm whose peak is `peak_bytes`: 25% above, rounded up to 64 MiB.
-pub(crate) fn recommend(peak_bytes: u64) -> u64 {
+pub fn recommend(peak_bytes: u64) -> u64 {
     round_up((peak_bytes as f64 * MARGIN) as u64)
 }
 
@@ -60,7 +60,7 @@ fn peak_basis(peak_bytes: u64) -> String {
 /// The size to give a predicted job, and where it comes from: the peak + 25%, or the peak + one
 /// batch per loader and rank where that is more (a small prefetch window, where a refill's batch
 /// allocated before the last step's is freed is more than a quarter of the peak).
-pub(crate) fn recommend_job(job: &JobPeak, pin_memory: bool) -> (u64, String) {
+pub fn recommend_job(job: &JobPeak, pin_memory: bool) -> (u64, String) {
     let peak = job.node_bytes;
     let handover = job.handover_bytes(pin_memory);
     if peak.saturating_add(handover) as f64 > peak as f64 * MARGIN {
@@ -79,16 +79,16 @@ pub(crate) fn recommend_job(job: &JobPeak, pin_memory: bool) -> (u64, String) {
 /// What a watched job needs: its measured peak with the margin, and the ways to give it that
 /// where it runs (in Docker when it ran there, else where shmbench runs).
 #[derive(Clone, Debug, Serialize)]
-pub(crate) struct Sizing {
-    pub(crate) peak_bytes: u64,
+pub struct Sizing {
+    pub peak_bytes: u64,
     /// The job died of a full /dev/shm of this size: its need is above it, unmeasured, and the
     /// recommendation is the next size to try (twice it, with the margin).
-    pub(crate) filled: Option<u64>,
-    pub(crate) recommended_bytes: u64,
-    pub(crate) fixes: Vec<Fix>,
+    pub filled: Option<u64>,
+    pub recommended_bytes: u64,
+    pub fixes: Vec<Fix>,
 }
 
-pub(crate) fn for_watched(
+pub fn for_watched(
     peak_bytes: u64,
     filled: Option<u64>,
     runtime: RuntimeKind,

@@ -10,8 +10,8 @@ use std::str::FromStr;
 use anyhow::{anyhow, bail, Result};
 use serde::{Deserialize, Serialize};
 
-use crate::model::bad_value::BadValue;
-use crate::model::size::ByteSize;
+use model::bad_value::BadValue;
+use model::size::ByteSize;
 
 /// NCCL's receive buffer of one shared-memory connection with its default sizes: the LL
 /// protocol's 524,288 bytes (8 lines x 512 threads x 8 steps x 16 bytes), LL128's 4,915,200
@@ -19,7 +19,7 @@ use crate::model::size::ByteSize;
 /// (`DEFAULT_LL_BUFFSIZE`, `DEFAULT_LL128_BUFFSIZE` and `DEFAULT_BUFFSIZE` in NVIDIA/nccl's
 /// src/init.cc; the segment is `offsetof(ncclRecvMem, buff)` plus the three, in
 /// src/transport/shm.cc). NCCL_BUFFSIZE, NCCL_LL_BUFFSIZE and NCCL_LL128_BUFFSIZE change it.
-pub(crate) const NCCL_CONNECTION_BYTES: u64 = 524_288 + 4_915_200 + 4_194_304 + 4096;
+pub const NCCL_CONNECTION_BYTES: u64 = 524_288 + 4_915_200 + 4_194_304 + 4096;
 
 /// Ring channels assumed when none are given: NCCL picks them from the topology.
 const NCCL_CHANNELS: u32 = 2;
@@ -30,7 +30,7 @@ const NCCL_CHANNELS: u32 = 2;
 /// 65,536 ops of 160 bytes (the `ncclProxyOp` of 2.23 with its profiler fields, laid out for
 /// x86-64), then 352 bytes of counters, mutex and condition. Before 2.23 the op was 112 bytes:
 /// 7,340,384 in all. Releases with 64 channels and 72 local ranks hold more.
-pub(crate) const NCCL_PROXY_POOL_BYTES: u64 = 65_536 * 160 + 352;
+pub const NCCL_PROXY_POOL_BYTES: u64 = 65_536 * 160 + 352;
 
 /// vLLM 0.33.0's queues (vllm/distributed/device_communicators/shm_broadcast.py, a
 /// `multiprocessing.shared_memory` segment each, so `psm_*` names): a ring of `chunks` chunks
@@ -43,7 +43,7 @@ const fn vllm_ring(chunk: u64, chunks: u64, readers: u64) -> u64 {
 /// `vllm/distributed/parallel_state.py`): the executor's broadcast to every worker
 /// (VLLM_MQ_MAX_CHUNK_BYTES_MB 16 MiB x 10 chunks), one response queue per worker (`MessageQueue`'s
 /// default 24 MiB x 10), and the TP group's broadcaster (4 MiB x 6, to tp - 1 readers).
-pub(crate) const fn vllm_queue_bytes(tp: u64) -> u64 {
+pub const fn vllm_queue_bytes(tp: u64) -> u64 {
     if tp < 2 {
         return 0;
     }
@@ -63,20 +63,20 @@ pub enum Consumer {
 
 /// What one consumer needs, and on what grounds.
 #[derive(Clone, Debug, Serialize)]
-pub(crate) struct ConsumerNeed {
-    pub(crate) name: String,
-    pub(crate) bytes: u64,
+pub struct ConsumerNeed {
+    pub name: String,
+    pub bytes: u64,
     /// How the bytes follow (the formula, in words).
-    pub(crate) basis: String,
+    pub basis: String,
     /// Where the numbers come from.
-    pub(crate) source: &'static str,
+    pub source: &'static str,
     /// Measured here (true), or predicted from the source.
-    pub(crate) measured: bool,
+    pub measured: bool,
 }
 
 impl Consumer {
     /// Its need.
-    pub(crate) fn need(&self) -> ConsumerNeed {
+    pub fn need(&self) -> ConsumerNeed {
         match *self {
             Consumer::Nccl { ranks, channels } => nccl_need(ranks, channels),
             Consumer::Vllm { tp } => vllm_need(tp),
@@ -177,7 +177,7 @@ enum ConsumerTable {
 
 /// A scenario's `[[consumers]]` tables. Each is checked as its `--with` spelling is, so both
 /// say the same of a bad value; an error names the file and the table.
-pub(crate) fn from_tables(value: Option<toml::Value>, origin: &str) -> Result<Vec<Consumer>> {
+pub fn from_tables(value: Option<toml::Value>, origin: &str) -> Result<Vec<Consumer>> {
     let Some(value) = value else {
         return Ok(Vec::new());
     };

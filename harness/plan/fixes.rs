@@ -4,8 +4,8 @@
 
 use serde::Serialize;
 
-use crate::model::size::ByteSize;
-use crate::sys::detect::Place;
+use model::size::ByteSize;
+use sys::detect::Place;
 
 /// Where the job runs, as `doctor --platform` names it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, clap::ValueEnum)]
@@ -35,9 +35,9 @@ impl From<Place> for Target {
 }
 
 #[derive(Clone, Debug, Serialize)]
-pub(crate) struct Fix {
-    pub(crate) title: String,
-    pub(crate) commands: Vec<String>,
+pub struct Fix {
+    pub title: String,
+    pub commands: Vec<String>,
 }
 
 fn docker_size(bytes: u64) -> String {
@@ -46,7 +46,7 @@ fn docker_size(bytes: u64) -> String {
 
 /// The compose snippet that gives service `service` of compose file `file` `bytes` of /dev/shm
 /// (the doctor names a placeholder; `check` the service and file it read).
-pub(crate) fn compose_snippet(bytes: u64, file: &str, service: &str) -> String {
+pub fn compose_snippet(bytes: u64, file: &str, service: &str) -> String {
     format!(
         "# {file}\nservices:\n  {service}:\n    shm_size: \"{}\"",
         docker_size(bytes)
@@ -60,7 +60,7 @@ fn k8s_size(bytes: u64) -> String {
 /// The ways to give a job `recommended` bytes of /dev/shm on `target`; `basis` says where the
 /// number comes from ("the peak 60 MiB + 25%"), `cgroup_limit` is the memory limit the tmpfs
 /// pages count against, when one is known.
-pub(crate) fn size_fixes(
+pub fn size_fixes(
     target: Target,
     recommended: u64,
     basis: &str,

@@ -6,13 +6,14 @@ use anyhow::{anyhow, bail, Result};
 
 use super::predict;
 use super::resolve::{Identity, Platform};
-use crate::model::config::CellConfig;
-use crate::model::knobs::{Knobs, RuntimeKind};
-use crate::model::size::ByteSize;
+use crate::resolve::Resolve;
+use model::config::CellConfig;
+use model::knobs::{Knobs, RuntimeKind};
+use model::size::ByteSize;
 
 /// Refuses cells whose predicted /dev/shm peak is more than `mem_total`: filling those tmpfs
 /// pages would push the whole machine into swap or the OOM killer.
-pub(crate) fn refuse_oversized(cells: &[CellConfig], mem_total: u64) -> Result<()> {
+pub fn refuse_oversized(cells: &[CellConfig], mem_total: u64) -> Result<()> {
     for c in cells {
         let batches = predict::peak_batches(c);
         let peak = predict::peak_bytes(c);
@@ -40,7 +41,7 @@ pub(crate) fn refuse_oversized(cells: &[CellConfig], mem_total: u64) -> Result<(
 
 /// The loader config a tool command (doctor, min-shm, calibrate) works on: its flags on this
 /// machine, with no runtime of its own (the tool decides where, if anywhere, cells run).
-pub(crate) fn tool_config(name: &str, mut knobs: Knobs, platform: &Platform) -> Result<CellConfig> {
+pub fn tool_config(name: &str, mut knobs: Knobs, platform: &Platform) -> Result<CellConfig> {
     knobs.runtime = Some(RuntimeKind::Host);
     knobs.shm_size = None;
     let id = Identity {

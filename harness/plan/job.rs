@@ -9,42 +9,42 @@ use serde::Serialize;
 
 use super::consumers::{Consumer, ConsumerNeed};
 use super::predict;
-use crate::model::config::CellConfig;
-use crate::model::job::LoaderSpec;
-use crate::model::knobs::Strategy;
+use model::config::CellConfig;
+use model::job::LoaderSpec;
+use model::knobs::Strategy;
 
 /// One loader of the job, as predicted.
 #[derive(Clone, Debug, Serialize)]
-pub(crate) struct LoaderPeak {
-    pub(crate) spec: LoaderSpec,
-    pub(crate) batch_bytes: u64,
-    pub(crate) peak_batches: u64,
-    pub(crate) peak_bytes: u64,
+pub struct LoaderPeak {
+    pub spec: LoaderSpec,
+    pub batch_bytes: u64,
+    pub peak_batches: u64,
+    pub peak_bytes: u64,
 }
 
 /// The job's predicted peak.
 #[derive(Clone, Debug, Serialize)]
 pub struct JobPeak {
-    pub(crate) ranks: u32,
-    pub(crate) loaders: Vec<LoaderPeak>,
+    pub ranks: u32,
+    pub loaders: Vec<LoaderPeak>,
     /// One rank's loaders together, and the node's (every rank, and the consumers beside them).
-    pub(crate) rank_bytes: u64,
-    pub(crate) node_bytes: u64,
+    pub rank_bytes: u64,
+    pub node_bytes: u64,
     /// What else fills the node's /dev/shm (`--with`): NCCL, Ray.
-    pub(crate) consumers: Vec<ConsumerNeed>,
+    pub consumers: Vec<ConsumerNeed>,
     /// File descriptors one rank's main holds at the peak (file_descriptor keeps one per batch
     /// alive; file_system none), with the few every process has.
-    pub(crate) rank_fds: u64,
+    pub rank_fds: u64,
     /// Memory mappings one rank's main holds at the peak: one per batch alive under either
     /// strategy, beside its own.
-    pub(crate) rank_maps: u64,
+    pub rank_maps: u64,
 }
 
 impl JobPeak {
     /// What the refills can add for a moment above the peak: one batch per loader and rank, where
     /// torch allocates a refilled slot's batch while the last step's is still being freed (see
     /// `predict`'s model). Pinned loaders hand batches over on arrival and add none.
-    pub(crate) fn handover_bytes(&self, pin_memory: bool) -> u64 {
+    pub fn handover_bytes(&self, pin_memory: bool) -> u64 {
         let per_rank: u64 = match pin_memory {
             true => 0,
             false => self
@@ -59,7 +59,7 @@ impl JobPeak {
 }
 
 /// `base` with one loader's shape (its other knobs: strategy, images, steps, are the job's).
-pub(crate) fn loader_config(base: &CellConfig, spec: &LoaderSpec) -> CellConfig {
+pub fn loader_config(base: &CellConfig, spec: &LoaderSpec) -> CellConfig {
     let mut c = base.clone();
     c.cell = spec.name.clone();
     c.knobs.workers = spec.workers;
@@ -134,8 +134,8 @@ pub fn predict(base: &CellConfig, ranks: u32, specs: &[LoaderSpec], with: &[Cons
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::model::knobs::Knobs;
-    use crate::plan::resolve::{Identity, Platform};
+    use crate::resolve::{Identity, Platform, Resolve};
+    use model::knobs::Knobs;
 
     #[test]
     fn a_job_is_its_loaders_summed_times_its_ranks() {
@@ -167,7 +167,7 @@ mod tests {
         // Each loader's own Dataset (forkserver pickles it to that loader's workers, once):
         // counted once per loader, not the job's total once per loader.
         let mut forkserver = base.clone();
-        forkserver.knobs.start_method = crate::model::knobs::StartMethod::Forkserver;
+        forkserver.knobs.start_method = model::knobs::StartMethod::Forkserver;
         let own: Vec<LoaderSpec> = vec![
             "train:8x2x128+64m".parse().unwrap(),
             "val:4x2x256+16m".parse().unwrap(),

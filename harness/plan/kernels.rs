@@ -5,14 +5,14 @@
 
 use anyhow::{bail, Result};
 
-use crate::model::config::CellConfig;
-use crate::model::knobs::{Loader, RuntimeKind};
+use model::config::CellConfig;
+use model::knobs::{Loader, RuntimeKind};
 
 /// The name that stands for this machine's own kernel.
-pub(crate) const HOST: &str = "host";
+pub const HOST: &str = "host";
 
 /// The cells, each on every kernel in turn.
-pub(crate) fn on_kernels(
+pub fn on_kernels(
     cells: &[CellConfig],
     kernels: &[String],
     mem_total: u64,

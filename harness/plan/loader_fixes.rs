@@ -4,8 +4,8 @@
 
 use super::fixes::Fix;
 use super::predict;
-use crate::model::config::CellConfig;
-use crate::model::size::ByteSize;
+use model::config::CellConfig;
+use model::size::ByteSize;
 
 /// The largest value in `1..current` for which `fits(value)`, if any, by bisection: the peak
 /// grows with each knob, so `fits` holds up to a value and not above it. A walk down from
@@ -28,7 +28,7 @@ fn largest_below(current: u64, fits: impl Fn(u64) -> bool) -> Option<u64> {
 }
 
 /// The loader's own knobs, each changed alone, that fit its peak in `capacity`.
-pub(crate) fn loader_changes(config: &CellConfig, capacity: u64) -> Fix {
+pub fn loader_changes(config: &CellConfig, capacity: u64) -> Fix {
     let peak_of = predict::peak_bytes;
     let changed = |change: &dyn Fn(&mut CellConfig)| {
         let mut c = config.clone();

@@ -4,7 +4,7 @@
 //! batch of samples before they are collated) and room for the processes themselves.
 
 use super::predict;
-use crate::model::config::CellConfig;
+use model::config::CellConfig;
 
 /// Room for the processes themselves (binaries, stacks, the allocator's slack).
 const PROCESS_ROOM: u64 = 128 << 20;
@@ -12,13 +12,13 @@ const PROCESS_ROOM: u64 = 128 << 20;
 const PER_PROCESS: u64 = 32 << 20;
 
 /// The private memory of a cell's processes (main and workers), without its /dev/shm.
-pub(crate) fn private_bytes(cell: &CellConfig) -> u64 {
+pub fn private_bytes(cell: &CellConfig) -> u64 {
     (cell.knobs.workers as u64 + 1) * (cell.batch_bytes() + PER_PROCESS) + PROCESS_ROOM
 }
 
 /// The /dev/shm a cell's pages will fill: the peak the model predicts for it, or its tmpfs's
 /// size where that is smaller (the cell crashes there).
-pub(crate) fn shm_bytes(cell: &CellConfig) -> u64 {
+pub fn shm_bytes(cell: &CellConfig) -> u64 {
     let peak = predict::peak_bytes(cell);
     match cell.knobs.shm_remount.or(cell.knobs.shm_size) {
         Some(size) => peak.min(size.bytes()),
@@ -27,7 +27,7 @@ pub(crate) fn shm_bytes(cell: &CellConfig) -> u64 {
 }
 
 /// What a job running `cell` needs, all told: its own memory limit when it sets one.
-pub(crate) fn job_bytes(cell: &CellConfig) -> u64 {
+pub fn job_bytes(cell: &CellConfig) -> u64 {
     match cell.knobs.memory {
         Some(limit) => limit.bytes(),
         None => shm_bytes(cell) + private_bytes(cell),

@@ -4,9 +4,9 @@
 
 use super::job::{self, JobPeak};
 use super::predict;
-use crate::model::config::CellConfig;
-use crate::model::knobs::{StartMethod, Strategy};
-use crate::model::size::ByteSize;
+use model::config::CellConfig;
+use model::knobs::{StartMethod, Strategy};
+use model::size::ByteSize;
 
 /// One loader's peak, in words: what makes it up.
 pub(super) fn loader_reason(config: &CellConfig, peak_batches: u64) -> String {

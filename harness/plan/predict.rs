@@ -26,20 +26,20 @@
 //! or per epoch, held until the Dataset is freed): they take their pages before any batch, and
 //! when they cannot fit the loader fails at start-up, step 1, whatever the profile.
 
-use crate::model::config::CellConfig;
-use crate::model::knobs::{Strategy, TorchProfile};
+use model::config::CellConfig;
+use model::knobs::{Strategy, TorchProfile};
 
-pub(crate) const PAGE: u64 = 4096;
+pub const PAGE: u64 = 4096;
 
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub(crate) struct Prediction {
+pub struct Prediction {
     /// Whole batches that fit in the tmpfs.
-    pub(crate) capacity_batches: u64,
+    pub capacity_batches: u64,
     /// Batches alive at the peak without retention: outstanding plus the held one.
-    pub(crate) peak_batches: u64,
+    pub peak_batches: u64,
     /// The 1-based step at which an allocation cannot fit (None: never within the run, or the
     /// strategy does not use /dev/shm).
-    pub(crate) crash_step: Option<u64>,
+    pub crash_step: Option<u64>,
 }
 
 fn pages(bytes: u64) -> u64 {
@@ -47,7 +47,7 @@ fn pages(bytes: u64) -> u64 {
 }
 
 /// Predicts `config` under a /dev/shm of `shm_bytes`.
-pub(crate) fn predict(config: &CellConfig, shm_bytes: u64) -> Prediction {
+pub fn predict(config: &CellConfig, shm_bytes: u64) -> Prediction {
     let uses_shm = uses_shm(config);
     let dataset_pages = pages(dataset_bytes(config));
     let capacity =
@@ -91,7 +91,7 @@ pub(crate) fn predict(config: &CellConfig, shm_bytes: u64) -> Prediction {
 /// one per worker when it does, all `workers * prefetch` when it falls behind (it competes with
 /// the workers for CPU). The upper bound is returned; on the 2-core development machine the
 /// measured minimum lay between the two (see `pin_memory_lower_bound`).
-pub(crate) fn peak_batches(config: &CellConfig) -> u64 {
+pub fn peak_batches(config: &CellConfig) -> u64 {
     let uses_shm = uses_shm(config);
     let total = config.total_steps();
     let outstanding = config.max_outstanding().min(total);
@@ -124,7 +124,7 @@ pub(crate) fn peak_batches(config: &CellConfig) -> u64 {
 }
 
 /// With pin_memory, the batches in /dev/shm when the pin copy keeps up: one per worker.
-pub(crate) fn pin_memory_lower_bound(config: &CellConfig) -> u64 {
+pub fn pin_memory_lower_bound(config: &CellConfig) -> u64 {
     (config.knobs.workers as u64).min(config.max_outstanding().min(config.total_steps()))
 }
 
@@ -137,7 +137,7 @@ fn uses_shm(config: &CellConfig) -> bool {
 }
 
 /// Bytes of tmpfs the Dataset's tensors hold from the first worker's start (whole pages).
-pub(crate) fn dataset_bytes(config: &CellConfig) -> u64 {
+pub fn dataset_bytes(config: &CellConfig) -> u64 {
     match uses_shm(config) {
         true => pages(config.dataset_shm_bytes()) * PAGE,
         false => 0,
@@ -145,21 +145,21 @@ pub(crate) fn dataset_bytes(config: &CellConfig) -> u64 {
 }
 
 /// Bytes of tmpfs at the run's peak: its batches and the Dataset's tensors.
-pub(crate) fn peak_bytes(config: &CellConfig) -> u64 {
+pub fn peak_bytes(config: &CellConfig) -> u64 {
     batches_bytes(config, peak_batches(config)) + dataset_bytes(config)
 }
 
 /// Bytes of tmpfs that `batches` batches occupy (whole pages).
-pub(crate) fn batches_bytes(config: &CellConfig, batches: u64) -> u64 {
+pub fn batches_bytes(config: &CellConfig, batches: u64) -> u64 {
     batches * pages(config.batch_bytes()) * PAGE
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::model::knobs::{Knobs, StartMethod};
-    use crate::model::size::ByteSize;
-    use crate::plan::resolve::{Identity, Platform};
+    use crate::resolve::{Identity, Platform, Resolve};
+    use model::knobs::{Knobs, StartMethod};
+    use model::size::ByteSize;
 
     fn small(retain: u64, steps: u64) -> CellConfig {
         Knobs {

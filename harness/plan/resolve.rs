@@ -1,26 +1,26 @@
 //! From knobs to a cell: defaults filled in, `runtime = auto` decided for this machine (Docker
 //! when a Docker setup can have it, otherwise the closest emulation, said in a note), validated.
 
-use crate::model::claim::Claim;
-use crate::model::config::CellConfig;
-use crate::model::knobs::{ContainerKind, IpcMode, Knobs, RuntimeKind};
-use crate::model::size::ByteSize;
-use crate::model::validate::KnobError;
+use model::claim::Claim;
+use model::config::CellConfig;
+use model::knobs::{ContainerKind, IpcMode, Knobs, RuntimeKind};
+use model::size::ByteSize;
+use model::validate::KnobError;
 
 /// Docker's documented default /dev/shm size, used when a Docker cell without shm-size runs
 /// outside Docker.
-pub(crate) const DOCKER_DEFAULT_SHM: u64 = 64 << 20;
+pub const DOCKER_DEFAULT_SHM: u64 = 64 << 20;
 
 /// What resolving knobs needs to know about this machine. Whether a Docker engine answers is
 /// asked once, and only when a cell could run in Docker.
 pub struct Platform {
-    pub(crate) mem_total: u64,
+    pub mem_total: u64,
     docker: std::cell::OnceCell<bool>,
     probe: fn() -> bool,
 }
 
 impl Platform {
-    pub(crate) fn new(mem_total: u64, probe: fn() -> bool) -> Platform {
+    pub fn new(mem_total: u64, probe: fn() -> bool) -> Platform {
         Platform {
             mem_total,
             docker: std::cell::OnceCell::new(),
@@ -35,7 +35,7 @@ impl Platform {
         platform
     }
 
-    pub(crate) fn docker_reachable(&self) -> bool {
+    pub fn docker_reachable(&self) -> bool {
         *self.docker.get_or_init(self.probe)
     }
 }
@@ -43,16 +43,22 @@ impl Platform {
 /// Who a cell is, beside its knobs.
 #[derive(Clone, Debug, Default)]
 pub struct Identity {
-    pub(crate) scenario: String,
-    pub(crate) cell: String,
-    pub(crate) environment: String,
-    pub(crate) claim: Option<Claim>,
+    pub scenario: String,
+    pub cell: String,
+    pub environment: String,
+    pub claim: Option<Claim>,
 }
 
-impl Knobs {
+/// Knobs made into a cell: a trait because the knobs are the model's and their resolution, which
+/// asks this machine (`Platform`), is the plan's.
+pub trait Resolve {
     /// Fills every unset knob with its default and validates the result. `mem_total` is this
     /// machine's memory, to refuse a batch that could never exist.
-    pub fn resolve(&self, id: Identity, platform: &Platform) -> Result<CellConfig, KnobError> {
+    fn resolve(&self, id: Identity, platform: &Platform) -> Result<CellConfig, KnobError>;
+}
+
+impl Resolve for Knobs {
+    fn resolve(&self, id: Identity, platform: &Platform) -> Result<CellConfig, KnobError> {
         let mut config = CellConfig {
             scenario: id.scenario,
             cell: id.cell,
@@ -110,9 +116,9 @@ fn resolve_auto_runtime(config: &mut CellConfig, platform: &Platform) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::model::knobs::{ContainerKind, IpcMode, RuntimeKind};
-    use crate::model::size::ByteSize;
-    use crate::model::validate::KnobError;
+    use model::knobs::{ContainerKind, IpcMode, RuntimeKind};
+    use model::size::ByteSize;
+    use model::validate::KnobError;
 
     fn resolve(k: Knobs) -> Result<CellConfig, KnobError> {
         k.resolve(Identity::default(), &Platform::fixed(24 << 30, false))

@@ -23,22 +23,23 @@ use serde::Deserialize;
 
 use super::consumers::{self, Consumer};
 use super::resolve::{Identity, Platform};
-use crate::model::claim::Claim;
-use crate::model::config::CellConfig;
-use crate::model::knobs::Knobs;
-use crate::model::name;
-use crate::model::statement::Statement;
-use crate::sys::clock;
+use crate::resolve::Resolve;
+use model::claim::Claim;
+use model::config::CellConfig;
+use model::knobs::Knobs;
+use model::name;
+use model::statement::Statement;
+use sys::clock;
 
 /// The seed matrix, built in so `shmbench matrix` works from any directory.
 pub const SEED_MATRIX: &str = include_str!("../../scenarios/seed-matrix.toml");
-pub(crate) const SEED_MATRIX_PATH: &str = "scenarios/seed-matrix.toml";
+pub const SEED_MATRIX_PATH: &str = "scenarios/seed-matrix.toml";
 /// The emulation against real torch, built in too.
-pub(crate) const FIDELITY: &str = include_str!("../../scenarios/fidelity.toml");
-pub(crate) const FIDELITY_PATH: &str = "scenarios/fidelity.toml";
+pub const FIDELITY: &str = include_str!("../../scenarios/fidelity.toml");
+pub const FIDELITY_PATH: &str = "scenarios/fidelity.toml";
 
 /// Where scenario files live, and every scenario built into the binary: (name, text).
-pub(crate) const SCENARIO_DIR: &str = "scenarios";
+pub const SCENARIO_DIR: &str = "scenarios";
 const BUILT_IN: &[(&str, &str)] = &[
     ("seed-matrix", SEED_MATRIX),
     ("fidelity", FIDELITY),
@@ -53,25 +54,25 @@ const BUILT_IN: &[(&str, &str)] = &[
 ];
 
 #[derive(Clone, Debug)]
-pub(crate) struct ScenarioCell {
-    pub(crate) name: String,
-    pub(crate) environment: String,
-    pub(crate) knobs: Knobs,
-    pub(crate) claim: Option<Claim>,
+pub struct ScenarioCell {
+    pub name: String,
+    pub environment: String,
+    pub knobs: Knobs,
+    pub claim: Option<Claim>,
 }
 
 #[derive(Clone, Debug)]
 pub struct Scenario {
-    pub(crate) name: String,
+    pub name: String,
     pub description: String,
     /// Where it was read from (for messages).
-    pub(crate) origin: String,
-    pub(crate) defaults: Knobs,
-    pub(crate) cells: Vec<ScenarioCell>,
+    pub origin: String,
+    pub defaults: Knobs,
+    pub cells: Vec<ScenarioCell>,
     /// Sentences of the source that several cells measure together (`[[claims]]`).
-    pub(crate) statements: Vec<Statement>,
+    pub statements: Vec<Statement>,
     /// What else fills the node's /dev/shm beside the loader (`[[consumers]]`), for the doctor.
-    pub(crate) consumers: Vec<Consumer>,
+    pub consumers: Vec<Consumer>,
 }
 
 /// Scenario keys may be written with `_` or `-`; knobs use `-`.
@@ -157,7 +158,7 @@ impl Scenario {
     /// run outside the repository.
     /// Loads a scenario by path, or by name (`kubernetes` is `scenarios/kubernetes.toml`); a
     /// built-in scenario is found by its name or its usual path from any directory.
-    pub(crate) fn load(path: &Path) -> Result<Scenario> {
+    pub fn load(path: &Path) -> Result<Scenario> {
         let by_name = path.components().count() == 1 && path.extension().is_none();
         let name = path
             .file_stem()
@@ -264,7 +265,7 @@ impl Scenario {
 
     /// The knobs of one cell as the scenario gives them (its defaults, then the cell's keys), or
     /// of its defaults when no cell is named.
-    pub(crate) fn knobs_of(&self, cell: Option<&str>) -> Result<Knobs> {
+    pub fn knobs_of(&self, cell: Option<&str>) -> Result<Knobs> {
         let mut knobs = self.defaults.clone();
         if let Some(name) = cell {
             knobs.overlay(&self.cell_named(name)?.knobs);
@@ -319,7 +320,7 @@ impl Scenario {
 }
 
 /// Default results path: `results/<scenario>-<UTC time>.csv`.
-pub(crate) fn default_results_path(scenario: &str) -> PathBuf {
+pub fn default_results_path(scenario: &str) -> PathBuf {
     PathBuf::from("results").join(format!("{scenario}-{}.csv", clock::compact_now()))
 }
 

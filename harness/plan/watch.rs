@@ -2,17 +2,18 @@
 //! knobs given, `runtime = auto` decided as for any cell (namespace when a size is given, docker
 //! for an image, else host), validated.
 
-use crate::model::config::CellConfig;
-use crate::model::knobs::{Knobs, Loader, RuntimeKind};
-use crate::model::size::ByteSize;
-use crate::model::validate::KnobError;
-use crate::model::watch::WatchSettings;
+use model::config::CellConfig;
+use model::knobs::{Knobs, Loader, RuntimeKind};
+use model::size::ByteSize;
+use model::validate::KnobError;
+use model::watch::WatchSettings;
 
 use super::resolve::{Identity, Platform};
+use crate::resolve::Resolve;
 
 /// The cell that runs `settings.command` named `name`, isolated by `knobs` (shm-size, runtime,
 /// image, memory, cpus, timeout-s; the loader knobs do not apply to a command).
-pub(crate) fn cell(
+pub fn cell(
     knobs: &Knobs,
     name: &str,
     settings: WatchSettings,
@@ -33,7 +34,7 @@ pub(crate) fn cell(
 
 /// `command` watched in a private /dev/shm of `shm_bytes` (a namespace cell), as shmbench's own
 /// checks run one (`bench`'s sampler cost, `doctor --verify` of a job).
-pub(crate) fn private(
+pub fn private(
     name: &str,
     command: Vec<String>,
     shm_bytes: u64,

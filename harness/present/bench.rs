@@ -1,17 +1,17 @@
 //! The benchmark's table: each measure, its target and whether it is met.
 
 use super::table;
-use crate::model::bench::{
+use model::bench::{
     Bench, TARGET_CRASH_S, TARGET_EFFICIENCY, TARGET_MATRIX_S, TARGET_RSS, TARGET_SAMPLER_SHARE,
     TORCH_IMG_PER_S,
 };
-use crate::model::size::ByteSize;
+use model::size::ByteSize;
 
 fn met(yes: bool) -> String {
     if yes { "met" } else { "NOT met" }.to_string()
 }
 
-pub(crate) fn render(b: &Bench) -> String {
+pub fn render(b: &Bench) -> String {
     let c = &b.calibration;
     let headers = ["measure", "measured", "target", ""];
     let rows = vec![

@@ -7,10 +7,10 @@
 
 use serde_json::{json, Map, Value};
 
-use crate::analysis::outcomes::Shares;
-use crate::analysis::summary::CellSummary;
-use crate::model::knobs::Loader;
-use crate::results::Row;
+use analysis::outcomes::Shares;
+use analysis::summary::CellSummary;
+use model::knobs::Loader;
+use results::Row;
 
 /// One measure: a value and, when there is an interval, its bounds.
 fn measure(value: f64, interval: Option<(f64, f64)>) -> Value {

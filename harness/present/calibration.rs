@@ -1,11 +1,11 @@
 //! A calibration as text.
 
 use super::table;
-use crate::model::calibration::Calibration;
-use crate::model::size::ByteSize;
+use model::calibration::Calibration;
+use model::size::ByteSize;
 
 /// Text table of a calibration.
-pub(crate) fn render(c: &Calibration) -> String {
+pub fn render(c: &Calibration) -> String {
     let mut out = format!(
         "memset {:.1} GB/s, memcpy {:.1} GB/s (one core)\nfresh segment per batch of {} ({} images): create, allocate, map, copy in, release\n",
         c.memset_gb_per_s,

@@ -2,10 +2,10 @@
 //! regressions and improvements first).
 
 use super::table;
-use crate::analysis::compare::{Comparison, Thresholds, Verdict};
-use crate::analysis::outcomes::{flip_needs, Shares, ALPHA, METHOD};
-use crate::analysis::power;
-use crate::analysis::summary::CellSummary;
+use analysis::compare::{Comparison, Thresholds, Verdict};
+use analysis::outcomes::{flip_needs, Shares, ALPHA, METHOD};
+use analysis::power;
+use analysis::summary::CellSummary;
 
 fn rate_text(s: &Option<CellSummary>) -> String {
     match s {
@@ -251,14 +251,14 @@ pub fn render_json(
 }
 
 /// Per-cell summary of repeated runs as a Markdown table.
-pub(crate) fn render_summary(summaries: &[CellSummary]) -> String {
+pub fn render_summary(summaries: &[CellSummary]) -> String {
     let (headers, rows) = summary_cells(summaries);
     let headers: Vec<&str> = headers.iter().map(String::as_str).collect();
     table::markdown(&headers, &rows)
 }
 
 /// The summary table's headers and cells, for any output format.
-pub(crate) fn summary_cells(summaries: &[CellSummary]) -> (Vec<String>, Vec<Vec<String>>) {
+pub fn summary_cells(summaries: &[CellSummary]) -> (Vec<String>, Vec<Vec<String>>) {
     let headers = [
         "cell",
         "runs",

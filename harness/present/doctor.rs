@@ -1,7 +1,7 @@
 //! The doctor's diagnosis as text or Markdown.
 
-use crate::model::size::ByteSize;
-use crate::plan::advice::Diagnosis;
+use model::size::ByteSize;
+use plan::advice::Diagnosis;
 
 /// Plain text (`md = true`: Markdown with headings and code blocks).
 pub fn render(d: &Diagnosis, md: bool) -> String {

@@ -2,8 +2,8 @@
 //! peak and throughput ratios, and whether they agree.
 
 use super::table;
-use crate::analysis::fidelity::{Pair, Verdict};
-use crate::analysis::summary::CellSummary;
+use analysis::fidelity::{Pair, Verdict};
+use analysis::summary::CellSummary;
 
 fn outcome(s: &CellSummary) -> String {
     if s.runs > 1 && s.outcomes.iter().any(|o| *o != s.outcome) {
@@ -30,7 +30,7 @@ fn times(x: Option<f64>) -> String {
     x.map(|x| format!("{x:.2}x")).unwrap_or_else(|| "-".into())
 }
 
-pub(crate) fn render(pairs: &[Pair]) -> String {
+pub fn render(pairs: &[Pair]) -> String {
     let headers = [
         "cell",
         "torch",

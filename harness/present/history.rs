@@ -3,9 +3,9 @@
 use clap::ValueEnum;
 
 use super::table;
-use crate::analysis::history::{By, History, Metric, Run};
-use crate::analysis::outcomes::{flip_needs, ALPHA, METHOD};
-use crate::model::size::ByteSize;
+use analysis::history::{By, History, Metric, Run};
+use analysis::outcomes::{flip_needs, ALPHA, METHOD};
+use model::size::ByteSize;
 
 /// The field's name as `--by` spells it.
 fn by_name(by: By) -> String {
@@ -15,7 +15,7 @@ fn by_name(by: By) -> String {
 }
 
 /// A run's value of the field, as people read it (sizes in units).
-pub(crate) fn run_label(h: &History, r: &Run) -> String {
+pub fn run_label(h: &History, r: &Run) -> String {
     match (h.by, r.label.parse::<u64>()) {
         (By::Shm, Ok(bytes)) => ByteSize(bytes).to_string(),
         _ => r.label.clone(),
@@ -24,11 +24,11 @@ pub(crate) fn run_label(h: &History, r: &Run) -> String {
 
 /// The most runs the table shows as columns: a fleet's year is thousands of runs, and a table
 /// that wide is read by nobody (the steps below it cover every run).
-pub(crate) const MAX_COLUMNS: usize = 12;
+pub const MAX_COLUMNS: usize = 12;
 
 /// The runs the table shows, in order: all of them when few; else the runs where a cell
 /// stepped (up to half the columns), then the latest.
-pub(crate) fn shown_runs(h: &History) -> Vec<usize> {
+pub fn shown_runs(h: &History) -> Vec<usize> {
     let n = h.runs.len();
     if n <= MAX_COLUMNS {
         return (0..n).collect();
@@ -57,7 +57,7 @@ pub(crate) fn shown_runs(h: &History) -> Vec<usize> {
 }
 
 /// Markdown: the trend table and the steps found.
-pub(crate) fn render(h: &History) -> String {
+pub fn render(h: &History) -> String {
     let mut headers = vec!["cell".to_string()];
     let label = |r: &Run| run_label(h, r);
     let shown = shown_runs(h);

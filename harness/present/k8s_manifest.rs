@@ -14,25 +14,25 @@ use std::collections::BTreeMap;
 
 use serde_json::{json, Value};
 
-use crate::model::config::CellConfig;
-use crate::model::knobs::{IpcMode, RuntimeKind};
-use crate::model::pod::{NODE_NAME_ENV, POD_NAMESPACE_ENV, POD_NAME_ENV};
-use crate::model::yaml_json;
-use crate::plan::memory;
+use model::config::CellConfig;
+use model::knobs::{IpcMode, RuntimeKind};
+use model::pod::{NODE_NAME_ENV, POD_NAMESPACE_ENV, POD_NAME_ENV};
+use model::yaml_json;
+use plan::memory;
 
 /// Where the cells file is mounted in the pod.
 const CELLS_DIR: &str = "/etc/shmbench";
 /// The ConfigMap's key of the cells (a YAML list), and the file's name in the pod.
-pub(crate) const CELLS_FILE: &str = "cells.yaml";
+pub const CELLS_FILE: &str = "cells.yaml";
 /// The user and group pods run as (nobody).
 const NOBODY: u64 = 65534;
 
 /// What the manifest is for.
 pub struct Target<'a> {
-    pub(crate) image: &'a str,
-    pub(crate) namespace: &'a str,
-    pub(crate) node_selector: &'a [(String, String)],
-    pub(crate) repeat: u32,
+    pub image: &'a str,
+    pub namespace: &'a str,
+    pub node_selector: &'a [(String, String)],
+    pub repeat: u32,
 }
 
 /// The shape of a pod: what its spec must differ by.
@@ -89,7 +89,7 @@ fn in_pod(cell: &CellConfig, shape: &Shape) -> CellConfig {
 }
 
 /// The objects for `cells`: a ConfigMap and an Indexed Job per pod shape.
-pub(crate) fn objects(scenario: &str, cells: &[CellConfig], target: &Target) -> Vec<Value> {
+pub fn objects(scenario: &str, cells: &[CellConfig], target: &Target) -> Vec<Value> {
     let mut shapes: BTreeMap<Shape, Vec<&CellConfig>> = BTreeMap::new();
     for c in cells {
         let shape = Shape {
@@ -238,7 +238,7 @@ fn label_value_problem(value: &str) -> Option<&'static str> {
 
 /// Why `KEY=VALUE` is not a node selector Kubernetes accepts (a label key: an optional DNS
 /// subdomain prefix and '/', then a name as a label value allows, not empty), if it is not.
-pub(crate) fn node_selector_problem(key: &str, value: &str) -> Option<String> {
+pub fn node_selector_problem(key: &str, value: &str) -> Option<String> {
     let (prefix, name) = key.rsplit_once('/').unwrap_or(("", key));
     let prefix_ok = prefix.len() <= 253
         && (prefix.is_empty()
@@ -277,6 +277,6 @@ fn kube_name(s: &str) -> String {
 /// The objects as a file: block-style YAML documents, each starting with `---`. Node selector
 /// values are always double-quoted: a label value is a string, and bare `0b1` or `1_000` are the
 /// integers 1 and 1000 to a YAML 1.1 reader.
-pub(crate) fn render(objects: &[Value]) -> String {
+pub fn render(objects: &[Value]) -> String {
     yaml_json::to_yaml_quoting(objects, &["nodeSelector"])
 }

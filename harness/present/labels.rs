@@ -1,14 +1,14 @@
 //! How rows are spoken of: statuses and claims as the how-to's table writes them, and why a
 //! measurement came out as it did, in numbers.
 
-use crate::model::claim::ClaimStatus;
-use crate::model::knobs::Strategy;
-use crate::model::record::Status;
-use crate::model::size::ByteSize;
-use crate::results::Row;
+use model::claim::ClaimStatus;
+use model::knobs::Strategy;
+use model::record::Status;
+use model::size::ByteSize;
+use results::Row;
 
 /// The status as the how-to's table writes it: `PASS (Stable)`, `CRASH (SIGBUS Step 2)`.
-pub(crate) fn status_label(row: &Row) -> String {
+pub fn status_label(row: &Row) -> String {
     match (row.status, row.crash_step) {
         (Status::Pass, _) => "PASS (Stable)".to_string(),
         // A pod's container that failed without a record did run; a cell's that has none did not.
@@ -22,7 +22,7 @@ pub(crate) fn status_label(row: &Row) -> String {
 }
 
 /// The claim, written the same way.
-pub(crate) fn claim_label(row: &Row) -> Option<String> {
+pub fn claim_label(row: &Row) -> Option<String> {
     let status = row.claim_status?;
     Some(match (status, row.claim_crash_step) {
         (ClaimStatus::Pass, _) => "PASS (Stable)".to_string(),
@@ -32,15 +32,15 @@ pub(crate) fn claim_label(row: &Row) -> Option<String> {
 }
 
 /// The claim's verdict as a word (empty without a claim).
-pub(crate) fn verdict_label(row: &Row) -> String {
-    crate::analysis::claims::verdict(row)
+pub fn verdict_label(row: &Row) -> String {
+    analysis::claims::verdict(row)
         .map(|v| v.to_string())
         .unwrap_or_default()
 }
 
 /// Why the measurement came out as it did, in numbers: batch size, what the /dev/shm holds, how
 /// many batches torch keeps alive, the peak seen.
-pub(crate) fn explanation(row: &Row) -> String {
+pub fn explanation(row: &Row) -> String {
     let batch = row.batch_bytes.max(1);
     let outstanding = row.workers as u64 * row.prefetch as u64;
     let in_flight = outstanding + 1;

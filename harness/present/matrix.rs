@@ -3,14 +3,14 @@
 
 use super::labels::{claim_label, explanation, status_label, verdict_label};
 use super::table::{markdown, thousands};
-use crate::model::claim::{Claim, ClaimVerdict};
-use crate::model::knobs::{IpcMode, RuntimeKind};
-use crate::model::size::ByteSize;
-use crate::model::vm::Accel;
-use crate::results::Row;
+use model::claim::{Claim, ClaimVerdict};
+use model::knobs::{IpcMode, RuntimeKind};
+use model::size::ByteSize;
+use model::vm::Accel;
+use results::Row;
 
 /// The cell's /dev/shm as measured inside it.
-pub(crate) fn shm_label(row: &Row) -> String {
+pub fn shm_label(row: &Row) -> String {
     let seen = ByteSize(row.shm_seen_bytes);
     if row.pod.is_some() {
         // A pod's: what it saw, else its emptyDir's sizeLimit, else the runtime's default.
@@ -33,7 +33,7 @@ pub(crate) fn shm_label(row: &Row) -> String {
 
 /// img/s as the how-to writes it: a number, or `0.0 (Failed)`; under software emulation (a TCG
 /// VM) marked as such, since it says nothing of the data path's speed.
-pub(crate) fn throughput(row: &Row) -> String {
+pub fn throughput(row: &Row) -> String {
     let speed = rate(row);
     match row.vm_accel {
         Some(Accel::Tcg) if row.img_per_s.is_some() => format!("{speed} (TCG, emulated)"),
@@ -58,7 +58,7 @@ pub fn matrix(rows: &[Row]) -> String {
 }
 
 /// "<source> says" when every claim has one source, else "Claim says".
-pub(crate) fn claims_header(rows: &[Row]) -> String {
+pub fn claims_header(rows: &[Row]) -> String {
     let mut sources: Vec<&str> = rows
         .iter()
         .filter(|r| r.claim_status.is_some())
@@ -73,7 +73,7 @@ pub(crate) fn claims_header(rows: &[Row]) -> String {
 }
 
 /// The matrix table's headers and cells, for any output format.
-pub(crate) fn matrix_cells(rows: &[Row]) -> (Vec<String>, Vec<Vec<String>>) {
+pub fn matrix_cells(rows: &[Row]) -> (Vec<String>, Vec<Vec<String>>) {
     let steps = rows.first().map(|r| r.steps * r.epochs as u64).unwrap_or(0);
     let status_header = format!("Status After {steps} Steps");
     let has_claims = rows.iter().any(|r| r.claim_status.is_some());
@@ -121,11 +121,11 @@ pub(crate) fn matrix_cells(rows: &[Row]) -> (Vec<String>, Vec<Vec<String>>) {
 
 /// One note per row that disagrees with its claim, one per failed row's message, and one per
 /// distinct reason rows ran in another runtime than their setup names.
-pub(crate) fn notes(rows: &[Row]) -> Vec<String> {
+pub fn notes(rows: &[Row]) -> Vec<String> {
     let mut notes = Vec::new();
     for r in rows {
         let env = &r.environment;
-        if crate::analysis::claims::verdict(r) == Some(ClaimVerdict::Differs) {
+        if analysis::claims::verdict(r) == Some(ClaimVerdict::Differs) {
             notes.push(format!(
                 "{env}: the how-to says {}, measured {}: {}.",
                 claim_label(r).unwrap_or_default(),

@@ -7,16 +7,16 @@
 //! and `packjob`/`hetjob` anywhere on the line is blanked out, so a value holding either cannot
 //! be written at all).
 
-use crate::results::logged::excerpt;
+use results::logged::excerpt;
 
 /// A flag's value the script cannot hold, and why.
 #[derive(Debug, thiserror::Error)]
 #[error("{flag} {value}: {why}")]
 pub struct BadScriptValue {
-    pub(crate) flag: &'static str,
+    pub flag: &'static str,
     /// The value escaped and quoted (`"gpu\ntouch PWNED"`), cut to a readable length.
-    pub(crate) value: String,
-    pub(crate) why: String,
+    pub value: String,
+    pub why: String,
 }
 
 impl BadScriptValue {
@@ -30,7 +30,7 @@ impl BadScriptValue {
 }
 
 /// Refuses control characters (a line break would end the line the value is on).
-pub(crate) fn no_control(flag: &'static str, value: &str) -> Result<(), BadScriptValue> {
+pub fn no_control(flag: &'static str, value: &str) -> Result<(), BadScriptValue> {
     match value.chars().find(|c| c.is_control()) {
         Some(c) => Err(BadScriptValue::new(
             flag,
@@ -44,7 +44,7 @@ pub(crate) fn no_control(flag: &'static str, value: &str) -> Result<(), BadScrip
 }
 
 /// A value for an `#SBATCH` line: checked, then quoted as sbatch reads it.
-pub(crate) fn directive(flag: &'static str, value: &str) -> Result<String, BadScriptValue> {
+pub fn directive(flag: &'static str, value: &str) -> Result<String, BadScriptValue> {
     no_control(flag, value)?;
     let lower = value.to_ascii_lowercase();
     if lower.contains("packjob") || lower.contains("hetjob") {
@@ -68,7 +68,7 @@ pub(crate) fn directive(flag: &'static str, value: &str) -> Result<String, BadSc
 
 /// `--mem`: a whole number with an optional K, M, G or T (megabytes without one), as sbatch
 /// takes it.
-pub(crate) fn mem(value: &str) -> Result<(), BadScriptValue> {
+pub fn mem(value: &str) -> Result<(), BadScriptValue> {
     no_control("--mem", value)?;
     let digits = value.trim_end_matches(['K', 'M', 'G', 'T', 'k', 'm', 'g', 't']);
     let ok = !digits.is_empty()
@@ -86,7 +86,7 @@ pub(crate) fn mem(value: &str) -> Result<(), BadScriptValue> {
 
 /// `--time`: one of Slurm's formats (minutes, minutes:seconds, hours:minutes:seconds,
 /// days-hours, days-hours:minutes, days-hours:minutes:seconds), or UNLIMITED / INFINITE.
-pub(crate) fn time(value: &str) -> Result<(), BadScriptValue> {
+pub fn time(value: &str) -> Result<(), BadScriptValue> {
     no_control("--time", value)?;
     let numbers = |s: &str, most: usize| {
         let parts: Vec<&str> = s.split(':').collect();
@@ -113,7 +113,7 @@ pub(crate) fn time(value: &str) -> Result<(), BadScriptValue> {
 /// The output directory as Slurm's `--output` pattern holds it: `%` doubled (it would start a
 /// replacement), a backslash refused (it turns every replacement off, so the tasks' files would
 /// all be one, named `%A_%a` literally).
-pub(crate) fn output_dir(value: &str) -> Result<String, BadScriptValue> {
+pub fn output_dir(value: &str) -> Result<String, BadScriptValue> {
     no_control("--output-dir", value)?;
     if value.contains('\\') {
         return Err(BadScriptValue::new(
@@ -127,7 +127,7 @@ pub(crate) fn output_dir(value: &str) -> Result<String, BadScriptValue> {
 
 /// A node name (or hostlist) for `--nodelist`: letters, digits, '-', '_', '.', and brackets
 /// for ranges (`node[01-04]`).
-pub(crate) fn node(value: &str) -> Result<(), BadScriptValue> {
+pub fn node(value: &str) -> Result<(), BadScriptValue> {
     let ok = !value.is_empty()
         && value
             .bytes()
@@ -143,7 +143,7 @@ pub(crate) fn node(value: &str) -> Result<(), BadScriptValue> {
 }
 
 /// `s` as one shell word.
-pub(crate) fn shell_word(s: &str) -> String {
+pub fn shell_word(s: &str) -> String {
     if !s.is_empty()
         && s.bytes()
             .all(|b| b.is_ascii_alphanumeric() || b"/._-+:@".contains(&b))

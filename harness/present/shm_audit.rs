@@ -6,11 +6,11 @@ use std::fmt::Write;
 
 use super::table::markdown;
 use super::terminal::shown;
-use crate::model::shm_audit::{Hold, ShmAudit, StaleSweep, Staleness, SweepEvent};
-use crate::model::size::ByteSize;
+use model::shm_audit::{Hold, ShmAudit, StaleSweep, Staleness, SweepEvent};
+use model::size::ByteSize;
 
 /// Seconds as the largest unit that fits: `42s`, `17m`, `5h`, `3d`.
-pub(crate) fn age(seconds: f64) -> String {
+pub fn age(seconds: f64) -> String {
     let s = seconds.max(0.0) as u64;
     match s {
         0..=119 => format!("{s}s"),
@@ -36,7 +36,7 @@ fn holders(holds: &[Hold]) -> String {
 }
 
 /// The audit as text.
-pub(crate) fn render(audit: &ShmAudit) -> String {
+pub fn render(audit: &ShmAudit) -> String {
     let mut out = String::new();
     let unlinked: u64 = audit.unlinked.iter().map(|u| u.allocated_bytes).sum();
     let stale: Vec<_> = audit.stale().collect();
@@ -188,7 +188,7 @@ fn holder_totals(out: &mut String, audit: &ShmAudit) {
 }
 
 /// One thing a sweep did, as the line printed when it happens.
-pub(crate) fn render_event(event: &SweepEvent) -> String {
+pub fn render_event(event: &SweepEvent) -> String {
     match event {
         SweepEvent::Removed {
             name,
@@ -205,7 +205,7 @@ pub(crate) fn render_event(event: &SweepEvent) -> String {
 }
 
 /// What a sweep did in all (each removal was printed as it happened).
-pub(crate) fn render_sweep(swept: &StaleSweep) -> String {
+pub fn render_sweep(swept: &StaleSweep) -> String {
     let mut out = format!(
         "swept {} entries, {} freed; {} kept at the last proof; {} changed or read more recently than --older-than (mtime and ctime count) left alone; {} of unknown owner left (opt a path in with --unowned PATH)\n",
         swept.removed.len(),

@@ -10,36 +10,36 @@
 use std::fmt::Write as _;
 use std::path::Path;
 
-use crate::model::config::CellConfig;
-use crate::model::knobs::RuntimeKind;
-use crate::model::size::ByteSize;
-use crate::plan::memory;
-use crate::present::sbatch_line::{self, shell_word, BadScriptValue};
+use crate::sbatch_line::{self, shell_word, BadScriptValue};
+use model::config::CellConfig;
+use model::knobs::RuntimeKind;
+use model::size::ByteSize;
+use plan::memory;
 
 /// The heredoc's end: never a line of JSON, which is written on one line.
 const CELLS_END: &str = "SHMBENCH_CELLS";
 
 /// Where and how the array runs.
-pub(crate) struct Target<'a> {
-    pub(crate) binary: &'a Path,
+pub struct Target<'a> {
+    pub binary: &'a Path,
     /// Where the tasks write their output files (absolute: tasks start elsewhere).
-    pub(crate) output_dir: &'a Path,
-    pub(crate) partition: Option<&'a str>,
-    pub(crate) constraint: Option<&'a str>,
+    pub output_dir: &'a Path,
+    pub partition: Option<&'a str>,
+    pub constraint: Option<&'a str>,
     /// `--mem` as Slurm takes it (`4G`); None: what the cells need, in MiB.
-    pub(crate) mem: Option<&'a str>,
-    pub(crate) time: Option<&'a str>,
-    pub(crate) repeat: u32,
+    pub mem: Option<&'a str>,
+    pub time: Option<&'a str>,
+    pub repeat: u32,
     /// At most this many tasks at once (`--array=0-N%K`): one node each.
-    pub(crate) max_parallel: Option<u32>,
+    pub max_parallel: Option<u32>,
     /// Tasks may share a node (for a measurement of jobs side by side); else each takes its
     /// node whole, since a neighbour's /dev/shm and CPU disturb what a cell measures.
-    pub(crate) shared: bool,
+    pub shared: bool,
 }
 
 /// The output file pattern of the tasks (`%A` the array's job id, `%a` the task), as a path
 /// (the `#SBATCH --output` line holds it escaped for Slurm: `sbatch_line::output_dir`).
-pub(crate) fn output_pattern(dir: &Path) -> String {
+pub fn output_pattern(dir: &Path) -> String {
     format!("{}/shmbench-%A_%a.out", dir.display())
 }
 
@@ -119,7 +119,7 @@ fn directives(
 
 /// The batch script for `cells` of `scenario`; Err: a value it cannot hold (a control
 /// character, or not in the syntax Slurm gives the flag), named with its flag.
-pub(crate) fn render(
+pub fn render(
     scenario: &str,
     cells: &[CellConfig],
     target: &Target,

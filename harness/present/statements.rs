@@ -2,10 +2,10 @@
 //! as text: what was measured in each cell, in numbers, the verdict, and the command that
 //! measures it again.
 
-use crate::analysis::statements::{Judged, Measured};
-use crate::model::record::Status;
-use crate::model::size::ByteSize;
-use crate::model::statement::{Quantity, StatementKind};
+use analysis::statements::{Judged, Measured};
+use model::record::Status;
+use model::size::ByteSize;
+use model::statement::{Quantity, StatementKind};
 
 /// One measured value, in its unit.
 fn value_text(q: Quantity, v: f64) -> String {
@@ -45,7 +45,7 @@ fn cells_text(j: &Judged) -> String {
 }
 
 /// What was measured, in words and numbers.
-pub(crate) fn finding(j: &Judged) -> String {
+pub fn finding(j: &Judged) -> String {
     let s = &j.statement;
     let mut text = match s.kind {
         StatementKind::Status => format!(
@@ -84,7 +84,7 @@ pub(crate) fn finding(j: &Judged) -> String {
 }
 
 /// The command that measures the statement again.
-pub(crate) fn command(j: &Judged, scenario: &str) -> String {
+pub fn command(j: &Judged, scenario: &str) -> String {
     format!(
         "shmbench matrix {scenario} --cells {}",
         j.statement.cells.join(",")
@@ -92,7 +92,7 @@ pub(crate) fn command(j: &Judged, scenario: &str) -> String {
 }
 
 /// The table: quote, section, measured, verdict, command.
-pub(crate) fn table(judged: &[Judged], scenario: &str) -> (Vec<String>, Vec<Vec<String>>) {
+pub fn table(judged: &[Judged], scenario: &str) -> (Vec<String>, Vec<Vec<String>>) {
     let headers = ["Claim", "Section", "Measured", "Verdict", "Reproduce"]
         .map(String::from)
         .to_vec();

@@ -2,7 +2,7 @@
 //! how-to's table writes them.
 
 /// Pads columns to equal width and joins them as a Markdown table.
-pub(crate) fn markdown(headers: &[&str], rows: &[Vec<String>]) -> String {
+pub fn markdown(headers: &[&str], rows: &[Vec<String>]) -> String {
     let rows: Vec<Vec<String>> = rows
         .iter()
         .map(|r| r.iter().map(|c| cell(c)).collect())
@@ -36,12 +36,12 @@ pub(crate) fn markdown(headers: &[&str], rows: &[Vec<String>]) -> String {
 
 /// A value as a Markdown table cell: a `|` in it escaped, line breaks as spaces (values come from
 /// elsewhere: a message, a pod's log, a command line).
-pub(crate) fn cell(value: &str) -> String {
+pub fn cell(value: &str) -> String {
     value.replace('|', "\\|").replace(['\n', '\r'], " ")
 }
 
 /// `1,234.5`
-pub(crate) fn thousands(x: f64) -> String {
+pub fn thousands(x: f64) -> String {
     let whole = x.trunc() as u64;
     let digits = whole.to_string();
     let mut grouped = String::new();

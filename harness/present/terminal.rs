@@ -10,7 +10,7 @@
 use std::fmt::Write;
 
 /// `data` as part of one line: `\` doubled, control characters escaped, `##[` broken.
-pub(crate) fn shown(data: &str) -> String {
+pub fn shown(data: &str) -> String {
     let mut out = String::with_capacity(data.len());
     for c in data.chars() {
         match c {
@@ -39,7 +39,7 @@ pub(crate) fn shown(data: &str) -> String {
 /// The lines of `text`, none a workflow command: a leading `::` (after the space the runner
 /// trims) has its first colon escaped. Only data can begin so, where a format's own lines never
 /// do.
-pub(crate) fn no_workflow_commands(text: &str) -> String {
+pub fn no_workflow_commands(text: &str) -> String {
     let mut out = String::with_capacity(text.len());
     for line in text.lines() {
         let trimmed = line.trim_start();

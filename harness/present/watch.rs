@@ -2,26 +2,26 @@
 //! trend after warm-up, what it left behind, the size to give it and how.
 
 use super::terminal::shown;
-use crate::model::segment_maker::made_by;
+use model::segment_maker::made_by;
 use std::fmt::Write;
 
-use crate::analysis::trend::Trend;
-use crate::model::record::CellRecord;
-use crate::model::size::ByteSize;
-use crate::model::watch::{Hold, Holder, WatchFindings};
-use crate::plan::advice::Sizing;
+use analysis::trend::Trend;
+use model::record::CellRecord;
+use model::size::ByteSize;
+use model::watch::{Hold, Holder, WatchFindings};
+use plan::advice::Sizing;
 
 /// Processes and segments listed at most (the rest are counted).
 const MAX_HOLDERS: usize = 8;
 const MAX_SEGMENTS: usize = 4;
 
 /// A rate of growth as the explanation and the report write it.
-pub(crate) fn mib_per_s(bytes_per_s: f64) -> String {
+pub fn mib_per_s(bytes_per_s: f64) -> String {
     format!("{:+.2} MiB/s", bytes_per_s / (1u64 << 20) as f64)
 }
 
 /// A holder's process as the explanation, the report and its plot name it.
-pub(crate) fn pid_label(report: &WatchFindings, h: &Holder) -> String {
+pub fn pid_label(report: &WatchFindings, h: &Holder) -> String {
     if h.pid == report.command_pid {
         format!("pid {} (the command)", h.pid)
     } else {
@@ -30,7 +30,7 @@ pub(crate) fn pid_label(report: &WatchFindings, h: &Holder) -> String {
 }
 
 /// The explanation, as plain text for the terminal.
-pub(crate) fn render(
+pub fn render(
     record: &CellRecord,
     report: &WatchFindings,
     trend: Option<&Trend>,

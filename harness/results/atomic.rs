@@ -13,7 +13,7 @@ use super::spreadsheet;
 
 /// A row of a CSV file: serde writes its columns; columns it cannot name in a struct's fields
 /// (a row's added knobs) follow them.
-pub(crate) trait CsvRow: Serialize {
+pub trait CsvRow: Serialize {
     /// The names of the columns after the serialised ones.
     fn more_header() -> &'static [&'static str] {
         &[]
@@ -27,11 +27,7 @@ pub(crate) trait CsvRow: Serialize {
 
 /// Writes `rows` as CSV to `path`, atomically. `empty_header` is written when there are no rows,
 /// so an empty file still names its columns.
-pub(crate) fn write_csv<T: CsvRow>(
-    path: &Path,
-    rows: &[T],
-    empty_header: Option<&[&str]>,
-) -> Result<()> {
+pub fn write_csv<T: CsvRow>(path: &Path, rows: &[T], empty_header: Option<&[&str]>) -> Result<()> {
     let mut plain = csv::Writer::from_writer(Vec::new());
     for row in rows {
         plain.serialize(row)?;
@@ -67,7 +63,7 @@ pub(crate) fn write_csv<T: CsvRow>(
 }
 
 /// Writes `bytes` to `path`, atomically.
-pub(crate) fn write_bytes(path: &Path, bytes: &[u8]) -> Result<()> {
+pub fn write_bytes(path: &Path, bytes: &[u8]) -> Result<()> {
     let dir = path
         .parent()
         .filter(|d| !d.as_os_str().is_empty())

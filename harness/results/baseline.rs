@@ -10,10 +10,10 @@ use super::csv::{self, ResultsFile};
 use super::Row;
 
 /// Where baselines live, relative to the working directory (beside the default results).
-pub(crate) const DIR: &str = "results/baselines";
+pub const DIR: &str = "results/baselines";
 
 /// The file of baseline `name`; names are file names, so only letters, digits, '-', '_', '.'.
-pub(crate) fn path(name: &str) -> Result<PathBuf> {
+pub fn path(name: &str) -> Result<PathBuf> {
     let ok = !name.is_empty()
         && !name.starts_with('.')
         && name
@@ -26,7 +26,7 @@ pub(crate) fn path(name: &str) -> Result<PathBuf> {
 }
 
 /// Saves `rows` as baseline `name`, replacing an earlier one of that name.
-pub(crate) fn save(name: &str, rows: &[Row]) -> Result<PathBuf> {
+pub fn save(name: &str, rows: &[Row]) -> Result<PathBuf> {
     let path = path(name)?;
     let rows: Vec<Row> = rows
         .iter()
@@ -44,7 +44,7 @@ pub(crate) fn save(name: &str, rows: &[Row]) -> Result<PathBuf> {
 }
 
 /// The rows of baseline `name`.
-pub(crate) fn load(name: &str) -> Result<Vec<Row>> {
+pub fn load(name: &str) -> Result<Vec<Row>> {
     let path = path(name)?;
     if !path.exists() {
         bail!(

@@ -12,14 +12,14 @@ use std::path::{Component, Path, PathBuf};
 
 use anyhow::{bail, Context, Result};
 
-use crate::model::knobs::Loader;
-use crate::model::record::CellRecord;
+use model::knobs::Loader;
+use model::record::CellRecord;
 
 /// The largest file beside a CSV that is read (a series of a million steps is about 50 MB).
-pub(crate) const MAX_BYTES: u64 = 256 << 20;
+pub const MAX_BYTES: u64 = 256 << 20;
 
 /// The folder beside `results_csv` that holds its files: `<dir>/<csv stem>`.
-pub(crate) fn folder(results_csv: &Path) -> PathBuf {
+pub fn folder(results_csv: &Path) -> PathBuf {
     let stem = results_csv
         .file_stem()
         .map(|s| s.to_string_lossy().into_owned())
@@ -29,7 +29,7 @@ pub(crate) fn folder(results_csv: &Path) -> PathBuf {
 
 /// Writes a file about the whole run (`calibration.json`, `claims.json`) into the folder beside
 /// `results_csv`, atomically, the folder made; returns its path.
-pub(crate) fn write_run_file(results_csv: &Path, name: &str, bytes: &[u8]) -> Result<PathBuf> {
+pub fn write_run_file(results_csv: &Path, name: &str, bytes: &[u8]) -> Result<PathBuf> {
     let dir = folder(results_csv);
     std::fs::create_dir_all(&dir).with_context(|| format!("cannot create {}", dir.display()))?;
     let path = dir.join(name);
@@ -40,7 +40,7 @@ pub(crate) fn write_run_file(results_csv: &Path, name: &str, bytes: &[u8]) -> Re
 
 /// Where a file about one row goes beside `results_csv`: `<dir>/<csv stem>/<name>.<extension>`,
 /// as (the path relative to the CSV's directory, the path), its folder made.
-pub(crate) fn place(
+pub fn place(
     results_csv: &Path,
     record: &CellRecord,
     repeat: u32,
@@ -83,7 +83,7 @@ pub(crate) fn place(
 /// Opens the file a row of `results_csv` names (`what` it is, for messages), refusing a name
 /// that is not a plain relative path down from the CSV's directory, or what is not a regular
 /// file of a bounded size; returns its path and the file, read no further than [`MAX_BYTES`].
-pub(crate) fn open(
+pub fn open(
     results_csv: &Path,
     relative: &str,
     what: &str,
@@ -123,7 +123,7 @@ pub(crate) fn open(
 
 /// Copies the file a row of `from_csv` names beside `to_csv` (for a merge: the merged file
 /// carries its rows' files), as `<to stem>/<prefix>-<file name>`; returns its new name.
-pub(crate) fn copy(from_csv: &Path, relative: &str, to_csv: &Path, prefix: &str) -> Result<String> {
+pub fn copy(from_csv: &Path, relative: &str, to_csv: &Path, prefix: &str) -> Result<String> {
     let (from, mut file) = open(from_csv, relative, "file")?;
     let stem = to_csv
         .file_stem()

@@ -40,16 +40,16 @@ impl ResultsFile {
         })
     }
 
-    pub(crate) fn path(&self) -> &Path {
+    pub fn path(&self) -> &Path {
         &self.path
     }
 
-    pub(crate) fn rows(&self) -> &[Row] {
+    pub fn rows(&self) -> &[Row] {
         &self.rows
     }
 
     /// Adds a row and atomically replaces the file with all rows so far.
-    pub(crate) fn push(&mut self, row: Row) -> Result<()> {
+    pub fn push(&mut self, row: Row) -> Result<()> {
         self.rows.push(row);
         self.write()
     }
@@ -130,7 +130,7 @@ impl Drop for ClaimedName {
 }
 
 /// Reads several results files into one list of rows, in order.
-pub(crate) fn read_all(paths: &[PathBuf]) -> Result<Vec<Row>> {
+pub fn read_all(paths: &[PathBuf]) -> Result<Vec<Row>> {
     let mut rows = Vec::new();
     for path in paths {
         rows.extend(read(path)?);
@@ -151,13 +151,13 @@ pub fn read(path: &Path) -> Result<Vec<Row>> {
 /// Hands every row of several files to `f`, in order, holding a few batches of rows at a time:
 /// a fleet's year of results is a million rows, and what reads them keeps what it needs of each
 /// (read on every core: [`super::stream`]).
-pub(crate) fn each_of(paths: &[PathBuf], f: impl FnMut(&Row) -> Result<()>) -> Result<()> {
+pub fn each_of(paths: &[PathBuf], f: impl FnMut(&Row) -> Result<()>) -> Result<()> {
     let mut f = f;
     super::stream::each_prepared(paths, |_| (), |(), row| f(row))
 }
 
 /// Hands every row of a results file to `f`, in order; `f`'s error stops the reading.
-pub(crate) fn each(path: &Path, f: impl FnMut(&Row) -> Result<()>) -> Result<()> {
+pub fn each(path: &Path, f: impl FnMut(&Row) -> Result<()>) -> Result<()> {
     each_of(&[path.to_path_buf()], f)
 }
 

@@ -11,30 +11,28 @@ use super::k8s_jobs::JobCells;
 use super::logged::{each_line, looks_like_record, read_line, too_long, Line};
 use super::row::Row;
 use super::row_build::{command_line, Placement, RowContext};
-use crate::model::fingerprint::Fingerprint;
-use crate::model::pod::{NodeInfo, PodStatus};
-use crate::model::record::{CellRecord, Status};
+use model::fingerprint::Fingerprint;
+use model::pod::{NodeInfo, PodStatus};
+use model::record::{CellRecord, Status};
 
 /// A record found in a log, with the pod a `kubectl logs --prefix` line named.
-pub(crate) struct Logged {
-    pub(crate) pod: Option<String>,
-    pub(crate) record: CellRecord,
+pub struct Logged {
+    pub pod: Option<String>,
+    pub record: CellRecord,
 }
 
 /// The records in a log: every line that is a cell record, bare or behind the prefix
 /// `kubectl logs --prefix` writes (`[pod/NAME/CONTAINER] `). Lines that look like a record but
 /// are not one of this shmbench's are named in the second list.
 #[cfg(test)]
-pub(crate) fn records_in(text: &str) -> (Vec<Logged>, Vec<String>) {
+pub fn records_in(text: &str) -> (Vec<Logged>, Vec<String>) {
     // Reading from memory cannot fail.
     records_from(text.as_bytes()).unwrap_or_default()
 }
 
 /// The records in a log read a line at a time, each line up to `logged::MAX_LINE` (a longer
 /// one is named by its number and length, never held whole).
-pub(crate) fn records_from(
-    reader: impl std::io::BufRead,
-) -> std::io::Result<(Vec<Logged>, Vec<String>)> {
+pub fn records_from(reader: impl std::io::BufRead) -> std::io::Result<(Vec<Logged>, Vec<String>)> {
     let mut found = Vec::new();
     let mut bad = Vec::new();
     each_line(reader, |n, line| {
@@ -60,17 +58,17 @@ pub(crate) fn records_from(
 
 /// What the API says about the fleet, beside the logs.
 #[derive(Default)]
-pub(crate) struct Fleet {
-    pub(crate) pods: Vec<PodStatus>,
-    pub(crate) nodes: Vec<NodeInfo>,
-    pub(crate) jobs: Option<JobCells>,
+pub struct Fleet {
+    pub pods: Vec<PodStatus>,
+    pub nodes: Vec<NodeInfo>,
+    pub jobs: Option<JobCells>,
 }
 
 /// The rows, each with the record it came from (None for a pod that left none), and what was
 /// noticed on the way.
-pub(crate) struct Collected {
-    pub(crate) rows: Vec<(Row, Option<CellRecord>)>,
-    pub(crate) notes: Vec<String>,
+pub struct Collected {
+    pub rows: Vec<(Row, Option<CellRecord>)>,
+    pub notes: Vec<String>,
 }
 
 /// One pod's result before it is numbered among the cell's repeats: what its row is built from.
@@ -128,7 +126,7 @@ fn logged_entries(
 }
 
 /// The rows of a fleet run: one per pod record, one per pod ended from outside.
-pub(crate) fn collect(
+pub fn collect(
     logged: Vec<Logged>,
     fleet: &Fleet,
     run_id: &str,
@@ -288,7 +286,13 @@ fn node_fingerprint(node: Option<&str>, nodes: &[NodeInfo]) -> Fingerprint {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::model::pod::tests::pods;
+
+    /// The pods of `tests/fixtures/k8s/pods.json`, in the API's shape (the fixture
+    /// `model::pod`'s own tests read).
+    fn pods() -> Vec<PodStatus> {
+        let doc = include_str!("../../tests/fixtures/k8s/pods.json");
+        PodStatus::all_in(&serde_json::from_str(doc).unwrap())
+    }
 
     #[test]
     fn a_silent_pod_ends_as_its_status_says() {

@@ -7,18 +7,18 @@ use std::collections::BTreeMap;
 use anyhow::{anyhow, bail, Context, Result};
 
 use super::logged::names_problem;
-use crate::model::config::CellConfig;
-use crate::model::kube_quantity::kube_quantity;
-use crate::model::yaml_json;
+use model::config::CellConfig;
+use model::kube_quantity::kube_quantity;
+use model::yaml_json;
 
 /// The cells of each Job in a manifest `shmbench k8s manifest` wrote (the ConfigMap a Job's pods
 /// mount holds them, in completion-index order), and the size of its pods' /dev/shm (the
 /// emptyDir's sizeLimit; None for the runtime's default).
 #[derive(Default)]
-pub(crate) struct JobCells(BTreeMap<String, (Vec<CellConfig>, Option<u64>)>);
+pub struct JobCells(BTreeMap<String, (Vec<CellConfig>, Option<u64>)>);
 
 impl JobCells {
-    pub(crate) fn from_manifest(text: &str) -> Result<JobCells> {
+    pub fn from_manifest(text: &str) -> Result<JobCells> {
         let mut maps = BTreeMap::new();
         let mut jobs = Vec::new();
         let docs = yaml_json::from_yaml(text).map_err(|e| {
@@ -72,13 +72,13 @@ impl JobCells {
     }
 
     /// The cell a pod of `job` at `index` ran (the pod picks it modulo the list's length).
-    pub(crate) fn cell(&self, job: &str, index: u64) -> Option<&CellConfig> {
+    pub fn cell(&self, job: &str, index: u64) -> Option<&CellConfig> {
         let (cells, _) = self.0.get(job)?;
         cells.get(index as usize % cells.len().max(1))
     }
 
     /// The sizeLimit of the /dev/shm of the pods that ran `cell`.
-    pub(crate) fn shm_of(&self, cell: &str) -> Option<u64> {
+    pub fn shm_of(&self, cell: &str) -> Option<u64> {
         self.0
             .values()
             .find(|(cells, _)| cells.iter().any(|c| c.cell == cell))

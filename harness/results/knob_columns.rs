@@ -7,15 +7,15 @@ use anyhow::{anyhow, Result};
 use serde::de::DeserializeOwned;
 use serde::Serialize;
 
-use crate::model::knobs::{AddedKnobs, ColumnReader, ColumnWriter};
+use model::knobs::{AddedKnobs, ColumnReader, ColumnWriter};
 
 /// The added columns' names, in the order they follow the schema's.
-pub(crate) fn header() -> &'static [&'static str] {
+pub fn header() -> &'static [&'static str] {
     AddedKnobs::COLUMNS
 }
 
 /// The cells of `added`, in the header's order.
-pub(crate) fn cells(added: &AddedKnobs) -> Result<Vec<String>> {
+pub fn cells(added: &AddedKnobs) -> Result<Vec<String>> {
     struct Cells(Vec<String>, Option<anyhow::Error>);
     impl ColumnWriter for Cells {
         fn column<T: Serialize>(&mut self, name: &'static str, value: &T) {
@@ -37,7 +37,7 @@ pub(crate) fn cells(added: &AddedKnobs) -> Result<Vec<String>> {
 
 /// Sets each added knob `record` has a column for (by `headers`); the others keep their
 /// defaults. Names the column whose cell is not a value of its knob.
-pub(crate) fn read(
+pub fn read(
     record: &csv::StringRecord,
     headers: &csv::StringRecord,
     added: &mut AddedKnobs,
@@ -93,7 +93,7 @@ fn text<T: Serialize>(value: &T) -> Result<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::model::knobs::StartMethod;
+    use model::knobs::StartMethod;
 
     fn record(cells: &[&str]) -> csv::StringRecord {
         cells.iter().copied().collect()

@@ -8,20 +8,20 @@ use std::io::BufRead;
 
 use serde::de::DeserializeOwned;
 
-use crate::model::config::CellConfig;
-use crate::model::name;
+use model::config::CellConfig;
+use model::name;
 
 /// The longest line read as a record. A record holds its cell's step series (about 100 bytes a
 /// step), so a 100,000-step cell's is some 10 MB; a longer line is skipped unread, so a log that
 /// is one endless line costs this much memory, not its size.
-pub(crate) const MAX_LINE: usize = 16 << 20;
+pub const MAX_LINE: usize = 16 << 20;
 
 /// Characters of a text quoted about a bad line, at most.
 const EXCERPT_CHARS: usize = 120;
 
 /// `text` escaped (control characters and quotes as Rust writes them in a string), cut to a
 /// readable length, saying how long it was when cut.
-pub(crate) fn excerpt(text: &str) -> String {
+pub fn excerpt(text: &str) -> String {
     let head: String = text.chars().take(EXCERPT_CHARS).collect();
     let escaped: String = head.escape_debug().collect();
     match head.len() < text.len() {
@@ -31,7 +31,7 @@ pub(crate) fn excerpt(text: &str) -> String {
 }
 
 /// One line of a log, as read.
-pub(crate) enum Line<'a> {
+pub enum Line<'a> {
     Text(&'a str),
     /// Longer than [`MAX_LINE`]: its length in bytes, its bytes skipped.
     TooLong(u64),
@@ -39,10 +39,7 @@ pub(crate) enum Line<'a> {
 
 /// Hands every line of `reader` to `f` with its 1-based number, holding at most [`MAX_LINE`]
 /// bytes of one (bytes that are not UTF-8 are replaced).
-pub(crate) fn each_line(
-    mut reader: impl BufRead,
-    mut f: impl FnMut(usize, Line),
-) -> std::io::Result<()> {
+pub fn each_line(mut reader: impl BufRead, mut f: impl FnMut(usize, Line)) -> std::io::Result<()> {
     let mut line = Vec::new();
     let (mut number, mut length) = (0usize, 0u64);
     loop {
@@ -81,7 +78,7 @@ fn hand_over(number: usize, line: &[u8], length: u64, f: &mut impl FnMut(usize, 
 }
 
 /// What is said of a line skipped for its length.
-pub(crate) fn too_long(line: usize, length: u64) -> String {
+pub fn too_long(line: usize, length: u64) -> String {
     format!(
         "line {line}: {length} bytes, longer than the {} MiB a record may be",
         MAX_LINE >> 20
@@ -89,7 +86,7 @@ pub(crate) fn too_long(line: usize, length: u64) -> String {
 }
 
 /// Why a record's scenario or cell name may not name a file, if it may not.
-pub(crate) fn names_problem(config: &CellConfig) -> Option<String> {
+pub fn names_problem(config: &CellConfig) -> Option<String> {
     [("scenario", &config.scenario), ("cell", &config.cell)]
         .into_iter()
         .find_map(|(what, value)| {
@@ -99,13 +96,13 @@ pub(crate) fn names_problem(config: &CellConfig) -> Option<String> {
 
 /// Whether a log line's body looks like a cell record (a JSON object with a config), so that a
 /// line that does but does not parse is named rather than skipped.
-pub(crate) fn looks_like_record(body: &str) -> bool {
+pub fn looks_like_record(body: &str) -> bool {
     body.starts_with('{') && body.contains("\"config\"")
 }
 
 /// `json`, the body of 1-based line `line`, read as a `T` whose config is `config_of` it; Err:
 /// why not, naming the line.
-pub(crate) fn read_line<T: DeserializeOwned>(
+pub fn read_line<T: DeserializeOwned>(
     json: &str,
     line: usize,
     config_of: impl Fn(&T) -> &CellConfig,

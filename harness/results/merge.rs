@@ -11,13 +11,13 @@ use super::beside;
 use super::csv::{self, ResultsFile};
 
 /// What a merge did.
-pub(crate) struct Merged {
-    pub(crate) rows: usize,
-    pub(crate) duplicates_dropped: usize,
+pub struct Merged {
+    pub rows: usize,
+    pub duplicates_dropped: usize,
 }
 
 /// Reads every file in `inputs` and writes their rows to `out`.
-pub(crate) fn merge(inputs: &[PathBuf], out: &Path) -> Result<Merged> {
+pub fn merge(inputs: &[PathBuf], out: &Path) -> Result<Merged> {
     let mut merged = ResultsFile::create(out)?;
     let mut rows = Vec::new();
     for (i, path) in inputs.iter().enumerate() {

@@ -25,7 +25,7 @@ pub fn open(path: &Path) -> Result<csv::Reader<std::fs::File>> {
 }
 
 /// Why a line of `path` is not a row.
-pub(crate) fn bad_line(path: &Path, line: u64, e: &dyn std::fmt::Display) -> anyhow::Error {
+pub fn bad_line(path: &Path, line: u64, e: &dyn std::fmt::Display) -> anyhow::Error {
     anyhow::anyhow!(
         "{}: line {line}: not a valid shmbench results row: {e}",
         path.display()

@@ -6,19 +6,19 @@ use serde::{Deserialize, Serialize};
 
 use super::atomic::CsvRow;
 use super::knob_columns;
-use crate::model::claim::{ClaimStatus, ClaimVerdict};
-use crate::model::knobs::{
+use model::claim::{ClaimStatus, ClaimVerdict};
+use model::knobs::{
     AddedKnobs, ContainerKind, Dtype, IpcMode, Loader, RuntimeKind, Shape, Strategy, TorchProfile,
     Touch,
 };
-use crate::model::record::Status;
-use crate::model::vm::Accel;
+use model::record::Status;
+use model::vm::Accel;
 
 /// Bump on any change to the columns' names, order or meaning.
 pub const SCHEMA: u32 = 6;
 
 /// Earlier schemas this shmbench still reads (their missing columns take their defaults).
-pub(crate) const READS: &[u32] = &[1, 2, 3, 4, 5, SCHEMA];
+pub const READS: &[u32] = &[1, 2, 3, 4, 5, SCHEMA];
 
 /// One CSV row. Field order is column order. `Row::default()` is every column empty or zero:
 /// only the base `Row::new` (in `row_build`) builds on.
@@ -220,16 +220,16 @@ impl CsvRow for Row {
 
 #[cfg(test)]
 mod tests {
-    use crate::model::knobs::Knobs;
+    use model::knobs::Knobs;
 
     /// The columns of a row of this schema, as a results file's header line names them.
     fn header() -> Vec<String> {
-        let path = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/seed.csv");
+        let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../../tests/fixtures/seed.csv");
         let mut reader = csv::Reader::from_path(path).unwrap();
         let row: super::Row = reader.deserialize().next().unwrap().unwrap();
         let dir = tempfile::tempdir().unwrap();
         let written = dir.path().join("r.csv");
-        crate::results::atomic::write_csv(&written, &[row], None).unwrap();
+        crate::atomic::write_csv(&written, &[row], None).unwrap();
         let text = std::fs::read_to_string(&written).unwrap();
         let first = text.lines().next().unwrap_or_default();
         first.split(',').map(String::from).collect()

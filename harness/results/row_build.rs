@@ -4,47 +4,47 @@
 //! after.
 
 use super::row::{Row, SCHEMA};
-use crate::model::calibration::Calibration;
-use crate::model::knobs::{AddedKnobs, Loader};
-use crate::model::record::{self, CellRecord};
-use crate::sys::fingerprint::Fingerprint;
+use model::calibration::Calibration;
+use model::knobs::{AddedKnobs, Loader};
+use model::record::{self, CellRecord};
+use sys::fingerprint::Fingerprint;
 
 /// What a row knows beside its record and the machine: the run it belongs to, its repetition,
 /// the command line that ran it, this machine's calibration, and its files beside the CSV.
 #[derive(Clone, Debug, Default)]
-pub(crate) struct RowContext<'a> {
-    pub(crate) run_id: &'a str,
-    pub(crate) started_at: &'a str,
+pub struct RowContext<'a> {
+    pub run_id: &'a str,
+    pub started_at: &'a str,
     /// 1-based repetition of the cell within the run.
-    pub(crate) repeat: u32,
+    pub repeat: u32,
     /// The shmbench command line ([`command_line`] for this process).
-    pub(crate) command: String,
+    pub command: String,
     /// This machine's calibration, for the efficiency columns.
-    pub(crate) calibration: Option<&'a Calibration>,
+    pub calibration: Option<&'a Calibration>,
     /// The per-step series and the watch file, relative to the CSV's directory.
-    pub(crate) steps_file: Option<String>,
-    pub(crate) watch_file: Option<String>,
+    pub steps_file: Option<String>,
+    pub watch_file: Option<String>,
     /// Where a fleet's pod ran, as `k8s collect` knows it; None for a cell run here.
-    pub(crate) placement: Option<Placement>,
+    pub placement: Option<Placement>,
 }
 
 /// Where a fleet's pod ran: its node and pod (from its record, else the API), the node's
 /// versions (from `--nodes`), and its /dev/shm as the manifest sized it.
 #[derive(Clone, Debug, Default)]
-pub(crate) struct Placement {
-    pub(crate) node: Option<String>,
-    pub(crate) pod: Option<String>,
+pub struct Placement {
+    pub node: Option<String>,
+    pub pod: Option<String>,
     /// The node's runtime as the API names it; None keeps what the pod's cgroup path said.
-    pub(crate) container_runtime: Option<String>,
-    pub(crate) kubelet_version: Option<String>,
+    pub container_runtime: Option<String>,
+    pub kubelet_version: Option<String>,
     /// The emptyDir's sizeLimit of the pod's Job (None: the runtime's default).
-    pub(crate) shm_bytes: Option<u64>,
+    pub shm_bytes: Option<u64>,
     /// How the scheduler says the Slurm task that ran it ended (`slurm collect`).
-    pub(crate) slurm_state: Option<String>,
+    pub slurm_state: Option<String>,
 }
 
 /// Arguments as a command a user can paste into a shell.
-pub(crate) fn shell_words(args: impl IntoIterator<Item = String>) -> String {
+pub fn shell_words(args: impl IntoIterator<Item = String>) -> String {
     let quote = |a: String| {
         if a.is_empty() || a.contains(|c: char| c.is_whitespace() || "'\"$`\\".contains(c)) {
             format!("'{}'", a.replace('\'', "'\\''"))
@@ -56,7 +56,7 @@ pub(crate) fn shell_words(args: impl IntoIterator<Item = String>) -> String {
 }
 
 /// This invocation as a command a user can paste (`shmbench matrix --steps 20`).
-pub(crate) fn command_line() -> String {
+pub fn command_line() -> String {
     shell_words(std::iter::once("shmbench".to_string()).chain(std::env::args().skip(1)))
 }
 
@@ -68,7 +68,7 @@ fn per(seconds: Option<f64>, count: u64) -> Option<f64> {
 }
 
 /// `x` rounded to `places` decimals (results keep what the measurement can tell).
-pub(crate) fn round(x: f64, places: i32) -> f64 {
+pub fn round(x: f64, places: i32) -> f64 {
     let scale = 10f64.powi(places);
     (x * scale).round() / scale
 }
@@ -77,7 +77,7 @@ impl Row {
     /// The row of one cell's record, run in the environment `fp`, in `context`: every column
     /// is decided here (the claim's verdict and the efficiency against the calibrated limit
     /// included), from the config, then what was measured, then the machine.
-    pub(crate) fn new(record: &CellRecord, fp: &Fingerprint, context: RowContext) -> Row {
+    pub fn new(record: &CellRecord, fp: &Fingerprint, context: RowContext) -> Row {
         let measured = Row::measured(record, fp);
         let c = &record.config;
         let claim = c.claim.as_ref();

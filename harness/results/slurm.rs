@@ -13,22 +13,22 @@ use super::k8s::Collected;
 use super::logged::{each_line, looks_like_record, read_line, too_long, Line};
 use super::row::Row;
 use super::row_build::{command_line, Placement, RowContext};
-use crate::model::record::{CellRecord, Status};
-use crate::model::slurm::{TaskEnd, TaskStart, START_MARK};
+use model::record::{CellRecord, Status};
+use model::slurm::{TaskEnd, TaskStart, START_MARK};
 
 /// What one task's output file holds: the cell it said it would run, the record it printed,
 /// and the lines that looked like either and were not.
 #[derive(Default)]
-pub(crate) struct TaskOutput {
-    pub(crate) start: Option<TaskStart>,
-    pub(crate) record: Option<CellRecord>,
-    pub(crate) bad: Vec<String>,
+pub struct TaskOutput {
+    pub start: Option<TaskStart>,
+    pub record: Option<CellRecord>,
+    pub bad: Vec<String>,
 }
 
 impl TaskOutput {
     /// Reads a task's output file (the cell's relayed stderr may be in it too), a line at a
     /// time and each up to `logged::MAX_LINE`.
-    pub(crate) fn read_from(reader: impl std::io::BufRead) -> std::io::Result<TaskOutput> {
+    pub fn read_from(reader: impl std::io::BufRead) -> std::io::Result<TaskOutput> {
         let mut out = TaskOutput::default();
         each_line(reader, |n, line| match line {
             Line::TooLong(length) => out.bad.push(too_long(n, length)),
@@ -39,7 +39,7 @@ impl TaskOutput {
 
     /// Reads a task's output file held as text.
     #[cfg(test)]
-    pub(crate) fn read(text: &str) -> TaskOutput {
+    pub fn read(text: &str) -> TaskOutput {
         // Reading from memory cannot fail.
         Self::read_from(text.as_bytes()).unwrap_or_default()
     }
@@ -61,13 +61,13 @@ impl TaskOutput {
 }
 
 /// One task's output file: its name (for notes) and what it holds.
-pub(crate) struct TaskFile {
-    pub(crate) file: String,
-    pub(crate) output: TaskOutput,
+pub struct TaskFile {
+    pub file: String,
+    pub output: TaskOutput,
 }
 
 /// The rows of the tasks' files and ends; `run_id` and `started_at` as a run's.
-pub(crate) fn collect(
+pub fn collect(
     files: Vec<TaskFile>,
     ends: &[TaskEnd],
     run_id: &str,
@@ -141,7 +141,7 @@ pub(crate) fn collect(
 
 /// The record of one task (its own, or one made from Slurm's word on its end: `doctor
 /// --verify --platform slurm`), and what was noticed on the way.
-pub(crate) fn task_result(
+pub fn task_result(
     file: &str,
     output: TaskOutput,
     ends: &[TaskEnd],

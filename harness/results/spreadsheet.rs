@@ -17,7 +17,7 @@ fn needs_guard(cell: &str) -> bool {
 }
 
 /// `cell` as written to a CSV file.
-pub(crate) fn guard(cell: &str) -> std::borrow::Cow<'_, str> {
+pub fn guard(cell: &str) -> std::borrow::Cow<'_, str> {
     if needs_guard(cell) {
         format!("'{cell}").into()
     } else {
@@ -26,7 +26,7 @@ pub(crate) fn guard(cell: &str) -> std::borrow::Cow<'_, str> {
 }
 
 /// A CSV cell as it was before [`guard`].
-pub(crate) fn unguard(cell: &str) -> &str {
+pub fn unguard(cell: &str) -> &str {
     match cell.strip_prefix('\'') {
         Some(rest) if needs_guard(rest) => rest,
         _ => cell,

@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use anyhow::{Context, Result};
 
 use super::beside;
-use crate::model::statement::Statement;
+use model::statement::Statement;
 
 /// The file's name in the folder beside the CSV.
 const FILE: &str = "claims.json";
@@ -18,7 +18,7 @@ fn path_of(results_csv: &Path) -> PathBuf {
 }
 
 /// Writes them (atomically); nothing when there are none.
-pub(crate) fn write(results_csv: &Path, statements: &[Statement]) -> Result<()> {
+pub fn write(results_csv: &Path, statements: &[Statement]) -> Result<()> {
     if statements.is_empty() {
         return Ok(());
     }
@@ -27,7 +27,7 @@ pub(crate) fn write(results_csv: &Path, statements: &[Statement]) -> Result<()> 
 }
 
 /// The statements kept beside `results_csv`; none when the run had none.
-pub(crate) fn read(results_csv: &Path) -> Result<Vec<Statement>> {
+pub fn read(results_csv: &Path) -> Result<Vec<Statement>> {
     let path = path_of(results_csv);
     if !path.exists() {
         return Ok(Vec::new());

@@ -9,19 +9,19 @@ use anyhow::{Context, Result};
 use serde::{Deserialize, Serialize};
 
 use super::{atomic, beside};
-use crate::model::record::{CellRecord, StepSample};
+use model::record::{CellRecord, StepSample};
 
 /// The columns of a steps file, in order.
 const HEADER: [&str; 5] = ["step", "t_s", "latency_ms", "shm_used_bytes", "in_flight"];
 
 /// One row of a steps file.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub(crate) struct StepRow {
-    pub(crate) step: u64,
-    pub(crate) t_s: f64,
-    pub(crate) latency_ms: f64,
-    pub(crate) shm_used_bytes: u64,
-    pub(crate) in_flight: u64,
+pub struct StepRow {
+    pub step: u64,
+    pub t_s: f64,
+    pub latency_ms: f64,
+    pub shm_used_bytes: u64,
+    pub in_flight: u64,
 }
 
 impl atomic::CsvRow for StepRow {}
@@ -40,7 +40,7 @@ impl From<&StepSample> for StepRow {
 
 /// Writes the record's series next to `results_csv` (atomically); returns the path
 /// relative to the CSV's directory.
-pub(crate) fn write(results_csv: &Path, record: &CellRecord, repeat: u32) -> Result<String> {
+pub fn write(results_csv: &Path, record: &CellRecord, repeat: u32) -> Result<String> {
     let (relative, path) = beside::place(results_csv, record, repeat, "steps.csv")?;
     let rows: Vec<StepRow> = record.series.iter().map(StepRow::from).collect();
     // Keep the header when there are no steps, so an empty series reads as empty, not missing.
@@ -50,7 +50,7 @@ pub(crate) fn write(results_csv: &Path, record: &CellRecord, repeat: u32) -> Res
 }
 
 /// Reads a steps file named by a row of `results_csv`.
-pub(crate) fn read(results_csv: &Path, relative: &str) -> Result<Vec<StepRow>> {
+pub fn read(results_csv: &Path, relative: &str) -> Result<Vec<StepRow>> {
     let (path, file) = beside::open(results_csv, relative, "time series")?;
     let mut reader = csv::Reader::from_reader(file);
     let mut rows = Vec::new();

@@ -234,7 +234,7 @@ fn in_order<T>(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::results::{atomic, record};
+    use crate::{atomic, record};
 
     /// `n` rows of the seed fixture, numbered by `repeat`, written to a new file.
     fn numbered(n: u32) -> (tempfile::TempDir, PathBuf) {

@@ -8,16 +8,12 @@ use std::path::Path;
 use anyhow::{Context, Result};
 
 use super::{atomic, beside};
-use crate::model::record::CellRecord;
-use crate::model::watch::WatchFindings;
+use model::record::CellRecord;
+use model::watch::WatchFindings;
 
 /// Writes the record's watch report next to `results_csv` (atomically); returns the path
 /// relative to the CSV's directory, None for a record that watched nothing.
-pub(crate) fn write(
-    results_csv: &Path,
-    record: &CellRecord,
-    repeat: u32,
-) -> Result<Option<String>> {
+pub fn write(results_csv: &Path, record: &CellRecord, repeat: u32) -> Result<Option<String>> {
     let Some(report) = &record.watch else {
         return Ok(None);
     };
@@ -29,7 +25,7 @@ pub(crate) fn write(
 }
 
 /// Reads a watch file named by a row of `results_csv`.
-pub(crate) fn read(results_csv: &Path, relative: &str) -> Result<WatchFindings> {
+pub fn read(results_csv: &Path, relative: &str) -> Result<WatchFindings> {
     let (path, mut file) = beside::open(results_csv, relative, "watch report")?;
     let mut text = Vec::new();
     file.read_to_end(&mut text)

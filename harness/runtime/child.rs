@@ -16,16 +16,16 @@ use super::launch::CellMessage;
 use super::output::Monitor;
 use super::pid_namespace;
 use super::privileges::drop_privileges;
-use crate::cell::loader::segment;
-use crate::cell::protocol::PROGRESS_ENV;
-use crate::model::config::CellConfig;
-use crate::model::record::{CellRecord, Status};
-use crate::sys::memory_cgroup::{self, MemoryCgroup};
-use crate::sys::process::{self, Exit};
-use crate::sys::signals;
+use cell::loader::segment;
+use cell::protocol::PROGRESS_ENV;
+use model::config::CellConfig;
+use model::record::{CellRecord, Status};
+use sys::memory_cgroup::{self, MemoryCgroup};
+use sys::process::{self, Exit};
+use sys::signals;
 
 /// Isolation a runtime sets up in the forked child before it execs the cell.
-pub(crate) trait PreExec: Send + Sync + 'static {
+pub trait PreExec: Send + Sync + 'static {
     /// Runs in the forked child: only async-signal-safe calls, on data prepared before fork.
     fn enter(&self) -> std::io::Result<()>;
     /// What the user should do when a child could not be started with this isolation.
@@ -87,7 +87,7 @@ fn cell_command(
 }
 
 /// Runs one cell to completion, isolated by `isolation` (None: as is).
-pub(crate) fn run(
+pub fn run(
     config: &CellConfig,
     isolation: Option<Box<dyn PreExec>>,
     progress: &mut dyn FnMut(CellMessage),
@@ -193,7 +193,7 @@ pub(crate) fn run(
 /// For a cell on this machine's /dev/shm whose processes are all gone: removes the segments it
 /// left (its owner is dead, nothing holds them) and says in the record how many (none: nothing
 /// said).
-pub(crate) fn sweep_left_segments(record: &mut CellRecord) {
+pub fn sweep_left_segments(record: &mut CellRecord) {
     let swept = segment::sweep_abandoned().removed.len();
     if swept > 0 {
         record.message = format!(

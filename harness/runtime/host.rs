@@ -2,10 +2,10 @@
 
 use super::child;
 use super::launch::{CellMessage, Runtime};
-use crate::model::config::CellConfig;
-use crate::model::record::CellRecord;
+use model::config::CellConfig;
+use model::record::CellRecord;
 
-pub(crate) struct Host;
+pub struct Host;
 
 impl Runtime for Host {
     fn launch(&self, config: &CellConfig, progress: &mut dyn FnMut(CellMessage)) -> CellRecord {

@@ -1,12 +1,12 @@
 //! The one seam every runtime implements: launch a resolved cell and return its record.
 
-use crate::model::config::CellConfig;
-use crate::model::record::CellRecord;
+use model::config::CellConfig;
+use model::record::CellRecord;
 
-pub(crate) use crate::cell::protocol::{CellMessage, Output, Progress, Stream};
+pub use cell::protocol::{CellMessage, Output, Progress, Stream};
 
 /// One way of launching a cell.
-pub(crate) trait Runtime {
+pub trait Runtime {
     /// Runs the cell to completion (or failure) and returns its record; never panics on a cell
     /// that crashes or cannot start: that is a record with a non-pass status.
     fn launch(&self, config: &CellConfig, progress: &mut dyn FnMut(CellMessage)) -> CellRecord;

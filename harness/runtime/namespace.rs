@@ -13,11 +13,11 @@ use std::process::{Command, Stdio};
 use super::child::{self, PreExec};
 use super::launch::{CellMessage, Runtime};
 use super::privileges::{check, drop_privileges};
-use crate::model::config::CellConfig;
-use crate::model::record::{CellRecord, Status};
-use crate::sys::shm::SHM_DIR;
+use model::config::CellConfig;
+use model::record::{CellRecord, Status};
+use sys::shm::SHM_DIR;
 
-pub(crate) struct Namespace;
+pub struct Namespace;
 
 impl Runtime for Namespace {
     fn launch(&self, config: &CellConfig, progress: &mut dyn FnMut(CellMessage)) -> CellRecord {
@@ -37,7 +37,7 @@ impl Runtime for Namespace {
 }
 
 /// Everything the namespace set-up needs, prepared before fork: after fork only raw syscalls run.
-pub(crate) struct NamespacePlan {
+pub struct NamespacePlan {
     root: CString,
     target: CString,
     fstype: CString,
@@ -50,7 +50,7 @@ pub(crate) struct NamespacePlan {
 }
 
 impl NamespacePlan {
-    pub(crate) fn new(bytes: u64) -> NamespacePlan {
+    pub fn new(bytes: u64) -> NamespacePlan {
         let uid = nix::unistd::geteuid().as_raw();
         let gid = nix::unistd::getegid().as_raw();
         NamespacePlan {
@@ -67,7 +67,7 @@ impl NamespacePlan {
 
     /// The tmpfs is resized once mounted, as `mount -o remount,size=BYTES /dev/shm` resizes a
     /// live one (the bare-host fix).
-    pub(crate) fn remounted_to(mut self, bytes: u64) -> NamespacePlan {
+    pub fn remounted_to(mut self, bytes: u64) -> NamespacePlan {
         self.remount = Some(CString::new(format!("size={bytes}")).expect("no NUL"));
         self
     }
@@ -170,7 +170,7 @@ fn probe_namespace() -> std::io::Result<()> {
 /// Runs this binary with `args` in a private mount namespace whose /dev/shm is a tmpfs of
 /// `shm_bytes`, without capabilities, and returns its output (for helpers such as calibration
 /// that must not touch the host's /dev/shm).
-pub(crate) fn output_in_namespace(
+pub fn output_in_namespace(
     args: &[String],
     shm_bytes: u64,
 ) -> std::io::Result<std::process::Output> {
@@ -189,11 +189,11 @@ pub(crate) fn output_in_namespace(
 }
 
 /// What the user should do when the namespace cannot be made.
-pub(crate) const PERMISSION_HINT: &str = "could not create a private mount namespace with a tmpfs on /dev/shm. Run as root, or allow unprivileged user namespaces (sysctl user.max_user_namespaces > 0, and kernel.apparmor_restrict_unprivileged_userns=0 on Ubuntu), or use --runtime host to measure this machine's own /dev/shm";
+pub const PERMISSION_HINT: &str = "could not create a private mount namespace with a tmpfs on /dev/shm. Run as root, or allow unprivileged user namespaces (sysctl user.max_user_namespaces > 0, and kernel.apparmor_restrict_unprivileged_userns=0 on Ubuntu), or use --runtime host to measure this machine's own /dev/shm";
 
 /// Fails with what to do when this process cannot make the namespace: checked once before a run
 /// so a matrix is refused up front instead of every cell failing.
-pub(crate) fn check_permission() -> anyhow::Result<()> {
+pub fn check_permission() -> anyhow::Result<()> {
     probe_namespace()
         .map_err(|e| anyhow::anyhow!("runtime namespace: {PERMISSION_HINT} (the kernel said: {e})"))
 }

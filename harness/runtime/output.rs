@@ -5,9 +5,9 @@
 use std::time::{Duration, Instant};
 
 use super::launch::CellMessage;
-use crate::model::config::CellConfig;
-use crate::model::record::{CellRecord, Status};
-use crate::sys::signals;
+use model::config::CellConfig;
+use model::record::{CellRecord, Status};
+use sys::signals;
 
 /// Extra time the harness allows beyond the cell's own no-progress watchdog before it ends the
 /// cell from outside (start-up, teardown, an image build is not counted).
@@ -18,7 +18,7 @@ const TAIL_LINES: usize = 20;
 
 /// Why the harness ended a cell from outside.
 #[derive(Clone, Copy, Debug, PartialEq)]
-pub(crate) enum HarnessEnd {
+pub enum HarnessEnd {
     /// The harness got this signal (Ctrl-C, TERM): the cell is not a measurement.
     Interrupted(i32),
     /// The cell made no progress for this long: a timeout outcome.
@@ -27,7 +27,7 @@ pub(crate) enum HarnessEnd {
 
 impl HarnessEnd {
     /// The status of a cell the harness ended this way.
-    pub(crate) fn status(self) -> Status {
+    pub fn status(self) -> Status {
         match self {
             HarnessEnd::Interrupted(_) => Status::Error,
             HarnessEnd::NoProgress(_) => Status::Timeout,
@@ -49,7 +49,7 @@ impl std::fmt::Display for HarnessEnd {
 }
 
 /// Watches one running cell's stderr lines and the clock.
-pub(crate) struct Monitor<'a> {
+pub struct Monitor<'a> {
     progress: &'a mut dyn FnMut(CellMessage),
     last_progress: Instant,
     no_progress_limit: Duration,
@@ -58,10 +58,7 @@ pub(crate) struct Monitor<'a> {
 }
 
 impl<'a> Monitor<'a> {
-    pub(crate) fn new(
-        config: &CellConfig,
-        progress: &'a mut dyn FnMut(CellMessage),
-    ) -> Monitor<'a> {
+    pub fn new(config: &CellConfig, progress: &'a mut dyn FnMut(CellMessage)) -> Monitor<'a> {
         Monitor {
             progress,
             last_progress: Instant::now(),
@@ -73,7 +70,7 @@ impl<'a> Monitor<'a> {
     }
 
     /// One line the cell wrote on stderr.
-    pub(crate) fn stderr_line(&mut self, line: &str) {
+    pub fn stderr_line(&mut self, line: &str) {
         match CellMessage::parse(line) {
             Some(report) => {
                 if matches!(report, CellMessage::Progress(_)) {
@@ -91,12 +88,12 @@ impl<'a> Monitor<'a> {
     }
 
     /// Text the cell wrote on stdout (its record).
-    pub(crate) fn stdout(&mut self, text: &str) {
+    pub fn stdout(&mut self, text: &str) {
         self.stdout.push_str(text);
     }
 
     /// Why the harness must end the cell now, if it must.
-    pub(crate) fn must_end(&self) -> Option<HarnessEnd> {
+    pub fn must_end(&self) -> Option<HarnessEnd> {
         if let Some(sig) = signals::received() {
             return Some(HarnessEnd::Interrupted(sig));
         }
@@ -106,7 +103,7 @@ impl<'a> Monitor<'a> {
 
     /// The cell's record: the one it printed, or one that says why there is none.
     /// `ended_by_harness` is what `must_end` returned; `how` says how the cell process ended.
-    pub(crate) fn into_record(
+    pub fn into_record(
         self,
         config: &CellConfig,
         ended_by_harness: Option<HarnessEnd>,

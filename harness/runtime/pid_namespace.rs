@@ -16,14 +16,14 @@
 use super::privileges::check;
 
 /// Whether [`enter`] can be used by this process (root: it may unshare and mount /proc).
-pub(crate) fn available() -> bool {
+pub fn available() -> bool {
     nix::unistd::geteuid().is_root()
 }
 
 /// Runs in the forked child, after the cell's own isolation: only raw syscalls. Returns in the
 /// grandchild (pid 1 of the new namespace), which goes on to exec the cell; the child never
 /// returns (it waits for the grandchild and ends as it ended).
-pub(crate) fn enter(mount_namespace_made: bool) -> std::io::Result<()> {
+pub fn enter(mount_namespace_made: bool) -> std::io::Result<()> {
     // SAFETY: raw syscalls on static strings; after fork only _exit, waitpid, kill and mounts.
     unsafe {
         if !mount_namespace_made {

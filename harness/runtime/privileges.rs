@@ -15,7 +15,7 @@ pub(super) fn check(rc: libc::c_int) -> std::io::Result<()> {
 /// Drops every capability (effective, permitted, inheritable, bounding and ambient) and sets
 /// no_new_privs: a cell needs none once its /dev/shm is mounted. Raw syscalls only (runs after
 /// fork).
-pub(crate) fn drop_privileges() -> std::io::Result<()> {
+pub fn drop_privileges() -> std::io::Result<()> {
     #[repr(C)]
     struct CapHeader {
         version: u32,

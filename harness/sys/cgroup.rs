@@ -4,7 +4,7 @@
 use std::path::{Path, PathBuf};
 
 /// cgroup hierarchy version in use for memory: 1 or 2 (None if no memory cgroup is mounted).
-pub(crate) fn version() -> Option<u8> {
+pub fn version() -> Option<u8> {
     if std::path::Path::new("/sys/fs/cgroup/cgroup.controllers").exists() {
         Some(2)
     } else if std::path::Path::new("/sys/fs/cgroup/memory").exists() {
@@ -50,13 +50,13 @@ fn read_keyed_in(dir: &Path, file: &str, key: &str) -> Option<u64> {
 }
 
 /// How many processes the OOM killer has killed in this memory cgroup so far.
-pub(crate) fn oom_kills() -> Option<u64> {
+pub fn oom_kills() -> Option<u64> {
     oom_kills_in(&memory_dir()?)
 }
 
 /// How many processes the OOM killer has killed in the memory cgroup at `dir` (v2's
 /// memory.events or v1's memory.oom_control).
-pub(crate) fn oom_kills_in(dir: &Path) -> Option<u64> {
+pub fn oom_kills_in(dir: &Path) -> Option<u64> {
     read_keyed_in(dir, "memory.events", "oom_kill")
         .or_else(|| read_keyed_in(dir, "memory.oom_control", "oom_kill"))
 }
@@ -84,14 +84,14 @@ impl UsageFile {
 
 /// Shared memory (tmpfs pages, /dev/shm's among them) charged to this process's memory cgroup,
 /// from memory.stat (`shmem` in v1 and v2).
-pub(crate) fn shmem_bytes() -> Option<u64> {
+pub fn shmem_bytes() -> Option<u64> {
     read_keyed("memory.stat", "shmem")
 }
 
 /// The memory limit in force in bytes, None when unlimited or unknown: the least of this
 /// cgroup's and its ancestors' up to the hierarchy's root, since a parent's limit bounds its
 /// children (Slurm sets `--mem` on the job's cgroup, and its tasks sit below it).
-pub(crate) fn memory_limit() -> Option<u64> {
+pub fn memory_limit() -> Option<u64> {
     let dir = memory_dir()?;
     let root = match version() {
         Some(2) => Path::new("/sys/fs/cgroup"),

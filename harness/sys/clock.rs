@@ -3,12 +3,12 @@
 use std::time::SystemTime;
 
 /// `2026-11-30T03:14:15Z`
-pub(crate) fn rfc3339_now() -> String {
+pub fn rfc3339_now() -> String {
     rfc3339(SystemTime::now())
 }
 
 /// `20261130T031415Z`, safe in file names.
-pub(crate) fn compact_now() -> String {
+pub fn compact_now() -> String {
     compact(&rfc3339_now())
 }
 

@@ -64,7 +64,7 @@ fn place() -> (Place, String) {
 }
 
 impl Environment {
-    pub(crate) fn read() -> Environment {
+    pub fn read() -> Environment {
         let (place, evidence) = place();
         let (shm_total_bytes, used) = shm::usage();
         let nofile_soft =

@@ -10,7 +10,7 @@
 //! debug section inside a segment) gives the input back unchanged.
 
 /// `binary` without its `.debug_*` sections' contents; `binary` itself when it cannot tell.
-pub(crate) fn without_debug_info(binary: &[u8]) -> Vec<u8> {
+pub fn without_debug_info(binary: &[u8]) -> Vec<u8> {
     strip(binary).unwrap_or_else(|| binary.to_vec())
 }
 

@@ -1,9 +1,9 @@
 //! The environment fingerprint read from this machine (`model::fingerprint` holds its type).
 
-pub(crate) use crate::model::fingerprint::{EngineInfo, Fingerprint};
+pub use model::fingerprint::{EngineInfo, Fingerprint};
 
 /// Total memory from /proc/meminfo in bytes (0 if unreadable).
-pub(crate) fn mem_total() -> u64 {
+pub fn mem_total() -> u64 {
     std::fs::read_to_string("/proc/meminfo")
         .ok()
         .and_then(|t| {
@@ -38,34 +38,32 @@ fn cpu_model() -> String {
         .unwrap_or_else(|| "unknown".into())
 }
 
-impl Fingerprint {
-    /// Reads this machine.
-    pub(crate) fn collect() -> Fingerprint {
-        let uname = nix::sys::utsname::uname().ok();
-        Fingerprint {
-            kernel: uname
-                .as_ref()
-                .map(|u| u.release().to_string_lossy().into_owned())
-                .unwrap_or_default(),
-            os: os_name(),
-            cpu: cpu_model(),
-            cores: std::thread::available_parallelism()
-                .map(|n| n.get() as u32)
-                .unwrap_or(1),
-            mem_bytes: mem_total(),
-            host_shm_bytes: super::shm::usage().0,
-            cgroup_version: super::cgroup::version()
-                .map(|v| format!("v{v}"))
-                .unwrap_or_default(),
-            cgroup_memory_limit: super::cgroup::memory_limit(),
-            host: nix::unistd::gethostname()
-                .map(|h| h.to_string_lossy().into_owned())
-                .unwrap_or_default(),
-            harness_version: env!("CARGO_PKG_VERSION").to_string(),
-            docker: None,
-            thp_shmem: thp_shmem(),
-            gpu_driver: gpu_driver(),
-        }
+/// Reads this machine.
+pub fn collect() -> Fingerprint {
+    let uname = nix::sys::utsname::uname().ok();
+    Fingerprint {
+        kernel: uname
+            .as_ref()
+            .map(|u| u.release().to_string_lossy().into_owned())
+            .unwrap_or_default(),
+        os: os_name(),
+        cpu: cpu_model(),
+        cores: std::thread::available_parallelism()
+            .map(|n| n.get() as u32)
+            .unwrap_or(1),
+        mem_bytes: mem_total(),
+        host_shm_bytes: super::shm::usage().0,
+        cgroup_version: super::cgroup::version()
+            .map(|v| format!("v{v}"))
+            .unwrap_or_default(),
+        cgroup_memory_limit: super::cgroup::memory_limit(),
+        host: nix::unistd::gethostname()
+            .map(|h| h.to_string_lossy().into_owned())
+            .unwrap_or_default(),
+        harness_version: env!("CARGO_PKG_VERSION").to_string(),
+        docker: None,
+        thp_shmem: thp_shmem(),
+        gpu_driver: gpu_driver(),
     }
 }
 

@@ -14,25 +14,25 @@ use std::os::unix::fs::MetadataExt;
 use std::path::PathBuf;
 
 /// A file's identity: (device, inode).
-pub(crate) type FileId = (u64, u64);
+pub type FileId = (u64, u64);
 
-pub(crate) fn file_id(meta: &std::fs::Metadata) -> FileId {
+pub fn file_id(meta: &std::fs::Metadata) -> FileId {
     (meta.dev(), meta.ino())
 }
 
 /// What a removal did.
 #[derive(Debug, Default)]
-pub(crate) struct Removal {
-    pub(crate) removed: Vec<PathBuf>,
+pub struct Removal {
+    pub removed: Vec<PathBuf>,
     /// Owned files left because a live process holds them (or /proc could not be read).
-    pub(crate) kept: Vec<PathBuf>,
+    pub kept: Vec<PathBuf>,
     /// Why files were kept without a holder seen: /proc could not be read.
-    pub(crate) unreadable: Option<ProcUnreadable>,
+    pub unreadable: Option<ProcUnreadable>,
 }
 
 impl Removal {
     /// Adds `other` to this removal.
-    pub(crate) fn absorb(&mut self, other: Removal) {
+    pub fn absorb(&mut self, other: Removal) {
         self.removed.extend(other.removed);
         self.kept.extend(other.kept);
         self.unreadable = self.unreadable.take().or(other.unreadable);
@@ -40,7 +40,7 @@ impl Removal {
 }
 
 /// Removes each of `files` that no live process holds and that is still the same file.
-pub(crate) fn remove_unheld(files: Vec<(PathBuf, FileId)>) -> Removal {
+pub fn remove_unheld(files: Vec<(PathBuf, FileId)>) -> Removal {
     let mut removal = Removal::default();
     if files.is_empty() {
         return removal;
@@ -68,16 +68,16 @@ pub(crate) fn remove_unheld(files: Vec<(PathBuf, FileId)>) -> Removal {
 /// /proc could not be listed, so no one can say what is held: nothing may be removed.
 #[derive(Debug, thiserror::Error)]
 #[error("cannot read /proc: {0}")]
-pub(crate) struct ProcUnreadable(#[source] pub std::io::Error);
+pub struct ProcUnreadable(#[source] pub std::io::Error);
 
 /// Which of `wanted` some live process holds open or mapped, over every process in /proc that
 /// we may read (so every pid namespace below ours). An error when /proc cannot be read.
-pub(crate) fn held(wanted: &HashSet<FileId>) -> Result<HashSet<FileId>, ProcUnreadable> {
+pub fn held(wanted: &HashSet<FileId>) -> Result<HashSet<FileId>, ProcUnreadable> {
     held_by_others(wanted, None)
 }
 
 /// As [`held`], leaving out process `except` (this one, holding a file to prove it unheld).
-pub(crate) fn held_by_others(
+pub fn held_by_others(
     wanted: &HashSet<FileId>,
     except: Option<u32>,
 ) -> Result<HashSet<FileId>, ProcUnreadable> {
@@ -118,19 +118,19 @@ fn mapped(maps: &[u8]) -> impl Iterator<Item = FileId> + '_ {
 
 /// One line of /proc/PID/maps that maps a file: `start-end perms offset major:minor inode path`.
 #[derive(Debug, PartialEq)]
-pub(crate) struct MapsLine {
+pub struct MapsLine {
     /// Bytes the mapping spans.
-    pub(crate) extent: u64,
-    pub(crate) id: FileId,
+    pub extent: u64,
+    pub id: FileId,
     /// The file's path as the kernel shows it, without ` (deleted)`.
-    pub(crate) path: String,
+    pub path: String,
     /// The file was unlinked.
-    pub(crate) deleted: bool,
+    pub deleted: bool,
 }
 
 impl MapsLine {
     /// The line's fields; None for a line that is not a mapping.
-    pub(crate) fn parse(line: &str) -> Option<MapsLine> {
+    pub fn parse(line: &str) -> Option<MapsLine> {
         let mut fields = line.split_whitespace();
         let range = fields.next()?;
         let _perms = fields.next()?;
@@ -152,7 +152,7 @@ impl MapsLine {
 
 /// A path as /proc shows it (an fd link's target, a maps line's path): the path, and whether
 /// the file was unlinked (the kernel writes ` (deleted)` after it).
-pub(crate) fn unlinked_suffix(shown: &str) -> (&str, bool) {
+pub fn unlinked_suffix(shown: &str) -> (&str, bool) {
     match shown.strip_suffix(" (deleted)") {
         Some(path) => (path, true),
         None => (shown, false),
@@ -160,7 +160,7 @@ pub(crate) fn unlinked_suffix(shown: &str) -> (&str, bool) {
 }
 
 /// A maps line's `major:minor` (hex) as a device number, as `stat` gives it.
-pub(crate) fn device_number(field: &str) -> Option<u64> {
+pub fn device_number(field: &str) -> Option<u64> {
     let (major, minor) = field.split_once(':')?;
     Some(libc::makedev(
         u32::from_str_radix(major, 16).ok()?,

@@ -47,7 +47,7 @@ fn open(tag: &str) -> std::io::Result<(File, PathBuf)> {
 
 /// Marks image `tag` as used by this process until it exits. A failure (no run directory)
 /// leaves it unmarked: another run may then prune it, as before these locks.
-pub(crate) fn hold(tag: &str) {
+pub fn hold(tag: &str) {
     if let Ok((file, _)) = open(tag) {
         if flock(&file, libc::LOCK_SH).is_ok() {
             HELD.lock().unwrap_or_else(|e| e.into_inner()).push(file);
@@ -56,7 +56,7 @@ pub(crate) fn hold(tag: &str) {
 }
 
 /// Image `tag` proven unused by any live run: its lock, held exclusively until this drops.
-pub(crate) struct Unused {
+pub struct Unused {
     _lock: File,
 }
 
@@ -67,7 +67,7 @@ pub fn in_use(tag: &str) -> bool {
 
 /// Whether no live run uses image `tag`: its lock can be taken exclusively now (an image of a
 /// binary older than these locks has none, and is unused by this proof).
-pub(crate) fn claim_unused(tag: &str) -> Option<Unused> {
+pub fn claim_unused(tag: &str) -> Option<Unused> {
     let (file, _) = open(tag).ok()?;
     flock(&file, libc::LOCK_EX | libc::LOCK_NB).ok()?;
     Some(Unused { _lock: file })

@@ -26,7 +26,7 @@ use super::holders::{self, FileId};
 
 /// Why a file was kept at its last proof.
 #[derive(Debug, thiserror::Error)]
-pub(crate) enum Kept {
+pub enum Kept {
     #[error("it is a symbolic link: never followed")]
     Symlink,
     #[error("it is not on the audited tmpfs")]
@@ -78,9 +78,9 @@ impl Drop for IgnoreSigio {
 }
 
 /// A file opened and leased, waiting for its batch's /proc read.
-pub(crate) struct Leased {
+pub struct Leased {
     /// The caller's index for it.
-    pub(crate) index: usize,
+    pub index: usize,
     dir: OwnedFd,
     name: Vec<u8>,
     file: OwnedFd,
@@ -89,7 +89,7 @@ pub(crate) struct Leased {
 
 /// Opens `name` in the directory `dir` and takes a write lease on it, after checking it is
 /// inode `inode` on `device`, a regular file, and that `still` accepts its status now.
-pub(crate) fn lease(
+pub fn lease(
     index: usize,
     dir: OwnedFd,
     name: &[u8],
@@ -123,7 +123,7 @@ pub(crate) fn lease(
 
 /// Reads /proc once for every leased file, and unlinks each that no live process holds and
 /// whose lease is unbroken. Each lease ends as its file is done with.
-pub(crate) fn unlink_unheld(leased: Vec<Leased>) -> Vec<(usize, Result<(), Kept>)> {
+pub fn unlink_unheld(leased: Vec<Leased>) -> Vec<(usize, Result<(), Kept>)> {
     let ids: HashSet<FileId> = leased.iter().map(|l| l.id).collect();
     match holders::held_by_others(&ids, Some(std::process::id())) {
         Ok(held) => leased
@@ -221,7 +221,7 @@ impl Drop for HoldStops {
 
 /// Opens `name` relative to `dir` (or as a path) without following a symlink, and checks it is
 /// on `device`.
-pub(crate) fn open_on(
+pub fn open_on(
     dir: Option<&OwnedFd>,
     name: &[u8],
     flags: OFlag,
@@ -246,7 +246,7 @@ pub(crate) fn open_on(
 /// Removes each of `files` (a path and the identity it had when seen) that is still that file
 /// and proven unheld; returns those removed. A file's directory is opened as a path (it may
 /// pass a symlink such as /dev/shm -> /run/shm), the file itself never through one.
-pub(crate) fn remove_proven_unheld(files: &[(PathBuf, FileId)]) -> Vec<PathBuf> {
+pub fn remove_proven_unheld(files: &[(PathBuf, FileId)]) -> Vec<PathBuf> {
     let _sigio = IgnoreSigio::new();
     let _stops = HoldStops::new();
     let mut leased = Vec::new();

@@ -16,7 +16,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::{anyhow, Context, Result};
 
-pub(crate) struct MemoryCgroup {
+pub struct MemoryCgroup {
     dir: PathBuf,
     procs: OwnedFd,
 }
@@ -32,7 +32,7 @@ fn write(path: PathBuf, value: &str) -> Result<()> {
 
 impl MemoryCgroup {
     /// Creates a cgroup limited to `limit` bytes (no swap).
-    pub(crate) fn create(limit: u64, label: &str) -> Result<MemoryCgroup> {
+    pub fn create(limit: u64, label: &str) -> Result<MemoryCgroup> {
         static NEXT: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
         let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         let token = super::run_owner::this_run().map_err(|e| anyhow!("{e}"))?;
@@ -85,18 +85,18 @@ impl MemoryCgroup {
 
     /// Whether the OOM killer has ended any of the cell's processes: a main killed for the
     /// group's limit prints no record, and this says why it is gone.
-    pub(crate) fn oom_killed(&self) -> bool {
+    pub fn oom_killed(&self) -> bool {
         super::cgroup::oom_kills_in(&self.dir).is_some_and(|n| n > 0)
     }
 
     /// The cgroup.procs fd a child writes its own pid to before exec.
-    pub(crate) fn procs_fd(&self) -> RawFd {
+    pub fn procs_fd(&self) -> RawFd {
         self.procs.as_raw_fd()
     }
 }
 
 /// Writes the calling process's pid to `fd` (async-signal-safe: no allocation).
-pub(crate) fn join(fd: RawFd) -> std::io::Result<()> {
+pub fn join(fd: RawFd) -> std::io::Result<()> {
     // SAFETY: getpid and write on a stack buffer.
     unsafe {
         let mut pid = libc::getpid() as u64;
@@ -134,7 +134,7 @@ fn hierarchy() -> Option<PathBuf> {
 /// unlocked: `sys::run_owner::dead_run`), first killing any process still in one (it can only be a
 /// leftover of that run's cell). Groups of live runs and groups named otherwise are not touched.
 /// Returns the groups removed.
-pub(crate) fn sweep() -> Vec<String> {
+pub fn sweep() -> Vec<String> {
     let mut removed = Vec::new();
     let Some(root) = hierarchy() else {
         return removed;
@@ -161,7 +161,7 @@ pub(crate) fn sweep() -> Vec<String> {
 }
 
 /// Whether any group of `token`'s run is still there.
-pub(crate) fn exists_for(token: &super::owner::Token) -> bool {
+pub fn exists_for(token: &super::owner::Token) -> bool {
     let Some(entries) = hierarchy().and_then(|root| std::fs::read_dir(root).ok()) else {
         return false;
     };

@@ -32,7 +32,7 @@ pub struct Token(String);
 
 impl Token {
     /// A fresh token from the kernel's random source.
-    pub(crate) fn random() -> io::Result<Token> {
+    pub fn random() -> io::Result<Token> {
         let mut bytes = [0u8; TOKEN_LEN / 2];
         // SAFETY: getrandom fills the buffer we pass, of the length we pass.
         let n = unsafe { libc::getrandom(bytes.as_mut_ptr().cast(), bytes.len(), 0) };
@@ -43,7 +43,7 @@ impl Token {
     }
 
     /// The token at the start of `bytes`, if they begin with one.
-    pub(crate) fn leading(bytes: &[u8]) -> Option<Token> {
+    pub fn leading(bytes: &[u8]) -> Option<Token> {
         let head = bytes.get(..TOKEN_LEN)?;
         head.iter()
             .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(b))
@@ -51,13 +51,13 @@ impl Token {
     }
 
     /// `text` if it is exactly a token.
-    pub(crate) fn parse(text: &str) -> Option<Token> {
+    pub fn parse(text: &str) -> Option<Token> {
         (text.len() == TOKEN_LEN)
             .then(|| Token::leading(text.as_bytes()))
             .flatten()
     }
 
-    pub(crate) fn as_str(&self) -> &str {
+    pub fn as_str(&self) -> &str {
         &self.0
     }
 }
@@ -70,7 +70,7 @@ impl std::fmt::Display for Token {
 
 /// What a name in an owner's directory is, read from its raw bytes.
 #[derive(Debug, PartialEq, Eq)]
-pub(crate) enum Named {
+pub enum Named {
     /// `<prefix><token>`: an owner record.
     Record(Token),
     /// `<prefix><token>_<rest>`: a thing that token's owner made.
@@ -80,7 +80,7 @@ pub(crate) enum Named {
 }
 
 /// Classifies `name` (raw bytes) against `prefix`.
-pub(crate) fn classify(name: &[u8], prefix: &str) -> Named {
+pub fn classify(name: &[u8], prefix: &str) -> Named {
     let Some(rest) = name.strip_prefix(prefix.as_bytes()) else {
         return Named::Foreign;
     };
@@ -94,7 +94,7 @@ pub(crate) fn classify(name: &[u8], prefix: &str) -> Named {
     }
 }
 
-pub(crate) fn flock(file: &File, how: libc::c_int) -> io::Result<()> {
+pub fn flock(file: &File, how: libc::c_int) -> io::Result<()> {
     // SAFETY: plain syscall on an fd we own.
     if unsafe { libc::flock(file.as_raw_fd(), how) } == 0 {
         Ok(())
@@ -137,7 +137,7 @@ pub struct OwnerRecord {
 
 impl OwnerRecord {
     /// Creates `dir/<prefix><token>` with a fresh token, locked before it has a name.
-    pub(crate) fn create(dir: &Path, prefix: &'static str) -> io::Result<OwnerRecord> {
+    pub fn create(dir: &Path, prefix: &'static str) -> io::Result<OwnerRecord> {
         let token = Token::random()?;
         let path = dir.join(format!("{prefix}{token}"));
         let file = match std::fs::OpenOptions::new()
@@ -182,12 +182,12 @@ impl OwnerRecord {
     }
 
     /// Removes the record (the lock goes with the last fd on it).
-    pub(crate) fn unlink(&self) {
+    pub fn unlink(&self) {
         unlink_if_same(&self.path, &self.file);
     }
 
     /// Removes what this owner made in its directory that no live process holds.
-    pub(crate) fn remove_unheld(&self) -> Removal {
+    pub fn remove_unheld(&self) -> Removal {
         remove_owned(&self.dir, self.prefix, &self.token)
     }
 }
@@ -215,7 +215,7 @@ fn unlink_if_same(path: &Path, file: &File) {
 
 /// Whether the owner of `token` in `dir` is provably dead: its record exists and its lock could
 /// be taken. The lock is held until the returned value drops, so the owner cannot come back.
-pub(crate) fn claim_dead(dir: &Path, prefix: &str, token: &Token) -> Option<DeadOwner> {
+pub fn claim_dead(dir: &Path, prefix: &str, token: &Token) -> Option<DeadOwner> {
     let path = dir.join(format!("{prefix}{token}"));
     let file = std::fs::OpenOptions::new()
         .read(true)
@@ -230,14 +230,14 @@ pub(crate) fn claim_dead(dir: &Path, prefix: &str, token: &Token) -> Option<Dead
 }
 
 /// A dead owner's record, locked by us.
-pub(crate) struct DeadOwner {
+pub struct DeadOwner {
     file: File,
     path: PathBuf,
 }
 
 impl DeadOwner {
     /// Removes the record (once what it proved is gone).
-    pub(crate) fn remove(self) {
+    pub fn remove(self) {
         unlink_if_same(&self.path, &self.file);
     }
 }
@@ -258,13 +258,13 @@ fn owned_files(dir: &Path, prefix: &str, token: &Token) -> Vec<(PathBuf, FileId)
 }
 
 /// Removes the files `token` owns in `dir` that no live process holds.
-pub(crate) fn remove_owned(dir: &Path, prefix: &str, token: &Token) -> Removal {
+pub fn remove_owned(dir: &Path, prefix: &str, token: &Token) -> Removal {
     remove_unheld(owned_files(dir, prefix, token))
 }
 
 /// Removes, in `dir`, the owned files of every dead owner no live process holds, and the
 /// records of owners that left nothing else. Live owners and foreign names are not touched.
-pub(crate) fn sweep(dir: &Path, prefix: &str) -> Removal {
+pub fn sweep(dir: &Path, prefix: &str) -> Removal {
     let mut removal = Removal::default();
     let Ok(entries) = std::fs::read_dir(dir) else {
         return removal;

@@ -8,7 +8,7 @@ use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 
 /// What to count.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum Event {
+pub enum Event {
     /// Retired instructions (hardware).
     Instructions,
     /// Page faults (software: every kernel has it; the tests check inheritance with it).
@@ -18,7 +18,7 @@ pub(crate) enum Event {
 
 /// Where the count was taken.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum Scope {
+pub enum Scope {
     /// User and kernel space.
     All,
     /// User space only (the kernel's part was not allowed).
@@ -48,9 +48,9 @@ const EXCLUDE_KERNEL: u64 = 1 << 5;
 const EXCLUDE_HV: u64 = 1 << 6;
 
 /// An open counter of this process and the processes it starts from now on.
-pub(crate) struct Counter {
+pub struct Counter {
     fd: OwnedFd,
-    pub(crate) scope: Scope,
+    pub scope: Scope,
 }
 
 fn open(event: Event, flags: u64) -> std::io::Result<OwnedFd> {
@@ -90,7 +90,7 @@ fn open(event: Event, flags: u64) -> std::io::Result<OwnedFd> {
 
 /// Why there is no counter.
 #[derive(Debug, thiserror::Error)]
-pub(crate) enum NoCounter {
+pub enum NoCounter {
     #[error("perf_event_open is not allowed here ({0}): lower kernel.perf_event_paranoid")]
     NotAllowed(std::io::Error),
     #[error("no hardware counters here (perf_event_open: ENOENT; many VMs have no PMU)")]
@@ -102,7 +102,7 @@ pub(crate) enum NoCounter {
 impl Counter {
     /// Opens a counter of `event`, in user and kernel space where allowed, else in user space;
     /// the error says why there is none.
-    pub(crate) fn open(event: Event) -> Result<Counter, NoCounter> {
+    pub fn open(event: Event) -> Result<Counter, NoCounter> {
         match open(event, 0) {
             Ok(fd) => Ok(Counter {
                 fd,
@@ -122,7 +122,7 @@ impl Counter {
     }
 
     /// The count so far: this process's and that of its children that have exited.
-    pub(crate) fn read(&self) -> Option<u64> {
+    pub fn read(&self) -> Option<u64> {
         let mut value = [0u8; 8];
         // SAFETY: reading 8 bytes into a buffer of 8 from a counter's descriptor.
         let n = unsafe { libc::read(self.fd.as_raw_fd(), value.as_mut_ptr().cast(), 8) };

@@ -15,26 +15,26 @@ const START_SLACK: Duration = Duration::from_secs(2);
 
 /// What one process is, for an owner's proof.
 #[derive(Clone, Debug)]
-pub(crate) struct ProcessFacts {
-    pub(crate) pid: u32,
+pub struct ProcessFacts {
+    pub pid: u32,
     /// Its pid in its own pid namespace.
-    pub(crate) own_pid: u32,
-    pub(crate) started: SystemTime,
+    pub own_pid: u32,
+    pub started: SystemTime,
 }
 
 /// Every user process visible in /proc, read once.
 #[derive(Debug)]
-pub(crate) struct Census {
+pub struct Census {
     processes: Vec<ProcessFacts>,
     /// This process runs in the host's pid namespace.
-    pub(crate) in_host_pid_namespace: bool,
+    pub in_host_pid_namespace: bool,
     /// /proc hides other users' processes from this one (`hidepid=`, `subset=pid` mounts).
     hidden_by_proc: bool,
 }
 
 impl Census {
     /// Reads /proc once.
-    pub(crate) fn take() -> Census {
+    pub fn take() -> Census {
         let in_host_pid_namespace = std::fs::read_link("/proc/self/ns/pid")
             .is_ok_and(|ns| ns.as_os_str() == INIT_PID_NAMESPACE);
         let boot = boot_time();
@@ -63,14 +63,14 @@ impl Census {
 
     /// Whether every process on the machine is in this census: none of another pid
     /// namespace's is missing, and /proc hides nobody's.
-    pub(crate) fn sees_every_process(&self) -> bool {
+    pub fn sees_every_process(&self) -> bool {
         self.in_host_pid_namespace && !self.hidden_by_proc
     }
 
     /// A user process that may be the one that called itself `own_pid` when it made a file
     /// that existed by `born`: same own pid, started no later than the file (within the
     /// clocks' slack). None proves that process gone, if this census sees every process.
-    pub(crate) fn may_have_made(&self, own_pid: u32, born: SystemTime) -> Option<&ProcessFacts> {
+    pub fn may_have_made(&self, own_pid: u32, born: SystemTime) -> Option<&ProcessFacts> {
         self.processes
             .iter()
             .find(|p| p.own_pid == own_pid && p.started <= born + START_SLACK)

@@ -11,32 +11,32 @@ use super::shm::SHM_DIR;
 
 /// A shared segment one process holds, as /proc shows it.
 #[derive(Clone, Debug, PartialEq)]
-pub(crate) struct Held {
+pub struct Held {
     /// `/dev/shm/NAME` or `memfd:NAME`, for display (a lossy conversion of the raw name).
-    pub(crate) name: String,
-    pub(crate) inode: u64,
+    pub name: String,
+    pub inode: u64,
     /// (device, inode): what identifies the file, whatever its name.
-    pub(crate) id: FileId,
+    pub id: FileId,
     /// Allocated bytes when the file could be stat'ed (by its path or through the fd); for an
     /// unlinked segment only mapped, the extent of its mappings.
-    pub(crate) bytes: u64,
-    pub(crate) deleted: bool,
+    pub bytes: u64,
+    pub deleted: bool,
     /// Held through an fd (else only through a mapping).
-    pub(crate) by_fd: bool,
+    pub by_fd: bool,
 }
 
 /// One process and what it holds.
 #[derive(Clone, Debug, PartialEq)]
-pub(crate) struct ProcessView {
-    pub(crate) pid: u32,
-    pub(crate) command: String,
-    pub(crate) fds: u64,
-    pub(crate) fd_limit: Option<u64>,
-    pub(crate) held: Vec<Held>,
+pub struct ProcessView {
+    pub pid: u32,
+    pub command: String,
+    pub fds: u64,
+    pub fd_limit: Option<u64>,
+    pub held: Vec<Held>,
 }
 
 /// Direct children of `pid` (every thread's), from /proc/PID/task/TID/children.
-pub(crate) fn children(pid: u32) -> Vec<u32> {
+pub fn children(pid: u32) -> Vec<u32> {
     let mut out = Vec::new();
     let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) else {
         return out;
@@ -69,7 +69,7 @@ pub fn descendants(root: u32) -> Vec<u32> {
 }
 
 /// The command line of `pid`, arguments joined by spaces, at most `max` characters.
-pub(crate) fn command_line(pid: u32, max: usize) -> String {
+pub fn command_line(pid: u32, max: usize) -> String {
     let raw = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
     let text: String = String::from_utf8_lossy(&raw)
         .split('\0')
@@ -83,7 +83,7 @@ pub(crate) fn command_line(pid: u32, max: usize) -> String {
 }
 
 /// The soft RLIMIT_NOFILE of `pid`.
-pub(crate) fn fd_limit(pid: u32) -> Option<u64> {
+pub fn fd_limit(pid: u32) -> Option<u64> {
     let text = std::fs::read_to_string(format!("/proc/{pid}/limits")).ok()?;
     let line = text.lines().find(|l| l.starts_with("Max open files"))?;
     line.split_whitespace().nth(3)?.parse().ok()
@@ -106,7 +106,7 @@ fn shared_path(path: &str, deleted: bool) -> Option<(String, bool)> {
 }
 
 /// What `pid` holds and its fd count; None when it is gone or not readable.
-pub(crate) fn view(pid: u32) -> Option<ProcessView> {
+pub fn view(pid: u32) -> Option<ProcessView> {
     let mut held: BTreeMap<u64, Held> = BTreeMap::new();
     let mut fds = 0;
     let dir = std::fs::read_dir(format!("/proc/{pid}/fd")).ok()?;
@@ -169,14 +169,14 @@ pub(crate) fn view(pid: u32) -> Option<ProcessView> {
 
 /// A file in /dev/shm: its path with the raw bytes of its name, identity and allocated bytes.
 #[derive(Clone, Debug)]
-pub(crate) struct ShmFile {
-    pub(crate) path: std::path::PathBuf,
-    pub(crate) id: FileId,
-    pub(crate) bytes: u64,
+pub struct ShmFile {
+    pub path: std::path::PathBuf,
+    pub id: FileId,
+    pub bytes: u64,
 }
 
 /// The files in /dev/shm now, by identity (device, inode).
-pub(crate) fn shm_files() -> BTreeMap<FileId, ShmFile> {
+pub fn shm_files() -> BTreeMap<FileId, ShmFile> {
     let mut out = BTreeMap::new();
     if let Ok(dir) = std::fs::read_dir(SHM_DIR) {
         for entry in dir.flatten() {

@@ -8,13 +8,13 @@ use nix::poll::{poll, PollFd, PollFlags, PollTimeout};
 
 /// How a process ended.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum Exit {
+pub enum Exit {
     Signal(i32),
     Code(i32),
 }
 
 /// A pidfd for our child `pid` (Linux >= 5.3).
-pub(crate) fn pidfd_open(pid: u32) -> std::io::Result<OwnedFd> {
+pub fn pidfd_open(pid: u32) -> std::io::Result<OwnedFd> {
     // SAFETY: plain syscall; returns a new fd or -1.
     let fd = unsafe { libc::syscall(libc::SYS_pidfd_open, pid as libc::pid_t, 0) };
     if fd < 0 {
@@ -25,7 +25,7 @@ pub(crate) fn pidfd_open(pid: u32) -> std::io::Result<OwnedFd> {
 }
 
 /// Reaps the child behind `pidfd` if it has exited.
-pub(crate) fn try_reap(pidfd: &OwnedFd) -> Option<Exit> {
+pub fn try_reap(pidfd: &OwnedFd) -> Option<Exit> {
     // SAFETY: siginfo is plain data filled by the kernel; waitid with P_PIDFD on our own child.
     unsafe {
         let mut info: libc::siginfo_t = std::mem::zeroed();
@@ -48,19 +48,19 @@ pub(crate) fn try_reap(pidfd: &OwnedFd) -> Option<Exit> {
 
 /// `timeout` as poll(2)'s, in whole milliseconds rounded up (a wait for a deadline must not
 /// end before it), at most poll's longest.
-pub(crate) fn poll_timeout(timeout: Duration) -> PollTimeout {
+pub fn poll_timeout(timeout: Duration) -> PollTimeout {
     let ms = timeout.as_micros().div_ceil(1000).min(i32::MAX as u128) as i32;
     PollTimeout::try_from(ms).unwrap_or(PollTimeout::MAX)
 }
 
 /// Waits up to `timeout` for the pidfd to become readable (the child exited).
-pub(crate) fn wait_exit(pidfd: &OwnedFd, timeout: Duration) -> bool {
+pub fn wait_exit(pidfd: &OwnedFd, timeout: Duration) -> bool {
     let mut fds = [PollFd::new(pidfd.as_fd(), PollFlags::POLLIN)];
     matches!(poll(&mut fds, poll_timeout(timeout)), Ok(n) if n > 0)
 }
 
 /// Sends `sig` through the pidfd (cannot hit a recycled pid).
-pub(crate) fn signal(pidfd: &OwnedFd, sig: i32) {
+pub fn signal(pidfd: &OwnedFd, sig: i32) {
     // SAFETY: plain syscall on our pidfd.
     unsafe {
         libc::syscall(
@@ -74,7 +74,7 @@ pub(crate) fn signal(pidfd: &OwnedFd, sig: i32) {
 }
 
 /// SIGKILLs and reaps the child; returns how it ended.
-pub(crate) fn kill_and_reap(pidfd: &OwnedFd) -> Exit {
+pub fn kill_and_reap(pidfd: &OwnedFd) -> Exit {
     if let Some(exit) = try_reap(pidfd) {
         return exit;
     }
@@ -86,7 +86,7 @@ pub(crate) fn kill_and_reap(pidfd: &OwnedFd) -> Exit {
 /// Resident memory of `pid` that is not shared memory: RssAnon + RssFile from
 /// /proc/<pid>/status, in bytes (0 if unreadable). Shared-memory pages it maps are RssShmem and
 /// are left out, so this is what the process costs beyond the batches it touches.
-pub(crate) fn private_rss(pid: u32) -> u64 {
+pub fn private_rss(pid: u32) -> u64 {
     let Ok(status) = std::fs::read_to_string(format!("/proc/{pid}/status")) else {
         return 0;
     };
@@ -100,14 +100,14 @@ pub(crate) fn private_rss(pid: u32) -> u64 {
 
 /// The file descriptors this process has open (entries of /proc/self/fd, less the one reading
 /// it); None if it cannot be read.
-pub(crate) fn open_fds() -> Option<u64> {
+pub fn open_fds() -> Option<u64> {
     let entries = std::fs::read_dir("/proc/self/fd").ok()?;
     Some((entries.count() as u64).saturating_sub(1))
 }
 
 /// Lowers this process's RLIMIT_NOFILE soft limit to `n` (children inherit it); the hard limit
 /// stays. Fails when `n` is above the hard limit.
-pub(crate) fn limit_fds(n: u64) -> Result<(), LimitError> {
+pub fn limit_fds(n: u64) -> Result<(), LimitError> {
     use nix::sys::resource::{getrlimit, setrlimit, Resource};
     let (_, hard) = getrlimit(Resource::RLIMIT_NOFILE)?;
     if n > hard {
@@ -118,7 +118,7 @@ pub(crate) fn limit_fds(n: u64) -> Result<(), LimitError> {
 
 /// Why RLIMIT_NOFILE could not be lowered.
 #[derive(Debug, thiserror::Error)]
-pub(crate) enum LimitError {
+pub enum LimitError {
     #[error("above the hard limit {hard}")]
     AboveHard { hard: u64 },
     #[error("{0}")]
@@ -127,7 +127,7 @@ pub(crate) enum LimitError {
 
 /// Why this process could not be pinned to CPUs.
 #[derive(Debug, thiserror::Error)]
-pub(crate) enum PinError {
+pub enum PinError {
     #[error("CPU {0} is beyond what an affinity mask can name")]
     BeyondMask(usize),
     #[error("cannot run on those CPUs ({why}); this machine has {online} CPU(s) online, numbered from 0")]
@@ -136,7 +136,7 @@ pub(crate) enum PinError {
 
 /// Sets `cmd` up as a child whose output the caller reads (stdin from /dev/null, stdout and
 /// stderr piped) and that dies with the calling thread's process (PR_SET_PDEATHSIG).
-pub(crate) fn piped_and_tied(cmd: &mut std::process::Command) {
+pub fn piped_and_tied(cmd: &mut std::process::Command) {
     use std::os::unix::process::CommandExt;
     use std::process::Stdio;
     cmd.stdin(Stdio::null())
@@ -152,7 +152,7 @@ pub(crate) fn piped_and_tied(cmd: &mut std::process::Command) {
 }
 
 /// Restricts this process (and what it starts later) to `cpus`.
-pub(crate) fn pin_to(cpus: &[usize]) -> Result<(), PinError> {
+pub fn pin_to(cpus: &[usize]) -> Result<(), PinError> {
     let mut set = nix::sched::CpuSet::new();
     for &cpu in cpus {
         set.set(cpu).map_err(|_| PinError::BeyondMask(cpu))?;
@@ -166,7 +166,7 @@ pub(crate) fn pin_to(cpus: &[usize]) -> Result<(), PinError> {
 /// Writes `byte` over all of `memory` in a forked child and returns how the child ended: a
 /// write that meets a full tmpfs is a SIGBUS, which kills the child, not this process. `memory`
 /// must be a shared mapping, so the pages the child writes are this process's too.
-pub(crate) fn fill_in_child(memory: &mut [u8], byte: u8) -> std::io::Result<Exit> {
+pub fn fill_in_child(memory: &mut [u8], byte: u8) -> std::io::Result<Exit> {
     let (ptr, len) = (memory.as_mut_ptr(), memory.len());
     // SAFETY: between fork and _exit the child only makes syscalls and writes to memory mapped
     // before the fork: it allocates nothing and takes no lock another thread may have held.

@@ -9,15 +9,15 @@ use std::process::Command;
 
 /// Directory of a mounted shmbench bundle: `ld.so`, `lib/`, `shmbench` (see
 /// `runtime::docker::bundle`).
-pub(crate) const BUNDLE_ENV: &str = "SHMBENCH_BUNDLE";
+pub const BUNDLE_ENV: &str = "SHMBENCH_BUNDLE";
 
 /// The bundle's layout, relative to its directory.
-pub(crate) const BUNDLE_LOADER: &str = "ld.so";
-pub(crate) const BUNDLE_LIBS: &str = "lib";
-pub(crate) const BUNDLE_BINARY: &str = "shmbench";
+pub const BUNDLE_LOADER: &str = "ld.so";
+pub const BUNDLE_LIBS: &str = "lib";
+pub const BUNDLE_BINARY: &str = "shmbench";
 
 /// The argv that runs the bundle in `dir`, loader first.
-pub(crate) fn bundle_argv(dir: &str) -> Vec<String> {
+pub fn bundle_argv(dir: &str) -> Vec<String> {
     let join = |name: &str| Path::new(dir).join(name).display().to_string();
     vec![
         join(BUNDLE_LOADER),
@@ -28,7 +28,7 @@ pub(crate) fn bundle_argv(dir: &str) -> Vec<String> {
 }
 
 /// A command that runs this shmbench again (arguments to be added by the caller).
-pub(crate) fn self_command() -> Command {
+pub fn self_command() -> Command {
     match std::env::var(BUNDLE_ENV) {
         Ok(dir) if !dir.is_empty() => {
             let argv = bundle_argv(&dir);

@@ -10,7 +10,7 @@ use super::owner::{claim_dead, classify, DeadOwner, Named, OwnerRecord, Token};
 
 /// Where this harness run keeps its own owner record (for its memory cgroups and containers):
 /// /run/shmbench as root, else `$XDG_RUNTIME_DIR/shmbench`, else a per-user folder in /tmp.
-pub(crate) fn run_dir() -> PathBuf {
+pub fn run_dir() -> PathBuf {
     if nix::unistd::geteuid().is_root() {
         return PathBuf::from("/run/shmbench");
     }
@@ -21,7 +21,7 @@ pub(crate) fn run_dir() -> PathBuf {
 }
 
 /// Prefix of this harness's run records in [`run_dir`].
-pub(crate) const RUN_PREFIX: &str = "run-";
+pub const RUN_PREFIX: &str = "run-";
 
 static RUN_RECORD: std::sync::OnceLock<Result<OwnerRecord, NoRunRecord>> =
     std::sync::OnceLock::new();
@@ -29,15 +29,15 @@ static RUN_RECORD: std::sync::OnceLock<Result<OwnerRecord, NoRunRecord>> =
 /// Why this run has no owner record (asked once, the answer kept, so it is cloneable).
 #[derive(Clone, Debug, thiserror::Error)]
 #[error("cannot make this run's owner record in {}: {why}", .dir.display())]
-pub(crate) struct NoRunRecord {
-    pub(crate) dir: PathBuf,
+pub struct NoRunRecord {
+    pub dir: PathBuf,
     #[source]
-    pub(crate) why: std::sync::Arc<std::io::Error>,
+    pub why: std::sync::Arc<std::io::Error>,
 }
 
 /// This harness process's owner record, made on first use: the token its memory cgroups and
 /// containers carry. An error says why none could be made (the caller then makes nothing).
-pub(crate) fn this_run() -> Result<&'static Token, NoRunRecord> {
+pub fn this_run() -> Result<&'static Token, NoRunRecord> {
     RUN_RECORD
         .get_or_init(|| {
             let dir = run_dir();
@@ -58,14 +58,14 @@ pub(crate) fn this_run() -> Result<&'static Token, NoRunRecord> {
 
 /// Removes this run's record at a normal end, when its cgroups and containers are gone (the
 /// lock itself goes with the process).
-pub(crate) fn release_run() {
+pub fn release_run() {
     if let Some(Ok(record)) = RUN_RECORD.get() {
         record.unlink();
     }
 }
 
 /// Removes the records of dead harness runs for which `in_use` finds nothing left.
-pub(crate) fn sweep_run_records(in_use: impl Fn(&Token) -> bool) {
+pub fn sweep_run_records(in_use: impl Fn(&Token) -> bool) {
     let dir = run_dir();
     let Ok(entries) = std::fs::read_dir(&dir) else {
         return;
@@ -85,6 +85,6 @@ pub(crate) fn sweep_run_records(in_use: impl Fn(&Token) -> bool) {
 /// Whether the harness run that made `token` is provably dead (its record in [`run_dir`] is
 /// there and unlocked). The returned lock keeps the answer true until it drops; remove it with
 /// [`DeadOwner::remove`] once its things are gone.
-pub(crate) fn dead_run(token: &Token) -> Option<DeadOwner> {
+pub fn dead_run(token: &Token) -> Option<DeadOwner> {
     claim_dead(&run_dir(), RUN_PREFIX, token)
 }

@@ -2,22 +2,22 @@
 
 use nix::sys::statvfs::statvfs;
 
-use crate::model::shm_audit::AtimeUpdates;
+use model::shm_audit::AtimeUpdates;
 
 /// Where POSIX shared memory lives on Linux (shm_open names map to files here).
-pub(crate) const SHM_DIR: &str = "/dev/shm";
+pub const SHM_DIR: &str = "/dev/shm";
 
 /// Prefix of every name shmbench gives in /dev/shm (`cell::loader::segment` says what follows
 /// it; `sys::owner` how a run's token proves whose it is).
-pub(crate) const NAME_PREFIX: &str = "shmbench_";
+pub const NAME_PREFIX: &str = "shmbench_";
 
 /// (capacity, used) of /dev/shm in bytes; (0, 0) when it cannot be read.
-pub(crate) fn usage() -> (u64, u64) {
+pub fn usage() -> (u64, u64) {
     in_bytes(statvfs(SHM_DIR))
 }
 
 /// (capacity, used) of the filesystem at `path` in bytes; (0, 0) when it cannot be read.
-pub(crate) fn usage_of(path: &std::path::Path) -> (u64, u64) {
+pub fn usage_of(path: &std::path::Path) -> (u64, u64) {
     in_bytes(statvfs(path))
 }
 
@@ -53,7 +53,7 @@ impl OpenShm {
 /// /proc/self/mountinfo (`noatime` < `relatime` < neither, strict). Mounts in other mount
 /// namespaces cannot be seen from here, and a reader that opens with `O_NOATIME` leaves no
 /// atime at all: docs/SAFETY.md says so.
-pub(crate) fn atime_updates(device: u64) -> AtimeUpdates {
+pub fn atime_updates(device: u64) -> AtimeUpdates {
     let wanted = format!(
         "{}:{}",
         nix::sys::stat::major(device),

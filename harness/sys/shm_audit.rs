@@ -20,15 +20,15 @@ use super::proc_census::Census;
 use super::proc_tree::command_line;
 use super::shm::{self, usage_of};
 use super::shm_staleness;
-use crate::model::segment_maker;
-use crate::model::shm_audit::{
+use model::segment_maker;
+use model::shm_audit::{
     EntryKind, Hold, HolderTotal, ShmAudit, ShmEntry, Staleness, UnlinkedSegment,
 };
-use crate::model::workload::{self, Workload};
+use model::workload::{self, Workload};
 
 /// Why a path cannot be audited.
 #[derive(Debug, thiserror::Error)]
-pub(crate) enum AuditError {
+pub enum AuditError {
     #[error("{path}: {source}")]
     Unreadable {
         path: String,
@@ -47,7 +47,7 @@ pub(crate) enum AuditError {
 type Holdings = BTreeMap<u64, (Hold, u64, String, bool)>;
 
 /// The audit of the tmpfs at `root`.
-pub(crate) fn audit(root: &Path) -> Result<ShmAudit, AuditError> {
+pub fn audit(root: &Path) -> Result<ShmAudit, AuditError> {
     let shown = root.display().to_string();
     let unreadable = |source| AuditError::Unreadable {
         path: shown.clone(),
@@ -222,7 +222,7 @@ impl Walk {
 }
 
 /// Seconds from a file time (`st_*time`, `st_*time_nsec`) to `now`; 0 for one in the future.
-pub(crate) fn seconds_since(now: SystemTime, secs: i64, nanos: i64) -> f64 {
+pub fn seconds_since(now: SystemTime, secs: i64, nanos: i64) -> f64 {
     let at = UNIX_EPOCH + Duration::new(secs.max(0) as u64, nanos.clamp(0, 999_999_999) as u32);
     now.duration_since(at).map_or(0.0, |d| d.as_secs_f64())
 }

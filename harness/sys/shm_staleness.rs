@@ -18,11 +18,11 @@ use std::time::{Duration, SystemTime};
 use super::owner::{self, Named, Token};
 use super::proc_census::Census;
 use super::shm::NAME_PREFIX;
-use crate::model::shm_audit::{EntryKind, ShmEntry, Staleness};
-use crate::model::shm_owner::{named_owner, NamedOwner};
+use model::shm_audit::{EntryKind, ShmEntry, Staleness};
+use model::shm_owner::{named_owner, NamedOwner};
 
 /// Judges every entry of an audit of `root`, whose holders are already known.
-pub(crate) fn judge(root: &Path, entries: &mut [ShmEntry], census: &Census, unreadable: u64) {
+pub fn judge(root: &Path, entries: &mut [ShmEntry], census: &Census, unreadable: u64) {
     let now = SystemTime::now();
     for entry in entries.iter_mut() {
         entry.staleness = of(root, entry, census, unreadable, now);
@@ -30,7 +30,7 @@ pub(crate) fn judge(root: &Path, entries: &mut [ShmEntry], census: &Census, unre
 }
 
 /// The directory an entry is in, from its raw names under `root`.
-pub(crate) fn parent_dir(root: &Path, raw_path: &[Vec<u8>]) -> PathBuf {
+pub fn parent_dir(root: &Path, raw_path: &[Vec<u8>]) -> PathBuf {
     let mut dir = root.to_path_buf();
     if let Some((_, parents)) = raw_path.split_last() {
         for part in parents {

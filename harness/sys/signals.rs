@@ -9,7 +9,7 @@ use std::sync::OnceLock;
 static RECEIVED: AtomicUsize = AtomicUsize::new(0);
 
 /// Installs the handlers for SIGINT and SIGTERM (once; later calls do nothing more).
-pub(crate) fn install() {
+pub fn install() {
     static INSTALLED: OnceLock<()> = OnceLock::new();
     INSTALLED.get_or_init(|| {
         for sig in [libc::SIGINT, libc::SIGTERM] {
@@ -21,7 +21,7 @@ pub(crate) fn install() {
 }
 
 /// The signal received, if any.
-pub(crate) fn received() -> Option<i32> {
+pub fn received() -> Option<i32> {
     match RECEIVED.load(Ordering::SeqCst) {
         0 => None,
         sig => Some(sig as i32),
@@ -29,7 +29,7 @@ pub(crate) fn received() -> Option<i32> {
 }
 
 /// Human name of a signal, as strsignal(3) and torch print it ("Bus error").
-pub(crate) fn name(sig: i32) -> String {
+pub fn name(sig: i32) -> String {
     // SAFETY: strsignal returns a pointer to a static or thread-local NUL-terminated string.
     unsafe {
         let p = libc::strsignal(sig);

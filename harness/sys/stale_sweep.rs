@@ -18,7 +18,7 @@ use nix::sys::stat::FileStat;
 use super::lease_removal::{lease, open_on, unlink_unheld, HoldStops, IgnoreSigio, Kept, Leased};
 use super::shm_audit::seconds_since;
 use super::signals;
-use crate::model::shm_audit::{
+use model::shm_audit::{
     old_enough, AtimeUpdates, ShmAudit, ShmEntry, StaleSweep, Staleness, SweepEvent,
 };
 
@@ -26,11 +26,11 @@ use crate::model::shm_audit::{
 const BATCH: usize = 256;
 
 /// What the user asked a sweep to remove.
-pub(crate) struct SweepAsk<'a> {
+pub struct SweepAsk<'a> {
     /// Only what has been unchanged (and, for unowned files, unread) this long.
-    pub(crate) older_than: Duration,
+    pub older_than: Duration,
     /// Paths (canonical, under the root) whose files of unknown owner the user opts in.
-    pub(crate) unowned: &'a [PathBuf],
+    pub unowned: &'a [PathBuf],
 }
 
 /// One candidate, as the audit saw it.
@@ -44,7 +44,7 @@ struct Candidate<'a> {
 
 /// Removes the audit's stale files (and the opted-in unowned ones), reporting each event to
 /// `report` as it happens.
-pub(crate) fn sweep(
+pub fn sweep(
     root: &Path,
     audit: &ShmAudit,
     ask: &SweepAsk,

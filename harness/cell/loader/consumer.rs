@@ -7,17 +7,17 @@
 use std::os::fd::{AsFd, OwnedFd};
 
 use super::segment::{self, Mapping};
-use crate::model::knobs::Touch;
+use model::knobs::Touch;
 
 /// A batch the main holds.
-pub(crate) enum Batch {
+pub enum Batch {
     /// Still in the worker's shared segment.
     Shared(SharedBatch),
     /// Copied into private memory by pin_memory; the segment is already released.
     Pinned(Vec<u8>),
 }
 
-pub(crate) struct SharedBatch {
+pub struct SharedBatch {
     map: Mapping,
     name: Option<String>,
     /// torch keeps a received file_descriptor storage's fd open for the storage's life
@@ -34,7 +34,7 @@ impl Drop for SharedBatch {
 }
 
 impl Batch {
-    pub(crate) fn bytes(&self) -> &[u8] {
+    pub fn bytes(&self) -> &[u8] {
         match self {
             Batch::Shared(s) => s.map.as_slice(),
             Batch::Pinned(v) => v,
@@ -43,7 +43,7 @@ impl Batch {
 }
 
 /// Maps the segment a worker sent: by fd, or by name for file_system.
-pub(crate) fn map_received(
+pub fn map_received(
     fd: Option<OwnedFd>,
     name: Option<String>,
     bytes: u64,
@@ -78,20 +78,20 @@ pub(crate) fn map_received(
 
 /// Private buffers for pin_memory, reused so a long run does not churn the allocator.
 #[derive(Default)]
-pub(crate) struct PinnedPool {
+pub struct PinnedPool {
     free: Vec<Vec<u8>>,
 }
 
 impl PinnedPool {
     /// A pool holding `count` buffers of `bytes`, their pages already touched: the steady state
     /// of torch's caching pinned-memory allocator, so pinning costs a copy, not page faults.
-    pub(crate) fn warmed(count: u64, bytes: u64) -> PinnedPool {
+    pub fn warmed(count: u64, bytes: u64) -> PinnedPool {
         let free = (0..count).map(|_| vec![1u8; bytes as usize]).collect();
         PinnedPool { free }
     }
 
     /// Copies `shared` out and releases it at once.
-    pub(crate) fn pin(&mut self, shared: SharedBatch) -> Batch {
+    pub fn pin(&mut self, shared: SharedBatch) -> Batch {
         let src = shared.map.as_slice();
         let mut buf = self.free.pop().unwrap_or_default();
         buf.clear();
@@ -101,7 +101,7 @@ impl PinnedPool {
     }
 
     /// Drops a batch, keeping a pinned buffer for reuse.
-    pub(crate) fn release(&mut self, batch: Batch) {
+    pub fn release(&mut self, batch: Batch) {
         if let Batch::Pinned(buf) = batch {
             self.free.push(buf);
         }
@@ -113,7 +113,7 @@ impl PinnedPool {
 /// a read of every byte is split over `threads`, as torch's `batch.sum()` is: that doubles the
 /// main's share of 2 busy cores against 8 single-threaded workers, and so how fast it drains the
 /// window they fill.
-pub(crate) fn touch(batch: &Batch, mode: Touch, threads: usize) -> u64 {
+pub fn touch(batch: &Batch, mode: Touch, threads: usize) -> u64 {
     let bytes = batch.bytes();
     match mode {
         Touch::None => 0,
@@ -141,7 +141,7 @@ const PARALLEL_MIN_BYTES: usize = 1 << 20;
 
 /// The intra-op threads the main reads a batch with: torch's default, one per core this process
 /// may run on.
-pub(crate) fn intra_op_threads() -> usize {
+pub fn intra_op_threads() -> usize {
     std::thread::available_parallelism().map_or(1, |n| n.get())
 }
 

@@ -12,10 +12,10 @@
 
 use super::ending::Stop;
 use super::segment::{self, NewSegment};
-use crate::model::config::CellConfig;
-use crate::model::record::Status;
-use crate::sys::owner::Token;
-use crate::sys::process::{self, Exit};
+use model::config::CellConfig;
+use model::record::Status;
+use sys::owner::Token;
+use sys::process::{self, Exit};
 
 /// The worker number in the name of the Dataset's segment (workers count from 0).
 const DATASET_SEGMENT: u32 = 99_999;

@@ -3,16 +3,16 @@
 //! not hand over, the DataLoader's timeout, and the harness's own errors.
 
 use super::sharer::FetchError;
-use crate::model::record::Status;
-use crate::sys::process::Exit;
-use crate::sys::{cgroup, signals};
+use model::record::Status;
+use sys::process::Exit;
+use sys::{cgroup, signals};
 
 /// How the loop ended early.
 pub(super) struct Stop {
-    pub(crate) status: Status,
-    pub(crate) message: String,
-    pub(crate) signal: Option<i32>,
-    pub(crate) pid: Option<u32>,
+    pub status: Status,
+    pub message: String,
+    pub signal: Option<i32>,
+    pub pid: Option<u32>,
 }
 
 /// torch's hint when the fd table is full.

@@ -36,9 +36,9 @@ type Tasks = Vec<(u32, u64)>;
 
 /// How much later each worker's queue sends its first index than the queue before it (torch's
 /// per-queue feeder threads starting in turn; see the module notes).
-pub(crate) const QUEUE_START_GAP: Duration = Duration::from_micros(3500);
+pub const QUEUE_START_GAP: Duration = Duration::from_micros(3500);
 
-pub(crate) struct Feeder {
+pub struct Feeder {
     tasks: Option<SyncSender<Tasks>>,
     sent: Receiver<()>,
     thread: Option<JoinHandle<()>>,
@@ -46,7 +46,7 @@ pub(crate) struct Feeder {
 
 impl Feeder {
     /// Starts the thread over the workers' task sockets (the main's ends, duplicated).
-    pub(crate) fn start(sockets: Vec<OwnedFd>) -> std::io::Result<Feeder> {
+    pub fn start(sockets: Vec<OwnedFd>) -> std::io::Result<Feeder> {
         let (tasks, inbox) = sync_channel::<Tasks>(1);
         let (done, sent) = sync_channel::<()>(1);
         let thread = std::thread::Builder::new()
@@ -81,7 +81,7 @@ impl Feeder {
     }
 
     /// Hands `batch` to the feeder and sleeps until every index in it is sent.
-    pub(crate) fn send(&self, batch: Tasks) {
+    pub fn send(&self, batch: Tasks) {
         if batch.is_empty() {
             return;
         }

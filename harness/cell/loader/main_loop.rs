@@ -16,13 +16,13 @@ use super::sharer::FetchError;
 use super::shm_meter::ShmMeter;
 use super::synth::spend_cpu;
 use super::wire::FromWorker;
-use crate::cell::protocol::{Progress, PROGRESS_ENV};
-use crate::model::config::CellConfig;
-use crate::model::record::{Status, StepSample};
-use crate::sys::cgroup;
-use crate::sys::owner::OwnerRecord;
-use crate::sys::process;
+use crate::protocol::{Progress, PROGRESS_ENV};
 use anyhow::Context;
+use model::config::CellConfig;
+use model::record::{Status, StepSample};
+use sys::cgroup;
+use sys::owner::OwnerRecord;
+use sys::process;
 
 /// How much later than a death a worker's exception reaches torch's main (see `obtain`).
 const EXCEPTION_LATENCY: Duration = Duration::from_millis(10);

@@ -7,30 +7,30 @@
 //! shared memory. Any worker death ends the cell at once, as torch's SIGCHLD handler does. The
 //! loop itself is in [`main_loop`]; this file runs it over the epochs and makes the record.
 
-pub(crate) mod consumer;
+pub mod consumer;
 mod dataset;
 mod ending;
 mod feeder;
 mod main_loop;
-pub(crate) mod pool;
+pub mod pool;
 pub mod segment;
 mod sharer;
-pub(crate) mod shm_meter;
+pub mod shm_meter;
 pub mod synth;
 pub mod wire;
-pub(crate) mod worker;
+pub mod worker;
 
 use std::time::Instant;
 
 use super::metrics::{self, Steps};
-use crate::model::config::CellConfig;
-use crate::model::record::{CellRecord, Failure, Metrics, Status};
-use crate::sys::perf;
 use main_loop::Loop;
+use model::config::CellConfig;
+use model::record::{CellRecord, Failure, Metrics, Status};
+use sys::perf;
 
 /// Runs one cell's loader in this process and returns its record. Never leaves a worker, a
 /// mapping or a named segment of its own behind.
-pub(crate) fn run_cell(config: &CellConfig) -> CellRecord {
+pub fn run_cell(config: &CellConfig) -> CellRecord {
     // Opened before any worker starts, so every worker's instructions are counted too.
     let instructions = perf::Counter::open(perf::Event::Instructions).ok();
     let start = Instant::now();

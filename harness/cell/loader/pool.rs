@@ -16,10 +16,10 @@ use nix::poll::{poll, PollFd, PollFlags};
 use super::feeder::Feeder;
 use super::sharer::{self, FetchError, SHARER_SOCKET_FD};
 use super::wire::{self, FromWorker, RecvError, ToWorker, WORKER_SOCKET_FD};
-use crate::model::config::CellConfig;
-use crate::sys::owner::Token;
-use crate::sys::process::{self, pidfd_open, try_reap, Exit};
-use crate::sys::reexec;
+use model::config::CellConfig;
+use sys::owner::Token;
+use sys::process::{self, pidfd_open, try_reap, Exit};
+use sys::reexec;
 
 struct Worker {
     pid: u32,
@@ -45,7 +45,7 @@ impl Worker {
 }
 
 /// Something the main must react to.
-pub(crate) enum Event {
+pub enum Event {
     Message {
         worker: u32,
         msg: FromWorker,
@@ -59,7 +59,7 @@ pub(crate) enum Event {
     Timeout,
 }
 
-pub(crate) struct Pool {
+pub struct Pool {
     /// Sends the workers' indices (torch's index-queue feeder thread).
     feeder: Feeder,
     workers: Vec<Worker>,
@@ -68,7 +68,7 @@ pub(crate) struct Pool {
 impl Pool {
     /// Starts `config.workers` workers.
     /// Their segments carry `token`, their main's owner record's.
-    pub(crate) fn spawn(config: &CellConfig, token: &Token) -> Result<Pool> {
+    pub fn spawn(config: &CellConfig, token: &Token) -> Result<Pool> {
         let config_json = serde_json::to_string(config)?;
         let mut workers = Vec::with_capacity(config.knobs.workers as usize);
         for id in 0..config.knobs.workers {
@@ -122,7 +122,7 @@ impl Pool {
     }
 
     /// Pids of the workers still running.
-    pub(crate) fn live_pids(&self) -> Vec<u32> {
+    pub fn live_pids(&self) -> Vec<u32> {
         self.workers
             .iter()
             .filter(|w| w.exited.is_none())
@@ -130,19 +130,19 @@ impl Pool {
             .collect()
     }
 
-    pub(crate) fn pid(&self, worker: u32) -> u32 {
+    pub fn pid(&self, worker: u32) -> u32 {
         self.workers[worker as usize].pid
     }
 
     /// Sends each (worker, index) through the feeder thread and returns once all are sent (see
     /// [`Feeder`]). A dead worker's send error is ignored: its death arrives as an event.
-    pub(crate) fn send_tasks(&self, tasks: Vec<(u32, u64)>) {
+    pub fn send_tasks(&self, tasks: Vec<(u32, u64)>) {
         self.feeder.send(tasks);
     }
 
     /// Waits until `deadline` for the next event. Messages already sent by a worker are always
     /// delivered before its death.
-    pub(crate) fn next_event(&mut self, deadline: Instant) -> Result<Event> {
+    pub fn next_event(&mut self, deadline: Instant) -> Result<Event> {
         loop {
             let timeout = deadline.saturating_duration_since(Instant::now());
             let mut fds: Vec<PollFd<'_>> = Vec::with_capacity(self.workers.len() * 2);
@@ -239,7 +239,7 @@ impl Pool {
     }
 
     /// Fetches batch `idx`'s fd from `worker`'s sharer (see [`sharer`]).
-    pub(crate) fn fetch_fd(
+    pub fn fetch_fd(
         &self,
         worker: u32,
         idx: u64,
@@ -251,7 +251,7 @@ impl Pool {
 
     /// How `worker` ended, waiting up to `grace` for it, once its sharer went quiet mid-fetch;
     /// its death is then not reported again as an event.
-    pub(crate) fn death_of(&mut self, worker: u32, grace: Duration) -> Option<(u32, Exit)> {
+    pub fn death_of(&mut self, worker: u32, grace: Duration) -> Option<(u32, Exit)> {
         let w = &mut self.workers[worker as usize];
         w.reap_within(grace);
         w.reported = true;
@@ -268,7 +268,7 @@ impl Pool {
     }
 
     /// Asks every worker to stop and waits up to `grace` for them; kills the rest.
-    pub(crate) fn shutdown(mut self, grace: Duration) {
+    pub fn shutdown(mut self, grace: Duration) {
         for w in &self.workers {
             let _ = wire::send(w.sock.as_fd(), &ToWorker::Stop, None);
         }
@@ -280,7 +280,7 @@ impl Pool {
     }
 
     /// SIGKILLs every worker still alive and reaps it.
-    pub(crate) fn kill_all(&mut self) {
+    pub fn kill_all(&mut self) {
         for w in &mut self.workers {
             if w.exited.is_none() {
                 w.exited = Some(process::kill_and_reap(&w.pidfd));

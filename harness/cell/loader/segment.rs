@@ -16,18 +16,18 @@ use nix::sys::mman::{mmap, munmap, shm_open, shm_unlink, MapFlags, ProtFlags};
 use nix::sys::stat::Mode;
 
 use super::wire::ErrorKind;
-use crate::model::knobs::{Strategy, TorchProfile};
-use crate::sys::holders::Removal;
-use crate::sys::owner::{self, OwnerRecord, Token};
-use crate::sys::shm::SHM_DIR;
+use model::knobs::{Strategy, TorchProfile};
 use std::path::Path;
+use sys::holders::Removal;
+use sys::owner::{self, OwnerRecord, Token};
+use sys::shm::SHM_DIR;
 
 /// Prefix of every name shmbench gives in /dev/shm: `shmbench_<token>` is the owner record a
 /// loader's main holds locked while it lives, `shmbench_<token>_<worker>_<seq>` its batches
 /// (see `sys::owner`: a sweep removes them only once the record's lock is free and no live
 /// process holds them). The random token keeps concurrent runs apart, containers sharing the
 /// host's /dev/shm (`--ipc host`, where every main is pid 1) included.
-pub(crate) use crate::sys::shm::NAME_PREFIX;
+pub use sys::shm::NAME_PREFIX;
 
 pub fn segment_name(token: &Token, worker: u32, seq: u64) -> String {
     format!("/{NAME_PREFIX}{token}_{worker}_{seq}")
@@ -40,15 +40,15 @@ pub fn new_owner() -> io::Result<OwnerRecord> {
 
 /// Removes the segments of dead owners that no live process holds, and their records: the
 /// sweep of `shmbench sweep`, of every run's start and of a host cell's end.
-pub(crate) fn sweep_abandoned() -> Removal {
+pub fn sweep_abandoned() -> Removal {
     owner::sweep(Path::new(SHM_DIR), NAME_PREFIX)
 }
 
 /// An allocation failure, phrased as torch phrases it.
 #[derive(Debug)]
 pub struct AllocError {
-    pub(crate) kind: ErrorKind,
-    pub(crate) message: String,
+    pub kind: ErrorKind,
+    pub message: String,
 }
 
 fn alloc_error(what: &str, label: &str, errno: Errno) -> AllocError {
@@ -66,7 +66,7 @@ fn alloc_error(what: &str, label: &str, errno: Errno) -> AllocError {
 
 /// A writable mapping of a freshly allocated segment, in the worker.
 pub struct NewSegment {
-    pub(crate) fd: OwnedFd,
+    pub fd: OwnedFd,
     /// Set for file_system (the name is what is sent).
     pub name: Option<String>,
     pub map: Mapping,
@@ -161,7 +161,7 @@ fn open_new(strategy: Strategy, name: &str) -> Result<(OwnedFd, String), AllocEr
 }
 
 /// Opens a file_system segment by name in the main (read-only).
-pub(crate) fn open_named(name: &str) -> io::Result<OwnedFd> {
+pub fn open_named(name: &str) -> io::Result<OwnedFd> {
     shm_open(name, OFlag::O_RDONLY, Mode::empty()).map_err(io::Error::from)
 }
 
@@ -177,7 +177,7 @@ pub struct Mapping {
 }
 
 impl Mapping {
-    pub(crate) fn new(fd: BorrowedFd<'_>, bytes: u64, writable: bool) -> Result<Mapping, Errno> {
+    pub fn new(fd: BorrowedFd<'_>, bytes: u64, writable: bool) -> Result<Mapping, Errno> {
         let len = std::num::NonZeroUsize::new(bytes as usize).ok_or(Errno::EINVAL)?;
         let prot = if writable {
             ProtFlags::PROT_READ | ProtFlags::PROT_WRITE
@@ -193,7 +193,7 @@ impl Mapping {
         })
     }
 
-    pub(crate) fn as_slice(&self) -> &[u8] {
+    pub fn as_slice(&self) -> &[u8] {
         // SAFETY: ptr..ptr+len is mapped for the life of self.
         unsafe { std::slice::from_raw_parts(self.ptr.as_ptr() as *const u8, self.len) }
     }

@@ -28,30 +28,30 @@ use nix::poll::{poll, PollFd, PollFlags};
 use serde::{Deserialize, Serialize};
 
 use super::wire::{self, Received, RecvError};
-use crate::sys::process;
+use sys::process;
 
 /// The fd number a worker finds its sharer socket on.
-pub(crate) const SHARER_SOCKET_FD: RawFd = 4;
+pub const SHARER_SOCKET_FD: RawFd = 4;
 
 /// The main's waits on the sharer per fd: challenge, welcome, answer, the fd itself.
-pub(crate) const ROUND_TRIPS: u32 = 4;
+pub const ROUND_TRIPS: u32 = 4;
 
 /// One step of the exchange for batch `idx`, both ways: the main asks with it and the sharer
 /// answers with the same; the last answer carries the fd (none: no such batch).
 #[derive(Debug, Serialize, Deserialize)]
-pub(crate) struct Round {
-    pub(crate) idx: u64,
-    pub(crate) round: u32,
+pub struct Round {
+    pub idx: u64,
+    pub round: u32,
 }
 
 /// The worker's side: the fds waiting for the main, served by a thread.
-pub(crate) struct Sharer {
+pub struct Sharer {
     held: Arc<Mutex<HashMap<u64, OwnedFd>>>,
 }
 
 impl Sharer {
     /// Starts the sharer thread on `sock`; it ends when the main closes its end.
-    pub(crate) fn start(sock: OwnedFd) -> std::io::Result<Sharer> {
+    pub fn start(sock: OwnedFd) -> std::io::Result<Sharer> {
         let held: Arc<Mutex<HashMap<u64, OwnedFd>>> = Arc::default();
         let served = held.clone();
         std::thread::Builder::new()
@@ -61,7 +61,7 @@ impl Sharer {
     }
 
     /// Keeps batch `idx`'s fd until the main fetches it.
-    pub(crate) fn hold(&self, idx: u64, fd: OwnedFd) {
+    pub fn hold(&self, idx: u64, fd: OwnedFd) {
         self.held
             .lock()
             .unwrap_or_else(|e| e.into_inner())
@@ -87,7 +87,7 @@ fn serve(sock: OwnedFd, held: &Mutex<HashMap<u64, OwnedFd>>) {
 
 /// Why the main got no fd.
 #[derive(Debug)]
-pub(crate) enum FetchError {
+pub enum FetchError {
     /// The worker died or closed its sharer (its death says why).
     WorkerGone,
     /// The fd did not fit in the main's fd table.
@@ -99,7 +99,7 @@ pub(crate) enum FetchError {
 
 /// The main's side: fetches batch `idx`'s fd from a worker's sharer, watching the worker's
 /// pidfd so a death mid-exchange ends it at once.
-pub(crate) fn fetch(
+pub fn fetch(
     sock: BorrowedFd<'_>,
     pidfd: BorrowedFd<'_>,
     idx: u64,

@@ -6,18 +6,18 @@ use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::Duration;
 
-use crate::sys::shm::usage;
+use sys::shm::usage;
 
-pub(crate) struct ShmMeter {
+pub struct ShmMeter {
     baseline: u64,
     peak: Arc<AtomicU64>,
     stop: Arc<AtomicBool>,
     sampler: Option<JoinHandle<()>>,
-    pub(crate) capacity: u64,
+    pub capacity: u64,
 }
 
 impl ShmMeter {
-    pub(crate) fn start() -> ShmMeter {
+    pub fn start() -> ShmMeter {
         let (capacity, baseline) = usage();
         let peak = Arc::new(AtomicU64::new(0));
         let stop = Arc::new(AtomicBool::new(false));
@@ -44,13 +44,13 @@ impl ShmMeter {
     }
 
     /// Bytes in use above the level at start, now; also folded into the peak.
-    pub(crate) fn used_now(&self) -> u64 {
+    pub fn used_now(&self) -> u64 {
         let used = usage().1.saturating_sub(self.baseline);
         self.peak.fetch_max(used, Ordering::Relaxed);
         used
     }
 
-    pub(crate) fn peak(&self) -> u64 {
+    pub fn peak(&self) -> u64 {
         self.peak.load(Ordering::Relaxed)
     }
 }

@@ -33,7 +33,7 @@ impl Pattern {
 
 /// Burns `cost` of this thread's CPU time (not wall time), so a decode cost stays a CPU cost
 /// when workers share cores.
-pub(crate) fn spend_cpu(cost: Duration) {
+pub fn spend_cpu(cost: Duration) {
     if cost.is_zero() {
         return;
     }

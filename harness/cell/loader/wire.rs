@@ -15,11 +15,11 @@ use nix::sys::socket::{
 };
 use serde::{Deserialize, Serialize};
 
-use crate::model::record::Status;
+use model::record::Status;
 
 /// Main -> worker.
 #[derive(Debug, Serialize, Deserialize, PartialEq)]
-pub(crate) enum ToWorker {
+pub enum ToWorker {
     /// Produce the batch with this global index.
     Task { idx: u64 },
     /// Exit cleanly.
@@ -37,7 +37,7 @@ pub enum ErrorKind {
 
 impl ErrorKind {
     /// The cell status an error of this kind ends it with.
-    pub(crate) fn status(self) -> Status {
+    pub fn status(self) -> Status {
         match self {
             ErrorKind::Enospc => Status::Enospc,
             ErrorKind::Emfile => Status::Emfile,
@@ -66,7 +66,7 @@ pub enum FromWorker {
 
 /// A received message and the fd that came with it.
 pub struct Received<T> {
-    pub(crate) msg: T,
+    pub msg: T,
     pub fd: Option<OwnedFd>,
 }
 
@@ -93,7 +93,7 @@ pub fn pair() -> io::Result<(OwnedFd, OwnedFd)> {
 }
 
 /// The fd number a worker finds its socket on.
-pub(crate) const WORKER_SOCKET_FD: RawFd = 3;
+pub const WORKER_SOCKET_FD: RawFd = 3;
 
 pub fn send<T: Serialize>(
     sock: BorrowedFd<'_>,

@@ -17,16 +17,11 @@ use super::segment;
 use super::sharer::{Sharer, SHARER_SOCKET_FD};
 use super::synth::{spend_cpu, Pattern};
 use super::wire::{self, FromWorker, RecvError, ToWorker, WORKER_SOCKET_FD};
-use crate::model::config::CellConfig;
-use crate::sys::owner::Token;
+use model::config::CellConfig;
+use sys::owner::Token;
 
 /// Runs the worker loop until told to stop or the main goes away; returns the exit code.
-pub(crate) fn run(
-    worker_id: u32,
-    main_pid: u32,
-    token: &Token,
-    config: &CellConfig,
-) -> Result<i32> {
+pub fn run(worker_id: u32, main_pid: u32, token: &Token, config: &CellConfig) -> Result<i32> {
     // Die with the main even if it is SIGKILLed: no orphaned workers holding segments. (Also
     // armed before exec; checking the parent closes the window in which the main may have died.)
     nix::sys::prctl::set_pdeathsig(nix::sys::signal::Signal::SIGKILL)

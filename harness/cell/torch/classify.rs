@@ -7,37 +7,37 @@ use std::os::unix::process::ExitStatusExt;
 use std::process::ExitStatus;
 
 use super::INSTALL_HINT;
-use crate::model::record::Status;
+use model::record::Status;
 
 /// How one worker process ended: `exitcode` as Python's multiprocessing gives it (-N: killed by
 /// signal N).
 #[derive(Clone, Debug, Default, PartialEq, serde::Deserialize)]
-pub(crate) struct WorkerExit {
-    pub(crate) pid: u32,
-    pub(crate) exitcode: i32,
+pub struct WorkerExit {
+    pub pid: u32,
+    pub exitcode: i32,
 }
 
 /// Everything known when the program is gone.
-pub(crate) struct Ending<'a> {
+pub struct Ending<'a> {
     /// The program reported that every step ran.
-    pub(crate) ended: bool,
+    pub ended: bool,
     /// The exception it reported: (type, message).
-    pub(crate) error: Option<&'a (String, String)>,
+    pub error: Option<&'a (String, String)>,
     /// Workers that had ended when the error was raised.
-    pub(crate) worker_exits: &'a [WorkerExit],
-    pub(crate) exit: Option<ExitStatus>,
-    pub(crate) stderr_tail: &'a [String],
+    pub worker_exits: &'a [WorkerExit],
+    pub exit: Option<ExitStatus>,
+    pub stderr_tail: &'a [String],
     /// The memory cgroup's OOM-kill count before and after the run.
-    pub(crate) oom_kills: (Option<u64>, Option<u64>),
+    pub oom_kills: (Option<u64>, Option<u64>),
 }
 
 /// The cell's status, its message, and the worker and signal torch named.
 #[derive(Debug, PartialEq)]
-pub(crate) struct Verdict {
-    pub(crate) status: Status,
-    pub(crate) message: String,
-    pub(crate) signal: Option<i32>,
-    pub(crate) pid: Option<u32>,
+pub struct Verdict {
+    pub status: Status,
+    pub message: String,
+    pub signal: Option<i32>,
+    pub pid: Option<u32>,
 }
 
 /// Signal numbers of the names torch prints (strsignal's).
@@ -54,7 +54,7 @@ fn signal_number(name: &str) -> Option<i32> {
 }
 
 /// The worker pid in "DataLoader worker (pid 123)" or "(pid(s) 123, 456)".
-pub(crate) fn worker_pid(message: &str) -> Option<u32> {
+pub fn worker_pid(message: &str) -> Option<u32> {
     let at = message.find("worker (pid")?;
     let digits: String = message[at..]
         .chars()
@@ -65,7 +65,7 @@ pub(crate) fn worker_pid(message: &str) -> Option<u32> {
 }
 
 /// The signal in "is killed by signal: Bus error."
-pub(crate) fn killed_by(message: &str) -> Option<i32> {
+pub fn killed_by(message: &str) -> Option<i32> {
     let rest = message.split("killed by signal: ").nth(1)?;
     let name = rest.split(['.', '\n']).next()?.trim();
     signal_number(name)
@@ -83,7 +83,7 @@ fn condensed(message: &str) -> String {
 
 /// The failure torch's (or the C library's) words name: a full /dev/shm at allocation or write,
 /// the fd table, torch's own timeout.
-pub(crate) fn status_of_words(message: &str) -> Option<Status> {
+pub fn status_of_words(message: &str) -> Option<Status> {
     if message.contains("unable to mmap") && message.contains("Cannot allocate memory") {
         Some(Status::Enomem)
     } else if message.contains("unable to allocate shared memory")
@@ -99,7 +99,7 @@ pub(crate) fn status_of_words(message: &str) -> Option<Status> {
     }
 }
 
-pub(crate) fn classify(e: &Ending) -> Verdict {
+pub fn classify(e: &Ending) -> Verdict {
     let oom = matches!(e.oom_kills, (Some(a), Some(b)) if b > a);
     let verdict = |status, message: String, signal, pid| Verdict {
         status,
@@ -130,7 +130,7 @@ pub(crate) fn classify(e: &Ending) -> Verdict {
         if let (Some((pid, sig)), None) = (died, named) {
             text.push_str(&format!(
                 " (worker pid {pid} was killed by signal {sig}: {})",
-                crate::sys::signals::name(sig)
+                sys::signals::name(sig)
             ));
         }
         let status = if signal == Some(libc::SIGBUS) {
@@ -184,11 +184,11 @@ pub(crate) fn classify(e: &Ending) -> Verdict {
 
 /// Why a Python could not import torch: the last line it wrote, or, for one that crashed on
 /// import and wrote nothing, the signal that killed it.
-pub(crate) fn failed_import(status: &std::process::ExitStatus, stderr: &[u8]) -> String {
+pub fn failed_import(status: &std::process::ExitStatus, stderr: &[u8]) -> String {
     let stderr = String::from_utf8_lossy(stderr);
     let last = stderr.lines().last().unwrap_or("").trim().to_string();
     match std::os::unix::process::ExitStatusExt::signal(status) {
-        Some(sig) => format!("killed by signal {}", crate::sys::signals::name(sig)),
+        Some(sig) => format!("killed by signal {}", sys::signals::name(sig)),
         None if last.is_empty() => format!("{status}, with no message"),
         None => last,
     }

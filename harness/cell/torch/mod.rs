@@ -43,7 +43,7 @@
 //! loader in 1200m, modern, file_system: steps 18 to 27 over eight runs; 4 workers of batch 32
 //! in 160m, legacy: 8 to 23 and two passes in five).
 
-pub(crate) mod classify;
+pub mod classify;
 mod python;
 
 pub use python::{locate, probe, profile_of, Found, PythonError};
@@ -57,12 +57,12 @@ use serde::Deserialize;
 use super::loader::shm_meter::ShmMeter;
 use super::metrics::{self, Steps};
 use super::protocol::{Progress, PROGRESS_ENV};
-use crate::model::config::CellConfig;
-use crate::model::record::{CellRecord, Failure, Metrics, Status, StepSample};
-use crate::sys::{cgroup, process};
+use model::config::CellConfig;
+use model::record::{CellRecord, Failure, Metrics, Status, StepSample};
+use sys::{cgroup, process};
 
 /// The program a torch cell runs, passed in the environment so `ps` shows a short command.
-pub(crate) const PROGRAM: &str = include_str!("program.py");
+pub const PROGRAM: &str = include_str!("program.py");
 
 /// The variable that carries [`PROGRAM`], and the bootstrap that runs it as `__main__`.
 const PROGRAM_ENV: &str = "SHMBENCH_TORCH_PROGRAM";
@@ -70,7 +70,7 @@ const BOOTSTRAP: &str =
     "import os; exec(compile(os.environ['SHMBENCH_TORCH_PROGRAM'], 'shmbench-torch-cell', 'exec'))";
 
 /// How to get an interpreter with torch, for messages.
-pub(crate) const INSTALL_HINT: &str = "python3 -m venv V && V/bin/pip install torch, then pass --python V/bin/python (torch==2.9.* for the SIGBUS-era allocation)";
+pub const INSTALL_HINT: &str = "python3 -m venv V && V/bin/pip install torch, then pass --python V/bin/python (torch==2.9.* for the SIGBUS-era allocation)";
 
 /// Lines kept from the program's stderr for messages.
 const TAIL_LINES: usize = 12;
@@ -204,7 +204,7 @@ fn read_protocol(
 
 /// Runs one torch cell and returns its record. The interpreter dies with the cell
 /// (PR_SET_PDEATHSIG) and its DataLoader workers with the cell's process group.
-pub(crate) fn run_cell(config: &CellConfig) -> CellRecord {
+pub fn run_cell(config: &CellConfig) -> CellRecord {
     let start = Instant::now();
     let meter = ShmMeter::start();
     let oom_kills_at_start = cgroup::oom_kills();

@@ -7,7 +7,7 @@ use std::process::{Command, Stdio};
 use std::sync::Mutex;
 
 use super::{classify, INSTALL_HINT};
-use crate::model::knobs::TorchProfile;
+use model::knobs::TorchProfile;
 
 /// The allocation profile of a torch version: 2.10 reserves segments with posix_fallocate.
 pub fn profile_of(version: &str) -> TorchProfile {
@@ -81,13 +81,13 @@ pub fn locate(python: &str) -> Result<(String, Vec<String>), PythonError> {
 /// What a Python's torch is.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Found {
-    pub(crate) version: String,
+    pub version: String,
     /// Whether torch sees an accelerator (without one it ignores pin_memory).
-    pub(crate) accelerator: bool,
+    pub accelerator: bool,
 }
 
 impl Found {
-    pub(crate) fn profile(&self) -> TorchProfile {
+    pub fn profile(&self) -> TorchProfile {
         profile_of(&self.version)
     }
 }

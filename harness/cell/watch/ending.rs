@@ -5,20 +5,20 @@
 //! deadline. A worker reaped by its own parent leaves no wait status for the cell to see, so a
 //! SIGBUS there is known only from what the parent printed about it.
 
-use crate::cell::torch::classify::{killed_by, status_of_words, worker_pid};
-use crate::model::record::Status;
-use crate::sys::signals;
+use crate::torch::classify::{killed_by, status_of_words, worker_pid};
+use model::record::Status;
+use sys::signals;
 
 /// How one process ended: exit code, or the signal that killed it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum Exit {
+pub enum Exit {
     Code(i32),
     Signal(i32),
 }
 
 impl Exit {
     /// From a raw wait status.
-    pub(crate) fn from_wait(status: i32) -> Exit {
+    pub fn from_wait(status: i32) -> Exit {
         if libc::WIFSIGNALED(status) {
             Exit::Signal(libc::WTERMSIG(status))
         } else {
@@ -27,7 +27,7 @@ impl Exit {
     }
 
     /// As a shell reports it: the code, or 128 + the signal.
-    pub(crate) fn code(self) -> i32 {
+    pub fn code(self) -> i32 {
         match self {
             Exit::Code(c) => c,
             Exit::Signal(s) => 128 + s,
@@ -36,24 +36,24 @@ impl Exit {
 }
 
 /// Everything known when the command is gone.
-pub(crate) struct Ending<'a> {
+pub struct Ending<'a> {
     /// The command's own end; None when it was ended at the deadline, `timeout_s`.
-    pub(crate) exit: Option<Exit>,
-    pub(crate) pid: u32,
+    pub exit: Option<Exit>,
+    pub pid: u32,
     /// Processes of the tree the cell reaped as their subreaper.
-    pub(crate) orphans: &'a [(u32, Exit)],
+    pub orphans: &'a [(u32, Exit)],
     /// Output lines that name a failure (see [`is_evidence`]).
-    pub(crate) evidence: &'a [String],
-    pub(crate) timeout_s: f64,
+    pub evidence: &'a [String],
+    pub timeout_s: f64,
     /// The memory cgroup's OOM-kill count before and after.
-    pub(crate) oom_kills: (Option<u64>, Option<u64>),
+    pub oom_kills: (Option<u64>, Option<u64>),
 }
 
 /// The cell's status, its message, and the process and signal that failed: a torch cell's kind.
-pub(crate) use crate::cell::torch::classify::Verdict;
+pub use crate::torch::classify::Verdict;
 
 /// Whether an output line names a failure the classification uses.
-pub(crate) fn is_evidence(line: &str) -> bool {
+pub fn is_evidence(line: &str) -> bool {
     line.contains("Bus error") || killed_by(line).is_some() || status_of_words(line).is_some()
 }
 
@@ -66,7 +66,7 @@ fn verdict(status: Status, message: String, signal: Option<i32>, pid: Option<u32
     }
 }
 
-pub(crate) fn classify(e: &Ending) -> Verdict {
+pub fn classify(e: &Ending) -> Verdict {
     let said = |line: &String| format!("it printed: {}", line.trim());
     let Some(exit) = e.exit else {
         return verdict(

@@ -4,11 +4,11 @@
 //! its first [`MAX_LINE`] bytes are kept, so a line of any length takes bounded memory.
 
 /// Bytes of one line kept for matching; the rest of a longer line is relayed but not matched.
-pub(crate) const MAX_LINE: usize = 64 * 1024;
+pub const MAX_LINE: usize = 64 * 1024;
 
 /// Cuts a byte stream into lines.
 #[derive(Default)]
-pub(crate) struct Lines {
+pub struct Lines {
     current: Vec<u8>,
     /// The current line has run past [`MAX_LINE`].
     cut: bool,
@@ -16,7 +16,7 @@ pub(crate) struct Lines {
 
 impl Lines {
     /// Feeds `chunk`; returns the lines it completed (lossily decoded, without their ending).
-    pub(crate) fn push(&mut self, chunk: &[u8]) -> Vec<String> {
+    pub fn push(&mut self, chunk: &[u8]) -> Vec<String> {
         let mut done = Vec::new();
         for piece in chunk.split_inclusive(|b| *b == b'\n' || *b == b'\r') {
             let (body, ended) = match piece.last() {
@@ -35,7 +35,7 @@ impl Lines {
     }
 
     /// The last line, if the stream ended without a line ending.
-    pub(crate) fn finish(&mut self) -> Option<String> {
+    pub fn finish(&mut self) -> Option<String> {
         self.take()
     }
 

@@ -7,8 +7,8 @@
 //! The cell is the job's subreaper: processes the command orphans are re-parented to it, so
 //! their ends are evidence too, and none outlives the cell.
 
-pub(crate) mod ending;
-pub(crate) mod lines;
+pub mod ending;
+pub mod lines;
 pub mod sampler;
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -22,14 +22,14 @@ use regex::Regex;
 
 use super::metrics::Usage;
 use super::protocol::{Output, Progress, Stream};
-use crate::model::config::CellConfig;
-use crate::model::knobs::RuntimeKind;
-use crate::model::record::{CellRecord, Failure, Metrics, Status};
-use crate::model::watch::{Leftover, WatchFindings, WatchSettings};
-use crate::sys::holders::FileId;
-use crate::sys::lease_removal;
-use crate::sys::{cgroup, proc_tree, process, shm};
 use ending::Exit;
+use model::config::CellConfig;
+use model::knobs::RuntimeKind;
+use model::record::{CellRecord, Failure, Metrics, Status};
+use model::watch::{Leftover, WatchFindings, WatchSettings};
+use sys::holders::FileId;
+use sys::lease_removal;
+use sys::{cgroup, proc_tree, process, shm};
 
 /// Output lines kept as evidence of how the job failed.
 const EVIDENCE_LINES: usize = 20;
@@ -157,7 +157,7 @@ fn relay_both(
 }
 
 /// Runs the watched command of `config` and returns its record.
-pub(crate) fn run_cell(config: &CellConfig) -> CellRecord {
+pub fn run_cell(config: &CellConfig) -> CellRecord {
     let fail = |message: String| CellRecord::failed_to_run(config.clone(), Status::Error, message);
     let Some(settings) = &config.watch else {
         return fail("a command cell without a command".into());

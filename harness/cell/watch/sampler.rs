@@ -9,9 +9,9 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use crate::model::watch::{Hold, Holder, Segment, ShmSample};
-use crate::sys::holders::FileId;
-use crate::sys::{cgroup, proc_tree, shm};
+use model::watch::{Hold, Holder, Segment, ShmSample};
+use sys::holders::FileId;
+use sys::{cgroup, proc_tree, shm};
 
 /// How far a new peak must rise above the last attributed one to be attributed again: a page
 /// or two of noise does not cost a walk of every process's fds and maps.
@@ -26,31 +26,31 @@ const MAX_SAMPLES: usize = 8192;
 
 /// What the sampler and the cell share while the job runs.
 #[derive(Default)]
-pub(crate) struct Shared {
-    pub(crate) step: AtomicU64,
-    pub(crate) stop: AtomicBool,
+pub struct Shared {
+    pub step: AtomicU64,
+    pub stop: AtomicBool,
 }
 
 /// What the sampler saw.
 #[derive(Default)]
-pub(crate) struct Sampled {
-    pub(crate) samples: Vec<ShmSample>,
-    pub(crate) peak_bytes: u64,
-    pub(crate) peak_t_s: f64,
-    pub(crate) holders: Vec<Holder>,
-    pub(crate) holders_t_s: f64,
+pub struct Sampled {
+    pub samples: Vec<ShmSample>,
+    pub peak_bytes: u64,
+    pub peak_t_s: f64,
+    pub holders: Vec<Holder>,
+    pub holders_t_s: f64,
     /// /dev/shm in use (above the base) when `holders` were walked, and the shared memory the
     /// memory cgroup was charged then (when the job has a limit).
-    pub(crate) holders_shm_bytes: u64,
-    pub(crate) holders_cgroup_shmem: Option<u64>,
+    pub holders_shm_bytes: u64,
+    pub holders_cgroup_shmem: Option<u64>,
     /// Every file (device, inode) a process of the job was seen holding.
-    pub(crate) seen: std::collections::BTreeSet<FileId>,
-    pub(crate) max_processes: u32,
-    pub(crate) max_fds: u64,
-    pub(crate) cpu_s: f64,
-    pub(crate) count: u64,
+    pub seen: std::collections::BTreeSet<FileId>,
+    pub max_processes: u32,
+    pub max_fds: u64,
+    pub cpu_s: f64,
+    pub count: u64,
     /// /dev/shm in use when the sampler started (the level samples are measured above).
-    pub(crate) base_bytes: u64,
+    pub base_bytes: u64,
 }
 
 /// Thread CPU time of the caller, seconds.
@@ -121,7 +121,7 @@ impl Sampled {
 /// Samples until `shared.stop`, one last time after it. `base_bytes` is /dev/shm's use before
 /// the job started, taken by the caller: on a loaded machine this thread may first run after the
 /// job has already written, and a base taken here would hide that.
-pub(crate) fn run(root: u32, interval: Duration, shared: Arc<Shared>, base_bytes: u64) -> Sampled {
+pub fn run(root: u32, interval: Duration, shared: Arc<Shared>, base_bytes: u64) -> Sampled {
     let cpu_at_start = thread_cpu_s();
     let start = Instant::now();
     let shm_dir = shm::OpenShm::open();

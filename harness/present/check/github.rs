@@ -7,10 +7,10 @@
 use std::fmt::Write as _;
 
 use super::CheckFormat;
-use crate::check::rules::Severity;
-use crate::check::Report;
+use check::rules::Severity;
+use check::Report;
 
-pub(crate) struct Github;
+pub struct Github;
 
 /// The runner's word for a severity.
 fn command(severity: Severity) -> &'static str {

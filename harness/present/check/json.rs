@@ -2,10 +2,10 @@
 //! checked, and the rules that were applied.
 
 use super::CheckFormat;
-use crate::check::rules::RULES;
-use crate::check::Report;
+use check::rules::RULES;
+use check::Report;
 
-pub(crate) struct Json;
+pub struct Json;
 
 impl CheckFormat for Json {
     fn render(&self, report: &Report) -> String {

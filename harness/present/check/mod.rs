@@ -8,32 +8,32 @@ mod json;
 mod sarif;
 mod text;
 
-use crate::check::Report;
+use check::Report;
 
 /// JSON with `##[` written `#\u0023[`: the same string to a JSON reader, while a CI runner
 /// that reads the log takes `##[` anywhere in a line as one of its older commands
 /// (`##[set-output name=x]`), and names and values come from untrusted files. No line of
 /// pretty-printed JSON can begin with `::` (the newer commands): each starts with space, a
 /// quote or a bracket.
-pub(crate) fn json_for_logs(json: &str) -> String {
+pub fn json_for_logs(json: &str) -> String {
     json.replace("##[", "#\\u0023[")
 }
 
 /// A way to write a check's report.
-pub(crate) trait CheckFormat {
+pub trait CheckFormat {
     fn render(&self, report: &Report) -> String;
 }
 
 /// The format `--format` names.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
-pub(crate) enum FormatName {
+pub enum FormatName {
     Text,
     Json,
     Sarif,
     Github,
 }
 
-pub(crate) fn format(name: FormatName) -> Box<dyn CheckFormat> {
+pub fn format(name: FormatName) -> Box<dyn CheckFormat> {
     match name {
         FormatName::Text => Box::new(text::Text),
         FormatName::Json => Box::new(json::Json),

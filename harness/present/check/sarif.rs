@@ -10,10 +10,10 @@ use std::path::{Component, Path, PathBuf};
 use serde_json::{json, Value};
 
 use super::CheckFormat;
-use crate::check::rules::{Severity, RULES};
-use crate::check::Report;
+use check::rules::{Severity, RULES};
+use check::Report;
 
-pub(crate) struct Sarif;
+pub struct Sarif;
 
 /// The base the relative URIs are resolved against, named as code scanning expects.
 const SRCROOT: &str = "%SRCROOT%";

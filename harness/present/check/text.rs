@@ -11,10 +11,10 @@
 use std::fmt::Write as _;
 
 use super::CheckFormat;
-use crate::check::Report;
-use crate::present::terminal::{no_workflow_commands as no_commands, shown as data};
+use crate::terminal::{no_workflow_commands as no_commands, shown as data};
+use check::Report;
 
-pub(crate) struct Text;
+pub struct Text;
 
 impl CheckFormat for Text {
     fn render(&self, report: &Report) -> String {
@@ -62,7 +62,7 @@ impl CheckFormat for Text {
                 .filter(|f| f.rule.severity == s)
                 .count()
         };
-        use crate::check::rules::Severity::{Error, Note, Warning};
+        use check::rules::Severity::{Error, Note, Warning};
         let _ = writeln!(
             out,
             "{} file(s) checked: {} error(s), {} warning(s), {} note(s){}",

@@ -1,7 +1,7 @@
 //! The report's content as blocks that each output format renders its own way: made by
 //! `document` (and its sections), written by `markdown` and `html`.
 
-pub(crate) enum Block {
+pub enum Block {
     Heading(u8, String),
     Paragraph(String),
     Table(Vec<String>, Vec<Vec<String>>),

@@ -4,17 +4,17 @@
 
 use super::block::Block;
 use super::{ReportContent, Source};
-use crate::analysis::statements::{judge_all, Judged};
-use crate::model::statement::StatementKind;
-use crate::present::statements;
+use crate::statements;
+use analysis::statements::{judge_all, Judged};
+use model::statement::StatementKind;
 
 /// The source's statements, judged.
-pub(crate) fn judged(source: &Source) -> Vec<Judged> {
+pub fn judged(source: &Source) -> Vec<Judged> {
     judge_all(&source.statements, &source.statement_rows)
 }
 
 /// Those drawn: a trend or a comparison of a quantity.
-pub(crate) fn drawn(judged: &[Judged]) -> Vec<&Judged> {
+pub fn drawn(judged: &[Judged]) -> Vec<&Judged> {
     judged
         .iter()
         .filter(|j| {
@@ -26,7 +26,7 @@ pub(crate) fn drawn(judged: &[Judged]) -> Vec<&Judged> {
         .collect()
 }
 
-pub(crate) fn blocks(source: &Source, report: &ReportContent) -> Vec<Block> {
+pub fn blocks(source: &Source, report: &ReportContent) -> Vec<Block> {
     let judged = judged(source);
     if judged.is_empty() {
         return Vec::new();

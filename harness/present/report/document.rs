@@ -2,12 +2,12 @@
 
 use super::block::Block;
 use super::{checked, watched, ReportContent};
-use crate::model::knobs::Loader;
-use crate::model::size::ByteSize;
-use crate::present::compare::summary_cells;
-use crate::present::labels::{claim_label, explanation, status_label, verdict_label};
-use crate::present::matrix;
-use crate::results::Row;
+use crate::compare::summary_cells;
+use crate::labels::{claim_label, explanation, status_label, verdict_label};
+use crate::matrix;
+use model::knobs::Loader;
+use model::size::ByteSize;
+use results::Row;
 
 fn claims_table(rows: &[Row]) -> Option<Block> {
     let claimed: Vec<&Row> = rows.iter().filter(|r| r.claim_status.is_some()).collect();
@@ -123,7 +123,7 @@ fn environment(report: &ReportContent) -> Block {
 }
 
 /// The report, top to bottom.
-pub(crate) fn build(report: &ReportContent) -> Vec<Block> {
+pub fn build(report: &ReportContent) -> Vec<Block> {
     let scenarios: Vec<String> = {
         let mut names: Vec<String> = report
             .sources

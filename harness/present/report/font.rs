@@ -26,7 +26,7 @@ static REGISTERED: OnceLock<Result<PathBuf, NoFont>> = OnceLock::new();
 /// No font could be registered: what was tried, and how to get one.
 #[derive(Clone, Debug, thiserror::Error)]
 #[error("no usable TrueType font for plot text: tried {tried}. Install one (Debian/Ubuntu: apt-get install fonts-dejavu-core) or set SHMBENCH_FONT=/path/to/font.ttf")]
-pub(crate) struct NoFont {
+pub struct NoFont {
     tried: String,
 }
 
@@ -62,7 +62,7 @@ fn find_and_register() -> Result<PathBuf, NoFont> {
 }
 
 /// Registers a font once per process; returns the file used.
-pub(crate) fn ensure() -> Result<PathBuf> {
+pub fn ensure() -> Result<PathBuf> {
     REGISTERED
         .get_or_init(find_and_register)
         .clone()

@@ -9,7 +9,7 @@ use super::block::Block;
 use super::document;
 use super::{Format, ReportContent};
 
-pub(crate) struct Html;
+pub struct Html;
 
 fn esc(text: &str) -> String {
     text.replace('&', "&amp;")

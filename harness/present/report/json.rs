@@ -6,10 +6,10 @@ use anyhow::Result;
 use serde_json::json;
 
 use super::{Format, ReportContent};
-use crate::analysis::claims;
-use crate::present::labels::{claim_label, explanation, status_label};
+use crate::labels::{claim_label, explanation, status_label};
+use analysis::claims;
 
-pub(crate) struct Json;
+pub struct Json;
 
 impl Format for Json {
     fn name(&self) -> &'static str {

@@ -8,7 +8,7 @@ use super::block::Block;
 use super::document;
 use super::{Format, ReportContent};
 
-pub(crate) struct Markdown;
+pub struct Markdown;
 
 /// Escapes a table cell (pipes would end it).
 fn cell(text: &str) -> String {
@@ -35,7 +35,7 @@ impl Format for Markdown {
                         .map(|r| r.iter().map(|c| cell(c)).collect())
                         .collect();
                     let header_refs: Vec<&str> = headers.iter().map(String::as_str).collect();
-                    out.push_str(&crate::present::table::markdown(&header_refs, &rows));
+                    out.push_str(&crate::table::markdown(&header_refs, &rows));
                     out.push_str("\n\n");
                 }
                 Block::List(items) => {

@@ -5,14 +5,14 @@
 //! written once as PNG and SVG and shared by the formats.
 
 mod block;
-pub(crate) mod checked;
+pub mod checked;
 mod document;
-pub(crate) mod font;
+pub mod font;
 mod html;
 mod json;
 mod markdown;
-pub(crate) mod plots;
-pub(crate) mod watched;
+pub mod plots;
+pub mod watched;
 
 use std::path::{Path, PathBuf};
 
@@ -20,50 +20,50 @@ use std::collections::HashSet;
 
 use anyhow::{bail, Result};
 
-use crate::analysis::summary::{cell_key, CellSummary, Summaries};
-use crate::model::knobs::Loader;
+use analysis::summary::{cell_key, CellSummary, Summaries};
+use model::knobs::Loader;
 
-use crate::model::statement::Statement;
-use crate::model::watch::WatchFindings;
-use crate::results::statements;
-use crate::results::steps::{self, StepRow};
-use crate::results::stream;
-use crate::results::watch;
-use crate::results::Row;
+use model::statement::Statement;
+use model::watch::WatchFindings;
+use results::statements;
+use results::steps::{self, StepRow};
+use results::stream;
+use results::watch;
+use results::Row;
 
 /// One results file and what could be read of it.
-pub(crate) struct Source {
-    pub(crate) path: PathBuf,
+pub struct Source {
+    pub path: PathBuf,
     /// How the report names this source (its file stem; with the host when there are several).
-    pub(crate) label: String,
+    pub label: String,
     /// The rows it shows: each cell's first run per host and environment (a fleet's year is a
     /// million rows, and a report speaks of cells; [`Source::cells`] summarises every run).
-    pub(crate) rows: Vec<Row>,
+    pub rows: Vec<Row>,
     /// Every row of the cells its statements name (they are judged over all their runs).
-    pub(crate) statement_rows: Vec<Row>,
+    pub statement_rows: Vec<Row>,
     /// Every loader cell over all its runs, in order of first appearance.
-    pub(crate) cells: Vec<CellSummary>,
+    pub cells: Vec<CellSummary>,
     /// How many rows the file holds.
-    pub(crate) total_rows: usize,
+    pub total_rows: usize,
     /// Per row (same order): the time series; where it is missing, the problems say why.
-    pub(crate) series: Vec<Option<Vec<StepRow>>>,
+    pub series: Vec<Option<Vec<StepRow>>>,
     /// Per row (same order): what watching it saw, for a watched command's row.
-    pub(crate) watches: Vec<Option<WatchFindings>>,
+    pub watches: Vec<Option<WatchFindings>>,
     /// The sentences its scenario's cells measure together (`[[claims]]`), kept beside it.
-    pub(crate) statements: Vec<Statement>,
+    pub statements: Vec<Statement>,
 }
 
 /// Everything a report shows.
-pub(crate) struct ReportContent {
-    pub(crate) sources: Vec<Source>,
+pub struct ReportContent {
+    pub sources: Vec<Source>,
     /// What could not be read, said in the report rather than failing it.
-    pub(crate) problems: Vec<String>,
+    pub problems: Vec<String>,
     /// Plot files written for it (PNG and SVG), relative to the report directory.
-    pub(crate) plots: Vec<plots::Plot>,
+    pub plots: Vec<plots::Plot>,
 }
 
 /// An output format.
-pub(crate) trait Format {
+pub trait Format {
     /// The format's name on the command line (`md`, `html`, `json`).
     fn name(&self) -> &'static str;
     /// Writes the report into `dir`; returns the file written.
@@ -71,7 +71,7 @@ pub(crate) trait Format {
 }
 
 /// All formats, by name.
-pub(crate) fn formats() -> Vec<Box<dyn Format>> {
+pub fn formats() -> Vec<Box<dyn Format>> {
     vec![
         Box::new(markdown::Markdown),
         Box::new(html::Html),
@@ -82,7 +82,7 @@ pub(crate) fn formats() -> Vec<Box<dyn Format>> {
 impl ReportContent {
     /// Reads results files; an unreadable file or time series becomes a problem the report
     /// states, and only no readable rows at all is an error.
-    pub(crate) fn load(paths: &[PathBuf]) -> Result<ReportContent> {
+    pub fn load(paths: &[PathBuf]) -> Result<ReportContent> {
         let mut sources = Vec::new();
         let mut problems = Problems::default();
         for path in paths {
@@ -109,7 +109,7 @@ impl ReportContent {
     }
 
     /// Writes plots and the chosen formats into `dir`; returns the files written, report first.
-    pub(crate) fn write(mut self, dir: &Path, chosen: &[String]) -> Result<Vec<PathBuf>> {
+    pub fn write(mut self, dir: &Path, chosen: &[String]) -> Result<Vec<PathBuf>> {
         std::fs::create_dir_all(dir)
             .map_err(|e| anyhow::anyhow!("cannot create {}: {e}", dir.display()))?;
         let all = formats();
@@ -253,7 +253,7 @@ impl Source {
 }
 
 /// Default report directory for results file `csv`: `reports/<csv stem>/`.
-pub(crate) fn default_dir(csv: &Path) -> PathBuf {
+pub fn default_dir(csv: &Path) -> PathBuf {
     let stem = csv
         .file_stem()
         .map(|s| s.to_string_lossy().into_owned())

@@ -4,18 +4,18 @@
 
 use super::block::Block;
 use super::Source;
-use crate::analysis::trend::trend;
-use crate::model::knobs::Loader;
-use crate::model::size::ByteSize;
-use crate::model::watch::WatchFindings;
-use crate::present::watch::{mib_per_s, pid_label};
-use crate::results::Row;
+use crate::watch::{mib_per_s, pid_label};
+use analysis::trend::trend;
+use model::knobs::Loader;
+use model::size::ByteSize;
+use model::watch::WatchFindings;
+use results::Row;
 
 /// Processes listed per job at the peak.
 const HOLDERS: usize = 6;
 
 /// The watched rows of a source, each with what watching it saw.
-pub(crate) fn watched(source: &Source) -> Vec<(&Row, Option<&WatchFindings>)> {
+pub fn watched(source: &Source) -> Vec<(&Row, Option<&WatchFindings>)> {
     source
         .rows
         .iter()
@@ -73,7 +73,7 @@ fn left(report: &WatchFindings) -> String {
 }
 
 /// The section's blocks for one source; empty when it has no watched rows.
-pub(crate) fn blocks(source: &Source) -> Vec<Block> {
+pub fn blocks(source: &Source) -> Vec<Block> {
     let jobs = watched(source);
     if jobs.is_empty() {
         return Vec::new();

@@ -13,14 +13,14 @@ use std::path::{Path, PathBuf};
 use anyhow::{bail, Context, Result};
 
 use super::image::BuildContext;
-use crate::sys::reexec::{BUNDLE_BINARY, BUNDLE_LIBS, BUNDLE_LOADER};
+use sys::reexec::{BUNDLE_BINARY, BUNDLE_LIBS, BUNDLE_LOADER};
 
 /// Where the bundle is mounted in the user's container.
-pub(crate) const IN_CONTAINER: &str = "/.shmbench";
+pub const IN_CONTAINER: &str = "/.shmbench";
 
 /// The directory bundles live in: `<shmbench's cache>/bundles`.
 fn bundles_dir() -> Result<PathBuf> {
-    Ok(crate::runtime::cache_dir()
+    Ok(crate::cache_dir()
         .context("no place for the bundle --image mounts")?
         .join("bundles"))
 }
@@ -28,7 +28,7 @@ fn bundles_dir() -> Result<PathBuf> {
 /// Makes sure the bundle of this binary exists on the host; returns its directory. It is written
 /// under a temporary name and renamed, so a concurrent or interrupted run never sees half of one;
 /// bundles of earlier binaries are removed.
-pub(crate) fn ensure() -> Result<PathBuf> {
+pub fn ensure() -> Result<PathBuf> {
     let context = BuildContext::of_this_binary()?;
     let Some(loader) = context.interpreter() else {
         bail!("this shmbench binary is statically linked; --image needs the dynamically linked build (its loader runs it inside the image)");

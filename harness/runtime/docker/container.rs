@@ -9,16 +9,16 @@ use bollard::query_parameters::CreateContainerOptionsBuilder;
 
 use super::python::{self, PythonInContainer};
 use super::{bundle, hostname, Docker, LABEL_HOST, LABEL_OWNER};
-use crate::cell::protocol::{LIFELINE_ENV, PROGRESS_ENV};
-use crate::cell::torch::PythonError;
-use crate::model::config::CellConfig;
-use crate::model::knobs::Loader;
-use crate::sys::reexec::{bundle_argv, BUNDLE_ENV};
-use crate::sys::run_owner::{self, NoRunRecord};
+use cell::protocol::{LIFELINE_ENV, PROGRESS_ENV};
+use cell::torch::PythonError;
+use model::config::CellConfig;
+use model::knobs::Loader;
+use sys::reexec::{bundle_argv, BUNDLE_ENV};
+use sys::run_owner::{self, NoRunRecord};
 
 /// Why a cell's container could not be run.
 #[derive(Debug, thiserror::Error)]
-pub(crate) enum ContainerError {
+pub enum ContainerError {
     #[error(transparent)]
     Python(#[from] PythonError),
     #[error(transparent)]

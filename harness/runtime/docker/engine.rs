@@ -8,19 +8,19 @@ use std::time::Duration;
 use anyhow::{anyhow, Result};
 use bollard::Docker;
 
-pub(crate) use crate::sys::fingerprint::EngineInfo;
+pub use sys::fingerprint::EngineInfo;
 
 /// How long a ping may take before the engine counts as not answering.
 const PING_TIMEOUT: Duration = Duration::from_secs(3);
 
-pub(crate) struct Engine {
+pub struct Engine {
     runtime: tokio::runtime::Runtime,
     docker: Docker,
-    pub(crate) info: EngineInfo,
+    pub info: EngineInfo,
 }
 
 /// Where the harness looks for the engine, for messages.
-pub(crate) fn address() -> String {
+pub fn address() -> String {
     std::env::var("DOCKER_HOST").unwrap_or_else(|_| "unix:///var/run/docker.sock".to_string())
 }
 
@@ -38,7 +38,7 @@ fn explain(e: &bollard::errors::Error) -> String {
 
 impl Engine {
     /// Connects, negotiates the API version and reads the engine's description.
-    pub(crate) fn connect() -> Result<Engine> {
+    pub fn connect() -> Result<Engine> {
         let runtime = tokio::runtime::Builder::new_current_thread()
             .enable_all()
             .build()
@@ -91,18 +91,18 @@ impl Engine {
         })
     }
 
-    pub(crate) fn docker(&self) -> &Docker {
+    pub fn docker(&self) -> &Docker {
         &self.docker
     }
 
-    pub(crate) fn block_on<F: Future>(&self, future: F) -> F::Output {
+    pub fn block_on<F: Future>(&self, future: F) -> F::Output {
         self.runtime.block_on(future)
     }
 }
 
 /// Whether an engine may be there: false only when DOCKER_HOST is unset or a unix socket, and
 /// that socket does not exist (then no container of any run can exist either).
-pub(crate) fn socket_present() -> bool {
+pub fn socket_present() -> bool {
     match address().strip_prefix("unix://") {
         Some(path) => std::path::Path::new(path).exists(),
         None => true,
@@ -110,6 +110,6 @@ pub(crate) fn socket_present() -> bool {
 }
 
 /// Whether an engine answers (for `runtime = auto`).
-pub(crate) fn reachable() -> bool {
+pub fn reachable() -> bool {
     Engine::connect().is_ok()
 }

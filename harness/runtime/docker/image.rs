@@ -14,21 +14,21 @@ use futures_util::StreamExt;
 use sha2::{Digest, Sha256};
 
 use super::engine::Engine;
-use crate::sys::image_use;
+use sys::image_use;
 
 /// Repository name of every image shmbench builds.
-pub(crate) const REPOSITORY: &str = "shmbench";
+pub const REPOSITORY: &str = "shmbench";
 /// Label that marks them (for listing and removal).
-pub(crate) const LABEL: &str = "org.shmbench.image";
+pub const LABEL: &str = "org.shmbench.image";
 /// Where the binary lives in the image; the cell's workers re-exec it through /proc/self/exe.
-pub(crate) const BINARY_IN_IMAGE: &str = "/shmbench";
+pub const BINARY_IN_IMAGE: &str = "/shmbench";
 
 /// The files that make up the image: (path in the image, contents).
-pub(crate) struct BuildContext {
+pub struct BuildContext {
     files: Vec<(String, Vec<u8>)>,
     /// The ELF interpreter's path among `files` (None for a static binary).
     interpreter: Option<String>,
-    pub(crate) tag: String,
+    pub tag: String,
 }
 
 /// Shared objects this process has mapped, from /proc/self/maps.
@@ -79,11 +79,11 @@ fn elf_interpreter(binary: &[u8]) -> Option<String> {
 
 impl BuildContext {
     /// Collects the running binary and its libraries.
-    pub(crate) fn of_this_binary() -> Result<BuildContext> {
+    pub fn of_this_binary() -> Result<BuildContext> {
         let binary =
             std::fs::read("/proc/self/exe").context("reading the running shmbench binary")?;
         // Shipped without its debug info (the host's copy keeps it for backtraces).
-        let binary = crate::sys::elf_strip::without_debug_info(&binary);
+        let binary = sys::elf_strip::without_debug_info(&binary);
         let interpreter = elf_interpreter(&binary);
         let mut files = vec![(BINARY_IN_IMAGE.to_string(), binary)];
         for lib in mapped_libraries()? {
@@ -116,31 +116,31 @@ impl BuildContext {
     }
 
     /// Every file: (absolute path, bytes).
-    pub(crate) fn files(&self) -> &[(String, Vec<u8>)] {
+    pub fn files(&self) -> &[(String, Vec<u8>)] {
         &self.files
     }
 
-    pub(crate) fn paths(&self) -> impl Iterator<Item = &str> {
+    pub fn paths(&self) -> impl Iterator<Item = &str> {
         self.files.iter().map(|(p, _)| p.as_str())
     }
 
     /// The content hash (the tag's version part).
-    pub(crate) fn hash(&self) -> &str {
+    pub fn hash(&self) -> &str {
         self.tag.rsplit(':').next().unwrap_or(&self.tag)
     }
 
     /// The binary's bytes.
-    pub(crate) fn binary(&self) -> &[u8] {
+    pub fn binary(&self) -> &[u8] {
         self.file(BINARY_IN_IMAGE).unwrap_or_default()
     }
 
     /// The ELF interpreter's bytes, when the binary is dynamically linked.
-    pub(crate) fn interpreter(&self) -> Option<&[u8]> {
+    pub fn interpreter(&self) -> Option<&[u8]> {
         self.file(self.interpreter.as_deref()?)
     }
 
     /// The shared libraries other than the interpreter: (file name, bytes).
-    pub(crate) fn libraries(&self) -> impl Iterator<Item = (&str, &[u8])> {
+    pub fn libraries(&self) -> impl Iterator<Item = (&str, &[u8])> {
         self.files
             .iter()
             .filter(|(p, _)| p != BINARY_IN_IMAGE && Some(p) != self.interpreter.as_ref())
@@ -178,12 +178,12 @@ impl BuildContext {
 }
 
 /// Whether the engine has this image.
-pub(crate) fn exists(engine: &Engine, tag: &str) -> bool {
+pub fn exists(engine: &Engine, tag: &str) -> bool {
     engine.block_on(engine.docker().inspect_image(tag)).is_ok()
 }
 
 /// Builds the image; returns how long the build took.
-pub(crate) fn build(engine: &Engine, context: &BuildContext) -> Result<Duration> {
+pub fn build(engine: &Engine, context: &BuildContext) -> Result<Duration> {
     let started = Instant::now();
     let body = bytes::Bytes::from(context.tar()?);
     let options = bollard::query_parameters::BuildImageOptionsBuilder::default()
@@ -225,7 +225,7 @@ pub(crate) fn build(engine: &Engine, context: &BuildContext) -> Result<Duration>
 
 /// Makes sure the image for this binary exists; returns its tag and the build time if it had
 /// to be built.
-pub(crate) fn ensure(engine: &Engine) -> Result<(String, Option<Duration>)> {
+pub fn ensure(engine: &Engine) -> Result<(String, Option<Duration>)> {
     let context = BuildContext::of_this_binary()?;
     // Marked as used before it is looked for: no other run may prune it from here on.
     image_use::hold(&context.tag);
@@ -255,13 +255,13 @@ fn prune_others(engine: &Engine, keep: &str) {
 }
 
 /// One shmbench image the engine holds.
-pub(crate) struct Listed {
-    pub(crate) tags: Vec<String>,
-    pub(crate) id: String,
-    pub(crate) size: i64,
+pub struct Listed {
+    pub tags: Vec<String>,
+    pub id: String,
+    pub size: i64,
 }
 
-pub(crate) fn list(engine: &Engine) -> Result<Vec<Listed>> {
+pub fn list(engine: &Engine) -> Result<Vec<Listed>> {
     let filters = HashMap::from([("label", vec![LABEL])]);
     let options = bollard::query_parameters::ListImagesOptionsBuilder::default()
         .filters(&filters)
@@ -282,7 +282,7 @@ pub(crate) fn list(engine: &Engine) -> Result<Vec<Listed>> {
 /// Writes the image `tag` as a tar that `docker load` (or a registry push after it) accepts to
 /// `out`, through a temporary file beside it, so a failure leaves no partial tar; returns its
 /// size in bytes.
-pub(crate) fn export(engine: &Engine, tag: &str, out: &Path) -> Result<u64> {
+pub fn export(engine: &Engine, tag: &str, out: &Path) -> Result<u64> {
     use std::io::Write;
     let dir = out
         .parent()
@@ -310,7 +310,7 @@ pub(crate) fn export(engine: &Engine, tag: &str, out: &Path) -> Result<u64> {
 }
 
 /// Removes every shmbench image; returns what was removed.
-pub(crate) fn remove_all(engine: &Engine) -> Result<Vec<String>> {
+pub fn remove_all(engine: &Engine) -> Result<Vec<String>> {
     let mut removed = Vec::new();
     for image in list(engine)? {
         let options = bollard::query_parameters::RemoveImageOptionsBuilder::default()

@@ -9,8 +9,8 @@
 
 mod bundle;
 mod container;
-pub(crate) mod engine;
-pub(crate) mod image;
+pub mod engine;
+pub mod image;
 mod python;
 
 use std::collections::HashMap;
@@ -26,26 +26,26 @@ use futures_util::StreamExt;
 
 use super::launch::{CellMessage, Runtime};
 use super::output::Monitor;
-use crate::model::config::CellConfig;
-use crate::model::knob_types::IpcMode;
-use crate::model::record::{CellRecord, Status};
-use crate::sys::owner::Token;
-use crate::sys::run_owner;
 use container::ContainerError;
 use engine::Engine;
+use model::config::CellConfig;
+use model::knob_types::IpcMode;
+use model::record::{CellRecord, Status};
+use sys::owner::Token;
+use sys::run_owner;
 
 /// Labels on every container shmbench starts: the token of the harness run that started it
 /// (`sys::run_owner::this_run`: its owner record proves the run alive or dead), from which host.
-pub(crate) const LABEL_OWNER: &str = "org.shmbench.run-token";
-pub(crate) const LABEL_HOST: &str = "org.shmbench.host";
+pub const LABEL_OWNER: &str = "org.shmbench.run-token";
+pub const LABEL_HOST: &str = "org.shmbench.host";
 
-pub(crate) struct Docker {
+pub struct Docker {
     engine: Engine,
     image: String,
     /// The host directory of shmbench's bundle, for cells in a user's image (`--image`).
     bundle: Option<std::path::PathBuf>,
     /// How long building the image took, when this run had to build it.
-    pub(crate) build_time: Option<Duration>,
+    pub build_time: Option<Duration>,
     counter: std::cell::Cell<u32>,
 }
 
@@ -59,7 +59,7 @@ impl Docker {
     /// Connects and makes sure the images `cells` need exist: shmbench's own (building it if
     /// needed) and each user image they name (which must already be in the engine: there may be
     /// no registry to pull from), with the bundle that runs shmbench inside those.
-    pub(crate) fn connect(cells: &[CellConfig]) -> Result<Docker> {
+    pub fn connect(cells: &[CellConfig]) -> Result<Docker> {
         let engine = Engine::connect()?;
         let (image, build_time) = image::ensure(&engine)?;
         let mut user_images: Vec<&str> = cells
@@ -88,11 +88,11 @@ impl Docker {
         })
     }
 
-    pub(crate) fn engine(&self) -> &Engine {
+    pub fn engine(&self) -> &Engine {
         &self.engine
     }
 
-    pub(crate) fn image(&self) -> &str {
+    pub fn image(&self) -> &str {
         &self.image
     }
 
@@ -243,7 +243,7 @@ impl Runtime for Docker {
 }
 
 /// Whether the engine still has a container of `token`'s run (true when it cannot say).
-pub(crate) fn has_containers_of(engine: &Engine, token: &Token) -> bool {
+pub fn has_containers_of(engine: &Engine, token: &Token) -> bool {
     let filters = HashMap::from([("label", vec![format!("{LABEL_OWNER}={token}")])]);
     let options = ListContainersOptionsBuilder::default()
         .all(true)
@@ -258,7 +258,7 @@ pub(crate) fn has_containers_of(engine: &Engine, token: &Token) -> bool {
 /// token's owner record is unlocked; e.g. SIGKILLed before its cell's lifeline closed). A
 /// container without a token, or whose run's record is gone, is not provably ours: it stays.
 /// Returns their names.
-pub(crate) fn sweep_dead_owners(engine: &Engine) -> Vec<String> {
+pub fn sweep_dead_owners(engine: &Engine) -> Vec<String> {
     let host = hostname();
     let filters = HashMap::from([("label", vec![format!("{LABEL_HOST}={host}")])]);
     let options = ListContainersOptionsBuilder::default()

@@ -6,21 +6,21 @@
 
 use std::path::Path;
 
-use crate::cell::torch;
+use cell::torch;
 
 /// Directories of the system's shared libraries, mounted when they exist (Debian's merged /usr
 /// makes /lib and /lib64 links into it; the links resolve on mount).
 const SYSTEM_DIRS: &[&str] = &["/usr", "/lib", "/lib64", "/etc/ld.so.cache"];
 
 /// Mounts and the interpreter path for a torch cell.
-pub(crate) struct PythonInContainer {
+pub struct PythonInContainer {
     /// The interpreter to run inside (absolute: the container has no PATH entry for it).
-    pub(crate) executable: String,
+    pub executable: String,
     /// `host:container:ro` binds.
-    pub(crate) binds: Vec<String>,
+    pub binds: Vec<String>,
 }
 
-pub(crate) fn prepare(python: &str) -> Result<PythonInContainer, torch::PythonError> {
+pub fn prepare(python: &str) -> Result<PythonInContainer, torch::PythonError> {
     let (executable, dirs) = torch::locate(python)?;
     let mut binds: Vec<String> = SYSTEM_DIRS
         .iter()
@@ -37,6 +37,6 @@ pub(crate) fn prepare(python: &str) -> Result<PythonInContainer, torch::PythonEr
 }
 
 /// The /tmp a torch cell needs in a read-only container (path, tmpfs options).
-pub(crate) fn tmp_mount() -> (String, String) {
+pub fn tmp_mount() -> (String, String) {
     ("/tmp".to_string(), "size=64m,mode=1777".to_string())
 }

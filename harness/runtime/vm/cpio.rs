@@ -4,7 +4,7 @@
 
 /// An archive being written.
 #[derive(Default)]
-pub(crate) struct Archive {
+pub struct Archive {
     bytes: Vec<u8>,
     next_ino: u32,
 }
@@ -50,25 +50,25 @@ impl Archive {
         }
     }
 
-    pub(crate) fn dir(&mut self, path: &str) {
+    pub fn dir(&mut self, path: &str) {
         self.entry(path, DIR | 0o755, &[], (0, 0));
     }
 
     /// A regular file; its parent directories must have been added first.
-    pub(crate) fn file(&mut self, path: &str, data: &[u8], perm: u32) {
+    pub fn file(&mut self, path: &str, data: &[u8], perm: u32) {
         self.entry(path, FILE | perm, data, (0, 0));
     }
 
-    pub(crate) fn symlink(&mut self, path: &str, target: &str) {
+    pub fn symlink(&mut self, path: &str, target: &str) {
         self.entry(path, LINK | 0o777, target.as_bytes(), (0, 0));
     }
 
-    pub(crate) fn char_device(&mut self, path: &str, major: u32, minor: u32) {
+    pub fn char_device(&mut self, path: &str, major: u32, minor: u32) {
         self.entry(path, CHAR | 0o600, &[], (major, minor));
     }
 
     /// A file with every parent directory it needs, each added once.
-    pub(crate) fn file_with_parents(
+    pub fn file_with_parents(
         &mut self,
         path: &str,
         data: &[u8],
@@ -87,7 +87,7 @@ impl Archive {
     }
 
     /// The archive, with its trailer.
-    pub(crate) fn finish(mut self) -> Vec<u8> {
+    pub fn finish(mut self) -> Vec<u8> {
         self.entry("TRAILER!!!", 0, &[], (0, 0));
         self.bytes
     }

@@ -9,12 +9,12 @@ use std::path::PathBuf;
 use anyhow::{Context, Result};
 
 use super::cpio::Archive;
-use crate::cell::protocol::GUEST_CELL_FILE;
-use crate::runtime::cache_dir;
-use crate::runtime::docker::image::{BuildContext, BINARY_IN_IMAGE};
+use crate::cache_dir;
+use crate::docker::image::{BuildContext, BINARY_IN_IMAGE};
+use cell::protocol::GUEST_CELL_FILE;
 
 /// The base archive for this binary, built once.
-pub(crate) fn base() -> Result<PathBuf> {
+pub fn base() -> Result<PathBuf> {
     let context = BuildContext::of_this_binary()?;
     let dir = cache_dir()?.join("initramfs");
     let path = dir.join(format!("{}.cpio", context.hash()));
@@ -45,7 +45,7 @@ pub(crate) fn base() -> Result<PathBuf> {
 }
 
 /// The small archive that carries one cell's config.
-pub(crate) fn cell(config_json: &str) -> Vec<u8> {
+pub fn cell(config_json: &str) -> Vec<u8> {
     let mut archive = Archive::default();
     archive.file(GUEST_CELL_FILE, config_json.as_bytes(), 0o644);
     archive.finish()

@@ -7,10 +7,10 @@ use std::process::Command;
 
 use anyhow::{bail, Context, Result};
 
-use crate::runtime::cache_dir;
+use crate::cache_dir;
 
 /// The bzImage `spec` names, fetched first when it is a Debian package.
-pub(crate) fn resolve(spec: &str) -> Result<PathBuf> {
+pub fn resolve(spec: &str) -> Result<PathBuf> {
     match spec.strip_prefix("debian:") {
         Some(version) => debian(version),
         None => {

@@ -9,7 +9,7 @@
 
 mod cpio;
 mod initramfs;
-pub(crate) mod kernel;
+pub mod kernel;
 
 use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
@@ -19,20 +19,20 @@ use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
 use super::launch::{CellMessage, Runtime};
-use crate::cell::protocol::{Progress, READY_MARK, RECORD_MARK};
-use crate::model::config::CellConfig;
-use crate::model::record::{CellRecord, Status};
-use crate::model::vm::{Accel, VmInfo};
-use crate::sys::{process, signals};
+use cell::protocol::{Progress, READY_MARK, RECORD_MARK};
+use model::config::CellConfig;
+use model::record::{CellRecord, Status};
+use model::vm::{Accel, VmInfo};
+use sys::{process, signals};
 
 /// Extra kernel command-line arguments (for debugging a kernel, and for the tests' panic).
-pub(crate) const APPEND_ENV: &str = "SHMBENCH_VM_APPEND";
+pub const APPEND_ENV: &str = "SHMBENCH_VM_APPEND";
 /// How long the KVM probe may take before `accel auto` takes TCG.
 const KVM_PROBE: Duration = Duration::from_secs(20);
 /// Console lines kept for an error's message.
 const TAIL: usize = 12;
 
-pub(crate) struct Vm {
+pub struct Vm {
     /// `accel auto`'s answer, probed once per run.
     auto: OnceLock<(Accel, String)>,
     /// The base initramfs, found (or built) once per run: finding it hashes the binary.
@@ -40,7 +40,7 @@ pub(crate) struct Vm {
 }
 
 impl Vm {
-    pub(crate) fn new() -> Vm {
+    pub fn new() -> Vm {
         Vm {
             auto: OnceLock::new(),
             base: OnceLock::new(),
@@ -232,7 +232,7 @@ impl Vm {
 }
 
 /// Fails with what to do when QEMU is not installed: checked once before a run.
-pub(crate) fn check_qemu() -> anyhow::Result<()> {
+pub fn check_qemu() -> anyhow::Result<()> {
     match Command::new("qemu-system-x86_64").arg("--version").output() {
         Ok(o) if o.status.success() => Ok(()),
         _ => anyhow::bail!(

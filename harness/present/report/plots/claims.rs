@@ -8,8 +8,8 @@ use plotters::coord::Shift;
 use plotters::prelude::*;
 
 use super::{label, label_at, pe, FONT, GRID, LIMIT, MIB, PALETTE};
-use crate::analysis::statements::Judged;
-use crate::model::statement::Quantity;
+use analysis::statements::Judged;
+use model::statement::Quantity;
 
 /// A value in the panel's unit (MiB for /dev/shm).
 fn scaled(q: Quantity, v: f64) -> f64 {

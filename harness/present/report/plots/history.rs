@@ -7,8 +7,8 @@ use plotters::coord::Shift;
 use plotters::prelude::*;
 
 use super::{label, label_at, pe, FONT, GRID, PALETTE};
-use crate::analysis::history::{History, Trend};
-use crate::present::history::run_label;
+use crate::history::run_label;
+use analysis::history::{History, Trend};
 
 pub(super) fn draw_history<DB: DrawingBackend>(
     root: &DrawingArea<DB, Shift>,

@@ -6,8 +6,8 @@ use plotters::coord::Shift;
 use plotters::prelude::*;
 
 use super::{categorical, crash_text, label, legend, pe, Item, CRASH};
-use crate::model::estimate::quantile;
-use crate::present::report::ReportContent;
+use crate::report::ReportContent;
+use model::estimate::quantile;
 
 pub(super) fn draw_latency<DB: DrawingBackend>(
     root: &DrawingArea<DB, Shift>,

@@ -40,9 +40,9 @@ use watch::draw_watch;
 use super::checked;
 use super::watched::watched;
 use super::ReportContent;
-use crate::model::knobs::Loader;
-use crate::results::steps::StepRow;
-use crate::results::Row;
+use model::knobs::Loader;
+use results::steps::StepRow;
+use results::Row;
 
 /// Okabe–Ito: blue, orange, bluish green, vermillion, reddish purple, sky blue, yellow, black.
 const PALETTE: [RGBColor; 8] = [
@@ -109,13 +109,13 @@ where
 
 /// A plot written for a report.
 #[derive(Clone, Debug)]
-pub(crate) struct Plot {
-    pub(crate) name: &'static str,
-    pub(crate) title: String,
-    pub(crate) png: String,
-    pub(crate) svg_file: String,
+pub struct Plot {
+    pub name: &'static str,
+    pub title: String,
+    pub png: String,
+    pub svg_file: String,
     /// The SVG text, for inlining.
-    pub(crate) svg: String,
+    pub svg: String,
 }
 
 fn pe<E: std::fmt::Debug>(e: E) -> anyhow::Error {
@@ -133,7 +133,7 @@ struct Item<'a> {
 /// The most cells (or watched jobs) a plot draws: a plot's size grows with what it draws, and
 /// past a few dozen panels nobody reads them (the tables keep every cell). The plots' titles say
 /// when they show the first of more.
-pub(crate) const MAX_PLOTTED: usize = 36;
+pub const MAX_PLOTTED: usize = 36;
 
 /// ` (the first 36 of 200)` when `shown` is fewer than `of`.
 fn first_of(shown: usize, of: usize) -> String {
@@ -258,10 +258,7 @@ macro_rules! both {
 }
 
 /// Writes the plot of a history into `dir`.
-pub(crate) fn write_history(
-    history: &crate::analysis::history::History,
-    dir: &Path,
-) -> Result<Vec<Plot>> {
+pub fn write_history(history: &analysis::history::History, dir: &Path) -> Result<Vec<Plot>> {
     super::font::ensure()?;
     let width = (160 * history.runs.len() as u32).clamp(900, 2400);
     Ok(vec![both!(
@@ -275,7 +272,7 @@ pub(crate) fn write_history(
 
 /// Writes every plot of `report` into `dir`: the loaders' three when it has loader rows, the
 /// watched jobs' one when it has watched rows.
-pub(crate) fn write_all(report: &ReportContent, dir: &Path) -> Result<Vec<Plot>> {
+pub fn write_all(report: &ReportContent, dir: &Path) -> Result<Vec<Plot>> {
     super::font::ensure()?;
     let mut plots = Vec::new();
     let mut jobs: Vec<_> = report.sources.iter().flat_map(watched).collect();

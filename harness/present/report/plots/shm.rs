@@ -6,8 +6,8 @@ use plotters::coord::Shift;
 use plotters::prelude::*;
 
 use super::{crash_text, legend, pe, whole, Item, CRASH, FONT, GRID, LIMIT, MIB};
-use crate::present::matrix::shm_label;
-use crate::present::report::ReportContent;
+use crate::matrix::shm_label;
+use crate::report::ReportContent;
 
 pub(super) fn draw_shm<DB: DrawingBackend>(
     root: &DrawingArea<DB, Shift>,

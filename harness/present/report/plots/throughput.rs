@@ -5,7 +5,7 @@ use plotters::coord::Shift;
 use plotters::prelude::*;
 
 use super::{categorical, crash_text, label, legend, pe, Item, CRASH};
-use crate::present::report::ReportContent;
+use crate::report::ReportContent;
 
 pub(super) fn draw_throughput<DB: DrawingBackend>(
     root: &DrawingArea<DB, Shift>,

@@ -7,10 +7,10 @@ use plotters::coord::Shift;
 use plotters::prelude::*;
 
 use super::{pe, whole, CRASH, FONT, GRID, LIMIT, MIB, PALETTE};
-use crate::model::size::ByteSize;
-use crate::model::watch::WatchFindings;
-use crate::present::watch::pid_label;
-use crate::results::Row;
+use crate::watch::pid_label;
+use model::size::ByteSize;
+use model::watch::WatchFindings;
+use results::Row;
 
 /// Processes drawn per job.
 const BARS: usize = 6;

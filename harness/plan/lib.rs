@@ -5,14 +5,14 @@
 
 pub mod advice;
 pub mod consumers;
-pub(crate) mod fixes;
-pub(crate) mod guard;
+pub mod fixes;
+pub mod guard;
 pub mod job;
-pub(crate) mod kernels;
-pub(crate) mod loader_fixes;
-pub(crate) mod memory;
-pub(crate) mod peak_words;
-pub(crate) mod predict;
+pub mod kernels;
+pub mod loader_fixes;
+pub mod memory;
+pub mod peak_words;
+pub mod predict;
 pub mod resolve;
 pub mod scenario;
-pub(crate) mod watch;
+pub mod watch;

@@ -4,15 +4,15 @@
 //! the `rules`, sized by `need` (the doctor's model). Nothing is run; every input is untrusted
 //! text.
 
-pub(crate) mod commands;
-pub(crate) mod compose;
-pub(crate) mod input;
-pub(crate) mod kube;
-pub(crate) mod need;
-pub(crate) mod rules;
-pub(crate) mod yaml;
-pub(crate) mod yaml_events;
-pub(crate) mod yaml_tree;
+pub mod commands;
+pub mod compose;
+pub mod input;
+pub mod kube;
+pub mod need;
+pub mod rules;
+pub mod yaml;
+pub mod yaml_events;
+pub mod yaml_tree;
 
 use std::path::{Path, PathBuf};
 
@@ -22,16 +22,16 @@ use rules::{Finding, Rule};
 
 /// What was found in the files.
 #[derive(Default, serde::Serialize)]
-pub(crate) struct Report {
-    pub(crate) findings: Vec<Finding>,
+pub struct Report {
+    pub findings: Vec<Finding>,
     /// Inputs that could not be checked (exit 2), each named.
-    pub(crate) problems: Vec<Problem>,
+    pub problems: Vec<Problem>,
     /// Directories not walked on purpose (a symlink loop, too deep): said, not failed on.
-    pub(crate) skipped: Vec<Problem>,
-    pub(crate) files: usize,
+    pub skipped: Vec<Problem>,
+    pub files: usize,
     /// The directory the paths given are relative to (SARIF's `%SRCROOT%`), when it is known.
     #[serde(skip)]
-    pub(crate) base: Option<PathBuf>,
+    pub base: Option<PathBuf>,
 }
 
 /// Whether a file is read as YAML (by its name; `-` and named files by their content).
@@ -74,7 +74,7 @@ fn check_text(path: &Path, text: &str, loaders: &Loaders, report: &mut Report) {
 }
 
 /// Checks every file under `paths`; findings of the rules in `ignore` are left out.
-pub(crate) fn run(paths: &[PathBuf], loaders: &Loaders, ignore: &[&'static Rule]) -> Report {
+pub fn run(paths: &[PathBuf], loaders: &Loaders, ignore: &[&'static Rule]) -> Report {
     let gathered = input::gather(paths);
     let mut report = Report {
         problems: gathered.problems,

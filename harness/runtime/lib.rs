@@ -4,33 +4,33 @@
 //! [`Runtimes`], the one place that chooses a runtime for a cell.
 
 mod child;
-pub(crate) mod docker;
-pub(crate) mod host;
-pub(crate) mod launch;
-pub(crate) mod namespace;
+pub mod docker;
+pub mod host;
+pub mod launch;
+pub mod namespace;
 mod output;
 mod pid_namespace;
 mod privileges;
-pub(crate) mod vm;
+pub mod vm;
 
-use crate::model::config::CellConfig;
-use crate::model::knobs::RuntimeKind;
-use crate::model::record::CellRecord;
+use model::config::CellConfig;
+use model::knobs::RuntimeKind;
+use model::record::CellRecord;
 
-pub(crate) use launch::{CellMessage, Output, Progress, Runtime, Stream};
+pub use launch::{CellMessage, Output, Progress, Runtime, Stream};
 
 /// The runtimes one run uses; Docker is connected (and its image built) only when a cell needs it.
-pub(crate) struct Runtimes {
+pub struct Runtimes {
     host: host::Host,
     namespace: namespace::Namespace,
-    pub(crate) docker: Option<docker::Docker>,
+    pub docker: Option<docker::Docker>,
     vm: vm::Vm,
 }
 
 impl Runtimes {
     /// Prepares what `cells` need and fails up front, with what to do, when a runtime they ask
     /// for cannot work here (no permission for namespaces, no Docker engine).
-    pub(crate) fn for_cells(cells: &[CellConfig]) -> anyhow::Result<Runtimes> {
+    pub fn for_cells(cells: &[CellConfig]) -> anyhow::Result<Runtimes> {
         let needs = |kind| cells.iter().any(|c| c.knobs.runtime == kind);
         if needs(RuntimeKind::Namespace) {
             namespace::check_permission()?;
@@ -60,7 +60,7 @@ impl Runtimes {
     }
 
     /// The runtime a resolved config asks for.
-    pub(crate) fn get(&self, config: &CellConfig) -> &dyn Runtime {
+    pub fn get(&self, config: &CellConfig) -> &dyn Runtime {
         match (config.knobs.runtime, &self.docker) {
             (RuntimeKind::Namespace, _) => &self.namespace,
             (RuntimeKind::Vm, _) => &self.vm,
@@ -73,18 +73,14 @@ impl Runtimes {
     }
 
     /// Launches `config` in the runtime it asks for: what everything that runs a cell calls.
-    pub(crate) fn launch(
-        &self,
-        config: &CellConfig,
-        progress: &mut dyn FnMut(CellMessage),
-    ) -> CellRecord {
+    pub fn launch(&self, config: &CellConfig, progress: &mut dyn FnMut(CellMessage)) -> CellRecord {
         self.get(config).launch(config, progress)
     }
 }
 
 /// shmbench's cache (`$XDG_CACHE_HOME/shmbench`, else `~/.cache/shmbench`): the bundles `--image`
 /// mounts, the kernels and initramfs archives VMs boot.
-pub(crate) fn cache_dir() -> anyhow::Result<std::path::PathBuf> {
+pub fn cache_dir() -> anyhow::Result<std::path::PathBuf> {
     use std::path::PathBuf;
     let cache = std::env::var_os("XDG_CACHE_HOME")
         .filter(|v| !v.is_empty())
@@ -99,7 +95,7 @@ pub(crate) fn cache_dir() -> anyhow::Result<std::path::PathBuf> {
 }
 
 /// Prepares the runtime one cell needs and runs it (for commands that run a single cell).
-pub(crate) fn launch_one(
+pub fn launch_one(
     config: &CellConfig,
     progress: &mut dyn FnMut(CellMessage),
 ) -> anyhow::Result<CellRecord> {

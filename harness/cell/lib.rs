@@ -9,22 +9,22 @@
 
 pub mod guest;
 pub mod loader;
-pub(crate) mod measure;
+pub mod measure;
 mod metrics;
 mod pod;
-pub(crate) mod protocol;
+pub mod protocol;
 pub mod torch;
 pub mod watch;
 
 use anyhow::{Context, Result};
 
-use crate::model::config::CellConfig;
-use crate::model::knobs::Loader;
-use crate::model::record::{CellRecord, Status};
-use crate::sys::process;
+use model::config::CellConfig;
+use model::knobs::Loader;
+use model::record::{CellRecord, Status};
+use sys::process;
 
 /// Parses the config a runtime passed and runs the cell.
-pub(crate) fn run(config_json: &str) -> Result<CellRecord> {
+pub fn run(config_json: &str) -> Result<CellRecord> {
     let config: CellConfig = serde_json::from_str(config_json)
         .context("the cell config is not valid JSON for this shmbench version")?;
     config
@@ -53,7 +53,7 @@ pub(crate) fn run(config_json: &str) -> Result<CellRecord> {
 /// Runs and prints the record; the exit code is 0 whenever a record was printed (a crashed
 /// cell is a result, not a failure of the command). A pod of an Indexed Job passes its
 /// completion index: its record then says which pod, node and machine ran it.
-pub(crate) fn main(config_json: &str, completion_index: Option<u64>) -> Result<()> {
+pub fn main(config_json: &str, completion_index: Option<u64>) -> Result<()> {
     if std::env::var(protocol::LIFELINE_ENV).as_deref() == Ok("stdin") {
         watch_lifeline();
     }

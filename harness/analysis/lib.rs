@@ -1,0 +1,19 @@
+//! Numbers from results, no text: statistics across runs, claims against measurements,
+//! comparisons of two result sets and histories across many,
+//! statements that several cells measure together.
+
+pub mod change_points;
+pub mod claims;
+pub mod compare;
+pub mod convergence;
+pub mod exact_tests;
+pub mod fidelity;
+pub mod history;
+mod order_stats;
+pub mod outcomes;
+pub mod power;
+pub mod runs;
+pub mod statements;
+pub mod stats;
+pub mod summary;
+pub mod trend;

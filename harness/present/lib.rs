@@ -1,0 +1,22 @@
+//! Presentation: everything that turns numbers into text, tables, plots and report files. Made
+//! from results, analyses and diagnoses only; nothing here runs a cell or measures anything.
+
+pub mod bench;
+pub mod bmf;
+pub mod calibration;
+pub mod check;
+pub mod compare;
+pub mod doctor;
+pub mod fidelity;
+pub mod history;
+pub mod k8s_manifest;
+pub mod labels;
+pub mod matrix;
+pub mod report;
+pub mod sbatch_line;
+pub mod shm_audit;
+pub mod slurm_script;
+pub mod statements;
+pub mod table;
+pub mod terminal;
+pub mod watch;
