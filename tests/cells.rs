@@ -1,7 +1,7 @@
 //! Real cells under real sized tmpfs mounts: the crash mechanisms, the bounds they obey, and a
 //! clean machine after each.
 
-mod common;
+use crate::common;
 
 use common::*;
 

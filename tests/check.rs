@@ -4,7 +4,7 @@
 //! binary file, a 50 MB file, a directory loop) give a clear error or a bounded run, never a
 //! panic, and the rest is still checked.
 
-mod common;
+use crate::common;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};

@@ -3,7 +3,7 @@
 //! of a million keys, a FIFO or a device named as a file, and a broken document among good
 //! ones. Each is named (exit 2) or reported safely, and everything else is still checked.
 
-mod common;
+use crate::common;
 
 use std::path::{Path, PathBuf};
 use std::process::{Output, Stdio};

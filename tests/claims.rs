@@ -4,7 +4,7 @@
 //! batch and hits `ulimit -n`; a remount grows a full tmpfs), the statements kept beside the
 //! results, and the report's section and plot.
 
-mod common;
+use crate::common;
 
 use common::*;
 

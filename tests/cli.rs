@@ -1,7 +1,7 @@
 //! The command line: the matrix end to end, the CSV contract, and bad input that must be refused
 //! before anything runs.
 
-mod common;
+use crate::common;
 
 use common::*;
 

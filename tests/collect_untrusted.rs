@@ -2,7 +2,7 @@
 //! data. A record whose cell or scenario name is not a plain name is refused, no path is built
 //! from it, and a collect that finds no record at all fails and leaves an existing --out as it was.
 
-mod common;
+use crate::common;
 
 use common::*;
 

@@ -1,7 +1,7 @@
 //! compare, merge and history on constructed results files: known changes must get the known
 //! verdicts and exit codes, and noise must not.
 
-mod common;
+use crate::common;
 
 use common::*;
 use shmbench::model::knobs::{AddedKnobs, StartMethod};

@@ -1,7 +1,7 @@
 //! Full filesystems: the `disk` strategy's $TMPDIR and the results directory. Each must end in
 //! a clear error or status, never a torn results file; and a torn file is rejected by line.
 
-mod common;
+use crate::common;
 
 use common::*;
 

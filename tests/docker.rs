@@ -3,7 +3,7 @@
 //! killed. These tests need an engine; `cargo xtask test` starts one. Set SHMBENCH_SKIP_DOCKER=1 to
 //! skip them on a machine without Docker (they fail otherwise, so a missing engine is never hidden).
 
-mod common;
+use crate::common;
 
 use std::io::BufReader;
 use std::process::Command;

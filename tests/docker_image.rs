@@ -4,7 +4,7 @@
 //! loader and libraries, and one with this machine's system Python and no torch. Needs an engine
 //! (SHMBENCH_SKIP_DOCKER=1 skips).
 
-mod common;
+use crate::common;
 
 use std::path::Path;
 use std::process::Command;

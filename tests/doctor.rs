@@ -1,7 +1,7 @@
 //! Doctor and min-shm: the prediction against real bisection, the advice inside a Docker-sized
 //! /dev/shm proven by --verify, and input that cannot be diagnosed.
 
-mod common;
+use crate::common;
 
 use common::*;
 

@@ -2,7 +2,7 @@
 //! (RLIMIT_NOFILE, the memory cgroup), fixes per platform, and the prediction checked against
 //! every loader of every rank run at once in one real namespace cell (`--verify`).
 
-mod common;
+use crate::common;
 
 use common::*;
 

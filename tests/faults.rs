@@ -1,7 +1,7 @@
 //! The harness interrupted or killed mid-run: results so far stay valid and nothing is left
 //! behind on the machine.
 
-mod common;
+use crate::common;
 
 use std::io::{BufRead, BufReader};
 use std::time::{Duration, Instant};

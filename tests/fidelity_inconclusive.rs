@@ -2,7 +2,7 @@
 //! dies of a signal outside the loader is `inconclusive`, named as such, and fidelity does not
 //! fail on it. The crash is real (a process killed by SIGSEGV), the torch is not needed.
 
-mod common;
+use crate::common;
 
 use std::os::unix::fs::PermissionsExt;
 

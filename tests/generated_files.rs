@@ -4,7 +4,7 @@
 //! or written so that the script run for real creates nothing and sbatch reads the value whole,
 //! and the manifest read by a YAML 1.1 reader gives it back as the string it was.
 
-mod common;
+use crate::common;
 
 use std::os::unix::fs::PermissionsExt;
 use std::path::Path;

@@ -1,7 +1,7 @@
 //! merge and history on constructed results files: the run where a cell stepped (a kernel, a
 //! /dev/shm size, a torch release, a knob changed on purpose) is found and drawn.
 
-mod common;
+use crate::common;
 
 use common::*;
 use shmbench::model::record::Status;

@@ -3,7 +3,7 @@
 //! test`; SHMBENCH_SKIP_K8S_VALIDATE=1 skips), and the pod's side, `shmbench cell --from`, run
 //! for real in a tmpfs of the pod's size.
 
-mod common;
+use crate::common;
 
 use std::path::PathBuf;
 use std::process::Command;

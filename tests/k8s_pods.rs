@@ -1,7 +1,7 @@
 //! A pod's side of `shmbench k8s`, run for real: the cell a Job's completion index picks, in a
 //! tmpfs of the pod's size, and `k8s collect` turning real pod logs and API statuses into rows.
 
-mod common;
+use crate::common;
 
 use std::path::PathBuf;
 use std::process::Command;

@@ -1,7 +1,7 @@
 //! What shmbench may delete on a shared node: only what a dead run's owner record proves its
 //! own, and never what a live process holds, in this pid namespace or another.
 
-mod common;
+use crate::common;
 
 use std::io::BufReader;
 use std::path::{Path, PathBuf};

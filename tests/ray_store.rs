@@ -4,7 +4,7 @@
 //! tmpfs and pid namespace, so nothing of Ray outlives it. Needs a Python with Ray (`cargo
 //! xtask test` installs one; SHMBENCH_SKIP_RAY=1 skips this, and says so).
 
-mod common;
+use crate::common;
 
 use std::path::PathBuf;
 use std::process::Command;

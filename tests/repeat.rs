@@ -2,7 +2,7 @@
 //! maximum, and a note naming what did not converge; named baselines saved by one run and
 //! compared by the next. Real cells, small batches.
 
-mod common;
+use crate::common;
 
 use common::*;
 

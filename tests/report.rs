@@ -2,7 +2,7 @@
 //! the Markdown table, the side-by-side verdicts, valid non-trivial images, and the messages for
 //! input that is partly or wholly unusable.
 
-mod common;
+use crate::common;
 
 use std::path::{Path, PathBuf};
 

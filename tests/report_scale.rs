@@ -2,7 +2,7 @@
 //! summarised per cell, each cell's first run in the matrix, plots of a bounded size that say
 //! they show the first cells of more.
 
-mod common;
+use crate::common;
 
 use common::*;
 

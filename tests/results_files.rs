@@ -2,7 +2,7 @@
 //! formulas or break a Markdown table, shmbench reads its own guarded cells back unchanged, and
 //! a rewritten file keeps its mode (a new one is readable by all, as results are shared).
 
-mod common;
+use crate::common;
 
 use std::os::unix::fs::PermissionsExt;
 

@@ -7,7 +7,7 @@ use std::path::Path;
 use shmbench::model::knobs::AddedKnobs;
 use shmbench::results::csv::{self, ResultsFile};
 
-mod common;
+use crate::common;
 
 #[test]
 fn every_results_column_is_documented_in_results_readme() {

@@ -6,7 +6,7 @@
 //! sizes, and go. With Docker: segments held from inside a container (`--ipc host`, the node's
 //! own /dev/shm) are named with that container.
 
-mod common;
+use crate::common;
 
 use std::process::Command;
 

@@ -5,7 +5,7 @@
 //! (OUT_OF_MEMORY by --mem, TIMEOUT by --time) as a row with Slurm's state, and two jobs side
 //! by side in one node's /dev/shm.
 
-mod common;
+use crate::common;
 
 use std::collections::HashMap;
 use std::path::Path;

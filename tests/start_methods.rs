@@ -4,7 +4,7 @@
 //! RuntimeError (modern) or a SIGBUS of the process copying them (legacy). The real-torch twin
 //! of each is in tests/torch.rs.
 
-mod common;
+use crate::common;
 
 use common::*;
 

@@ -5,7 +5,7 @@
 //! process outside the job still holds, and names built to forge the sweep's output or drive
 //! the terminal.
 
-mod common;
+use crate::common;
 
 use common::*;
 

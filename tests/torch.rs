@@ -4,7 +4,7 @@
 //! installs the current release into a cached venv and points SHMBENCH_TORCH_PYTHON at it
 //! (SHMBENCH_SKIP_TORCH=1 skips them, and they say so).
 
-mod common;
+use crate::common;
 
 use std::process::Command;
 

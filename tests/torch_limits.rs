@@ -2,7 +2,7 @@
 //! the node's real vm.max_map_count (one mapping per batch held), and ends as `enomem`, as the
 //! emulation does at the same step within the few mappings each process has of its own.
 
-mod common;
+use crate::common;
 
 use common::*;
 

@@ -4,7 +4,7 @@
 //! the tensors are in /dev/shm once, across epochs of re-created workers. Needs a Python with
 //! torch (tests/common/torch.rs).
 
-mod common;
+use crate::common;
 
 use common::*;
 

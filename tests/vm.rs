@@ -4,7 +4,7 @@
 //! panics, a guest that stays silent, and a matrix over kernels with its history; nothing left
 //! behind (QEMU processes, initrd files).
 
-mod common;
+use crate::common;
 
 use std::process::Command;
 

@@ -3,7 +3,7 @@
 //! wait statuses and their words, who held /dev/shm found in /proc, leaks and leftovers named.
 //! Nothing is mocked, and nothing is left behind.
 
-mod common;
+use crate::common;
 
 use common::*;
 

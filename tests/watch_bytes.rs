@@ -3,7 +3,7 @@
 //! removes only files of the job that no live process holds, told apart by (device, inode),
 //! never by a name after a lossy conversion.
 
-mod common;
+use crate::common;
 
 use std::io::BufReader;
 use std::os::unix::ffi::OsStrExt;

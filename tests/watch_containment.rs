@@ -3,7 +3,7 @@
 //! process group) is gone after SIGINT, SIGTERM and SIGKILL of `shmbench watch`, with its
 //! private tmpfs, and its memory cgroup once the next run (here `sweep`) has looked.
 
-mod common;
+use crate::common;
 
 use std::io::{BufRead, BufReader};
 use std::process::Stdio;

@@ -7,7 +7,7 @@
 //! Needs maturin (`cargo xtask test` installs it;
 //! SHMBENCH_SKIP_WHEEL=1 skips) and a Python with torch (tests/common/torch.rs).
 
-mod common;
+use crate::common;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};

@@ -2,7 +2,7 @@
 //! SIGBUS mid-run, a worker that hangs (SIGSTOP), and the harness stopped by SIGTERM. Each test
 //! checks what is recorded and that nothing is left behind.
 
-mod common;
+use crate::common;
 
 use std::io::{BufRead, BufReader};
 use std::time::{Duration, Instant};

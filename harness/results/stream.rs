@@ -240,7 +240,7 @@ mod tests {
     fn numbered(n: u32) -> (tempfile::TempDir, PathBuf) {
         let seed = std::path::Path::new(concat!(
             env!("CARGO_MANIFEST_DIR"),
-            "/tests/fixtures/seed.csv"
+            "/../../tests/fixtures/seed.csv"
         ));
         let mut reader = record::open(seed).unwrap();
         let headers = record::headers(&mut reader, seed).unwrap();

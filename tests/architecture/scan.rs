@@ -219,8 +219,15 @@ pub struct Import {
     pub written: String,
 }
 
-/// The imports of the file for module `module`, resolved against the modules in `known`.
-pub fn imports(module: &[String], src: &str, known: &BTreeSet<Vec<String>>) -> Vec<Import> {
+/// The imports of the file for module `module` within its crate (rooted at the module
+/// `crate_root`), resolved against the modules in `known`. Paths through another crate (a layer
+/// below, by its dependency name) are Cargo's to check, not an edge here.
+pub fn imports(
+    module: &[String],
+    crate_root: &[String],
+    src: &str,
+    known: &BTreeSet<Vec<String>>,
+) -> Vec<Import> {
     let toks = tokens(&code_only(src));
     let mut out = Vec::new();
     // Inline modules (`mod tests { ... }`): (name, brace depth at which it closes).
@@ -260,7 +267,7 @@ pub fn imports(module: &[String], src: &str, known: &BTreeSet<Vec<String>>) -> V
                 let (paths, next) = expand(&toks, i + 1, vec![head.clone()]);
                 for p in paths {
                     let mut base: Vec<String> = match p[0].as_str() {
-                        "crate" => Vec::new(),
+                        "crate" => crate_root.to_vec(),
                         "self" => here.clone(),
                         _ => {
                             let mut b = here.clone();

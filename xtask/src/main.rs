@@ -11,6 +11,7 @@
 
 mod apt;
 mod docker;
+mod fast;
 mod needs;
 mod pypi;
 mod sarif;
@@ -26,13 +27,16 @@ use std::time::Instant;
 const USAGE: &str = "usage: cargo xtask <command>
 
 commands:
-  test [ARGS...]   set up what the tests need, then run `cargo test --release [ARGS...]`
+  test [ARGS...]   set up what the tests need, then run `cargo test --release --workspace [ARGS...]`
+  fast             the edit loop: fmt, clippy, unit tests, source checks and the pure
+                   integration tests, in the dev profile, with no set-up (seconds after an edit)
   setup            set up what the tests need, run nothing (the Slurm cluster stays up)
   stop             stop what the set-up started (the Slurm cluster)
 
 examples:
   cargo xtask test                      # everything, as CI runs it
-  cargo xtask test --test cells         # one test file, after the same set-up
+  cargo xtask fast                      # after an edit: the tier that needs nothing set up
+  cargo xtask test --test integration cells::   # one test file, after the same set-up
   SHMBENCH_SKIP_DOCKER=1 cargo xtask test   # no Docker engine here: skip its tests by name
   SHMBENCH_SKIP_TORCH=1 cargo xtask test    # no 5 GB torch venv: skip the real-torch tests
   SHMBENCH_SKIP_K8S_VALIDATE=1 cargo xtask test   # no PyPI: skip the manifest schema checks
@@ -53,6 +57,7 @@ fn main() -> ExitCode {
             teardown();
             code
         }
+        Some("fast") => fast::run(),
         Some("stop") => {
             teardown();
             ExitCode::SUCCESS
@@ -126,13 +131,17 @@ fn teardown() {
 
 fn test(extra: &[String], env: &[(String, String)]) -> ExitCode {
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
-    println!("== cargo test --release {}", extra.join(" "));
+    println!(
+        "== cargo test --release --workspace --no-fail-fast {}",
+        extra.join(" ")
+    );
     let began = Instant::now();
     let scratch = scratch::Scratch::create();
     let mut command = Command::new(cargo);
     command
-        // Every test binary runs, whichever fails first: one failure must not hide the rest.
-        .args(["test", "--release", "--no-fail-fast"])
+        // Every crate's tests (`--workspace`: the layers' unit tests live in their crates) and
+        // every test binary run, whichever fails first: one failure must not hide the rest.
+        .args(["test", "--release", "--workspace", "--no-fail-fast"])
         .args(extra)
         .envs(env.iter().map(|(k, v)| (k, v)));
     if let Some(dir) = &scratch {

@@ -1,0 +1,48 @@
+//! The integration tests, one binary (ripgrep's `tests/tests.rs`): each file below is a module,
+//! so the suite is built and linked once. Tests that touch machine-wide state (cells, /dev/shm,
+//! the Docker engine, Slurm, VMs) hold `common::serial()` and run one at a time; the pure ones
+//! (reading fixtures, parsing, rendering) run beside them. `cargo xtask test` runs them all; a
+//! filter runs a part (`cargo test --release --test integration sweep_safety::`).
+
+mod common;
+
+mod cells;
+mod check;
+mod check_untrusted;
+mod claims;
+mod cli;
+mod collect_untrusted;
+mod compare;
+mod disk_faults;
+mod docker;
+mod docker_image;
+mod doctor;
+mod doctor_job;
+mod faults;
+mod fidelity_inconclusive;
+mod fuzz;
+mod generated_files;
+mod history;
+mod k8s;
+mod k8s_pods;
+mod ownership;
+mod present_snapshots;
+mod ray_store;
+mod repeat;
+mod report;
+mod report_scale;
+mod results_files;
+mod results_schema;
+mod shm_audit;
+mod slurm;
+mod start_methods;
+mod sweep_safety;
+mod torch;
+mod torch_limits;
+mod torch_start_methods;
+mod vm;
+mod watch;
+mod watch_bytes;
+mod watch_containment;
+mod wheel;
+mod worker_faults;
