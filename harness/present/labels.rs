@@ -76,11 +76,26 @@ pub fn explanation(row: &Row) -> String {
             ByteSize(row.peak_shm_bytes),
             row.peak_shm_bytes as f64 / batch as f64
         )),
-        (_, Some(step)) => parts.push(format!(
-            "it failed at step {step} with {} of /dev/shm in use",
-            ByteSize(row.shm_used_at_failure_bytes.unwrap_or(0))
-        )),
+        (_, Some(step)) => parts.push(failed_at(row, step)),
         _ => {}
     }
     parts.join("; ")
+}
+
+/// How a crashed row ended in /dev/shm: the peak (the Peak column) and, when less, what was
+/// still in use once the failure was seen (a killed worker's segment is gone by then), so the
+/// two numbers a reader sees never seem to disagree.
+fn failed_at(row: &Row, step: u64) -> String {
+    let peak = row.peak_shm_bytes;
+    match row.shm_used_at_failure_bytes {
+        Some(used) if used < peak => format!(
+            "it failed at step {step} after /dev/shm use peaked at {} ({} still in use when the failure was seen)",
+            ByteSize(peak),
+            ByteSize(used)
+        ),
+        used => format!(
+            "it failed at step {step} with {} of /dev/shm in use",
+            ByteSize(used.unwrap_or(peak).max(peak))
+        ),
+    }
 }

@@ -72,11 +72,17 @@ pub fn claims_header(rows: &[Row]) -> String {
     }
 }
 
-/// The matrix table's headers and cells, for any output format.
+/// The matrix table's headers and cells, for any output format, with the claims' columns when
+/// rows carry claims.
 pub fn matrix_cells(rows: &[Row]) -> (Vec<String>, Vec<Vec<String>>) {
+    measured_cells(rows, rows.iter().any(|r| r.claim_status.is_some()))
+}
+
+/// The matrix table, with the claims' columns only when `has_claims` (a report shows the claims
+/// in a table of their own, with why, and does not repeat them here).
+pub fn measured_cells(rows: &[Row], has_claims: bool) -> (Vec<String>, Vec<Vec<String>>) {
     let steps = rows.first().map(|r| r.steps * r.epochs as u64).unwrap_or(0);
     let status_header = format!("Status After {steps} Steps");
-    let has_claims = rows.iter().any(|r| r.claim_status.is_some());
     let kernels_vary = rows.iter().any(|r| r.vm_kernel.is_some());
     let mut headers: Vec<String> = [
         "Environment",
@@ -122,10 +128,16 @@ pub fn matrix_cells(rows: &[Row]) -> (Vec<String>, Vec<Vec<String>>) {
 /// One note per row that disagrees with its claim, one per failed row's message, and one per
 /// distinct reason rows ran in another runtime than their setup names.
 pub fn notes(rows: &[Row]) -> Vec<String> {
+    notes_with(rows, true)
+}
+
+/// The notes, with why each row disagrees with its claim only when `explain_claims` (a report's
+/// claims table says it in its own column).
+pub fn notes_with(rows: &[Row], explain_claims: bool) -> Vec<String> {
     let mut notes = Vec::new();
     for r in rows {
         let env = &r.environment;
-        if analysis::claims::verdict(r) == Some(ClaimVerdict::Differs) {
+        if explain_claims && analysis::claims::verdict(r) == Some(ClaimVerdict::Differs) {
             notes.push(format!(
                 "{env}: the how-to says {}, measured {}: {}.",
                 claim_label(r).unwrap_or_default(),

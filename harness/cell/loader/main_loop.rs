@@ -8,8 +8,9 @@ use std::os::fd::OwnedFd;
 use std::time::{Duration, Instant};
 
 use super::consumer::{self, Batch, PinnedPool};
-use super::dataset::{self, SharedDataset};
+use super::dataset;
 use super::ending::{harness_stop, Stop, EMFILE_HINT, ENOMEM_HINT};
+pub(super) use super::loop_state::{Loop, Measured, Owned, Schedule};
 use super::pool::{Event, Pool};
 use super::segment;
 use super::sharer::FetchError;
@@ -21,79 +22,49 @@ use anyhow::Context;
 use model::config::CellConfig;
 use model::record::{Status, StepSample};
 use sys::cgroup;
-use sys::owner::OwnerRecord;
 use sys::process;
 
 /// How much later than a death a worker's exception reaches torch's main (see `obtain`).
 const EXCEPTION_LATENCY: Duration = Duration::from_millis(10);
-
-pub(super) struct Loop<'a> {
-    pub(super) config: &'a CellConfig,
-    pub(super) start: Instant,
-    pub(super) meter: ShmMeter,
-    pub(super) pool: Option<Pool>,
-    /// The Dataset's tensors in shared memory, from the first worker's start (forkserver and
-    /// spawn) until the loader ends.
-    pub(super) dataset: Option<SharedDataset>,
-    /// The owner record of this loader's segments, made with the first pool (dropped last: it
-    /// removes what it proves once nothing holds it).
-    pub(super) owner: Option<OwnerRecord>,
-    /// Results that arrived before their turn: a batch, or the error its worker raised.
-    pub(super) reorder: BTreeMap<u64, Result<Batch, Stop>>,
-    pub(super) held: Option<(u64, Batch)>,
-    pub(super) retained: Vec<Batch>,
-    pub(super) pinned: PinnedPool,
-    pub(super) outstanding: u64,
-    /// Indices put but not yet handed to their workers: (worker, index). See `send_queued`.
-    pub(super) queued: Vec<(u32, u64)>,
-    pub(super) next_idx: u64,
-    pub(super) epoch_end_idx: u64,
-    pub(super) steps_done: u64,
-    pub(super) obtained_s: Vec<f64>,
-    pub(super) compute_s: Vec<f64>,
-    pub(super) series: Vec<StepSample>,
-    pub(super) oom_kills_at_start: Option<u64>,
-    pub(super) checksum: u64,
-    /// How many threads read a batch (torch's intra-op threads).
-    pub(super) touch_threads: usize,
-    pub(super) progress: bool,
-    pub(super) main_private_rss: u64,
-    pub(super) worker_private_rss: u64,
-    pub(super) peak_fds: Option<u64>,
-}
 
 impl<'a> Loop<'a> {
     pub(super) fn new(config: &'a CellConfig, start: Instant) -> Loop<'a> {
         Loop {
             config,
             start,
-            meter: ShmMeter::start(),
-            pool: None,
-            dataset: None,
-            owner: None,
-            reorder: BTreeMap::new(),
-            held: None,
-            retained: Vec::new(),
-            pinned: if config.knobs.pin_memory {
-                PinnedPool::warmed(config.max_outstanding() + 1, config.batch_bytes())
-            } else {
-                PinnedPool::default()
-            },
-            outstanding: 0,
-            queued: Vec::new(),
-            next_idx: 0,
-            epoch_end_idx: 0,
-            steps_done: 0,
-            obtained_s: Vec::new(),
-            compute_s: Vec::new(),
-            series: Vec::new(),
-            oom_kills_at_start: cgroup::oom_kills(),
-            checksum: 0,
             touch_threads: consumer::intra_op_threads(),
             progress: std::env::var_os(PROGRESS_ENV).is_some(),
-            main_private_rss: 0,
-            worker_private_rss: 0,
-            peak_fds: None,
+            schedule: Schedule {
+                reorder: BTreeMap::new(),
+                held: None,
+                retained: Vec::new(),
+                outstanding: 0,
+                queued: Vec::new(),
+                next_idx: 0,
+                epoch_end_idx: 0,
+                steps_done: 0,
+            },
+            owned: Owned {
+                pool: None,
+                dataset: None,
+                owner: None,
+                pinned: if config.knobs.pin_memory {
+                    PinnedPool::warmed(config.max_outstanding() + 1, config.batch_bytes())
+                } else {
+                    PinnedPool::default()
+                },
+                meter: ShmMeter::start(),
+            },
+            measured: Measured {
+                obtained_s: Vec::new(),
+                compute_s: Vec::new(),
+                series: Vec::new(),
+                oom_kills_at_start: cgroup::oom_kills(),
+                checksum: 0,
+                main_private_rss: 0,
+                worker_private_rss: 0,
+                peak_fds: None,
+            },
         }
     }
 
@@ -101,37 +72,44 @@ impl<'a> Loop<'a> {
     /// named segment a dead worker left (torch_shm_manager's sweep). Returns the /dev/shm use
     /// seen just before, for a failure's record.
     pub(super) fn tear_down(&mut self, completed: bool) -> u64 {
-        let used_at_stop = self.meter.used_now();
-        match self.pool.take() {
+        let used_at_stop = self.owned.meter.used_now();
+        match self.owned.pool.take() {
             Some(pool) if completed => pool.shutdown(Duration::from_secs(5)),
             Some(mut pool) => pool.kill_all(),
             None => {}
         }
-        self.dataset = None;
-        self.reorder.clear();
-        self.held = None;
-        self.retained.clear();
+        self.owned.dataset = None;
+        self.schedule.reorder.clear();
+        self.schedule.held = None;
+        self.schedule.retained.clear();
         // The owner record goes with what it proves: its drop removes our unheld segments, and
         // the record itself once nothing of ours is left.
-        drop(self.owner.take());
-        std::hint::black_box(self.checksum);
+        drop(self.owned.owner.take());
+        std::hint::black_box(self.measured.checksum);
         used_at_stop
     }
 }
 
 impl Loop<'_> {
     fn pool(&mut self) -> &mut Pool {
-        self.pool.as_mut().expect("pool exists while an epoch runs")
+        self.owned
+            .pool
+            .as_mut()
+            .expect("pool exists while an epoch runs")
     }
 
     /// Private memory of the main and its workers (sampled, not every step: it settles early).
     fn sample_rss(&mut self) {
-        self.main_private_rss = self
+        self.measured.main_private_rss = self
+            .measured
             .main_private_rss
             .max(process::private_rss(std::process::id()));
-        if let Some(pool) = &self.pool {
+        if let Some(pool) = &self.owned.pool {
             for pid in pool.live_pids() {
-                self.worker_private_rss = self.worker_private_rss.max(process::private_rss(pid));
+                self.measured.worker_private_rss = self
+                    .measured
+                    .worker_private_rss
+                    .max(process::private_rss(pid));
             }
         }
     }
@@ -139,21 +117,22 @@ impl Loop<'_> {
     /// torch's `_try_put_index`: one more task if under the outstanding bound. It counts as
     /// outstanding at once, and reaches its worker at `send_queued`.
     fn try_put_index(&mut self) {
-        if self.outstanding >= self.config.max_outstanding() || self.next_idx >= self.epoch_end_idx
+        if self.schedule.outstanding >= self.config.max_outstanding()
+            || self.schedule.next_idx >= self.schedule.epoch_end_idx
         {
             return;
         }
         let workers = self.config.knobs.workers as u64;
-        let worker = (self.next_idx % workers) as u32;
-        self.queued.push((worker, self.next_idx));
-        self.next_idx += 1;
-        self.outstanding += 1;
+        let worker = (self.schedule.next_idx % workers) as u32;
+        self.schedule.queued.push((worker, self.schedule.next_idx));
+        self.schedule.next_idx += 1;
+        self.schedule.outstanding += 1;
     }
 
     /// Hands the put indices to the feeder thread and sleeps until they are sent, as torch's
     /// main gives the GIL to its index queue's feeder thread (see [`super::feeder`]).
     fn send_queued(&mut self) {
-        let tasks = std::mem::take(&mut self.queued);
+        let tasks = std::mem::take(&mut self.schedule.queued);
         self.pool().send_tasks(tasks);
     }
 
@@ -163,7 +142,7 @@ impl Loop<'_> {
             Event::Timeout => Ok(false),
             Event::Message { worker, msg } => match msg {
                 FromWorker::Batch { idx, bytes, name } => {
-                    self.outstanding = self.outstanding.saturating_sub(1);
+                    self.schedule.outstanding = self.schedule.outstanding.saturating_sub(1);
                     // Unpickling a file_descriptor batch fetches its fd from the worker.
                     let fd = match name {
                         None => Some(self.fetch_fd(worker, idx)?),
@@ -186,15 +165,15 @@ impl Loop<'_> {
                         )
                     })?;
                     let batch = if self.config.knobs.pin_memory {
-                        self.pinned.pin(shared)
+                        self.owned.pinned.pin(shared)
                     } else {
                         Batch::Shared(shared)
                     };
-                    self.reorder.insert(idx, Ok(batch));
+                    self.schedule.reorder.insert(idx, Ok(batch));
                     Ok(true)
                 }
                 FromWorker::Failed { idx, kind, message } => {
-                    self.outstanding = self.outstanding.saturating_sub(1);
+                    self.schedule.outstanding = self.schedule.outstanding.saturating_sub(1);
                     let pid = self.pool().pid(worker);
                     let status = kind.status();
                     let mut text = format!(
@@ -206,11 +185,13 @@ impl Loop<'_> {
                     // Raised when this index's turn comes, as torch re-raises an ExceptionWrapper
                     // in order; a worker death meanwhile is raised at once instead.
                     let stop = Stop::by_worker(status, text, pid, None);
-                    self.reorder.insert(idx, Err(stop));
+                    self.schedule.reorder.insert(idx, Err(stop));
                     Ok(true)
                 }
             },
-            Event::Died { pid, exit, .. } => Err(Stop::death(pid, exit, self.oom_kills_at_start)),
+            Event::Died { pid, exit, .. } => {
+                Err(Stop::death(pid, exit, self.measured.oom_kills_at_start))
+            }
         }
     }
 
@@ -226,7 +207,7 @@ impl Loop<'_> {
             FetchError::WorkerGone => self
                 .pool()
                 .death_of(worker, Duration::from_secs(1))
-                .map(|(pid, exit)| Stop::death(pid, exit, self.oom_kills_at_start)),
+                .map(|(pid, exit)| Stop::death(pid, exit, self.measured.oom_kills_at_start)),
             _ => None,
         };
         Err(Stop::fetch_failed(error, worker, idx, timeout_s, death))
@@ -257,7 +238,7 @@ impl Loop<'_> {
     /// Blocks until batch `idx` is available in order, or the watchdog fires.
     fn obtain(&mut self, idx: u64, deadline: Instant) -> Result<Batch, Stop> {
         loop {
-            if let Some(result) = self.reorder.remove(&idx) {
+            if let Some(result) = self.schedule.reorder.remove(&idx) {
                 if result.is_err() {
                     // torch's worker exception reaches the main through the result queue's
                     // pickling feeder thread (milliseconds); SIGCHLD is immediate. A worker death
@@ -280,34 +261,36 @@ impl Loop<'_> {
     fn release(&mut self, step: u64, batch: Batch) {
         let retain = self.config.knobs.retain_every;
         if retain > 0 && step.is_multiple_of(retain) {
-            self.retained.push(batch);
+            self.schedule.retained.push(batch);
         } else {
-            self.pinned.release(batch);
+            self.owned.pinned.release(batch);
         }
     }
 
     pub(super) fn run_epoch(&mut self, epoch: u64) -> Result<(), Stop> {
         let cfg = self.config;
-        if self.pool.is_none() {
-            if self.owner.is_none() {
+        if self.owned.pool.is_none() {
+            if self.owned.owner.is_none() {
                 let owner = segment::new_owner()
                     .context("creating the owner record of this loader's segments in /dev/shm")
                     .map_err(harness_stop)?;
-                self.owner = Some(owner);
+                self.owned.owner = Some(owner);
             }
-            let token = self.owner.as_ref().map(|o| o.token().clone());
+            let token = self.owned.owner.as_ref().map(|o| o.token().clone());
             let token = token.expect("the owner record was just made");
             // Starting the first worker pickles the Dataset (forkserver, spawn).
-            if self.dataset.is_none() {
-                self.dataset = dataset::share(cfg, &token)?;
+            if self.owned.dataset.is_none() {
+                self.owned.dataset = dataset::share(cfg, &token)?;
             }
-            self.pool = Some(Pool::spawn(cfg, &token).map_err(harness_stop)?);
+            self.owned.pool = Some(Pool::spawn(cfg, &token).map_err(harness_stop)?);
         }
         let base = epoch * cfg.knobs.steps;
-        self.next_idx = base;
-        self.epoch_end_idx = base + cfg.knobs.steps;
-        self.outstanding = 0;
-        while self.outstanding < cfg.max_outstanding() && self.next_idx < self.epoch_end_idx {
+        self.schedule.next_idx = base;
+        self.schedule.epoch_end_idx = base + cfg.knobs.steps;
+        self.schedule.outstanding = 0;
+        while self.schedule.outstanding < cfg.max_outstanding()
+            && self.schedule.next_idx < self.schedule.epoch_end_idx
+        {
             self.try_put_index();
         }
         self.send_queued();
@@ -330,32 +313,32 @@ impl Loop<'_> {
             // GIL, and only then does the loop body let go of the previous batch.
             self.try_put_index();
             self.send_queued();
-            if let Some((prev_step, prev)) = self.held.take() {
+            if let Some((prev_step, prev)) = self.schedule.held.take() {
                 self.release(prev_step, prev);
             }
-            let prev_t = self.obtained_s.last().copied().unwrap_or(0.0);
-            self.obtained_s.push(t);
-            self.series.push(StepSample {
+            let prev_t = self.measured.obtained_s.last().copied().unwrap_or(0.0);
+            self.measured.obtained_s.push(t);
+            self.measured.series.push(StepSample {
                 step,
                 t_s: t,
                 latency_s: t - prev_t,
-                shm_used_bytes: self.meter.used_now(),
-                in_flight: self.outstanding + self.reorder.len() as u64,
+                shm_used_bytes: self.owned.meter.used_now(),
+                in_flight: self.schedule.outstanding + self.schedule.reorder.len() as u64,
             });
-            self.checksum = self.checksum.wrapping_add(consumer::touch(
+            self.measured.checksum = self.measured.checksum.wrapping_add(consumer::touch(
                 &batch,
                 cfg.knobs.touch,
                 self.touch_threads,
             ));
-            self.held = Some((step, batch));
+            self.schedule.held = Some((step, batch));
             // Every batch alive is in hand now: the received, the held and the retained.
-            self.peak_fds = self.peak_fds.max(process::open_fds());
+            self.measured.peak_fds = self.measured.peak_fds.max(process::open_fds());
             if !compute.is_zero() {
                 let began = Instant::now();
                 self.wait_until(began + compute)?;
-                self.compute_s.push(began.elapsed().as_secs_f64());
+                self.measured.compute_s.push(began.elapsed().as_secs_f64());
             }
-            self.steps_done = step;
+            self.schedule.steps_done = step;
             if step.is_power_of_two() || step.is_multiple_of(10) {
                 self.sample_rss();
             }
@@ -367,11 +350,11 @@ impl Loop<'_> {
                 eprintln!("{}", progress.line());
             }
         }
-        if let Some((prev_step, prev)) = self.held.take() {
+        if let Some((prev_step, prev)) = self.schedule.held.take() {
             self.release(prev_step, prev);
         }
         if !cfg.knobs.persistent_workers {
-            if let Some(pool) = self.pool.take() {
+            if let Some(pool) = self.owned.pool.take() {
                 pool.shutdown(Duration::from_secs(5));
             }
         }

@@ -11,6 +11,7 @@ pub mod consumer;
 mod dataset;
 mod ending;
 mod feeder;
+mod loop_state;
 mod main_loop;
 pub mod pool;
 pub mod segment;
@@ -35,7 +36,7 @@ pub fn run_cell(config: &CellConfig) -> CellRecord {
     let instructions = perf::Counter::open(perf::Event::Instructions).ok();
     let start = Instant::now();
     let mut lp = Loop::new(config, start);
-    let shm_seen = lp.meter.capacity;
+    let shm_seen = lp.owned.meter.capacity;
     let mut outcome = Ok(());
     for epoch in 0..config.knobs.epochs as u64 {
         outcome = lp.run_epoch(epoch);
@@ -46,9 +47,9 @@ pub fn run_cell(config: &CellConfig) -> CellRecord {
     let used_at_stop = lp.tear_down(outcome.is_ok());
 
     let steps = Steps {
-        obtained_s: std::mem::take(&mut lp.obtained_s),
-        compute_s: std::mem::take(&mut lp.compute_s),
-        series: std::mem::take(&mut lp.series),
+        obtained_s: std::mem::take(&mut lp.measured.obtained_s),
+        compute_s: std::mem::take(&mut lp.measured.compute_s),
+        series: std::mem::take(&mut lp.measured.series),
     };
     // Every worker has been reaped by tear_down, so their CPU is counted as our children's.
     let usage = metrics::Usage::now();
@@ -56,15 +57,15 @@ pub fn run_cell(config: &CellConfig) -> CellRecord {
         cpu_s: Some(usage.cpu_s()),
         main_cpu_s: Some(usage.own_s),
         page_faults: Some(usage.faults),
-        peak_shm_bytes: lp.meter.peak(),
+        peak_shm_bytes: lp.owned.meter.peak(),
         peak_rss_bytes: usage.peak_rss_bytes,
-        main_private_rss_bytes: lp.main_private_rss,
-        worker_private_rss_bytes: lp.worker_private_rss,
-        peak_fds: lp.peak_fds,
+        main_private_rss_bytes: lp.measured.main_private_rss,
+        worker_private_rss_bytes: lp.measured.worker_private_rss,
+        peak_fds: lp.measured.peak_fds,
         instructions: instructions.as_ref().and_then(|c| c.read()),
         instructions_user_only: instructions.is_some_and(|c| c.scope == perf::Scope::User),
         wall_s: start.elapsed().as_secs_f64(),
-        ..metrics::from_steps(config, &steps, lp.steps_done)
+        ..metrics::from_steps(config, &steps, lp.schedule.steps_done)
     };
     let (status, message, failure) = match outcome {
         Ok(()) => (Status::Pass, String::new(), None),
@@ -72,7 +73,7 @@ pub fn run_cell(config: &CellConfig) -> CellRecord {
             stop.status,
             stop.message,
             Some(Failure {
-                crash_step: lp.steps_done + 1,
+                crash_step: lp.schedule.steps_done + 1,
                 signal: stop.signal,
                 pid: stop.pid,
                 shm_used_bytes: used_at_stop,

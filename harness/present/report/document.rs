@@ -163,10 +163,12 @@ pub fn build(report: &ReportContent) -> Vec<Block> {
                 "Each cell's first run, in the how-to's shape:".into(),
             ));
         }
+        // The claims, with why each agrees or differs, have a table of their own below: the
+        // matrix shows the measurements once, and its notes only what that table does not say.
         let first = loaders;
-        let (headers, cells) = matrix::matrix_cells(&first);
+        let (headers, cells) = matrix::measured_cells(&first, false);
         doc.push(Block::Table(headers, cells));
-        let notes = matrix::notes(&first);
+        let notes = matrix::notes_with(&first, false);
         if !notes.is_empty() {
             doc.push(Block::List(notes));
         }

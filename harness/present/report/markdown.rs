@@ -47,6 +47,10 @@ impl Format for Markdown {
                 Block::Code(text) => out.push_str(&format!("```sh\n{text}\n```\n\n")),
                 Block::Plot(i) => {
                     let plot = &report.plots[i];
+                    if i == 0 {
+                        // Markdown links files; pasted alone, the images are lost.
+                        out.push_str("The plots are files beside this report.md: attach them with it when you paste it into an issue, or attach report.html, which holds them inline.\n\n");
+                    }
                     out.push_str(&format!(
                         "![{}]({}) ([SVG]({}))\n\n",
                         plot.title, plot.png, plot.svg_file
