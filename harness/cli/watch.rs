@@ -3,7 +3,7 @@
 //! status, and explains its /dev/shm: the peak and when, who held it, the trend, what it left
 //! behind, and the size to give it. The run is a results row like any cell's.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::ExitCode;
 
 use anyhow::{anyhow, bail, Result};
@@ -81,17 +81,7 @@ pub(crate) struct Args {
 
 /// Whether `program` can be started here: a path to an executable, or a name on PATH.
 fn findable(program: &str) -> bool {
-    use std::os::unix::fs::PermissionsExt;
-    let executable = |p: &Path| {
-        p.metadata()
-            .is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
-    };
-    if program.contains('/') {
-        return executable(Path::new(program));
-    }
-    std::env::var_os("PATH")
-        .map(|paths| std::env::split_paths(&paths).any(|d| executable(&d.join(program))))
-        .unwrap_or(false)
+    which::which(program).is_ok()
 }
 
 /// The cell that runs the command as asked.

@@ -142,16 +142,12 @@ pub fn node(value: &str) -> Result<(), BadScriptValue> {
     }
 }
 
-/// `s` as one shell word.
+/// `s` as one shell word (quoted by `shlex`; the values checked above hold no NUL, which is
+/// the only thing it refuses).
 pub fn shell_word(s: &str) -> String {
-    if !s.is_empty()
-        && s.bytes()
-            .all(|b| b.is_ascii_alphanumeric() || b"/._-+:@".contains(&b))
-    {
-        s.to_string()
-    } else {
-        format!("'{}'", s.replace('\'', "'\\''"))
-    }
+    shlex::try_quote(s)
+        .map(|q| q.into_owned())
+        .unwrap_or_else(|_| s.replace('\0', ""))
 }
 
 #[cfg(test)]

@@ -43,14 +43,13 @@ pub struct Placement {
     pub slurm_state: Option<String>,
 }
 
-/// Arguments as a command a user can paste into a shell.
+/// Arguments as a command a user can paste into a shell (quoted by `shlex`, which knows every
+/// character a shell treats specially).
 pub fn shell_words(args: impl IntoIterator<Item = String>) -> String {
-    let quote = |a: String| {
-        if a.is_empty() || a.contains(|c: char| c.is_whitespace() || "'\"$`\\".contains(c)) {
-            format!("'{}'", a.replace('\'', "'\\''"))
-        } else {
-            a
-        }
+    let quote = |a: String| match shlex::try_quote(&a) {
+        Ok(quoted) => quoted.into_owned(),
+        // Only a NUL byte is refused, and no argument of a process can hold one.
+        Err(_) => a.replace('\0', ""),
     };
     args.into_iter().map(quote).collect::<Vec<_>>().join(" ")
 }
