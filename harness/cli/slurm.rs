@@ -3,7 +3,7 @@
 //! each array task runs.
 
 use std::io::Write as _;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::ExitCode;
 
 use anyhow::{anyhow, bail, Context, Result};
@@ -11,16 +11,17 @@ use anyhow::{anyhow, bail, Context, Result};
 use super::logs::files_in;
 use super::outcome;
 use crate::model::knobs::Knobs;
-use crate::model::record::{CellRecord, Status};
-use crate::model::slurm::{self as slurm_model, TaskEnd};
+use crate::model::slurm_output;
 use crate::orchestrate::slurm_task;
 use crate::plan::resolve::Platform;
 use crate::plan::scenario::{self, Scenario};
 use crate::present::sbatch_line;
 use crate::present::slurm_script::{self, Target};
-use crate::results::slurm::{self as slurm_rows, TaskFile, TaskOutput};
+use crate::results::slurm as slurm_rows;
+use crate::results::slurm_ends::task_ends;
+use crate::results::slurm_output::TaskFile;
 use crate::sys::fingerprint::mem_total;
-use crate::sys::{clock, signals, slurm};
+use crate::sys::{clock, slurm};
 
 /// Where the tasks write their output files unless told.
 pub(super) const DEFAULT_DIR: &str = "shmbench-slurm";
@@ -220,50 +221,23 @@ fn task() -> Result<ExitCode> {
     let mut text = String::new();
     std::io::Read::read_to_string(&mut std::io::stdin(), &mut text)
         .context("cannot read the cells on stdin")?;
-    let cells: Vec<crate::model::config::CellConfig> = serde_json::from_str(text.trim())
-        .context("the script's cells are not JSON cells of this shmbench")?;
-    let index = std::env::var(slurm_model::ARRAY_TASK_ID_ENV)
-        .ok()
-        .and_then(|v| v.trim().parse().ok())
-        .unwrap_or(0);
-    let mut start =
-        slurm_model::pick(&cells, index).ok_or_else(|| anyhow!("the script holds no cells"))?;
-    start.slurm = slurm_task::this_task();
+    let start = slurm_task::start(&text)?;
     let mut stdout = std::io::stdout().lock();
     writeln!(stdout, "{}", start.line())?;
     stdout.flush()?;
-    // Slurm's SIGTERM (scancel, the time limit) ends the cell's tree, and its record says so.
-    signals::install();
-    let (record, code) = match slurm_task::run(&start) {
-        Ok(record) => (record, 0),
-        Err(e) => {
-            let mut record =
-                CellRecord::failed_to_run(start.config.clone(), Status::Error, format!("{e:#}"));
-            record.slurm = start.slurm.clone();
-            (record, 1)
-        }
-    };
+    let (record, ran) = slurm_task::run(&start);
     writeln!(stdout, "{}", serde_json::to_string(&record)?)?;
-    Ok(ExitCode::from(code))
+    Ok(ExitCode::from(if ran { 0 } else { 1 }))
 }
 
-/// Whether `s` is a job id (digits), not a file.
-fn is_job_id(s: &str) -> bool {
-    !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit())
-}
-
-/// The output files the arguments name: a job's tasks' files in `dir`, or files and
-/// directories as given.
+/// The output files the arguments name: a job's tasks' files in `dir` (a job id), or files and
+/// directories as given; and the jobs named.
 fn output_files(args: &CollectArgs) -> Result<(Vec<PathBuf>, Vec<String>)> {
     let mut files = Vec::new();
     let mut jobs = Vec::new();
     for arg in &args.jobs_or_files {
-        if is_job_id(arg) {
-            let array = format!("shmbench-{arg}_");
-            let single = format!("shmbench-{arg}.out");
-            let found = files_in(&args.dir, |n| {
-                (n.starts_with(&array) && n.ends_with(".out")) || n == single
-            })?;
+        if slurm_output::is_number(arg) {
+            let found = files_in(&args.dir, |n| slurm_output::claims_job(n, arg))?;
             if found.is_empty() {
                 eprintln!(
                     "shmbench: job {arg}: no output file in {} (yet); its ends are still asked",
@@ -275,7 +249,7 @@ fn output_files(args: &CollectArgs) -> Result<(Vec<PathBuf>, Vec<String>)> {
         } else {
             let path = PathBuf::from(arg);
             if path.is_dir() {
-                files.extend(files_in(&path, |n| n.ends_with(".out"))?);
+                files.extend(files_in(&path, slurm_output::may_be_output)?);
             } else {
                 files.push(path);
             }
@@ -284,66 +258,16 @@ fn output_files(args: &CollectArgs) -> Result<(Vec<PathBuf>, Vec<String>)> {
     Ok((files, jobs))
 }
 
-/// How Slurm says the jobs' tasks ended: sacct where there is accounting, else the controller's
-/// memory of the jobs, else the jobcomp/filetxt log.
-pub(super) fn task_ends(jobs: &[String], jobcomp: Option<&Path>) -> Vec<TaskEnd> {
-    if jobs.is_empty() {
-        return Vec::new();
-    }
-    if let Some(text) = slurm::sacct(jobs) {
-        return text.lines().filter_map(TaskEnd::from_sacct).collect();
-    }
-    let mut ends: Vec<TaskEnd> = jobs
-        .iter()
-        .filter_map(|j| slurm::show_job(j))
-        .flat_map(|text| {
-            text.lines()
-                .filter_map(TaskEnd::from_key_values)
-                .collect::<Vec<_>>()
-        })
-        .collect();
-    let log = jobcomp.map(Path::to_path_buf).or_else(|| {
-        (slurm::config_value("JobCompType").as_deref() == Some("jobcomp/filetxt"))
-            .then(|| slurm::config_value("JobCompLoc").map(PathBuf::from))
-            .flatten()
-    });
-    if let Some(text) = log.and_then(|p| std::fs::read_to_string(p).ok()) {
-        let mine = |e: &TaskEnd| {
-            let array = e.array_job_id.as_ref().unwrap_or(&e.job_id);
-            jobs.contains(array)
-        };
-        for end in text.lines().filter_map(TaskEnd::from_key_values) {
-            // The controller's word first: the log has the same task once it has ended.
-            if mine(&end) && !ends.iter().any(|e| e.name() == end.name()) {
-                ends.push(end);
-            }
-        }
-    }
-    ends
-}
-
 fn collect(args: CollectArgs) -> Result<ExitCode> {
     let (paths, mut jobs) = output_files(&args)?;
     let mut files = Vec::new();
     for path in paths {
-        // Read a line at a time, each line bounded: the file is whatever the task printed.
-        let output = std::fs::File::open(&path)
-            .map(std::io::BufReader::new)
-            .and_then(TaskOutput::read_from)
-            .with_context(|| format!("cannot read {}", path.display()))?;
+        let file = TaskFile::read(&path)?;
         // The array a file's task belongs to is asked of Slurm too.
-        let array = output
-            .start
-            .as_ref()
-            .and_then(|s| s.slurm.as_ref())
-            .map(|s| s.array_job_id.clone().unwrap_or_else(|| s.job_id.clone()));
-        if let Some(array) = array.filter(|a| is_job_id(a) && !jobs.contains(a)) {
-            jobs.push(array);
+        if let Some(job) = file.job().filter(|j| !jobs.contains(j)) {
+            jobs.push(job);
         }
-        files.push(TaskFile {
-            file: path.display().to_string(),
-            output,
-        });
+        files.push(file);
     }
     let ends = task_ends(&jobs, args.jobcomp.as_deref());
     let run_id = format!("{}-slurm", clock::compact_now());

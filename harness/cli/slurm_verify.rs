@@ -7,13 +7,16 @@ use std::path::PathBuf;
 
 use anyhow::{anyhow, Context, Result};
 
-use super::slurm::{task_ends, DEFAULT_DIR};
+use super::slurm::DEFAULT_DIR;
 use crate::model::config::CellConfig;
 use crate::model::knobs::{IpcMode, RuntimeKind};
 use crate::model::record::CellRecord;
+use crate::model::slurm_output;
 use crate::plan::memory;
-use crate::present::slurm_script::{self, output_pattern, Target};
-use crate::results::slurm::{task_result, TaskOutput};
+use crate::present::slurm_script::{self, Target};
+use crate::results::slurm::task_result;
+use crate::results::slurm_ends::task_ends;
+use crate::results::slurm_output::TaskOutput;
 use crate::sys::slurm;
 
 /// Whether a proof can run as a Slurm job here.
@@ -52,10 +55,9 @@ pub(super) fn run(cell: &CellConfig, shm_bytes: u64) -> Result<CellRecord> {
     let script = slurm_script::render("doctor-verify", std::slice::from_ref(&cell), &target)?;
     eprintln!("verifying as a Slurm job (the node's own /dev/shm, --mem={mem})...");
     let job = slurm::sbatch(&script, &["--wait".to_string()])?;
-    let file = output_pattern(&dir).replace("%A", &job).replace("%a", "0");
-    let output = std::fs::File::open(&file)
-        .map(std::io::BufReader::new)
-        .and_then(TaskOutput::read_from)
+    let path = dir.join(slurm_output::of_task(&job, 0));
+    let file = path.display().to_string();
+    let output = TaskOutput::read_path(&path)
         .with_context(|| format!("job {job} wrote no output file {file}"))?;
     let (record, notes) = task_result(&file, output, &task_ends(std::slice::from_ref(&job), None));
     for note in notes {

@@ -43,6 +43,7 @@ pub mod shm_audit;
 pub mod shm_owner;
 pub mod size;
 pub mod slurm;
+pub mod slurm_output;
 pub mod statement;
 pub mod validate;
 pub mod vm;

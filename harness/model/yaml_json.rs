@@ -6,7 +6,7 @@
 //! 1.2, reads it back as that string, else double-quoted. Pure: text in, values out.
 
 use serde_json::{Map, Number, Value};
-use yaml_rust2::{Yaml, YamlLoader};
+use yaml_rust2::{ScanError, Yaml, YamlLoader};
 
 /// Keys written first, in this order, where an object has them.
 const FIRST_KEYS: [&str; 5] = ["apiVersion", "kind", "metadata", "name", "spec"];
@@ -226,9 +226,23 @@ fn to_value(node: &Yaml) -> Value {
     }
 }
 
+/// Why a text is not a YAML (or JSON) stream, in the reader's words: what it met and where
+/// (`did not find expected key at byte 40 line 3 column 5`), for the caller to say which file.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error(transparent)]
+pub struct NotYaml(#[from] ScanError);
+
+impl NotYaml {
+    /// The line (1-based) and column (1-based) where the reader stopped.
+    pub fn at(&self) -> (usize, usize) {
+        let mark = self.0.marker();
+        (mark.line(), mark.col() + 1)
+    }
+}
+
 /// The documents of a YAML (or JSON) stream as JSON values; why not, where it is not YAML.
-pub fn from_yaml(text: &str) -> Result<Vec<Value>, String> {
-    let docs = YamlLoader::load_from_str(text).map_err(|e| e.to_string())?;
+pub fn from_yaml(text: &str) -> Result<Vec<Value>, NotYaml> {
+    let docs = YamlLoader::load_from_str(text)?;
     Ok(docs.iter().map(to_value).collect())
 }
 
@@ -303,6 +317,17 @@ mod tests {
         assert!(text.contains("pool: \"a100\""), "always quoted: {text}");
         assert!(text.lines().all(|l| !l.contains('\u{2028}')), "{text}");
         assert_eq!(from_yaml(&text).unwrap(), vec![value]);
+    }
+
+    #[test]
+    fn text_that_is_not_yaml_says_where_the_reader_stopped() {
+        let e = from_yaml("a: [1, 2\nb: 3\n").unwrap_err();
+        let words = e.to_string();
+        assert!(
+            words.contains(" line ") && words.contains(" column "),
+            "{words}"
+        );
+        assert!(e.at().0 >= 1, "{words}");
     }
 
     proptest::proptest! {

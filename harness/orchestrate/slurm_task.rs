@@ -7,10 +7,11 @@
 //! scheduler ends before its record (OUT_OF_MEMORY, TIMEOUT) still names its cell in its
 //! output file.
 
-use anyhow::{Context, Result};
+use anyhow::{anyhow, Context, Result};
 
-use model::record::CellRecord;
-use model::slurm::{SlurmTask, TaskStart};
+use model::config::CellConfig;
+use model::record::{CellRecord, Status};
+use model::slurm::{pick, SlurmTask, TaskStart, ARRAY_TASK_ID_ENV};
 
 /// This task, as the variables slurmd set say, with the node's Slurm version.
 pub fn this_task() -> Option<SlurmTask> {
@@ -20,12 +21,37 @@ pub fn this_task() -> Option<SlurmTask> {
     Some(task)
 }
 
-/// Runs the start's cell; the record names the task.
-pub fn run(start: &TaskStart) -> Result<CellRecord> {
-    let mut record = runtime::launch_one(&start.config, &mut |_| {})
-        .with_context(|| format!("cell {}", start.config.cell))?;
-    record.slurm = start.slurm.clone();
-    Ok(record)
+/// What this task starts: the cell its index (`SLURM_ARRAY_TASK_ID`, 0 outside an array) picks
+/// from `cells_json` (the script's cells), naming this task.
+pub fn start(cells_json: &str) -> Result<TaskStart> {
+    let cells: Vec<CellConfig> = serde_json::from_str(cells_json.trim())
+        .context("the script's cells are not JSON cells of this shmbench")?;
+    let index = std::env::var(ARRAY_TASK_ID_ENV)
+        .ok()
+        .and_then(|v| v.trim().parse().ok())
+        .unwrap_or(0);
+    let mut start = pick(&cells, index).ok_or_else(|| anyhow!("the script holds no cells"))?;
+    start.slurm = this_task();
+    Ok(start)
+}
+
+/// Runs the start's cell to the task's record, naming the task, and whether the cell could
+/// run: a cell that could not is an error record saying why. Slurm's SIGTERM (scancel, the
+/// time limit) ends the cell's tree, and its record says so.
+pub fn run(start: &TaskStart) -> (CellRecord, bool) {
+    sys::signals::install();
+    match runtime::launch_one(&start.config, &mut |_| {}) {
+        Ok(mut record) => {
+            record.slurm = start.slurm.clone();
+            (record, true)
+        }
+        Err(e) => {
+            let why = format!("{:#}", e.context(format!("cell {}", start.config.cell)));
+            let mut record = CellRecord::failed_to_run(start.config.clone(), Status::Error, why);
+            record.slurm = start.slurm.clone();
+            (record, false)
+        }
+    }
 }
 
 #[cfg(test)]

@@ -14,6 +14,7 @@ use crate::sbatch_line::{self, shell_word, BadScriptValue};
 use model::config::CellConfig;
 use model::knobs::RuntimeKind;
 use model::size::ByteSize;
+use model::slurm_output;
 use plan::memory;
 
 /// The heredoc's end: never a line of JSON, which is written on one line.
@@ -35,12 +36,6 @@ pub struct Target<'a> {
     /// Tasks may share a node (for a measurement of jobs side by side); else each takes its
     /// node whole, since a neighbour's /dev/shm and CPU disturb what a cell measures.
     pub shared: bool,
-}
-
-/// The output file pattern of the tasks (`%A` the array's job id, `%a` the task), as a path
-/// (the `#SBATCH --output` line holds it escaped for Slurm: `sbatch_line::output_dir`).
-pub fn output_pattern(dir: &Path) -> String {
-    format!("{}/shmbench-%A_%a.out", dir.display())
 }
 
 /// Where a cell's /dev/shm is, in words, for the script's table.
@@ -86,7 +81,11 @@ fn directives(
         None => mem_needed(cells),
     };
     let dir = sbatch_line::output_dir(&target.output_dir.display().to_string())?;
-    let output = sbatch_line::directive("--output-dir", &format!("{dir}/shmbench-%A_%a.out"))?;
+    // The name's own `%A_%a` left as Slurm's: only the directory's `%` are escaped.
+    let output = sbatch_line::directive(
+        "--output-dir",
+        &format!("{dir}/{}", slurm_output::pattern()),
+    )?;
     let mut lines = vec![
         format!(
             "--job-name={}",

@@ -50,7 +50,7 @@ pub fn records_from(reader: impl std::io::BufRead) -> std::io::Result<(Vec<Logge
         }
         match read_line::<CellRecord>(body, n, |r| &r.config) {
             Ok(record) => found.push(Logged { pod, record }),
-            Err(e) => bad.push(e),
+            Err(e) => bad.push(e.to_string()),
         }
     })?;
     Ok((found, bad))

@@ -16,6 +16,8 @@ pub mod record;
 pub mod row;
 pub mod row_build;
 pub mod slurm;
+pub mod slurm_ends;
+pub mod slurm_output;
 pub mod spreadsheet;
 pub mod statements;
 pub mod steps;

@@ -77,12 +77,27 @@ fn hand_over(number: usize, line: &[u8], length: u64, f: &mut impl FnMut(usize, 
     }
 }
 
+/// Why a log line was not taken as the record it looked like: named by its number, with at
+/// most an escaped excerpt of what was wrong with it, never the line itself.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum BadLine {
+    #[error("line {line}: {length} bytes, longer than the {} MiB a record may be", MAX_LINE >> 20)]
+    TooLong { line: usize, length: u64 },
+    /// Not JSON of the record's shape: serde's words, as an excerpt.
+    #[error("line {line} ({length} bytes): {why}")]
+    NotARecord {
+        line: usize,
+        length: usize,
+        why: String,
+    },
+    /// A scenario or cell name that may not name a file (`names_problem`).
+    #[error("line {line}: {problem}")]
+    BadName { line: usize, problem: String },
+}
+
 /// What is said of a line skipped for its length.
 pub fn too_long(line: usize, length: u64) -> String {
-    format!(
-        "line {line}: {length} bytes, longer than the {} MiB a record may be",
-        MAX_LINE >> 20
-    )
+    BadLine::TooLong { line, length }.to_string()
 }
 
 /// Why a record's scenario or cell name may not name a file, if it may not.
@@ -106,18 +121,16 @@ pub fn read_line<T: DeserializeOwned>(
     json: &str,
     line: usize,
     config_of: impl Fn(&T) -> &CellConfig,
-) -> Result<T, String> {
+) -> Result<T, BadLine> {
     // serde quotes what it could not take (an unknown variant, a string where a number goes):
     // an excerpt of its words only.
-    let value = serde_json::from_str::<T>(json).map_err(|e| {
-        format!(
-            "line {line} ({} bytes): {}",
-            json.len(),
-            excerpt(&e.to_string())
-        )
+    let value = serde_json::from_str::<T>(json).map_err(|e| BadLine::NotARecord {
+        line,
+        length: json.len(),
+        why: excerpt(&e.to_string()),
     })?;
     match names_problem(config_of(&value)) {
-        Some(problem) => Err(format!("line {line}: {problem}")),
+        Some(problem) => Err(BadLine::BadName { line, problem }),
         None => Ok(value),
     }
 }

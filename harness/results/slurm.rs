@@ -10,61 +10,12 @@
 use std::collections::BTreeMap;
 
 use super::k8s::Collected;
-use super::logged::{each_line, looks_like_record, read_line, too_long, Line};
 use super::row::Row;
 use super::row_build::{command_line, Placement, RowContext};
+use super::slurm_output::{TaskFile, TaskOutput};
 use model::record::{CellRecord, Status};
-use model::slurm::{TaskEnd, TaskStart, START_MARK};
-
-/// What one task's output file holds: the cell it said it would run, the record it printed,
-/// and the lines that looked like either and were not.
-#[derive(Default)]
-pub struct TaskOutput {
-    pub start: Option<TaskStart>,
-    pub record: Option<CellRecord>,
-    pub bad: Vec<String>,
-}
-
-impl TaskOutput {
-    /// Reads a task's output file (the cell's relayed stderr may be in it too), a line at a
-    /// time and each up to `logged::MAX_LINE`.
-    pub fn read_from(reader: impl std::io::BufRead) -> std::io::Result<TaskOutput> {
-        let mut out = TaskOutput::default();
-        each_line(reader, |n, line| match line {
-            Line::TooLong(length) => out.bad.push(too_long(n, length)),
-            Line::Text(line) => out.take(n, line.trim()),
-        })?;
-        Ok(out)
-    }
-
-    /// Reads a task's output file held as text.
-    #[cfg(test)]
-    pub fn read(text: &str) -> TaskOutput {
-        // Reading from memory cannot fail.
-        Self::read_from(text.as_bytes()).unwrap_or_default()
-    }
-
-    /// Takes line `n`, if it is a start line or a record.
-    fn take(&mut self, n: usize, line: &str) {
-        if let Some(json) = line.strip_prefix(START_MARK) {
-            match read_line::<TaskStart>(json.trim(), n, |s| &s.config) {
-                Ok(start) => self.start = Some(start),
-                Err(e) => self.bad.push(e),
-            }
-        } else if looks_like_record(line) {
-            match read_line::<CellRecord>(line, n, |r| &r.config) {
-                Ok(record) => self.record = Some(record),
-                Err(e) => self.bad.push(e),
-            }
-        }
-    }
-}
-
-/// One task's output file: its name (for notes) and what it holds.
-pub struct TaskFile {
-    pub file: String,
-    pub output: TaskOutput,
-}
+use model::slurm::TaskEnd;
+use model::slurm_output;
 
 /// The rows of the tasks' files and ends; `run_id` and `started_at` as a run's.
 pub fn collect(
@@ -216,17 +167,10 @@ fn task_record(
     Some((name, record))
 }
 
-/// The task a file's name says it is the output of (`shmbench-12_3.out`: `12_3`; as
-/// `slurm_script::output_pattern` names them).
+/// The task a file's name says it is the output of (`shmbench-12_3.out`: `12_3`), read by the
+/// rule that names them (`model::slurm_output`).
 fn task_of_file(file: &str) -> Option<String> {
-    let name = std::path::Path::new(file).file_name()?.to_str()?;
-    let id = name.strip_prefix("shmbench-")?.strip_suffix(".out")?;
-    let number = |s: &str| !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit());
-    let ok = match id.split_once('_') {
-        Some((job, task)) => number(job) && number(task),
-        None => number(id),
-    };
-    ok.then(|| id.to_string())
+    slurm_output::task_of(std::path::Path::new(file).file_name()?.to_str()?)
 }
 
 /// The task whose record `output` may give: the one its file is named for, when every line of
@@ -312,14 +256,6 @@ mod tests {
             words.contains("12_2 OUT_OF_MEMORY with exit 0:125"),
             "{words}"
         );
-    }
-
-    #[test]
-    fn an_output_file_names_its_cell_before_its_record() {
-        let text = "shmbench-slurm-task {\"index\": 1}\n{\"config\": 2}\nprogress\n";
-        let out = TaskOutput::read(text);
-        assert!(out.start.is_none() && out.record.is_none());
-        assert_eq!(out.bad.len(), 2, "both lines named: {:?}", out.bad);
     }
 
     #[test]

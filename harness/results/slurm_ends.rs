@@ -1,0 +1,76 @@
+//! How Slurm says a job's tasks ended ([`TaskEnd`]), asked where it may be known: `sacct`
+//! where the cluster keeps accounting, else the controller's memory of the jobs (`scontrol -o
+//! show job`), else the `jobcomp/filetxt` log (the one given, or the one the cluster's
+//! configuration names). `sys::slurm` runs the commands; `model::slurm` reads their lines.
+
+use std::path::{Path, PathBuf};
+
+use model::slurm::TaskEnd;
+use sys::slurm;
+
+/// How Slurm says the tasks of `jobs` ended: sacct's word where there is accounting, else the
+/// controller's, with the jobcomp log's (`jobcomp`, else the cluster's own) for the tasks the
+/// controller no longer holds. Empty where Slurm says nothing (or no job is asked).
+pub fn task_ends(jobs: &[String], jobcomp: Option<&Path>) -> Vec<TaskEnd> {
+    if jobs.is_empty() {
+        return Vec::new();
+    }
+    if let Some(text) = slurm::sacct(jobs) {
+        return text.lines().filter_map(TaskEnd::from_sacct).collect();
+    }
+    let mut ends: Vec<TaskEnd> = jobs
+        .iter()
+        .filter_map(|j| slurm::show_job(j))
+        .flat_map(|text| {
+            text.lines()
+                .filter_map(TaskEnd::from_key_values)
+                .collect::<Vec<_>>()
+        })
+        .collect();
+    let log = jobcomp.map(Path::to_path_buf).or_else(cluster_jobcomp_log);
+    if let Some(text) = log.and_then(|p| std::fs::read_to_string(p).ok()) {
+        add_logged(&mut ends, &text, jobs);
+    }
+    ends
+}
+
+/// The jobcomp/filetxt log the cluster's configuration names, if it keeps one.
+fn cluster_jobcomp_log() -> Option<PathBuf> {
+    (slurm::config_value("JobCompType").as_deref() == Some("jobcomp/filetxt"))
+        .then(|| slurm::config_value("JobCompLoc").map(PathBuf::from))
+        .flatten()
+}
+
+/// Adds the ends the jobcomp log `text` holds of the tasks of `jobs` that `ends` lacks.
+fn add_logged(ends: &mut Vec<TaskEnd>, text: &str, jobs: &[String]) {
+    let mine = |e: &TaskEnd| {
+        let array = e.array_job_id.as_ref().unwrap_or(&e.job_id);
+        jobs.contains(array)
+    };
+    for end in text.lines().filter_map(TaskEnd::from_key_values) {
+        // The controller's word first: the log has the same task once it has ended.
+        if mine(&end) && !ends.iter().any(|e| e.name() == end.name()) {
+            ends.push(end);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_log_adds_only_the_jobs_tasks_the_controller_no_longer_holds() {
+        let held = "JobId=14 JobState=RUNNING ArrayJobId=12 ArrayTaskId=2";
+        let mut ends: Vec<TaskEnd> = TaskEnd::from_key_values(held).into_iter().collect();
+        let log = "JobId=14 JobState=OUT_OF_MEMORY ArrayJobId=12 ArrayTaskId=2\n\
+                   JobId=15 JobState=TIMEOUT ArrayJobId=12 ArrayTaskId=3\n\
+                   JobId=30 JobState=COMPLETED\n";
+        add_logged(&mut ends, log, &["12".to_string()]);
+        let said: Vec<(String, &str)> = ends.iter().map(|e| (e.name(), e.state.as_str())).collect();
+        assert_eq!(
+            said,
+            [("12_2".into(), "RUNNING"), ("12_3".into(), "TIMEOUT")]
+        );
+    }
+}
