@@ -11,6 +11,15 @@ use crate::analysis::summary::{CellSummary, Summaries};
 use crate::present::compare as table;
 use crate::results::{stream, Row};
 
+/// What `--format` names.
+#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Format {
+    #[value(alias = "md")]
+    Markdown,
+    Github,
+    Json,
+}
+
 #[derive(clap::Args)]
 pub(crate) struct Args {
     pub(crate) baseline: PathBuf,
@@ -32,8 +41,8 @@ pub(crate) struct Args {
     pub(crate) matching: compare::Match,
     /// markdown (a table), github (a one-line verdict first, then the table: for a pull-request
     /// comment or $GITHUB_STEP_SUMMARY) or json (every comparison with its intervals)
-    #[arg(long, value_parser = ["markdown", "github", "json"], default_value = "markdown")]
-    pub(crate) format: String,
+    #[arg(long, value_enum, default_value = "markdown")]
+    pub(crate) format: Format,
     /// Also write the comparison here, in the same format
     #[arg(long)]
     pub(crate) out: Option<PathBuf>,
@@ -80,20 +89,20 @@ pub(crate) fn run(args: Args) -> Result<ExitCode> {
             args.candidate.display()
         );
     }
-    let text = match args.format.as_str() {
-        "json" => table::render_json(&comparisons, thresholds)?,
-        "github" => table::render_github(&comparisons, thresholds),
-        _ => table::render(&comparisons, thresholds),
+    let text = match args.format {
+        Format::Json => table::render_json(&comparisons, thresholds)?,
+        Format::Github => table::render_github(&comparisons, thresholds),
+        Format::Markdown => table::render(&comparisons, thresholds),
     };
     println!("{text}");
     if let Some(path) = args.out {
-        let body = match args.format.as_str() {
-            "markdown" => format!(
+        let body = match args.format {
+            Format::Markdown => format!(
                 "# shmbench compare\n\n`{}` -> `{}`\n\n{text}\n",
                 args.baseline.display(),
                 args.candidate.display()
             ),
-            _ => format!("{text}\n"),
+            Format::Github | Format::Json => format!("{text}\n"),
         };
         std::fs::write(&path, body)?;
     }

@@ -19,6 +19,15 @@ use crate::plan::{advice, guard, job};
 use crate::present::doctor;
 use crate::sys::detect::Environment;
 
+/// What `--format` names.
+#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Format {
+    Text,
+    Json,
+    #[value(alias = "md")]
+    Markdown,
+}
+
 #[derive(clap::Args)]
 pub(crate) struct Args {
     /// Run the loader (or every rank's loaders at once) in a namespace cell under the
@@ -50,8 +59,8 @@ pub(crate) struct Args {
     #[arg(long, value_enum)]
     pub(crate) platform: Option<Target>,
     /// Output format
-    #[arg(long, value_parser = ["text", "json", "md"], default_value = "text")]
-    pub(crate) format: String,
+    #[arg(long, value_enum, default_value = "text")]
+    pub(crate) format: Format,
     /// Loader flags (--shm-size: diagnose against that size instead of the /dev/shm seen)
     #[command(flatten)]
     pub(crate) knobs: Knobs,
@@ -89,10 +98,10 @@ pub(crate) fn run(args: Args) -> Result<ExitCode> {
     }
     let job = job::predict(&config, args.ranks, &specs, &with);
     let diagnosis = advice::diagnose(&config, &job, env, args.platform);
-    match args.format.as_str() {
-        "json" => println!("{}", serde_json::to_string_pretty(&diagnosis)?),
-        "md" => print!("{}", doctor::render(&diagnosis, true)),
-        _ => print!("{}", doctor::render(&diagnosis, false)),
+    match args.format {
+        Format::Json => println!("{}", serde_json::to_string_pretty(&diagnosis)?),
+        Format::Markdown => print!("{}", doctor::render(&diagnosis, true)),
+        Format::Text => print!("{}", doctor::render(&diagnosis, false)),
     }
     let mut ok = diagnosis.fits;
     if args.verify {

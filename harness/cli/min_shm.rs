@@ -14,6 +14,13 @@ use crate::plan::{guard, predict, watch};
 use crate::sys::fingerprint::mem_total;
 use crate::sys::signals;
 
+/// What `--format` names.
+#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Format {
+    Text,
+    Json,
+}
+
 #[derive(clap::Args)]
 pub(crate) struct Args {
     /// Stop when the bracket is this narrow
@@ -26,8 +33,8 @@ pub(crate) struct Args {
     #[arg(long, value_name = "SECONDS")]
     pub(crate) budget: Option<f64>,
     /// Output format
-    #[arg(long, value_parser = ["text", "json"], default_value = "text")]
-    pub(crate) format: String,
+    #[arg(long, value_enum, default_value = "text")]
+    pub(crate) format: Format,
     #[command(flatten)]
     pub(crate) knobs: Knobs,
     /// A command to size instead of a loader, run as `shmbench watch` runs it
@@ -76,7 +83,7 @@ pub(crate) fn run(args: Args) -> Result<ExitCode> {
             );
         },
     )?;
-    if args.format == "json" {
+    if args.format == Format::Json {
         println!("{}", serde_json::to_string_pretty(&result)?);
         return Ok(ExitCode::SUCCESS);
     }

@@ -67,7 +67,7 @@ pub(crate) enum Command {
     Cell(internal::CellArgs),
     /// How much /dev/shm a loader needs, whether it has it here, and the fixes that fit
     #[command(
-        after_help = "Examples:\n  shmbench doctor                                    # the seed loader (8 workers, batch 128) here\n  shmbench doctor --workers 4 --batch 64 --prefetch 2 --pin-memory\n  shmbench doctor --shape 3x512x512 --dtype u8 --format md\n  shmbench doctor --verify                           # run the loader under the recommended size\n  shmbench doctor --ranks 8 --loaders train:8x2x128,val:4x2x256 --platform kubernetes\n  shmbench doctor --ranks 2 --loaders train:2x2x8,val:1x2x16 --verify   # all at once, measured\n  shmbench doctor --ranks 8 --loaders train:8x2x128 --with nccl:8,ray:2g   # what else fills /dev/shm\n  shmbench doctor --ranks 8 --loaders train:8x2x128 --with nccl:8,vllm:2   # RL: training beside a vLLM rollout\n  shmbench doctor --scenario my-node.toml --cell train   # a scenario's loader and [[consumers]]\n\nExit status: 0 when the loader fits here, 1 when it does not (or --verify failed).\nIt never changes the system: it prints commands."
+        after_help = "Examples:\n  shmbench doctor                                    # the seed loader (8 workers, batch 128) here\n  shmbench doctor --workers 4 --batch 64 --prefetch 2 --pin-memory\n  shmbench doctor --shape 3x512x512 --dtype u8 --format markdown\n  shmbench doctor --verify                           # run the loader under the recommended size\n  shmbench doctor --ranks 8 --loaders train:8x2x128,val:4x2x256 --platform kubernetes\n  shmbench doctor --ranks 2 --loaders train:2x2x8,val:1x2x16 --verify   # all at once, measured\n  shmbench doctor --ranks 8 --loaders train:8x2x128 --with nccl:8,ray:2g   # what else fills /dev/shm\n  shmbench doctor --ranks 8 --loaders train:8x2x128 --with nccl:8,vllm:2   # RL: training beside a vLLM rollout\n  shmbench doctor --scenario my-node.toml --cell train   # a scenario's loader and [[consumers]]\n\nExit status: 0 when the loader fits here, 1 when it does not (or --verify failed).\nIt never changes the system: it prints commands."
     )]
     Doctor(doctor::Args),
     /// Find the smallest /dev/shm a loader passes in, by bisection over real cells
@@ -108,7 +108,7 @@ pub(crate) enum Command {
     History(history::Args),
     /// Make a report (Markdown, self-contained HTML, JSON, PNG/SVG plots) from results files
     #[command(
-        after_help = "Examples:\n  shmbench report results/seed-matrix-20261130T031415Z.csv\n  shmbench report hostA.csv hostB.csv --out reports/a-vs-b --format md,html"
+        after_help = "Examples:\n  shmbench report results/seed-matrix-20261130T031415Z.csv\n  shmbench report hostA.csv hostB.csv --out reports/a-vs-b --format markdown,html"
     )]
     Report(report::Args),
     /// Remove /dev/shm segments left by shmbench runs that died (SIGKILL)

@@ -5,7 +5,7 @@ use std::process::ExitCode;
 
 use anyhow::Result;
 
-use crate::present::report::{self, ReportContent};
+use crate::present::report::{self, FormatName, ReportContent};
 
 #[derive(clap::Args)]
 pub(crate) struct Args {
@@ -15,9 +15,14 @@ pub(crate) struct Args {
     /// Output directory (default: reports/<stem of the first results file>)
     #[arg(long)]
     pub(crate) out: Option<PathBuf>,
-    /// Formats to write
-    #[arg(long, value_delimiter = ',', default_value = "md,html,json")]
-    pub(crate) format: Vec<String>,
+    /// Formats to write, comma-separated
+    #[arg(
+        long,
+        value_enum,
+        value_delimiter = ',',
+        default_value = "markdown,html,json"
+    )]
+    pub(crate) format: Vec<FormatName>,
 }
 
 pub(crate) fn run(args: Args) -> Result<ExitCode> {

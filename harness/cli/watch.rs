@@ -20,7 +20,7 @@ use crate::model::watch::{WatchSettings, DEFAULT_INTERVAL_MS};
 use crate::orchestrate::event::Event;
 use crate::orchestrate::runner;
 use crate::plan::{self, advice};
-use crate::present::report::ReportContent;
+use crate::present::report::{FormatName, ReportContent};
 use crate::present::watch;
 
 /// A day: the longest a watched job may run by default (and at most).
@@ -185,8 +185,8 @@ pub(crate) fn run(args: Args) -> Result<ExitCode> {
     }
     eprintln!("  results:     {}", out.display());
     if let Some(dir) = &args.report {
-        let all: Vec<String> = ["md", "html", "json"].map(String::from).to_vec();
-        let files = ReportContent::load(std::slice::from_ref(&out))?.write(dir, &all)?;
+        let files =
+            ReportContent::load(std::slice::from_ref(&out))?.write(dir, &FormatName::ALL)?;
         eprintln!("  report:      {}", files[0].display());
     }
     Ok(match record.exit_code {
