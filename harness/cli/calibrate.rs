@@ -19,7 +19,14 @@ pub(crate) enum Format {
     Json,
 }
 
+/// What `shmbench calibrate --help` shows after the flags.
+const AFTER_HELP: &str = "\
+Examples:
+  shmbench calibrate
+  shmbench calibrate --batch 32 --seconds 1 --format json";
+
 #[derive(clap::Args)]
+#[command(after_help = AFTER_HELP)]
 pub(crate) struct Args {
     /// Seconds per fresh-segment measurement
     #[arg(long, default_value_t = 0.5)]

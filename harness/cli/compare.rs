@@ -20,7 +20,26 @@ pub(crate) enum Format {
     Json,
 }
 
+/// What `shmbench compare --help` shows after the flags.
+const AFTER_HELP: &str = "\
+Examples:
+  shmbench compare results/base.csv results/new.csv
+  shmbench compare base.csv new.csv --threshold 3% --cpu-threshold 2% --out compare.md
+  shmbench compare before.csv after.csv --match name    # a knob changed on purpose
+
+Verdicts: outcome-changed (worse: fewer runs pass, or the crashes come earlier, beyond chance at
+p < 0.05 by Fisher's exact test of the shares or a rank test of the crash steps; one run a side
+is not judged: a flip needs 4 runs a side), regressed / improved (the 95% bootstrap interval of
+the change of img/s, or of CPU time per image, lies wholly beyond its threshold), undecided (the
+sides differ, or may, and the repeats are too few to judge it: one passing run a side gives no
+interval, 3 passes against 3 crashes cannot reach p < 0.05; never called unchanged), unchanged,
+new, missing.
+Exit status: 1 when any cell regressed or its outcome got worse; else 3 when any cell is
+undecided (0 with --allow-undecided); else 0; 2 on bad input (a measure that is NaN, infinite
+or negative included).";
+
 #[derive(clap::Args)]
+#[command(after_help = AFTER_HELP)]
 pub(crate) struct Args {
     pub(crate) baseline: PathBuf,
     pub(crate) candidate: PathBuf,

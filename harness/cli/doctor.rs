@@ -28,7 +28,26 @@ pub(crate) enum Format {
     Markdown,
 }
 
+/// What `shmbench doctor --help` shows after the flags.
+const AFTER_HELP: &str = "\
+Examples:
+  shmbench doctor                                    # the seed loader (8 workers, batch 128) here
+  shmbench doctor --workers 4 --batch 64 --prefetch 2 --pin-memory
+  shmbench doctor --shape 3x512x512 --dtype u8 --format markdown
+  shmbench doctor --verify                           # run the loader under the recommended size
+  shmbench doctor --ranks 8 --loaders train:8x2x128,val:4x2x256 --platform kubernetes
+  shmbench doctor --ranks 2 --loaders train:2x2x8,val:1x2x16 --verify   # all at once, measured
+  shmbench doctor --ranks 8 --loaders train:8x2x128 --with nccl:8,ray:2g
+                                                     # what else fills /dev/shm
+  shmbench doctor --ranks 8 --loaders train:8x2x128 --with nccl:8,vllm:2
+                                                     # RL: training beside a vLLM rollout
+  shmbench doctor --scenario my-node.toml --cell train   # a scenario's loader and [[consumers]]
+
+Exit status: 0 when the loader fits here, 1 when it does not (or --verify failed).
+It never changes the system: it prints commands.";
+
 #[derive(clap::Args)]
+#[command(after_help = AFTER_HELP)]
 pub(crate) struct Args {
     /// Run the loader (or every rank's loaders at once) in a namespace cell under the
     /// recommended /dev/shm size

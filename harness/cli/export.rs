@@ -15,7 +15,17 @@ pub(crate) enum Format {
     Bmf,
 }
 
+/// What `shmbench export --help` shows after the flags.
+const AFTER_HELP: &str = "\
+Examples:
+  shmbench export results/seed-matrix-*.csv > bmf.json
+  bencher run --adapter json --file bmf.json    # push to a Bencher project
+
+One benchmark per cell (scenario/cell), measures: throughput (img/s), cpu-ms-per-image,
+peak-shm-bytes, and crash-step for a cell that crashed; medians with 95% intervals as lower/upper.";
+
 #[derive(clap::Args)]
+#[command(after_help = AFTER_HELP)]
 pub(crate) struct Args {
     /// Results files (rows of all of them are exported together)
     #[arg(required = true)]

@@ -21,7 +21,18 @@ pub(crate) enum Format {
     Json,
 }
 
+/// What `shmbench min-shm --help` shows after the flags.
+const AFTER_HELP: &str = "\
+Examples:
+  shmbench min-shm --workers 2 --batch 16 --steps 30 --compute-ms 20
+  shmbench min-shm --resolution 4m --repeat 3 --format json
+  shmbench min-shm --resolution 8m --budget 600 -- python train.py --epochs 1   # any command
+
+A --compute-ms slower than the workers (real training) gives the worst case the doctor predicts;
+with a fast consumer fewer batches wait and the minimum is lower.";
+
 #[derive(clap::Args)]
+#[command(after_help = AFTER_HELP)]
 pub(crate) struct Args {
     /// Stop when the bracket is this narrow
     #[arg(long, default_value = "1m")]

@@ -7,7 +7,14 @@ use anyhow::Result;
 
 use crate::present::report::{self, FormatName, ReportContent};
 
+/// What `shmbench report --help` shows after the flags.
+const AFTER_HELP: &str = "\
+Examples:
+  shmbench report results/seed-matrix-20261130T031415Z.csv
+  shmbench report hostA.csv hostB.csv --out reports/a-vs-b --format markdown,html";
+
 #[derive(clap::Args)]
+#[command(after_help = AFTER_HELP)]
 pub(crate) struct Args {
     /// Results CSV files (several: shown side by side)
     #[arg(required = true)]
