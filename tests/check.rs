@@ -332,3 +332,14 @@ fn the_ranks_come_from_the_workload_when_not_given() {
         "{message}"
     );
 }
+
+#[test]
+fn help_lists_every_rule_of_the_rule_table() {
+    let o = check(&["--help"]);
+    let help = String::from_utf8_lossy(&o.stdout);
+    assert!(o.status.success(), "{help}");
+    for rule in shmbench::check::rules::RULES {
+        let line = format!("  {} {} ({})", rule.id, rule.name, rule.severity.word());
+        assert!(help.contains(&line), "no `{line}` in\n{help}");
+    }
+}

@@ -309,3 +309,37 @@ fn a_run_on_a_terminal_shows_its_progress_and_a_pipe_gets_plain_lines() {
     assert!(stderr.contains("[3/3] adhoc"), "{stderr}");
     assert_clean(&before);
 }
+
+#[test]
+fn format_names_one_format_one_way_and_old_spellings_still_parse() {
+    // `md` was the doctor's and report's word for Markdown; `markdown` is everyone's now.
+    let doctor = |format: &str| shmbench(&["doctor", "--shm-size", "1g", "--format", format]);
+    let (old, new) = (doctor("md"), doctor("markdown"));
+    assert!(new.stdout.starts_with(b"#"), "{new:?}");
+    assert_eq!(old.stdout, new.stdout);
+    // A format the command lacks is clap's to refuse, naming the ones it has.
+    let o = doctor("sarif");
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains("[possible values: text, json, markdown]"),
+        "{stderr}"
+    );
+    let dir = temp_dir("report-formats");
+    let seed = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/seed.csv");
+    let out = dir.join("r");
+    let o = shmbench(&[
+        "report",
+        seed,
+        "--out",
+        out.to_str().unwrap(),
+        "--format",
+        "md",
+    ]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    assert!(out.join("report.md").exists() && !out.join("report.html").exists());
+    let o = shmbench(&["report", seed, "--format", "markdown,pdf"]);
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("markdown, html, json"), "{stderr}");
+}

@@ -9,7 +9,13 @@ use super::progress::Terminal;
 use crate::orchestrate::bench;
 use crate::present::bench as table;
 
+/// What `shmbench bench --help` shows after the flags.
+const AFTER_HELP: &str = "\
+Example:
+  shmbench bench    # about 30 s; prints each target and whether it is met";
+
 #[derive(clap::Args)]
+#[command(after_help = AFTER_HELP)]
 pub(crate) struct Args {
     /// Where the benchmark's matrix writes its CSV
     #[arg(long, default_value = "results")]

@@ -12,13 +12,28 @@ use crate::orchestrate::calibrate;
 use crate::plan::guard;
 use crate::present::calibration;
 
+/// What `--format` names.
+#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Format {
+    Text,
+    Json,
+}
+
+/// What `shmbench calibrate --help` shows after the flags.
+const AFTER_HELP: &str = "\
+Examples:
+  shmbench calibrate
+  shmbench calibrate --batch 32 --seconds 1 --format json";
+
 #[derive(clap::Args)]
+#[command(after_help = AFTER_HELP)]
 pub(crate) struct Args {
     /// Seconds per fresh-segment measurement
     #[arg(long, default_value_t = 0.5)]
     pub(crate) seconds: f64,
-    #[arg(long, value_parser = ["text", "json"], default_value = "text")]
-    pub(crate) format: String,
+    /// Output format
+    #[arg(long, value_enum, default_value = "text")]
+    pub(crate) format: Format,
     /// Only these strategy:torch pairs (default: all)
     #[arg(long)]
     pub(crate) only: Option<String>,
@@ -54,10 +69,9 @@ pub(crate) fn run(args: Args) -> Result<ExitCode> {
     } else {
         calibrate::isolated(&config, &combos, duration)?
     };
-    if args.format == "json" {
-        println!("{}", serde_json::to_string_pretty(&c)?);
-    } else {
-        println!("{}", calibration::render(&c));
+    match args.format {
+        Format::Json => println!("{}", serde_json::to_string_pretty(&c)?),
+        Format::Text => println!("{}", calibration::render(&c)),
     }
     Ok(ExitCode::SUCCESS)
 }

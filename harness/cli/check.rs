@@ -15,7 +15,35 @@ use crate::model::knobs::Knobs;
 use crate::plan::guard;
 use crate::present::check::{format, FormatName};
 
+/// `shmbench check --help`'s examples.
+const EXAMPLES: &str = "\
+Examples:
+  shmbench check k8s/                           # every YAML, script and compose file under it
+  shmbench check train.yaml --loaders train:8x2x128 --ranks 8
+  helm template charts/train | shmbench check -
+  shmbench check . --format sarif > shm.sarif   # for GitHub code scanning
+  shmbench check . --format github              # annotations in a workflow
+  shmbench check deploy/ --ignore host-ipc --fail-on error";
+
+/// What `shmbench check --help` says after the rules.
+const SILENCING_AND_EXIT: &str = "\
+Silence one with the annotation or compose label `shmbench.io/ignore: SHM001`, a
+`# shmbench-ignore: SHM020` comment, or --ignore.
+Exit status: 1 when a finding at or above --fail-on exists, 2 when an input could not be
+checked (the rest still is), 0 otherwise.";
+
+/// What `shmbench check --help` shows after the flags: the examples, the rules (from the rule
+/// table, so the list cannot drift from the rules there are), how to silence one, the exit status.
+fn after_help() -> String {
+    let rules: String = rules::RULES
+        .iter()
+        .map(|r| format!("  {} {} ({})\n", r.id, r.name, r.severity.word()))
+        .collect();
+    format!("{EXAMPLES}\n\nRules (docs/CHECK.md):\n{rules}{SILENCING_AND_EXIT}")
+}
+
 #[derive(clap::Args)]
+#[command(after_help = after_help())]
 pub(crate) struct Args {
     /// Files and directories to check (- for stdin)
     #[arg(required = true)]

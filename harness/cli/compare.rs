@@ -11,7 +11,35 @@ use crate::analysis::summary::{CellSummary, Summaries};
 use crate::present::compare as table;
 use crate::results::{stream, Row};
 
+/// What `--format` names.
+#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Format {
+    #[value(alias = "md")]
+    Markdown,
+    Github,
+    Json,
+}
+
+/// What `shmbench compare --help` shows after the flags.
+const AFTER_HELP: &str = "\
+Examples:
+  shmbench compare results/base.csv results/new.csv
+  shmbench compare base.csv new.csv --threshold 3% --cpu-threshold 2% --out compare.md
+  shmbench compare before.csv after.csv --match name    # a knob changed on purpose
+
+Verdicts: outcome-changed (worse: fewer runs pass, or the crashes come earlier, beyond chance at
+p < 0.05 by Fisher's exact test of the shares or a rank test of the crash steps; one run a side
+is not judged: a flip needs 4 runs a side), regressed / improved (the 95% bootstrap interval of
+the change of img/s, or of CPU time per image, lies wholly beyond its threshold), undecided (the
+sides differ, or may, and the repeats are too few to judge it: one passing run a side gives no
+interval, 3 passes against 3 crashes cannot reach p < 0.05; never called unchanged), unchanged,
+new, missing.
+Exit status: 1 when any cell regressed or its outcome got worse; else 3 when any cell is
+undecided (0 with --allow-undecided); else 0; 2 on bad input (a measure that is NaN, infinite
+or negative included).";
+
 #[derive(clap::Args)]
+#[command(after_help = AFTER_HELP)]
 pub(crate) struct Args {
     pub(crate) baseline: PathBuf,
     pub(crate) candidate: PathBuf,
@@ -32,8 +60,8 @@ pub(crate) struct Args {
     pub(crate) matching: compare::Match,
     /// markdown (a table), github (a one-line verdict first, then the table: for a pull-request
     /// comment or $GITHUB_STEP_SUMMARY) or json (every comparison with its intervals)
-    #[arg(long, value_parser = ["markdown", "github", "json"], default_value = "markdown")]
-    pub(crate) format: String,
+    #[arg(long, value_enum, default_value = "markdown")]
+    pub(crate) format: Format,
     /// Also write the comparison here, in the same format
     #[arg(long)]
     pub(crate) out: Option<PathBuf>,
@@ -80,20 +108,20 @@ pub(crate) fn run(args: Args) -> Result<ExitCode> {
             args.candidate.display()
         );
     }
-    let text = match args.format.as_str() {
-        "json" => table::render_json(&comparisons, thresholds)?,
-        "github" => table::render_github(&comparisons, thresholds),
-        _ => table::render(&comparisons, thresholds),
+    let text = match args.format {
+        Format::Json => table::render_json(&comparisons, thresholds)?,
+        Format::Github => table::render_github(&comparisons, thresholds),
+        Format::Markdown => table::render(&comparisons, thresholds),
     };
     println!("{text}");
     if let Some(path) = args.out {
-        let body = match args.format.as_str() {
-            "markdown" => format!(
+        let body = match args.format {
+            Format::Markdown => format!(
                 "# shmbench compare\n\n`{}` -> `{}`\n\n{text}\n",
                 args.baseline.display(),
                 args.candidate.display()
             ),
-            _ => format!("{text}\n"),
+            Format::Github | Format::Json => format!("{text}\n"),
         };
         std::fs::write(&path, body)?;
     }

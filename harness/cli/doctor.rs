@@ -19,7 +19,35 @@ use crate::plan::{advice, guard, job};
 use crate::present::doctor;
 use crate::sys::detect::Environment;
 
+/// What `--format` names.
+#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Format {
+    Text,
+    Json,
+    #[value(alias = "md")]
+    Markdown,
+}
+
+/// What `shmbench doctor --help` shows after the flags.
+const AFTER_HELP: &str = "\
+Examples:
+  shmbench doctor                                    # the seed loader (8 workers, batch 128) here
+  shmbench doctor --workers 4 --batch 64 --prefetch 2 --pin-memory
+  shmbench doctor --shape 3x512x512 --dtype u8 --format markdown
+  shmbench doctor --verify                           # run the loader under the recommended size
+  shmbench doctor --ranks 8 --loaders train:8x2x128,val:4x2x256 --platform kubernetes
+  shmbench doctor --ranks 2 --loaders train:2x2x8,val:1x2x16 --verify   # all at once, measured
+  shmbench doctor --ranks 8 --loaders train:8x2x128 --with nccl:8,ray:2g
+                                                     # what else fills /dev/shm
+  shmbench doctor --ranks 8 --loaders train:8x2x128 --with nccl:8,vllm:2
+                                                     # RL: training beside a vLLM rollout
+  shmbench doctor --scenario my-node.toml --cell train   # a scenario's loader and [[consumers]]
+
+Exit status: 0 when the loader fits here, 1 when it does not (or --verify failed).
+It never changes the system: it prints commands.";
+
 #[derive(clap::Args)]
+#[command(after_help = AFTER_HELP)]
 pub(crate) struct Args {
     /// Run the loader (or every rank's loaders at once) in a namespace cell under the
     /// recommended /dev/shm size
@@ -50,8 +78,8 @@ pub(crate) struct Args {
     #[arg(long, value_enum)]
     pub(crate) platform: Option<Target>,
     /// Output format
-    #[arg(long, value_parser = ["text", "json", "md"], default_value = "text")]
-    pub(crate) format: String,
+    #[arg(long, value_enum, default_value = "text")]
+    pub(crate) format: Format,
     /// Loader flags (--shm-size: diagnose against that size instead of the /dev/shm seen)
     #[command(flatten)]
     pub(crate) knobs: Knobs,
@@ -89,10 +117,10 @@ pub(crate) fn run(args: Args) -> Result<ExitCode> {
     }
     let job = job::predict(&config, args.ranks, &specs, &with);
     let diagnosis = advice::diagnose(&config, &job, env, args.platform);
-    match args.format.as_str() {
-        "json" => println!("{}", serde_json::to_string_pretty(&diagnosis)?),
-        "md" => print!("{}", doctor::render(&diagnosis, true)),
-        _ => print!("{}", doctor::render(&diagnosis, false)),
+    match args.format {
+        Format::Json => println!("{}", serde_json::to_string_pretty(&diagnosis)?),
+        Format::Markdown => print!("{}", doctor::render(&diagnosis, true)),
+        Format::Text => print!("{}", doctor::render(&diagnosis, false)),
     }
     let mut ok = diagnosis.fits;
     if args.verify {

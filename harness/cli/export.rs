@@ -9,14 +9,30 @@ use crate::analysis::summary::{cell_key, Summaries};
 use crate::present::bmf;
 use crate::results::stream;
 
+/// What `--format` names: one format so far, named so a second can join it.
+#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Format {
+    Bmf,
+}
+
+/// What `shmbench export --help` shows after the flags.
+const AFTER_HELP: &str = "\
+Examples:
+  shmbench export results/seed-matrix-*.csv > bmf.json
+  bencher run --adapter json --file bmf.json    # push to a Bencher project
+
+One benchmark per cell (scenario/cell), measures: throughput (img/s), cpu-ms-per-image,
+peak-shm-bytes, and crash-step for a cell that crashed; medians with 95% intervals as lower/upper.";
+
 #[derive(clap::Args)]
+#[command(after_help = AFTER_HELP)]
 pub(crate) struct Args {
     /// Results files (rows of all of them are exported together)
     #[arg(required = true)]
     pub(crate) results: Vec<PathBuf>,
     /// bmf: Bencher's metric format (JSON), for `bencher run --adapter json`
-    #[arg(long, value_parser = ["bmf"], default_value = "bmf")]
-    pub(crate) format: String,
+    #[arg(long, value_enum, default_value = "bmf")]
+    pub(crate) format: Format,
     /// Write here instead of stdout
     #[arg(long)]
     pub(crate) out: Option<PathBuf>,
@@ -34,7 +50,9 @@ pub(crate) fn run(args: Args) -> Result<ExitCode> {
     if rows == 0 {
         bail!("no rows to export: the results files hold none");
     }
-    let text = serde_json::to_string_pretty(&bmf::render(cells.finish_with_rows()))?;
+    let text = match args.format {
+        Format::Bmf => serde_json::to_string_pretty(&bmf::render(cells.finish_with_rows()))?,
+    };
     match args.out {
         Some(path) => {
             std::fs::write(&path, format!("{text}\n"))?;

@@ -15,7 +15,21 @@ use crate::plan::scenario::{self, Scenario};
 use crate::present::fidelity as table;
 use crate::results::csv;
 
+/// What `shmbench fidelity --help` shows after the flags.
+const AFTER_HELP: &str = "\
+Examples:
+  shmbench fidelity --python ~/venvs/torch/bin/python
+  shmbench fidelity --with ~/venvs/torch29/bin/python --with ~/venvs/torch/bin/python --repeat 3
+  shmbench fidelity --cells seed-fd-64m,seed-fd-2g --steps 20
+
+Verdict per cell: agrees (same outcome; crash steps within one step) or differs.
+Real torch's later runs are held to the same test against its earlier ones (`real torch against
+itself`): how often the race alone makes a cell differ. The distance between the median crash
+steps is the steadier measure.
+Exit status: 1 when any cell differs, 0 otherwise, 2 on bad input (e.g. a Python without torch).";
+
 #[derive(clap::Args)]
+#[command(after_help = AFTER_HELP)]
 pub(crate) struct Args {
     /// Scenario file
     #[arg(default_value = scenario::FIDELITY_PATH)]

@@ -12,7 +12,15 @@ use crate::present::history as table;
 use crate::present::report::plots;
 use crate::results::stream;
 
+/// What `shmbench history --help` shows after the flags.
+const AFTER_HELP: &str = "\
+Examples:
+  shmbench history results/*.csv --by kernel
+  shmbench history results/*.csv --by time --threshold 10%
+  shmbench history results/*.csv --metric cpu-per-image --match name --plot reports/history";
+
 #[derive(clap::Args)]
+#[command(after_help = AFTER_HELP)]
 pub(crate) struct Args {
     #[arg(required = true)]
     pub(crate) results: Vec<PathBuf>,

@@ -8,7 +8,16 @@ use anyhow::Result;
 use crate::runtime::docker::engine::{self, Engine};
 use crate::runtime::docker::image;
 
+/// What `shmbench image --help` shows after the flags.
+const AFTER_HELP: &str = "\
+Examples:
+  shmbench image             # this binary's image tag and whether the engine has it
+  shmbench image --rebuild   # build it again (e.g. after the engine lost it)
+  shmbench image --remove    # remove every shmbench image
+  shmbench image export --out shmbench.tar   # for docker load, a registry, a cluster";
+
 #[derive(clap::Args)]
+#[command(after_help = AFTER_HELP)]
 pub(crate) struct Args {
     #[command(subcommand)]
     pub(crate) action: Option<Action>,

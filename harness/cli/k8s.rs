@@ -19,6 +19,31 @@ use crate::results::k8s_jobs;
 use crate::sys::clock;
 use crate::sys::fingerprint::mem_total;
 
+/// What `shmbench k8s manifest --help` shows after the flags.
+const MANIFEST_HELP: &str = "\
+Examples:
+  shmbench k8s manifest --image registry.example/shmbench:1 > seed.yaml
+  shmbench k8s manifest kubernetes --image IMG --namespace ml --node-selector pool=a100 \\
+      --repeat 3 --out k8s.yaml
+  shmbench image export --out shmbench.tar   # the image to push for IMG
+
+The output is block-style YAML; the cells each pod can run are a YAML list in the ConfigMap.";
+
+/// What `shmbench k8s collect --help` shows after the flags.
+const COLLECT_HELP: &str = "\
+Examples:
+  kubectl logs -n ml -l shmbench.org/scenario=seed-matrix --prefix --tail=-1 \\
+      --max-log-requests 50 > logs.txt
+  kubectl get pods -n ml -l shmbench.org/scenario=seed-matrix -o json > pods.json
+  kubectl get nodes -o json > nodes.json
+  shmbench k8s collect logs.txt --pods pods.json --nodes nodes.json --manifest k8s.yaml
+  shmbench history results/seed-matrix-k8s-*.csv --by node
+
+A pod that printed a record gives its row, with its node and the pod's own fingerprint. A pod
+ended from outside prints nothing: its row's status comes from its status (OOMKilled -> oom,
+Evicted -> evicted, another failure -> error) and its cell from --manifest. Pods still running
+are named and left out.";
+
 #[derive(clap::Args)]
 pub(crate) struct Args {
     #[command(subcommand)]
@@ -28,20 +53,17 @@ pub(crate) struct Args {
 #[derive(clap::Subcommand)]
 pub(crate) enum Action {
     /// Write an Indexed Job per pod shape that runs the scenario's cells in pods
-    #[command(
-        after_help = "Examples:\n  shmbench k8s manifest --image registry.example/shmbench:1 > seed.yaml\n  shmbench k8s manifest kubernetes --image IMG --namespace ml --node-selector pool=a100 --repeat 3 --out k8s.yaml\n  shmbench image export --out shmbench.tar   # the image to push for IMG\n\nThe output is block-style YAML; the cells each pod can run are a YAML list in the ConfigMap."
-    )]
+    #[command(after_help = MANIFEST_HELP)]
     Manifest(Box<ManifestArgs>),
     /// Turn a fleet run's pod logs and pod statuses into a results CSV, one row per pod
-    #[command(
-        after_help = "Examples:\n  kubectl logs -n ml -l shmbench.org/scenario=seed-matrix --prefix --tail=-1 --max-log-requests 50 > logs.txt\n  kubectl get pods -n ml -l shmbench.org/scenario=seed-matrix -o json > pods.json\n  kubectl get nodes -o json > nodes.json\n  shmbench k8s collect logs.txt --pods pods.json --nodes nodes.json --manifest k8s.yaml\n  shmbench history results/seed-matrix-k8s-*.csv --by node\n\nA pod that printed a record gives its row, with its node and the pod's own fingerprint. A pod\nended from outside prints nothing: its row's status comes from its status (OOMKilled -> oom,\nEvicted -> evicted, another failure -> error) and its cell from --manifest. Pods still running\nare named and left out."
-    )]
+    #[command(after_help = COLLECT_HELP)]
     Collect(CollectArgs),
 }
 
 #[derive(clap::Args)]
 pub(crate) struct CollectArgs {
-    /// Pod logs (`kubectl logs`, with or without --prefix): files, directories of them, or - for stdin
+    /// Pod logs (`kubectl logs`, with or without --prefix): files, directories of them, or - for
+    /// stdin
     #[arg(required = true)]
     pub(crate) logs: Vec<PathBuf>,
     /// `kubectl get pods -o json` of the Jobs' pods (repeat for several)
@@ -50,7 +72,8 @@ pub(crate) struct CollectArgs {
     /// `kubectl get nodes -o json`: each node's kubelet and container runtime versions
     #[arg(long, value_name = "FILE")]
     pub(crate) nodes: Option<PathBuf>,
-    /// The manifest the Jobs were made from (`k8s manifest --out`): the cell of a pod that left no record
+    /// The manifest the Jobs were made from (`k8s manifest --out`): the cell of a pod that left no
+    /// record
     #[arg(long, value_name = "FILE")]
     pub(crate) manifest: Option<PathBuf>,
     /// Results file to write (default results/<scenario>-k8s-<time>.csv)

@@ -21,7 +21,21 @@ use crate::results::baseline;
 use crate::results::statements;
 use crate::sys::fingerprint::mem_total;
 
+/// What `shmbench matrix --help` shows after the flags.
+const AFTER_HELP: &str = "\
+Examples:
+  shmbench matrix
+  shmbench matrix scenarios/seed-matrix.toml --steps 30 --out results/quick.csv
+  shmbench matrix --cells docker-tuned --torch modern
+  shmbench matrix --repeat 5                        # for compare: medians and 95% intervals
+  shmbench matrix --repeat auto --until-ci 3%       # rounds until CPU per image is that tight
+  shmbench matrix --dry-run
+  shmbench matrix --batch 8 --steps 20 \\
+      --kernels host,debian:6.1.0-57-cloud-amd64,debian:6.1.0-53-cloud-amd64
+  shmbench history results/seed-matrix-*.csv --by kernel";
+
 #[derive(clap::Args)]
+#[command(after_help = AFTER_HELP)]
 pub(crate) struct Args {
     /// Scenario file
     #[arg(default_value = scenario::SEED_MATRIX_PATH)]

@@ -7,7 +7,13 @@ use anyhow::Result;
 
 use crate::results::merge;
 
+/// What `shmbench merge --help` shows after the flags.
+const AFTER_HELP: &str = "\
+Example:
+  shmbench merge hostA/*.csv hostB/*.csv --out results/all.csv";
+
 #[derive(clap::Args)]
+#[command(after_help = AFTER_HELP)]
 pub(crate) struct Args {
     #[arg(required = true)]
     pub(crate) results: Vec<PathBuf>,

@@ -14,7 +14,25 @@ use crate::plan::{guard, predict, watch};
 use crate::sys::fingerprint::mem_total;
 use crate::sys::signals;
 
+/// What `--format` names.
+#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Format {
+    Text,
+    Json,
+}
+
+/// What `shmbench min-shm --help` shows after the flags.
+const AFTER_HELP: &str = "\
+Examples:
+  shmbench min-shm --workers 2 --batch 16 --steps 30 --compute-ms 20
+  shmbench min-shm --resolution 4m --repeat 3 --format json
+  shmbench min-shm --resolution 8m --budget 600 -- python train.py --epochs 1   # any command
+
+A --compute-ms slower than the workers (real training) gives the worst case the doctor predicts;
+with a fast consumer fewer batches wait and the minimum is lower.";
+
 #[derive(clap::Args)]
+#[command(after_help = AFTER_HELP)]
 pub(crate) struct Args {
     /// Stop when the bracket is this narrow
     #[arg(long, default_value = "1m")]
@@ -26,8 +44,8 @@ pub(crate) struct Args {
     #[arg(long, value_name = "SECONDS")]
     pub(crate) budget: Option<f64>,
     /// Output format
-    #[arg(long, value_parser = ["text", "json"], default_value = "text")]
-    pub(crate) format: String,
+    #[arg(long, value_enum, default_value = "text")]
+    pub(crate) format: Format,
     #[command(flatten)]
     pub(crate) knobs: Knobs,
     /// A command to size instead of a loader, run as `shmbench watch` runs it
@@ -76,7 +94,7 @@ pub(crate) fn run(args: Args) -> Result<ExitCode> {
             );
         },
     )?;
-    if args.format == "json" {
+    if args.format == Format::Json {
         println!("{}", serde_json::to_string_pretty(&result)?);
         return Ok(ExitCode::SUCCESS);
     }

@@ -8,7 +8,7 @@ use crate::analysis::summary::summarize;
 use crate::model::record::CellRecord;
 use crate::orchestrate::runner::Outcome;
 use crate::plan::scenario::default_results_path;
-use crate::present::report::{self, ReportContent};
+use crate::present::report::{self, FormatName, ReportContent};
 use crate::present::{compare, matrix};
 use crate::results::csv::{ClaimedName, ResultsFile};
 use crate::results::steps;
@@ -92,8 +92,7 @@ pub(crate) fn write_collected(
 /// A run's results stand without their report, so this never fails the run.
 pub(crate) fn write_report(out: &Path) -> Option<PathBuf> {
     let dir = report::default_dir(out);
-    let all: Vec<String> = ["md", "html", "json"].map(String::from).to_vec();
-    match ReportContent::load(&[out.to_path_buf()]).and_then(|r| r.write(&dir, &all)) {
+    match ReportContent::load(&[out.to_path_buf()]).and_then(|r| r.write(&dir, &FormatName::ALL)) {
         Ok(files) => {
             println!("report: {}", files[0].display());
             Some(dir)

@@ -5,9 +5,16 @@ use std::process::ExitCode;
 
 use anyhow::Result;
 
-use crate::present::report::{self, ReportContent};
+use crate::present::report::{self, FormatName, ReportContent};
+
+/// What `shmbench report --help` shows after the flags.
+const AFTER_HELP: &str = "\
+Examples:
+  shmbench report results/seed-matrix-20261130T031415Z.csv
+  shmbench report hostA.csv hostB.csv --out reports/a-vs-b --format markdown,html";
 
 #[derive(clap::Args)]
+#[command(after_help = AFTER_HELP)]
 pub(crate) struct Args {
     /// Results CSV files (several: shown side by side)
     #[arg(required = true)]
@@ -15,9 +22,14 @@ pub(crate) struct Args {
     /// Output directory (default: reports/<stem of the first results file>)
     #[arg(long)]
     pub(crate) out: Option<PathBuf>,
-    /// Formats to write
-    #[arg(long, value_delimiter = ',', default_value = "md,html,json")]
-    pub(crate) format: Vec<String>,
+    /// Formats to write, comma-separated
+    #[arg(
+        long,
+        value_enum,
+        value_delimiter = ',',
+        default_value = "markdown,html,json"
+    )]
+    pub(crate) format: Vec<FormatName>,
 }
 
 pub(crate) fn run(args: Args) -> Result<ExitCode> {

@@ -14,7 +14,17 @@ use crate::plan::resolve::Identity;
 use crate::plan::resolve::Resolve;
 use crate::sys::fingerprint::mem_total;
 
+/// What `shmbench run --help` shows after the flags.
+const AFTER_HELP: &str = "\
+Examples:
+  shmbench run                                 # seed setup on this machine's /dev/shm
+  shmbench run --shm-size 64m                  # Docker's default size: SIGBUS at step 1
+  shmbench run --shm-size 512m --workers 8 --batch 128 --torch modern --touch first --steps 60 \\
+      --out x.csv
+  shmbench run --shm-size 256m --workers 2 --batch 8 --retain-every 4 --steps 200";
+
 #[derive(clap::Args)]
+#[command(after_help = AFTER_HELP)]
 pub(crate) struct Args {
     /// Cell name in the results
     #[arg(long, default_value = "adhoc")]

@@ -26,6 +26,40 @@ use crate::sys::{clock, slurm};
 /// Where the tasks write their output files unless told.
 pub(super) const DEFAULT_DIR: &str = "shmbench-slurm";
 
+/// What `shmbench slurm script --help` shows after the flags.
+const SCRIPT_HELP: &str = "\
+Examples:
+  shmbench slurm script > seed.sbatch
+  shmbench slurm script --partition gpu --constraint a100 --repeat 3 --time 30 --out seed.sbatch
+  shmbench slurm script scenarios/seed-matrix.toml --batch 8 --steps 20 \\
+      --output-dir /shared/shmbench-out
+
+Each task runs its cell as shmbench runs it without Docker: in a private tmpfs of the cell's
+size (a mount namespace), or in the node's own /dev/shm for the cells that ask for the host's.
+The binary and --output-dir must be on a file system the nodes share.";
+
+/// What `shmbench slurm submit --help` shows after the flags.
+const SUBMIT_HELP: &str = "\
+Examples:
+  shmbench slurm submit --batch 8 --steps 20
+  shmbench slurm submit --nodelist node01,node02 --partition gpu   # the matrix on each node
+  shmbench slurm submit --wait && shmbench slurm collect 1234";
+
+/// What `shmbench slurm collect --help` shows after the flags.
+const COLLECT_HELP: &str = "\
+Examples:
+  shmbench slurm collect 1234                     # job 1234's tasks, in ./shmbench-slurm
+  shmbench slurm collect 1234 1235 --dir /shared/shmbench-out --out results/fleet.csv
+  shmbench slurm collect /shared/shmbench-out/shmbench-1234_*.out \\
+      --jobcomp /var/log/slurm/jobcomp.log
+  shmbench history results/seed-matrix-slurm-*.csv --by node
+
+A task that printed its record gives its row, with its job, node and Slurm version. A task the
+scheduler ended first (OUT_OF_MEMORY, TIMEOUT, CANCELLED, PREEMPTED, NODE_FAIL) gives a row with
+that state and Slurm's reason: oom, timeout, evicted (preempted) or error. Slurm is asked
+through sacct, else `scontrol show job`, else the jobcomp/filetxt log (--jobcomp, or the one
+the cluster's configuration names).";
+
 #[derive(clap::Args)]
 pub(crate) struct Args {
     #[command(subcommand)]
@@ -35,19 +69,13 @@ pub(crate) struct Args {
 #[derive(clap::Subcommand)]
 pub(crate) enum Action {
     /// Write a batch script: a job array with one task per cell and run
-    #[command(
-        after_help = "Examples:\n  shmbench slurm script > seed.sbatch\n  shmbench slurm script --partition gpu --constraint a100 --repeat 3 --time 30 --out seed.sbatch\n  shmbench slurm script scenarios/seed-matrix.toml --batch 8 --steps 20 --output-dir /shared/shmbench-out\n\nEach task runs its cell as shmbench runs it without Docker: in a private tmpfs of the cell's\nsize (a mount namespace), or in the node's own /dev/shm for the cells that ask for the host's.\nThe binary and --output-dir must be on a file system the nodes share."
-    )]
+    #[command(after_help = SCRIPT_HELP)]
     Script(Box<ScriptArgs>),
     /// Hand the batch script to sbatch (once per node of --nodelist) and print the job ids
-    #[command(
-        after_help = "Examples:\n  shmbench slurm submit --batch 8 --steps 20\n  shmbench slurm submit --nodelist node01,node02 --partition gpu   # the matrix on each node\n  shmbench slurm submit --wait && shmbench slurm collect 1234"
-    )]
+    #[command(after_help = SUBMIT_HELP)]
     Submit(Box<ScriptArgs>),
     /// Turn the tasks' output files and Slurm's job states into a results CSV, one row per task
-    #[command(
-        after_help = "Examples:\n  shmbench slurm collect 1234                     # job 1234's tasks, in ./shmbench-slurm\n  shmbench slurm collect 1234 1235 --dir /shared/shmbench-out --out results/fleet.csv\n  shmbench slurm collect /shared/shmbench-out/shmbench-1234_*.out --jobcomp /var/log/slurm/jobcomp.log\n  shmbench history results/seed-matrix-slurm-*.csv --by node\n\nA task that printed its record gives its row, with its job, node and Slurm version. A task the\nscheduler ended first (OUT_OF_MEMORY, TIMEOUT, CANCELLED, PREEMPTED, NODE_FAIL) gives a row with\nthat state and Slurm's reason: oom, timeout, evicted (preempted) or error. Slurm is asked\nthrough sacct, else `scontrol show job`, else the jobcomp/filetxt log (--jobcomp, or the one\nthe cluster's configuration names)."
-    )]
+    #[command(after_help = COLLECT_HELP)]
     Collect(CollectArgs),
     /// One array task: run the cell SLURM_ARRAY_TASK_ID picks from the cells on stdin
     #[command(hide = true)]

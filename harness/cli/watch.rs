@@ -20,13 +20,27 @@ use crate::model::watch::{WatchSettings, DEFAULT_INTERVAL_MS};
 use crate::orchestrate::event::Event;
 use crate::orchestrate::runner;
 use crate::plan::{self, advice};
-use crate::present::report::ReportContent;
+use crate::present::report::{FormatName, ReportContent};
 use crate::present::watch;
 
 /// A day: the longest a watched job may run by default (and at most).
 const DEFAULT_TIMEOUT_S: f64 = 86_400.0;
 
+/// What `shmbench watch --help` shows after the flags.
+const AFTER_HELP: &str = "\
+Examples:
+  shmbench watch --shm-size 64m -- python train.py        # Docker's default size, privately
+  shmbench watch -- python train.py                        # this machine's /dev/shm
+  shmbench watch --shm-size 2g --memory 4g --step-regex 'step (\\d+)' -- python train.py
+  shmbench watch --image my-train:latest --shm-size 1g -- python /app/train.py
+  shmbench watch --shm-size 256m --sweep --report reports/job -- ./job.sh
+
+The command's output and exit status are its own; the explanation goes to stderr at the end.
+Ends: pass, sigbus (the command or a process of it, or torch's \"killed by signal: Bus error\"),
+enospc, emfile, oom (the memory cgroup's OOM killer), timeout, error (another non-zero exit).";
+
 #[derive(clap::Args)]
+#[command(after_help = AFTER_HELP)]
 pub(crate) struct Args {
     /// Size of the private /dev/shm (a tmpfs in a mount namespace, or the container's); without
     /// it the command uses this machine's /dev/shm, or the engine's default in Docker
@@ -175,8 +189,8 @@ pub(crate) fn run(args: Args) -> Result<ExitCode> {
     }
     eprintln!("  results:     {}", out.display());
     if let Some(dir) = &args.report {
-        let all: Vec<String> = ["md", "html", "json"].map(String::from).to_vec();
-        let files = ReportContent::load(std::slice::from_ref(&out))?.write(dir, &all)?;
+        let files =
+            ReportContent::load(std::slice::from_ref(&out))?.write(dir, &FormatName::ALL)?;
         eprintln!("  report:      {}", files[0].display());
     }
     Ok(match record.exit_code {

@@ -38,10 +38,6 @@ th{background:#eee}pre{background:#f4f4f4;padding:8px;overflow-x:auto}figure{mar
 td.differs{background:#fde0cc}td.agrees{background:#d9f0e3}";
 
 impl Format for Html {
-    fn name(&self) -> &'static str {
-        "html"
-    }
-
     fn write(&self, report: &ReportContent, dir: &Path) -> Result<PathBuf> {
         let mut body = String::new();
         let mut title = String::from("shmbench report");

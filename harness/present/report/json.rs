@@ -12,10 +12,6 @@ use analysis::claims;
 pub struct Json;
 
 impl Format for Json {
-    fn name(&self) -> &'static str {
-        "json"
-    }
-
     fn write(&self, report: &ReportContent, dir: &Path) -> Result<PathBuf> {
         let sources: Vec<_> = report
             .sources

@@ -16,10 +16,6 @@ fn cell(text: &str) -> String {
 }
 
 impl Format for Markdown {
-    fn name(&self) -> &'static str {
-        "md"
-    }
-
     fn write(&self, report: &ReportContent, dir: &Path) -> Result<PathBuf> {
         let mut out = String::new();
         for block in document::build(report) {

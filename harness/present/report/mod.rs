@@ -1,7 +1,7 @@
 //! Reports made from results files only (never by running cells): the matrix in the how-to's
 //! shape, the how-to's claims beside the measurements and those several cells measure together
-//! (`checked`), watched jobs, plots, and the environment, as Markdown,
-//! self-contained HTML and JSON. One file per output format behind [`Format`]; the plots are
+//! (`checked`), watched jobs, plots, and the environment, as Markdown, self-contained HTML and
+//! JSON. One file per output format behind [`Format`], chosen by [`FormatName`]; the plots are
 //! written once as PNG and SVG and shared by the formats.
 
 mod block;
@@ -64,19 +64,34 @@ pub struct ReportContent {
 
 /// An output format.
 pub trait Format {
-    /// The format's name on the command line (`md`, `html`, `json`).
-    fn name(&self) -> &'static str;
     /// Writes the report into `dir`; returns the file written.
     fn write(&self, report: &ReportContent, dir: &Path) -> Result<PathBuf>;
 }
 
-/// All formats, by name.
-pub fn formats() -> Vec<Box<dyn Format>> {
-    vec![
-        Box::new(markdown::Markdown),
-        Box::new(html::Html),
-        Box::new(json::Json),
-    ]
+/// The formats `--format` names, in the order they are written (Markdown, the report, first).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum FormatName {
+    /// `report.md`, GitHub-flavoured Markdown
+    #[value(alias = "md")]
+    Markdown,
+    /// `report.html`, self-contained (inline SVG plots and CSS)
+    Html,
+    /// `report.json`, the rows and verdicts for programs
+    Json,
+}
+
+impl FormatName {
+    /// Every format, in the order they are written.
+    pub const ALL: [FormatName; 3] = [FormatName::Markdown, FormatName::Html, FormatName::Json];
+
+    /// The writer of this format.
+    pub fn writer(self) -> Box<dyn Format> {
+        match self {
+            FormatName::Markdown => Box::new(markdown::Markdown),
+            FormatName::Html => Box::new(html::Html),
+            FormatName::Json => Box::new(json::Json),
+        }
+    }
 }
 
 impl ReportContent {
@@ -109,26 +124,16 @@ impl ReportContent {
     }
 
     /// Writes plots and the chosen formats into `dir`; returns the files written, report first.
-    pub fn write(mut self, dir: &Path, chosen: &[String]) -> Result<Vec<PathBuf>> {
+    pub fn write(mut self, dir: &Path, chosen: &[FormatName]) -> Result<Vec<PathBuf>> {
         std::fs::create_dir_all(dir)
             .map_err(|e| anyhow::anyhow!("cannot create {}: {e}", dir.display()))?;
-        let all = formats();
-        for name in chosen {
-            if !all.iter().any(|f| f.name() == name) {
-                let known: Vec<&str> = all.iter().map(|f| f.name()).collect();
-                bail!(
-                    "unknown report format '{name}': choose from {}",
-                    known.join(", ")
-                );
-            }
-        }
         match plots::write_all(&self, dir) {
             Ok(plots) => self.plots = plots,
             Err(e) => self.problems.push(format!("plots were not drawn: {e:#}")),
         }
         let mut written = Vec::new();
-        for format in all.iter().filter(|f| chosen.iter().any(|c| c == f.name())) {
-            written.push(format.write(&self, dir)?);
+        for name in FormatName::ALL.into_iter().filter(|f| chosen.contains(f)) {
+            written.push(name.writer().write(&self, dir)?);
         }
         Ok(written)
     }
