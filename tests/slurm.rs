@@ -35,7 +35,7 @@ const JOB_DEADLINE: Duration = Duration::from_secs(600);
 /// cancelled and the test fails with what Slurm says of the node, never hangs.
 fn submit(dir: &Path, args: &[&str]) -> String {
     let out = dir.join("out");
-    let mut child = Command::new(common::BIN)
+    let mut child = common::slurm_command(&mut Command::new(common::BIN))
         .args(["slurm", "submit", "--wait", "--output-dir"])
         .arg(&out)
         .args(args)
@@ -72,7 +72,7 @@ fn submit(dir: &Path, args: &[&str]) -> String {
 fn collect(dir: &Path, job: &str) -> (Vec<Row>, String) {
     let csv = dir.join(format!("{job}.csv"));
     let out = dir.join("out");
-    let done = common::shmbench(&[
+    let done = shmbench(&[
         "slurm",
         "collect",
         job,
@@ -86,6 +86,19 @@ fn collect(dir: &Path, job: &str) -> (Vec<Row>, String) {
     (common::read_csv(&csv), said)
 }
 
+/// `shmbench ARGS` as the Slurm tests run it (`common::slurm_command`).
+fn shmbench(args: &[&str]) -> std::process::Output {
+    common::output(|c| common::slurm_command(c).args(args))
+}
+
+fn shmbench_without_docker(args: &[&str]) -> std::process::Output {
+    common::output(|c| {
+        common::slurm_command(c)
+            .args(args)
+            .env("DOCKER_HOST", common::NO_ENGINE)
+    })
+}
+
 fn by_cell(rows: &[Row]) -> HashMap<String, &Row> {
     rows.iter().map(|r| (r["cell"].clone(), r)).collect()
 }
@@ -95,7 +108,7 @@ fn the_seed_matrix_as_a_job_array_gives_the_statuses_matrix_gives() {
     if !slurm_or_skip() {
         return;
     }
-    let _serial = common::serial();
+    let _serial = common::slurm_serial();
     let dir = common::temp_dir("slurm-seed");
     let job = submit(&dir, &["--batch", "8", "--steps", "40"]);
     let (rows, _) = collect(&dir, &job);
@@ -108,7 +121,7 @@ fn the_seed_matrix_as_a_job_array_gives_the_statuses_matrix_gives() {
     }
     // The same cells here, Docker's rows in a namespace as the tasks ran them.
     let csv = dir.join("matrix.csv");
-    let matrix = common::shmbench_without_docker(&[
+    let matrix = shmbench_without_docker(&[
         "matrix",
         "--batch",
         "8",
@@ -133,7 +146,7 @@ fn a_task_short_of_memory_is_a_row_slurm_calls_out_of_memory() {
     if !slurm_or_skip() {
         return;
     }
-    let _serial = common::serial();
+    let _serial = common::slurm_serial();
     let dir = common::temp_dir("slurm-oom");
     // 17 batches of 18.4 MiB outstanding in a 2 GiB tmpfs: the pages alone pass 300M.
     let job = submit(
@@ -161,7 +174,7 @@ fn a_task_past_its_time_limit_is_a_timeout_row_with_slurms_words() {
     if !slurm_or_skip() {
         return;
     }
-    let _serial = common::serial();
+    let _serial = common::slurm_serial();
     let dir = common::temp_dir("slurm-timeout");
     // Far more steps than five seconds hold: Slurm ends it at its limit (checked about every
     // 30 s), the cell's tree with it.
@@ -202,7 +215,7 @@ fn two_jobs_that_each_fit_a_nodes_dev_shm_alone_do_not_fit_it_side_by_side() {
     if !slurm_or_skip() {
         return;
     }
-    let _serial = common::serial();
+    let _serial = common::slurm_serial();
     let scenario = concat!(env!("CARGO_MANIFEST_DIR"), "/scenarios/slurm.toml");
     let alone = common::temp_dir("slurm-alone");
     let job = submit(&alone, &[scenario]);
@@ -235,10 +248,10 @@ fn the_doctors_proof_on_slurm_runs_as_a_job_in_the_nodes_own_dev_shm() {
     if !slurm_or_skip() {
         return;
     }
-    let _serial = common::serial();
+    let _serial = common::slurm_serial();
     // 4 x 2 batches of 73.5 MiB outstanding: 661 MiB, more than the node's 512 MiB /dev/shm,
     // whatever the doctor recommends.
-    let big = common::shmbench(&[
+    let big = shmbench(&[
         "doctor",
         "--verify",
         "--platform",
@@ -258,7 +271,7 @@ fn the_doctors_proof_on_slurm_runs_as_a_job_in_the_nodes_own_dev_shm() {
         said.contains("shared by every job on it"),
         "the advice names the shared node: {said}"
     );
-    let small = common::shmbench(&[
+    let small = shmbench(&[
         "doctor",
         "--verify",
         "--platform",

@@ -44,6 +44,27 @@ pub fn serial() -> MutexGuard<'static, ()> {
     SERIAL.lock().unwrap_or_else(|e| e.into_inner())
 }
 
+/// The one-node Slurm cluster's tests: one at a time (they share the node's /dev/shm), but beside
+/// the machine tests, since they spend their time waiting on the scheduler. What they start runs
+/// under `beside_mark` (`slurm_command`), so the machine tests' leak checks, which judge only this
+/// binary's mark, never count a Slurm test's processes or segments as their own.
+static SLURM: Mutex<()> = Mutex::new(());
+
+pub fn slurm_serial() -> MutexGuard<'static, ()> {
+    mark();
+    SLURM.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// The owner mark of what the Slurm tests start: this binary's, told apart.
+pub fn beside_mark() -> String {
+    format!("{}-slurm", mark())
+}
+
+/// `command` marked as the Slurm tests' (see `slurm_serial`).
+pub fn slurm_command(command: &mut Command) -> &mut Command {
+    command.env(OWNER_VARIABLE, beside_mark())
+}
+
 /// A machine requirement of some tests (`name`: `docker` for SHMBENCH_SKIP_DOCKER): true when
 /// `present`; false when the user skips it by name, said on the test output; otherwise the test
 /// fails, naming the command that sets everything up. Nothing is skipped silently.

@@ -144,6 +144,13 @@ fn test(extra: &[String], env: &[(String, String)]) -> ExitCode {
         .args(["test", "--release", "--workspace", "--no-fail-fast"])
         .args(extra)
         .envs(env.iter().map(|(k, v)| (k, v)));
+    // Machine tests take one lock and Slurm's another; with a thread per core (libtest's
+    // default), two tests of one class could hold both threads, one of them waiting. More
+    // threads than cores let a Slurm test, waiting on the scheduler, run beside a machine test,
+    // and the pure tests beside both.
+    if std::env::var_os("RUST_TEST_THREADS").is_none() {
+        command.env("RUST_TEST_THREADS", "4");
+    }
     if let Some(dir) = &scratch {
         command.env(scratch::VARIABLE, dir.path());
     }
