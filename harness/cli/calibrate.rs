@@ -6,18 +6,12 @@ use std::time::Duration;
 
 use anyhow::{bail, Result};
 
+use super::text_or_json::TextOrJson as Format;
 use crate::cell::measure;
 use crate::model::knobs::{Knobs, Strategy, TorchProfile};
 use crate::orchestrate::calibrate;
 use crate::plan::guard;
 use crate::present::calibration;
-
-/// What `--format` names.
-#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum Format {
-    Text,
-    Json,
-}
 
 /// What `shmbench calibrate --help` shows after the flags.
 const AFTER_HELP: &str = "\

@@ -6,6 +6,7 @@ use std::time::Duration;
 
 use anyhow::{anyhow, Result};
 
+use super::text_or_json::TextOrJson as Format;
 use crate::model::knobs::{Knobs, RuntimeKind};
 use crate::model::size::ByteSize;
 use crate::model::watch::WatchSettings;
@@ -13,13 +14,6 @@ use crate::orchestrate::minshm;
 use crate::plan::{guard, predict, watch};
 use crate::sys::fingerprint::mem_total;
 use crate::sys::signals;
-
-/// What `--format` names.
-#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum Format {
-    Text,
-    Json,
-}
 
 /// What `shmbench min-shm --help` shows after the flags.
 const AFTER_HELP: &str = "\

@@ -26,6 +26,7 @@ mod shm;
 mod slurm;
 mod slurm_verify;
 mod sweep;
+mod text_or_json;
 mod watch;
 
 use std::process::ExitCode;

@@ -8,18 +8,13 @@ use std::time::Duration;
 
 use anyhow::{bail, Context, Result};
 
+use super::text_or_json::TextOrJson as Format;
 use crate::present::shm_audit;
 use crate::sys::stale_sweep::{self, SweepAsk};
 use crate::sys::{shm_audit::audit, signals};
 
 /// The least age `--unowned` accepts: below it, being unheld, unchanged and unread proves little.
 const MIN_UNOWNED_AGE: Duration = Duration::from_secs(600);
-
-#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum Format {
-    Text,
-    Json,
-}
 
 #[derive(clap::Args)]
 #[command(after_help = "Examples:
