@@ -1,6 +1,6 @@
 //! Two sets of results compared beyond noise, cell by cell.
 //!
-//! Cells match by scenario, name and configuration ([`summary::cell_key`]), so results from
+//! Cells match by scenario, name and configuration ([`CellKey`]), so results from
 //! different machines or days match when they ran the same thing; `Match::Name` pairs them by
 //! scenario and name alone when a knob was changed on purpose. Outcomes are compared first, as
 //! distributions over the repeats (`outcomes`: the shares of pass and of each crash kind by
@@ -15,9 +15,10 @@ use std::collections::HashMap;
 
 use serde::Serialize;
 
+use super::cell_key::{CellKey, Varying};
 use super::outcomes::{self, Judgement};
 use super::stats;
-use super::summary::{cell_key_except, knob_differences, summarize_by, CellSummary, Varying};
+use super::summary::{knob_differences, summarize_by, CellSummary};
 use results::Row;
 
 /// A cell's verdict between two result sets.
@@ -69,10 +70,13 @@ impl Verdict {
     }
 }
 
+/// One cell between the two sides: its verdict, why, and the numbers behind it.
 #[derive(Clone, Debug, Serialize)]
 pub struct Comparison {
     pub cell: String,
-    pub key: String,
+    /// The cells' key (its words, `present::cell_key`, are what JSON carries as `key`).
+    #[serde(skip)]
+    pub key: CellKey,
     pub verdict: Verdict,
     pub baseline: Option<CellSummary>,
     pub candidate: Option<CellSummary>,
@@ -104,10 +108,10 @@ pub enum Match {
 impl Match {
     /// What makes two rows the same cell under this pairing (`varying`: a field a history lets
     /// change between runs).
-    pub fn key(self, r: &Row, varying: Option<Varying>) -> String {
+    pub fn key(self, r: &Row, varying: Option<Varying>) -> CellKey {
         match self {
-            Match::Config => cell_key_except(r, varying),
-            Match::Name => format!("{}/{}", r.scenario, r.cell),
+            Match::Config => CellKey::except(r, varying),
+            Match::Name => CellKey::by_name(r),
         }
     }
 }
@@ -222,7 +226,7 @@ pub fn compare_summaries(
     cand: &[CellSummary],
     thresholds: Thresholds,
 ) -> Vec<Comparison> {
-    let by_key = |side: &[CellSummary]| -> HashMap<String, usize> {
+    let by_key = |side: &[CellSummary]| -> HashMap<CellKey, usize> {
         side.iter()
             .enumerate()
             .map(|(i, s)| (s.key.clone(), i))

@@ -8,7 +8,8 @@
 //! run-to-run spread of a peak. Cells that ended in an error or a timeout measure nothing and make
 //! a statement inconclusive only when nothing else was measured.
 
-use crate::summary;
+use crate::cell_key;
+use crate::runs::Runs;
 use model::claim::ClaimVerdict;
 use model::estimate::median;
 use model::record::Status;
@@ -73,7 +74,7 @@ fn measure(statement: &Statement, rows: &[Row]) -> Vec<Measured> {
         .collect();
     let knobs: Vec<Option<Vec<(&'static str, String)>>> = runs
         .iter()
-        .map(|mine| mine.first().map(summary::knobs))
+        .map(|mine| mine.first().map(cell_key::knobs))
         .collect();
     // The knob that differs between the cells' rows, when exactly one does.
     let present: Vec<&Vec<(&'static str, String)>> = knobs.iter().flatten().collect();
@@ -95,9 +96,11 @@ fn measure(statement: &Statement, rows: &[Row]) -> Vec<Measured> {
         .zip(runs.iter().zip(&knobs))
         .map(|(cell, (mine, knobs))| {
             // The most common outcome, as every summary of repeated runs takes it.
-            let status = summary::summarize_by(mine, |r| r.cell.clone())
-                .first()
-                .map(|s| s.outcome.status);
+            let status = mine.first().map(|_| {
+                let mut runs = Runs::default();
+                mine.iter().for_each(|r| runs.add(r));
+                runs.outcome().status
+            });
             let value = |name| knobs.iter().flatten().find(|(n, _)| *n == name);
             let label = match varying.and_then(value) {
                 // Sizes as people write them (`shm-size=1.4 GiB`), not in bytes.

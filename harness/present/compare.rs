@@ -1,7 +1,7 @@
 //! Comparisons and repeated-run summaries as Markdown tables (rustc-perf's summary shape:
 //! regressions and improvements first).
 
-use super::table;
+use super::{compare_json, table};
 use analysis::compare::{Comparison, Thresholds, Verdict};
 use analysis::outcomes::{flip_needs, Shares, ALPHA, METHOD};
 use analysis::power;
@@ -246,7 +246,7 @@ pub fn render_json(
         "thresholds": { "img_per_s": thresholds.rate, "cpu_ms_per_img": thresholds.cpu, "instructions_per_img": thresholds.instructions },
         "regressions": comparisons.iter().filter(|c| c.verdict.is_regression()).count(),
         "undecided": undecided(comparisons).len(),
-        "cells": comparisons,
+        "cells": compare_json::cells(comparisons)?,
     }))
 }
 

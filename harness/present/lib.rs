@@ -4,8 +4,10 @@
 pub mod bench;
 pub mod bmf;
 pub mod calibration;
+pub mod cell_key;
 pub mod check;
 pub mod compare;
+pub mod compare_json;
 pub mod doctor;
 pub mod fidelity;
 pub mod history;
