@@ -182,8 +182,10 @@ pub struct OutcomeStep {
     pub at: usize,
     pub before: Shares,
     pub after: Shares,
-    /// The tests' p-values, in words.
-    pub note: String,
+    /// The tests' p-values: Fisher's of the shares, the rank test's of the crash steps (None:
+    /// too few crashed runs a side).
+    pub share_p: Option<f64>,
+    pub step_p: Option<f64>,
 }
 
 #[derive(Clone, Debug, Serialize)]
@@ -341,7 +343,8 @@ fn trend(key: CellKey, cell: String, points: Vec<Option<Point>>, threshold: f64)
         match (j.changed, j.judged) {
             (true, _) => outcome_steps.push(OutcomeStep {
                 at: pair[1].0,
-                note: j.evidence,
+                share_p: j.share_p,
+                step_p: j.step_p,
                 before: j.baseline,
                 after: j.candidate,
             }),

@@ -18,3 +18,4 @@ pub mod statements;
 pub mod stats;
 pub mod summary;
 pub mod trend;
+pub mod verdict;

@@ -13,13 +13,25 @@ use super::stats;
 use model::estimate::median;
 use results::Row;
 
-/// The knobs on which two cells differ: `name: a -> b`.
-pub fn knob_differences(a: &CellSummary, b: &CellSummary) -> Vec<String> {
+/// A knob on which two cells differ, and its value in each.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct KnobChange {
+    pub knob: &'static str,
+    pub baseline: String,
+    pub candidate: String,
+}
+
+/// The knobs on which two cells differ.
+pub fn knob_differences(a: &CellSummary, b: &CellSummary) -> Vec<KnobChange> {
     a.knobs
         .iter()
         .zip(&b.knobs)
         .filter(|((_, x), (_, y))| x != y)
-        .map(|((name, x), (_, y))| format!("{name}: {x} -> {y}"))
+        .map(|((knob, x), (_, y))| KnobChange {
+            knob,
+            baseline: x.clone(),
+            candidate: y.clone(),
+        })
         .collect()
 }
 

@@ -2,9 +2,10 @@
 
 use clap::ValueEnum;
 
+use super::outcomes::{evidence, flip_needs, METHOD};
 use super::table;
 use analysis::history::{By, History, Metric, Run};
-use analysis::outcomes::{flip_needs, ALPHA, METHOD};
+use analysis::outcomes::ALPHA;
 use model::size::ByteSize;
 
 /// The field's name as `--by` spells it.
@@ -123,7 +124,7 @@ pub fn render(h: &History) -> String {
                 by_name(h.by),
                 label(run),
                 run.run_id,
-                step.note
+                evidence(step.share_p, step.step_p)
             ));
         }
     }
