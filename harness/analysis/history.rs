@@ -116,15 +116,6 @@ pub enum Metric {
 }
 
 impl Metric {
-    /// The unit as tables and plots write it.
-    pub fn unit(self) -> &'static str {
-        match self {
-            Metric::ImgPerS => "img/s",
-            Metric::CpuPerImage => "CPU ms/img",
-            Metric::InstructionsPerImage => "instructions/img",
-        }
-    }
-
     /// The passing runs' values.
     fn of(self, runs: &Runs) -> Vec<f64> {
         match self {

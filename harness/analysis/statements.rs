@@ -13,16 +13,23 @@ use crate::runs::Runs;
 use model::claim::ClaimVerdict;
 use model::estimate::median;
 use model::record::Status;
-use model::size::ByteSize;
 use model::statement::{Quantity, Statement, StatementKind};
 use results::Row;
+
+/// What tells a statement's cells apart (`present::statements` words it: `prefetch=8`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Label {
+    /// The one knob that varies along the statement's cells, by flag name, and its value as a
+    /// row records it.
+    Knob { name: &'static str, value: String },
+    /// The cell's name, where several knobs vary (or none).
+    Cell(String),
+}
 
 /// One cell of a statement, as measured.
 #[derive(Clone, Debug)]
 pub struct Measured {
-    /// The value of the knob that varies along the statement's cells (`prefetch=8`), or the
-    /// cell's name when several vary.
-    pub label: String,
+    pub label: Label,
     /// None when the results hold no row of this cell.
     pub status: Option<Status>,
     /// The quantity (median over repeats); None where it was not measured.
@@ -44,9 +51,6 @@ pub struct Judged {
     /// For `smallest-pass`: the smallest /dev/shm among the cells that passed.
     pub smallest_pass: Option<u64>,
 }
-
-/// The knobs whose values are byte sizes.
-const SIZE_KNOBS: [&str; 3] = ["shm-size", "memory", "shm-remount"];
 
 fn value_of(q: Quantity, r: &Row) -> Option<f64> {
     match q {
@@ -103,12 +107,11 @@ fn measure(statement: &Statement, rows: &[Row]) -> Vec<Measured> {
             });
             let value = |name| knobs.iter().flatten().find(|(n, _)| *n == name);
             let label = match varying.and_then(value) {
-                // Sizes as people write them (`shm-size=1.4 GiB`), not in bytes.
-                Some((name, v)) => match (SIZE_KNOBS.contains(name), v.parse::<u64>()) {
-                    (true, Ok(bytes)) => format!("{name}={}", ByteSize(bytes)),
-                    _ => format!("{name}={v}"),
+                Some((name, v)) => Label::Knob {
+                    name,
+                    value: v.clone(),
                 },
-                None => cell.clone(),
+                None => Label::Cell(cell.clone()),
             };
             let values: Vec<f64> = mine
                 .iter()
@@ -279,7 +282,13 @@ mod tests {
             &rows,
         );
         assert_eq!(grows.verdict, ClaimVerdict::Agrees);
-        assert_eq!(grows.measured[2].label, "prefetch=400");
+        assert_eq!(
+            grows.measured[2].label,
+            Label::Knob {
+                name: "prefetch",
+                value: "400".into()
+            }
+        );
         // 9, 9, 10 fds: within two of each other, level.
         let flat = judge(
             &statement(StatementKind::Flat, Quantity::PeakFds, &cells),

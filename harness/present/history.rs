@@ -15,6 +15,15 @@ fn by_name(by: By) -> String {
         .unwrap_or_default()
 }
 
+/// A metric's unit as tables and plots write it.
+pub fn unit(metric: Metric) -> &'static str {
+    match metric {
+        Metric::ImgPerS => "img/s",
+        Metric::CpuPerImage => "CPU ms/img",
+        Metric::InstructionsPerImage => "instructions/img",
+    }
+}
+
 /// A run's value of the field, as people read it (sizes in units).
 pub fn run_label(h: &History, r: &Run) -> String {
     match (h.by, r.label.parse::<u64>()) {
@@ -106,7 +115,7 @@ pub fn render(h: &History) -> String {
             out.push_str(&format!(
                 "- {}: {} stepped {:+.1}% at {} = {} (run {})\n",
                 t.cell,
-                h.metric.unit(),
+                unit(h.metric),
                 step * 100.0,
                 by_name(h.by),
                 label(&h.runs[*i]),
