@@ -8,7 +8,8 @@ use std::path::{Path, PathBuf};
 
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 
-use shmbench::analysis::summary::{cell_key, Summaries};
+use shmbench::analysis::cell_key::CellKey;
+use shmbench::analysis::summary::Summaries;
 use shmbench::results::{record, stream};
 
 const ROWS: usize = 20_000;
@@ -43,7 +44,7 @@ fn read(c: &mut Criterion) {
     group.bench_function("every_core", |b| {
         b.iter(|| {
             let mut cells = Summaries::new();
-            stream::each_prepared(std::slice::from_ref(&path), cell_key, |key, row| {
+            stream::each_prepared(std::slice::from_ref(&path), CellKey::of, |key, row| {
                 cells.add(key, row);
                 Ok(())
             })
@@ -59,7 +60,7 @@ fn read(c: &mut Criterion) {
             let mut line = csv::StringRecord::new();
             while reader.read_record(&mut line).unwrap() {
                 let row = record::parse(&line, &headers, &path).unwrap();
-                cells.add(&cell_key(&row), &row);
+                cells.add(&CellKey::of(&row), &row);
             }
             assert_eq!(cells.finish().len(), 30);
         })

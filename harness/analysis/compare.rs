@@ -1,6 +1,6 @@
 //! Two sets of results compared beyond noise, cell by cell.
 //!
-//! Cells match by scenario, name and configuration ([`summary::cell_key`]), so results from
+//! Cells match by scenario, name and configuration ([`CellKey`]), so results from
 //! different machines or days match when they ran the same thing; `Match::Name` pairs them by
 //! scenario and name alone when a knob was changed on purpose. Outcomes are compared first, as
 //! distributions over the repeats (`outcomes`: the shares of pass and of each crash kind by
@@ -15,64 +15,21 @@ use std::collections::HashMap;
 
 use serde::Serialize;
 
+use super::cell_key::{CellKey, Varying};
 use super::outcomes::{self, Judgement};
 use super::stats;
-use super::summary::{cell_key_except, knob_differences, summarize_by, CellSummary, Varying};
+use super::summary::{knob_differences, summarize_by, CellSummary, KnobChange};
+use super::verdict::{measured_verdict, note_code};
+pub use super::verdict::{Direction, Note, Thresholds, Verdict};
 use results::Row;
 
-/// A cell's verdict between two result sets.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum Verdict {
-    /// The outcomes changed beyond chance and for the worse (fewer passing runs, or earlier
-    /// crashes).
-    OutcomeWorse,
-    /// The outcomes changed beyond chance otherwise (more passing, later crashes, another
-    /// crash kind).
-    OutcomeChanged,
-    Regressed,
-    Improved,
-    /// The sides differ, or may, and these repeats cannot say whether beyond chance (three runs
-    /// a side cannot show even an always-pass to always-crash flip; one cannot give an interval
-    /// of img/s): never `Unchanged`, and a CI gate fails on it unless told otherwise.
-    Undecided,
-    Unchanged,
-    /// Only in the candidate.
-    New,
-    /// Only in the baseline.
-    Missing,
-}
-
-impl Verdict {
-    pub fn label(self) -> &'static str {
-        match self {
-            Verdict::OutcomeWorse => "outcome-changed (worse)",
-            Verdict::OutcomeChanged => "outcome-changed",
-            Verdict::Regressed => "regressed",
-            Verdict::Improved => "improved",
-            Verdict::Undecided => "undecided",
-            Verdict::Unchanged => "unchanged",
-            Verdict::New => "new",
-            Verdict::Missing => "missing",
-        }
-    }
-
-    /// Whether this verdict fails a CI gate.
-    pub fn is_regression(self) -> bool {
-        matches!(self, Verdict::OutcomeWorse | Verdict::Regressed)
-    }
-
-    /// Whether the repeats could not judge this cell (`compare` fails on it unless
-    /// `--allow-undecided`).
-    pub fn is_undecided(self) -> bool {
-        self == Verdict::Undecided
-    }
-}
-
+/// One cell between the two sides: its verdict, why, and the numbers behind it.
 #[derive(Clone, Debug, Serialize)]
 pub struct Comparison {
     pub cell: String,
-    pub key: String,
+    /// The cells' key (its words, `present::cell_key`, are what JSON carries as `key`).
+    #[serde(skip)]
+    pub key: CellKey,
     pub verdict: Verdict,
     pub baseline: Option<CellSummary>,
     pub candidate: Option<CellSummary>,
@@ -87,8 +44,16 @@ pub struct Comparison {
     /// Relative change of the median instructions per image, and its 95% interval (up is worse).
     pub instructions_change: Option<f64>,
     pub instructions_change_ci: Option<(f64, f64)>,
-    /// Why, in words (e.g. "one run per side: no interval, no change claimed").
-    pub note: String,
+    /// Why (`present::compare_note` words it, e.g. "img/s down, CPU per image up").
+    #[serde(rename = "note_code", serialize_with = "note_code")]
+    pub note: Note,
+    /// Whether the outcome judgement's note follows the note's own words: the outcomes are
+    /// mixed on a side, or differ where the repeats cannot judge them.
+    #[serde(skip)]
+    pub with_outcomes: bool,
+    /// The knobs on which the two sides differ (cells paired by name alone).
+    #[serde(skip)]
+    pub knob_changes: Vec<KnobChange>,
 }
 
 /// How cells of the two sides are paired.
@@ -104,101 +69,12 @@ pub enum Match {
 impl Match {
     /// What makes two rows the same cell under this pairing (`varying`: a field a history lets
     /// change between runs).
-    pub fn key(self, r: &Row, varying: Option<Varying>) -> String {
+    pub fn key(self, r: &Row, varying: Option<Varying>) -> CellKey {
         match self {
-            Match::Config => cell_key_except(r, varying),
-            Match::Name => format!("{}/{}", r.scenario, r.cell),
+            Match::Config => CellKey::except(r, varying),
+            Match::Name => CellKey::by_name(r),
         }
     }
-}
-
-/// The smallest relative change of each measure that counts.
-#[derive(Clone, Copy, Debug)]
-pub struct Thresholds {
-    /// img/s, e.g. 0.05.
-    pub rate: f64,
-    /// CPU per image, e.g. 0.03.
-    pub cpu: f64,
-    /// Instructions per image, e.g. 0.02.
-    pub instructions: f64,
-}
-
-impl Default for Thresholds {
-    /// `compare`'s defaults: 5% for img/s, 3% for CPU per image (work, not wall time, is
-    /// quieter on a shared machine), 2% for instructions per image (a count of work, quieter
-    /// still).
-    fn default() -> Thresholds {
-        Thresholds {
-            rate: 0.05,
-            cpu: 0.03,
-            instructions: 0.02,
-        }
-    }
-}
-
-/// Which way one measure moved, beyond its threshold: `Some(true)` better, `Some(false)` worse.
-fn direction(ci: Option<(f64, f64)>, threshold: f64, higher_is_better: bool) -> Option<bool> {
-    let (lo, hi) = ci?;
-    let up = lo > threshold;
-    let down = hi < -threshold;
-    match (up, down) {
-        (true, _) => Some(higher_is_better),
-        (_, true) => Some(!higher_is_better),
-        _ => None,
-    }
-}
-
-/// The verdict of a passing cell from the intervals of both measures' relative changes: a
-/// regression of either is one.
-fn measured_verdict(
-    rate_ci: Option<(f64, f64)>,
-    cpu_ci: Option<(f64, f64)>,
-    instructions_ci: Option<(f64, f64)>,
-    t: Thresholds,
-) -> (Verdict, String) {
-    if rate_ci.is_none() && cpu_ci.is_none() && instructions_ci.is_none() {
-        return (
-            Verdict::Undecided,
-            "fewer than two passing runs on a side: no interval, so a change of any size could not be told from noise (use --repeat)".into(),
-        );
-    }
-    let rate = direction(rate_ci, t.rate, true);
-    let cpu = direction(cpu_ci, t.cpu, false);
-    let instructions = direction(instructions_ci, t.instructions, false);
-    let mut said = Vec::new();
-    if let Some(better) = rate {
-        said.push(format!("img/s {}", if better { "up" } else { "down" }));
-    }
-    if let Some(better) = cpu {
-        said.push(format!(
-            "CPU per image {}",
-            if better { "down" } else { "up" }
-        ));
-    }
-    if let Some(better) = instructions {
-        said.push(format!(
-            "instructions per image {}",
-            if better { "down" } else { "up" }
-        ));
-    }
-    let moves = [rate, cpu, instructions];
-    let verdict = if moves.contains(&Some(false)) {
-        Verdict::Regressed
-    } else if moves.contains(&Some(true)) {
-        Verdict::Improved
-    } else {
-        Verdict::Unchanged
-    };
-    let note = if said.is_empty() {
-        format!(
-            "intervals within or across +-{:.0}% (img/s) and +-{:.0}% (CPU per image)",
-            t.rate * 100.0,
-            t.cpu * 100.0
-        )
-    } else {
-        said.join(", ")
-    };
-    (verdict, note)
 }
 
 /// Compares per cell, pairing cells as `matching` says.
@@ -222,7 +98,7 @@ pub fn compare_summaries(
     cand: &[CellSummary],
     thresholds: Thresholds,
 ) -> Vec<Comparison> {
-    let by_key = |side: &[CellSummary]| -> HashMap<String, usize> {
+    let by_key = |side: &[CellSummary]| -> HashMap<CellKey, usize> {
         side.iter()
             .enumerate()
             .map(|(i, s)| (s.key.clone(), i))
@@ -232,13 +108,13 @@ pub fn compare_summaries(
     let mut out = Vec::new();
     for b in base {
         let Some(c) = cand_keys.get(&b.key).map(|i| &cand[*i]) else {
-            out.push(one_sided(b, Verdict::Missing, "not in the candidate"));
+            out.push(one_sided(b, Verdict::Missing, Note::NotInCandidate));
             continue;
         };
         out.push(paired(b, c, thresholds));
     }
     for c in cand.iter().filter(|c| !base_keys.contains_key(&c.key)) {
-        out.push(one_sided(c, Verdict::New, "not in the baseline"));
+        out.push(one_sided(c, Verdict::New, Note::NotInBaseline));
     }
     out
 }
@@ -252,35 +128,31 @@ fn paired(b: &CellSummary, c: &CellSummary, thresholds: Thresholds) -> Compariso
     // Outcomes that differ where the repeats cannot judge them: whatever the speeds say short
     // of a regression, the cell is undecided (3 passes against 3 crashes is not "unchanged").
     let outcomes_undecided = !judged.judged && judged.baseline != judged.candidate;
-    let (verdict, note) = if judged.changed {
+    let mixed = judged.baseline.is_mixed() || judged.candidate.is_mixed();
+    let (verdict, note, mut with_outcomes) = if judged.changed {
         let verdict = match judged.worse {
             true => Verdict::OutcomeWorse,
             false => Verdict::OutcomeChanged,
         };
-        (verdict, judged.note.clone())
+        (verdict, Note::Outcomes, false)
     } else if !b.outcome.status.is_pass() || !c.outcome.status.is_pass() {
         // Mostly crashing on a side: no speeds to compare, only the outcomes.
-        (Verdict::Unchanged, judged.note.clone())
+        (Verdict::Unchanged, Note::Outcomes, false)
     } else if b.emulated || c.emulated {
-        let note = "pass in both; speeds under TCG (software emulation) are not compared";
-        (Verdict::Unchanged, note.to_string())
+        // Pass in both; speeds under TCG are the emulator's.
+        (Verdict::Unchanged, Note::Emulated, false)
     } else {
         let (verdict, measured) = measured_verdict(rate_ci, cpu_ci, instructions_ci, thresholds);
-        match judged.baseline.is_mixed() || judged.candidate.is_mixed() {
-            true => (verdict, format!("{measured}; {}", judged.note)),
-            false => (verdict, measured),
+        (verdict, measured, mixed)
+    };
+    let verdict = match (outcomes_undecided, verdict) {
+        (true, Verdict::Regressed) | (false, _) => verdict,
+        (true, _) => {
+            // Said once: the outcomes' words follow unless the note is theirs or has them.
+            with_outcomes |= note != Note::Outcomes;
+            Verdict::Undecided
         }
     };
-    let (verdict, mut note) = match (outcomes_undecided, verdict) {
-        (true, Verdict::Regressed) => (verdict, note),
-        (true, _) if note.contains(&judged.note) => (Verdict::Undecided, note),
-        (true, _) => (Verdict::Undecided, format!("{note}; {}", judged.note)),
-        (false, _) => (verdict, note),
-    };
-    let differences = knob_differences(b, c);
-    if !differences.is_empty() {
-        note = format!("{note} [{}]", differences.join(", "));
-    }
     let relative = |x: Option<f64>, y: Option<f64>| x.zip(y).map(|(x, y)| y / x - 1.0);
     Comparison {
         cell: b.cell.clone(),
@@ -296,11 +168,13 @@ fn paired(b: &CellSummary, c: &CellSummary, thresholds: Thresholds) -> Compariso
         candidate: Some(c.clone()),
         outcomes: Some(judged),
         note,
+        with_outcomes,
+        knob_changes: knob_differences(b, c),
     }
 }
 
 /// A cell that only one side has.
-fn one_sided(summary: &CellSummary, verdict: Verdict, note: &str) -> Comparison {
+fn one_sided(summary: &CellSummary, verdict: Verdict, note: Note) -> Comparison {
     let (baseline, candidate) = match verdict {
         Verdict::Missing => (Some(summary.clone()), None),
         _ => (None, Some(summary.clone())),
@@ -318,7 +192,9 @@ fn one_sided(summary: &CellSummary, verdict: Verdict, note: &str) -> Comparison 
         cpu_change_ci: None,
         instructions_change: None,
         instructions_change_ci: None,
-        note: note.into(),
+        note,
+        with_outcomes: false,
+        knob_changes: Vec::new(),
     }
 }
 
@@ -353,11 +229,21 @@ mod tests {
             t,
             Match::Config,
         );
-        assert_eq!(same[0].verdict, Verdict::Unchanged, "{}", same[0].note);
+        assert_eq!(same[0].verdict, Verdict::Unchanged, "{:?}", same[0].note);
         let more = runs(&[1100.0, 1102.0, 1098.0, 1101.0, 1099.0]);
         let c = &compare(&base, &more, t, Match::Config)[0];
-        assert_eq!(c.verdict, Verdict::Regressed, "{}", c.note);
-        assert!(c.note.contains("instructions per image up"), "{}", c.note);
+        assert_eq!(c.verdict, Verdict::Regressed, "{:?}", c.note);
+        assert!(
+            matches!(
+                c.note,
+                Note::Moved {
+                    instructions: Some(Direction::Worse),
+                    ..
+                }
+            ),
+            "{:?}",
+            c.note
+        );
         assert!((c.instructions_change.unwrap() - 0.1).abs() < 1e-9);
     }
 }

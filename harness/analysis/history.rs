@@ -10,11 +10,12 @@ use std::collections::HashMap;
 use anyhow::{bail, Result};
 use serde::Serialize;
 
+use super::cell_key::{CellKey, Varying};
 use super::change_points;
 use super::compare::Match;
 use super::outcomes::{self, Shares};
 use super::runs::Runs;
-use super::summary::{Outcome, Varying};
+use super::summary::Outcome;
 use model::estimate::median;
 use results::Row;
 
@@ -115,15 +116,6 @@ pub enum Metric {
 }
 
 impl Metric {
-    /// The unit as tables and plots write it.
-    pub fn unit(self) -> &'static str {
-        match self {
-            Metric::ImgPerS => "img/s",
-            Metric::CpuPerImage => "CPU ms/img",
-            Metric::InstructionsPerImage => "instructions/img",
-        }
-    }
-
     /// The passing runs' values.
     fn of(self, runs: &Runs) -> Vec<f64> {
         match self {
@@ -158,7 +150,9 @@ pub struct Point {
 #[derive(Clone, Debug, Serialize)]
 pub struct Trend {
     pub cell: String,
-    pub key: String,
+    /// The cell's key, without the field the history runs along.
+    #[serde(skip)]
+    pub key: CellKey,
     /// One per run of the history (None: the cell was not in that run).
     pub points: Vec<Option<Point>>,
     /// Runs (indices) where the metric stepped, with the relative step.
@@ -179,8 +173,10 @@ pub struct OutcomeStep {
     pub at: usize,
     pub before: Shares,
     pub after: Shares,
-    /// The tests' p-values, in words.
-    pub note: String,
+    /// The tests' p-values: Fisher's of the shares, the rank test's of the crash steps (None:
+    /// too few crashed runs a side).
+    pub share_p: Option<f64>,
+    pub step_p: Option<f64>,
 }
 
 #[derive(Clone, Debug, Serialize)]
@@ -193,7 +189,7 @@ pub struct History {
 
 /// A row's cell key and run, as [`Builder::keys`] computes them.
 pub struct Keys {
-    cell: String,
+    cell: CellKey,
     run: (String, String, String),
 }
 
@@ -209,8 +205,8 @@ pub struct Builder {
     runs: Vec<Run>,
     run_index: HashMap<(String, String, String), usize>,
     /// Cells (key and name) in order of first appearance.
-    cells: Vec<(String, String)>,
-    cell_index: HashMap<String, usize>,
+    cells: Vec<(CellKey, String)>,
+    cell_index: HashMap<CellKey, usize>,
     groups: HashMap<(usize, usize), Runs>,
 }
 
@@ -323,7 +319,7 @@ fn point(runs: &Runs, metric: Metric) -> Point {
 }
 
 /// A cell's trend from its points: where its outcome changed and where its metric stepped.
-fn trend(key: String, cell: String, points: Vec<Option<Point>>, threshold: f64) -> Trend {
+fn trend(key: CellKey, cell: String, points: Vec<Option<Point>>, threshold: f64) -> Trend {
     let present: Vec<(usize, &Point)> = points
         .iter()
         .enumerate()
@@ -338,7 +334,8 @@ fn trend(key: String, cell: String, points: Vec<Option<Point>>, threshold: f64) 
         match (j.changed, j.judged) {
             (true, _) => outcome_steps.push(OutcomeStep {
                 at: pair[1].0,
-                note: j.evidence,
+                share_p: j.share_p,
+                step_p: j.step_p,
                 before: j.baseline,
                 after: j.candidate,
             }),

@@ -2,6 +2,7 @@
 //! comparisons of two result sets and histories across many,
 //! statements that several cells measure together.
 
+pub mod cell_key;
 pub mod change_points;
 pub mod claims;
 pub mod compare;
@@ -17,3 +18,4 @@ pub mod statements;
 pub mod stats;
 pub mod summary;
 pub mod trend;
+pub mod verdict;

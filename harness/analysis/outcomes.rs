@@ -25,15 +25,6 @@ pub const ALPHA: f64 = 0.05;
 /// p = 2/70 = 0.029; 3 vs 3: p = 0.10).
 pub const RUNS_FOR_A_FLIP: usize = 4;
 
-/// How outcomes are judged, in the words every output uses.
-pub const METHOD: &str =
-    "Fisher's exact test of the pass and crash shares, a rank test of the crash steps";
-
-/// What it takes to judge outcomes at all, in the words every output uses.
-pub fn flip_needs() -> String {
-    format!("a flip from always passing to always crashing needs {RUNS_FOR_A_FLIP} runs a side: --repeat {RUNS_FOR_A_FLIP}")
-}
-
 /// One cell's outcomes over its runs.
 #[derive(Clone, Debug, Default, PartialEq, Serialize)]
 pub struct Shares {
@@ -85,18 +76,6 @@ impl Shares {
     /// meets the full tmpfs before its fault does) are not: every run ran out.
     pub fn passes_and_crashes(&self) -> bool {
         self.passes > 0 && self.passes < self.runs
-    }
-
-    /// The shares, with what they say when the runs disagree: a marginal size when some passed
-    /// and some crashed; not marginal when every run crashed, only not always the same way.
-    pub fn described(&self) -> String {
-        if self.passes_and_crashes() {
-            format!("{self} (mixed: the size is marginal for this loader)")
-        } else if self.is_mixed() {
-            format!("{self} (every run ran out of /dev/shm; how it failed varies)")
-        } else {
-            self.to_string()
-        }
     }
 
     pub fn pass_share(&self) -> f64 {
@@ -153,11 +132,27 @@ pub struct Judgement {
     /// The smallest change of pass share, and shift of crash steps, these runs can detect.
     pub detectable_share: Option<f64>,
     pub detectable_shift: Option<u64>,
-    /// The tests' p-values in words ("Fisher p = 0.008, crash steps rank test p = 0.03").
-    pub evidence: String,
-    /// In words, e.g. "passes 5 of 5 -> sigbus 5 of 5 at step 1: beyond chance at p < 0.05
-    /// (Fisher p = 0.008)".
-    pub note: String,
+    /// What the judgement found (`present::outcomes` words it, e.g. "passes 5 of 5 -> sigbus 5
+    /// of 5 at step 1: beyond chance at p < 0.05 (Fisher p = 0.008)"; JSON carries its code as
+    /// `note_code` beside those words as `note`).
+    #[serde(rename = "note_code")]
+    pub note: Note,
+}
+
+/// What a [`Judgement`] found; its numbers are the judgement's (the shares, the p-values).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Note {
+    /// Too few runs to judge, and both sides had the same outcomes.
+    NotJudgedSame,
+    /// Too few runs to judge, and the sides' outcomes differ.
+    NotJudged,
+    /// Changed beyond chance.
+    BeyondChance,
+    /// Judged, and both sides had the same outcomes.
+    TheSame,
+    /// Judged: the outcomes differ within chance.
+    WithinChance,
 }
 
 /// Compares the crash steps of the crash kind both sides have most of, when each has two.
@@ -216,18 +211,14 @@ pub fn judge(base: &[Outcome], cand: &[Outcome]) -> Judgement {
         step_p: None,
         detectable_share: detect_share,
         detectable_shift: detect_shift,
-        evidence: String::new(),
-        note: String::new(),
+        note: Note::NotJudged,
         baseline: b,
         candidate: c,
     };
-    let shown = format!("{} -> {}", j.baseline, j.candidate);
     if !j.judged {
-        let runs = format!("{} and {} run(s)", j.baseline.runs, j.candidate.runs);
-        j.note = match j.baseline == j.candidate {
-            true => format!("{} in both ({runs}: outcomes not judged)", j.baseline),
-            false => format!("{shown}: not judged with {runs} ({})", flip_needs()),
-        };
+        if j.baseline == j.candidate {
+            j.note = Note::NotJudgedSame;
+        }
         return j;
     }
     let share_p = share_test(&j.baseline, &j.candidate);
@@ -239,17 +230,11 @@ pub fn judge(base: &[Outcome], cand: &[Outcome]) -> Judgement {
     j.changed = shares_moved || steps_moved;
     j.worse = (shares_moved && j.candidate.pass_share() < j.baseline.pass_share())
         || (steps_moved && steps.is_some_and(|(_, earlier)| earlier));
-    let mut tests = vec![format!("Fisher p = {share_p:.3}")];
-    if let Some((p, _)) = steps {
-        tests.push(format!("crash steps rank test p = {p:.3}"));
-    }
-    let verdict = match (j.changed, j.baseline == j.candidate) {
-        (true, _) => "beyond chance",
-        (false, true) => "the same",
-        (false, false) => "within chance",
+    j.note = match (j.changed, j.baseline == j.candidate) {
+        (true, _) => Note::BeyondChance,
+        (false, true) => Note::TheSame,
+        (false, false) => Note::WithinChance,
     };
-    j.evidence = tests.join(", ");
-    j.note = format!("{shown}: {verdict} at p < {ALPHA} ({})", j.evidence);
     j
 }
 
@@ -296,14 +281,6 @@ mod tests {
         });
         let all_out = Shares::of(&out);
         assert!(all_out.is_mixed() && !all_out.passes_and_crashes());
-        assert!(s
-            .described()
-            .ends_with("(mixed: the size is marginal for this loader)"));
-        assert_eq!(
-            all_out.described(),
-            "sigbus 2 of 3 at step 1; enospc 1 of 3 at step 1 (every run ran out of /dev/shm; how it failed varies)"
-        );
-        assert_eq!(Shares::of(&pass(3)).described(), "passes 3 of 3");
         assert_eq!(
             Shares::of(&sigbus(&[4])).to_string(),
             "sigbus 1 of 1 at step 4"
@@ -317,11 +294,8 @@ mod tests {
     fn one_run_a_side_is_never_judged_and_says_so() {
         let j = judge(&pass(1), &sigbus(&[4]));
         assert!(!j.judged && !j.changed);
-        assert!(
-            j.note.contains("not judged") && j.note.contains("--repeat 4"),
-            "{}",
-            j.note
-        );
+        assert_eq!(j.note, Note::NotJudged);
+        assert_eq!(judge(&pass(1), &pass(1)).note, Note::NotJudgedSame);
         // Three a side cannot show a flip either.
         assert!(!judge(&pass(3), &sigbus(&[1, 1, 1])).changed);
     }
@@ -329,8 +303,8 @@ mod tests {
     #[test]
     fn a_flip_with_enough_runs_is_a_change_for_the_worse() {
         let j = judge(&pass(4), &sigbus(&[1, 1, 1, 1]));
-        assert!(j.judged && j.changed && j.worse, "{}", j.note);
-        assert!(j.note.contains("beyond chance"), "{}", j.note);
+        assert!(j.judged && j.changed && j.worse, "{j:?}");
+        assert_eq!(j.note, Note::BeyondChance);
         let back = judge(&sigbus(&[1, 1, 1, 1]), &pass(4));
         assert!(back.changed && !back.worse);
     }
@@ -343,18 +317,19 @@ mod tests {
         let mut b = pass(3);
         b.extend(sigbus(&[11, 19]));
         let j = judge(&a, &b);
-        assert!(j.judged && !j.changed, "{}", j.note);
-        assert!(j.note.contains("within chance"), "{}", j.note);
+        assert!(j.judged && !j.changed, "{j:?}");
+        assert_eq!(j.note, Note::WithinChance);
+        assert_eq!(judge(&a, &a).note, Note::TheSame);
     }
 
     #[test]
     fn earlier_crashes_in_every_run_are_a_change_for_the_worse() {
         let j = judge(&sigbus(&[20, 21, 22, 23, 24]), &sigbus(&[5, 6, 5, 7, 6]));
-        assert!(j.changed && j.worse, "{}", j.note);
+        assert!(j.changed && j.worse, "{j:?}");
         assert!(j.step_p.unwrap() < 0.01);
         // Another crash kind in every run is a change, not a worse one.
         let enospc = runs(&[(Status::Enospc, Some(20)); 5]);
         let k = judge(&sigbus(&[20; 5]), &enospc);
-        assert!(k.changed && !k.worse, "{}", k.note);
+        assert!(k.changed && !k.worse, "{k:?}");
     }
 }

@@ -8,20 +8,28 @@
 //! run-to-run spread of a peak. Cells that ended in an error or a timeout measure nothing and make
 //! a statement inconclusive only when nothing else was measured.
 
-use crate::summary;
+use crate::cell_key;
+use crate::runs::Runs;
 use model::claim::ClaimVerdict;
 use model::estimate::median;
 use model::record::Status;
-use model::size::ByteSize;
 use model::statement::{Quantity, Statement, StatementKind};
 use results::Row;
+
+/// What tells a statement's cells apart (`present::statements` words it: `prefetch=8`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Label {
+    /// The one knob that varies along the statement's cells, by flag name, and its value as a
+    /// row records it.
+    Knob { name: &'static str, value: String },
+    /// The cell's name, where several knobs vary (or none).
+    Cell(String),
+}
 
 /// One cell of a statement, as measured.
 #[derive(Clone, Debug)]
 pub struct Measured {
-    /// The value of the knob that varies along the statement's cells (`prefetch=8`), or the
-    /// cell's name when several vary.
-    pub label: String,
+    pub label: Label,
     /// None when the results hold no row of this cell.
     pub status: Option<Status>,
     /// The quantity (median over repeats); None where it was not measured.
@@ -43,9 +51,6 @@ pub struct Judged {
     /// For `smallest-pass`: the smallest /dev/shm among the cells that passed.
     pub smallest_pass: Option<u64>,
 }
-
-/// The knobs whose values are byte sizes.
-const SIZE_KNOBS: [&str; 3] = ["shm-size", "memory", "shm-remount"];
 
 fn value_of(q: Quantity, r: &Row) -> Option<f64> {
     match q {
@@ -73,7 +78,7 @@ fn measure(statement: &Statement, rows: &[Row]) -> Vec<Measured> {
         .collect();
     let knobs: Vec<Option<Vec<(&'static str, String)>>> = runs
         .iter()
-        .map(|mine| mine.first().map(summary::knobs))
+        .map(|mine| mine.first().map(cell_key::knobs))
         .collect();
     // The knob that differs between the cells' rows, when exactly one does.
     let present: Vec<&Vec<(&'static str, String)>> = knobs.iter().flatten().collect();
@@ -95,17 +100,18 @@ fn measure(statement: &Statement, rows: &[Row]) -> Vec<Measured> {
         .zip(runs.iter().zip(&knobs))
         .map(|(cell, (mine, knobs))| {
             // The most common outcome, as every summary of repeated runs takes it.
-            let status = summary::summarize_by(mine, |r| r.cell.clone())
-                .first()
-                .map(|s| s.outcome.status);
+            let status = mine.first().map(|_| {
+                let mut runs = Runs::default();
+                mine.iter().for_each(|r| runs.add(r));
+                runs.outcome().status
+            });
             let value = |name| knobs.iter().flatten().find(|(n, _)| *n == name);
             let label = match varying.and_then(value) {
-                // Sizes as people write them (`shm-size=1.4 GiB`), not in bytes.
-                Some((name, v)) => match (SIZE_KNOBS.contains(name), v.parse::<u64>()) {
-                    (true, Ok(bytes)) => format!("{name}={}", ByteSize(bytes)),
-                    _ => format!("{name}={v}"),
+                Some((name, v)) => Label::Knob {
+                    name,
+                    value: v.clone(),
                 },
-                None => cell.clone(),
+                None => Label::Cell(cell.clone()),
             };
             let values: Vec<f64> = mine
                 .iter()
@@ -276,7 +282,13 @@ mod tests {
             &rows,
         );
         assert_eq!(grows.verdict, ClaimVerdict::Agrees);
-        assert_eq!(grows.measured[2].label, "prefetch=400");
+        assert_eq!(
+            grows.measured[2].label,
+            Label::Knob {
+                name: "prefetch",
+                value: "400".into()
+            }
+        );
         // 9, 9, 10 fds: within two of each other, level.
         let flat = judge(
             &statement(StatementKind::Flat, Quantity::PeakFds, &cells),

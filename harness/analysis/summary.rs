@@ -1,130 +1,46 @@
-//! Repeated runs of one cell, summarised: what identifies a cell across result files (its
-//! scenario, name and configuration), the outcome it had most often, and the statistics of its
-//! passing runs: img/s and CPU per image, each a median with a 95% bootstrap interval.
+//! Repeated runs of one cell, summarised: rows grouped by their [`CellKey`] (its scenario, name
+//! and configuration), the outcome the cell had most often, and the statistics of its passing
+//! runs: img/s and CPU per image, each a median with a 95% bootstrap interval.
 
 use std::collections::HashMap;
-use std::fmt::{Display, Write};
 
 use serde::Serialize;
 
+use super::cell_key::{knobs, CellKey};
 pub use super::runs::Outcome;
 use super::runs::Runs;
 use super::stats;
 use model::estimate::median;
 use results::Row;
 
-/// A cell-key field that a history may let vary between runs.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Varying {
-    /// The /dev/shm size (and so the runtime that provides it).
-    Shm,
-    /// The torch allocation profile.
-    Torch,
-    /// The kernel (a VM's, or the host's).
-    Kernel,
+/// A knob on which two cells differ, and its value in each.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct KnobChange {
+    pub knob: &'static str,
+    pub baseline: String,
+    pub candidate: String,
 }
 
-/// An optional knob as a row records it: its value, or the word for its absence.
-struct Or<'a, T>(&'a Option<T>, &'static str);
-
-impl<T: Display> Display for Or<'_, T> {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self.0 {
-            Some(v) => v.fmt(f),
-            None => f.write_str(self.1),
-        }
-    }
-}
-
-/// Calls `f` with each knob that makes a cell what it is (those the knob declaration gives the
-/// identity role), by its flag name, as a row records it (written by `Display`, so keying a
-/// million rows allocates no text per knob). A test holds it to the declaration.
-fn each_knob(r: &Row, f: &mut dyn FnMut(&'static str, &dyn Display)) {
-    f("loader", &r.loader);
-    f("runtime", &r.runtime);
-    f("strategy", &r.strategy);
-    f("torch", &r.torch);
-    f("workers", &r.workers);
-    f("prefetch", &r.prefetch);
-    f("batch", &r.batch);
-    f("shape", &r.shape);
-    f("dtype", &r.dtype);
-    f("shm-size", &Or(&r.shm_bytes, "default"));
-    f("ipc", &r.ipc);
-    f("memory", &Or(&r.memory_bytes, "default"));
-    f("shm-tmpfs", &r.shm_tmpfs);
-    f("pin-memory", &r.pin_memory);
-    f("touch", &r.touch);
-    f("compute-ms", &r.compute_ms);
-    f("decode-us", &r.decode_us);
-    f("main-us", &r.main_us);
-    f("retain-every", &r.retain_every);
-    f("steps", &r.steps);
-    f("epochs", &r.epochs);
-    f("cpus", &Or(&r.cpus, "any"));
-    f("nofile", &Or(&r.nofile, "default"));
-    f("kernel", &Or(&r.vm_kernel, "host"));
-    f("shm-remount", &Or(&r.shm_remount_bytes, "default"));
-    f("container", &r.container);
-    f("persistent-workers", &r.persistent_workers);
-    // A VM's size and how it ran (the accelerator a guest got, not `auto`); none elsewhere.
-    f("vm-memory", &Or(&r.vm_memory_bytes, "none"));
-    f("vm-cpus", &Or(&r.vm_cpus, "none"));
-    f("accel", &Or(&r.vm_accel, "none"));
-    // A watched job is its command (and the image it ran in).
-    f("command", &Or(&r.watched_command, ""));
-    f("image", &Or(&r.image, ""));
-    // The knobs added after schema 5, each in its own column.
-    r.added.each_identity(f);
-}
-
-/// The knobs that make a cell what it is, by their flag names, as a row records them.
-pub fn knobs(r: &Row) -> Vec<(&'static str, String)> {
-    let mut out = Vec::new();
-    each_knob(r, &mut |name, value| out.push((name, value.to_string())));
-    out
-}
-
-/// What must be equal for two rows to be the same cell.
-pub fn cell_key(r: &Row) -> String {
-    cell_key_except(r, None)
-}
-
-/// The cell key without one varying field, for histories along that field.
-pub fn cell_key_except(r: &Row, varying: Option<Varying>) -> String {
-    let hidden: &[&str] = match varying {
-        Some(Varying::Shm) => &["shm-size", "runtime"],
-        Some(Varying::Torch) => &["torch"],
-        Some(Varying::Kernel) => &["kernel", "runtime"],
-        None => &[],
-    };
-    let mut key = String::with_capacity(320);
-    let _ = write!(key, "{}/{} [", r.scenario, r.cell);
-    let mut first = true;
-    each_knob(r, &mut |name, value| {
-        if !hidden.contains(&name) {
-            let sep = if std::mem::take(&mut first) { "" } else { " " };
-            let _ = write!(key, "{sep}{name}={value}");
-        }
-    });
-    key.push(']');
-    key
-}
-
-/// The knobs on which two cells differ: `name: a -> b`.
-pub fn knob_differences(a: &CellSummary, b: &CellSummary) -> Vec<String> {
+/// The knobs on which two cells differ.
+pub fn knob_differences(a: &CellSummary, b: &CellSummary) -> Vec<KnobChange> {
     a.knobs
         .iter()
         .zip(&b.knobs)
         .filter(|((_, x), (_, y))| x != y)
-        .map(|((name, x), (_, y))| format!("{name}: {x} -> {y}"))
+        .map(|((knob, x), (_, y))| KnobChange {
+            knob,
+            baseline: x.clone(),
+            candidate: y.clone(),
+        })
         .collect()
 }
 
 /// One cell over its repeated runs.
 #[derive(Clone, Debug, Serialize)]
 pub struct CellSummary {
-    pub key: String,
+    /// What makes it this cell (its words, `present::cell_key`, are what JSON carries as `key`).
+    #[serde(skip)]
+    pub key: CellKey,
     pub cell: String,
     pub environment: String,
     pub runs: usize,
@@ -162,8 +78,8 @@ pub struct CellSummary {
 /// first row and a few numbers per run, so memory grows with the cells, not the rows.
 #[derive(Default)]
 pub struct Summaries {
-    index: HashMap<String, usize>,
-    cells: Vec<(String, Row, Runs)>,
+    index: HashMap<CellKey, usize>,
+    cells: Vec<(CellKey, Row, Runs)>,
 }
 
 impl Summaries {
@@ -173,13 +89,12 @@ impl Summaries {
 
     /// Adds a row of the cell `key` names (rows are the same cell when their keys are equal);
     /// returns the cell's index in order of first appearance.
-    pub fn add(&mut self, key: &str, r: &Row) -> usize {
+    pub fn add(&mut self, key: &CellKey, r: &Row) -> usize {
         let i = match self.index.get(key) {
             Some(i) => *i,
             None => {
-                self.index.insert(key.to_string(), self.cells.len());
-                self.cells
-                    .push((key.to_string(), r.clone(), Runs::default()));
+                self.index.insert(key.clone(), self.cells.len());
+                self.cells.push((key.clone(), r.clone(), Runs::default()));
                 self.cells.len() - 1
             }
         };
@@ -206,11 +121,11 @@ impl Summaries {
 
 /// Summarises rows per cell (order of first appearance).
 pub fn summarize(rows: &[Row]) -> Vec<CellSummary> {
-    summarize_by(rows, cell_key)
+    summarize_by(rows, CellKey::of)
 }
 
 /// Summarises rows grouped by `key` (order of first appearance).
-pub fn summarize_by(rows: &[Row], key: impl Fn(&Row) -> String) -> Vec<CellSummary> {
+pub fn summarize_by(rows: &[Row], key: impl Fn(&Row) -> CellKey) -> Vec<CellSummary> {
     let mut summaries = Summaries::new();
     for r in rows {
         summaries.add(&key(r), r);
@@ -219,7 +134,7 @@ pub fn summarize_by(rows: &[Row], key: impl Fn(&Row) -> String) -> Vec<CellSumma
 }
 
 /// One cell's summary from its first row and its runs.
-fn summarize_runs(key: String, first: &Row, runs: Runs) -> CellSummary {
+fn summarize_runs(key: CellKey, first: &Row, runs: Runs) -> CellSummary {
     let runs = runs.sorted();
     let passing = runs.rates();
     let rates: Vec<f64> = passing.iter().map(|(_, x)| *x).collect();
@@ -254,37 +169,5 @@ fn summarize_runs(key: String, first: &Row, runs: Runs) -> CellSummary {
         cpu,
         instructions_median: median(&instructions),
         instructions,
-    }
-}
-
-#[cfg(test)]
-mod drift {
-    use super::*;
-    use model::knobs::{Knobs, Role};
-
-    /// What the cell key shows beside the knobs: a watched job's command.
-    const NOT_KNOBS: &[&str] = &["command"];
-
-    #[test]
-    fn the_identity_is_every_knob_the_declaration_says_makes_a_cell() {
-        let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../../tests/fixtures/seed.csv");
-        let row = results::csv::read(std::path::Path::new(path)).unwrap()[0].clone();
-        let keyed: Vec<String> = knobs(&row)
-            .into_iter()
-            .map(|(name, _)| name.to_string())
-            .filter(|name| !NOT_KNOBS.contains(&name.as_str()))
-            .collect();
-        let declared: Vec<String> = Knobs::SPECS
-            .iter()
-            .filter(|spec| spec.role == Role::Identity)
-            .map(|spec| Knobs::flag_name(spec.key).to_string())
-            .collect();
-        let missing: Vec<&String> = declared.iter().filter(|k| !keyed.contains(k)).collect();
-        let extra: Vec<&String> = keyed.iter().filter(|k| !declared.contains(k)).collect();
-        assert!(
-            missing.is_empty() && extra.is_empty(),
-            "declared with the identity role but not in the cell key (each_knob): {missing:?}; \
-             in the cell key but not declared so: {extra:?}"
-        );
     }
 }

@@ -5,7 +5,8 @@ use std::process::ExitCode;
 
 use anyhow::{bail, Result};
 
-use crate::analysis::summary::{cell_key, Summaries};
+use crate::analysis::cell_key::CellKey;
+use crate::analysis::summary::Summaries;
 use crate::present::bmf;
 use crate::results::stream;
 
@@ -42,7 +43,7 @@ pub(crate) fn run(args: Args) -> Result<ExitCode> {
     // Summarised as read: memory grows with the cells, whatever the rows.
     let mut cells = Summaries::new();
     let mut rows = 0usize;
-    stream::each_prepared(&args.results, cell_key, |key, row| {
+    stream::each_prepared(&args.results, CellKey::of, |key, row| {
         cells.add(key, row);
         rows += 1;
         Ok(())

@@ -1,9 +1,11 @@
 //! Comparisons and repeated-run summaries as Markdown tables (rustc-perf's summary shape:
 //! regressions and improvements first).
 
-use super::table;
+use super::compare_note::{note, verdict_label};
+use super::outcomes::{described, flip_needs, METHOD};
+use super::{compare_json, table};
 use analysis::compare::{Comparison, Thresholds, Verdict};
-use analysis::outcomes::{flip_needs, Shares, ALPHA, METHOD};
+use analysis::outcomes::{Shares, ALPHA};
 use analysis::power;
 use analysis::summary::CellSummary;
 
@@ -156,7 +158,7 @@ pub fn render(comparisons: &[Comparison], thresholds: Thresholds) -> String {
         .map(|c| {
             let mut row = vec![
                 c.cell.clone(),
-                c.verdict.label().into(),
+                verdict_label(c.verdict).into(),
                 rate_text(&c.baseline),
                 rate_text(&c.candidate),
                 change_text(c.change, c.change_ci),
@@ -167,7 +169,7 @@ pub fn render(comparisons: &[Comparison], thresholds: Thresholds) -> String {
             if counted {
                 row.push(change_text(c.instructions_change, c.instructions_change_ci));
             }
-            row.push(c.note.clone());
+            row.push(note(c));
             row
         })
         .collect();
@@ -246,7 +248,7 @@ pub fn render_json(
         "thresholds": { "img_per_s": thresholds.rate, "cpu_ms_per_img": thresholds.cpu, "instructions_per_img": thresholds.instructions },
         "regressions": comparisons.iter().filter(|c| c.verdict.is_regression()).count(),
         "undecided": undecided(comparisons).len(),
-        "cells": comparisons,
+        "cells": compare_json::cells(comparisons)?,
     }))
 }
 
@@ -273,7 +275,7 @@ pub fn summary_cells(summaries: &[CellSummary]) -> (Vec<String>, Vec<Vec<String>
     let rows: Vec<Vec<String>> = summaries
         .iter()
         .map(|s| {
-            let outcomes = Shares::of(&s.outcomes).described();
+            let outcomes = described(&Shares::of(&s.outcomes));
             vec![
                 s.environment.clone(),
                 s.runs.to_string(),

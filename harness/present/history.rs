@@ -2,9 +2,10 @@
 
 use clap::ValueEnum;
 
+use super::outcomes::{evidence, flip_needs, METHOD};
 use super::table;
 use analysis::history::{By, History, Metric, Run};
-use analysis::outcomes::{flip_needs, ALPHA, METHOD};
+use analysis::outcomes::ALPHA;
 use model::size::ByteSize;
 
 /// The field's name as `--by` spells it.
@@ -12,6 +13,15 @@ fn by_name(by: By) -> String {
     by.to_possible_value()
         .map(|v| v.get_name().to_string())
         .unwrap_or_default()
+}
+
+/// A metric's unit as tables and plots write it.
+pub fn unit(metric: Metric) -> &'static str {
+    match metric {
+        Metric::ImgPerS => "img/s",
+        Metric::CpuPerImage => "CPU ms/img",
+        Metric::InstructionsPerImage => "instructions/img",
+    }
 }
 
 /// A run's value of the field, as people read it (sizes in units).
@@ -105,7 +115,7 @@ pub fn render(h: &History) -> String {
             out.push_str(&format!(
                 "- {}: {} stepped {:+.1}% at {} = {} (run {})\n",
                 t.cell,
-                h.metric.unit(),
+                unit(h.metric),
                 step * 100.0,
                 by_name(h.by),
                 label(&h.runs[*i]),
@@ -123,7 +133,7 @@ pub fn render(h: &History) -> String {
                 by_name(h.by),
                 label(run),
                 run.run_id,
-                step.note
+                evidence(step.share_p, step.step_p)
             ));
         }
     }

@@ -2,10 +2,25 @@
 //! as text: what was measured in each cell, in numbers, the verdict, and the command that
 //! measures it again.
 
-use analysis::statements::{Judged, Measured};
+use analysis::statements::{Judged, Label, Measured};
 use model::record::Status;
 use model::size::ByteSize;
 use model::statement::{Quantity, StatementKind};
+
+/// The knobs whose values are byte sizes.
+const SIZE_KNOBS: [&str; 3] = ["shm-size", "memory", "shm-remount"];
+
+/// What tells a statement's cells apart: `prefetch=8`, sizes as people write them
+/// (`shm-size=1.4 GiB`, not in bytes), or the cell's name.
+pub fn label(label: &Label) -> String {
+    match label {
+        Label::Knob { name, value } => match (SIZE_KNOBS.contains(name), value.parse::<u64>()) {
+            (true, Ok(bytes)) => format!("{name}={}", ByteSize(bytes)),
+            _ => format!("{name}={value}"),
+        },
+        Label::Cell(cell) => cell.clone(),
+    }
+}
 
 /// One measured value, in its unit.
 fn value_text(q: Quantity, v: f64) -> String {
@@ -38,7 +53,7 @@ fn cells_text(j: &Judged) -> String {
                 (_, Some(v)) => format!("{} ({})", value_text(q, v), outcome_text(m)),
                 (_, None) => outcome_text(m),
             };
-            format!("{}: {shown}", m.label)
+            format!("{}: {shown}", label(&m.label))
         })
         .collect::<Vec<_>>()
         .join("; ")
@@ -66,7 +81,8 @@ pub fn finding(j: &Judged) -> String {
     if let Some(r) = j.ratio {
         text.push_str(&format!(
             "; {} / {} = {r:.2}",
-            j.measured[0].label, j.measured[1].label
+            label(&j.measured[0].label),
+            label(&j.measured[1].label)
         ));
     }
     if s.quantity == Quantity::PeakShm && matches!(s.kind, StatementKind::Grows) {
@@ -109,4 +125,24 @@ pub fn table(judged: &[Judged], scenario: &str) -> (Vec<String>, Vec<Vec<String>
         })
         .collect();
     (headers, rows)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_cell_is_labelled_by_its_knob_with_sizes_in_units() {
+        let knob = |name, value: &str| Label::Knob {
+            name,
+            value: value.into(),
+        };
+        assert_eq!(label(&knob("prefetch", "8")), "prefetch=8");
+        assert_eq!(
+            label(&knob("shm-size", "1073741824")),
+            format!("shm-size={}", ByteSize(1 << 30))
+        );
+        assert_eq!(label(&knob("shm-size", "default")), "shm-size=default");
+        assert_eq!(label(&Label::Cell("tuned".into())), "tuned");
+    }
 }

@@ -20,7 +20,8 @@ use std::collections::HashSet;
 
 use anyhow::{bail, Result};
 
-use analysis::summary::{cell_key, CellSummary, Summaries};
+use analysis::cell_key::CellKey;
+use analysis::summary::{CellSummary, Summaries};
 use model::knobs::Loader;
 
 use model::statement::Statement;
@@ -187,8 +188,8 @@ impl Source {
             .collect();
         // A row is shown when it is the first of its cell on its host and environment.
         let keys = |r: &Row| {
-            let key = cell_key(r);
-            let shown = format!("{}\n{}\n{key}", r.host, r.environment);
+            let key = CellKey::of(r);
+            let shown = (r.host.clone(), r.environment.clone(), key.clone());
             (key, shown)
         };
         let mut shown = HashSet::new();

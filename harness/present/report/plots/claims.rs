@@ -8,6 +8,7 @@ use plotters::coord::Shift;
 use plotters::prelude::*;
 
 use super::{label, label_at, pe, FONT, GRID, LIMIT, MIB, PALETTE};
+use crate::statements::label as cell_label;
 use analysis::statements::Judged;
 use model::statement::Quantity;
 
@@ -75,7 +76,7 @@ where
         .max(1.0)
         // Headroom for the key in the upper left and the values' labels.
         * 1.45;
-    let labels: Vec<String> = j.measured.iter().map(|m| m.label.clone()).collect();
+    let labels: Vec<String> = j.measured.iter().map(|m| cell_label(&m.label)).collect();
     let formatter = |x: &f64| label_at(&labels, *x);
     let mut chart = ChartBuilder::on(area)
         .caption(format!("{} ({})", j.statement.id, j.verdict), (FONT, 17))

@@ -7,7 +7,7 @@ use plotters::coord::Shift;
 use plotters::prelude::*;
 
 use super::{label, label_at, pe, FONT, GRID, PALETTE};
-use crate::history::run_label;
+use crate::history::{run_label, unit};
 use analysis::history::{History, Trend};
 
 pub(super) fn draw_history<DB: DrawingBackend>(
@@ -30,7 +30,7 @@ where
     let formatter = |x: &f64| label_at(&labels, *x);
     let mut chart = ChartBuilder::on(root)
         .caption(
-            format!("{} along the runs", history.metric.unit()),
+            format!("{} along the runs", unit(history.metric)),
             (FONT, 22),
         )
         .margin(16)
@@ -44,7 +44,7 @@ where
         .x_label_formatter(&formatter)
         .y_label_formatter(&|v: &f64| format!("{v:.3}"))
         .light_line_style(GRID)
-        .y_desc(history.metric.unit())
+        .y_desc(unit(history.metric))
         .label_style((FONT, 13))
         .axis_desc_style((FONT, 15))
         .draw()
