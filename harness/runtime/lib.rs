@@ -1,7 +1,8 @@
 //! Runtimes: how a cell is launched. Every runtime runs the same `shmbench cell <json>` command
 //! and reads back the same one-line JSON record; they differ only in the isolation they set up
-//! around it. A new runtime is a new file here implementing [`Runtime`], and a line in
-//! [`Runtimes`], the one place that chooses a runtime for a cell.
+//! around it. [`Runtimes`] is the one place that chooses a runtime for a cell. A new runtime is
+//! more than a file here: ARCHITECTURE.md's recipe lists every place it touches (its knob value,
+//! `auto`'s choice, the doctor, the fixes, the tests' set-up).
 
 mod child;
 pub mod docker;
