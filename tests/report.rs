@@ -74,7 +74,7 @@ fn markdown_table_and_verdicts_for_a_fixed_csv() {
         1,
         "{md}"
     );
-    assert!(md.contains("attach them with it when you paste it"));
+    assert!(md.contains("attach them with it when you paste it into an issue"));
     assert!(md.contains("/dev/shm of 2 GiB holds 27 whole batches"));
     assert!(md.contains("![/dev/shm in use over the steps](shm.png)"));
     assert!(md.contains("Docker engine") && md.contains("20.10.24"));

@@ -119,8 +119,11 @@ fn the_seed_matrix_as_a_job_array_gives_the_statuses_matrix_gives() {
         assert!(r["slurm_version"].contains("slurm"), "{r:?}");
         assert!(!r["node"].is_empty() && r["node"] == r["host"], "{r:?}");
     }
-    // The same cells here, Docker's rows in a namespace as the tasks ran them.
+    // The same cells here, Docker's rows in a namespace as the tasks ran them. This run is on
+    // this machine (its start sweeps dead runs' leftovers, its ipc=host row uses this /dev/shm),
+    // so it takes the machine tests' lock too (never the other way round: no deadlock).
     let csv = dir.join("matrix.csv");
+    let machine = common::serial();
     let matrix = shmbench_without_docker(&[
         "matrix",
         "--batch",
@@ -130,6 +133,7 @@ fn the_seed_matrix_as_a_job_array_gives_the_statuses_matrix_gives() {
         "--out",
         csv.to_str().unwrap(),
     ]);
+    drop(machine);
     assert!(matrix.status.code().is_some_and(|c| c <= 1), "{matrix:?}");
     let here = common::read_csv(&csv);
     let (slurm, here) = (by_cell(&rows), by_cell(&here));

@@ -19,7 +19,7 @@ use sys::memory_cgroup::{self, MemoryCgroup};
 
 /// Whether this process is a guest's init: pid 1, started as `/init`.
 pub fn is_init() -> bool {
-    std::process::id() == 1 && std::env::args().next().as_deref() == Some("/init")
+    std::process::id() == 1 && std::env::args_os().next().is_some_and(|a| a == "/init")
 }
 
 /// Why the guest could not run its cell.

@@ -84,18 +84,23 @@ pub fn explanation(row: &Row) -> String {
 
 /// How a crashed row ended in /dev/shm: the peak (the Peak column) and, when less, what was
 /// still in use once the failure was seen (a killed worker's segment is gone by then), so the
-/// two numbers a reader sees never seem to disagree.
+/// two numbers a reader sees never seem to disagree. A row that does not say what was in use
+/// (an older file) says the peak only; one whose in-use figure is above its sampled peak (not a
+/// cell's own record) says so.
 fn failed_at(row: &Row, step: u64) -> String {
-    let peak = row.peak_shm_bytes;
+    let peak = ByteSize(row.peak_shm_bytes);
     match row.shm_used_at_failure_bytes {
-        Some(used) if used < peak => format!(
-            "it failed at step {step} after /dev/shm use peaked at {} ({} still in use when the failure was seen)",
-            ByteSize(peak),
+        None => format!("it failed at step {step}; /dev/shm use peaked at {peak}"),
+        Some(used) if used < row.peak_shm_bytes => format!(
+            "it failed at step {step} after /dev/shm use peaked at {peak} ({} still in use when the failure was seen)",
             ByteSize(used)
         ),
-        used => format!(
-            "it failed at step {step} with {} of /dev/shm in use",
-            ByteSize(used.unwrap_or(peak).max(peak))
+        Some(used) if used == row.peak_shm_bytes => {
+            format!("it failed at step {step} with {peak} of /dev/shm in use")
+        }
+        Some(used) => format!(
+            "it failed at step {step} with {} of /dev/shm in use (above the sampled peak, {peak})",
+            ByteSize(used)
         ),
     }
 }

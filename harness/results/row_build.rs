@@ -44,19 +44,26 @@ pub struct Placement {
 }
 
 /// Arguments as a command a user can paste into a shell (quoted by `shlex`, which knows every
-/// character a shell treats specially).
-pub fn shell_words(args: impl IntoIterator<Item = String>) -> String {
-    let quote = |a: String| match shlex::try_quote(&a) {
-        Ok(quoted) => quoted.into_owned(),
-        // Only a NUL byte is refused, and no argument of a process can hold one.
-        Err(_) => a.replace('\0', ""),
+/// character a shell treats specially). Arguments are bytes (a path need not be UTF-8): quoted
+/// as bytes, then written into the row's text lossily, where a byte that is no character shows
+/// as U+FFFD.
+pub fn shell_words<A: AsRef<std::ffi::OsStr>>(args: impl IntoIterator<Item = A>) -> String {
+    use std::os::unix::ffi::OsStrExt;
+    let quote = |a: A| {
+        let bytes = a.as_ref().as_bytes();
+        match shlex::bytes::try_quote(bytes) {
+            Ok(quoted) => String::from_utf8_lossy(&quoted).into_owned(),
+            // Only a NUL byte is refused, and no argument of a process can hold one.
+            Err(_) => String::from_utf8_lossy(bytes).replace('\0', ""),
+        }
     };
     args.into_iter().map(quote).collect::<Vec<_>>().join(" ")
 }
 
 /// This invocation as a command a user can paste (`shmbench matrix --steps 20`).
 pub fn command_line() -> String {
-    shell_words(std::iter::once("shmbench".to_string()).chain(std::env::args().skip(1)))
+    let args = std::env::args_os().skip(1);
+    shell_words(std::iter::once(std::ffi::OsString::from("shmbench")).chain(args))
 }
 
 /// Milliseconds per unit of `seconds` spread over `count` units; None when nothing was counted.

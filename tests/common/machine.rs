@@ -72,9 +72,17 @@ pub fn our_processes(matches: impl Fn(&[String]) -> bool) -> Vec<u32> {
         .collect()
 }
 
+/// A file's identity: its device and inode (an inode number alone repeats across filesystems,
+/// such as the Slurm node's own tmpfs beside this machine's /dev/shm).
+type FileId = (u64, u64);
+
+fn file_id(meta: &std::fs::Metadata) -> FileId {
+    (meta.dev(), meta.ino())
+}
+
 /// What holds each of `inodes` open: the pids, from every process's fds.
-fn record_holders(inodes: &HashSet<u64>) -> HashMap<u64, Vec<u32>> {
-    let mut out: HashMap<u64, Vec<u32>> = HashMap::new();
+fn record_holders(inodes: &HashSet<FileId>) -> HashMap<FileId, Vec<u32>> {
+    let mut out: HashMap<FileId, Vec<u32>> = HashMap::new();
     if inodes.is_empty() {
         return out;
     }
@@ -84,8 +92,8 @@ fn record_holders(inodes: &HashSet<u64>) -> HashMap<u64, Vec<u32>> {
         };
         for fd in fds.flatten() {
             if let Ok(meta) = std::fs::metadata(fd.path()) {
-                if inodes.contains(&meta.ino()) {
-                    out.entry(meta.ino()).or_default().push(pid);
+                if inodes.contains(&file_id(&meta)) {
+                    out.entry(file_id(&meta)).or_default().push(pid);
                 }
             }
         }
@@ -99,8 +107,8 @@ pub fn held_by_another_run(path: &std::path::Path) -> bool {
     let Ok(meta) = std::fs::metadata(path) else {
         return false;
     };
-    record_holders(&HashSet::from([meta.ino()]))
-        .get(&meta.ino())
+    record_holders(&HashSet::from([file_id(&meta)]))
+        .get(&file_id(&meta))
         .is_some_and(|pids| pids.iter().any(|pid| !carries_mark(*pid)))
 }
 
@@ -119,14 +127,14 @@ enum Whose {
 fn whose_records(paths: &[std::path::PathBuf]) -> Vec<Whose> {
     let metas: Vec<Option<std::fs::Metadata>> =
         paths.iter().map(|p| std::fs::metadata(p).ok()).collect();
-    let inodes: HashSet<u64> = metas.iter().flatten().map(|m| m.ino()).collect();
+    let inodes: HashSet<FileId> = metas.iter().flatten().map(file_id).collect();
     let holders = record_holders(&inodes);
     paths
         .iter()
         .zip(&metas)
         .map(|(path, meta)| {
             let Some(meta) = meta else { return Whose::Dead };
-            let held_by = holders.get(&meta.ino()).cloned().unwrap_or_default();
+            let held_by = holders.get(&file_id(meta)).cloned().unwrap_or_default();
             if held_by.iter().any(|pid| carries_mark(*pid)) {
                 return Whose::Ours;
             }

@@ -93,7 +93,7 @@ impl Need for Commands {
 struct Font;
 
 /// The font shmbench looks for first (see `harness/present/report/font.rs`).
-const DEJAVU: &str = "/usr/share/fonts/truetype/dejavu/DejaVuSans.ttf";
+pub const DEJAVU: &str = "/usr/share/fonts/truetype/dejavu/DejaVuSans.ttf";
 
 impl Need for Font {
     fn name(&self) -> &'static str {

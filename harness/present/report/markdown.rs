@@ -45,7 +45,7 @@ impl Format for Markdown {
                     let plot = &report.plots[i];
                     if i == 0 {
                         // Markdown links files; pasted alone, the images are lost.
-                        out.push_str("The plots are files beside this report.md: attach them with it when you paste it into an issue, or attach report.html, which holds them inline.\n\n");
+                        out.push_str("The plots are files beside this report.md: attach them with it when you paste it into an issue (the HTML report, `--format html`, holds them inline).\n\n");
                     }
                     out.push_str(&format!(
                         "![{}]({}) ([SVG]({}))\n\n",
