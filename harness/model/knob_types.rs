@@ -12,7 +12,8 @@ use serde::{Deserialize, Serialize};
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, ValueEnum)]
 #[serde(rename_all = "kebab-case")]
 pub enum RuntimeKind {
-    /// `namespace` when the cell has an `shm-size`, otherwise `host`.
+    /// `docker` for a Docker setup when an engine answers, else `namespace` when the cell has
+    /// an `shm-size`, otherwise `host`.
     #[default]
     Auto,
     /// This machine's own /dev/shm (what `docker run --ipc=host` gives a container).

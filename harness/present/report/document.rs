@@ -9,10 +9,45 @@ use model::knobs::Loader;
 use model::size::ByteSize;
 use results::Row;
 
-fn claims_table(rows: &[Row]) -> Option<Block> {
+/// The parts of each row's explanation (`a; b; c`) that every row shares, in order from the
+/// first: the loader's arithmetic, said once above the table instead of in every row.
+fn shared_parts(explanations: &[String]) -> usize {
+    let split: Vec<Vec<&str>> = explanations
+        .iter()
+        .map(|e| e.split("; ").collect())
+        .collect();
+    let Some(first) = split.first() else {
+        return 0;
+    };
+    let common = (0..first.len())
+        .take_while(|&i| split.iter().all(|parts| parts.get(i) == first.get(i)))
+        .count();
+    // Each row keeps at least one part of its own.
+    common.min(
+        split
+            .iter()
+            .map(|p| p.len().saturating_sub(1))
+            .min()
+            .unwrap_or(0),
+    )
+}
+
+/// The claims beside the measurements: what every row shares first, then a table with each
+/// row's own reason.
+fn claims_table(rows: &[Row]) -> Vec<Block> {
     let claimed: Vec<&Row> = rows.iter().filter(|r| r.claim_status.is_some()).collect();
     if claimed.is_empty() {
-        return None;
+        return Vec::new();
+    }
+    let explanations: Vec<String> = claimed.iter().map(|r| explanation(r)).collect();
+    let shared = shared_parts(&explanations);
+    let mut blocks = Vec::new();
+    if shared > 0 {
+        let first: Vec<&str> = explanations[0].split("; ").take(shared).collect();
+        blocks.push(Block::Paragraph(format!(
+            "In every row: {}.",
+            first.join("; ")
+        )));
     }
     let headers = [
         "Environment".to_string(),
@@ -24,17 +59,20 @@ fn claims_table(rows: &[Row]) -> Option<Block> {
     .to_vec();
     let cells = claimed
         .iter()
-        .map(|r| {
+        .zip(&explanations)
+        .map(|(r, why)| {
+            let own: Vec<&str> = why.split("; ").skip(shared).collect();
             vec![
                 r.environment.clone(),
                 claim_label(r).unwrap_or_default(),
                 status_label(r),
                 verdict_label(r),
-                explanation(r),
+                own.join("; "),
             ]
         })
         .collect();
-    Some(Block::Table(headers, cells))
+    blocks.push(Block::Table(headers, cells));
+    blocks
 }
 
 fn side_by_side(report: &ReportContent) -> Block {
@@ -138,7 +176,7 @@ pub fn build(report: &ReportContent) -> Vec<Block> {
         format!("shmbench report: {}", scenarios.join(", ")),
     )];
     doc.push(Block::Paragraph(format!(
-        "Made from {} by shmbench; every number below was measured by running the cells, none is copied from the how-to.",
+        "Made from {} by shmbench; every measured number below comes from running the cells, and only the column of the how-to's claims quotes the how-to.",
         report.sources.iter().map(|s| format!("`{}`", s.path.display())).collect::<Vec<_>>().join(", ")
     )));
     for source in &report.sources {
@@ -182,12 +220,13 @@ pub fn build(report: &ReportContent) -> Vec<Block> {
         .iter()
         .flat_map(|s| s.rows.iter().cloned())
         .collect();
-    if let Some(block) = claims_table(&claimed) {
+    let claims = claims_table(&claimed);
+    if !claims.is_empty() {
         doc.push(Block::Heading(
             2,
             "The how-to's claims beside the measurements".into(),
         ));
-        doc.push(block);
+        doc.extend(claims);
     }
     for source in &report.sources {
         doc.extend(checked::blocks(source, report));
