@@ -126,6 +126,9 @@ pub struct Loaders {
     pub ranks: Option<u32>,
     /// Whether --loaders or --ranks was given.
     pub given: bool,
+    /// Whether the base loader's workers, prefetch, batch or shape came from the user's flags
+    /// (else they are the doctor's defaults).
+    pub base_from_flags: bool,
 }
 
 impl Loaders {
@@ -194,8 +197,12 @@ impl Loaders {
             return self.need_of(&[spec], basis, true, ranks);
         }
         let k = &self.base.knobs;
+        let whose = match self.base_from_flags {
+            true => "the loader of your flags",
+            false => "the doctor's default loader",
+        };
         let basis = format!(
-            "the doctor's default loader ({} workers, prefetch {}, batch {} of {}){rank_words}: pass --loaders for yours",
+            "{whose} ({} workers, prefetch {}, batch {} of {}){rank_words}: pass --loaders for each of yours",
             k.workers, k.prefetch, k.batch, k.shape
         );
         self.need_of(&[], basis, false, ranks)

@@ -87,12 +87,16 @@ pub(crate) fn run(args: Args) -> Result<ExitCode> {
         bail!("--ranks {ranks}: give the processes per node, 1 to {MAX_RANKS}");
     }
     let given = args.loaders.is_some() || args.ranks.is_some();
+    let k = &args.knobs;
+    let base_from_flags =
+        k.workers.is_some() || k.prefetch.is_some() || k.batch.is_some() || k.shape.is_some();
     let base = guard::tool_config("check", args.knobs, &super::platform())?;
     let loaders = Loaders {
         base,
         specs: args.loaders.map(|l| l.0).unwrap_or_default(),
         ranks: args.ranks,
         given,
+        base_from_flags,
     };
     let report = crate::check::run(&args.paths, &loaders, &ignore);
     print!("{}", format(args.format).render(&report));
