@@ -41,6 +41,12 @@ pub fn verdict_label(row: &Row) -> String {
 /// Why the measurement came out as it did, in numbers: batch size, what the /dev/shm holds, how
 /// many batches torch keeps alive, the peak seen.
 pub fn explanation(row: &Row) -> String {
+    explanation_parts(row).join("; ")
+}
+
+/// The explanation's parts, in order (the loader's arithmetic first), for a report that says
+/// what every row shares once.
+pub fn explanation_parts(row: &Row) -> Vec<String> {
     let batch = row.batch_bytes.max(1);
     let outstanding = row.workers as u64 * row.prefetch as u64;
     let in_flight = outstanding + 1;
@@ -79,7 +85,7 @@ pub fn explanation(row: &Row) -> String {
         (_, Some(step)) => parts.push(failed_at(row, step)),
         _ => {}
     }
-    parts.join("; ")
+    parts
 }
 
 /// How a crashed row ended in /dev/shm: the peak (the Peak column) and, when less, what was

@@ -142,12 +142,10 @@ pub fn node(value: &str) -> Result<(), BadScriptValue> {
     }
 }
 
-/// `s` as one shell word (quoted by `shlex`; the values checked above hold no NUL, which is
-/// the only thing it refuses).
+/// `s` as one shell word: the results' own quoting (`shlex`), so the script and the command a
+/// row records quote alike.
 pub fn shell_word(s: &str) -> String {
-    shlex::try_quote(s)
-        .map(|q| q.into_owned())
-        .unwrap_or_else(|_| s.replace('\0', ""))
+    results::row_build::shell_words(std::iter::once(s))
 }
 
 #[cfg(test)]

@@ -3,33 +3,28 @@
 use super::block::Block;
 use super::{checked, watched, ReportContent};
 use crate::compare::summary_cells;
-use crate::labels::{claim_label, explanation, status_label, verdict_label};
+use crate::labels::{claim_label, explanation_parts, status_label, verdict_label};
 use crate::matrix;
 use model::knobs::Loader;
 use model::size::ByteSize;
 use results::Row;
 
-/// The parts of each row's explanation (`a; b; c`) that every row shares, in order from the
-/// first: the loader's arithmetic, said once above the table instead of in every row.
-fn shared_parts(explanations: &[String]) -> usize {
-    let split: Vec<Vec<&str>> = explanations
-        .iter()
-        .map(|e| e.split("; ").collect())
-        .collect();
-    let Some(first) = split.first() else {
+/// How many parts of the rows' explanations every row shares, in order from the first: the
+/// loader's arithmetic, said once above the table instead of in every row. Each row keeps at
+/// least one part of its own.
+fn shared_parts(explanations: &[Vec<String>]) -> usize {
+    let Some(first) = explanations.first() else {
         return 0;
     };
     let common = (0..first.len())
-        .take_while(|&i| split.iter().all(|parts| parts.get(i) == first.get(i)))
+        .take_while(|&i| {
+            explanations
+                .iter()
+                .all(|parts| parts.get(i) == first.get(i))
+        })
         .count();
-    // Each row keeps at least one part of its own.
-    common.min(
-        split
-            .iter()
-            .map(|p| p.len().saturating_sub(1))
-            .min()
-            .unwrap_or(0),
-    )
+    let own_one = explanations.iter().map(|p| p.len().saturating_sub(1)).min();
+    common.min(own_one.unwrap_or(0))
 }
 
 /// The claims beside the measurements: what every row shares first, then a table with each
@@ -39,14 +34,13 @@ fn claims_table(rows: &[Row]) -> Vec<Block> {
     if claimed.is_empty() {
         return Vec::new();
     }
-    let explanations: Vec<String> = claimed.iter().map(|r| explanation(r)).collect();
+    let explanations: Vec<Vec<String>> = claimed.iter().map(|r| explanation_parts(r)).collect();
     let shared = shared_parts(&explanations);
     let mut blocks = Vec::new();
     if shared > 0 {
-        let first: Vec<&str> = explanations[0].split("; ").take(shared).collect();
         blocks.push(Block::Paragraph(format!(
             "In every row: {}.",
-            first.join("; ")
+            explanations[0][..shared].join("; ")
         )));
     }
     let headers = [
@@ -61,7 +55,7 @@ fn claims_table(rows: &[Row]) -> Vec<Block> {
         .iter()
         .zip(&explanations)
         .map(|(r, why)| {
-            let own: Vec<&str> = why.split("; ").skip(shared).collect();
+            let own = &why[shared..];
             vec![
                 r.environment.clone(),
                 claim_label(r).unwrap_or_default(),
