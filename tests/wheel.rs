@@ -262,7 +262,7 @@ fn stops_in_64m_and_predicts_its_peak_in_2g(script: &str) {
     let row = &read_csv(&small)[0];
     assert_eq!(row["peak_shm_bytes"], "0", "{text}");
     // 2 GiB: it passes, and the watched peak lies within 10% below the need the check predicted
-    // and at most one batch above it. The check predicts the steady peak, workers * prefetch + 1
+    // and at most one batch (and the queues' semaphores) above it. The check predicts the steady peak, workers * prefetch + 1
     // batches; torch refills the freed slot inside `__next__` while the loop still holds the last
     // step's batch, and freeing a batch's pages takes milliseconds, so with a quick Dataset a new
     // batch can be allocated before the old one is gone (CI's busy run sampled 5.5 batches).
@@ -278,8 +278,12 @@ fn stops_in_64m_and_predicts_its_peak_in_2g(script: &str) {
         .unwrap_or_else(|| panic!("no need printed: {text}"));
     let peak: f64 = read_csv(&large)[0]["peak_shm_bytes"].parse().unwrap();
     let one_batch = (BATCH * (3 * 224 * 224 * 4 + 8)) as f64;
+    // Beside the batches, /dev/shm holds the POSIX semaphores of the loader's queues and events,
+    // a 4 KiB page each (14 with 2 workers, CI's run saw exactly six batches plus those): allow
+    // 64 pages, which no loader of 2 workers reaches and which is far under a batch.
+    let semaphores = (64 * 4096) as f64;
     assert!(
-        peak >= need * 0.9 && peak <= need + one_batch,
+        peak >= need * 0.9 && peak <= need + one_batch + semaphores,
         "watched peak {peak} against the predicted {need} (one batch: {one_batch}): {text}"
     );
     assert_clean(&before);
