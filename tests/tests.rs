@@ -6,6 +6,7 @@
 
 mod common;
 
+mod alert_rules;
 mod cells;
 mod check;
 mod check_untrusted;
@@ -25,6 +26,7 @@ mod generated_files;
 mod history;
 mod k8s;
 mod k8s_pods;
+mod node;
 mod ownership;
 mod present_snapshots;
 mod ray_store;

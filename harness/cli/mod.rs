@@ -17,6 +17,7 @@ mod logs;
 mod matrix;
 mod merge;
 mod min_shm;
+mod node;
 mod outcome;
 mod progress;
 mod repeat;
@@ -105,6 +106,9 @@ pub(crate) enum Command {
     /// ones too) and in which container, pod or job, and which files are stale (unheld, their
     /// named owner gone); remove those on request
     Shm(shm::Args),
+    /// This node's /dev/shm against a policy, for the fleet's health checks: exit 0 ok, 1 a
+    /// problem, 2 unknown, the first line the reason; Prometheus metrics with --textfile
+    Node(node::Args),
     /// Measure the emulation against the real DataLoader: every cell with both loaders
     Fidelity(fidelity::Args),
     /// Show, rebuild or remove the container image the Docker runtime builds for itself
@@ -156,6 +160,7 @@ fn dispatch(cli: Cli) -> Result<ExitCode> {
         Command::Fidelity(args) => fidelity::run(args),
         Command::Sweep => sweep::run(),
         Command::Shm(args) => shm::run(args),
+        Command::Node(args) => node::run(args),
         Command::Image(args) => image::run(args),
         Command::Watch(args) => watch::run(args),
         Command::Check(args) => check::run(args),

@@ -35,6 +35,7 @@ pub mod knob_types;
 pub mod knobs;
 pub mod kube_quantity;
 pub mod name;
+pub mod node_check;
 pub mod pod;
 pub mod record;
 pub mod repeat;

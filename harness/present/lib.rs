@@ -15,6 +15,8 @@ pub mod history;
 pub mod k8s_manifest;
 pub mod labels;
 pub mod matrix;
+pub mod node;
+pub mod node_prom;
 pub mod outcomes;
 pub mod report;
 pub mod sbatch_line;

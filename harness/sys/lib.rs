@@ -12,6 +12,7 @@ pub mod holders;
 pub mod image_use;
 pub mod lease_removal;
 pub mod memory_cgroup;
+pub mod node_facts;
 pub mod owner;
 pub mod perf;
 pub mod proc_census;

@@ -43,3 +43,17 @@ pub fn sweep_lines(path: &Path) -> (Vec<Value>, Value) {
     let swept = lines[lines.len() - 1]["swept"].clone();
     (lines[1..lines.len() - 1].to_vec(), swept)
 }
+
+/// The directory of Prometheus's programs (`promtool`, `prometheus`,
+/// `prometheus-node-exporter`) that `cargo xtask test` unpacks (SHMBENCH_SKIP_PROMETHEUS=1
+/// skips the tests that need them).
+pub fn prometheus_or_skip() -> Option<PathBuf> {
+    let dir = std::env::var_os("SHMBENCH_PROMETHEUS_BIN").map(PathBuf::from);
+    let found = dir.clone().filter(|d| d.join("promtool").is_file());
+    require(
+        "prometheus",
+        || found.is_some(),
+        "Prometheus's promtool, prometheus and node_exporter (SHMBENCH_PROMETHEUS_BIN)",
+    )
+    .then(|| dir.unwrap())
+}

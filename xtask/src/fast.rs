@@ -87,6 +87,10 @@ fn skipped() -> Vec<(&'static str, &'static str)> {
             "SHMBENCH_SKIP_K8S_VALIDATE",
             "the Kubernetes schema checks (a venv the set-up makes)",
         ),
+        (
+            "SHMBENCH_SKIP_PROMETHEUS",
+            "the alert rules' promtool tests (programs the set-up unpacks)",
+        ),
     ];
     if !Path::new(DEJAVU).is_file() {
         skip.push((

@@ -13,6 +13,7 @@ mod apt;
 mod docker;
 mod fast;
 mod needs;
+mod prometheus;
 mod pypi;
 mod sarif;
 mod scratch;
@@ -144,12 +145,14 @@ fn test(extra: &[String], env: &[(String, String)]) -> ExitCode {
         .args(["test", "--release", "--workspace", "--no-fail-fast"])
         .args(extra)
         .envs(env.iter().map(|(k, v)| (k, v)));
-    // Machine tests take one lock and Slurm's another; with a thread per core (libtest's
-    // default), two tests of one class could hold both threads, one of them waiting. More
-    // threads than cores let a Slurm test, waiting on the scheduler, run beside a machine test,
-    // and the pure tests beside both.
+    // Machine tests take one lock and Slurm's another, and libtest starts tests in name order
+    // as threads come free: with a few threads, they all end up waiting on one lock (four
+    // Slurm tests in a row held all four once, the machine tests' lane idle for minutes)
+    // while the tests behind them wait for a thread. A thread per test (more than there are)
+    // starts every test at once: each lock's tests queue on it, the two lanes run side by
+    // side, and a pure test never waits behind either.
     if std::env::var_os("RUST_TEST_THREADS").is_none() {
-        command.env("RUST_TEST_THREADS", "4");
+        command.env("RUST_TEST_THREADS", "256");
     }
     if let Some(dir) = &scratch {
         command.env(scratch::VARIABLE, dir.path());

@@ -4,7 +4,7 @@
 use std::path::Path;
 use std::process::Command;
 
-use crate::{apt, docker, pypi, sarif, slurm, torch, vm};
+use crate::{apt, docker, prometheus, pypi, sarif, slurm, torch, vm};
 
 /// One requirement of the tests.
 pub trait Need {
@@ -38,6 +38,7 @@ pub fn all() -> Vec<Box<dyn Need>> {
         Box::new(pypi::MATURIN),
         Box::new(sarif::Schema),
         Box::new(vm::Qemu),
+        Box::new(prometheus::Prometheus),
         Box::new(slurm::Cluster),
     ]
 }
@@ -58,6 +59,17 @@ pub fn run(args: &[&str]) -> Result<(), String> {
     } else {
         Err(format!("`{}` failed ({status})", args.join(" ")))
     }
+}
+
+/// Where the tests' set-up keeps what it fetched, `what` under the user's cache directory
+/// (`$XDG_CACHE_HOME/shmbench/WHAT`, else `~/.cache/shmbench/WHAT`).
+pub fn cache_dir(what: &str) -> std::path::PathBuf {
+    use std::path::PathBuf;
+    let cache = std::env::var_os("XDG_CACHE_HOME")
+        .map(PathBuf::from)
+        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache")))
+        .unwrap_or_else(|| PathBuf::from("/tmp"));
+    cache.join("shmbench").join(what)
 }
 
 /// Where a program is on PATH.

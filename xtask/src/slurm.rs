@@ -61,6 +61,9 @@ fn cgroup_setup() -> (&'static str, &'static str, Option<String>, &'static str) 
     }
 }
 
+/// Writes the cluster's configuration. Its timeouts are long: a 2-core machine running the
+/// suite beside the jobs can take longer than Slurm's defaults (10 s) to launch a batch step,
+/// and a launch past `BatchStartTimeout` ends the task FAILED before it wrote anything.
 fn write_config() -> Result<&'static str, String> {
     let d = dir();
     let mem_mib = std::fs::read_to_string("/proc/meminfo")
@@ -85,7 +88,7 @@ StateSaveLocation={}\nSlurmdSpoolDir={}\nSlurmctldPidFile={}\nSlurmdPidFile={}\n
 SlurmctldLogFile={}\nSlurmdLogFile={}\nProctrackType={proctrack}\nTaskPlugin={task}\n\
 JobCompType=jobcomp/filetxt\nJobCompLoc={}\nJobAcctGatherType=jobacct_gather/none\n\
 SelectType=select/cons_tres\nSelectTypeParameters=CR_Core_Memory\nMinJobAge=3600\n\
-ReturnToService=2\nKillWait=5\nMpiDefault=none\n\
+ReturnToService=2\nKillWait=5\nMpiDefault=none\nMessageTimeout=60\nBatchStartTimeout=120\n\
 NodeName={NODE} NodeHostname=localhost CPUs={cpus} RealMemory={mem_mib} State=UNKNOWN\n\
 PartitionName=debug Nodes={NODE} Default=YES MaxTime=INFINITE State=UP\n",
         PORTS.0,
@@ -181,6 +184,7 @@ pub fn stop() -> String {
             stopped.push(program);
         }
     }
+    let errors = logged_errors();
     let _ = std::fs::remove_dir_all(dir());
     let left = remove_node_cgroups();
     let cgroups = match left {
@@ -188,9 +192,23 @@ pub fn stop() -> String {
         n => format!("; {n} cgroup tree(s) of the node still hold processes and were left"),
     };
     match stopped.is_empty() {
-        true => format!("nothing was running{cgroups}"),
-        false => format!("stopped {}{cgroups}", stopped.join(", ")),
+        true => format!("nothing was running{cgroups}{errors}"),
+        false => format!("stopped {}{cgroups}{errors}", stopped.join(", ")),
     }
+}
+
+/// The last error lines of the daemons' logs, said before the directory goes: a task that
+/// failed to start leaves its reason only there.
+fn logged_errors() -> String {
+    let mut out = String::new();
+    for log in ["slurmctld.log", "slurmd.log"] {
+        let text = std::fs::read_to_string(dir().join(log)).unwrap_or_default();
+        let errors: Vec<&str> = text.lines().filter(|l| l.contains("error")).collect();
+        for line in &errors[errors.len().saturating_sub(15)..] {
+            out.push_str(&format!("\n   {log}: {line}"));
+        }
+    }
+    out
 }
 
 /// Removes the cgroups slurmd made for this node (`slurm_<NODE>` under each cgroup v1

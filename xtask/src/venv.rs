@@ -10,11 +10,7 @@ use crate::needs::{on_path, run};
 
 /// Where the venv `name` lives.
 pub fn dir(name: &str) -> PathBuf {
-    let cache = std::env::var_os("XDG_CACHE_HOME")
-        .map(PathBuf::from)
-        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache")))
-        .unwrap_or_else(|| PathBuf::from("/tmp"));
-    cache.join("shmbench/venvs").join(name)
+    crate::needs::cache_dir("venvs").join(name)
 }
 
 /// Makes the venv `name` if it is not there, and pip-installs `packages` into it.

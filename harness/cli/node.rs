@@ -1,0 +1,186 @@
+//! `shmbench node`: this node's /dev/shm against a policy, one verdict for the fleet's health
+//! machinery (exit 0 ok, 1 a problem, 2 unknown; the first line its reason), and the metrics
+//! node_exporter's textfile collector serves (`--textfile`).
+
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use anyhow::{bail, Context, Result};
+
+use super::text_or_json::TextOrJson as Format;
+use crate::model::job::LoaderList;
+use crate::model::knobs::Knobs;
+use crate::model::node_check::{judge, NodePolicy, NodeStatus};
+use crate::model::size::ByteSize;
+use crate::plan::consumers::Consumer;
+use crate::plan::scenario::Scenario;
+use crate::plan::{advice, guard, job};
+use crate::present::{node, node_prom};
+use crate::results::atomic::write_bytes;
+use crate::sys::node_facts;
+
+/// The file `--textfile DIR` writes (node_exporter's textfile collector reads `*.prom`).
+const TEXTFILE_NAME: &str = "shmbench-node.prom";
+
+const AFTER_HELP: &str = "\
+Examples:
+  shmbench node                                    # /dev/shm here: a tmpfs, not over 90% full,
+                                                   # no dead leftovers
+  shmbench node --need 8g                          # and at least 8 GiB
+  shmbench node --ranks 8 --loaders train:8x2x128  # the need of a job, by the doctor's model
+  shmbench node --textfile /var/lib/node_exporter/textfile_collector
+  shmbench node --format json
+
+Exit status (Node Problem Detector's plugin protocol): 0 ok, 1 a problem, 2 unknown (the node
+could not be seen well enough: the first line says what). The first line is the reason, at
+most 80 characters, starting 'shmbench:'. A leftover is dead only when its owner is proven
+gone and no live process holds it (the proof `shmbench shm` shows); a file of unknown owner is
+counted, never called dead. It changes nothing: `shmbench shm --sweep-stale` removes leftovers.
+Alert rules for the metrics: integrations/prometheus/. See docs/FLEET.md.";
+
+#[derive(clap::Args)]
+#[command(after_help = AFTER_HELP)]
+pub(crate) struct Args {
+    /// The node's shared-memory filesystem
+    #[arg(default_value = "/dev/shm")]
+    path: PathBuf,
+    /// The size the node's jobs need (e.g. 8g); or give the job (--ranks, --loaders, --with,
+    /// --scenario) and the doctor's model says it
+    #[arg(long, value_name = "SIZE", conflicts_with_all = ["loaders", "scenario"])]
+    need: Option<ByteSize>,
+    /// Processes per node of the job, each with its own loaders
+    #[arg(long, default_value_t = 1)]
+    ranks: u32,
+    /// The loaders each rank runs, NAME:WORKERSxPREFETCHxBATCH, comma-separated (as `doctor`)
+    #[arg(long)]
+    loaders: Option<LoaderList>,
+    /// What else fills the node's /dev/shm (as `doctor`: nccl:RANKS, vllm:TP, ray:SIZE)
+    #[arg(long, value_delimiter = ',', value_name = "CONSUMER")]
+    with: Vec<Consumer>,
+    /// Take the job's loader and [[consumers]] from a scenario (file or built-in name)
+    #[arg(long, value_name = "SCENARIO")]
+    scenario: Option<PathBuf>,
+    /// The scenario's cell whose loader the job runs (default: the scenario's defaults)
+    #[arg(long, requires = "scenario")]
+    cell: Option<String>,
+    /// A problem when more than this percent of the size is in use
+    #[arg(long, value_name = "PERCENT", default_value_t = 90.0)]
+    max_used: f64,
+    /// Bytes of dead leftovers tolerated (default: none)
+    #[arg(long, value_name = "SIZE", default_value = "0")]
+    max_dead: ByteSize,
+    /// Dead leftovers younger than this are not counted yet (a job's teardown in progress)
+    #[arg(long, value_name = "DURATION", value_parser = humantime::parse_duration, default_value = "1m")]
+    dead_older_than: Duration,
+    /// Also write the metrics to DIR/shmbench-node.prom, atomically, for node_exporter's
+    /// textfile collector
+    #[arg(long, value_name = "DIR")]
+    textfile: Option<PathBuf>,
+    #[arg(long, value_enum, default_value = "text")]
+    format: Format,
+}
+
+pub(crate) fn run(args: Args) -> Result<ExitCode> {
+    if !(0.0..=100.0).contains(&args.max_used) {
+        bail!("--max-used {}: give a percent, 0 to 100", args.max_used);
+    }
+    if let Some(dir) = &args.textfile {
+        if !dir.is_dir() {
+            bail!(
+                "--textfile {}: not a directory (give node_exporter's --collector.textfile.directory)",
+                dir.display()
+            );
+        }
+    }
+    let policy = policy(&args)?;
+    let now = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0.0, |d| d.as_secs_f64());
+    let facts = match node_facts::collect(&args.path) {
+        Ok(facts) => facts,
+        Err(why) => {
+            // Nothing to judge: the machinery still gets a verdict, unknown, and its reason.
+            let path = args.path.display().to_string();
+            if let Some(dir) = &args.textfile {
+                write_textfile(dir, &node_prom::render_unreadable(&path, now))?;
+            }
+            match args.format {
+                Format::Text => println!("{}", node::unreadable_line(&why.to_string())),
+                Format::Json => println!(
+                    "{}",
+                    serde_json::json!({
+                        "status": NodeStatus::Unknown,
+                        "first_line": node::unreadable_line(&why.to_string()),
+                        "error": why.to_string(),
+                    })
+                ),
+            }
+            return Ok(ExitCode::from(NodeStatus::Unknown.exit_code()));
+        }
+    };
+    let verdict = judge(&facts, &policy);
+    if let Some(dir) = &args.textfile {
+        write_textfile(dir, &node_prom::render(&facts, &policy, &verdict, now))?;
+    }
+    match args.format {
+        Format::Text => print!("{}", node::render(&facts, &policy, &verdict)),
+        Format::Json => println!(
+            "{}",
+            serde_json::to_string_pretty(&serde_json::json!({
+                "status": verdict.status,
+                "first_line": node::first_line(&facts, &policy, &verdict),
+                "verdict": verdict,
+                "facts": facts,
+                "policy": policy,
+            }))?
+        ),
+    }
+    Ok(ExitCode::from(verdict.status.exit_code()))
+}
+
+/// The policy the flags give: the need from `--need`, or from the job by the doctor's model
+/// (the size the doctor would recommend, and the mappings each rank holds).
+fn policy(args: &Args) -> Result<NodePolicy> {
+    let mut policy = NodePolicy {
+        need_bytes: args.need.map(|n| n.bytes()),
+        need_from: "--need".into(),
+        max_used_share: args.max_used / 100.0,
+        max_dead_bytes: args.max_dead.bytes(),
+        dead_older_than_s: args.dead_older_than.as_secs_f64(),
+        maps_needed: None,
+    };
+    if args.loaders.is_none() && args.scenario.is_none() && args.with.is_empty() {
+        return Ok(policy);
+    }
+    if args.ranks == 0 || args.ranks > 1024 {
+        bail!(
+            "--ranks {}: give the processes per node, 1 to 1024",
+            args.ranks
+        );
+    }
+    let (knobs, mut with) = match &args.scenario {
+        Some(path) => {
+            let scenario = Scenario::load(path)?;
+            (scenario.knobs_of(args.cell.as_deref())?, scenario.consumers)
+        }
+        None => (Knobs::default(), Vec::new()),
+    };
+    with.extend(args.with.iter().cloned());
+    let config = guard::tool_config("node", knobs, &super::platform())?;
+    let specs = args.loaders.clone().map(|l| l.0).unwrap_or_default();
+    let job = job::predict(&config, args.ranks, &specs, &with);
+    let (need, basis) = advice::recommend_job(&job, config.knobs.pin_memory);
+    policy.need_bytes = Some(need);
+    policy.need_from = format!("the doctor's model of the job: {basis}");
+    policy.maps_needed = Some(job.rank_maps);
+    Ok(policy)
+}
+
+/// Writes the metrics into `dir` atomically (a temp file renamed over the last), so the
+/// collector never reads half a file.
+fn write_textfile(dir: &Path, text: &str) -> Result<()> {
+    let path = dir.join(TEXTFILE_NAME);
+    write_bytes(&path, text.as_bytes())
+        .with_context(|| format!("cannot write the metrics to {}", path.display()))
+}

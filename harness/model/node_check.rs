@@ -1,0 +1,340 @@
+//! A node's /dev/shm judged against a policy, the way a fleet's health machinery asks it: one
+//! verdict (ok, a problem, or unknown when the node cannot be seen well enough), each problem
+//! with the numbers its words need. `sys::node_facts` gathers the facts, `shmbench node` says
+//! the verdict to Slurm, Node Problem Detector, NHC and Prometheus (`present::node`).
+
+use serde::Serialize;
+
+use super::segment_maker::Producer;
+
+/// What the node's /dev/shm must be.
+#[derive(Clone, Debug, Serialize)]
+pub struct NodePolicy {
+    /// The size the node's jobs need; None: the size is not judged.
+    pub need_bytes: Option<u64>,
+    /// Where that need comes from, for the reason (`--need`, or the doctor's model of a job).
+    pub need_from: String,
+    /// The share of the size that may be in use (0.9: a problem past 90%).
+    pub max_used_share: f64,
+    /// Bytes of dead leftovers tolerated.
+    pub max_dead_bytes: u64,
+    /// Dead leftovers younger than this are not counted yet (a job's teardown in progress).
+    pub dead_older_than_s: f64,
+    /// Memory mappings one process of the jobs holds at its peak (the doctor's model), judged
+    /// against vm.max_map_count; None: not judged.
+    pub maps_needed: Option<u64>,
+}
+
+/// A file in /dev/shm whose owner is proven gone and that no live process holds (the audit's
+/// proof: `shm_audit::Staleness::DeadOwner`).
+#[derive(Clone, Debug, Serialize)]
+pub struct DeadFile {
+    pub name: String,
+    pub bytes: u64,
+    /// Seconds since it last changed (the later of its mtime and ctime).
+    pub age_s: f64,
+}
+
+/// Bytes and files in the tmpfs that one kind of producer's names point to (a hint by name,
+/// held or not, named or unlinked).
+#[derive(Clone, Copy, Debug, Serialize)]
+pub struct ProducerBytes {
+    pub producer: Producer,
+    pub bytes: u64,
+    pub files: u64,
+}
+
+/// What was seen of the node's /dev/shm.
+#[derive(Clone, Debug, Serialize)]
+pub struct NodeFacts {
+    pub path: String,
+    /// The filesystem's type, as `statfs` names it (`tmpfs`, `ext4`, or its magic number).
+    pub filesystem: String,
+    pub size_bytes: u64,
+    pub used_bytes: u64,
+    /// Proven dead leftovers, largest first.
+    pub dead: Vec<DeadFile>,
+    /// Files no live process holds whose names name no owner: counted, never called dead.
+    pub unowned_bytes: u64,
+    pub unowned_files: u64,
+    pub producers: Vec<ProducerBytes>,
+    pub max_map_count: Option<u64>,
+    /// Why some files could not be judged (not every process is visible: not root, another pid
+    /// namespace): with no leftover proven dead, the leftover check is then unknown.
+    pub blind: Option<String>,
+}
+
+impl NodeFacts {
+    pub fn is_tmpfs(&self) -> bool {
+        self.filesystem == "tmpfs"
+    }
+
+    /// The dead leftovers older than `age_s`: what the policy counts.
+    pub fn dead_older_than(&self, age_s: f64) -> impl Iterator<Item = &DeadFile> {
+        self.dead.iter().filter(move |d| d.age_s >= age_s)
+    }
+}
+
+/// A way the node's /dev/shm is unfit for its jobs.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+#[serde(tag = "problem", rename_all = "snake_case")]
+pub enum Problem {
+    /// Not a tmpfs: shared memory lands on a disk's filesystem (or nowhere).
+    NotTmpfs { filesystem: String },
+    /// Smaller than the jobs need.
+    TooSmall {
+        size_bytes: u64,
+        need_bytes: u64,
+        need_from: String,
+    },
+    /// Fuller than the policy allows.
+    TooFull {
+        used_bytes: u64,
+        size_bytes: u64,
+        max_used_share: f64,
+    },
+    /// Dead leftovers past the policy's bytes.
+    DeadLeftovers {
+        bytes: u64,
+        files: u64,
+        oldest_s: f64,
+    },
+    /// vm.max_map_count below what one process of the jobs maps.
+    FewMappings { max_map_count: u64, needed: u64 },
+}
+
+impl Problem {
+    /// The label a metric carries for it.
+    pub fn code(&self) -> &'static str {
+        match self {
+            Problem::NotTmpfs { .. } => "not_tmpfs",
+            Problem::TooSmall { .. } => "too_small",
+            Problem::TooFull { .. } => "too_full",
+            Problem::DeadLeftovers { .. } => "dead_leftovers",
+            Problem::FewMappings { .. } => "few_mappings",
+        }
+    }
+
+    /// Every code, for metrics that list each kind (0 or 1).
+    pub const CODES: [&'static str; 5] = [
+        "not_tmpfs",
+        "too_small",
+        "too_full",
+        "dead_leftovers",
+        "few_mappings",
+    ];
+}
+
+/// What could not be judged, and why.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+#[serde(tag = "unknown", rename_all = "snake_case")]
+pub enum Unknown {
+    /// Leftovers cannot be proven dead: not every process is visible.
+    Leftovers { why: String },
+    /// vm.max_map_count could not be read.
+    MapCount,
+}
+
+/// The node's verdict.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum NodeStatus {
+    Ok,
+    Problem,
+    Unknown,
+}
+
+impl NodeStatus {
+    /// The exit status a health checker reads (Node Problem Detector's plugin protocol: 0 OK,
+    /// 1 a problem, 2 unknown).
+    pub fn exit_code(self) -> u8 {
+        match self {
+            NodeStatus::Ok => 0,
+            NodeStatus::Problem => 1,
+            NodeStatus::Unknown => 2,
+        }
+    }
+}
+
+/// The verdict with its reasons.
+#[derive(Clone, Debug, Serialize)]
+pub struct NodeVerdict {
+    pub status: NodeStatus,
+    pub problems: Vec<Problem>,
+    pub unknowns: Vec<Unknown>,
+}
+
+/// Judges `facts` against `policy`: a problem wherever one is proven; otherwise unknown where
+/// something could not be judged; otherwise ok.
+pub fn judge(facts: &NodeFacts, policy: &NodePolicy) -> NodeVerdict {
+    let mut problems = Vec::new();
+    let mut unknowns = Vec::new();
+    if !facts.is_tmpfs() {
+        problems.push(Problem::NotTmpfs {
+            filesystem: facts.filesystem.clone(),
+        });
+    }
+    if let Some(need) = policy.need_bytes {
+        if facts.size_bytes < need {
+            problems.push(Problem::TooSmall {
+                size_bytes: facts.size_bytes,
+                need_bytes: need,
+                need_from: policy.need_from.clone(),
+            });
+        }
+    }
+    if facts.size_bytes > 0
+        && facts.used_bytes as f64 > policy.max_used_share * facts.size_bytes as f64
+    {
+        problems.push(Problem::TooFull {
+            used_bytes: facts.used_bytes,
+            size_bytes: facts.size_bytes,
+            max_used_share: policy.max_used_share,
+        });
+    }
+    // A leftover proven dead is a problem even where other files could not be judged; where
+    // none is, what could not be seen leaves the check unknown, never ok.
+    let dead: Vec<&DeadFile> = facts.dead_older_than(policy.dead_older_than_s).collect();
+    let bytes: u64 = dead.iter().map(|d| d.bytes).sum();
+    if !dead.is_empty() && bytes > policy.max_dead_bytes {
+        problems.push(Problem::DeadLeftovers {
+            bytes,
+            files: dead.len() as u64,
+            oldest_s: dead.iter().map(|d| d.age_s).fold(0.0, f64::max),
+        });
+    } else if let Some(why) = &facts.blind {
+        unknowns.push(Unknown::Leftovers { why: why.clone() });
+    }
+    if let Some(needed) = policy.maps_needed {
+        match facts.max_map_count {
+            Some(max) if max < needed => problems.push(Problem::FewMappings {
+                max_map_count: max,
+                needed,
+            }),
+            Some(_) => {}
+            None => unknowns.push(Unknown::MapCount),
+        }
+    }
+    let status = match (problems.is_empty(), unknowns.is_empty()) {
+        (false, _) => NodeStatus::Problem,
+        (true, false) => NodeStatus::Unknown,
+        (true, true) => NodeStatus::Ok,
+    };
+    NodeVerdict {
+        status,
+        problems,
+        unknowns,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const MIB: u64 = 1 << 20;
+
+    fn facts() -> NodeFacts {
+        NodeFacts {
+            path: "/dev/shm".into(),
+            filesystem: "tmpfs".into(),
+            size_bytes: 2048 * MIB,
+            used_bytes: 100 * MIB,
+            dead: Vec::new(),
+            unowned_bytes: 0,
+            unowned_files: 0,
+            producers: Vec::new(),
+            max_map_count: Some(65530),
+            blind: None,
+        }
+    }
+
+    fn policy() -> NodePolicy {
+        NodePolicy {
+            need_bytes: Some(1200 * MIB),
+            need_from: "--need".into(),
+            max_used_share: 0.9,
+            max_dead_bytes: 0,
+            dead_older_than_s: 600.0,
+            maps_needed: Some(100),
+        }
+    }
+
+    #[test]
+    fn a_node_that_fits_is_ok_and_each_shortfall_is_its_problem() {
+        assert_eq!(judge(&facts(), &policy()).status, NodeStatus::Ok);
+        let small = NodeFacts {
+            size_bytes: 64 * MIB,
+            used_bytes: 60 * MIB,
+            ..facts()
+        };
+        let verdict = judge(&small, &policy());
+        assert_eq!(verdict.status, NodeStatus::Problem);
+        let codes: Vec<_> = verdict.problems.iter().map(Problem::code).collect();
+        assert_eq!(codes, ["too_small", "too_full"]);
+        let disk = NodeFacts {
+            filesystem: "ext2/ext3".into(),
+            ..facts()
+        };
+        assert_eq!(judge(&disk, &policy()).problems[0].code(), "not_tmpfs");
+        let maps = NodeFacts {
+            max_map_count: Some(50),
+            ..facts()
+        };
+        assert_eq!(judge(&maps, &policy()).problems[0].code(), "few_mappings");
+    }
+
+    #[test]
+    fn only_dead_leftovers_old_enough_and_past_the_bytes_count() {
+        let dead = |age_s| DeadFile {
+            name: "torch_7_1_0".into(),
+            bytes: 3 * MIB,
+            age_s,
+        };
+        let young = NodeFacts {
+            dead: vec![dead(5.0)],
+            ..facts()
+        };
+        assert_eq!(judge(&young, &policy()).status, NodeStatus::Ok);
+        let old = NodeFacts {
+            dead: vec![dead(5.0), dead(3600.0)],
+            ..facts()
+        };
+        let verdict = judge(&old, &policy());
+        assert_eq!(
+            verdict.problems,
+            [Problem::DeadLeftovers {
+                bytes: 3 * MIB,
+                files: 1,
+                oldest_s: 3600.0
+            }]
+        );
+        let tolerant = NodePolicy {
+            max_dead_bytes: 3 * MIB,
+            ..policy()
+        };
+        assert_eq!(judge(&old, &tolerant).status, NodeStatus::Ok);
+    }
+
+    #[test]
+    fn what_cannot_be_seen_is_unknown_unless_a_problem_is_proven() {
+        let blind = NodeFacts {
+            blind: Some("not root".into()),
+            max_map_count: None,
+            ..facts()
+        };
+        let verdict = judge(&blind, &policy());
+        assert_eq!(verdict.status, NodeStatus::Unknown);
+        assert_eq!(verdict.status.exit_code(), 2);
+        assert_eq!(verdict.unknowns.len(), 2);
+        let blind_and_small = NodeFacts {
+            size_bytes: 64 * MIB,
+            used_bytes: 0,
+            ..blind
+        };
+        assert_eq!(
+            judge(&blind_and_small, &policy()).status.exit_code(),
+            1,
+            "a proven problem outranks what could not be seen"
+        );
+    }
+}

@@ -1,0 +1,194 @@
+//! A node check's verdict in words: a first line short enough for the machinery that shows only
+//! it (Node Problem Detector keeps 80 characters; Slurm's drain reason and NHC's `die` take it
+//! whole), prefixed `shmbench:` so a drain it caused is known for its own, then the details.
+
+use std::fmt::Write;
+
+use model::node_check::{NodeFacts, NodePolicy, NodeStatus, NodeVerdict, Problem, Unknown};
+use model::size::ByteSize;
+
+use super::shm_audit::age;
+use super::terminal::shown;
+
+/// What every first line starts with: the mark of a drain or condition shmbench set.
+pub const REASON_PREFIX: &str = "shmbench:";
+
+/// The most characters of the first line (Node Problem Detector's message limit).
+pub const FIRST_LINE_MAX: usize = 80;
+
+/// One problem in a few words.
+pub fn problem_words(problem: &Problem, path: &str) -> String {
+    match problem {
+        Problem::NotTmpfs { filesystem } => format!("{path} is {filesystem}, not a tmpfs"),
+        Problem::TooSmall {
+            size_bytes,
+            need_bytes,
+            ..
+        } => format!(
+            "{path} is {}, jobs need {}",
+            ByteSize(*size_bytes),
+            ByteSize(*need_bytes)
+        ),
+        Problem::TooFull {
+            used_bytes,
+            size_bytes,
+            ..
+        } => format!(
+            "{path} {:.0}% full ({} of {})",
+            100.0 * *used_bytes as f64 / (*size_bytes).max(1) as f64,
+            ByteSize(*used_bytes),
+            ByteSize(*size_bytes)
+        ),
+        Problem::DeadLeftovers {
+            bytes,
+            files,
+            oldest_s,
+        } => format!(
+            "{} of dead leftovers in {path} ({files} file{}, oldest {})",
+            ByteSize(*bytes),
+            if *files == 1 { "" } else { "s" },
+            age(*oldest_s)
+        ),
+        Problem::FewMappings {
+            max_map_count,
+            needed,
+        } => format!("vm.max_map_count {max_map_count} < {needed} the jobs map"),
+    }
+}
+
+fn unknown_words(unknown: &Unknown) -> String {
+    match unknown {
+        Unknown::Leftovers { why } => format!("cannot prove leftovers dead: {why}"),
+        Unknown::MapCount => "cannot read vm.max_map_count".into(),
+    }
+}
+
+/// The first line: the verdict and its main reason, at most [`FIRST_LINE_MAX`] characters.
+pub fn first_line(facts: &NodeFacts, policy: &NodePolicy, verdict: &NodeVerdict) -> String {
+    let path = shown(&facts.path);
+    let line = match verdict.status {
+        NodeStatus::Ok => format!(
+            "{REASON_PREFIX} ok: {path} {}, {:.0}% used{}",
+            ByteSize(facts.size_bytes),
+            100.0 * facts.used_bytes as f64 / facts.size_bytes.max(1) as f64,
+            policy
+                .need_bytes
+                .map(|n| format!(", jobs need {}", ByteSize(n)))
+                .unwrap_or_default()
+        ),
+        NodeStatus::Problem => {
+            let more = match verdict.problems.len() {
+                1 => String::new(),
+                n => format!(" (+{} more)", n - 1),
+            };
+            format!(
+                "{REASON_PREFIX} {}{more}",
+                problem_words(&verdict.problems[0], &path)
+            )
+        }
+        NodeStatus::Unknown => format!(
+            "{REASON_PREFIX} unknown: {}",
+            unknown_words(&verdict.unknowns[0])
+        ),
+    };
+    cut(&line, FIRST_LINE_MAX)
+}
+
+/// The first line when the path could not be read at all: unknown, and why.
+pub fn unreadable_line(why: &str) -> String {
+    cut(
+        &format!("{REASON_PREFIX} unknown: {}", shown(why)),
+        FIRST_LINE_MAX,
+    )
+}
+
+/// `text` cut to `max` characters, the cut marked.
+fn cut(text: &str, max: usize) -> String {
+    if text.chars().count() <= max {
+        return text.to_string();
+    }
+    let kept: String = text.chars().take(max - 3).collect();
+    format!("{kept}...")
+}
+
+/// The whole verdict: the first line, then every reason and the facts behind it.
+pub fn render(facts: &NodeFacts, policy: &NodePolicy, verdict: &NodeVerdict) -> String {
+    let path = shown(&facts.path);
+    let mut out = format!("{}\n", first_line(facts, policy, verdict));
+    for problem in &verdict.problems {
+        let _ = writeln!(out, "  problem: {}", problem_words(problem, &path));
+        if let Problem::TooSmall { need_from, .. } = problem {
+            let _ = writeln!(out, "           (the need: {})", shown(need_from));
+        }
+    }
+    for unknown in &verdict.unknowns {
+        let _ = writeln!(out, "  unknown: {}", shown(&unknown_words(unknown)));
+    }
+    let _ = writeln!(
+        out,
+        "  {path}: {}, {} of {} used, {} free",
+        facts.filesystem,
+        ByteSize(facts.used_bytes),
+        ByteSize(facts.size_bytes),
+        ByteSize(facts.size_bytes.saturating_sub(facts.used_bytes))
+    );
+    let _ = writeln!(out, "  policy: {}", policy_words(policy));
+    for dead in facts.dead.iter().take(5) {
+        let _ = writeln!(
+            out,
+            "  dead: {} {} (unchanged {}, its owner gone, held by no process)",
+            shown(&dead.name),
+            ByteSize(dead.bytes),
+            age(dead.age_s)
+        );
+    }
+    if facts.dead.len() > 5 {
+        let _ = writeln!(out, "  dead: ... {} more", facts.dead.len() - 5);
+    }
+    if facts.unowned_files > 0 {
+        let _ = writeln!(
+            out,
+            "  unheld, owner unknown: {} in {} file(s) (never called dead: `shmbench shm` lists them)",
+            ByteSize(facts.unowned_bytes),
+            facts.unowned_files
+        );
+    }
+    let held: Vec<String> = facts
+        .producers
+        .iter()
+        .filter(|p| p.files > 0)
+        .map(|p| format!("{} {}", p.producer.label(), ByteSize(p.bytes)))
+        .collect();
+    if !held.is_empty() {
+        let _ = writeln!(out, "  by name: {}", held.join(", "));
+    }
+    if let Some(max) = facts.max_map_count {
+        let _ = writeln!(out, "  vm.max_map_count: {max}");
+    }
+    out
+}
+
+fn policy_words(policy: &NodePolicy) -> String {
+    let mut parts = Vec::new();
+    if let Some(need) = policy.need_bytes {
+        parts.push(format!("at least {}", ByteSize(need)));
+    }
+    parts.push(format!(
+        "at most {:.0}% used",
+        100.0 * policy.max_used_share
+    ));
+    parts.push(match policy.max_dead_bytes {
+        0 => "no dead leftovers".to_string(),
+        n => format!("at most {} of dead leftovers", ByteSize(n)),
+    });
+    if policy.dead_older_than_s > 0.0 {
+        parts.push(format!(
+            "leftovers counted after {}",
+            age(policy.dead_older_than_s)
+        ));
+    }
+    if let Some(maps) = policy.maps_needed {
+        parts.push(format!("vm.max_map_count at least {maps}"));
+    }
+    parts.join(", ")
+}

@@ -1,0 +1,141 @@
+//! What `shmbench node` judges, read from this node: the filesystem at the path and its size and
+//! use, and on a tmpfs the audit's proven-dead leftovers, unheld files of unknown owner and bytes
+//! per producer kind (`shm_audit`), with vm.max_map_count. Read-only.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use model::node_check::{DeadFile, NodeFacts, ProducerBytes};
+use model::segment_maker::{producer, Producer};
+use model::shm_audit::{ShmAudit, Staleness};
+
+use super::shm::usage_of;
+use super::shm_audit::{audit, AuditError};
+
+/// Why the node's /dev/shm could not be read at all.
+#[derive(Debug, thiserror::Error)]
+pub enum FactsError {
+    #[error("{path}: {source}")]
+    Unreadable {
+        path: String,
+        source: std::io::Error,
+    },
+    #[error("{0}: not a directory")]
+    NotADirectory(String),
+    #[error(transparent)]
+    Audit(#[from] AuditError),
+}
+
+/// The facts of the filesystem at `path` (the node's /dev/shm).
+pub fn collect(path: &Path) -> Result<NodeFacts, FactsError> {
+    let shown = path.display().to_string();
+    let meta = std::fs::metadata(path).map_err(|source| FactsError::Unreadable {
+        path: shown.clone(),
+        source,
+    })?;
+    if !meta.is_dir() {
+        return Err(FactsError::NotADirectory(shown));
+    }
+    let kind = nix::sys::statfs::statfs(path)
+        .map(|s| s.filesystem_type())
+        .map_err(|e| FactsError::Unreadable {
+            path: shown.clone(),
+            source: e.into(),
+        })?;
+    let max_map_count = std::fs::read_to_string("/proc/sys/vm/max_map_count")
+        .ok()
+        .and_then(|t| t.trim().parse().ok());
+    if kind != nix::sys::statfs::TMPFS_MAGIC {
+        let (size_bytes, used_bytes) = usage_of(path);
+        return Ok(NodeFacts {
+            path: shown,
+            filesystem: filesystem_name(kind),
+            size_bytes,
+            used_bytes,
+            dead: Vec::new(),
+            unowned_bytes: 0,
+            unowned_files: 0,
+            producers: Vec::new(),
+            max_map_count,
+            blind: Some("not a tmpfs, so not audited".into()),
+        });
+    }
+    let seen = audit(path)?;
+    Ok(from_audit(&seen, max_map_count))
+}
+
+/// The facts an audit of a tmpfs gives.
+fn from_audit(seen: &ShmAudit, max_map_count: Option<u64>) -> NodeFacts {
+    let mut dead: Vec<DeadFile> = seen
+        .stale()
+        .map(|e| DeadFile {
+            name: e.name.clone(),
+            bytes: e.allocated_bytes,
+            age_s: e.age_s.min(e.changed_age_s),
+        })
+        .collect();
+    dead.sort_by(|a, b| b.bytes.cmp(&a.bytes).then(a.name.cmp(&b.name)));
+    let unowned = seen.entries.iter().filter(|e| e.unowned());
+    let mut per: BTreeMap<Producer, (u64, u64)> = BTreeMap::new();
+    let files = seen
+        .entries
+        .iter()
+        .filter(|e| e.staleness != Staleness::NotAFile)
+        .map(|e| (e.name.as_str(), e.allocated_bytes));
+    let unlinked = seen
+        .unlinked
+        .iter()
+        .map(|u| (u.name.as_str(), u.allocated_bytes));
+    for (name, bytes) in files.chain(unlinked) {
+        let slot = per.entry(producer(name)).or_default();
+        slot.0 += bytes;
+        slot.1 += 1;
+    }
+    let blind = seen.entries.iter().find_map(|e| match &e.staleness {
+        Staleness::Unknown { why } => Some(why.clone()),
+        _ => None,
+    });
+    NodeFacts {
+        path: seen.path.clone(),
+        filesystem: "tmpfs".into(),
+        size_bytes: seen.capacity_bytes,
+        used_bytes: seen.used_bytes,
+        dead,
+        unowned_bytes: unowned.clone().map(|e| e.allocated_bytes).sum(),
+        unowned_files: unowned.count() as u64,
+        producers: Producer::ALL
+            .iter()
+            .map(|p| {
+                let (bytes, files) = per.get(p).copied().unwrap_or_default();
+                ProducerBytes {
+                    producer: *p,
+                    bytes,
+                    files,
+                }
+            })
+            .collect(),
+        max_map_count,
+        blind,
+    }
+}
+
+/// A filesystem type by name where it is a common one, else its magic number.
+fn filesystem_name(kind: nix::sys::statfs::FsType) -> String {
+    use nix::sys::statfs::{
+        BTRFS_SUPER_MAGIC, EXT4_SUPER_MAGIC, NFS_SUPER_MAGIC, OVERLAYFS_SUPER_MAGIC,
+        PROC_SUPER_MAGIC, XFS_SUPER_MAGIC,
+    };
+    let known = [
+        (EXT4_SUPER_MAGIC, "ext2/ext3/ext4"),
+        (OVERLAYFS_SUPER_MAGIC, "overlay"),
+        (XFS_SUPER_MAGIC, "xfs"),
+        (BTRFS_SUPER_MAGIC, "btrfs"),
+        (NFS_SUPER_MAGIC, "nfs"),
+        (PROC_SUPER_MAGIC, "proc"),
+    ];
+    known
+        .iter()
+        .find(|(magic, _)| *magic == kind)
+        .map(|(_, name)| name.to_string())
+        .unwrap_or_else(|| format!("filesystem type {:#x}", kind.0))
+}

@@ -1,0 +1,138 @@
+//! `shmbench node`: a node's /dev/shm judged for the fleet's health machinery, in a private
+//! tmpfs of the test's own (a mount namespace; the node's /dev/shm is never touched): ok, then a
+//! dead leftover is a problem with its bytes in the first line and the metrics, a file whose
+//! name says its owner is gone but that a live process holds is not, and after the sweep the
+//! node is ok again; a size below the need, a disk's filesystem and a missing path each get
+//! their verdict and exit status.
+
+use super::common::*;
+use serde_json::Value;
+
+/// Runs in the private /dev/shm; each step's exit status and output land in $OUT.
+const SCRIPT: &str = r#"
+set -u
+mount -t tmpfs -o size=64m tmpfs /dev/shm
+step() { name=$1; shift; "$SHMBENCH" node "$@" > "$OUT/$name.out" 2>&1; echo $? > "$OUT/$name.rc"; }
+sleep 0 & gone=$!; wait $gone
+sleep 0 & gone2=$!; wait $gone2
+step clean --dead-older-than 0s --format json --textfile "$OUT"
+cp "$OUT/shmbench-node.prom" "$OUT/clean.prom"
+head -c 8388608 /dev/zero > /dev/shm/torch_${gone}_1_0
+head -c 1048576 /dev/zero > /dev/shm/torch_${gone2}_2_0
+sleep 120 3< /dev/shm/torch_${gone2}_2_0 & holder=$!
+step dirty --dead-older-than 0s --format json --textfile "$OUT"
+cp "$OUT/shmbench-node.prom" "$OUT/dirty.prom"
+step dirty_text --dead-older-than 0s
+step young --dead-older-than 1h
+"$SHMBENCH" shm --sweep-stale --older-than 0s > "$OUT/sweep.out" 2>&1
+step swept --dead-older-than 0s --format json --textfile "$OUT"
+cp "$OUT/shmbench-node.prom" "$OUT/swept.prom"
+step small --need 128m
+step job --ranks 2 --loaders train:8x2x128 --format json
+step disk /proc
+step missing /nonexistent/shm --textfile "$OUT"
+kill $holder
+"#;
+
+fn read(dir: &std::path::Path, name: &str) -> String {
+    std::fs::read_to_string(dir.join(name)).unwrap_or_default()
+}
+
+#[test]
+fn a_dead_leftover_makes_the_node_a_problem_until_swept_and_each_verdict_has_its_exit_status() {
+    if !require("unshare", || which("unshare"), "unshare (util-linux)") {
+        return;
+    }
+    let _guard = serial();
+    let before = machine_state();
+    let dir = temp_dir("node");
+    let run = in_private_shm(SCRIPT, dir.as_ref());
+    let dir = dir.as_ref();
+    let rc = |step: &str| read(dir, &format!("{step}.rc")).trim().to_string();
+    let json = |step: &str| -> Value {
+        let text = read(dir, &format!("{step}.out"));
+        serde_json::from_str(&text).unwrap_or_else(|e| panic!("{step}: {e}: {text} {run:?}"))
+    };
+    // A fresh tmpfs: ok.
+    assert_eq!(rc("clean"), "0", "{}", read(dir, "clean.out"));
+    assert_eq!(json("clean")["status"], "ok");
+    assert!(read(dir, "clean.prom").contains("shmbench_node_shm_dead_bytes{path=\"/dev/shm\"} 0\n"));
+    // The dead leftover: a problem, exit 1, its bytes in the reason and the metrics; the held
+    // file (its name's pid gone too) is not dead.
+    assert_eq!(rc("dirty"), "1", "{}", read(dir, "dirty.out"));
+    let dirty = json("dirty");
+    let first = dirty["first_line"].as_str().unwrap();
+    assert!(
+        first.starts_with("shmbench: 8 MiB of dead leftovers in /dev/shm (1 file"),
+        "{first}"
+    );
+    assert!(first.chars().count() <= 80, "{first}");
+    assert_eq!(dirty["verdict"]["problems"][0]["bytes"], 8 << 20, "{dirty}");
+    let dead = dirty["facts"]["dead"].as_array().unwrap();
+    assert_eq!(dead.len(), 1, "{dirty}");
+    assert!(dead[0]["name"].as_str().unwrap().ends_with("_1_0"));
+    let prom = read(dir, "dirty.prom");
+    assert!(
+        prom.contains("shmbench_node_shm_dead_bytes{path=\"/dev/shm\"} 8388608\n"),
+        "{prom}"
+    );
+    assert!(
+        prom.contains("shmbench_node_problem{path=\"/dev/shm\",problem=\"dead_leftovers\"} 1\n"),
+        "{prom}"
+    );
+    let text = read(dir, "dirty_text.out");
+    assert!(
+        text.lines()
+            .next()
+            .unwrap()
+            .starts_with("shmbench: 8 MiB of dead leftovers"),
+        "{text}"
+    );
+    assert!(text.contains("problem: 8 MiB of dead leftovers"), "{text}");
+    // Younger than the policy's age: not counted yet.
+    assert_eq!(rc("young"), "0", "{}", read(dir, "young.out"));
+    // Swept: ok again, and the metrics say so.
+    assert!(
+        read(dir, "sweep.out").contains("torch_"),
+        "{}",
+        read(dir, "sweep.out")
+    );
+    assert_eq!(rc("swept"), "0", "{}", read(dir, "swept.out"));
+    assert_eq!(json("swept")["facts"]["dead"].as_array().unwrap().len(), 0);
+    let prom = read(dir, "swept.prom");
+    assert!(
+        prom.contains("shmbench_node_status{path=\"/dev/shm\"} 0\n"),
+        "{prom}"
+    );
+    assert!(
+        prom.contains("shmbench_node_shm_size_bytes{path=\"/dev/shm\"} 67108864\n"),
+        "{prom}"
+    );
+    assert!(
+        prom.contains(
+            "shmbench_node_shm_producer_bytes{path=\"/dev/shm\",producer=\"torch\"} 1048576\n"
+        ),
+        "the held file is still there, by its name torch's: {prom}"
+    );
+    // Below the need given, or the need of a job by the doctor's model.
+    assert_eq!(rc("small"), "1");
+    assert!(read(dir, "small.out").starts_with("shmbench: /dev/shm is 64 MiB, jobs need 128 MiB"));
+    assert_eq!(rc("job"), "1", "{}", read(dir, "job.out"));
+    let job = json("job");
+    assert_eq!(
+        job["verdict"]["problems"][0]["problem"], "too_small",
+        "{job}"
+    );
+    assert!(
+        job["policy"]["need_bytes"].as_u64().unwrap() > 1 << 30,
+        "{job}"
+    );
+    // Not a tmpfs: a problem; a path that is not there: unknown, exit 2, and still metrics.
+    assert_eq!(rc("disk"), "1", "{}", read(dir, "disk.out"));
+    assert!(read(dir, "disk.out").starts_with("shmbench: /proc is proc, not a tmpfs"));
+    assert_eq!(rc("missing"), "2", "{}", read(dir, "missing.out"));
+    assert!(read(dir, "missing.out").starts_with("shmbench: unknown: /nonexistent/shm"));
+    assert!(read(dir, "shmbench-node.prom")
+        .contains("shmbench_node_status{path=\"/nonexistent/shm\"} 2\n"));
+    assert_clean(&before);
+}
