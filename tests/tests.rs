@@ -27,6 +27,7 @@ mod history;
 mod k8s;
 mod k8s_pods;
 mod node;
+mod node_prometheus;
 mod ownership;
 mod present_snapshots;
 mod ray_store;

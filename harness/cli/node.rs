@@ -47,11 +47,11 @@ pub(crate) struct Args {
     path: PathBuf,
     /// The size the node's jobs need (e.g. 8g); or give the job (--ranks, --loaders, --with,
     /// --scenario) and the doctor's model says it
-    #[arg(long, value_name = "SIZE", conflicts_with_all = ["loaders", "scenario"])]
+    #[arg(long, value_name = "SIZE", conflicts_with_all = ["ranks", "loaders", "with", "scenario"])]
     need: Option<ByteSize>,
-    /// Processes per node of the job, each with its own loaders
-    #[arg(long, default_value_t = 1)]
-    ranks: u32,
+    /// Processes per node of the job, each with its own loaders (default 1)
+    #[arg(long)]
+    ranks: Option<u32>,
     /// The loaders each rank runs, NAME:WORKERSxPREFETCHxBATCH, comma-separated (as `doctor`)
     #[arg(long)]
     loaders: Option<LoaderList>,
@@ -150,14 +150,16 @@ fn policy(args: &Args) -> Result<NodePolicy> {
         dead_older_than_s: args.dead_older_than.as_secs_f64(),
         maps_needed: None,
     };
-    if args.loaders.is_none() && args.scenario.is_none() && args.with.is_empty() {
+    let job_given = args.ranks.is_some()
+        || args.loaders.is_some()
+        || args.scenario.is_some()
+        || !args.with.is_empty();
+    if !job_given {
         return Ok(policy);
     }
-    if args.ranks == 0 || args.ranks > 1024 {
-        bail!(
-            "--ranks {}: give the processes per node, 1 to 1024",
-            args.ranks
-        );
+    let ranks = args.ranks.unwrap_or(1);
+    if ranks == 0 || ranks > 1024 {
+        bail!("--ranks {ranks}: give the processes per node, 1 to 1024");
     }
     let (knobs, mut with) = match &args.scenario {
         Some(path) => {
@@ -169,7 +171,7 @@ fn policy(args: &Args) -> Result<NodePolicy> {
     with.extend(args.with.iter().cloned());
     let config = guard::tool_config("node", knobs, &super::platform())?;
     let specs = args.loaders.clone().map(|l| l.0).unwrap_or_default();
-    let job = job::predict(&config, args.ranks, &specs, &with);
+    let job = job::predict(&config, ranks, &specs, &with);
     let (need, basis) = advice::recommend_job(&job, config.knobs.pin_memory);
     policy.need_bytes = Some(need);
     policy.need_from = format!("the doctor's model of the job: {basis}");

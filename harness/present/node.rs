@@ -192,3 +192,45 @@ fn policy_words(policy: &NodePolicy) -> String {
     }
     parts.join(", ")
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use model::node_check::{judge, NodeFacts, NodePolicy};
+
+    #[test]
+    fn the_first_line_is_prefixed_and_never_past_80_characters() {
+        let facts = NodeFacts {
+            path: format!("/run/{}/shm", "x".repeat(100)),
+            filesystem: "tmpfs".into(),
+            size_bytes: 64 << 20,
+            used_bytes: 0,
+            dead: Vec::new(),
+            unowned_bytes: 0,
+            unowned_files: 0,
+            producers: Vec::new(),
+            max_map_count: Some(65530),
+            blind: None,
+        };
+        let policy = NodePolicy {
+            need_bytes: Some(1 << 30),
+            need_from: "--need".into(),
+            max_used_share: 0.9,
+            max_dead_bytes: 0,
+            dead_older_than_s: 60.0,
+            maps_needed: None,
+        };
+        let line = first_line(&facts, &policy, &judge(&facts, &policy));
+        assert!(line.starts_with("shmbench: /run/xxx"), "{line}");
+        assert_eq!(line.chars().count(), FIRST_LINE_MAX, "{line}");
+        assert!(line.ends_with("..."), "{line}");
+        let short = NodeFacts {
+            path: "/dev/shm".into(),
+            ..facts
+        };
+        assert_eq!(
+            first_line(&short, &policy, &judge(&short, &policy)),
+            "shmbench: /dev/shm is 64 MiB, jobs need 1 GiB"
+        );
+    }
+}
