@@ -15,6 +15,14 @@ mount -t tmpfs -o size=64m tmpfs /dev/shm
 step() { name=$1; shift; "$SHMBENCH" node "$@" > "$OUT/$name.out" 2>&1; echo $? > "$OUT/$name.rc"; }
 sleep 0 & gone=$!; wait $gone
 sleep 0 & gone2=$!; wait $gone2
+"$SHMBENCH" node --dead-older-than 0s --emit nhc --format json > "$OUT/shmbench.nhc"
+# NHC's die, as a stand-in (NHC itself is not packaged here): it records what it was told.
+nhc() {
+  local name=$1
+  ( die() { echo "$name|$1|$2" > "$OUT/$name.died"; }
+    source "$OUT/shmbench.nhc"; check_shmbench_shm; echo $? > "$OUT/$name.rc" )
+}
+nhc nhc_clean
 step clean --dead-older-than 0s --format json --textfile "$OUT"
 cp "$OUT/shmbench-node.prom" "$OUT/clean.prom"
 head -c 8388608 /dev/zero > /dev/shm/torch_${gone}_1_0
@@ -24,8 +32,10 @@ step dirty --dead-older-than 0s --format json --textfile "$OUT"
 cp "$OUT/shmbench-node.prom" "$OUT/dirty.prom"
 step dirty_text --dead-older-than 0s
 step young --dead-older-than 1h
+nhc nhc_dirty
 "$SHMBENCH" shm --sweep-stale --older-than 0s > "$OUT/sweep.out" 2>&1
 step swept --dead-older-than 0s --format json --textfile "$OUT"
+nhc nhc_swept
 cp "$OUT/shmbench-node.prom" "$OUT/swept.prom"
 step small --need 128m
 step job --ranks 2 --loaders train:8x2x128 --format json
@@ -113,6 +123,21 @@ fn a_dead_leftover_makes_the_node_a_problem_until_swept_and_each_verdict_has_its
             "shmbench_node_shm_producer_bytes{path=\"/dev/shm\",producer=\"torch\"} 1048576\n"
         ),
         "the held file is still there, by its name torch's: {prom}"
+    );
+    // The NHC check file: the check passes on a clean tmpfs and after the sweep, and fails with
+    // shmbench's first line through NHC's die on the dead leftover.
+    assert_eq!(rc("nhc_clean"), "0", "{}", read(dir, "shmbench.nhc"));
+    assert_eq!(rc("nhc_swept"), "0");
+    assert!(!dir.join("nhc_clean.died").exists() && !dir.join("nhc_swept.died").exists());
+    assert_eq!(rc("nhc_dirty"), "1");
+    let died = read(dir, "nhc_dirty.died");
+    assert!(
+        died.starts_with("nhc_dirty|1|check_shmbench_shm:  shmbench: 8 MiB of dead leftovers"),
+        "{died}"
+    );
+    assert!(
+        !read(dir, "shmbench.nhc").contains("--format"),
+        "the check reads text"
     );
     // Below the need given, or the need of a job by the doctor's model.
     assert_eq!(rc("small"), "1");

@@ -16,8 +16,9 @@ use crate::model::size::ByteSize;
 use crate::plan::consumers::Consumer;
 use crate::plan::scenario::Scenario;
 use crate::plan::{advice, guard, job};
-use crate::present::{node, node_prom};
+use crate::present::{node, node_nhc, node_prom};
 use crate::results::atomic::write_bytes;
+use crate::results::row_build::shell_words;
 use crate::sys::node_facts;
 
 /// The file `--textfile DIR` writes (node_exporter's textfile collector reads `*.prom`).
@@ -79,7 +80,20 @@ pub(crate) struct Args {
     textfile: Option<PathBuf>,
     #[arg(long, value_enum, default_value = "text")]
     format: Format,
+    /// Instead of checking, print a file that runs this check, with these flags, for other
+    /// health machinery: `nhc` (a check function for LBNL NHC's scripts directory)
+    #[arg(long, value_enum, value_name = "FOR")]
+    emit: Option<Emit>,
 }
+
+/// What `--emit` makes.
+#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+enum Emit {
+    Nhc,
+}
+
+/// Flags that are this invocation's, not the check's policy: left out of what `--emit` runs.
+const NOT_POLICY: [&str; 3] = ["--emit", "--format", "--textfile"];
 
 pub(crate) fn run(args: Args) -> Result<ExitCode> {
     if !(0.0..=100.0).contains(&args.max_used) {
@@ -94,6 +108,10 @@ pub(crate) fn run(args: Args) -> Result<ExitCode> {
         }
     }
     let policy = policy(&args)?;
+    if let Some(Emit::Nhc) = args.emit {
+        print!("{}", node_nhc::check_file(&policy_command()?));
+        return Ok(ExitCode::SUCCESS);
+    }
     let now = SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map_or(0.0, |d| d.as_secs_f64());
@@ -177,6 +195,28 @@ fn policy(args: &Args) -> Result<NodePolicy> {
     policy.need_from = format!("the doctor's model of the job: {basis}");
     policy.maps_needed = Some(job.rank_maps);
     Ok(policy)
+}
+
+/// This binary's `node` command with the policy flags this invocation was given, shell-quoted:
+/// what an emitted file runs.
+fn policy_command() -> Result<String> {
+    let binary = std::env::current_exe()
+        .and_then(std::fs::canonicalize)
+        .context("cannot tell where this shmbench binary is, for the emitted file to run")?;
+    let mut kept = vec![binary.into_os_string(), "node".into()];
+    let mut args = std::env::args_os().skip(2);
+    while let Some(arg) = args.next() {
+        let text = arg.to_string_lossy();
+        let flag = text.split('=').next().unwrap_or("");
+        if NOT_POLICY.contains(&flag) {
+            if !text.contains('=') {
+                args.next();
+            }
+            continue;
+        }
+        kept.push(arg);
+    }
+    Ok(shell_words(kept))
 }
 
 /// Writes the metrics into `dir` atomically (a temp file renamed over the last), so the

@@ -16,6 +16,7 @@ pub mod k8s_manifest;
 pub mod labels;
 pub mod matrix;
 pub mod node;
+pub mod node_nhc;
 pub mod node_prom;
 pub mod outcomes;
 pub mod report;
