@@ -124,21 +124,7 @@ fn a_dead_leftover_makes_the_node_a_problem_until_swept_and_each_verdict_has_its
         ),
         "the held file is still there, by its name torch's: {prom}"
     );
-    // The NHC check file: the check passes on a clean tmpfs and after the sweep, and fails with
-    // shmbench's first line through NHC's die on the dead leftover.
-    assert_eq!(rc("nhc_clean"), "0", "{}", read(dir, "shmbench.nhc"));
-    assert_eq!(rc("nhc_swept"), "0");
-    assert!(!dir.join("nhc_clean.died").exists() && !dir.join("nhc_swept.died").exists());
-    assert_eq!(rc("nhc_dirty"), "1");
-    let died = read(dir, "nhc_dirty.died");
-    assert!(
-        died.starts_with("nhc_dirty|1|check_shmbench_shm:  shmbench: 8 MiB of dead leftovers"),
-        "{died}"
-    );
-    assert!(
-        !read(dir, "shmbench.nhc").contains("--format"),
-        "the check reads text"
-    );
+    assert_nhc(dir);
     // Below the need given, or the need of a job by the doctor's model.
     assert_eq!(rc("small"), "1");
     assert!(read(dir, "small.out").starts_with("shmbench: /dev/shm is 64 MiB, jobs need 128 MiB"));
@@ -160,4 +146,23 @@ fn a_dead_leftover_makes_the_node_a_problem_until_swept_and_each_verdict_has_its
     assert!(read(dir, "shmbench-node.prom")
         .contains("shmbench_node_status{path=\"/nonexistent/shm\"} 2\n"));
     assert_clean(&before);
+}
+
+/// The NHC check file: the check passes on a clean tmpfs and after the sweep, and fails with
+/// shmbench's first line through NHC's die on the dead leftover.
+fn assert_nhc(dir: &std::path::Path) {
+    let rc = |step: &str| read(dir, &format!("{step}.rc")).trim().to_string();
+    assert_eq!(rc("nhc_clean"), "0", "{}", read(dir, "shmbench.nhc"));
+    assert_eq!(rc("nhc_swept"), "0");
+    assert!(!dir.join("nhc_clean.died").exists() && !dir.join("nhc_swept.died").exists());
+    assert_eq!(rc("nhc_dirty"), "1");
+    let died = read(dir, "nhc_dirty.died");
+    assert!(
+        died.starts_with("nhc_dirty|1|check_shmbench_shm:  shmbench: 8 MiB of dead leftovers"),
+        "{died}"
+    );
+    assert!(
+        !read(dir, "shmbench.nhc").contains("--format"),
+        "the check reads text"
+    );
 }
