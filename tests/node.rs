@@ -23,6 +23,8 @@ nhc() {
     source "$OUT/shmbench.nhc"; check_shmbench_shm; echo $? > "$OUT/$name.rc" )
 }
 nhc nhc_clean
+sed "s#$SHMBENCH#/nonexistent/shmbench#" "$OUT/shmbench.nhc" > "$OUT/gone.nhc"
+( die() { echo "$1|$2" > "$OUT/nhc_gone.died"; }; source "$OUT/gone.nhc"; check_shmbench_shm; echo $? > "$OUT/nhc_gone.rc" )
 step clean --dead-older-than 0s --format json --textfile "$OUT"
 cp "$OUT/shmbench-node.prom" "$OUT/clean.prom"
 head -c 8388608 /dev/zero > /dev/shm/torch_${gone}_1_0
@@ -32,6 +34,8 @@ step dirty --dead-older-than 0s --format json --textfile "$OUT"
 cp "$OUT/shmbench-node.prom" "$OUT/dirty.prom"
 step dirty_text --dead-older-than 0s
 step young --dead-older-than 1h
+setpriv --reuid 65534 --regid 65534 --clear-groups "$SHMBENCH" node --dead-older-than 0s > "$OUT/nobody.out" 2>&1
+echo $? > "$OUT/nobody.rc"
 nhc nhc_dirty
 "$SHMBENCH" shm --sweep-stale --older-than 0s > "$OUT/sweep.out" 2>&1
 step swept --dead-older-than 0s --format json --textfile "$OUT"
@@ -41,6 +45,8 @@ step small --need 128m
 step job --ranks 2 --loaders train:8x2x128 --format json
 step disk /proc
 step missing /nonexistent/shm --textfile "$OUT"
+ln -s /dev/shm "$OUT/link"
+step link "$OUT/link" --format line
 kill $holder
 "#;
 
@@ -99,6 +105,11 @@ fn a_dead_leftover_makes_the_node_a_problem_until_swept_and_each_verdict_has_its
         "{text}"
     );
     assert!(text.contains("problem: 8 MiB of dead leftovers"), "{text}");
+    // Not root: other users' processes cannot be read, so nothing is proven dead or fine.
+    assert_eq!(rc("nobody"), "2", "{}", read(dir, "nobody.out"));
+    assert!(
+        read(dir, "nobody.out").starts_with("shmbench: unknown: leftovers unproven: run as root")
+    );
     // Younger than the policy's age: not counted yet.
     assert_eq!(rc("young"), "0", "{}", read(dir, "young.out"));
     // Swept: ok again, and the metrics say so.
@@ -125,26 +136,7 @@ fn a_dead_leftover_makes_the_node_a_problem_until_swept_and_each_verdict_has_its
         "the held file is still there, by its name torch's: {prom}"
     );
     assert_nhc(dir);
-    // Below the need given, or the need of a job by the doctor's model.
-    assert_eq!(rc("small"), "1");
-    assert!(read(dir, "small.out").starts_with("shmbench: /dev/shm is 64 MiB, jobs need 128 MiB"));
-    assert_eq!(rc("job"), "1", "{}", read(dir, "job.out"));
-    let job = json("job");
-    assert_eq!(
-        job["verdict"]["problems"][0]["problem"], "too_small",
-        "{job}"
-    );
-    assert!(
-        job["policy"]["need_bytes"].as_u64().unwrap() > 1 << 30,
-        "{job}"
-    );
-    // Not a tmpfs: a problem; a path that is not there: unknown, exit 2, and still metrics.
-    assert_eq!(rc("disk"), "1", "{}", read(dir, "disk.out"));
-    assert!(read(dir, "disk.out").starts_with("shmbench: /proc is proc, not a tmpfs"));
-    assert_eq!(rc("missing"), "2", "{}", read(dir, "missing.out"));
-    assert!(read(dir, "missing.out").starts_with("shmbench: unknown: /nonexistent/shm"));
-    assert!(read(dir, "shmbench-node.prom")
-        .contains("shmbench_node_status{path=\"/nonexistent/shm\"} 2\n"));
+    assert_other_verdicts(dir);
     assert_clean(&before);
 }
 
@@ -164,5 +156,53 @@ fn assert_nhc(dir: &std::path::Path) {
     assert!(
         !read(dir, "shmbench.nhc").contains("--format"),
         "the check reads text"
+    );
+    // A check that cannot run fails, never passes every node.
+    assert_eq!(rc("nhc_gone"), "1");
+    assert!(read(dir, "nhc_gone.died").contains("could not check (exit status 127)"));
+}
+
+/// The verdicts beside the leftovers': a size below the need (given, or a job's by the
+/// doctor's model), a disk's filesystem, a missing path, a symlink to the tmpfs.
+fn assert_other_verdicts(dir: &std::path::Path) {
+    let rc = |step: &str| read(dir, &format!("{step}.rc")).trim().to_string();
+    let json = |step: &str| -> Value {
+        let text = read(dir, &format!("{step}.out"));
+        serde_json::from_str(&text).unwrap_or_else(|e| panic!("{step}: {e}: {text}"))
+    };
+    // Below the need given, or the need of a job by the doctor's model.
+    assert_eq!(rc("small"), "1");
+    assert!(read(dir, "small.out").starts_with("shmbench: /dev/shm is 64 MiB, jobs need 128 MiB"));
+    assert_eq!(rc("job"), "1", "{}", read(dir, "job.out"));
+    let job = json("job");
+    assert_eq!(
+        job["verdict"]["problems"][0]["problem"], "too_small",
+        "{job}"
+    );
+    assert!(
+        job["policy"]["need_bytes"].as_u64().unwrap() > 1 << 30,
+        "{job}"
+    );
+    // Not a tmpfs, or not there at all: a problem, with its metrics.
+    assert_eq!(rc("disk"), "1", "{}", read(dir, "disk.out"));
+    assert!(read(dir, "disk.out").starts_with("shmbench: /proc is proc, not a tmpfs"));
+    assert_eq!(rc("missing"), "1", "{}", read(dir, "missing.out"));
+    assert!(read(dir, "missing.out").starts_with("shmbench: /nonexistent/shm does not exist"));
+    let prom = read(dir, "shmbench-node.prom");
+    assert!(
+        prom.contains("shmbench_node_problem{path=\"/nonexistent/shm\",problem=\"missing\"} 1\n"),
+        "{prom}"
+    );
+    assert!(
+        prom.contains("shmbench_node_shm_is_tmpfs{path=\"/nonexistent/shm\"} 0\n"),
+        "{prom}"
+    );
+    // A symlink to the tmpfs (/dev/shm -> /run/shm) is followed; `line` is the first line alone.
+    assert_eq!(rc("link"), "0", "{}", read(dir, "link.out"));
+    assert_eq!(
+        read(dir, "link.out").lines().count(),
+        1,
+        "{}",
+        read(dir, "link.out")
     );
 }

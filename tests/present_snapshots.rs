@@ -1,6 +1,6 @@
 //! Snapshots of what `present/` writes: the terminal matrix, `compare` as text, GitHub Markdown
-//! and JSON, the benchmark-format export and the doctor's text and Markdown, each from fixed
-//! inputs (the committed seed fixture, a fixed environment), so a change to any renderer shows
+//! and JSON, the benchmark-format export, the doctor's text and Markdown, and the node check's
+//! text, metrics and NHC file, each from fixed inputs (the committed seed fixture, a fixed environment), so a change to any renderer shows
 //! as a diff of its output. Review a change with `cargo insta review` (or delete the `.snap`
 //! and run again with `INSTA_UPDATE=always`).
 
@@ -98,4 +98,75 @@ fn the_doctor_in_docker_s_default_shm() {
     let diagnosis = diagnose(&config, &peak, env, None);
     insta::assert_snapshot!("doctor_text", present::doctor::render(&diagnosis, false));
     insta::assert_snapshot!("doctor_markdown", present::doctor::render(&diagnosis, true));
+}
+
+/// A node with a dead leftover, a too-small size for a job, and files by several producers:
+/// the check's text, its Prometheus metrics and the NHC check file.
+#[test]
+fn the_node_check_as_text_metrics_and_nhc() {
+    use shmbench::model::node_check::{judge, DeadFile, NodeFacts, NodePolicy, ProducerBytes};
+    use shmbench::model::segment_maker::Producer;
+    const MIB: u64 = 1 << 20;
+    let facts = NodeFacts {
+        path: "/dev/shm".into(),
+        filesystem: "tmpfs".into(),
+        size_bytes: 64 * MIB,
+        used_bytes: 30 * MIB,
+        inodes_free: Some(4000),
+        read_only: false,
+        dead: vec![
+            DeadFile {
+                name: "torch_4242_1117630682_0".into(),
+                bytes: 18 * MIB,
+                age_s: 7200.0,
+            },
+            DeadFile {
+                name: "vllm_offload_63f63241.mmap".into(),
+                bytes: 4 * MIB,
+                age_s: 20.0,
+            },
+        ],
+        unowned_bytes: MIB,
+        unowned_files: 1,
+        producers: vec![
+            ProducerBytes {
+                producer: Producer::Torch,
+                bytes: 25 * MIB,
+                files: 3,
+            },
+            ProducerBytes {
+                producer: Producer::Vllm,
+                bytes: 4 * MIB,
+                files: 1,
+            },
+            ProducerBytes {
+                producer: Producer::Unknown,
+                bytes: MIB,
+                files: 1,
+            },
+        ],
+        max_map_count: Some(65530),
+        blind: None,
+    };
+    let policy = NodePolicy {
+        need_bytes: Some(1250 * MIB),
+        need_from: "the doctor's model of the job: the peak 1 GiB + 25%".into(),
+        max_used_share: 0.9,
+        max_dead_bytes: 0,
+        dead_older_than_s: 60.0,
+        maps_needed: Some(40),
+    };
+    let verdict = judge(&facts, &policy);
+    insta::assert_snapshot!(
+        "node_text",
+        present::node::render(&facts, &policy, &verdict)
+    );
+    insta::assert_snapshot!(
+        "node_metrics",
+        present::node_prom::render(&facts, &policy, &verdict, 1_796_000_000.0)
+    );
+    insta::assert_snapshot!(
+        "node_nhc",
+        present::node_nhc::check_file("/usr/local/bin/shmbench node --need 8g")
+    );
 }

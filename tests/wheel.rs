@@ -40,18 +40,25 @@ fn run(cmd: &mut Command) -> Output {
     out
 }
 
-/// The wheel, built once for the tests of this file into a scratch directory.
+/// The wheel: the one `cargo xtask test` built before the tests (SHMBENCH_TEST_WHEEL), else
+/// built once for the tests of this file, with a target directory of its own: maturin's build
+/// of the binary would otherwise replace `target/release/shmbench` while other tests run it.
 fn wheel() -> &'static Path {
     static WHEEL: OnceLock<PathBuf> = OnceLock::new();
     WHEEL.get_or_init(|| {
+        if let Some(built) = std::env::var_os("SHMBENCH_TEST_WHEEL") {
+            return PathBuf::from(built);
+        }
         let out = temp_dir("wheel").keep();
         run(Command::new(maturin())
             .args(["build", "--release", "--out"])
             .arg(&out)
+            .env("CARGO_TARGET_DIR", out.join("target"))
             .current_dir(env!("CARGO_MANIFEST_DIR")));
         let built: Vec<PathBuf> = std::fs::read_dir(&out)
             .unwrap()
             .map(|e| e.unwrap().path())
+            .filter(|p| p.extension().is_some_and(|e| e == "whl"))
             .collect();
         assert_eq!(built.len(), 1, "{built:?}");
         built[0].clone()

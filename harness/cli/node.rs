@@ -8,7 +8,6 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use anyhow::{bail, Context, Result};
 
-use super::text_or_json::TextOrJson as Format;
 use crate::model::job::LoaderList;
 use crate::model::knobs::Knobs;
 use crate::model::node_check::{judge, NodePolicy, NodeStatus};
@@ -37,7 +36,9 @@ Exit status (Node Problem Detector's plugin protocol): 0 ok, 1 a problem, 2 unkn
 could not be seen well enough: the first line says what). The first line is the reason, at
 most 80 characters, starting 'shmbench:'. A leftover is dead only when its owner is proven
 gone and no live process holds it (the proof `shmbench shm` shows); a file of unknown owner is
-counted, never called dead. It changes nothing: `shmbench shm --sweep-stale` removes leftovers.
+counted, never called dead. It changes nothing: `shmbench shm --sweep-stale --older-than 1m`
+removes the dead leftovers. A usage error exits 2 too, with nothing on stdout and its message
+on stderr. Run it as root in the host's pid namespace: elsewhere leftovers cannot be proven.
 Alert rules for the metrics: integrations/prometheus/. See docs/FLEET.md.";
 
 #[derive(clap::Args)]
@@ -68,7 +69,7 @@ pub(crate) struct Args {
     /// A problem when more than this percent of the size is in use
     #[arg(long, value_name = "PERCENT", default_value_t = 90.0)]
     max_used: f64,
-    /// Bytes of dead leftovers tolerated (default: none)
+    /// Bytes of dead leftovers tolerated (0: none, not even an empty file)
     #[arg(long, value_name = "SIZE", default_value = "0")]
     max_dead: ByteSize,
     /// Dead leftovers younger than this are not counted yet (a job's teardown in progress)
@@ -78,12 +79,22 @@ pub(crate) struct Args {
     /// textfile collector
     #[arg(long, value_name = "DIR")]
     textfile: Option<PathBuf>,
+    /// text: the first line, then the details; line: the first line only (what Node Problem
+    /// Detector shows: it keeps the first 80 bytes of a plugin's whole output); json
     #[arg(long, value_enum, default_value = "text")]
     format: Format,
     /// Instead of checking, print a file that runs this check, with these flags, for other
     /// health machinery: `nhc` (a check function for LBNL NHC's scripts directory)
     #[arg(long, value_enum, value_name = "FOR")]
     emit: Option<Emit>,
+}
+
+/// What `--format` names.
+#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+enum Format {
+    Text,
+    Line,
+    Json,
 }
 
 /// What `--emit` makes.
@@ -121,10 +132,12 @@ pub(crate) fn run(args: Args) -> Result<ExitCode> {
             // Nothing to judge: the machinery still gets a verdict, unknown, and its reason.
             let path = args.path.display().to_string();
             if let Some(dir) = &args.textfile {
-                write_textfile(dir, &node_prom::render_unreadable(&path, now))?;
+                write_textfile(dir, &node_prom::render_unreadable(&path, now));
             }
             match args.format {
-                Format::Text => println!("{}", node::unreadable_line(&why.to_string())),
+                Format::Text | Format::Line => {
+                    println!("{}", node::unreadable_line(&why.to_string()))
+                }
                 Format::Json => println!(
                     "{}",
                     serde_json::json!({
@@ -139,10 +152,11 @@ pub(crate) fn run(args: Args) -> Result<ExitCode> {
     };
     let verdict = judge(&facts, &policy);
     if let Some(dir) = &args.textfile {
-        write_textfile(dir, &node_prom::render(&facts, &policy, &verdict, now))?;
+        write_textfile(dir, &node_prom::render(&facts, &policy, &verdict, now));
     }
     match args.format {
         Format::Text => print!("{}", node::render(&facts, &policy, &verdict)),
+        Format::Line => println!("{}", node::first_line(&facts, &policy, &verdict)),
         Format::Json => println!(
             "{}",
             serde_json::to_string_pretty(&serde_json::json!({
@@ -162,7 +176,10 @@ pub(crate) fn run(args: Args) -> Result<ExitCode> {
 fn policy(args: &Args) -> Result<NodePolicy> {
     let mut policy = NodePolicy {
         need_bytes: args.need.map(|n| n.bytes()),
-        need_from: "--need".into(),
+        need_from: match args.need {
+            Some(_) => "--need".into(),
+            None => String::new(),
+        },
         max_used_share: args.max_used / 100.0,
         max_dead_bytes: args.max_dead.bytes(),
         dead_older_than_s: args.dead_older_than.as_secs_f64(),
@@ -220,9 +237,14 @@ fn policy_command() -> Result<String> {
 }
 
 /// Writes the metrics into `dir` atomically (a temp file renamed over the last), so the
-/// collector never reads half a file.
-fn write_textfile(dir: &Path, text: &str) -> Result<()> {
+/// collector never reads half a file. A failure is said on stderr and changes nothing else:
+/// the verdict and its exit status still reach the machinery that reads them.
+fn write_textfile(dir: &Path, text: &str) {
     let path = dir.join(TEXTFILE_NAME);
-    write_bytes(&path, text.as_bytes())
-        .with_context(|| format!("cannot write the metrics to {}", path.display()))
+    if let Err(e) = write_bytes(&path, text.as_bytes()) {
+        eprintln!(
+            "shmbench node: cannot write the metrics to {}: {e:#}",
+            path.display()
+        );
+    }
 }

@@ -36,6 +36,7 @@ pub mod knobs;
 pub mod kube_quantity;
 pub mod name;
 pub mod node_check;
+pub mod node_verdict;
 pub mod pod;
 pub mod record;
 pub mod repeat;

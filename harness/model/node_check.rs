@@ -7,6 +7,8 @@ use serde::Serialize;
 
 use super::segment_maker::Producer;
 
+pub use super::node_verdict::{NodeStatus, NodeVerdict, Problem, Unknown};
+
 /// What the node's /dev/shm must be.
 #[derive(Clone, Debug, Serialize)]
 pub struct NodePolicy {
@@ -48,10 +50,16 @@ pub struct ProducerBytes {
 #[derive(Clone, Debug, Serialize)]
 pub struct NodeFacts {
     pub path: String,
-    /// The filesystem's type, as `statfs` names it (`tmpfs`, `ext4`, or its magic number).
+    /// The filesystem's type, as `statfs` names it (`tmpfs`, `ext4`, or its magic number);
+    /// `missing` when the path does not exist.
     pub filesystem: String,
+    /// Its size (0 for a tmpfs mounted without a limit, `size=0`: bounded by memory only).
     pub size_bytes: u64,
     pub used_bytes: u64,
+    /// Inodes left (statvfs): at 0, no segment can be created however many bytes are free.
+    pub inodes_free: Option<u64>,
+    /// Mounted read-only: no segment can be created.
+    pub read_only: bool,
     /// Proven dead leftovers, largest first.
     pub dead: Vec<DeadFile>,
     /// Files no live process holds whose names name no owner: counted, never called dead.
@@ -69,112 +77,40 @@ impl NodeFacts {
         self.filesystem == "tmpfs"
     }
 
+    pub fn is_missing(&self) -> bool {
+        self.filesystem == MISSING
+    }
+
     /// The dead leftovers older than `age_s`: what the policy counts.
     pub fn dead_older_than(&self, age_s: f64) -> impl Iterator<Item = &DeadFile> {
         self.dead.iter().filter(move |d| d.age_s >= age_s)
     }
 }
 
-/// A way the node's /dev/shm is unfit for its jobs.
-#[derive(Clone, Debug, PartialEq, Serialize)]
-#[serde(tag = "problem", rename_all = "snake_case")]
-pub enum Problem {
-    /// Not a tmpfs: shared memory lands on a disk's filesystem (or nowhere).
-    NotTmpfs { filesystem: String },
-    /// Smaller than the jobs need.
-    TooSmall {
-        size_bytes: u64,
-        need_bytes: u64,
-        need_from: String,
-    },
-    /// Fuller than the policy allows.
-    TooFull {
-        used_bytes: u64,
-        size_bytes: u64,
-        max_used_share: f64,
-    },
-    /// Dead leftovers past the policy's bytes.
-    DeadLeftovers {
-        bytes: u64,
-        files: u64,
-        oldest_s: f64,
-    },
-    /// vm.max_map_count below what one process of the jobs maps.
-    FewMappings { max_map_count: u64, needed: u64 },
-}
-
-impl Problem {
-    /// The label a metric carries for it.
-    pub fn code(&self) -> &'static str {
-        match self {
-            Problem::NotTmpfs { .. } => "not_tmpfs",
-            Problem::TooSmall { .. } => "too_small",
-            Problem::TooFull { .. } => "too_full",
-            Problem::DeadLeftovers { .. } => "dead_leftovers",
-            Problem::FewMappings { .. } => "few_mappings",
-        }
-    }
-
-    /// Every code, for metrics that list each kind (0 or 1).
-    pub const CODES: [&'static str; 5] = [
-        "not_tmpfs",
-        "too_small",
-        "too_full",
-        "dead_leftovers",
-        "few_mappings",
-    ];
-}
-
-/// What could not be judged, and why.
-#[derive(Clone, Debug, PartialEq, Serialize)]
-#[serde(tag = "unknown", rename_all = "snake_case")]
-pub enum Unknown {
-    /// Leftovers cannot be proven dead: not every process is visible.
-    Leftovers { why: String },
-    /// vm.max_map_count could not be read.
-    MapCount,
-}
-
-/// The node's verdict.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum NodeStatus {
-    Ok,
-    Problem,
-    Unknown,
-}
-
-impl NodeStatus {
-    /// The exit status a health checker reads (Node Problem Detector's plugin protocol: 0 OK,
-    /// 1 a problem, 2 unknown).
-    pub fn exit_code(self) -> u8 {
-        match self {
-            NodeStatus::Ok => 0,
-            NodeStatus::Problem => 1,
-            NodeStatus::Unknown => 2,
-        }
-    }
-}
-
-/// The verdict with its reasons.
-#[derive(Clone, Debug, Serialize)]
-pub struct NodeVerdict {
-    pub status: NodeStatus,
-    pub problems: Vec<Problem>,
-    pub unknowns: Vec<Unknown>,
-}
+/// The `filesystem` of a path that does not exist.
+pub const MISSING: &str = "missing";
 
 /// Judges `facts` against `policy`: a problem wherever one is proven; otherwise unknown where
 /// something could not be judged; otherwise ok.
 pub fn judge(facts: &NodeFacts, policy: &NodePolicy) -> NodeVerdict {
     let mut problems = Vec::new();
     let mut unknowns = Vec::new();
-    if !facts.is_tmpfs() {
+    if facts.is_missing() {
+        problems.push(Problem::Missing);
+    } else if !facts.is_tmpfs() {
         problems.push(Problem::NotTmpfs {
             filesystem: facts.filesystem.clone(),
         });
     }
-    if let Some(need) = policy.need_bytes {
+    if facts.read_only {
+        problems.push(Problem::ReadOnly);
+    }
+    if facts.inodes_free == Some(0) {
+        problems.push(Problem::NoInodes);
+    }
+    // A tmpfs without a size limit is bounded by memory, which this check does not judge.
+    let unlimited = facts.is_tmpfs() && facts.size_bytes == 0;
+    if let Some(need) = policy.need_bytes.filter(|_| !unlimited) {
         if facts.size_bytes < need {
             problems.push(Problem::TooSmall {
                 size_bytes: facts.size_bytes,
@@ -193,10 +129,11 @@ pub fn judge(facts: &NodeFacts, policy: &NodePolicy) -> NodeVerdict {
         });
     }
     // A leftover proven dead is a problem even where other files could not be judged; where
-    // none is, what could not be seen leaves the check unknown, never ok.
+    // none is, what could not be seen leaves the check unknown, never ok. With no bytes
+    // tolerated, an empty dead file counts too (it holds an inode).
     let dead: Vec<&DeadFile> = facts.dead_older_than(policy.dead_older_than_s).collect();
     let bytes: u64 = dead.iter().map(|d| d.bytes).sum();
-    if !dead.is_empty() && bytes > policy.max_dead_bytes {
+    if !dead.is_empty() && (policy.max_dead_bytes == 0 || bytes > policy.max_dead_bytes) {
         problems.push(Problem::DeadLeftovers {
             bytes,
             files: dead.len() as u64,
@@ -239,6 +176,8 @@ mod tests {
             filesystem: "tmpfs".into(),
             size_bytes: 2048 * MIB,
             used_bytes: 100 * MIB,
+            inodes_free: Some(1000),
+            read_only: false,
             dead: Vec::new(),
             unowned_bytes: 0,
             unowned_files: 0,
@@ -281,6 +220,29 @@ mod tests {
             ..facts()
         };
         assert_eq!(judge(&maps, &policy()).problems[0].code(), "few_mappings");
+        let stuck = NodeFacts {
+            inodes_free: Some(0),
+            read_only: true,
+            ..facts()
+        };
+        let codes: Vec<_> = judge(&stuck, &policy())
+            .problems
+            .iter()
+            .map(Problem::code)
+            .collect();
+        assert_eq!(codes, ["read_only", "no_inodes"]);
+        let missing = NodeFacts {
+            filesystem: MISSING.into(),
+            size_bytes: 0,
+            ..facts()
+        };
+        assert_eq!(judge(&missing, &policy()).problems[0].code(), "missing");
+        // size=0: no limit but memory, so neither too small nor too full.
+        let unlimited = NodeFacts {
+            size_bytes: 0,
+            ..facts()
+        };
+        assert_eq!(judge(&unlimited, &policy()).status, NodeStatus::Ok);
     }
 
     #[test]
@@ -313,6 +275,17 @@ mod tests {
             ..policy()
         };
         assert_eq!(judge(&old, &tolerant).status, NodeStatus::Ok);
+        let empty = NodeFacts {
+            dead: vec![DeadFile {
+                bytes: 0,
+                ..dead(3600.0)
+            }],
+            ..facts()
+        };
+        assert_eq!(
+            judge(&empty, &policy()).problems[0].code(),
+            "dead_leftovers"
+        );
     }
 
     #[test]

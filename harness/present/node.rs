@@ -1,6 +1,7 @@
-//! A node check's verdict in words: a first line short enough for the machinery that shows only
-//! it (Node Problem Detector keeps 80 characters; Slurm's drain reason and NHC's `die` take it
-//! whole), prefixed `shmbench:` so a drain it caused is known for its own, then the details.
+//! A node check's verdict in words: a first line short enough for the machinery that shows
+//! little (Node Problem Detector cuts a plugin's output at 80 bytes; Slurm's drain reason and
+//! NHC's `die` take it whole), prefixed `shmbench:` so a drain it caused is known for its own,
+//! then the details.
 
 use std::fmt::Write;
 
@@ -13,13 +14,16 @@ use super::terminal::shown;
 /// What every first line starts with: the mark of a drain or condition shmbench set.
 pub const REASON_PREFIX: &str = "shmbench:";
 
-/// The most characters of the first line (Node Problem Detector's message limit).
+/// The most bytes of the first line (Node Problem Detector's `max_output_length`, in bytes).
 pub const FIRST_LINE_MAX: usize = 80;
 
 /// One problem in a few words.
 pub fn problem_words(problem: &Problem, path: &str) -> String {
     match problem {
+        Problem::Missing => format!("{path} does not exist"),
         Problem::NotTmpfs { filesystem } => format!("{path} is {filesystem}, not a tmpfs"),
+        Problem::NoInodes => format!("{path} has no inode left"),
+        Problem::ReadOnly => format!("{path} is mounted read-only"),
         Problem::TooSmall {
             size_bytes,
             need_bytes,
@@ -58,7 +62,7 @@ pub fn problem_words(problem: &Problem, path: &str) -> String {
 
 fn unknown_words(unknown: &Unknown) -> String {
     match unknown {
-        Unknown::Leftovers { why } => format!("cannot prove leftovers dead: {why}"),
+        Unknown::Leftovers { why } => format!("leftovers unproven: {why}"),
         Unknown::MapCount => "cannot read vm.max_map_count".into(),
     }
 }
@@ -102,13 +106,16 @@ pub fn unreadable_line(why: &str) -> String {
     )
 }
 
-/// `text` cut to `max` characters, the cut marked.
+/// `text` cut to `max` bytes at a character's boundary, the cut marked.
 fn cut(text: &str, max: usize) -> String {
-    if text.chars().count() <= max {
+    if text.len() <= max {
         return text.to_string();
     }
-    let kept: String = text.chars().take(max - 3).collect();
-    format!("{kept}...")
+    let mut end = max - 3;
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    format!("{}...", &text[..end])
 }
 
 /// The whole verdict: the first line, then every reason and the facts behind it.
@@ -134,9 +141,13 @@ pub fn render(facts: &NodeFacts, policy: &NodePolicy, verdict: &NodeVerdict) -> 
     );
     let _ = writeln!(out, "  policy: {}", policy_words(policy));
     for dead in facts.dead.iter().take(5) {
+        let counted = match dead.age_s >= policy.dead_older_than_s {
+            true => "",
+            false => "; younger than the policy's age, not counted yet",
+        };
         let _ = writeln!(
             out,
-            "  dead: {} {} (unchanged {}, its owner gone, held by no process)",
+            "  dead: {} {} (unchanged {}, its owner gone, held by no process{counted})",
             shown(&dead.name),
             ByteSize(dead.bytes),
             age(dead.age_s)
@@ -205,6 +216,8 @@ mod tests {
             filesystem: "tmpfs".into(),
             size_bytes: 64 << 20,
             used_bytes: 0,
+            inodes_free: None,
+            read_only: false,
             dead: Vec::new(),
             unowned_bytes: 0,
             unowned_files: 0,
@@ -222,7 +235,16 @@ mod tests {
         };
         let line = first_line(&facts, &policy, &judge(&facts, &policy));
         assert!(line.starts_with("shmbench: /run/xxx"), "{line}");
-        assert_eq!(line.chars().count(), FIRST_LINE_MAX, "{line}");
+        assert_eq!(line.len(), FIRST_LINE_MAX, "{line}");
+        let wide = NodeFacts {
+            path: format!("/run/{}", "磁".repeat(40)),
+            ..facts.clone()
+        };
+        let line = first_line(&wide, &policy, &judge(&wide, &policy));
+        assert!(
+            line.len() <= FIRST_LINE_MAX && line.ends_with("..."),
+            "{line}"
+        );
         assert!(line.ends_with("..."), "{line}");
         let short = NodeFacts {
             path: "/dev/shm".into(),

@@ -73,9 +73,14 @@ pub fn write_bytes(path: &Path, bytes: &[u8]) -> Result<()> {
         .suffix(".tmp")
         .tempfile_in(dir)?;
     tmp.write_all(bytes)?;
-    // A temporary file is 0600: the result keeps the mode of the file it replaces, or is
-    // readable by all as a new file is (results are shared: CI artifacts, a team's folder).
-    let mode = std::fs::metadata(path).map_or(0o644, |m| m.permissions().mode() & 0o7777);
+    // A temporary file is 0600: the result keeps the permissions of the regular file it
+    // replaces, or is readable by all as a new file is (results are shared: CI artifacts, a
+    // team's folder). A symlink in its place is replaced, never followed for a mode, and no
+    // set-id bit is carried.
+    let mode = std::fs::symlink_metadata(path)
+        .ok()
+        .filter(|m| m.is_file())
+        .map_or(0o644, |m| m.permissions().mode() & 0o777);
     tmp.as_file()
         .set_permissions(std::fs::Permissions::from_mode(mode))?;
     tmp.as_file().sync_all()?;

@@ -5,7 +5,7 @@
 use std::collections::BTreeMap;
 use std::path::Path;
 
-use model::node_check::{DeadFile, NodeFacts, ProducerBytes};
+use model::node_check::{DeadFile, NodeFacts, ProducerBytes, MISSING};
 use model::segment_maker::{producer, Producer};
 use model::shm_audit::{ShmAudit, Staleness};
 
@@ -26,9 +26,27 @@ pub enum FactsError {
     Audit(#[from] AuditError),
 }
 
-/// The facts of the filesystem at `path` (the node's /dev/shm).
+/// The facts of the filesystem at `path` (the node's /dev/shm; a symlink to it, such as
+/// /dev/shm -> /run/shm, is followed).
 pub fn collect(path: &Path) -> Result<NodeFacts, FactsError> {
     let shown = path.display().to_string();
+    let max_map_count = std::fs::read_to_string("/proc/sys/vm/max_map_count")
+        .ok()
+        .and_then(|t| t.trim().parse().ok());
+    let path = match std::fs::canonicalize(path) {
+        Ok(real) => real,
+        // Not there at all: a proven problem (shm_open fails), not an unknown.
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            return Ok(missing(shown, max_map_count))
+        }
+        Err(source) => {
+            return Err(FactsError::Unreadable {
+                path: shown,
+                source,
+            })
+        }
+    };
+    let path = path.as_path();
     let meta = std::fs::metadata(path).map_err(|source| FactsError::Unreadable {
         path: shown.clone(),
         source,
@@ -42,9 +60,14 @@ pub fn collect(path: &Path) -> Result<NodeFacts, FactsError> {
             path: shown.clone(),
             source: e.into(),
         })?;
-    let max_map_count = std::fs::read_to_string("/proc/sys/vm/max_map_count")
-        .ok()
-        .and_then(|t| t.trim().parse().ok());
+    let vfs = nix::sys::statvfs::statvfs(path).ok();
+    let inodes_free = vfs
+        .as_ref()
+        .filter(|v| v.files() > 0)
+        .map(|v| v.files_free());
+    let read_only = vfs
+        .as_ref()
+        .is_some_and(|v| v.flags().contains(nix::sys::statvfs::FsFlags::ST_RDONLY));
     if kind != nix::sys::statfs::TMPFS_MAGIC {
         let (size_bytes, used_bytes) = usage_of(path);
         return Ok(NodeFacts {
@@ -52,6 +75,8 @@ pub fn collect(path: &Path) -> Result<NodeFacts, FactsError> {
             filesystem: filesystem_name(kind),
             size_bytes,
             used_bytes,
+            inodes_free,
+            read_only,
             dead: Vec::new(),
             unowned_bytes: 0,
             unowned_files: 0,
@@ -61,7 +86,58 @@ pub fn collect(path: &Path) -> Result<NodeFacts, FactsError> {
         });
     }
     let seen = audit(path)?;
-    Ok(from_audit(&seen, max_map_count))
+    let mut facts = from_audit(&seen, max_map_count);
+    facts.path = shown;
+    facts.inodes_free = inodes_free;
+    facts.read_only = read_only;
+    Ok(facts)
+}
+
+/// The facts of a path that does not exist.
+fn missing(path: String, max_map_count: Option<u64>) -> NodeFacts {
+    NodeFacts {
+        path,
+        filesystem: MISSING.into(),
+        size_bytes: 0,
+        used_bytes: 0,
+        inodes_free: None,
+        read_only: false,
+        dead: Vec::new(),
+        unowned_bytes: 0,
+        unowned_files: 0,
+        producers: Vec::new(),
+        max_map_count,
+        blind: None,
+    }
+}
+
+/// Why this audit cannot prove every leftover's state, if it cannot: processes it cannot see
+/// may hold a file a dead run's token names (so nothing is counted dead then), and entries it
+/// could not list or judge may be dead.
+fn blindness(seen: &ShmAudit) -> (Option<String>, bool) {
+    if seen.unreadable_processes > 0 {
+        let why = format!(
+            "run as root ({} processes' fds and mappings unreadable)",
+            seen.unreadable_processes
+        );
+        return (Some(why), true);
+    }
+    if seen.pid_namespace_not_the_hosts {
+        let why = "run in the host's pid namespace (processes outside this one are unseen)";
+        return (Some(why.into()), true);
+    }
+    if seen.not_walked > 0 || seen.unlisted > 0 {
+        let why = format!(
+            "{} directories unwalked, {} entries past the listing's bound",
+            seen.not_walked, seen.unlisted
+        );
+        return (Some(why), false);
+    }
+    let unknown = seen.entries.iter().find_map(|e| match &e.staleness {
+        Staleness::Unknown { why } => Some(why.clone()),
+        _ => None,
+    });
+    (unknown, false)
 }
 
 /// The facts an audit of a tmpfs gives.
@@ -75,6 +151,10 @@ fn from_audit(seen: &ShmAudit, max_map_count: Option<u64>) -> NodeFacts {
         })
         .collect();
     dead.sort_by(|a, b| b.bytes.cmp(&a.bytes).then(a.name.cmp(&b.name)));
+    let (blind, unseen_processes) = blindness(seen);
+    if unseen_processes {
+        dead.clear();
+    }
     let unowned = seen.entries.iter().filter(|e| e.unowned());
     let mut per: BTreeMap<Producer, (u64, u64)> = BTreeMap::new();
     let files = seen
@@ -91,15 +171,13 @@ fn from_audit(seen: &ShmAudit, max_map_count: Option<u64>) -> NodeFacts {
         slot.0 += bytes;
         slot.1 += 1;
     }
-    let blind = seen.entries.iter().find_map(|e| match &e.staleness {
-        Staleness::Unknown { why } => Some(why.clone()),
-        _ => None,
-    });
     NodeFacts {
         path: seen.path.clone(),
         filesystem: "tmpfs".into(),
         size_bytes: seen.capacity_bytes,
         used_bytes: seen.used_bytes,
+        inodes_free: None,
+        read_only: false,
         dead,
         unowned_bytes: unowned.clone().map(|e| e.allocated_bytes).sum(),
         unowned_files: unowned.count() as u64,

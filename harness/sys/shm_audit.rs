@@ -180,10 +180,15 @@ impl Walk {
             }
             let flags = OFlag::O_RDONLY | OFlag::O_DIRECTORY | OFlag::O_NOFOLLOW | OFlag::O_CLOEXEC;
             let last = raw_path.last().map(Vec::as_slice).unwrap_or_default();
-            if let Ok(child) = openat(dir, last, flags, Mode::empty()) {
-                if fstat(&child).is_ok_and(|c| c.st_dev == self.device) {
-                    self.dir(&child, &raw_path);
+            match openat(dir, last, flags, Mode::empty()) {
+                Ok(child) => {
+                    if fstat(&child).is_ok_and(|c| c.st_dev == self.device) {
+                        self.dir(&child, &raw_path);
+                    }
                 }
+                // A directory this process may not open (another user's, mode 0700): what it
+                // holds is in the use but unseen, like one past the depth.
+                Err(_) => self.not_walked += 1,
             }
         }
     }

@@ -53,14 +53,26 @@ fn of(
     if !entry.holders.is_empty() {
         return Staleness::Held;
     }
-    if entry.links > 1 {
-        return Staleness::Unknown {
+    match owned(root, entry, census, unreadable, now) {
+        // Another name of the file may be in use: only a file of one name can be proven stale.
+        Staleness::DeadOwner { .. } if entry.links > 1 => Staleness::Unknown {
             why: format!(
                 "it has {} names (hard links): removing one frees nothing, and another may be in use",
                 entry.links
             ),
-        };
+        },
+        judged => judged,
     }
+}
+
+/// An unheld file's staleness by the owner its name names.
+fn owned(
+    root: &Path,
+    entry: &ShmEntry,
+    census: &Census,
+    unreadable: u64,
+    now: SystemTime,
+) -> Staleness {
     let base = entry.raw_path.last().map(Vec::as_slice).unwrap_or_default();
     if let Named::Record(token) | Named::Owned(token) = owner::classify(base, NAME_PREFIX) {
         return shmbench_run(&parent_dir(root, &entry.raw_path), &token);

@@ -53,7 +53,7 @@ pub fn prometheus_or_skip() -> Option<PathBuf> {
     require(
         "prometheus",
         || found.is_some(),
-        "Prometheus's promtool, prometheus and node_exporter (SHMBENCH_PROMETHEUS_BIN)",
+        "Prometheus's programs: set SHMBENCH_PROMETHEUS_BIN to the directory of promtool, prometheus and prometheus-node-exporter (cargo xtask test unpacks them into ~/.cache/shmbench/prometheus/root/usr/bin)",
     )
     .then(|| dir.unwrap())
 }

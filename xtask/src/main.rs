@@ -21,6 +21,7 @@ mod slurm;
 mod torch;
 mod venv;
 mod vm;
+mod wheel;
 
 use std::process::{Command, ExitCode};
 use std::time::Instant;

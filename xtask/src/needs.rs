@@ -4,7 +4,7 @@
 use std::path::Path;
 use std::process::Command;
 
-use crate::{apt, docker, prometheus, pypi, sarif, slurm, torch, vm};
+use crate::{apt, docker, prometheus, pypi, sarif, slurm, torch, vm, wheel};
 
 /// One requirement of the tests.
 pub trait Need {
@@ -36,6 +36,7 @@ pub fn all() -> Vec<Box<dyn Need>> {
         Box::new(pypi::K8S_VALIDATE),
         Box::new(pypi::RAY),
         Box::new(pypi::MATURIN),
+        Box::new(wheel::Wheel),
         Box::new(sarif::Schema),
         Box::new(vm::Qemu),
         Box::new(prometheus::Prometheus),

@@ -21,7 +21,7 @@ pub struct Package {
 }
 
 impl Package {
-    fn program(&self) -> PathBuf {
+    pub fn program(&self) -> PathBuf {
         venv::dir(self.venv).join("bin").join(self.probe.0)
     }
 

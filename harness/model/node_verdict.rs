@@ -1,0 +1,157 @@
+//! What a node check found, as numbers and codes: each problem with the numbers its words
+//! need, what could not be judged, and the verdict with the exit status health checkers read.
+//! `node_check::judge` makes it; `present::node` words it.
+
+use serde::Serialize;
+
+/// A way the node's /dev/shm is unfit for its jobs.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+#[serde(tag = "problem", rename_all = "snake_case")]
+pub enum Problem {
+    /// The path does not exist: shm_open fails.
+    Missing,
+    /// Not a tmpfs: shared memory lands on a disk's filesystem (or nowhere).
+    NotTmpfs { filesystem: String },
+    /// Smaller than the jobs need.
+    TooSmall {
+        size_bytes: u64,
+        need_bytes: u64,
+        need_from: String,
+    },
+    /// Fuller than the policy allows.
+    TooFull {
+        used_bytes: u64,
+        size_bytes: u64,
+        max_used_share: f64,
+    },
+    /// Dead leftovers past the policy's bytes.
+    DeadLeftovers {
+        bytes: u64,
+        files: u64,
+        oldest_s: f64,
+    },
+    /// vm.max_map_count below what one process of the jobs maps.
+    FewMappings { max_map_count: u64, needed: u64 },
+    /// No inode left: no segment can be created.
+    NoInodes,
+    /// Mounted read-only: no segment can be created.
+    ReadOnly,
+}
+
+impl Problem {
+    /// The label a metric carries for it.
+    pub fn code(&self) -> &'static str {
+        match self {
+            Problem::Missing => "missing",
+            Problem::NotTmpfs { .. } => "not_tmpfs",
+            Problem::TooSmall { .. } => "too_small",
+            Problem::TooFull { .. } => "too_full",
+            Problem::DeadLeftovers { .. } => "dead_leftovers",
+            Problem::FewMappings { .. } => "few_mappings",
+            Problem::NoInodes => "no_inodes",
+            Problem::ReadOnly => "read_only",
+        }
+    }
+
+    /// Every code, for metrics that list each kind (0 or 1).
+    pub const CODES: [&'static str; 8] = [
+        "missing",
+        "not_tmpfs",
+        "too_small",
+        "too_full",
+        "dead_leftovers",
+        "few_mappings",
+        "no_inodes",
+        "read_only",
+    ];
+}
+
+/// What could not be judged, and why.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+#[serde(tag = "unknown", rename_all = "snake_case")]
+pub enum Unknown {
+    /// Leftovers cannot be proven dead: not every process is visible.
+    Leftovers { why: String },
+    /// vm.max_map_count could not be read.
+    MapCount,
+}
+
+/// The node's verdict.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum NodeStatus {
+    Ok,
+    Problem,
+    Unknown,
+}
+
+impl NodeStatus {
+    /// The exit status a health checker reads (Node Problem Detector's plugin protocol: 0 OK,
+    /// 1 a problem, 2 unknown).
+    pub fn exit_code(self) -> u8 {
+        match self {
+            NodeStatus::Ok => 0,
+            NodeStatus::Problem => 1,
+            NodeStatus::Unknown => 2,
+        }
+    }
+}
+
+/// The verdict with its reasons.
+#[derive(Clone, Debug, Serialize)]
+pub struct NodeVerdict {
+    pub status: NodeStatus,
+    pub problems: Vec<Problem>,
+    pub unknowns: Vec<Unknown>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_problem_has_its_code_in_the_list_the_metrics_are_made_from() {
+        let every = [
+            Problem::Missing,
+            Problem::NotTmpfs {
+                filesystem: String::new(),
+            },
+            Problem::TooSmall {
+                size_bytes: 0,
+                need_bytes: 0,
+                need_from: String::new(),
+            },
+            Problem::TooFull {
+                used_bytes: 0,
+                size_bytes: 0,
+                max_used_share: 0.0,
+            },
+            Problem::DeadLeftovers {
+                bytes: 0,
+                files: 0,
+                oldest_s: 0.0,
+            },
+            Problem::FewMappings {
+                max_map_count: 0,
+                needed: 0,
+            },
+            Problem::NoInodes,
+            Problem::ReadOnly,
+        ];
+        // A variant added to `Problem` must be added here (the match below has no wildcard).
+        for p in &every {
+            match p {
+                Problem::Missing
+                | Problem::NotTmpfs { .. }
+                | Problem::TooSmall { .. }
+                | Problem::TooFull { .. }
+                | Problem::DeadLeftovers { .. }
+                | Problem::FewMappings { .. }
+                | Problem::NoInodes
+                | Problem::ReadOnly => {}
+            }
+        }
+        let codes: Vec<_> = every.iter().map(Problem::code).collect();
+        assert_eq!(codes, Problem::CODES);
+    }
+}

@@ -1,0 +1,60 @@
+//! The wheel the Python tests install (tests/wheel.rs), built before the tests run rather than
+//! by them: maturin builds the `shmbench` binary with flags of its own, and Cargo then puts its
+//! copy at `target/release/shmbench`, the path every other test runs. Built during the tests,
+//! that swap left the path missing for a moment, and a test starting shmbench then failed to
+//! find it. Built here, `cargo test` puts its own binary back before any test starts.
+
+use std::path::PathBuf;
+use std::process::Command;
+use std::sync::OnceLock;
+
+use crate::needs::{cache_dir, Need};
+use crate::pypi::MATURIN;
+
+pub struct Wheel;
+
+static BUILT: OnceLock<PathBuf> = OnceLock::new();
+
+impl Need for Wheel {
+    fn name(&self) -> &'static str {
+        "the wheel (maturin build --release)"
+    }
+
+    fn skip_variable(&self) -> Option<&'static str> {
+        Some("SHMBENCH_SKIP_WHEEL")
+    }
+
+    fn env(&self) -> Vec<(String, String)> {
+        BUILT
+            .get()
+            .map(|w| vec![("SHMBENCH_TEST_WHEEL".into(), w.display().to_string())])
+            .unwrap_or_default()
+    }
+
+    fn ensure(&self) -> Result<String, String> {
+        let out = cache_dir("wheel");
+        let _ = std::fs::remove_dir_all(&out);
+        std::fs::create_dir_all(&out).map_err(|e| format!("{}: {e}", out.display()))?;
+        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .parent()
+            .ok_or("xtask has no parent directory")?;
+        let status = Command::new(MATURIN.program())
+            .args(["build", "--release", "--quiet", "--out"])
+            .arg(&out)
+            .current_dir(root)
+            .status()
+            .map_err(|e| format!("cannot run maturin: {e}"))?;
+        if !status.success() {
+            return Err(format!("`maturin build --release` failed ({status})"));
+        }
+        let wheel = std::fs::read_dir(&out)
+            .map_err(|e| e.to_string())?
+            .flatten()
+            .map(|e| e.path())
+            .find(|p| p.extension().is_some_and(|e| e == "whl"))
+            .ok_or_else(|| format!("maturin wrote no wheel into {}", out.display()))?;
+        let said = format!("built {}", wheel.display());
+        let _ = BUILT.set(wheel);
+        Ok(said)
+    }
+}
