@@ -73,6 +73,25 @@ pub struct NodeFacts {
 }
 
 impl NodeFacts {
+    /// A filesystem's facts before anything is read of its use and files: what a path that
+    /// does not exist or is not a tmpfs gives, filled in where more is known.
+    pub fn bare(path: String, filesystem: &str, max_map_count: Option<u64>) -> NodeFacts {
+        NodeFacts {
+            path,
+            filesystem: filesystem.into(),
+            size_bytes: 0,
+            used_bytes: 0,
+            inodes_free: None,
+            read_only: false,
+            dead: Vec::new(),
+            unowned_bytes: 0,
+            unowned_files: 0,
+            producers: Vec::new(),
+            max_map_count,
+            blind: None,
+        }
+    }
+
     pub fn is_tmpfs(&self) -> bool {
         self.filesystem == "tmpfs"
     }
@@ -172,18 +191,10 @@ mod tests {
 
     fn facts() -> NodeFacts {
         NodeFacts {
-            path: "/dev/shm".into(),
-            filesystem: "tmpfs".into(),
             size_bytes: 2048 * MIB,
             used_bytes: 100 * MIB,
             inodes_free: Some(1000),
-            read_only: false,
-            dead: Vec::new(),
-            unowned_bytes: 0,
-            unowned_files: 0,
-            producers: Vec::new(),
-            max_map_count: Some(65530),
-            blind: None,
+            ..NodeFacts::bare("/dev/shm".into(), "tmpfs", Some(65530))
         }
     }
 

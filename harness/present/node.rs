@@ -212,18 +212,8 @@ mod tests {
     #[test]
     fn the_first_line_is_prefixed_and_never_past_80_characters() {
         let facts = NodeFacts {
-            path: format!("/run/{}/shm", "x".repeat(100)),
-            filesystem: "tmpfs".into(),
             size_bytes: 64 << 20,
-            used_bytes: 0,
-            inodes_free: None,
-            read_only: false,
-            dead: Vec::new(),
-            unowned_bytes: 0,
-            unowned_files: 0,
-            producers: Vec::new(),
-            max_map_count: Some(65530),
-            blind: None,
+            ..NodeFacts::bare(format!("/run/{}/shm", "x".repeat(100)), "tmpfs", None)
         };
         let policy = NodePolicy {
             need_bytes: Some(1 << 30),

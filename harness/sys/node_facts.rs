@@ -37,7 +37,7 @@ pub fn collect(path: &Path) -> Result<NodeFacts, FactsError> {
         Ok(real) => real,
         // Not there at all: a proven problem (shm_open fails), not an unknown.
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-            return Ok(missing(shown, max_map_count))
+            return Ok(NodeFacts::bare(shown, MISSING, max_map_count))
         }
         Err(source) => {
             return Err(FactsError::Unreadable {
@@ -71,18 +71,12 @@ pub fn collect(path: &Path) -> Result<NodeFacts, FactsError> {
     if kind != nix::sys::statfs::TMPFS_MAGIC {
         let (size_bytes, used_bytes) = usage_of(path);
         return Ok(NodeFacts {
-            path: shown,
-            filesystem: filesystem_name(kind),
             size_bytes,
             used_bytes,
             inodes_free,
             read_only,
-            dead: Vec::new(),
-            unowned_bytes: 0,
-            unowned_files: 0,
-            producers: Vec::new(),
-            max_map_count,
             blind: Some("not a tmpfs, so not audited".into()),
+            ..NodeFacts::bare(shown, &filesystem_name(kind), max_map_count)
         });
     }
     let seen = audit(path)?;
@@ -91,24 +85,6 @@ pub fn collect(path: &Path) -> Result<NodeFacts, FactsError> {
     facts.inodes_free = inodes_free;
     facts.read_only = read_only;
     Ok(facts)
-}
-
-/// The facts of a path that does not exist.
-fn missing(path: String, max_map_count: Option<u64>) -> NodeFacts {
-    NodeFacts {
-        path,
-        filesystem: MISSING.into(),
-        size_bytes: 0,
-        used_bytes: 0,
-        inodes_free: None,
-        read_only: false,
-        dead: Vec::new(),
-        unowned_bytes: 0,
-        unowned_files: 0,
-        producers: Vec::new(),
-        max_map_count,
-        blind: None,
-    }
 }
 
 /// Why this audit cannot prove every leftover's state, if it cannot: processes it cannot see
