@@ -197,13 +197,22 @@ pub fn stop() -> String {
     }
 }
 
-/// The last error lines of the daemons' logs, said before the directory goes: a task that
-/// failed to start leaves its reason only there.
+/// The last error lines about jobs in the daemons' logs, said before the directory goes: a
+/// task that failed to start leaves its reason only there. (The daemons' own start-up errors,
+/// such as an MPI plugin this cluster does not use, are left out.)
 fn logged_errors() -> String {
     let mut out = String::new();
     for log in ["slurmctld.log", "slurmd.log"] {
         let text = std::fs::read_to_string(dir().join(log)).unwrap_or_default();
-        let errors: Vec<&str> = text.lines().filter(|l| l.contains("error")).collect();
+        let about_jobs = |l: &&str| {
+            let lower = l.to_lowercase();
+            lower.contains("error") && ["job", "step", "launch"].iter().any(|w| lower.contains(w))
+        };
+        let errors: Vec<&str> = text
+            .lines()
+            .filter(about_jobs)
+            .filter(|l| !l.contains("state save file") && !l.contains("job_state"))
+            .collect();
         for line in &errors[errors.len().saturating_sub(15)..] {
             out.push_str(&format!("\n   {log}: {line}"));
         }
