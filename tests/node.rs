@@ -54,6 +54,17 @@ fn read(dir: &std::path::Path, name: &str) -> String {
     std::fs::read_to_string(dir.join(name)).unwrap_or_default()
 }
 
+/// The exit status a step of the script recorded.
+fn rc(dir: &std::path::Path, step: &str) -> String {
+    read(dir, &format!("{step}.rc")).trim().to_string()
+}
+
+/// What a step run with `--format json` printed.
+fn json(dir: &std::path::Path, step: &str) -> Value {
+    let text = read(dir, &format!("{step}.out"));
+    serde_json::from_str(&text).unwrap_or_else(|e| panic!("{step}: {e}: {text}"))
+}
+
 #[test]
 fn a_dead_leftover_makes_the_node_a_problem_until_swept_and_each_verdict_has_its_exit_status() {
     if !require("unshare", || which("unshare"), "unshare (util-linux)") {
@@ -64,13 +75,10 @@ fn a_dead_leftover_makes_the_node_a_problem_until_swept_and_each_verdict_has_its
     let dir = temp_dir("node");
     let run = in_private_shm(SCRIPT, dir.as_ref());
     let dir = dir.as_ref();
-    let rc = |step: &str| read(dir, &format!("{step}.rc")).trim().to_string();
-    let json = |step: &str| -> Value {
-        let text = read(dir, &format!("{step}.out"));
-        serde_json::from_str(&text).unwrap_or_else(|e| panic!("{step}: {e}: {text} {run:?}"))
-    };
+    let rc = |step: &str| rc(dir, step);
+    let json = |step: &str| json(dir, step);
     // A fresh tmpfs: ok.
-    assert_eq!(rc("clean"), "0", "{}", read(dir, "clean.out"));
+    assert_eq!(rc("clean"), "0", "{} {run:?}", read(dir, "clean.out"));
     assert_eq!(json("clean")["status"], "ok");
     assert!(read(dir, "clean.prom").contains("shmbench_node_shm_dead_bytes{path=\"/dev/shm\"} 0\n"));
     // The dead leftover: a problem, exit 1, its bytes in the reason and the metrics; the held
@@ -143,7 +151,7 @@ fn a_dead_leftover_makes_the_node_a_problem_until_swept_and_each_verdict_has_its
 /// The NHC check file: the check passes on a clean tmpfs and after the sweep, and fails with
 /// shmbench's first line through NHC's die on the dead leftover.
 fn assert_nhc(dir: &std::path::Path) {
-    let rc = |step: &str| read(dir, &format!("{step}.rc")).trim().to_string();
+    let rc = |step: &str| rc(dir, step);
     assert_eq!(rc("nhc_clean"), "0", "{}", read(dir, "shmbench.nhc"));
     assert_eq!(rc("nhc_swept"), "0");
     assert!(!dir.join("nhc_clean.died").exists() && !dir.join("nhc_swept.died").exists());
@@ -165,11 +173,8 @@ fn assert_nhc(dir: &std::path::Path) {
 /// The verdicts beside the leftovers': a size below the need (given, or a job's by the
 /// doctor's model), a disk's filesystem, a missing path, a symlink to the tmpfs.
 fn assert_other_verdicts(dir: &std::path::Path) {
-    let rc = |step: &str| read(dir, &format!("{step}.rc")).trim().to_string();
-    let json = |step: &str| -> Value {
-        let text = read(dir, &format!("{step}.out"));
-        serde_json::from_str(&text).unwrap_or_else(|e| panic!("{step}: {e}: {text}"))
-    };
+    let rc = |step: &str| rc(dir, step);
+    let json = |step: &str| json(dir, step);
     // Below the need given, or the need of a job by the doctor's model.
     assert_eq!(rc("small"), "1");
     assert!(read(dir, "small.out").starts_with("shmbench: /dev/shm is 64 MiB, jobs need 128 MiB"));

@@ -1,7 +1,7 @@
 //! `shmbench doctor`: how much /dev/shm a loader needs, whether it has it here, the fixes that
 //! fit, and with `--verify` the proof under the recommended size.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use anyhow::{bail, Result};
@@ -85,17 +85,43 @@ pub(crate) struct Args {
     pub(crate) knobs: Knobs,
 }
 
-pub(crate) fn run(args: Args) -> Result<ExitCode> {
-    let (mut knobs, mut with) = match &args.scenario {
+/// A job's loader knobs and what fills /dev/shm beside it: a scenario's (its defaults or
+/// `cell`'s knobs, and its `[[consumers]]`) under the flags' knobs and `--with`, or the flags'
+/// alone. `doctor` and `node` make their jobs this way.
+pub(super) fn loader_and_consumers(
+    scenario: Option<&Path>,
+    cell: Option<&str>,
+    flags: Knobs,
+    with: Vec<Consumer>,
+) -> Result<(Knobs, Vec<Consumer>)> {
+    let (knobs, mut consumers) = match scenario {
         Some(path) => {
             let scenario = Scenario::load(path)?;
-            let mut knobs = scenario.knobs_of(args.cell.as_deref())?;
-            knobs.overlay(&args.knobs);
+            let mut knobs = scenario.knobs_of(cell)?;
+            knobs.overlay(&flags);
             (knobs, scenario.consumers)
         }
-        None => (args.knobs, Vec::new()),
+        None => (flags, Vec::new()),
     };
-    with.extend(args.with);
+    consumers.extend(with);
+    Ok((knobs, consumers))
+}
+
+/// `--ranks`, when it is a count of processes on one node.
+pub(super) fn check_ranks(ranks: u32) -> Result<()> {
+    if ranks == 0 || ranks > 1024 {
+        bail!("--ranks {ranks}: give the processes per node, 1 to 1024");
+    }
+    Ok(())
+}
+
+pub(crate) fn run(args: Args) -> Result<ExitCode> {
+    let (mut knobs, with) = loader_and_consumers(
+        args.scenario.as_deref(),
+        args.cell.as_deref(),
+        args.knobs,
+        args.with,
+    )?;
     let assumed = knobs.shm_size.take();
     let config = guard::tool_config("doctor", knobs, &super::platform())?;
     let mut env = Environment::read();
@@ -105,12 +131,7 @@ pub(crate) fn run(args: Args) -> Result<ExitCode> {
         env.evidence
             .push_str("; /dev/shm size taken from --shm-size");
     }
-    if args.ranks == 0 || args.ranks > 1024 {
-        bail!(
-            "--ranks {}: give the processes per node, 1 to 1024",
-            args.ranks
-        );
-    }
+    check_ranks(args.ranks)?;
     let specs = args.loaders.map(|l| l.0).unwrap_or_default();
     if args.verify && !with.is_empty() {
         bail!("--verify runs the loaders only; the consumers of --with and [[consumers]] are not run: verify without them");

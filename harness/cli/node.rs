@@ -13,7 +13,6 @@ use crate::model::knobs::Knobs;
 use crate::model::node_check::{judge, NodePolicy, NodeStatus};
 use crate::model::size::ByteSize;
 use crate::plan::consumers::Consumer;
-use crate::plan::scenario::Scenario;
 use crate::plan::{advice, guard, job};
 use crate::present::{node, node_nhc, node_prom};
 use crate::results::atomic::write_bytes;
@@ -134,16 +133,16 @@ pub(crate) fn run(args: Args) -> Result<ExitCode> {
             if let Some(dir) = &args.textfile {
                 write_textfile(dir, &node_prom::render_unreadable(&path, now));
             }
+            let why = why.to_string();
+            let line = node::unreadable_line(&why);
             match args.format {
-                Format::Text | Format::Line => {
-                    println!("{}", node::unreadable_line(&why.to_string()))
-                }
+                Format::Text | Format::Line => println!("{line}"),
                 Format::Json => println!(
                     "{}",
                     serde_json::json!({
                         "status": NodeStatus::Unknown,
-                        "first_line": node::unreadable_line(&why.to_string()),
-                        "error": why.to_string(),
+                        "first_line": line,
+                        "error": why,
                     })
                 ),
             }
@@ -193,17 +192,13 @@ fn policy(args: &Args) -> Result<NodePolicy> {
         return Ok(policy);
     }
     let ranks = args.ranks.unwrap_or(1);
-    if ranks == 0 || ranks > 1024 {
-        bail!("--ranks {ranks}: give the processes per node, 1 to 1024");
-    }
-    let (knobs, mut with) = match &args.scenario {
-        Some(path) => {
-            let scenario = Scenario::load(path)?;
-            (scenario.knobs_of(args.cell.as_deref())?, scenario.consumers)
-        }
-        None => (Knobs::default(), Vec::new()),
-    };
-    with.extend(args.with.iter().cloned());
+    super::doctor::check_ranks(ranks)?;
+    let (knobs, with) = super::doctor::loader_and_consumers(
+        args.scenario.as_deref(),
+        args.cell.as_deref(),
+        Knobs::default(),
+        args.with.clone(),
+    )?;
     let config = guard::tool_config("node", knobs, &super::platform())?;
     let specs = args.loaders.clone().map(|l| l.0).unwrap_or_default();
     let job = job::predict(&config, ranks, &specs, &with);

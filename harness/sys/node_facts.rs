@@ -68,23 +68,21 @@ pub fn collect(path: &Path) -> Result<NodeFacts, FactsError> {
     let read_only = vfs
         .as_ref()
         .is_some_and(|v| v.flags().contains(nix::sys::statvfs::FsFlags::ST_RDONLY));
+    let base = NodeFacts {
+        inodes_free,
+        read_only,
+        ..NodeFacts::bare(shown, &filesystem_name(kind), max_map_count)
+    };
     if kind != nix::sys::statfs::TMPFS_MAGIC {
         let (size_bytes, used_bytes) = usage_of(path);
         return Ok(NodeFacts {
             size_bytes,
             used_bytes,
-            inodes_free,
-            read_only,
             blind: Some("not a tmpfs, so not audited".into()),
-            ..NodeFacts::bare(shown, &filesystem_name(kind), max_map_count)
+            ..base
         });
     }
-    let seen = audit(path)?;
-    let mut facts = from_audit(&seen, max_map_count);
-    facts.path = shown;
-    facts.inodes_free = inodes_free;
-    facts.read_only = read_only;
-    Ok(facts)
+    Ok(from_audit(&audit(path)?, base))
 }
 
 /// Why this audit cannot prove every leftover's state, if it cannot: processes it cannot see
@@ -116,8 +114,8 @@ fn blindness(seen: &ShmAudit) -> (Option<String>, bool) {
     (unknown, false)
 }
 
-/// The facts an audit of a tmpfs gives.
-fn from_audit(seen: &ShmAudit, max_map_count: Option<u64>) -> NodeFacts {
+/// The facts an audit of a tmpfs gives, beside what `base` already says of it.
+fn from_audit(seen: &ShmAudit, base: NodeFacts) -> NodeFacts {
     let mut dead: Vec<DeadFile> = seen
         .stale()
         .map(|e| DeadFile {
@@ -148,12 +146,8 @@ fn from_audit(seen: &ShmAudit, max_map_count: Option<u64>) -> NodeFacts {
         slot.1 += 1;
     }
     NodeFacts {
-        path: seen.path.clone(),
-        filesystem: "tmpfs".into(),
         size_bytes: seen.capacity_bytes,
         used_bytes: seen.used_bytes,
-        inodes_free: None,
-        read_only: false,
         dead,
         unowned_bytes: unowned.clone().map(|e| e.allocated_bytes).sum(),
         unowned_files: unowned.count() as u64,
@@ -168,8 +162,8 @@ fn from_audit(seen: &ShmAudit, max_map_count: Option<u64>) -> NodeFacts {
                 }
             })
             .collect(),
-        max_map_count,
         blind,
+        ..base
     }
 }
 
@@ -177,9 +171,10 @@ fn from_audit(seen: &ShmAudit, max_map_count: Option<u64>) -> NodeFacts {
 fn filesystem_name(kind: nix::sys::statfs::FsType) -> String {
     use nix::sys::statfs::{
         BTRFS_SUPER_MAGIC, EXT4_SUPER_MAGIC, NFS_SUPER_MAGIC, OVERLAYFS_SUPER_MAGIC,
-        PROC_SUPER_MAGIC, XFS_SUPER_MAGIC,
+        PROC_SUPER_MAGIC, TMPFS_MAGIC, XFS_SUPER_MAGIC,
     };
     let known = [
+        (TMPFS_MAGIC, "tmpfs"),
         (EXT4_SUPER_MAGIC, "ext2/ext3/ext4"),
         (OVERLAYFS_SUPER_MAGIC, "overlay"),
         (XFS_SUPER_MAGIC, "xfs"),
