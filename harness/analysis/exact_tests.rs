@@ -141,6 +141,20 @@ fn normal_rank_test(doubled: &[u64], n1: usize, observed: u64) -> f64 {
     (2.0 * (1.0 - standard_normal_cdf(z))).min(1.0)
 }
 
+/// The z beyond which a standard normal value lies with probability `p` (one-sided; 0 < p < 1),
+/// by halving on [`standard_normal_cdf`]: a threshold on z-scores made from a p-value's level.
+pub fn normal_upper_quantile(p: f64) -> f64 {
+    let (mut lo, mut hi) = (-40.0f64, 40.0f64);
+    for _ in 0..100 {
+        let mid = (lo + hi) / 2.0;
+        match 1.0 - standard_normal_cdf(mid) > p {
+            true => lo = mid,
+            false => hi = mid,
+        }
+    }
+    (lo + hi) / 2.0
+}
+
 /// Φ(z) by the complementary error function (Abramowitz and Stegun 7.1.26, error < 1.5e-7).
 fn standard_normal_cdf(z: f64) -> f64 {
     let x = z / std::f64::consts::SQRT_2;
@@ -278,6 +292,13 @@ mod tests {
         let steps: Vec<u64> = (0..2000).map(|i| 10 + i % 400).collect();
         let shift = detectable_shift(&steps, 2000, 0.05).unwrap();
         assert!((1..=60).contains(&shift), "{shift}");
+    }
+
+    #[test]
+    fn the_normal_quantile_inverts_the_tail() {
+        assert!((normal_upper_quantile(0.025) - 1.96).abs() < 1e-3);
+        assert!((normal_upper_quantile(0.05 / 1500.0) - 3.99).abs() < 0.01);
+        assert!(normal_upper_quantile(0.5).abs() < 1e-6);
     }
 
     #[test]

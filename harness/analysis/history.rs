@@ -75,8 +75,8 @@ impl By {
     }
 }
 
-/// Orders version-like strings by their numeric parts ("6.9" < "6.18").
-fn natural_key(s: &str) -> Vec<(u64, String)> {
+/// Orders version-like strings by their numeric parts ("6.9" < "6.18"; "gpu-9" < "gpu-17").
+pub(crate) fn natural_key(s: &str) -> Vec<(u64, String)> {
     let mut key = Vec::new();
     let mut digits = String::new();
     let mut text = String::new();

@@ -122,6 +122,11 @@ impl Runs {
             .collect()
     }
 
+    /// Peak /dev/shm use of the passing runs (a crashed run's peak is cut short by its crash).
+    pub fn passing_peaks(&self) -> Vec<f64> {
+        self.passing().map(|f| f.peak_shm_bytes as f64).collect()
+    }
+
     /// The median peak /dev/shm use over every run, crashed ones included.
     pub fn peak_shm_median(&self) -> Option<f64> {
         let peaks: Vec<f64> = self.facts.iter().map(|f| f.peak_shm_bytes as f64).collect();

@@ -72,14 +72,23 @@ pub fn relative_change_ci(base: &[f64], cand: &[f64]) -> Option<(f64, f64)> {
     Some((quantile(&changes, 0.025)?, quantile(&changes, 0.975)?))
 }
 
+/// The median of `values` and their median absolute deviation from it (None for no values).
+pub fn median_and_mad(values: &[f64]) -> Option<(f64, f64)> {
+    let med = median(values)?;
+    let deviations: Vec<f64> = values.iter().map(|v| (v - med).abs()).collect();
+    Some((med, median(&deviations).unwrap_or(0.0)))
+}
+
+/// The MAD times this estimates the standard deviation of normal values (1 / 0.6745), as the
+/// modified z-score divides by it: a spread that a minority of outliers cannot widen.
+pub const MAD_TO_SD: f64 = 1.4826;
+
 /// Modified z-scores (Iglewicz & Hoaglin): 0.6745 (x - median) / MAD. |z| > 3.5 marks an
 /// outlier. All zero when the MAD is zero.
 pub fn modified_z(values: &[f64]) -> Vec<f64> {
-    let Some(med) = median(values) else {
+    let Some((med, mad)) = median_and_mad(values) else {
         return Vec::new();
     };
-    let deviations: Vec<f64> = values.iter().map(|v| (v - med).abs()).collect();
-    let mad = median(&deviations).unwrap_or(0.0);
     values
         .iter()
         .map(|v| {
