@@ -9,6 +9,7 @@ mod compare;
 mod doctor;
 mod export;
 mod fidelity;
+mod fleet;
 mod history;
 mod image;
 mod internal;
@@ -109,6 +110,9 @@ pub(crate) enum Command {
     /// This node's /dev/shm against a policy, for the fleet's health checks: exit 0 ok, 1 a
     /// problem, 2 unknown, the first line the reason; Prometheus metrics with --textfile
     Node(node::Args),
+    /// The fleet's odd nodes: each node's cells against the other nodes' (or a baseline's),
+    /// flagged beyond a statistical and a practical threshold, with why; drain commands printed
+    Fleet(fleet::Args),
     /// Measure the emulation against the real DataLoader: every cell with both loaders
     Fidelity(fidelity::Args),
     /// Show, rebuild or remove the container image the Docker runtime builds for itself
@@ -161,6 +165,7 @@ fn dispatch(cli: Cli) -> Result<ExitCode> {
         Command::Sweep => sweep::run(),
         Command::Shm(args) => shm::run(args),
         Command::Node(args) => node::run(args),
+        Command::Fleet(args) => fleet::run(args),
         Command::Image(args) => image::run(args),
         Command::Watch(args) => watch::run(args),
         Command::Check(args) => check::run(args),

@@ -1,0 +1,142 @@
+//! `shmbench fleet`: every node's cells against the fleet's own norm (or a baseline's), and
+//! the nodes that are the odd ones out, with why; exit 1 when any is flagged.
+
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use anyhow::{bail, Context, Result};
+
+use super::compare::parse_threshold;
+use crate::analysis::fleet::Builder;
+use crate::analysis::fleet_judge::{judge, Thresholds};
+use crate::analysis::fleet_norm::Baseline;
+use crate::present::fleet_commands::Platform;
+use crate::present::{fleet, fleet_commands, fleet_json};
+use crate::results::atomic::write_bytes;
+use crate::results::stream;
+
+const AFTER_HELP: &str = "\
+Examples:
+  shmbench fleet results/fleet-*.csv                  # which nodes are the odd ones out
+  shmbench slurm collect JOB_DIR --out fleet.csv && shmbench fleet fleet.csv --format markdown
+  shmbench fleet fleet.csv --format slurm > drain.sh  # the drain commands, printed, not run
+  shmbench fleet fleet.csv --format kubernetes        # kubectl cordon, printed, not run
+  shmbench fleet fleet.csv --write-baseline fleet-baseline.json
+  shmbench fleet new-node.csv --baseline fleet-baseline.json   # one new node, judged alone
+
+A row's node is its `node` column (rows of `k8s collect` and `slurm collect`), else its `host`.
+Per cell, each node's medians of img/s, CPU per image and peak /dev/shm (passing runs) are set
+against the median across nodes, in robust spreads (1.4826 x the median absolute deviation of
+the node medians, which the bad nodes cannot widen), and its pass share against the other
+nodes' runs by Fisher's exact test. A node is flagged only beyond both a statistical threshold
+(robust z beyond 3.5, or further as tests grow; p below 0.05 / tests) and a practical one
+(--threshold worse, --outcome-threshold fewer passes). A node with fewer than --min-runs runs of
+a cell, or a cell run by fewer than --min-nodes nodes, is not judged there, and says why.
+--write-baseline keeps the fleet's norms, less the flagged nodes, for --baseline.
+Exit status: 0 no node flagged, 1 a node flagged, 2 bad input. See docs/FLEET.md.";
+
+/// What `--format` names.
+#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+enum Format {
+    Text,
+    Json,
+    #[value(alias = "md")]
+    Markdown,
+    /// `scontrol update ... State=DRAIN` for each flagged node (printed, never run)
+    Slurm,
+    /// `kubectl cordon` for each flagged node (printed, never run)
+    Kubernetes,
+}
+
+#[derive(clap::Args)]
+#[command(after_help = AFTER_HELP)]
+pub(crate) struct Args {
+    /// Results files of the fleet's runs
+    #[arg(required = true)]
+    results: Vec<PathBuf>,
+    /// Judge the nodes against this baseline (written by --write-baseline) instead of each
+    /// other: one node can be judged alone
+    #[arg(long, value_name = "FILE", conflicts_with = "write_baseline")]
+    baseline: Option<PathBuf>,
+    /// Also write the fleet's norms per cell, less the flagged nodes, to FILE (JSON)
+    #[arg(long, value_name = "FILE")]
+    write_baseline: Option<PathBuf>,
+    /// text (a table of nodes), json, markdown (for an issue), slurm or kubernetes (the
+    /// commands that take the flagged nodes out, printed, never run)
+    #[arg(long, value_enum, default_value = "text")]
+    format: Format,
+    /// The least difference of a median that counts (img/s lower; CPU per image or peak
+    /// /dev/shm higher)
+    #[arg(long, default_value = "20%", value_parser = parse_threshold)]
+    threshold: f64,
+    /// The least difference of pass share that counts (points: 20%)
+    #[arg(long, default_value = "20%", value_parser = parse_threshold)]
+    outcome_threshold: f64,
+    /// The runs of a cell a node needs to be judged on it
+    #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u32).range(1..))]
+    min_runs: u32,
+    /// The nodes a cell needs for the fleet's norm
+    #[arg(long, default_value_t = 5, value_parser = clap::value_parser!(u32).range(3..))]
+    min_nodes: u32,
+}
+
+/// The most bytes of a baseline file read (a fleet's thousand cells are a few hundred KB).
+const BASELINE_MAX_BYTES: u64 = 64 << 20;
+
+fn read_baseline(path: &Path) -> Result<Baseline> {
+    let what = || format!("--baseline {}", path.display());
+    let size = std::fs::metadata(path).with_context(what)?.len();
+    if size > BASELINE_MAX_BYTES {
+        bail!("{}: {size} bytes, more than a baseline holds", what());
+    }
+    let bytes = std::fs::read(path).with_context(what)?;
+    let baseline: Baseline = serde_json::from_slice(&bytes).with_context(|| {
+        format!(
+            "{}: not a fleet baseline (give a file `shmbench fleet --write-baseline` wrote)",
+            what()
+        )
+    })?;
+    baseline.checked().with_context(what)
+}
+
+pub(crate) fn run(args: Args) -> Result<ExitCode> {
+    let baseline = args.baseline.as_deref().map(read_baseline).transpose()?;
+    let mut builder = Builder::new();
+    stream::each_prepared(&args.results, Builder::keys(), |keys, row| {
+        builder.add_keyed(keys, row);
+        Ok(())
+    })?;
+    let fleet_rows = builder.finish()?;
+    let thresholds = Thresholds {
+        relative: args.threshold,
+        share: args.outcome_threshold,
+        min_runs: args.min_runs as usize,
+        min_nodes: args.min_nodes as usize,
+        ..Thresholds::default()
+    };
+    let verdict = judge(&fleet_rows, baseline.as_ref(), thresholds);
+    if let Some(path) = &args.write_baseline {
+        let made = Baseline::of(&fleet_rows, &verdict.flagged_nodes(), thresholds.min_runs);
+        let json = serde_json::to_vec_pretty(&made)?;
+        write_bytes(path, &json).with_context(|| format!("--write-baseline {}", path.display()))?;
+        eprintln!(
+            "baseline: {} ({} cell(s) from {} node(s), {} flagged node(s) left out)",
+            path.display(),
+            made.cells.len(),
+            made.nodes.len(),
+            made.left_out.len()
+        );
+    }
+    let text = match args.format {
+        Format::Text => fleet::render_text(&verdict),
+        Format::Json => fleet_json::render(&verdict)?,
+        Format::Markdown => fleet::render_markdown(&verdict),
+        Format::Slurm => fleet_commands::render(&verdict, Platform::Slurm),
+        Format::Kubernetes => fleet_commands::render(&verdict, Platform::Kubernetes),
+    };
+    println!("{}", text.trim_end());
+    Ok(match verdict.flagged() {
+        true => ExitCode::from(1),
+        false => ExitCode::SUCCESS,
+    })
+}

@@ -1,0 +1,139 @@
+//! The commands that take the flagged nodes out of service, printed for a person to read and
+//! run, never run: Slurm's drain (`scontrol update NodeName=N State=DRAIN Reason="shmbench:
+//! ..."`, the prefix by which `shmbench node --slurm-health` and an admin tell shmbench's drains
+//! from others, as NHC prefixes its own) and Kubernetes' cordon (`kubectl cordon N`).
+//!
+//! Node names come from results files, which anyone may have written. Each word is shell-quoted,
+//! and a name is only written into a command when it is one plain node name: a Slurm hostlist
+//! (`gpu[1-64]`, `a,b`) would drain many nodes, a name starting with `-` would be a flag. Any
+//! other name is named in a comment, made inert, and left out.
+
+use results::row_build::shell_words;
+
+use super::fleet::short_words;
+use super::node::REASON_PREFIX;
+use super::terminal::shown;
+use analysis::fleet_judge::{Status, Verdict};
+
+/// The platform whose commands are printed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Platform {
+    Slurm,
+    Kubernetes,
+}
+
+/// The most characters of a drain's reason (Slurm shows it in `sinfo -R`, whose column is
+/// narrow; the table and JSON carry the whole of it).
+const REASON_MAX: usize = 120;
+
+/// Whether `name` is one plain host name: letters, digits, `-`, `_` and `.`, starting and
+/// ending with a letter or digit (for Kubernetes, a DNS subdomain: lower case, no `_`).
+fn plain(name: &str, platform: Platform) -> bool {
+    let bytes = name.as_bytes();
+    let allowed = |b: &u8| match platform {
+        Platform::Slurm => b.is_ascii_alphanumeric() || b"-_.".contains(b),
+        Platform::Kubernetes => b.is_ascii_lowercase() || b.is_ascii_digit() || b"-.".contains(b),
+    };
+    let edge = |b: Option<&u8>| b.is_some_and(|b| b.is_ascii_alphanumeric());
+    (1..=253).contains(&bytes.len())
+        && bytes.iter().all(allowed)
+        && edge(bytes.first())
+        && edge(bytes.last())
+}
+
+/// The drain's reason: shmbench's prefix and the node's first finding, and how many more.
+fn reason(v: &Verdict, node: usize) -> String {
+    let n = &v.nodes[node];
+    let Some(first) = n.findings.first() else {
+        return REASON_PREFIX.to_string();
+    };
+    let mut reason = format!("{REASON_PREFIX} {}", short_words(v, first));
+    if n.findings.len() > 1 {
+        reason += &format!(" (+{} more)", n.findings.len() - 1);
+    }
+    match reason.char_indices().nth(REASON_MAX) {
+        Some((cut, _)) => format!("{}...", &reason[..cut]),
+        None => reason,
+    }
+}
+
+/// A shell script of the commands for the flagged nodes, with comments that say what it is and
+/// how to undo each.
+pub fn render(v: &Verdict, platform: Platform) -> String {
+    let flagged: Vec<usize> = (0..v.nodes.len())
+        .filter(|i| v.nodes[*i].status == Status::Flagged)
+        .collect();
+    let what = match platform {
+        Platform::Slurm => "drain",
+        Platform::Kubernetes => "cordon",
+    };
+    let mut out = vec![format!(
+        "# shmbench fleet: {what} the {} flagged node(s) of {}. Printed, not run: read it, then run it.",
+        flagged.len(),
+        v.nodes.len()
+    )];
+    for i in flagged {
+        let name = &v.nodes[i].node;
+        if !plain(name, platform) {
+            out.push(format!(
+                "# left out: {} is not one plain node name (a hostlist or a flag would act on other nodes)",
+                shown(&format!("{name:?}"))
+            ));
+            continue;
+        }
+        let (command, undo) = match platform {
+            // `Name=` then the quoted value: one shell word, as scontrol's documentation
+            // writes it, and the value alone is what quoting must guard.
+            Platform::Slurm => (
+                format!(
+                    "scontrol update NodeName={} State=DRAIN Reason={}",
+                    shell_words([name]),
+                    shell_words([reason(v, i)])
+                ),
+                format!(
+                    "scontrol update NodeName={} State=RESUME",
+                    shell_words([name])
+                ),
+            ),
+            Platform::Kubernetes => (
+                shell_words(["kubectl", "cordon", name]),
+                shell_words(["kubectl", "uncordon", name]),
+            ),
+        };
+        if platform == Platform::Kubernetes {
+            out.push(format!("# {}", reason(v, i)));
+        }
+        out.push(command);
+        out.push(format!("#   undo: {undo}"));
+    }
+    out.join("\n")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_plain_node_names_make_commands() {
+        for good in ["gpu-17", "node01.cluster", "a", "n_1"] {
+            assert!(plain(good, Platform::Slurm), "{good}");
+        }
+        for bad in [
+            "",
+            "gpu[1-64]",
+            "a,b",
+            "-x",
+            "a b",
+            "a;b",
+            "x\ny",
+            "a$(id)",
+            "node-",
+            "ü",
+        ] {
+            assert!(!plain(bad, Platform::Slurm), "{bad:?}");
+        }
+        assert!(plain("gpu-17.example.com", Platform::Kubernetes));
+        assert!(!plain("GPU-17", Platform::Kubernetes));
+        assert!(!plain("n_1", Platform::Kubernetes));
+    }
+}
