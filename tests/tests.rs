@@ -21,6 +21,7 @@ mod doctor;
 mod doctor_job;
 mod faults;
 mod fidelity_inconclusive;
+mod fleet;
 mod fuzz;
 mod generated_files;
 mod history;

@@ -90,37 +90,45 @@ pub struct Sample {
 }
 
 /// One node's runs of one cell, as the judgement needs them.
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq)]
 pub struct NodeCell {
     pub runs: usize,
     pub passes: usize,
-    /// Per measure of [`Measure::VALUES`]: the median of its values (None: no value).
-    values: [Option<Sample>; 3],
+    /// Per measure of [`Measure::VALUES`]: its values, and their median (None: no value).
+    values: [Vec<f64>; 3],
+    samples: [Option<Sample>; 3],
 }
 
 impl NodeCell {
     fn of(runs: &Runs) -> NodeCell {
-        let sample = |m: Measure| {
-            let values = m.values(runs);
-            median(&values).map(|median| Sample {
+        let values = Measure::VALUES.map(|m| m.values(runs));
+        let samples = [0, 1, 2].map(|i| {
+            median(&values[i]).map(|median| Sample {
                 median,
-                values: values.len(),
+                values: values[i].len(),
             })
-        };
+        });
+        let passes = runs
+            .outcomes()
+            .iter()
+            .filter(|o| o.status.is_pass())
+            .count();
         NodeCell {
             runs: runs.len(),
-            passes: runs
-                .outcomes()
-                .iter()
-                .filter(|o| o.status.is_pass())
-                .count(),
-            values: Measure::VALUES.map(sample),
+            passes,
+            values,
+            samples,
         }
     }
 
     /// The node's median of a value measure (None: the outcome, or no value).
     pub fn value(&self, measure: Measure) -> Option<Sample> {
-        measure.value_index().and_then(|i| self.values[i])
+        measure.value_index().and_then(|i| self.samples[i])
+    }
+
+    /// The node's values of a measure (none for the outcome).
+    pub fn values(&self, measure: Measure) -> &[f64] {
+        measure.value_index().map_or(&[], |i| &self.values[i])
     }
 }
 

@@ -1,10 +1,12 @@
 //! The fleet's verdict on each node: per cell and measure, the node against the norm
 //! ([`super::fleet_norm`]), flagged only beyond both thresholds:
-//! - statistical: for a median, its robust z (distance from the fleet's median in robust
-//!   spreads) beyond 3.5 or beyond the normal quantile of alpha / tests, whichever is further;
-//!   for the outcome, Fisher's exact test of the node's pass share against the other nodes'
-//!   pooled runs (or the baseline's), p below alpha / tests. Tests are every node x cell x
-//!   measure judged (Bonferroni), so a fleet of a hundred nodes is not flagged by chance.
+//! - statistical: for a median, its robust z (its distance from the fleet's median in robust
+//!   spreads) beyond 3.5 or beyond the normal quantile of alpha / tests, whichever is further,
+//!   or, against the fleet's own rows, the rank test of its runs against the other nodes' runs
+//!   at p below alpha / tests; for the outcome, Fisher's exact test of its pass share against
+//!   the other nodes' pooled runs (or the baseline's) at p below alpha / tests. The tests are
+//!   every statistic of every node x cell x measure judged (Bonferroni), so a fleet of a
+//!   hundred nodes is not flagged by chance.
 //! - practical: a median at least `relative` (20%) worse, a pass share at least `share` (20
 //!   points) lower. A difference that is sure but small is nobody's reason to drain a node.
 //!
@@ -14,9 +16,9 @@
 use serde::Serialize;
 
 use super::cell_key::CellKey;
-use super::exact_tests::{fisher_two_sided, normal_upper_quantile};
-use super::fleet::{Fleet, Measure, NodeCell, Sample};
-use super::fleet_norm::{Baseline, CellNorm, Spread};
+use super::exact_tests::{fisher_two_sided, normal_upper_quantile, rank_test_two_sided};
+use super::fleet::{Fleet, Measure, NodeCell};
+use super::fleet_norm::{Baseline, CellNorm};
 use super::stats::OUTLIER_Z;
 
 /// Where a judgement stops.
@@ -88,13 +90,17 @@ pub enum NotJudged {
 #[derive(Clone, Copy, Debug, PartialEq, Serialize)]
 #[serde(tag = "test", rename_all = "snake_case")]
 pub enum Evidence {
-    /// (node median - fleet median) / spread; None when the spread is zero (at least half the
-    /// nodes measured the very same value).
-    RobustZ {
+    /// The node's median against the fleet's: z = (node - fleet) / spread (None when the
+    /// spread is zero: at least half the nodes measured the very same value), over `nodes`
+    /// nodes; and, against the fleet's own rows, the rank test's p of the node's `values` runs
+    /// against the other nodes' `other_values`.
+    Median {
         z: Option<f64>,
         spread: f64,
         nodes: usize,
         values: usize,
+        p: Option<f64>,
+        other_values: usize,
     },
     /// Fisher's exact test, two-sided, of the node's passes against the others'.
     Fisher {
@@ -104,6 +110,16 @@ pub enum Evidence {
         other_runs: u64,
         other_passes: u64,
     },
+}
+
+impl Evidence {
+    /// The statistics it holds (what the Bonferroni count counts).
+    fn statistics(&self) -> usize {
+        match self {
+            Evidence::Median { p, .. } => 1 + usize::from(p.is_some()),
+            Evidence::Fisher { .. } => 1,
+        }
+    }
 }
 
 /// A node worse than the fleet on a measure of a cell, beyond both thresholds.
@@ -176,85 +192,42 @@ impl Verdict {
     }
 }
 
-/// A test ready to be made.
-enum Test {
-    Value {
-        sample: Sample,
-        norm: Spread,
-    },
-    Outcome {
-        node: (usize, usize),
-        others: (u64, u64),
-    },
+/// A measure of a node's cell with its statistics made, before any threshold: its value
+/// against the norm's, how far apart, and the evidence.
+struct Measured {
+    node: f64,
+    fleet: f64,
+    difference: f64,
+    evidence: Evidence,
 }
+
+/// Each measure of each cell a node ran: measured, or why not.
+type Plan = Vec<(usize, Measure, Result<Measured, NotJudged>)>;
 
 /// Judges every node of `fleet` against its own norms, or against `baseline`'s.
 pub fn judge(fleet: &Fleet, baseline: Option<&Baseline>, t: Thresholds) -> Verdict {
-    let norms: Vec<Option<CellNorm>> = match baseline {
-        Some(b) => b.norms_for(fleet),
+    let (against, norms) = match baseline {
+        Some(b) => (Against::Baseline, b.norms_for(fleet)),
         None => {
             let none = vec![false; fleet.nodes.len()];
-            (0..fleet.cells.len())
+            let norms = (0..fleet.cells.len())
                 .map(|c| Some(CellNorm::of(fleet, c, &none, t.min_runs)))
-                .collect()
+                .collect();
+            (Against::Fleet, norms)
         }
     };
-    let against = match baseline {
-        Some(_) => Against::Baseline,
-        None => Against::Fleet,
-    };
-    // Every test first: their number sets the thresholds.
-    let plans: Vec<Vec<(usize, Measure, Result<Test, NotJudged>)>> = (0..fleet.nodes.len())
-        .map(|node| {
-            (0..fleet.cells.len())
-                .filter_map(|cell| fleet.table[cell][node].as_ref().map(|c| (cell, c)))
-                .flat_map(|(cell, c)| {
-                    let norm = norms[cell].as_ref();
-                    Measure::ALL.map(|m| (cell, m, plan(c, norm, m, against, &t)))
-                })
-                .collect()
-        })
+    // Every statistic first: their number sets the thresholds.
+    let plans: Vec<Plan> = (0..fleet.nodes.len())
+        .map(|node| plan(fleet, node, &norms, against, &t))
         .collect();
-    let tests = plans.iter().flatten().filter(|(_, _, p)| p.is_ok()).count();
+    let tests = (plans.iter().flatten())
+        .filter_map(|(_, _, m)| m.as_ref().ok())
+        .map(|m| m.evidence.statistics())
+        .sum::<usize>();
     let p_threshold = t.alpha / tests.max(1) as f64;
     let z_threshold = t.z.max(normal_upper_quantile(p_threshold));
-    let nodes = plans
-        .into_iter()
-        .enumerate()
-        .map(|(node, plan)| {
-            let mut verdict = NodeVerdict {
-                node: fleet.nodes[node].clone(),
-                status: Status::Ok,
-                runs: fleet.ran_by(node).map(|c| c.runs).sum(),
-                cells: fleet.ran_by(node).count(),
-                judged: 0,
-                findings: Vec::new(),
-                not_judged: Vec::new(),
-            };
-            for (cell, measure, test) in plan {
-                match test {
-                    Ok(test) => {
-                        verdict.judged += 1;
-                        let found = make(&test, measure, z_threshold, p_threshold, &t);
-                        verdict
-                            .findings
-                            .extend(found.map(|f| Finding { cell, ..f }));
-                    }
-                    Err(why) => verdict.not_judged.push(Unjudged { cell, measure, why }),
-                }
-            }
-            verdict.findings.sort_by(|a, b| {
-                (b.measure == Measure::Outcome)
-                    .cmp(&(a.measure == Measure::Outcome))
-                    .then(b.difference.abs().total_cmp(&a.difference.abs()))
-            });
-            verdict.status = match (verdict.findings.is_empty(), verdict.judged) {
-                (false, _) => Status::Flagged,
-                (true, 0) => Status::NotJudged,
-                (true, _) => Status::Ok,
-            };
-            verdict
-        })
+    let nodes = (plans.into_iter().enumerate())
+        .map(|(node, plan)| node_verdict(fleet, node, plan, z_threshold, p_threshold, &t))
         .collect();
     Verdict {
         against,
@@ -270,44 +243,107 @@ pub fn judge(fleet: &Fleet, baseline: Option<&Baseline>, t: Thresholds) -> Verdi
     }
 }
 
-/// The test of one measure of a node's cell, or why there is none.
+/// Every measure of every cell `node` ran, measured against the norm.
 fn plan(
-    c: &NodeCell,
-    norm: Option<&CellNorm>,
-    measure: Measure,
+    fleet: &Fleet,
+    node: usize,
+    norms: &[Option<CellNorm>],
     against: Against,
     t: &Thresholds,
-) -> Result<Test, NotJudged> {
-    let norm = norm.ok_or(NotJudged::NotInBaseline)?;
-    let need = t.min_runs;
-    if measure == Measure::Outcome {
-        if c.runs < need {
-            return Err(NotJudged::TooFewRuns { runs: c.runs, need });
-        }
-        if norm.nodes < t.min_nodes {
-            let need = t.min_nodes;
-            return Err(NotJudged::TooFewNodes {
-                nodes: norm.nodes,
-                need,
-            });
-        }
-        // Against the fleet, the others are the pool less this node (counted in it, since it
-        // has enough runs); a baseline's pool is others already.
-        let others = match against {
-            Against::Fleet => (norm.runs - c.runs as u64, norm.passes - c.passes as u64),
-            Against::Baseline => (norm.runs, norm.passes),
+) -> Plan {
+    let mut plan = Vec::new();
+    for (cell, row) in fleet.table.iter().enumerate() {
+        let Some(c) = &row[node] else {
+            continue;
         };
-        if others.0 < need as u64 {
-            return Err(NotJudged::TooFewOtherRuns {
-                runs: others.0,
-                need,
+        let norm = norms[cell].as_ref().ok_or(NotJudged::NotInBaseline);
+        for m in Measure::ALL {
+            let measured = norm.and_then(|norm| match m {
+                Measure::Outcome => outcome(c, norm, against, t),
+                _ => {
+                    // Against the fleet's own rows, the others' runs are at hand.
+                    let others = match against {
+                        Against::Fleet => others_values(fleet, cell, node, m),
+                        Against::Baseline => Vec::new(),
+                    };
+                    median(c, norm, m, &others, t)
+                }
             });
+            plan.push((cell, m, measured));
         }
-        return Ok(Test::Outcome {
-            node: (c.runs, c.passes),
-            others,
-        });
     }
+    plan
+}
+
+/// A node's verdict from its measures: the findings beyond both thresholds (outcomes first,
+/// then the largest differences), and what was not judged.
+fn node_verdict(
+    fleet: &Fleet,
+    node: usize,
+    plan: Plan,
+    z_at: f64,
+    p_at: f64,
+    t: &Thresholds,
+) -> NodeVerdict {
+    let mut verdict = NodeVerdict {
+        node: fleet.nodes[node].clone(),
+        status: Status::Ok,
+        runs: fleet.ran_by(node).map(|c| c.runs).sum(),
+        cells: fleet.ran_by(node).count(),
+        judged: 0,
+        findings: Vec::new(),
+        not_judged: Vec::new(),
+    };
+    for (cell, measure, measured) in plan {
+        match measured {
+            Ok(m) => {
+                verdict.judged += 1;
+                if beyond(&m, measure, z_at, p_at, t) {
+                    verdict.findings.push(Finding {
+                        cell,
+                        measure,
+                        node: m.node,
+                        fleet: m.fleet,
+                        difference: m.difference,
+                        evidence: m.evidence,
+                    });
+                }
+            }
+            Err(why) => verdict.not_judged.push(Unjudged { cell, measure, why }),
+        }
+    }
+    verdict.findings.sort_by(|a, b| {
+        (b.measure == Measure::Outcome)
+            .cmp(&(a.measure == Measure::Outcome))
+            .then(b.difference.abs().total_cmp(&a.difference.abs()))
+    });
+    verdict.status = match (verdict.findings.is_empty(), verdict.judged) {
+        (false, _) => Status::Flagged,
+        (true, 0) => Status::NotJudged,
+        (true, _) => Status::Ok,
+    };
+    verdict
+}
+
+/// The values of `measure` that the nodes other than `node` measured in `cell`: what the rank
+/// test sets a node's runs against.
+fn others_values(fleet: &Fleet, cell: usize, node: usize, measure: Measure) -> Vec<f64> {
+    fleet
+        .ran(cell)
+        .filter(|(n, _)| *n != node)
+        .flat_map(|(_, c)| c.values(measure).iter().copied())
+        .collect()
+}
+
+/// A node's median of a value measure against the norm's (and its runs against `others`').
+fn median(
+    c: &NodeCell,
+    norm: &CellNorm,
+    measure: Measure,
+    others: &[f64],
+    t: &Thresholds,
+) -> Result<Measured, NotJudged> {
+    let need = t.min_runs;
     let values = c.value(measure).map_or(0, |s| s.values);
     let sample = c
         .value(measure)
@@ -315,67 +351,93 @@ fn plan(
         .ok_or(NotJudged::TooFewRuns { runs: values, need })?;
     let spread = norm.spread(measure).copied();
     let nodes = spread.map_or(0, |s| s.nodes);
-    let spread = spread
+    let norm = spread
         .filter(|s| s.nodes >= t.min_nodes)
         .ok_or(NotJudged::TooFewNodes {
             nodes,
             need: t.min_nodes,
         })?;
-    if spread.median <= 0.0 {
+    if norm.median <= 0.0 {
         return Err(NotJudged::FleetZero);
     }
-    Ok(Test::Value {
-        sample,
-        norm: spread,
+    let p = (!others.is_empty()).then(|| rank_test_two_sided(c.values(measure), others));
+    Ok(Measured {
+        node: sample.median,
+        fleet: norm.median,
+        difference: sample.median / norm.median - 1.0,
+        evidence: Evidence::Median {
+            z: (norm.spread > 0.0).then(|| (sample.median - norm.median) / norm.spread),
+            spread: norm.spread,
+            nodes: norm.nodes,
+            values: sample.values,
+            p,
+            other_values: others.len(),
+        },
     })
 }
 
-/// The test made: a finding (its cell set by the caller) when beyond both thresholds.
-fn make(test: &Test, measure: Measure, z_at: f64, p_at: f64, t: &Thresholds) -> Option<Finding> {
-    match *test {
-        Test::Value { sample, norm } => {
-            let difference = sample.median / norm.median - 1.0;
-            let z = (norm.spread > 0.0).then(|| (sample.median - norm.median) / norm.spread);
+/// A node's pass share in a cell against the others' pooled runs (or the baseline's).
+fn outcome(
+    c: &NodeCell,
+    norm: &CellNorm,
+    against: Against,
+    t: &Thresholds,
+) -> Result<Measured, NotJudged> {
+    let need = t.min_runs;
+    if c.runs < need {
+        return Err(NotJudged::TooFewRuns { runs: c.runs, need });
+    }
+    if norm.nodes < t.min_nodes {
+        let (nodes, need) = (norm.nodes, t.min_nodes);
+        return Err(NotJudged::TooFewNodes { nodes, need });
+    }
+    // Against the fleet, the others are the pool less this node (counted in it, since it has
+    // enough runs); a baseline's pool is others already.
+    let (other_runs, other_passes) = match against {
+        Against::Fleet => (norm.runs - c.runs as u64, norm.passes - c.passes as u64),
+        Against::Baseline => (norm.runs, norm.passes),
+    };
+    if other_runs < need as u64 {
+        let runs = other_runs;
+        return Err(NotJudged::TooFewOtherRuns { runs, need });
+    }
+    let (runs, passes) = (c.runs as u64, c.passes as u64);
+    let share = passes as f64 / runs as f64;
+    let other_share = other_passes as f64 / other_runs as f64;
+    let p = fisher_two_sided(
+        passes,
+        runs - passes,
+        other_passes,
+        other_runs - other_passes,
+    );
+    Ok(Measured {
+        node: share,
+        fleet: other_share,
+        difference: share - other_share,
+        evidence: Evidence::Fisher {
+            p,
+            runs: c.runs,
+            passes: c.passes,
+            other_runs,
+            other_passes,
+        },
+    })
+}
+
+/// Whether a measured difference is a finding: on the worse side, beyond the statistical
+/// threshold (by any of its statistics) and the practical one.
+fn beyond(m: &Measured, measure: Measure, z_at: f64, p_at: f64, t: &Thresholds) -> bool {
+    match m.evidence {
+        Evidence::Median { z, p, .. } => {
             let worse = match measure.higher_is_worse() {
-                true => difference > 0.0,
-                false => difference < 0.0,
+                true => m.difference > 0.0,
+                false => m.difference < 0.0,
             };
             // A zero spread: at least half the nodes agree exactly, so any difference is sure.
-            let sure = z.map_or(difference != 0.0, |z| z.abs() >= z_at);
-            (worse && sure && difference.abs() >= t.relative).then_some(Finding {
-                cell: 0,
-                measure,
-                node: sample.median,
-                fleet: norm.median,
-                difference,
-                evidence: Evidence::RobustZ {
-                    z,
-                    spread: norm.spread,
-                    nodes: norm.nodes,
-                    values: sample.values,
-                },
-            })
+            let by_z = z.map_or(m.difference != 0.0, |z| z.abs() >= z_at);
+            let by_rank = p.is_some_and(|p| p <= p_at);
+            worse && (by_z || by_rank) && m.difference.abs() >= t.relative
         }
-        Test::Outcome { node, others } => {
-            let (runs, passes) = (node.0 as u64, node.1 as u64);
-            let share = passes as f64 / runs as f64;
-            let other_share = others.1 as f64 / others.0 as f64;
-            let p = fisher_two_sided(passes, runs - passes, others.1, others.0 - others.1);
-            let difference = share - other_share;
-            (difference <= -t.share && p <= p_at).then_some(Finding {
-                cell: 0,
-                measure,
-                node: share,
-                fleet: other_share,
-                difference,
-                evidence: Evidence::Fisher {
-                    p,
-                    runs: node.0,
-                    passes: node.1,
-                    other_runs: others.0,
-                    other_passes: others.1,
-                },
-            })
-        }
+        Evidence::Fisher { p, .. } => m.difference <= -t.share && p <= p_at,
     }
 }

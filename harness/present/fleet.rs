@@ -81,20 +81,31 @@ pub fn finding_words(v: &Verdict, f: &Finding, name: Namer) -> String {
             other_runs,
             other_passes,
         } => format!(
-            "{cell}: passes {passes} of {runs} against {other_passes} of {other_runs} on {} ({size}; Fisher p = {p:.1e}, below {:.1e})",
-            others(v),
+            "{cell}: passes {passes} of {runs} against {other_passes} of {other_runs} {} ({size}; Fisher p = {p:.1e}, below {:.1e})",
+            match v.against {
+                Against::Fleet => "on the other nodes",
+                Against::Baseline => "in the baseline",
+            },
             v.p_threshold
         ),
-        Evidence::RobustZ { z, .. } => {
-            let test = match z {
-                Some(z) => format!("robust z {z:+.1}, beyond {:.1}", v.z_threshold),
-                None => "the other nodes agree exactly".to_string(),
-            };
+        Evidence::Median { z, p, .. } => {
+            let mut tests = vec![match z {
+                Some(z) if z.abs() >= v.z_threshold => {
+                    format!("robust z {z:+.1}, beyond {:.1}", v.z_threshold)
+                }
+                Some(z) => format!("robust z {z:+.1}, within {:.1}", v.z_threshold),
+                None => "the other nodes' medians agree exactly".to_string(),
+            }];
+            if let Some(p) = p {
+                let side = if p <= v.p_threshold { "below" } else { "above" };
+                tests.push(format!("rank test p = {p:.1e}, {side} {:.1e}", v.p_threshold));
+            }
             format!(
-                "{cell}: {} {} against {} ({size}; {test})",
+                "{cell}: {} {} against {} ({size}; {})",
                 measure_words(f.measure),
                 value(f.measure, f.node),
                 value(f.measure, f.fleet),
+                tests.join("; ")
             )
         }
     }
@@ -211,15 +222,14 @@ pub fn summary(v: &Verdict) -> String {
 
 /// How the verdict was reached, with this fleet's thresholds.
 pub fn method(v: &Verdict) -> String {
-    let t = &v.thresholds;
+    let (t, p) = (&v.thresholds, v.p_threshold);
     format!(
-        "Flagged only beyond both a statistical threshold and a practical one. Statistical: a node's median of a cell's img/s, CPU per image or peak /dev/shm at a robust z beyond {:.2} ({} or the normal quantile of alpha {} / {} tests, whichever is further; z in spreads of 1.4826 x the median absolute deviation of the node medians, so the bad nodes do not widen it); its pass share by Fisher's exact test against {} at p below {:.1e}. Practical: a median {:.0}% worse (only the worse side: fewer img/s, more CPU per image, more /dev/shm), a pass share {:.0} points lower. A node is judged on a cell with at least {} runs, and a cell with at least {} nodes.",
+        "Flagged only beyond both a statistical threshold and a practical one. Statistical: a node's median of a cell's img/s, CPU per image or peak /dev/shm at a robust z beyond {:.2} ({} or the normal quantile of alpha {} / {} tests, whichever is further; z in spreads of 1.4826 x the median absolute deviation of the node medians, so the bad nodes do not widen it), or its runs against the other nodes' by the rank test at p below {p:.1e} (against the fleet's own rows); its pass share by Fisher's exact test against {} at p below {p:.1e}. Practical: a median {:.0}% worse (only the worse side: fewer img/s, more CPU per image, more /dev/shm), a pass share {:.0} points lower. A node is judged on a cell with at least {} runs, and a cell with at least {} nodes.",
         v.z_threshold,
         t.z,
         t.alpha,
         v.tests,
         others(v),
-        v.p_threshold,
         100.0 * t.relative,
         100.0 * t.share,
         t.min_runs,

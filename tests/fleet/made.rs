@@ -1,0 +1,1 @@
+//! A fleet made here (placeholder).
