@@ -13,7 +13,8 @@ use crate::common;
 
 use common::*;
 use shmbench::analysis::fleet::{Builder, Measure};
-use shmbench::analysis::fleet_judge::{judge, Status, Thresholds, Verdict};
+use shmbench::analysis::fleet_judge::judge;
+use shmbench::analysis::fleet_verdict::{Status, Thresholds, Verdict};
 use shmbench::model::record::Status as RunStatus;
 use shmbench::results::Row;
 

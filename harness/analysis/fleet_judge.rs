@@ -10,187 +10,19 @@
 //! - practical: a median at least `relative` (20%) worse, a pass share at least `share` (20
 //!   points) lower. A difference that is sure but small is nobody's reason to drain a node.
 //!
+//! The rank test is exact up to 30 values pooled and the normal approximation beyond
+//! (`exact_tests`), which is conservative in the far tail: in a fleet of a hundred nodes the
+//! robust z is what finds a node, the rank test what finds one among few.
+//!
 //! Only the worse side is flagged. A node with too few runs of a cell, or in a cell with too
 //! few nodes to know the norm, is not judged there, and the reason is kept.
 
-use serde::Serialize;
-
-use super::cell_key::CellKey;
 use super::exact_tests::{fisher_two_sided, normal_upper_quantile, rank_test_two_sided};
 use super::fleet::{Fleet, Measure, NodeCell};
 use super::fleet_norm::{Baseline, CellNorm};
-use super::stats::OUTLIER_Z;
-
-/// Where a judgement stops.
-#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
-pub struct Thresholds {
-    /// The family-wise level: each test's p must be below alpha / tests.
-    pub alpha: f64,
-    /// The least |robust z| that counts, however few the tests (Iglewicz and Hoaglin's 3.5).
-    pub z: f64,
-    /// The least relative difference of a median (img/s, CPU per image, peak /dev/shm).
-    pub relative: f64,
-    /// The least difference of pass share (a fraction of runs).
-    pub share: f64,
-    /// Runs of a cell a node needs to be judged there (and values of a measure).
-    pub min_runs: usize,
-    /// Nodes a cell's norm needs.
-    pub min_nodes: usize,
-}
-
-impl Default for Thresholds {
-    fn default() -> Thresholds {
-        Thresholds {
-            alpha: 0.05,
-            z: OUTLIER_Z,
-            relative: 0.2,
-            share: 0.2,
-            min_runs: 3,
-            min_nodes: 5,
-        }
-    }
-}
-
-/// What the nodes were judged against.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Against {
-    /// The fleet of these rows: the other nodes.
-    Fleet,
-    /// A baseline file's norms.
-    Baseline,
-}
-
-/// A node's verdict.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Status {
-    Ok,
-    Flagged,
-    NotJudged,
-}
-
-/// Why a node was not judged on a measure of a cell.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize)]
-#[serde(tag = "code", rename_all = "snake_case")]
-pub enum NotJudged {
-    /// The node ran the cell (or measured the value) fewer times than judging needs.
-    TooFewRuns { runs: usize, need: usize },
-    /// Too few nodes ran the cell (or measured the value) often enough for a norm.
-    TooFewNodes { nodes: usize, need: usize },
-    /// The other nodes (or the baseline) hold too few runs of the cell.
-    TooFewOtherRuns { runs: u64, need: usize },
-    /// The baseline has no such cell.
-    NotInBaseline,
-    /// The fleet's median is zero (nothing used /dev/shm): no relative difference.
-    FleetZero,
-}
-
-/// The test behind a finding, with its numbers.
-#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
-#[serde(tag = "test", rename_all = "snake_case")]
-pub enum Evidence {
-    /// The node's median against the fleet's: z = (node - fleet) / spread (None when the
-    /// spread is zero: at least half the nodes measured the very same value), over `nodes`
-    /// nodes; and, against the fleet's own rows, the rank test's p of the node's `values` runs
-    /// against the other nodes' `other_values`.
-    Median {
-        z: Option<f64>,
-        spread: f64,
-        nodes: usize,
-        values: usize,
-        p: Option<f64>,
-        other_values: usize,
-    },
-    /// Fisher's exact test, two-sided, of the node's passes against the others'.
-    Fisher {
-        p: f64,
-        runs: usize,
-        passes: usize,
-        other_runs: u64,
-        other_passes: u64,
-    },
-}
-
-impl Evidence {
-    /// The statistics it holds (what the Bonferroni count counts).
-    fn statistics(&self) -> usize {
-        match self {
-            Evidence::Median { p, .. } => 1 + usize::from(p.is_some()),
-            Evidence::Fisher { .. } => 1,
-        }
-    }
-}
-
-/// A node worse than the fleet on a measure of a cell, beyond both thresholds.
-#[derive(Clone, Debug, PartialEq, Serialize)]
-pub struct Finding {
-    /// The cell, an index into [`Verdict::cells`].
-    pub cell: usize,
-    pub measure: Measure,
-    /// The node's median and the fleet's (the outcome: the node's pass share and the others').
-    pub node: f64,
-    pub fleet: f64,
-    /// node / fleet - 1 (the outcome: the node's share - the others', a fraction of runs).
-    pub difference: f64,
-    pub evidence: Evidence,
-}
-
-/// A measure of a cell the node was not judged on, and why.
-#[derive(Clone, Debug, PartialEq, Serialize)]
-pub struct Unjudged {
-    pub cell: usize,
-    pub measure: Measure,
-    pub why: NotJudged,
-}
-
-/// One node's verdict.
-#[derive(Clone, Debug, PartialEq, Serialize)]
-pub struct NodeVerdict {
-    pub node: String,
-    pub status: Status,
-    /// Its runs, and the cells they are of.
-    pub runs: usize,
-    pub cells: usize,
-    /// The measures of cells it was judged on.
-    pub judged: usize,
-    /// Outcomes first, then the largest differences first.
-    pub findings: Vec<Finding>,
-    pub not_judged: Vec<Unjudged>,
-}
-
-/// The fleet's verdict on every node.
-#[derive(Clone, Debug, Serialize)]
-pub struct Verdict {
-    pub against: Against,
-    pub thresholds: Thresholds,
-    /// Tests made (node x cell x measure judged), and the thresholds they set.
-    pub tests: usize,
-    pub p_threshold: f64,
-    pub z_threshold: f64,
-    /// The cells (`present::cell_key` writes them) and their norms (None: not in the baseline).
-    #[serde(skip)]
-    pub cells: Vec<CellKey>,
-    pub norms: Vec<Option<CellNorm>>,
-    pub nodes: Vec<NodeVerdict>,
-    pub rows: usize,
-    pub nameless_rows: usize,
-}
-
-impl Verdict {
-    /// Whether any node is flagged.
-    pub fn flagged(&self) -> bool {
-        self.nodes.iter().any(|n| n.status == Status::Flagged)
-    }
-
-    /// Per node, whether it is flagged (what a baseline leaves out).
-    pub fn flagged_nodes(&self) -> Vec<bool> {
-        self.nodes
-            .iter()
-            .map(|n| n.status == Status::Flagged)
-            .collect()
-    }
-}
+use super::fleet_verdict::{
+    Against, Evidence, Finding, NodeVerdict, NotJudged, Status, Thresholds, Unjudged, Verdict,
+};
 
 /// A measure of a node's cell with its statistics made, before any threshold: its value
 /// against the norm's, how far apart, and the evidence.

@@ -12,6 +12,7 @@ pub mod fidelity;
 pub mod fleet;
 pub mod fleet_judge;
 pub mod fleet_norm;
+pub mod fleet_verdict;
 pub mod history;
 mod order_stats;
 pub mod outcomes;

@@ -8,8 +8,9 @@ use anyhow::{bail, Context, Result};
 
 use super::compare::parse_threshold;
 use crate::analysis::fleet::Builder;
-use crate::analysis::fleet_judge::{judge, Thresholds};
+use crate::analysis::fleet_judge::judge;
 use crate::analysis::fleet_norm::Baseline;
+use crate::analysis::fleet_verdict::Thresholds;
 use crate::present::fleet_commands::Platform;
 use crate::present::{fleet, fleet_commands, fleet_json};
 use crate::results::atomic::write_bytes;

@@ -5,7 +5,7 @@
 //! are code spans (no link, mention or HTML can come of them).
 
 use analysis::fleet::Measure;
-use analysis::fleet_judge::{
+use analysis::fleet_verdict::{
     Against, Evidence, Finding, NodeVerdict, NotJudged, Status, Unjudged, Verdict,
 };
 use model::size::ByteSize;

@@ -13,7 +13,7 @@ use results::row_build::shell_words;
 use super::fleet::short_words;
 use super::node::REASON_PREFIX;
 use super::terminal::shown;
-use analysis::fleet_judge::{Status, Verdict};
+use analysis::fleet_verdict::{Status, Verdict};
 
 /// The platform whose commands are printed.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

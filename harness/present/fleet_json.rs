@@ -10,7 +10,7 @@ use super::fleet::{
     cell_name, counts, finding_words, measure_words, method, not_judged_words, reasons,
     status_words, summary,
 };
-use analysis::fleet_judge::Verdict;
+use analysis::fleet_verdict::Verdict;
 
 /// The verdict, every node with its findings and the cells' norms.
 pub fn render(v: &Verdict) -> serde_json::Result<String> {

@@ -1,0 +1,97 @@
+//! Criterion benches of `shmbench fleet` at a fleet's scale: 100 nodes x the seed matrix (its 5
+//! cells) x 5 repeats, 2,500 rows made in memory from the committed seed fixture (img/s and CPU
+//! per image jittered per node and run; one node slow, one crashing). `judge` is the analysis
+//! and the table from rows in memory; `command` is what the command does, from a results file:
+//! read on every core, judged, rendered. The target is under 2 s for the command.
+
+use std::path::Path;
+
+use criterion::{criterion_group, criterion_main, Criterion, Throughput};
+
+use shmbench::analysis::fleet::Builder;
+use shmbench::analysis::fleet_judge::judge;
+use shmbench::analysis::fleet_verdict::Thresholds;
+use shmbench::model::record::Status;
+use shmbench::present::fleet::render_text;
+use shmbench::results::csv::{self, ResultsFile};
+use shmbench::results::{stream, Row};
+
+const NODES: usize = 100;
+const REPEATS: usize = 5;
+
+/// A value in [-1, 1] fixed by its inputs (splitmix64).
+fn wobble(a: usize, b: usize) -> f64 {
+    let mut h = (a as u64) << 32 | b as u64;
+    h = (h ^ (h >> 30)).wrapping_mul(0xbf58476d1ce4e5b9);
+    h = (h ^ (h >> 27)).wrapping_mul(0x94d049bb133111eb);
+    ((h ^ (h >> 31)) % 2001) as f64 / 1000.0 - 1.0
+}
+
+/// The fleet's rows: every seed cell on every node, `REPEATS` times.
+fn fleet_rows() -> Vec<Row> {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/seed.csv");
+    let cells = csv::read(&path).unwrap();
+    let mut rows = Vec::with_capacity(NODES * cells.len() * REPEATS);
+    for node in 0..NODES {
+        for repeat in 0..REPEATS {
+            for (c, template) in cells.iter().enumerate() {
+                let mut r = template.clone();
+                (r.host, r.repeat, r.steps_file) = (format!("gpu-{node}"), repeat as u32 + 1, None);
+                let scale = match node {
+                    17 => 0.6,
+                    _ => 1.0 + 0.05 * wobble(node, repeat * 8 + c),
+                };
+                r.img_per_s = r.img_per_s.map(|x| x * scale);
+                r.cpu_ms_per_img = Some(2.0 * (1.0 + 0.03 * wobble(node + 1000, repeat * 8 + c)));
+                if node == 42 {
+                    (r.status, r.crash_step, r.img_per_s) = (Status::Sigbus, Some(3), None);
+                }
+                rows.push(r);
+            }
+        }
+    }
+    rows
+}
+
+fn fleet(c: &mut Criterion) {
+    let rows = fleet_rows();
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("fleet.csv");
+    ResultsFile::create(&path)
+        .unwrap()
+        .replace(rows.clone())
+        .unwrap();
+    let mut group = c.benchmark_group("fleet");
+    group.throughput(Throughput::Elements(rows.len() as u64));
+    group.sample_size(10);
+    group.bench_function("judge", |b| {
+        b.iter(|| {
+            let mut builder = Builder::new();
+            rows.iter().for_each(|r| builder.add(r));
+            let verdict = judge(&builder.finish().unwrap(), None, Thresholds::default());
+            assert!(verdict.flagged());
+            render_text(&verdict)
+        })
+    });
+    group.bench_function("command", |b| {
+        b.iter(|| {
+            let mut builder = Builder::new();
+            stream::each_prepared(std::slice::from_ref(&path), Builder::keys(), |k, r| {
+                builder.add_keyed(k, r);
+                Ok(())
+            })
+            .unwrap();
+            let verdict = judge(&builder.finish().unwrap(), None, Thresholds::default());
+            let flagged: Vec<&str> = (verdict.nodes.iter())
+                .filter(|n| !n.findings.is_empty())
+                .map(|n| n.node.as_str())
+                .collect();
+            assert_eq!(flagged, ["gpu-17", "gpu-42"]);
+            render_text(&verdict)
+        })
+    });
+    group.finish();
+}
+
+criterion_group!(benches, fleet);
+criterion_main!(benches);
