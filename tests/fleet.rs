@@ -1,9 +1,11 @@
 //! `shmbench fleet` on fleets made of constructed rows (a cell's runs per node with chosen img/s,
 //! CPU per image or crashes): who is flagged and why, who is not judged and why, the baseline
 //! written and read, the outputs (text, JSON, Markdown, the drain and cordon commands) with node
-//! names a results file may hold, and bad input. `made` runs a fleet of real nodes.
+//! names a results file may hold, and bad input. `made` runs a fleet of real nodes; `outputs`
+//! holds each output's snapshot.
 
 mod made;
+mod outputs;
 
 use std::path::{Path, PathBuf};
 
@@ -220,7 +222,7 @@ fn too_few_runs_or_nodes_are_not_judged_and_say_why() {
     assert_eq!(code, Some(0), "{text}");
     let line = text.lines().find(|l| l.starts_with("gpu-new")).unwrap();
     assert!(
-        line.contains("not judged: 2 run(s) of a cell (3 needed: --repeat 3)"),
+        line.contains("not judged  2 run(s) of a cell (3 needed: --repeat 3)"),
         "{text}"
     );
     // Three nodes are too few to know the fleet's spread: nobody is judged.

@@ -155,12 +155,16 @@ fn worth_saying(u: &Unjudged) -> bool {
     !matches!(u.why, NotJudged::TooFewRuns { runs: 0, .. }) || u.measure == Measure::Outcome
 }
 
-/// The distinct reasons a node was not judged on what it was not judged on.
+/// The distinct reasons a node was not judged on what it was not judged on: those of its pass
+/// shares where there are any (every run counts there, so they say why its values were not
+/// judged either), else those of its values worth saying.
 fn unjudged_summary(n: &NodeVerdict) -> String {
-    let mut words: Vec<String> = n
-        .not_judged
-        .iter()
-        .filter(|u| worth_saying(u))
+    let outcomes = n.not_judged.iter().any(|u| u.measure == Measure::Outcome);
+    let mut words: Vec<String> = (n.not_judged.iter())
+        .filter(|u| match outcomes {
+            true => u.measure == Measure::Outcome,
+            false => worth_saying(u),
+        })
         .map(|u| not_judged_words(u.measure, &u.why))
         .collect();
     words.sort();
@@ -176,7 +180,7 @@ pub fn reasons(v: &Verdict, n: &NodeVerdict, name: Namer) -> Vec<String> {
             .iter()
             .map(|f| finding_words(v, f, name))
             .collect(),
-        Status::NotJudged => vec![format!("not judged: {}", unjudged_summary(n))],
+        Status::NotJudged => vec![unjudged_summary(n)],
         Status::Ok => {
             let mut line = format!(
                 "within the thresholds on {} measure(s) of {} cell(s)",

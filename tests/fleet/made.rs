@@ -212,7 +212,11 @@ fn trial(group: &CpuGroup) -> Vec<String> {
     nodes.push(("leftover".into(), Kind::Leftover));
     let files = run_fleet(&dir, &nodes, group);
     let of = |range: &[usize]| -> Vec<&PathBuf> { range.iter().flat_map(|i| &files[*i]).collect() };
-    let bad_fleet = judged(&of(&[0, 1, 2, 3, 4, 5, 8, 9]));
+    let bad_files = of(&[0, 1, 2, 3, 4, 5, 8, 9]);
+    let bad_fleet = judged(&bad_files);
+    // The table as a person sees it, on the test's output (`--nocapture`).
+    let paths: Vec<&str> = bad_files.iter().map(|p| p.to_str().unwrap()).collect();
+    let table = fleet(&paths).1;
     let good_fleet = judged(&of(&[0, 1, 2, 3, 4, 5, 6, 7]));
     let mut wrong = Vec::new();
     let throttled = node(&bad_fleet, "throttled");
@@ -236,7 +240,7 @@ fn trial(group: &CpuGroup) -> Vec<String> {
     let _ = std::io::Write::write_all(
         &mut std::io::stderr(),
         format!(
-            "made fleet: {}\n  throttled: {}\n  leftover: {}\ngood fleet: {}\n",
+            "{table}made fleet: {}\n  throttled: {}\n  leftover: {}\ngood fleet: {}\n",
             bad_fleet["summary"], throttled["reason"], leftover["reason"], good_fleet["summary"]
         )
         .as_bytes(),
