@@ -19,7 +19,7 @@ use crate::results::stream;
 const AFTER_HELP: &str = "\
 Examples:
   shmbench fleet results/fleet-*.csv                  # which nodes are the odd ones out
-  shmbench slurm collect JOB_DIR --out fleet.csv && shmbench fleet fleet.csv --format markdown
+  shmbench slurm collect 4242 --out fleet.csv && shmbench fleet fleet.csv --format markdown
   shmbench fleet fleet.csv --format slurm > drain.sh  # the drain commands, printed, not run
   shmbench fleet fleet.csv --format kubernetes        # kubectl cordon, printed, not run
   shmbench fleet fleet.csv --write-baseline fleet-baseline.json
@@ -30,8 +30,9 @@ Per cell, each node's medians of img/s, CPU per image and peak /dev/shm (passing
 against the median across nodes, in robust spreads (1.4826 x the median absolute deviation of
 the node medians, which the bad nodes cannot widen), and its pass share against the other
 nodes' runs by Fisher's exact test. A node is flagged only beyond both a statistical threshold
-(robust z beyond 3.5, or further as tests grow; p below 0.05 / tests) and a practical one
-(--threshold worse, --outcome-threshold fewer passes). A node with fewer than --min-runs runs of
+(robust z beyond 3.5, or further as tests grow, or its runs below the others' by the rank test;
+every p below 0.05 / tests) and a practical one (--threshold worse, --outcome-threshold fewer
+passes). A node with fewer than --min-runs runs of
 a cell, or a cell run by fewer than --min-nodes nodes, is not judged there, and says why.
 --write-baseline keeps the fleet's norms, less the flagged nodes, for --baseline.
 Exit status: 0 no node flagged, 1 a node flagged, 2 bad input. See docs/FLEET.md.";
