@@ -1,10 +1,9 @@
 //! `shmbench fleet` on fleets made of constructed rows (a cell's runs per node with chosen img/s,
 //! CPU per image or crashes): who is flagged and why, who is not judged and why, the baseline
 //! written and read, the outputs (text, JSON, Markdown, the drain and cordon commands) with node
-//! names a results file may hold, and bad input. `made` runs a fleet of real nodes; `outputs`
-//! holds each output's snapshot.
+//! names a results file may hold, and bad input; `outputs` holds each output's snapshot. A fleet
+//! of real nodes is `fleet_made`'s.
 
-mod made;
 mod outputs;
 
 use std::path::{Path, PathBuf};

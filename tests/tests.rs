@@ -22,6 +22,7 @@ mod doctor_job;
 mod faults;
 mod fidelity_inconclusive;
 mod fleet;
+mod fleet_made;
 mod fuzz;
 mod generated_files;
 mod history;

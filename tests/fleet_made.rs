@@ -1,4 +1,5 @@
-//! `shmbench fleet` on a fleet made here. Ten "nodes", each a UTS and mount namespace of its
+//! `shmbench fleet` on a fleet made here (a module of its own: it takes the machine lock and
+//! root, so `cargo xtask fast` leaves it out while it runs `fleet`'s pure tests). Ten "nodes", each a UTS and mount namespace of its
 //! own: its hostname (the `host` its rows record, as a real node's are) and a private 64 MiB
 //! tmpfs on /dev/shm, where the same tiny cell runs with the host runtime. Two are bad in known
 //! ways: `leftover`'s /dev/shm holds a dead job's 62 MiB file (no process holds it), so its cells
@@ -16,7 +17,6 @@ use std::process::Command;
 
 use serde_json::Value;
 
-use super::fleet;
 use crate::common::*;
 
 const NODE_SHM: &str = "64m";
@@ -182,12 +182,21 @@ fn run_fleet(dir: &Path, nodes: &[(String, Kind)], group: &CpuGroup) -> Vec<Vec<
     files
 }
 
+/// `shmbench fleet ARGS`: its stdout and stderr.
+fn fleet(args: &[&str]) -> (String, String) {
+    let mut full = vec!["fleet"];
+    full.extend(args);
+    let o = shmbench(&full);
+    let text = |b: &[u8]| String::from_utf8_lossy(b).into_owned();
+    (text(&o.stdout), text(&o.stderr))
+}
+
 /// `fleet --format json` over `files`.
 fn judged(files: &[&PathBuf]) -> Value {
     let args: Vec<&str> = files.iter().map(|f| f.to_str().unwrap()).collect();
     let mut full = args.clone();
     full.extend(["--format", "json"]);
-    let (_, out, err) = fleet(&full);
+    let (out, err) = fleet(&full);
     serde_json::from_str(&out).unwrap_or_else(|e| panic!("{e}: {out}{err}"))
 }
 
@@ -216,7 +225,7 @@ fn trial(group: &CpuGroup) -> Vec<String> {
     let bad_fleet = judged(&bad_files);
     // The table as a person sees it, on the test's output (`--nocapture`).
     let paths: Vec<&str> = bad_files.iter().map(|p| p.to_str().unwrap()).collect();
-    let table = fleet(&paths).1;
+    let table = fleet(&paths).0;
     let good_fleet = judged(&of(&[0, 1, 2, 3, 4, 5, 6, 7]));
     let mut wrong = Vec::new();
     let throttled = node(&bad_fleet, "throttled");
