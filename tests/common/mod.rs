@@ -39,9 +39,9 @@ pub const BIN: &str = env!("CARGO_BIN_EXE_shmbench");
 /// Cells are heavy and the leak checks look at machine-wide state: one test at a time.
 static SERIAL: Mutex<()> = Mutex::new(());
 
-pub fn serial() -> MutexGuard<'static, ()> {
+pub fn serial() -> Lane {
     mark();
-    SERIAL.lock().unwrap_or_else(|e| e.into_inner())
+    Lane::take("machine", &SERIAL)
 }
 
 /// The one-node Slurm cluster's tests: one at a time (they share the node's /dev/shm), but beside
@@ -50,9 +50,52 @@ pub fn serial() -> MutexGuard<'static, ()> {
 /// binary's mark, never count a Slurm test's processes or segments as their own.
 static SLURM: Mutex<()> = Mutex::new(());
 
-pub fn slurm_serial() -> MutexGuard<'static, ()> {
+pub fn slurm_serial() -> Lane {
     mark();
-    SLURM.lock().unwrap_or_else(|e| e.into_inner())
+    Lane::take("slurm", &SLURM)
+}
+
+/// A held lane lock. On release it appends how long the test held it to `lanes.tsv` in the
+/// tests' scratch directory (`cargo xtask test` sums the lanes and names the longest holders
+/// after the run: the machine lane is the suite's critical path, so that is where time goes).
+pub struct Lane {
+    _guard: MutexGuard<'static, ()>,
+    lane: &'static str,
+    began: Instant,
+}
+
+impl Lane {
+    fn take(lane: &'static str, lock: &'static Mutex<()>) -> Lane {
+        let guard = lock.lock().unwrap_or_else(|e| e.into_inner());
+        Lane {
+            _guard: guard,
+            lane,
+            began: Instant::now(),
+        }
+    }
+}
+
+impl Drop for Lane {
+    fn drop(&mut self) {
+        let Some(scratch) = std::env::var_os("SHMBENCH_TEST_SCRATCH") else {
+            return;
+        };
+        let test = std::thread::current()
+            .name()
+            .unwrap_or("unnamed")
+            .to_string();
+        let line = format!(
+            "{}\t{:.1}\t{test}\n",
+            self.lane,
+            self.began.elapsed().as_secs_f64()
+        );
+        // One short O_APPEND write per test: whole lines, whatever runs beside it.
+        let _ = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(Path::new(&scratch).join("lanes.tsv"))
+            .and_then(|mut f| std::io::Write::write_all(&mut f, line.as_bytes()));
+    }
 }
 
 /// The owner mark of what the Slurm tests start: this binary's, told apart.
