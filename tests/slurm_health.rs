@@ -134,12 +134,15 @@ fn the_health_check_drains_a_node_with_dead_leftovers_resumes_it_after_the_sweep
         planted: String::new(),
     };
     // The program slurmd runs: shmbench's check, as a site would install it, its words kept.
-    // No --slurm-node: the node's name is the one slurmd gives its health check.
+    // No --slurm-node: the node's name is the one slurmd gives its health check. slurmd runs
+    // it with an environment of its own, so scontrol is told where this cluster's
+    // configuration is (a site's is at Slurm's default path).
     std::fs::write(
         &run,
         format!(
-            "#!/bin/sh\necho \"node=$SLURMD_NODENAME\" >> {log}\nexec {bin} node --slurm-health --dead-older-than 0s >> {log} 2>&1\n",
+            "#!/bin/sh\nexport SLURM_CONF={conf}\necho \"node=$SLURMD_NODENAME\" >> {log}\nexec {bin} node --slurm-health --dead-older-than 0s >> {log} 2>&1\n",
             log = log.display(),
+            conf = dir.join("slurm.conf").display(),
             bin = common::BIN
         ),
     )

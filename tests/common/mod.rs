@@ -44,6 +44,33 @@ pub fn serial() -> Lane {
     Lane::take("machine", &SERIAL)
 }
 
+/// The second machine lane: machine tests that run beside the first, one at a time: each is
+/// self-contained (its cells in tmpfs mounts of their own, nothing timed against the machine's
+/// quiet) and spends its time on one limit (vm.max_map_count's 65k mappings) or waiting (a
+/// bisection's sleeping steps), so the two lanes share the 2 cores instead of queueing. Its
+/// processes carry a mark of their own (`lane_mark`, set for the test's thread: start them
+/// through `command`, `command_in`, `shmbench` or `run_cell`), so each lane's leak checks
+/// judge only their own lane's processes, segments and containers.
+static SECOND: Mutex<()> = Mutex::new(());
+
+pub fn second_serial() -> Lane {
+    let lane = format!("{}-second", mark());
+    LANE_MARK.with(|m| *m.borrow_mut() = Some(lane));
+    Lane::take("second machine", &SECOND)
+}
+
+thread_local! {
+    /// The mark of the lane this test's thread holds, when it is not the machine lane's.
+    static LANE_MARK: std::cell::RefCell<Option<String>> = const { std::cell::RefCell::new(None) };
+}
+
+/// The owner mark this test's processes carry and its leak checks judge: its lane's.
+pub fn lane_mark() -> String {
+    LANE_MARK
+        .with(|m| m.borrow().clone())
+        .unwrap_or_else(|| mark().to_string())
+}
+
 /// The one-node Slurm cluster's tests: one at a time (they share the node's /dev/shm), but beside
 /// the machine tests, since they spend their time waiting on the scheduler. What they start runs
 /// under `beside_mark` (`slurm_command`), so the machine tests' leak checks, which judge only this
@@ -77,6 +104,7 @@ impl Lane {
 
 impl Drop for Lane {
     fn drop(&mut self) {
+        LANE_MARK.with(|m| *m.borrow_mut() = None);
         let Some(scratch) = std::env::var_os("SHMBENCH_TEST_SCRATCH") else {
             return;
         };
@@ -187,9 +215,9 @@ pub fn temp_dir(name: &str) -> Scratch {
 /// there and not in the repository (and the built-in seed scenario is what `matrix` finds).
 /// The directory is kept, for a child that outlives this call; [`output`] removes its own.
 pub fn command() -> Command {
-    mark();
     let mut cmd = Command::new(BIN);
-    cmd.current_dir(temp_dir("cwd").keep());
+    cmd.current_dir(temp_dir("cwd").keep())
+        .env(OWNER_VARIABLE, lane_mark());
     cmd
 }
 
@@ -243,6 +271,7 @@ pub fn run_cell_via(wrapper: &str, args: &str) -> Value {
     let output = match wrapper.split_first() {
         None => shmbench(&full),
         Some((program, rest)) => Command::new(program)
+            .env(OWNER_VARIABLE, lane_mark())
             .args(rest)
             .arg(BIN)
             .args(&full)
@@ -374,8 +403,7 @@ pub fn wait_for_line(reader: &mut impl BufRead, needle: &str) -> Vec<String> {
 
 /// The binary, run from `dir`.
 pub fn command_in(dir: &Path) -> Command {
-    mark();
     let mut cmd = Command::new(BIN);
-    cmd.current_dir(dir);
+    cmd.current_dir(dir).env(OWNER_VARIABLE, lane_mark());
     cmd
 }
