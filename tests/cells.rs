@@ -225,7 +225,7 @@ fn a_main_that_keeps_every_batch_meets_vm_max_map_count_as_enomem() {
     let Some(limit) = max_map_count_within_reach() else {
         return;
     };
-    let _guard = serial();
+    let _guard = second_serial();
     let before = machine_state();
     // Each batch a page of the tmpfs: the limit's worth fits in 1 GiB.
     let r = run_cell(&format!(

@@ -28,7 +28,7 @@ fn min_shm(args: &str) -> (f64, f64) {
 
 #[test]
 fn the_bisected_minimum_matches_the_predicted_peak() {
-    let _guard = serial();
+    let _guard = second_serial();
     let before = machine_state();
     // Small batches; a training step slower than the workers and a Dataset that costs something
     // (300 us per image), as the prediction assumes. Slower even on a busy machine: a worker

@@ -158,8 +158,8 @@ fn a_slow_node_and_a_crashing_node_are_flagged_with_their_reasons() {
         .filter(|l| l.starts_with("scontrol"))
         .collect();
     assert_eq!(drains, [
-        "scontrol update NodeName=gpu-3 State=DRAIN Reason='shmbench: img/s -40% vs fleet in seed-matrix/docker-tuned'",
-        "scontrol update NodeName=gpu-5 State=DRAIN Reason='shmbench: pass share -100 points vs fleet in seed-matrix/docker-tuned'",
+        "scontrol update NodeName=gpu-3 State=DRAIN Reason='shmbench fleet: img/s -40% vs fleet in seed-matrix/docker-tuned'",
+        "scontrol update NodeName=gpu-5 State=DRAIN Reason='shmbench fleet: pass share -100 points vs fleet in seed-matrix/docker-tuned'",
     ], "{slurm}");
     let (_, kube, _) = fleet(&[path.to_str().unwrap(), "--format", "kubernetes"]);
     let cordons: Vec<&str> = kube.lines().filter(|l| l.starts_with("kubectl")).collect();

@@ -6,33 +6,9 @@
 use crate::common;
 
 use std::path::PathBuf;
-use std::process::Command;
 
 use common::*;
 use serde_json::Value;
-
-/// The Kubernetes versions the manifests are checked against.
-const VERSIONS: [&str; 2] = ["1.29.0", "1.33.0"];
-
-/// The validator: SHMBENCH_K8S_VALIDATE, or the venv `cargo xtask test` makes.
-fn validator() -> Option<PathBuf> {
-    let program = match std::env::var_os("SHMBENCH_K8S_VALIDATE") {
-        Some(p) => PathBuf::from(p),
-        None => {
-            let cache = std::env::var_os("XDG_CACHE_HOME")
-                .map(PathBuf::from)
-                .unwrap_or_else(|| PathBuf::from(std::env::var_os("HOME").unwrap()).join(".cache"));
-            cache.join("shmbench/venvs/k8s/bin/kubernetes-validate")
-        }
-    };
-    let present = || {
-        Command::new(&program)
-            .arg("--version")
-            .output()
-            .is_ok_and(|o| o.status.success())
-    };
-    require("k8s_validate", present, "kubernetes-validate").then_some(program)
-}
 
 fn scenarios() -> Vec<PathBuf> {
     let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("scenarios");
@@ -106,19 +82,7 @@ fn every_scenario_makes_jobs_the_kubernetes_schemas_accept() {
                 .collect::<Vec<_>>(),
         );
         assert!(o.status.success());
-        for version in VERSIONS {
-            let v = Command::new(program)
-                .args(["--strict", "--quiet", "-k", version])
-                .arg(&file)
-                .output()
-                .unwrap();
-            assert!(
-                v.status.success(),
-                "{path} against Kubernetes {version}: {}{}",
-                String::from_utf8_lossy(&v.stdout),
-                String::from_utf8_lossy(&v.stderr)
-            );
-        }
+        assert_schemas_accept(program, &file, path);
     }
 }
 

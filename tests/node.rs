@@ -47,6 +47,13 @@ step disk /proc
 step missing /nonexistent/shm --textfile "$OUT"
 ln -s /dev/shm "$OUT/link"
 step link "$OUT/link" --format line
+# A read-only view of the tmpfs (a health check's pod mounts the host's so) is judged as the
+# tmpfs; a tmpfs that is itself read-only is a problem.
+mkdir "$OUT/view" "$OUT/rofs"
+mount --bind /dev/shm "$OUT/view" && mount -o remount,bind,ro "$OUT/view"
+step view "$OUT/view" --format json
+mount -t tmpfs -o size=8m,ro tmpfs "$OUT/rofs"
+step rofs "$OUT/rofs" --format json
 kill $holder
 "#;
 
@@ -201,6 +208,15 @@ fn assert_other_verdicts(dir: &std::path::Path) {
     assert!(
         prom.contains("shmbench_node_shm_is_tmpfs{path=\"/nonexistent/shm\"} 0\n"),
         "{prom}"
+    );
+    // A read-only view is not a read-only tmpfs.
+    assert_eq!(rc("view"), "0", "{}", read(dir, "view.out"));
+    assert_eq!(rc("rofs"), "1", "{}", read(dir, "rofs.out"));
+    assert_eq!(
+        json("rofs")["verdict"]["problems"][0]["problem"],
+        "read_only",
+        "{}",
+        read(dir, "rofs.out")
     );
     // A symlink to the tmpfs (/dev/shm -> /run/shm) is followed; `line` is the first line alone.
     assert_eq!(rc("link"), "0", "{}", read(dir, "link.out"));

@@ -14,7 +14,7 @@ fn real_torch_and_the_emulation_meet_vm_max_map_count_alike() {
     let Some(python) = torch_or_skip() else {
         return;
     };
-    let _guard = serial();
+    let _guard = second_serial();
     let before = machine_state();
     // file_system keeps no fd per batch, so the mappings are what piles up; a page each.
     let base = format!(

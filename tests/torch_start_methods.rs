@@ -16,7 +16,7 @@ fn a_real_dataset_moves_into_shm_under_forkserver_and_spawn_only() {
     let Some(python) = torch_or_skip() else {
         return;
     };
-    let _guard = serial();
+    let _guard = second_serial();
     let before = machine_state();
     let torch = format!("--loader torch --python {python} {LOADER} --dataset-bytes 96m");
     let r = run_cell(&format!("{torch} --shm-size 64m --start-method fork"));

@@ -1,6 +1,7 @@
 //! The commands the harness runs itself: `shmbench cell` (what every runtime launches),
 //! `shmbench worker` (a DataLoader worker, re-exec'ed by a cell's main) and `shmbench job`
-//! (several cells at once, as `doctor --verify` runs a job's ranks and loaders).
+//! (several cells at once, as `doctor --verify` runs a job's ranks and loaders), and
+//! `shmbench copy-self` (an init container handing the binary to its pod's other container).
 
 use std::process::ExitCode;
 
@@ -101,4 +102,33 @@ pub(crate) fn worker(args: WorkerArgs) -> Result<ExitCode> {
         .with_context(|| format!("worker token {:?} is not 16 hex digits", args.token))?;
     let code = worker::run(args.id, args.main_pid, &token, &config)?;
     Ok(ExitCode::from(code as u8))
+}
+
+#[derive(clap::Args)]
+pub(crate) struct CopySelfArgs {
+    /// Where the copy goes (its directory must exist)
+    dest: std::path::PathBuf,
+}
+
+/// Copies this binary to `dest` (mode 0755) through a temporary file renamed over it, so a
+/// container that runs it never sees half a binary.
+pub(crate) fn copy_self(args: CopySelfArgs) -> Result<ExitCode> {
+    use std::os::unix::fs::PermissionsExt;
+    let me = std::env::current_exe().context("cannot tell where this binary is")?;
+    let mut temp = args.dest.clone().into_os_string();
+    temp.push(".partial");
+    let temp = std::path::PathBuf::from(temp);
+    std::fs::copy(&me, &temp)
+        .with_context(|| format!("cannot copy {} to {}", me.display(), temp.display()))?;
+    std::fs::set_permissions(&temp, std::fs::Permissions::from_mode(0o755))
+        .with_context(|| format!("cannot make {} executable", temp.display()))?;
+    std::fs::rename(&temp, &args.dest).with_context(|| {
+        format!(
+            "cannot rename {} to {}",
+            temp.display(),
+            args.dest.display()
+        )
+    })?;
+    println!("copied {} to {}", me.display(), args.dest.display());
+    Ok(ExitCode::SUCCESS)
 }

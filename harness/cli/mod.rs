@@ -132,6 +132,10 @@ pub(crate) enum Command {
     Worker(internal::WorkerArgs),
     #[command(hide = true)]
     Job(internal::JobArgs),
+    /// Copy this binary to a path (an init container's way to hand shmbench to another
+    /// container of its pod: `node --emit daemonset`)
+    #[command(hide = true, name = "copy-self")]
+    CopySelf(internal::CopySelfArgs),
 }
 
 /// This machine, as planning sees it (memory; whether a Docker engine answers, asked lazily).
@@ -173,6 +177,7 @@ fn dispatch(cli: Cli) -> Result<ExitCode> {
         Command::Slurm(args) => slurm::run(args),
         Command::Worker(args) => internal::worker(args),
         Command::Job(args) => internal::job(args),
+        Command::CopySelf(args) => internal::copy_self(args),
     }
 }
 

@@ -12,12 +12,16 @@ use crate::model::job::LoaderList;
 use crate::model::knobs::Knobs;
 use crate::model::node_check::{judge, NodePolicy, NodeStatus};
 use crate::model::size::ByteSize;
+use crate::model::slurm_drain::{self, DrainAction};
 use crate::plan::consumers::Consumer;
 use crate::plan::{advice, guard, job};
-use crate::present::{node, node_nhc, node_prom};
+use crate::present::{
+    k8s_manifest, node, node_daemonset, node_nhc, node_npd, node_prom, node_slurm,
+};
 use crate::results::atomic::write_bytes;
 use crate::results::row_build::shell_words;
-use crate::sys::node_facts;
+use crate::runtime::docker::image::BINARY_IN_IMAGE;
+use crate::sys::{self, node_facts};
 
 /// The file `--textfile DIR` writes (node_exporter's textfile collector reads `*.prom`).
 const TEXTFILE_NAME: &str = "shmbench-node.prom";
@@ -30,6 +34,8 @@ Examples:
   shmbench node --ranks 8 --loaders train:8x2x128  # the need of a job, by the doctor's model
   shmbench node --textfile /var/lib/node_exporter/textfile_collector
   shmbench node --format json
+  shmbench node --slurm-health --need 8g           # slurm.conf: HealthCheckProgram=<a script
+                                                   # running this>, HealthCheckInterval=300
 
 Exit status (Node Problem Detector's plugin protocol): 0 ok, 1 a problem, 2 unknown (the node
 could not be seen well enough: the first line says what). The first line is the reason, at
@@ -83,9 +89,29 @@ pub(crate) struct Args {
     #[arg(long, value_enum, default_value = "text")]
     format: Format,
     /// Instead of checking, print a file that runs this check, with these flags, for other
-    /// health machinery: `nhc` (a check function for LBNL NHC's scripts directory)
+    /// health machinery: `nhc` (a check function for LBNL NHC's scripts directory), `npd` (a
+    /// Node Problem Detector custom plugin monitor config), `daemonset` (Node Problem Detector
+    /// with that config on every node: Kubernetes YAML; needs --image)
     #[arg(long, value_enum, value_name = "FOR")]
     emit: Option<Emit>,
+    /// With --emit daemonset: shmbench's image in your registry (`shmbench image export`)
+    #[arg(long, value_name = "IMAGE", requires = "emit")]
+    image: Option<String>,
+    /// With --emit daemonset: Node Problem Detector's image
+    #[arg(long, value_name = "IMAGE", default_value = NPD_IMAGE)]
+    npd_image: String,
+    /// With --emit daemonset: the namespace of its objects
+    #[arg(long, default_value = "kube-system")]
+    namespace: String,
+    /// Run as Slurm's HealthCheckProgram: drain this node when the verdict is a problem (its
+    /// reason the first line, `shmbench: ...`), resume it when healthy only if shmbench drained
+    /// it; an admin's drain is never undone. Exits 0 once Slurm has been told
+    #[arg(long, conflicts_with = "emit")]
+    slurm_health: bool,
+    /// The Slurm node to drain or resume (default: $SLURMD_NODENAME, which slurmd sets for its
+    /// health check, else this host's short name)
+    #[arg(long, value_name = "NAME", requires = "slurm_health")]
+    slurm_node: Option<String>,
 }
 
 /// What `--format` names.
@@ -100,10 +126,26 @@ enum Format {
 #[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
 enum Emit {
     Nhc,
+    Npd,
+    Daemonset,
 }
 
+/// Node Problem Detector's image the DaemonSet runs by default.
+const NPD_IMAGE: &str = "registry.k8s.io/node-problem-detector/node-problem-detector:v0.8.20";
+
 /// Flags that are this invocation's, not the check's policy: left out of what `--emit` runs.
-const NOT_POLICY: [&str; 3] = ["--emit", "--format", "--textfile"];
+const NOT_POLICY: [&str; 8] = [
+    "--emit",
+    "--format",
+    "--textfile",
+    "--image",
+    "--npd-image",
+    "--namespace",
+    "--slurm-health",
+    "--slurm-node",
+];
+/// Of those, the flags that take no value.
+const NO_VALUE: [&str; 1] = ["--slurm-health"];
 
 pub(crate) fn run(args: Args) -> Result<ExitCode> {
     if !(0.0..=100.0).contains(&args.max_used) {
@@ -118,8 +160,8 @@ pub(crate) fn run(args: Args) -> Result<ExitCode> {
         }
     }
     let policy = policy(&args)?;
-    if let Some(Emit::Nhc) = args.emit {
-        print!("{}", node_nhc::check_file(&policy_command()?));
+    if let Some(emit) = args.emit {
+        print!("{}", emitted(emit, &args)?);
         return Ok(ExitCode::SUCCESS);
     }
     let now = SystemTime::now()
@@ -146,6 +188,9 @@ pub(crate) fn run(args: Args) -> Result<ExitCode> {
                     })
                 ),
             }
+            if args.slurm_health {
+                return Ok(slurm_health(&args, NodeStatus::Unknown, &line));
+            }
             return Ok(ExitCode::from(NodeStatus::Unknown.exit_code()));
         }
     };
@@ -167,7 +212,54 @@ pub(crate) fn run(args: Args) -> Result<ExitCode> {
             }))?
         ),
     }
+    if args.slurm_health {
+        let line = node::first_line(&facts, &policy, &verdict);
+        return Ok(slurm_health(&args, verdict.status, &line));
+    }
     Ok(ExitCode::from(verdict.status.exit_code()))
+}
+
+/// Tells Slurm what the verdict means for this node (drain, resume or nothing) and says what
+/// it did. Its exit status is whether Slurm could be told: slurmd only logs a health check's
+/// status, and the drain is how the verdict reaches the scheduler.
+fn slurm_health(args: &Args, status: NodeStatus, first_line: &str) -> ExitCode {
+    let name = slurm_node_name(args);
+    let done = sys::slurm::show_node(&name).and_then(|text| {
+        let node = slurm_drain::parse_show_node(&text)
+            .with_context(|| format!("scontrol show node {name} named no node"))?;
+        let action = slurm_drain::decide(status, first_line, &node);
+        match &action {
+            DrainAction::Drain { reason } => sys::slurm::update_node(&node.name, Some(reason))?,
+            DrainAction::Resume => sys::slurm::update_node(&node.name, None)?,
+            DrainAction::Keep(_) => {}
+        }
+        Ok(node_slurm::action_line(&node, &action))
+    });
+    match done {
+        Ok(line) => {
+            println!("{line}");
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            eprintln!("shmbench node --slurm-health: {e:#}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// `--slurm-node`, else the name slurmd gives its health check, else this host's short name
+/// (what Slurm's NodeName usually is).
+fn slurm_node_name(args: &Args) -> String {
+    if let Some(name) = &args.slurm_node {
+        return name.clone();
+    }
+    if let Some(name) = std::env::var_os("SLURMD_NODENAME").filter(|n| !n.is_empty()) {
+        return name.to_string_lossy().into_owned();
+    }
+    let host = nix::unistd::gethostname()
+        .map(|h| h.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    host.split('.').next().unwrap_or_default().to_string()
 }
 
 /// The policy the flags give: the need from `--need`, or from the job by the doctor's model
@@ -209,26 +301,60 @@ fn policy(args: &Args) -> Result<NodePolicy> {
     Ok(policy)
 }
 
-/// This binary's `node` command with the policy flags this invocation was given, shell-quoted:
-/// what an emitted file runs.
-fn policy_command() -> Result<String> {
-    let binary = std::env::current_exe()
-        .and_then(std::fs::canonicalize)
-        .context("cannot tell where this shmbench binary is, for the emitted file to run")?;
-    let mut kept = vec![binary.into_os_string(), "node".into()];
-    let mut args = std::env::args_os().skip(2);
+/// The file `--emit` makes, running this check with this invocation's policy.
+fn emitted(emit: Emit, args: &Args) -> Result<String> {
+    let binary = || {
+        std::env::current_exe()
+            .and_then(std::fs::canonicalize)
+            .context("cannot tell where this shmbench binary is, for the emitted file to run")
+    };
+    let mut line_args = policy_args();
+    line_args.extend(["--format".into(), "line".into()]);
+    Ok(match emit {
+        Emit::Nhc => {
+            let mut command = vec![binary()?.into_os_string()];
+            command.extend(policy_args().into_iter().map(Into::into));
+            node_nhc::check_file(&shell_words(command))
+        }
+        Emit::Npd => {
+            let path = binary()?.display().to_string();
+            serde_json::to_string_pretty(&node_npd::plugin_config(&path, &line_args))? + "\n"
+        }
+        Emit::Daemonset => {
+            let image = args.image.as_deref().context(
+                "--emit daemonset: give --image, shmbench's image in your registry (push the one \
+                 `shmbench image export --out shmbench.tar` writes)",
+            )?;
+            let target = node_daemonset::Target {
+                image,
+                npd_image: &args.npd_image,
+                namespace: &args.namespace,
+                binary_in_image: BINARY_IN_IMAGE,
+            };
+            k8s_manifest::render(&node_daemonset::objects(&target, &line_args))
+        }
+    })
+}
+
+/// `node` and the policy flags this invocation was given (its path included), in order: what
+/// an emitted file runs.
+fn policy_args() -> Vec<String> {
+    let mut kept = vec!["node".to_string()];
+    let mut args = std::env::args_os().skip(2).map(|a| {
+        a.into_string()
+            .unwrap_or_else(|a| a.to_string_lossy().into_owned())
+    });
     while let Some(arg) = args.next() {
-        let text = arg.to_string_lossy();
-        let flag = text.split('=').next().unwrap_or("");
+        let flag = arg.split('=').next().unwrap_or("");
         if NOT_POLICY.contains(&flag) {
-            if !text.contains('=') {
+            if !arg.contains('=') && !NO_VALUE.contains(&flag) {
                 args.next();
             }
             continue;
         }
         kept.push(arg);
     }
-    Ok(shell_words(kept))
+    kept
 }
 
 /// Writes the metrics into `dir` atomically (a temp file renamed over the last), so the

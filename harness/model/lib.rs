@@ -45,6 +45,7 @@ pub mod shm_audit;
 pub mod shm_owner;
 pub mod size;
 pub mod slurm;
+pub mod slurm_drain;
 pub mod slurm_output;
 pub mod statement;
 pub mod validate;

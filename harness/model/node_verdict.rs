@@ -4,6 +4,10 @@
 
 use serde::Serialize;
 
+/// How every first line starts, so a drain or a node condition shmbench set is known for its
+/// own (`slurm_drain` resumes only those).
+pub const REASON_PREFIX: &str = "shmbench:";
+
 /// A way the node's /dev/shm is unfit for its jobs.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 #[serde(tag = "problem", rename_all = "snake_case")]

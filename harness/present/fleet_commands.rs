@@ -1,7 +1,9 @@
 //! The commands that take the flagged nodes out of service, printed for a person to read and
-//! run, never run: Slurm's drain (`scontrol update NodeName=N State=DRAIN Reason="shmbench:
-//! ..."`, the prefix by which `shmbench node --slurm-health` and an admin tell shmbench's drains
-//! from others, as NHC prefixes its own) and Kubernetes' cordon (`kubectl cordon N`).
+//! run, never run: Slurm's drain (`scontrol update NodeName=N State=DRAIN Reason="shmbench
+//! fleet: ..."`) and Kubernetes' cordon (`kubectl cordon N`). The reason's prefix is not `node`'s
+//! `shmbench:`: `shmbench node --slurm-health` resumes the drains that carry its own prefix once
+//! the node's /dev/shm is fine again, and a node drained for being slow must stay drained until
+//! a person resumes it.
 //!
 //! Node names come from results files, which anyone may have written. Each word is shell-quoted,
 //! and a name is only written into a command when it is one plain node name: a Slurm hostlist
@@ -11,7 +13,6 @@
 use results::row_build::shell_words;
 
 use super::fleet::short_words;
-use super::node::REASON_PREFIX;
 use super::terminal::shown;
 use analysis::fleet_verdict::{Status, Verdict};
 
@@ -21,6 +22,9 @@ pub enum Platform {
     Slurm,
     Kubernetes,
 }
+
+/// What a fleet drain's reason starts with (NHC prefixes its own `NHC:`, `node` its `shmbench:`).
+pub const DRAIN_PREFIX: &str = "shmbench fleet:";
 
 /// The most characters of a drain's reason (Slurm shows it in `sinfo -R`, whose column is
 /// narrow; the table and JSON carry the whole of it).
@@ -41,13 +45,13 @@ fn plain(name: &str, platform: Platform) -> bool {
         && edge(bytes.last())
 }
 
-/// The drain's reason: shmbench's prefix and the node's first finding, and how many more.
+/// The drain's reason: the fleet's prefix and the node's first finding, and how many more.
 fn reason(v: &Verdict, node: usize) -> String {
     let n = &v.nodes[node];
     let Some(first) = n.findings.first() else {
-        return REASON_PREFIX.to_string();
+        return DRAIN_PREFIX.to_string();
     };
-    let mut reason = format!("{REASON_PREFIX} {}", short_words(v, first));
+    let mut reason = format!("{DRAIN_PREFIX} {}", short_words(v, first));
     if n.findings.len() > 1 {
         reason += &format!(" (+{} more)", n.findings.len() - 1);
     }

@@ -11,8 +11,7 @@ use model::size::ByteSize;
 use super::shm_audit::age;
 use super::terminal::shown;
 
-/// What every first line starts with: the mark of a drain or condition shmbench set.
-pub const REASON_PREFIX: &str = "shmbench:";
+pub use model::node_verdict::REASON_PREFIX;
 
 /// The most bytes of the first line (Node Problem Detector's `max_output_length`, in bytes).
 pub const FIRST_LINE_MAX: usize = 80;

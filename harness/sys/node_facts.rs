@@ -3,6 +3,7 @@
 //! per producer kind (`shm_audit`), with vm.max_map_count. Read-only.
 
 use std::collections::BTreeMap;
+use std::os::unix::fs::MetadataExt;
 use std::path::Path;
 
 use model::node_check::{DeadFile, NodeFacts, ProducerBytes, MISSING};
@@ -65,9 +66,12 @@ pub fn collect(path: &Path) -> Result<NodeFacts, FactsError> {
         .as_ref()
         .filter(|v| v.files() > 0)
         .map(|v| v.files_free());
-    let read_only = vfs
-        .as_ref()
-        .is_some_and(|v| v.flags().contains(nix::sys::statvfs::FsFlags::ST_RDONLY));
+    // The filesystem's own read-only flag, not this mount's: a read-only view (the DaemonSet
+    // mounts the host's /dev/shm so) is not what the node's jobs write through.
+    let read_only = crate::shm::filesystem_read_only(meta.dev()).unwrap_or_else(|| {
+        vfs.as_ref()
+            .is_some_and(|v| v.flags().contains(nix::sys::statvfs::FsFlags::ST_RDONLY))
+    });
     let base = NodeFacts {
         inodes_free,
         read_only,

@@ -47,6 +47,26 @@ impl OpenShm {
     }
 }
 
+/// Whether the filesystem on `device` itself is read-only (its super block's options in
+/// /proc/self/mountinfo, after the ` - ` separator), as opposed to a read-only view of it: a
+/// health check's pod mounts the host's /dev/shm read-only, while the jobs write through their
+/// own mounts. None when no mount of it is seen here.
+pub fn filesystem_read_only(device: u64) -> Option<bool> {
+    let wanted = format!(
+        "{}:{}",
+        nix::sys::stat::major(device),
+        nix::sys::stat::minor(device)
+    );
+    let mountinfo = std::fs::read_to_string("/proc/self/mountinfo").ok()?;
+    let line = mountinfo
+        .lines()
+        .find(|l| l.split(' ').nth(2) == Some(wanted.as_str()))?;
+    let (_, after) = line.split_once(" - ")?;
+    // `fstype source options`
+    let options = after.split(' ').nth(2)?;
+    Some(options.split(',').any(|o| o == "ro"))
+}
+
 /// How the mounts of the tmpfs on `device` update access times, as far as the weakest of them
 /// proves anything: a read through any mount of the same filesystem (a bind mount elsewhere,
 /// remounted `noatime`) counts, so the rule is the weakest over every mount of the device in

@@ -107,3 +107,46 @@ pub fn config_value(key: &str) -> Option<String> {
         (k.trim() == key && !v.is_empty() && v != "(null)").then(|| v.to_string())
     })
 }
+
+/// `scontrol -o show node NAME`: the node's one line, for `model::slurm_drain` to read.
+pub fn show_node(name: &str) -> Result<String> {
+    let out = Command::new("scontrol")
+        .args(["-o", "show", "node", name])
+        .stdin(Stdio::null())
+        .output()
+        .map_err(|e| anyhow!("cannot run scontrol ({e}): is Slurm installed here, and on PATH?"))?;
+    if !out.status.success() {
+        bail!(
+            "scontrol show node {name}: {}",
+            String::from_utf8_lossy(&out.stderr).trim()
+        );
+    }
+    Ok(String::from_utf8_lossy(&out.stdout).into_owned())
+}
+
+/// `scontrol update NodeName=NAME State=DRAIN Reason=REASON` (reason Some) or `State=RESUME`.
+/// Slurm lets root and its SlurmUser do this (a HealthCheckProgram runs as root).
+pub fn update_node(name: &str, drain_reason: Option<&str>) -> Result<()> {
+    let mut args = vec![format!("NodeName={name}")];
+    match drain_reason {
+        Some(reason) => {
+            args.push("State=DRAIN".into());
+            args.push(format!("Reason={reason}"));
+        }
+        None => args.push("State=RESUME".into()),
+    }
+    let out = Command::new("scontrol")
+        .arg("update")
+        .args(&args)
+        .stdin(Stdio::null())
+        .output()
+        .map_err(|e| anyhow!("cannot run scontrol ({e}): is Slurm installed here, and on PATH?"))?;
+    if !out.status.success() {
+        bail!(
+            "scontrol update {}: {}",
+            args.join(" "),
+            String::from_utf8_lossy(&out.stderr).trim()
+        );
+    }
+    Ok(())
+}

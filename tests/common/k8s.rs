@@ -2,6 +2,7 @@
 //! pod's side (`shmbench cell --from`) run for real with the pod's environment.
 
 use std::path::{Path, PathBuf};
+use std::process::Command;
 
 use serde_json::Value;
 
@@ -77,4 +78,45 @@ pub fn cells_of(map: &Value) -> Vec<Value> {
         .next()
         .and_then(|l| l.as_array().cloned())
         .unwrap_or_default()
+}
+
+/// The Kubernetes versions the manifests are checked against.
+pub const VERSIONS: [&str; 2] = ["1.29.0", "1.33.0"];
+
+/// The validator: SHMBENCH_K8S_VALIDATE, or the venv `cargo xtask test` makes.
+pub fn validator() -> Option<PathBuf> {
+    let program = match std::env::var_os("SHMBENCH_K8S_VALIDATE") {
+        Some(p) => PathBuf::from(p),
+        None => {
+            let cache = std::env::var_os("XDG_CACHE_HOME")
+                .map(PathBuf::from)
+                .unwrap_or_else(|| PathBuf::from(std::env::var_os("HOME").unwrap()).join(".cache"));
+            cache.join("shmbench/venvs/k8s/bin/kubernetes-validate")
+        }
+    };
+    let present = || {
+        Command::new(&program)
+            .arg("--version")
+            .output()
+            .is_ok_and(|o| o.status.success())
+    };
+    require("k8s_validate", present, "kubernetes-validate").then_some(program)
+}
+
+/// Checks `file` (Kubernetes YAML) against the official schemas of every version in
+/// [`VERSIONS`], strictly (an unknown field fails); panics with what the validator said.
+pub fn assert_schemas_accept(program: &Path, file: &Path, what: &str) {
+    for version in VERSIONS {
+        let v = Command::new(program)
+            .args(["--strict", "--quiet", "-k", version])
+            .arg(file)
+            .output()
+            .unwrap();
+        assert!(
+            v.status.success(),
+            "{what} against Kubernetes {version}: {}{}",
+            String::from_utf8_lossy(&v.stdout),
+            String::from_utf8_lossy(&v.stderr)
+        );
+    }
 }

@@ -35,9 +35,10 @@ pub fn mark() -> &'static str {
     })
 }
 
-/// Whether process `pid`'s environment carries this test binary's mark.
+/// Whether process `pid`'s environment carries the mark of this test's lane (this test
+/// binary's mark, or a lane's of its own: `lane_mark`).
 pub fn carries_mark(pid: u32) -> bool {
-    let wanted = format!("{OWNER_VARIABLE}={}", mark());
+    let wanted = format!("{OWNER_VARIABLE}={}", lane_mark());
     std::fs::read(format!("/proc/{pid}/environ"))
         .is_ok_and(|env| env.split(|b| *b == 0).any(|kv| kv == wanted.as_bytes()))
 }

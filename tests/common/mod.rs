@@ -5,13 +5,13 @@
 use std::io::BufRead;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
-use std::sync::{Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
 mod check;
 mod k8s;
+mod lanes;
 mod machine;
 mod private_shm;
 mod rows;
@@ -24,6 +24,8 @@ pub use check::*;
 #[allow(unused_imports)]
 pub use k8s::*;
 #[allow(unused_imports)]
+pub use lanes::*;
+#[allow(unused_imports)]
 pub use machine::*;
 #[allow(unused_imports)]
 pub use private_shm::*;
@@ -35,35 +37,6 @@ pub use torch::*;
 pub use watch::*;
 
 pub const BIN: &str = env!("CARGO_BIN_EXE_shmbench");
-
-/// Cells are heavy and the leak checks look at machine-wide state: one test at a time.
-static SERIAL: Mutex<()> = Mutex::new(());
-
-pub fn serial() -> MutexGuard<'static, ()> {
-    mark();
-    SERIAL.lock().unwrap_or_else(|e| e.into_inner())
-}
-
-/// The one-node Slurm cluster's tests: one at a time (they share the node's /dev/shm), but beside
-/// the machine tests, since they spend their time waiting on the scheduler. What they start runs
-/// under `beside_mark` (`slurm_command`), so the machine tests' leak checks, which judge only this
-/// binary's mark, never count a Slurm test's processes or segments as their own.
-static SLURM: Mutex<()> = Mutex::new(());
-
-pub fn slurm_serial() -> MutexGuard<'static, ()> {
-    mark();
-    SLURM.lock().unwrap_or_else(|e| e.into_inner())
-}
-
-/// The owner mark of what the Slurm tests start: this binary's, told apart.
-pub fn beside_mark() -> String {
-    format!("{}-slurm", mark())
-}
-
-/// `command` marked as the Slurm tests' (see `slurm_serial`).
-pub fn slurm_command(command: &mut Command) -> &mut Command {
-    command.env(OWNER_VARIABLE, beside_mark())
-}
 
 /// A machine requirement of some tests (`name`: `docker` for SHMBENCH_SKIP_DOCKER): true when
 /// `present`; false when the user skips it by name, said on the test output; otherwise the test
@@ -144,9 +117,9 @@ pub fn temp_dir(name: &str) -> Scratch {
 /// there and not in the repository (and the built-in seed scenario is what `matrix` finds).
 /// The directory is kept, for a child that outlives this call; [`output`] removes its own.
 pub fn command() -> Command {
-    mark();
     let mut cmd = Command::new(BIN);
-    cmd.current_dir(temp_dir("cwd").keep());
+    cmd.current_dir(temp_dir("cwd").keep())
+        .env(OWNER_VARIABLE, lane_mark());
     cmd
 }
 
@@ -200,6 +173,7 @@ pub fn run_cell_via(wrapper: &str, args: &str) -> Value {
     let output = match wrapper.split_first() {
         None => shmbench(&full),
         Some((program, rest)) => Command::new(program)
+            .env(OWNER_VARIABLE, lane_mark())
             .args(rest)
             .arg(BIN)
             .args(&full)
@@ -331,8 +305,7 @@ pub fn wait_for_line(reader: &mut impl BufRead, needle: &str) -> Vec<String> {
 
 /// The binary, run from `dir`.
 pub fn command_in(dir: &Path) -> Command {
-    mark();
     let mut cmd = Command::new(BIN);
-    cmd.current_dir(dir);
+    cmd.current_dir(dir).env(OWNER_VARIABLE, lane_mark());
     cmd
 }

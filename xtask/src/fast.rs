@@ -5,7 +5,7 @@
 //! pushing a change to anything a cell, a runtime or the sweep does.
 //!
 //! Which integration tests are pure is read from them: a module of `tests/tests.rs` none of
-//! whose tests takes `common::serial()` or `slurm_serial()` (the locks every test touching the
+//! whose tests takes `common::serial()`, `second_serial()` or `slurm_serial()` (the locks every test touching the
 //! machine holds) runs here, so a new pure test file joins the tier by itself. Its tests are
 //! named exactly (from the binary's `--list`), so a filter never catches another file's. What
 //! needs the full set-up (the SARIF and Kubernetes schema checks' venvs, the plots' font where
@@ -25,7 +25,7 @@ fn pure_modules(root: &Path) -> Vec<String> {
         .filter(|m| *m != "common")
         .filter(|m| {
             std::fs::read_to_string(root.join(format!("tests/{m}.rs")))
-                // `serial()` also finds `slurm_serial()`.
+                // `serial()` also finds `second_serial()` and `slurm_serial()`.
                 .is_ok_and(|src| !src.contains("serial()"))
         })
         .map(String::from)

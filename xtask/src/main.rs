@@ -12,6 +12,7 @@
 mod apt;
 mod docker;
 mod fast;
+mod lanes;
 mod needs;
 mod prometheus;
 mod pypi;
@@ -161,6 +162,9 @@ fn test(extra: &[String], env: &[(String, String)]) -> ExitCode {
     let status = command.status();
     let took = began.elapsed().as_secs_f64();
     if let Some(dir) = scratch {
+        if let Ok(held) = std::fs::read_to_string(dir.path().join("lanes.tsv")) {
+            print!("{}", lanes::summary(&held));
+        }
         println!("== the tests' scratch directory: {}", dir.remove());
     }
     match status {

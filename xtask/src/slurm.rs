@@ -22,6 +22,11 @@ const DIR: &str = "/tmp/shmbench-slurm-cluster";
 pub const NODE_SHM: &str = "512m";
 /// The node's name in the cluster.
 const NODE: &str = "shmbench-node";
+/// The cluster's HealthCheckProgram, and the program it runs when a test has put one there.
+const HEALTH_CHECK: &str = "health-check";
+const HEALTH_CHECK_RUN: &str = "health-check.run";
+/// How often slurmd runs it: short, so a test sees a drain and a resume within seconds.
+const HEALTH_CHECK_INTERVAL_S: u32 = 5;
 /// Ports away from Slurm's defaults (6817/6818), so a site's daemons are not met.
 const PORTS: (u16, u16) = (16817, 16818);
 
@@ -89,6 +94,7 @@ SlurmctldLogFile={}\nSlurmdLogFile={}\nProctrackType={proctrack}\nTaskPlugin={ta
 JobCompType=jobcomp/filetxt\nJobCompLoc={}\nJobAcctGatherType=jobacct_gather/none\n\
 SelectType=select/cons_tres\nSelectTypeParameters=CR_Core_Memory\nMinJobAge=3600\n\
 ReturnToService=2\nKillWait=5\nMpiDefault=none\nMessageTimeout=60\nBatchStartTimeout=120\n\
+HealthCheckProgram={}\nHealthCheckInterval={HEALTH_CHECK_INTERVAL_S}\nHealthCheckNodeState=ANY\n\
 NodeName={NODE} NodeHostname=localhost CPUs={cpus} RealMemory={mem_mib} State=UNKNOWN\n\
 PartitionName=debug Nodes={NODE} Default=YES MaxTime=INFINITE State=UP\n",
         PORTS.0,
@@ -101,11 +107,24 @@ PartitionName=debug Nodes={NODE} Default=YES MaxTime=INFINITE State=UP\n",
         p("slurmctld.log"),
         p("slurmd.log"),
         p("jobcomp.log"),
+        p(HEALTH_CHECK),
     );
     let write = |name: &str, text: &str| {
         std::fs::write(d.join(name), text).map_err(|e| format!("cannot write {name}: {e}"))
     };
     write("slurm.conf", &text)?;
+    // The health check runs a test's program only while one is there, so no other test's jobs
+    // (a full /dev/shm, a crash's leftovers) can drain the node under it.
+    write(
+        HEALTH_CHECK,
+        &format!(
+            "#!/bin/sh\n# The test cluster's HealthCheckProgram: runs {HEALTH_CHECK_RUN} while a test\n\
+# (tests/slurm_health.rs) has put one there, nothing otherwise.\n\
+[ -x {run} ] || exit 0\nexec {run}\n",
+            run = p(HEALTH_CHECK_RUN)
+        ),
+    )?;
+    run(&["chmod", "755", &p(HEALTH_CHECK)])?;
     if let Some(plugin) = cgroup {
         write(
             "cgroup.conf",

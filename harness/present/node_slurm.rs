@@ -1,0 +1,32 @@
+//! What `shmbench node --slurm-health` did to its Slurm node, in one line for slurmd's log and
+//! a person running it by hand.
+
+use model::slurm_drain::{DrainAction, Kept, SlurmNode};
+
+/// The line said after the verdict.
+pub fn action_line(node: &SlurmNode, action: &DrainAction) -> String {
+    let name = &node.name;
+    match action {
+        DrainAction::Drain { reason } if node.drained() => {
+            format!("slurm: {name} stays drained, its reason now \"{reason}\"")
+        }
+        DrainAction::Drain { reason } => format!("slurm: drained {name}: \"{reason}\""),
+        DrainAction::Resume => format!(
+            "slurm: resumed {name} (shmbench drained it: \"{}\")",
+            node.reason.as_deref().unwrap_or_default()
+        ),
+        DrainAction::Keep(Kept::Healthy) => {
+            format!("slurm: {name} is {}; nothing to do", node.state)
+        }
+        DrainAction::Keep(Kept::AlreadyDrained) => {
+            format!("slurm: {name} is already drained by shmbench for this; nothing to do")
+        }
+        DrainAction::Keep(Kept::DrainedByOther { reason }) => format!(
+            "slurm: {name} is drained for another reason (\"{}\"): left as it is",
+            reason.as_deref().unwrap_or("none given")
+        ),
+        DrainAction::Keep(Kept::Unknown) => {
+            format!("slurm: {name} left {}: the verdict is unknown", node.state)
+        }
+    }
+}

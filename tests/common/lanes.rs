@@ -1,0 +1,110 @@
+//! The lanes of the machine tests: a test that touches machine-wide state holds one lane's
+//! lock, so the tests of a lane run one at a time while the lanes run side by side; each lane's
+//! processes carry a mark of their own, so its leak checks judge only what it started.
+
+use std::path::Path;
+use std::process::Command;
+use std::sync::{Mutex, MutexGuard};
+use std::time::Instant;
+
+use super::*;
+
+/// Cells are heavy and the leak checks look at machine-wide state: one test at a time.
+static SERIAL: Mutex<()> = Mutex::new(());
+
+pub fn serial() -> Lane {
+    mark();
+    Lane::take("machine", &SERIAL)
+}
+
+/// The second machine lane: machine tests that run beside the first, one at a time: each is
+/// self-contained (its cells in tmpfs mounts of their own, nothing timed against the machine's
+/// quiet) and spends its time on one limit (vm.max_map_count's 65k mappings) or waiting (a
+/// bisection's sleeping steps), so the two lanes share the 2 cores instead of queueing. Its
+/// processes carry a mark of their own (`lane_mark`, set for the test's thread: start them
+/// through `command`, `command_in`, `shmbench` or `run_cell`), so each lane's leak checks
+/// judge only their own lane's processes, segments and containers.
+static SECOND: Mutex<()> = Mutex::new(());
+
+pub fn second_serial() -> Lane {
+    let lane = format!("{}-second", mark());
+    LANE_MARK.with(|m| *m.borrow_mut() = Some(lane));
+    Lane::take("second machine", &SECOND)
+}
+
+thread_local! {
+    /// The mark of the lane this test's thread holds, when it is not the machine lane's.
+    static LANE_MARK: std::cell::RefCell<Option<String>> = const { std::cell::RefCell::new(None) };
+}
+
+/// The owner mark this test's processes carry and its leak checks judge: its lane's.
+pub fn lane_mark() -> String {
+    LANE_MARK
+        .with(|m| m.borrow().clone())
+        .unwrap_or_else(|| mark().to_string())
+}
+
+/// The one-node Slurm cluster's tests: one at a time (they share the node's /dev/shm), but beside
+/// the machine tests, since they spend their time waiting on the scheduler. What they start runs
+/// under `beside_mark` (`slurm_command`), so the machine tests' leak checks, which judge only this
+/// binary's mark, never count a Slurm test's processes or segments as their own.
+static SLURM: Mutex<()> = Mutex::new(());
+
+pub fn slurm_serial() -> Lane {
+    mark();
+    Lane::take("slurm", &SLURM)
+}
+
+/// A held lane lock. On release it appends how long the test held it to `lanes.tsv` in the
+/// tests' scratch directory (`cargo xtask test` sums the lanes and names the longest holders
+/// after the run: the machine lane is the suite's critical path, so that is where time goes).
+pub struct Lane {
+    _guard: MutexGuard<'static, ()>,
+    lane: &'static str,
+    began: Instant,
+}
+
+impl Lane {
+    fn take(lane: &'static str, lock: &'static Mutex<()>) -> Lane {
+        let guard = lock.lock().unwrap_or_else(|e| e.into_inner());
+        Lane {
+            _guard: guard,
+            lane,
+            began: Instant::now(),
+        }
+    }
+}
+
+impl Drop for Lane {
+    fn drop(&mut self) {
+        LANE_MARK.with(|m| *m.borrow_mut() = None);
+        let Some(scratch) = std::env::var_os("SHMBENCH_TEST_SCRATCH") else {
+            return;
+        };
+        let test = std::thread::current()
+            .name()
+            .unwrap_or("unnamed")
+            .to_string();
+        let line = format!(
+            "{}\t{:.1}\t{test}\n",
+            self.lane,
+            self.began.elapsed().as_secs_f64()
+        );
+        // One short O_APPEND write per test: whole lines, whatever runs beside it.
+        let _ = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(Path::new(&scratch).join("lanes.tsv"))
+            .and_then(|mut f| std::io::Write::write_all(&mut f, line.as_bytes()));
+    }
+}
+
+/// The owner mark of what the Slurm tests start: this binary's, told apart.
+pub fn beside_mark() -> String {
+    format!("{}-slurm", mark())
+}
+
+/// `command` marked as the Slurm tests' (see `slurm_serial`).
+pub fn slurm_command(command: &mut Command) -> &mut Command {
+    command.env(OWNER_VARIABLE, beside_mark())
+}
