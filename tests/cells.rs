@@ -51,7 +51,7 @@ fn modern_first_batch_larger_than_tmpfs_is_enospc_at_step_1() {
 
 #[test]
 fn seed_setup_in_2_gib_passes_with_peak_near_outstanding_batches() {
-    let _guard = serial();
+    let _guard = second_serial();
     let before = machine_state();
     // Full size: 8 workers, batch 128 (73.5 MiB), prefetch 2. 30 steps keep it quick.
     let r = run_cell("--shm-size 2g --steps 30");

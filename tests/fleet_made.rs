@@ -259,7 +259,7 @@ fn trial(group: &CpuGroup) -> Vec<String> {
 
 #[test]
 fn a_made_fleet_s_two_bad_nodes_are_flagged_and_no_good_one() {
-    let _guard = serial();
+    let _guard = exclusive_serial();
     if !require(
         "cpu_cgroup",
         || CpuGroup::parent().is_some(),

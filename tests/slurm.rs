@@ -108,20 +108,11 @@ fn the_seed_matrix_as_a_job_array_gives_the_statuses_matrix_gives() {
     if !slurm_or_skip() {
         return;
     }
-    let _serial = common::slurm_serial();
     let dir = common::temp_dir("slurm-seed");
-    let job = submit(&dir, &["--batch", "8", "--steps", "40"]);
-    let (rows, _) = collect(&dir, &job);
-    assert_eq!(rows.len(), 5, "one row per cell: {rows:?}");
-    for r in &rows {
-        assert!(r["slurm_job"].starts_with(&format!("{job}_")), "{r:?}");
-        assert_eq!(r["slurm_state"], "COMPLETED", "{r:?}");
-        assert!(r["slurm_version"].contains("slurm"), "{r:?}");
-        assert!(!r["node"].is_empty() && r["node"] == r["host"], "{r:?}");
-    }
-    // The same cells here, Docker's rows in a namespace as the tasks ran them. This run is on
-    // this machine (its start sweeps dead runs' leftovers, its ipc=host row uses this /dev/shm),
-    // so it takes the machine tests' lock too (never the other way round: no deadlock).
+    // The same cells here first, Docker's rows in a namespace as the tasks run them. This run
+    // is on this machine (its start sweeps dead runs' leftovers, its ipc=host row uses this
+    // /dev/shm), so it holds the machine tests' lock, and only that: the Slurm lane is not
+    // held waiting for the machine lane.
     let csv = dir.join("matrix.csv");
     let machine = common::serial();
     let matrix = shmbench_without_docker(&[
@@ -135,6 +126,16 @@ fn the_seed_matrix_as_a_job_array_gives_the_statuses_matrix_gives() {
     ]);
     drop(machine);
     assert!(matrix.status.code().is_some_and(|c| c <= 1), "{matrix:?}");
+    let _serial = common::slurm_serial();
+    let job = submit(&dir, &["--batch", "8", "--steps", "40"]);
+    let (rows, _) = collect(&dir, &job);
+    assert_eq!(rows.len(), 5, "one row per cell: {rows:?}");
+    for r in &rows {
+        assert!(r["slurm_job"].starts_with(&format!("{job}_")), "{r:?}");
+        assert_eq!(r["slurm_state"], "COMPLETED", "{r:?}");
+        assert!(r["slurm_version"].contains("slurm"), "{r:?}");
+        assert!(!r["node"].is_empty() && r["node"] == r["host"], "{r:?}");
+    }
     let here = common::read_csv(&csv);
     let (slurm, here) = (by_cell(&rows), by_cell(&here));
     for (cell, row) in &here {

@@ -170,7 +170,7 @@ fn a_kernel_that_panics_or_a_silent_guest_is_an_error_with_the_console() {
 #[test]
 fn a_matrix_over_kernels_is_one_csv_with_a_history_by_kernel() {
     let Some(kernels) = kernels() else { return };
-    let _guard = serial();
+    let _guard = second_serial();
     let before = machine_state();
     let dir = temp_dir("kernels");
     let out = dir.join("k.csv");

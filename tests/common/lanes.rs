@@ -32,6 +32,16 @@ pub fn second_serial() -> Lane {
     Lane::take("second machine", &SECOND)
 }
 
+/// Both machine lanes at once, for a test that times its cells against each other (the made
+/// fleet's nodes, each judged against the others' img/s): no other machine test runs beside
+/// it. The first lane's lock, then the second's: the one order any test that takes both uses,
+/// so no two wait on each other. Its processes carry the first lane's mark.
+pub fn exclusive_serial() -> (Lane, Lane) {
+    let first = serial();
+    let second = Lane::take("second machine", &SECOND);
+    (first, second)
+}
+
 thread_local! {
     /// The mark of the lane this test's thread holds, when it is not the machine lane's.
     static LANE_MARK: std::cell::RefCell<Option<String>> = const { std::cell::RefCell::new(None) };
