@@ -244,12 +244,23 @@ pub fn render_json(
     comparisons: &[Comparison],
     thresholds: Thresholds,
 ) -> serde_json::Result<String> {
-    serde_json::to_string_pretty(&serde_json::json!({
-        "thresholds": { "img_per_s": thresholds.rate, "cpu_ms_per_img": thresholds.cpu, "instructions_per_img": thresholds.instructions },
-        "regressions": comparisons.iter().filter(|c| c.verdict.is_regression()).count(),
-        "undecided": undecided(comparisons).len(),
-        "cells": compare_json::cells(comparisons)?,
-    }))
+    /// The document, its keys in the order a map of them is written (alphabetical).
+    #[derive(serde::Serialize)]
+    struct Document<'a> {
+        cells: compare_json::Cells<'a>,
+        regressions: usize,
+        thresholds: serde_json::Value,
+        undecided: usize,
+    }
+    serde_json::to_string_pretty(&Document {
+        cells: compare_json::Cells(comparisons),
+        regressions: comparisons
+            .iter()
+            .filter(|c| c.verdict.is_regression())
+            .count(),
+        thresholds: serde_json::json!({ "img_per_s": thresholds.rate, "cpu_ms_per_img": thresholds.cpu, "instructions_per_img": thresholds.instructions }),
+        undecided: undecided(comparisons).len(),
+    })
 }
 
 /// Per-cell summary of repeated runs as a Markdown table.
