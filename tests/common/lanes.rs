@@ -34,11 +34,12 @@ pub fn second_serial() -> Lane {
 
 /// Both machine lanes at once, for a test that times its cells against each other (the made
 /// fleet's nodes, each judged against the others' img/s): no other machine test runs beside
-/// it. The first lane's lock, then the second's: the one order any test that takes both uses,
-/// so no two wait on each other. Its processes carry the first lane's mark.
+/// it. The second lane's lock first, then the first's: the one order any test that takes both
+/// uses, so no two wait on each other; and the first lane, the suite's critical path, is not
+/// held idle while the second's long tests finish. Its processes carry the first lane's mark.
 pub fn exclusive_serial() -> (Lane, Lane) {
-    let first = serial();
     let second = Lane::take("second machine", &SECOND);
+    let first = serial();
     (first, second)
 }
 
