@@ -47,13 +47,15 @@ step disk /proc
 step missing /nonexistent/shm --textfile "$OUT"
 ln -s /dev/shm "$OUT/link"
 step link "$OUT/link" --format line
-# A read-only view of the tmpfs (a health check's pod mounts the host's so) is judged as the
-# tmpfs; a tmpfs that is itself read-only is a problem.
+# A read-only mount of the tmpfs is a problem (jobs cannot create segments through it), unless
+# it is a health check's read-only view (the DaemonSet's pod mounts the host's so); a tmpfs
+# that is itself read-only is a problem either way.
 mkdir "$OUT/view" "$OUT/rofs"
 mount --bind /dev/shm "$OUT/view" && mount -o remount,bind,ro "$OUT/view"
-step view "$OUT/view" --format json
+step view "$OUT/view" --format json --read-only-view
+step ro_mount "$OUT/view" --format json
 mount -t tmpfs -o size=8m,ro tmpfs "$OUT/rofs"
-step rofs "$OUT/rofs" --format json
+step rofs "$OUT/rofs" --format json --read-only-view
 kill $holder
 "#;
 
@@ -209,8 +211,13 @@ fn assert_other_verdicts(dir: &std::path::Path) {
         prom.contains("shmbench_node_shm_is_tmpfs{path=\"/nonexistent/shm\"} 0\n"),
         "{prom}"
     );
-    // A read-only view is not a read-only tmpfs.
+    // A read-only view is not a read-only tmpfs; a read-only mount jobs write through is.
     assert_eq!(rc("view"), "0", "{}", read(dir, "view.out"));
+    assert_eq!(rc("ro_mount"), "1", "{}", read(dir, "ro_mount.out"));
+    assert_eq!(
+        json("ro_mount")["verdict"]["problems"][0]["problem"],
+        "read_only"
+    );
     assert_eq!(rc("rofs"), "1", "{}", read(dir, "rofs.out"));
     assert_eq!(
         json("rofs")["verdict"]["problems"][0]["problem"],

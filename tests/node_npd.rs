@@ -167,14 +167,14 @@ fn the_plugin_config_has_npds_fields_and_its_rule_runs_as_npd_runs_it() {
         args,
         [
             "node",
+            "--format",
+            "line",
             "--need",
             "64k",
             "--max-used",
-            "95",
-            "--format",
-            "line"
+            "95"
         ],
-        "the policy given, and the first line alone (NPD keeps max_output_length bytes)"
+        "the first line alone (NPD keeps max_output_length bytes), and the policy given"
     );
     // As NPD runs it: the status is 0, 1 or 2 (OK, NonOK, Unknown) and the message a line
     // within max_output_length.
@@ -257,9 +257,25 @@ fn the_daemonset_runs_npd_with_the_host_pids_and_dev_shm_read_only_and_the_schem
     assert_npd_config(&config, false);
     let flag = npd["command"][2].as_str().unwrap();
     assert_eq!(flag, "--config.custom-plugin-monitor=/config/shmbench.json");
-    let args = &config["rules"][0]["args"];
-    assert_eq!(args[1], "--need", "{args}");
-    assert_eq!(args[2], "8g", "{args}");
+    let args: Vec<&str> = config["rules"][0]["args"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|a| a.as_str().unwrap())
+        .collect();
+    assert_eq!(
+        args,
+        [
+            "node",
+            "--format",
+            "line",
+            "--read-only-view",
+            "--need",
+            "8g"
+        ],
+        "the pod's /dev/shm is a read-only view of the node's: its own read-only flag is not \
+         the node's"
+    );
     // The init container's command copies the binary to where the rule runs it.
     assert_eq!(
         pod["initContainers"][0]["command"][2],
@@ -270,6 +286,46 @@ fn the_daemonset_runs_npd_with_the_host_pids_and_dev_shm_read_only_and_the_schem
     let file = dir.join("daemonset.yaml");
     std::fs::write(&file, &text).unwrap();
     assert_schemas_accept(&program, &file, "the DaemonSet");
+}
+
+#[test]
+fn what_npd_runs_holds_after_a_double_dash_and_from_any_directory() {
+    // A relative path is made absolute (NPD runs the rule from its own directory), and the
+    // first-line flag comes before a `--` of the user's, where it would be a path.
+    let dir = temp_dir("npd-paths");
+    std::fs::create_dir(dir.join("shm")).unwrap();
+    let o = output(|c| {
+        c.current_dir(dir.as_ref())
+            .args(["node", "--need", "1m", "--emit", "npd", "--", "shm"])
+    });
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let config: Value = serde_json::from_slice(&o.stdout).unwrap();
+    let args = &config["rules"][0]["args"];
+    let full = dir.join("shm").display().to_string();
+    assert_eq!(
+        args,
+        &serde_json::json!(["node", "--format", "line", "--need", "1m", "--", full]),
+        "{args}"
+    );
+    let run = Command::new(config["rules"][0]["path"].as_str().unwrap())
+        .args(args.as_array().unwrap().iter().map(|a| a.as_str().unwrap()))
+        .output()
+        .unwrap();
+    assert!(
+        [0, 1, 2].contains(&run.status.code().unwrap()) && run.stdout.starts_with(b"shmbench: "),
+        "{run:?}"
+    );
+    assert!(
+        !String::from_utf8_lossy(&run.stdout).contains("error"),
+        "{run:?}"
+    );
+    // The DaemonSet's pod mounts the node's /dev/shm at /dev/shm: another path is refused.
+    let o = shmbench(&["node", "/run/shm", "--emit", "daemonset", "--image", "i:1"]);
+    assert_eq!(o.status.code(), Some(2), "{o:?}");
+    assert!(
+        String::from_utf8_lossy(&o.stderr).contains("give no path"),
+        "{o:?}"
+    );
 }
 
 #[test]

@@ -175,7 +175,7 @@ fn the_health_check_drains_a_node_with_dead_leftovers_resumes_it_after_the_sweep
         .unwrap()
         .contains(&format!("node={NODE}")));
 
-    // The sweep (an admin's, in the node's namespace): the check resumes its own drain.
+    // The sweep (an admin's, in the node's namespace): the check undrains its own drain.
     let swept = on_node(
         &slurmd,
         &format!("{} shm --sweep-stale --older-than 0s", common::BIN),
@@ -185,7 +185,7 @@ fn the_health_check_drains_a_node_with_dead_leftovers_resumes_it_after_the_sweep
     assert!(
         std::fs::read_to_string(&log)
             .unwrap()
-            .contains(&format!("slurm: resumed {NODE}")),
+            .contains(&format!("slurm: undrained {NODE}")),
         "{}",
         std::fs::read_to_string(&log).unwrap()
     );

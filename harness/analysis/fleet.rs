@@ -6,7 +6,8 @@
 //! widen it, and the other nodes' pooled outcome counts. A node is flagged on a measure only
 //! beyond both a statistical and a practical threshold ([`super::fleet_judge`]).
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
+use std::hash::{Hash, Hasher};
 
 use anyhow::{bail, Result};
 use serde::{Deserialize, Serialize};
@@ -141,9 +142,11 @@ pub struct Fleet {
     pub cells: Vec<CellKey>,
     /// `table[cell][node]`: that node's runs of the cell (None: it ran none).
     pub table: Vec<Vec<Option<NodeCell>>>,
-    /// Rows read, and those left out because they name no node.
+    /// Rows read, those left out because they name no node, and those left out because they
+    /// repeat a run already read (a file given twice, or merged into another given too).
     pub rows: usize,
     pub nameless_rows: usize,
+    pub duplicate_rows: usize,
 }
 
 impl Fleet {
@@ -176,8 +179,11 @@ pub struct Builder {
     cells: Vec<CellKey>,
     cell_index: HashMap<CellKey, usize>,
     groups: HashMap<(usize, usize), Runs>,
+    /// Each run read, as (cell, node, run id's hash, repeat): a run counts once.
+    seen: HashSet<(usize, usize, u64, u32)>,
     rows: usize,
     nameless_rows: usize,
+    duplicate_rows: usize,
 }
 
 impl Builder {
@@ -215,6 +221,15 @@ impl Builder {
                 self.cells.len() - 1
             }
         };
+        let run = {
+            let mut h = std::collections::hash_map::DefaultHasher::new();
+            r.run_id.hash(&mut h);
+            h.finish()
+        };
+        if !self.seen.insert((cell, node, run, r.repeat)) {
+            self.duplicate_rows += 1;
+            return;
+        }
         self.groups.entry((cell, node)).or_default().add(r);
     }
 
@@ -249,6 +264,7 @@ impl Builder {
             table,
             rows: self.rows,
             nameless_rows: self.nameless_rows,
+            duplicate_rows: self.duplicate_rows,
         })
     }
 }
@@ -275,13 +291,22 @@ mod tests {
     #[test]
     fn rows_are_kept_per_cell_and_node_named_by_node_else_host() {
         let mut b = Builder::new();
+        let second = Row {
+            run_id: "run-2".into(),
+            ..row(Some("gpu-17"), "pod-b", Status::Pass, 300.0)
+        };
         b.add(&row(Some("gpu-17"), "pod-a", Status::Pass, 100.0));
-        b.add(&row(Some("gpu-17"), "pod-b", Status::Pass, 300.0));
+        b.add(&second);
+        // The same run again (a file given twice): counted once.
+        b.add(&second);
         b.add(&row(None, "gpu-9", Status::Sigbus, 5.0));
         b.add(&row(None, "", Status::Pass, 1.0));
         let fleet = b.finish().unwrap();
         assert_eq!(fleet.nodes, ["gpu-9", "gpu-17"]);
-        assert_eq!((fleet.rows, fleet.nameless_rows), (4, 1));
+        assert_eq!(
+            (fleet.rows, fleet.nameless_rows, fleet.duplicate_rows),
+            (5, 1, 1)
+        );
         let gpu17 = fleet.table[0][1].as_ref().unwrap();
         assert_eq!((gpu17.runs, gpu17.passes), (2, 2));
         assert_eq!(gpu17.value(Measure::ImgPerS).unwrap().median, 200.0);

@@ -72,6 +72,7 @@ pub fn judge(fleet: &Fleet, baseline: Option<&Baseline>, t: Thresholds) -> Verdi
         nodes,
         rows: fleet.rows,
         nameless_rows: fleet.nameless_rows,
+        duplicate_rows: fleet.duplicate_rows,
     }
 }
 

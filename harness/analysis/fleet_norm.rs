@@ -102,6 +102,11 @@ impl CellNorm {
         if self.passes > self.runs {
             bail!("{} passes of {} runs", self.passes, self.runs);
         }
+        // The exact test's table grows with the runs: a forged count must not take the
+        // machine's memory (a fleet's year is a few hundred thousand runs of a cell).
+        if self.runs > MAX_RUNS {
+            bail!("{} runs of a cell, more than {MAX_RUNS}", self.runs);
+        }
         for measure in Measure::VALUES {
             let Some(s) = self.spread(measure) else {
                 continue;
@@ -119,6 +124,9 @@ impl CellNorm {
         Ok(())
     }
 }
+
+/// The most runs of one cell a baseline may hold.
+pub const MAX_RUNS: u64 = 10_000_000;
 
 /// A cell of a baseline: its key, spelt out, and its norm.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]

@@ -163,6 +163,9 @@ pub struct Verdict {
     pub nodes: Vec<NodeVerdict>,
     pub rows: usize,
     pub nameless_rows: usize,
+    /// Rows left out because they repeat a run already read (same run id, repeat, node and
+    /// cell).
+    pub duplicate_rows: usize,
 }
 
 impl Verdict {

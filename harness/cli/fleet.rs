@@ -86,12 +86,19 @@ pub(crate) struct Args {
 const BASELINE_MAX_BYTES: u64 = 64 << 20;
 
 fn read_baseline(path: &Path) -> Result<Baseline> {
+    use std::io::Read;
     let what = || format!("--baseline {}", path.display());
-    let size = std::fs::metadata(path).with_context(what)?.len();
-    if size > BASELINE_MAX_BYTES {
-        bail!("{}: {size} bytes, more than a baseline holds", what());
+    // Read through the limit, not the size the file reports: /dev/zero and a FIFO say 0.
+    let mut bytes = Vec::new();
+    std::fs::File::open(path)
+        .and_then(|f| f.take(BASELINE_MAX_BYTES + 1).read_to_end(&mut bytes))
+        .with_context(what)?;
+    if bytes.len() as u64 > BASELINE_MAX_BYTES {
+        bail!(
+            "{}: over {BASELINE_MAX_BYTES} bytes, more than a baseline holds",
+            what()
+        );
     }
-    let bytes = std::fs::read(path).with_context(what)?;
     let baseline: Baseline = serde_json::from_slice(&bytes).with_context(|| {
         format!(
             "{}: not a fleet baseline (give a file `shmbench fleet --write-baseline` wrote)",
@@ -99,6 +106,32 @@ fn read_baseline(path: &Path) -> Result<Baseline> {
         )
     })?;
     baseline.checked().with_context(what)
+}
+
+/// `--write-baseline`'s path must be a file this run may replace: not a device, FIFO or
+/// directory (the write renames a new file over it: as root, over /dev/null), and not one of
+/// its inputs.
+fn refuse_as_output(path: &Path, inputs: &[PathBuf], baseline: Option<&Path>) -> Result<()> {
+    use std::os::unix::fs::MetadataExt;
+    let Ok(meta) = std::fs::metadata(path) else {
+        return Ok(());
+    };
+    if !meta.is_file() {
+        bail!(
+            "--write-baseline {}: not a regular file; give a new file's path",
+            path.display()
+        );
+    }
+    for input in inputs.iter().map(PathBuf::as_path).chain(baseline) {
+        if std::fs::metadata(input).is_ok_and(|m| m.dev() == meta.dev() && m.ino() == meta.ino()) {
+            bail!(
+                "--write-baseline {}: that is {}, an input of this run; give another path",
+                path.display(),
+                input.display()
+            );
+        }
+    }
+    Ok(())
 }
 
 pub(crate) fn run(args: Args) -> Result<ExitCode> {
@@ -118,6 +151,7 @@ pub(crate) fn run(args: Args) -> Result<ExitCode> {
     };
     let verdict = judge(&fleet_rows, baseline.as_ref(), thresholds);
     if let Some(path) = &args.write_baseline {
+        refuse_as_output(path, &args.results, args.baseline.as_deref())?;
         let made = Baseline::of(&fleet_rows, &verdict.flagged_nodes(), thresholds.min_runs);
         let json = serde_json::to_vec_pretty(&made)?;
         write_bytes(path, &json).with_context(|| format!("--write-baseline {}", path.display()))?;

@@ -118,17 +118,26 @@ pub(crate) fn copy_self(args: CopySelfArgs) -> Result<ExitCode> {
     let mut temp = args.dest.clone().into_os_string();
     temp.push(".partial");
     let temp = std::path::PathBuf::from(temp);
-    std::fs::copy(&me, &temp)
-        .with_context(|| format!("cannot copy {} to {}", me.display(), temp.display()))?;
-    std::fs::set_permissions(&temp, std::fs::Permissions::from_mode(0o755))
-        .with_context(|| format!("cannot make {} executable", temp.display()))?;
-    std::fs::rename(&temp, &args.dest).with_context(|| {
-        format!(
-            "cannot rename {} to {}",
-            temp.display(),
-            args.dest.display()
-        )
-    })?;
+    let made = std::fs::copy(&me, &temp)
+        .with_context(|| format!("cannot copy {} to {}", me.display(), temp.display()))
+        .and_then(|_| {
+            std::fs::set_permissions(&temp, std::fs::Permissions::from_mode(0o755))
+                .with_context(|| format!("cannot make {} executable", temp.display()))
+        })
+        .and_then(|()| {
+            std::fs::rename(&temp, &args.dest).with_context(|| {
+                format!(
+                    "cannot rename {} to {}",
+                    temp.display(),
+                    args.dest.display()
+                )
+            })
+        });
+    if made.is_err() {
+        // Never leave half a binary behind.
+        let _ = std::fs::remove_file(&temp);
+    }
+    made?;
     println!("copied {} to {}", me.display(), args.dest.display());
     Ok(ExitCode::SUCCESS)
 }

@@ -19,6 +19,7 @@ mod matrix;
 mod merge;
 mod min_shm;
 mod node;
+mod node_emit;
 mod outcome;
 mod progress;
 mod repeat;

@@ -8,6 +8,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use anyhow::{bail, Context, Result};
 
+use super::node_emit;
 use crate::model::job::LoaderList;
 use crate::model::knobs::Knobs;
 use crate::model::node_check::{judge, NodePolicy, NodeStatus};
@@ -15,12 +16,8 @@ use crate::model::size::ByteSize;
 use crate::model::slurm_drain::{self, DrainAction};
 use crate::plan::consumers::Consumer;
 use crate::plan::{advice, guard, job};
-use crate::present::{
-    k8s_manifest, node, node_daemonset, node_nhc, node_npd, node_prom, node_slurm,
-};
+use crate::present::{node, node_prom, node_slurm};
 use crate::results::atomic::write_bytes;
-use crate::results::row_build::shell_words;
-use crate::runtime::docker::image::BINARY_IN_IMAGE;
 use crate::sys::{self, node_facts};
 
 /// The file `--textfile DIR` writes (node_exporter's textfile collector reads `*.prom`).
@@ -39,7 +36,7 @@ Examples:
 
 Exit status (Node Problem Detector's plugin protocol): 0 ok, 1 a problem, 2 unknown (the node
 could not be seen well enough: the first line says what). The first line is the reason, at
-most 80 characters, starting 'shmbench:'. A leftover is dead only when its owner is proven
+most 80 bytes, starting 'shmbench:'. A leftover is dead only when its owner is proven
 gone and no live process holds it (the proof `shmbench shm` shows); a file of unknown owner is
 counted, never called dead. It changes nothing: `shmbench shm --sweep-stale --older-than 1m`
 removes the dead leftovers. A usage error exits 2 too, with nothing on stdout and its message
@@ -93,12 +90,16 @@ pub(crate) struct Args {
     /// Node Problem Detector custom plugin monitor config), `daemonset` (Node Problem Detector
     /// with that config on every node: Kubernetes YAML; needs --image)
     #[arg(long, value_enum, value_name = "FOR")]
-    emit: Option<Emit>,
+    emit: Option<node_emit::Emit>,
+    /// PATH is a read-only view of the node's /dev/shm (a bind mount, as `--emit daemonset`'s
+    /// pod has it): judge the filesystem's own read-only flag, not this mount's
+    #[arg(long)]
+    read_only_view: bool,
     /// With --emit daemonset: shmbench's image in your registry (`shmbench image export`)
     #[arg(long, value_name = "IMAGE", requires = "emit")]
     image: Option<String>,
     /// With --emit daemonset: Node Problem Detector's image
-    #[arg(long, value_name = "IMAGE", default_value = NPD_IMAGE)]
+    #[arg(long, value_name = "IMAGE", default_value = node_emit::NPD_IMAGE)]
     npd_image: String,
     /// With --emit daemonset: the namespace of its objects
     #[arg(long, default_value = "kube-system")]
@@ -122,31 +123,6 @@ enum Format {
     Json,
 }
 
-/// What `--emit` makes.
-#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
-enum Emit {
-    Nhc,
-    Npd,
-    Daemonset,
-}
-
-/// Node Problem Detector's image the DaemonSet runs by default.
-const NPD_IMAGE: &str = "registry.k8s.io/node-problem-detector/node-problem-detector:v0.8.20";
-
-/// Flags that are this invocation's, not the check's policy: left out of what `--emit` runs.
-const NOT_POLICY: [&str; 8] = [
-    "--emit",
-    "--format",
-    "--textfile",
-    "--image",
-    "--npd-image",
-    "--namespace",
-    "--slurm-health",
-    "--slurm-node",
-];
-/// Of those, the flags that take no value.
-const NO_VALUE: [&str; 1] = ["--slurm-health"];
-
 pub(crate) fn run(args: Args) -> Result<ExitCode> {
     if !(0.0..=100.0).contains(&args.max_used) {
         bail!("--max-used {}: give a percent, 0 to 100", args.max_used);
@@ -161,13 +137,20 @@ pub(crate) fn run(args: Args) -> Result<ExitCode> {
     }
     let policy = policy(&args)?;
     if let Some(emit) = args.emit {
-        print!("{}", emitted(emit, &args)?);
+        let target = node_emit::Target {
+            path: &args.path,
+            image: args.image.as_deref(),
+            npd_image: &args.npd_image,
+            namespace: &args.namespace,
+            read_only_view: args.read_only_view,
+        };
+        print!("{}", node_emit::emitted(emit, &target)?);
         return Ok(ExitCode::SUCCESS);
     }
     let now = SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map_or(0.0, |d| d.as_secs_f64());
-    let facts = match node_facts::collect(&args.path) {
+    let facts = match node_facts::collect(&args.path, args.read_only_view) {
         Ok(facts) => facts,
         Err(why) => {
             // Nothing to judge: the machinery still gets a verdict, unknown, and its reason.
@@ -223,19 +206,30 @@ pub(crate) fn run(args: Args) -> Result<ExitCode> {
 /// it did. Its exit status is whether Slurm could be told: slurmd only logs a health check's
 /// status, and the drain is how the verdict reaches the scheduler.
 fn slurm_health(args: &Args, status: NodeStatus, first_line: &str) -> ExitCode {
-    let name = slurm_node_name(args);
-    let done = sys::slurm::show_node(&name).and_then(|text| {
+    let done = slurm_node_name(args).and_then(|name| {
+        let text = sys::slurm::show_node(&name)?;
         let node = slurm_drain::parse_show_node(&text)
-            .with_context(|| format!("scontrol show node {name} named no node"))?;
+            .with_context(|| format!("scontrol show node {name} printed no node's state"))?;
+        if node.name != name {
+            bail!(
+                "scontrol show node {name} printed node {}: refusing to act on another node",
+                node.name
+            );
+        }
         let action = slurm_drain::decide(status, first_line, &node);
         match &action {
             DrainAction::Drain { reason } => sys::slurm::update_node(&node.name, Some(reason))?,
-            DrainAction::Resume => sys::slurm::update_node(&node.name, None)?,
+            DrainAction::Undrain => sys::slurm::update_node(&node.name, None)?,
             DrainAction::Keep(_) => {}
         }
         Ok(node_slurm::action_line(&node, &action))
     });
     match done {
+        Ok(line) if args.format == Format::Json => {
+            // stdout holds one JSON document; what was done goes beside it.
+            eprintln!("{line}");
+            ExitCode::SUCCESS
+        }
         Ok(line) => {
             println!("{line}");
             ExitCode::SUCCESS
@@ -248,18 +242,25 @@ fn slurm_health(args: &Args, status: NodeStatus, first_line: &str) -> ExitCode {
 }
 
 /// `--slurm-node`, else the name slurmd gives its health check, else this host's short name
-/// (what Slurm's NodeName usually is).
-fn slurm_node_name(args: &Args) -> String {
-    if let Some(name) = &args.slurm_node {
-        return name.clone();
+/// (what Slurm's NodeName usually is); one plain node name, never a hostlist.
+fn slurm_node_name(args: &Args) -> Result<String> {
+    let name = if let Some(name) = &args.slurm_node {
+        name.clone()
+    } else if let Some(name) = std::env::var_os("SLURMD_NODENAME").filter(|n| !n.is_empty()) {
+        name.to_string_lossy().into_owned()
+    } else {
+        let host = nix::unistd::gethostname()
+            .map(|h| h.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        host.split('.').next().unwrap_or_default().to_string()
+    };
+    if !slurm_drain::plain_node_name(&name) {
+        bail!(
+            "{name:?} is not one Slurm node name (letters, digits, '-', '_', '.'; no hostlist): \
+             give --slurm-node NAME"
+        );
     }
-    if let Some(name) = std::env::var_os("SLURMD_NODENAME").filter(|n| !n.is_empty()) {
-        return name.to_string_lossy().into_owned();
-    }
-    let host = nix::unistd::gethostname()
-        .map(|h| h.to_string_lossy().into_owned())
-        .unwrap_or_default();
-    host.split('.').next().unwrap_or_default().to_string()
+    Ok(name)
 }
 
 /// The policy the flags give: the need from `--need`, or from the job by the doctor's model
@@ -299,62 +300,6 @@ fn policy(args: &Args) -> Result<NodePolicy> {
     policy.need_from = format!("the doctor's model of the job: {basis}");
     policy.maps_needed = Some(job.rank_maps);
     Ok(policy)
-}
-
-/// The file `--emit` makes, running this check with this invocation's policy.
-fn emitted(emit: Emit, args: &Args) -> Result<String> {
-    let binary = || {
-        std::env::current_exe()
-            .and_then(std::fs::canonicalize)
-            .context("cannot tell where this shmbench binary is, for the emitted file to run")
-    };
-    let mut line_args = policy_args();
-    line_args.extend(["--format".into(), "line".into()]);
-    Ok(match emit {
-        Emit::Nhc => {
-            let mut command = vec![binary()?.into_os_string()];
-            command.extend(policy_args().into_iter().map(Into::into));
-            node_nhc::check_file(&shell_words(command))
-        }
-        Emit::Npd => {
-            let path = binary()?.display().to_string();
-            serde_json::to_string_pretty(&node_npd::plugin_config(&path, &line_args))? + "\n"
-        }
-        Emit::Daemonset => {
-            let image = args.image.as_deref().context(
-                "--emit daemonset: give --image, shmbench's image in your registry (push the one \
-                 `shmbench image export --out shmbench.tar` writes)",
-            )?;
-            let target = node_daemonset::Target {
-                image,
-                npd_image: &args.npd_image,
-                namespace: &args.namespace,
-                binary_in_image: BINARY_IN_IMAGE,
-            };
-            k8s_manifest::render(&node_daemonset::objects(&target, &line_args))
-        }
-    })
-}
-
-/// `node` and the policy flags this invocation was given (its path included), in order: what
-/// an emitted file runs.
-fn policy_args() -> Vec<String> {
-    let mut kept = vec!["node".to_string()];
-    let mut args = std::env::args_os().skip(2).map(|a| {
-        a.into_string()
-            .unwrap_or_else(|a| a.to_string_lossy().into_owned())
-    });
-    while let Some(arg) = args.next() {
-        let flag = arg.split('=').next().unwrap_or("");
-        if NOT_POLICY.contains(&flag) {
-            if !arg.contains('=') && !NO_VALUE.contains(&flag) {
-                args.next();
-            }
-            continue;
-        }
-        kept.push(arg);
-    }
-    kept
 }
 
 /// Writes the metrics into `dir` atomically (a temp file renamed over the last), so the

@@ -1,8 +1,11 @@
 //! What `shmbench node --slurm-health` does to its Slurm node, decided from the verdict and
 //! the node's state as `scontrol -o show node` prints it: drain a node with a problem (the
-//! reason is the verdict's first line, so it starts `shmbench:`), resume a healthy node only
-//! when shmbench drained it (its reason starts `shmbench:`), and leave every other drain (an
-//! admin's, another health check's) as it is. Pure: `sys::slurm` asks and updates.
+//! reason is the verdict's first line, so it starts `shmbench:`), undrain a healthy node only
+//! when shmbench drained it (its reason starts `shmbench:`), and leave every node someone else
+//! set aside as it is: an admin's or another health check's drain, a DOWN, FAILed or
+//! rebooting node with its reason. Undrain, not resume: RESUME would also lift a DOWN an admin
+//! set after shmbench's drain, and cancel a reboot asked for. Pure: `sys::slurm` asks and
+//! updates.
 
 use crate::node_verdict::{NodeStatus, REASON_PREFIX};
 
@@ -23,14 +26,41 @@ impl SlurmNode {
         self.state.split('+').any(|part| part.starts_with("DRAIN"))
     }
 
-    /// Whether its drain reason is shmbench's own.
-    pub fn drained_by_shmbench(&self) -> bool {
-        self.drained()
-            && self
-                .reason
-                .as_deref()
-                .is_some_and(|r| r.starts_with(REASON_PREFIX))
+    /// Whether its reason is shmbench's own.
+    pub fn reason_is_shmbench(&self) -> bool {
+        self.reason
+            .as_deref()
+            .is_some_and(|r| r.starts_with(REASON_PREFIX))
     }
+
+    /// Whether its drain is shmbench's own.
+    pub fn drained_by_shmbench(&self) -> bool {
+        self.drained() && self.reason_is_shmbench()
+    }
+
+    /// Whether someone else set it aside: drained, down, failed or rebooting with a reason
+    /// that is not shmbench's (a node down with no reason at all is Slurm's own doing, such
+    /// as not responding, and Slurm always gives one).
+    pub fn set_aside_by_other(&self) -> bool {
+        let aside = self.state.split('+').any(|part| {
+            part.starts_with("DRAIN")
+                || part.starts_with("DOWN")
+                || part.starts_with("FAIL")
+                || part.starts_with("REBOOT")
+                || part == "MAINTENANCE"
+        });
+        aside && !self.reason_is_shmbench()
+    }
+}
+
+/// Whether `name` is one plain node name `scontrol update NodeName=` takes as one node (not
+/// empty, no hostlist brackets or commas, nothing a shell or Slurm would read otherwise).
+pub fn plain_node_name(name: &str) -> bool {
+    !name.is_empty()
+        && !name.starts_with('-')
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_' || b == b'.')
 }
 
 /// Reads one node out of `scontrol -o show node NAME` (one line of `Key=Value` pairs; the
@@ -76,8 +106,8 @@ pub fn parse_show_node(text: &str) -> Option<SlurmNode> {
 pub enum DrainAction {
     /// Drain it with this reason (or set shmbench's new reason on its own drain).
     Drain { reason: String },
-    /// Resume it: shmbench drained it and the problem is gone.
-    Resume,
+    /// Undrain it: shmbench drained it and the problem is gone.
+    Undrain,
     /// Nothing to do.
     Keep(Kept),
 }
@@ -87,9 +117,10 @@ pub enum DrainAction {
 pub enum Kept {
     /// Healthy and not drained by shmbench.
     Healthy,
-    /// Already drained by shmbench with this very reason.
+    /// Already drained by shmbench (its reason kept: it says when the drain began).
     AlreadyDrained,
-    /// Drained for another reason (an admin's, another check's): never touched.
+    /// Drained, down, failed or rebooting for another reason (an admin's, another check's,
+    /// Slurm's own): never touched.
     DrainedByOther { reason: Option<String> },
     /// The verdict is unknown: neither drain nor resume on what could not be seen.
     Unknown,
@@ -99,14 +130,14 @@ pub enum Kept {
 pub fn decide(status: NodeStatus, reason: &str, node: &SlurmNode) -> DrainAction {
     match status {
         NodeStatus::Unknown => DrainAction::Keep(Kept::Unknown),
-        NodeStatus::Ok if node.drained_by_shmbench() => DrainAction::Resume,
+        NodeStatus::Ok if node.drained_by_shmbench() => DrainAction::Undrain,
         NodeStatus::Ok => DrainAction::Keep(Kept::Healthy),
-        NodeStatus::Problem if node.drained() && !node.drained_by_shmbench() => {
+        NodeStatus::Problem if node.set_aside_by_other() => {
             DrainAction::Keep(Kept::DrainedByOther {
                 reason: node.reason.clone(),
             })
         }
-        NodeStatus::Problem if node.reason.as_deref() == Some(reason) && node.drained() => {
+        NodeStatus::Problem if node.drained_by_shmbench() => {
             DrainAction::Keep(Kept::AlreadyDrained)
         }
         NodeStatus::Problem => DrainAction::Drain {
@@ -146,6 +177,14 @@ mod tests {
     }
 
     #[test]
+    fn a_node_name_is_one_plain_name() {
+        assert!(plain_node_name("gpu-17.rack2_a"));
+        for bad in ["", "gpu[1-2]", "a,b", "-x", "a b", "a;b", "ü"] {
+            assert!(!plain_node_name(bad), "{bad:?}");
+        }
+    }
+
+    #[test]
     fn drains_a_problem_resumes_only_its_own_drain_and_never_an_admins() {
         let problem = "shmbench: 8 MiB of dead leftovers in /dev/shm (1 file, oldest 2h)";
         let idle = node("IDLE", None);
@@ -160,17 +199,16 @@ mod tests {
             decide(NodeStatus::Problem, problem, &ours),
             DrainAction::Keep(Kept::AlreadyDrained)
         );
-        // A new problem on its own drain: the reason follows it.
+        // A changed first line on its own drain (its age, its share): the reason it drained
+        // with stays, and with it the time the drain began.
         let other_problem = "shmbench: /dev/shm is 64 MiB, jobs need 1.2 GiB";
         assert_eq!(
             decide(NodeStatus::Problem, other_problem, &ours),
-            DrainAction::Drain {
-                reason: other_problem.into()
-            }
+            DrainAction::Keep(Kept::AlreadyDrained)
         );
         assert_eq!(
             decide(NodeStatus::Ok, "shmbench: ok", &ours),
-            DrainAction::Resume
+            DrainAction::Undrain
         );
         let admin = node("IDLE+DRAIN", Some("bad DIMM, ticket 42"));
         assert_eq!(
@@ -185,11 +223,29 @@ mod tests {
             decide(NodeStatus::Unknown, "shmbench: unknown: x", &ours),
             DrainAction::Keep(Kept::Unknown)
         );
-        // A down node that is not drained gets shmbench's drain on top.
-        let down = node("DOWN+NOT_RESPONDING", Some("Not responding"));
-        assert!(matches!(
-            decide(NodeStatus::Problem, problem, &down),
-            DrainAction::Drain { .. }
-        ));
+        // A node down, failed or rebooting for another reason is left as it is: draining it
+        // would replace that reason, and undraining it later would not bring it back.
+        for state in [
+            "DOWN",
+            "DOWN+NOT_RESPONDING",
+            "IDLE+FAIL",
+            "IDLE+REBOOT_REQUESTED",
+        ] {
+            let aside = node(state, Some("PSU dead, ticket 9"));
+            assert!(
+                matches!(
+                    decide(NodeStatus::Problem, problem, &aside),
+                    DrainAction::Keep(Kept::DrainedByOther { .. })
+                ),
+                "{state}"
+            );
+        }
+        // shmbench's own drain of a node an admin then set down: undrained, the DOWN kept
+        // (UNDRAIN leaves the base state alone).
+        let ours_down = node("DOWN+DRAIN", Some(problem));
+        assert_eq!(
+            decide(NodeStatus::Ok, "shmbench: ok", &ours_down),
+            DrainAction::Undrain
+        );
     }
 }

@@ -211,7 +211,7 @@ pub fn summary(v: &Verdict) -> String {
     let mut line = format!(
         "{} node(s): {flagged} flagged, {ok} ok, {not_judged} not judged; {} row(s) of {} cell(s), against {}",
         v.nodes.len(),
-        v.rows - v.nameless_rows,
+        v.rows - v.nameless_rows - v.duplicate_rows,
         v.cells.len(),
         others(v)
     );
@@ -219,6 +219,12 @@ pub fn summary(v: &Verdict) -> String {
         line += &format!(
             "; {} row(s) name no node (node and host empty): left out",
             v.nameless_rows
+        );
+    }
+    if v.duplicate_rows > 0 {
+        line += &format!(
+            "; {} row(s) repeat a run already read (same run_id, repeat, node and cell): left out",
+            v.duplicate_rows
         );
     }
     line

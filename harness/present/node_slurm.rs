@@ -7,22 +7,23 @@ use model::slurm_drain::{DrainAction, Kept, SlurmNode};
 pub fn action_line(node: &SlurmNode, action: &DrainAction) -> String {
     let name = &node.name;
     match action {
-        DrainAction::Drain { reason } if node.drained() => {
-            format!("slurm: {name} stays drained, its reason now \"{reason}\"")
-        }
         DrainAction::Drain { reason } => format!("slurm: drained {name}: \"{reason}\""),
-        DrainAction::Resume => format!(
-            "slurm: resumed {name} (shmbench drained it: \"{}\")",
+        DrainAction::Undrain => format!(
+            "slurm: undrained {name} (shmbench drained it: \"{}\")",
             node.reason.as_deref().unwrap_or_default()
         ),
         DrainAction::Keep(Kept::Healthy) => {
             format!("slurm: {name} is {}; nothing to do", node.state)
         }
         DrainAction::Keep(Kept::AlreadyDrained) => {
-            format!("slurm: {name} is already drained by shmbench for this; nothing to do")
+            format!(
+                "slurm: {name} stays drained by shmbench (\"{}\")",
+                node.reason.as_deref().unwrap_or_default()
+            )
         }
         DrainAction::Keep(Kept::DrainedByOther { reason }) => format!(
-            "slurm: {name} is drained for another reason (\"{}\"): left as it is",
+            "slurm: {name} is {} for another reason (\"{}\"): left as it is",
+            node.state,
             reason.as_deref().unwrap_or("none given")
         ),
         DrainAction::Keep(Kept::Unknown) => {

@@ -21,15 +21,13 @@ pub enum FactsError {
         path: String,
         source: std::io::Error,
     },
-    #[error("{0}: not a directory")]
-    NotADirectory(String),
     #[error(transparent)]
     Audit(#[from] AuditError),
 }
 
 /// The facts of the filesystem at `path` (the node's /dev/shm; a symlink to it, such as
 /// /dev/shm -> /run/shm, is followed).
-pub fn collect(path: &Path) -> Result<NodeFacts, FactsError> {
+pub fn collect(path: &Path, read_only_view: bool) -> Result<NodeFacts, FactsError> {
     let shown = path.display().to_string();
     let max_map_count = std::fs::read_to_string("/proc/sys/vm/max_map_count")
         .ok()
@@ -53,7 +51,21 @@ pub fn collect(path: &Path) -> Result<NodeFacts, FactsError> {
         source,
     })?;
     if !meta.is_dir() {
-        return Err(FactsError::NotADirectory(shown));
+        // No segment can be created in it: a problem, as a missing path is, not an unknown.
+        use std::os::unix::fs::FileTypeExt;
+        let t = meta.file_type();
+        let what = if t.is_file() {
+            "a regular file"
+        } else if t.is_fifo() {
+            "a FIFO"
+        } else if t.is_char_device() || t.is_block_device() {
+            "a device"
+        } else if t.is_socket() {
+            "a socket"
+        } else {
+            "not a directory"
+        };
+        return Ok(NodeFacts::bare(shown, what, max_map_count));
     }
     let kind = nix::sys::statfs::statfs(path)
         .map(|s| s.filesystem_type())
@@ -66,12 +78,17 @@ pub fn collect(path: &Path) -> Result<NodeFacts, FactsError> {
         .as_ref()
         .filter(|v| v.files() > 0)
         .map(|v| v.files_free());
-    // The filesystem's own read-only flag, not this mount's: a read-only view (the DaemonSet
-    // mounts the host's /dev/shm so) is not what the node's jobs write through.
-    let read_only = crate::shm::filesystem_read_only(meta.dev()).unwrap_or_else(|| {
-        vfs.as_ref()
-            .is_some_and(|v| v.flags().contains(nix::sys::statvfs::FsFlags::ST_RDONLY))
-    });
+    // Whether jobs can create segments through this mount; for a read-only view (the
+    // DaemonSet mounts the host's /dev/shm so), the filesystem's own flag instead, since the
+    // node's jobs write through mounts of their own.
+    let mount_read_only = vfs
+        .as_ref()
+        .is_some_and(|v| v.flags().contains(nix::sys::statvfs::FsFlags::ST_RDONLY));
+    let read_only = if read_only_view {
+        crate::shm::filesystem_read_only(meta.dev()).unwrap_or(mount_read_only)
+    } else {
+        mount_read_only
+    };
     let base = NodeFacts {
         inodes_free,
         read_only,

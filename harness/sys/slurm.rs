@@ -124,7 +124,8 @@ pub fn show_node(name: &str) -> Result<String> {
     Ok(String::from_utf8_lossy(&out.stdout).into_owned())
 }
 
-/// `scontrol update NodeName=NAME State=DRAIN Reason=REASON` (reason Some) or `State=RESUME`.
+/// `scontrol update NodeName=NAME State=DRAIN Reason=REASON` (reason Some) or `State=UNDRAIN`
+/// (which, unlike RESUME, leaves the node's base state alone: a DOWN stays down).
 /// Slurm lets root and its SlurmUser do this (a HealthCheckProgram runs as root).
 pub fn update_node(name: &str, drain_reason: Option<&str>) -> Result<()> {
     let mut args = vec![format!("NodeName={name}")];
@@ -133,7 +134,7 @@ pub fn update_node(name: &str, drain_reason: Option<&str>) -> Result<()> {
             args.push("State=DRAIN".into());
             args.push(format!("Reason={reason}"));
         }
-        None => args.push("State=RESUME".into()),
+        None => args.push("State=UNDRAIN".into()),
     }
     let out = Command::new("scontrol")
         .arg("update")

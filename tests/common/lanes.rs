@@ -4,17 +4,61 @@
 
 use std::path::Path;
 use std::process::Command;
-use std::sync::{Mutex, MutexGuard};
+use std::sync::{Condvar, Mutex};
 use std::time::Instant;
 
 use super::*;
 
+/// A lane's lock: held by one test at a time; a test that asks with priority gets it next,
+/// before the tests already waiting (every test starts at once, so a lane's queue is long).
+pub struct LaneLock {
+    state: Mutex<LockState>,
+    freed: Condvar,
+}
+
+#[derive(Default)]
+struct LockState {
+    held: bool,
+    priority_waiting: bool,
+}
+
+impl LaneLock {
+    const fn new() -> LaneLock {
+        LaneLock {
+            state: Mutex::new(LockState {
+                held: false,
+                priority_waiting: false,
+            }),
+            freed: Condvar::new(),
+        }
+    }
+
+    fn acquire(&self, priority: bool) {
+        let mut state = self.state.lock().unwrap_or_else(|e| e.into_inner());
+        if priority {
+            state.priority_waiting = true;
+        }
+        while state.held || (!priority && state.priority_waiting) {
+            state = self.freed.wait(state).unwrap_or_else(|e| e.into_inner());
+        }
+        state.held = true;
+        if priority {
+            state.priority_waiting = false;
+        }
+    }
+
+    fn release(&self) {
+        self.state.lock().unwrap_or_else(|e| e.into_inner()).held = false;
+        self.freed.notify_all();
+    }
+}
+
 /// Cells are heavy and the leak checks look at machine-wide state: one test at a time.
-static SERIAL: Mutex<()> = Mutex::new(());
+static SERIAL: LaneLock = LaneLock::new();
 
 pub fn serial() -> Lane {
     mark();
-    Lane::take("machine", &SERIAL)
+    Lane::take("machine", &SERIAL, false)
 }
 
 /// The second machine lane: machine tests that run beside the first, one at a time: each is
@@ -24,22 +68,25 @@ pub fn serial() -> Lane {
 /// processes carry a mark of their own (`lane_mark`, set for the test's thread: start them
 /// through `command`, `command_in`, `shmbench` or `run_cell`), so each lane's leak checks
 /// judge only their own lane's processes, segments and containers.
-static SECOND: Mutex<()> = Mutex::new(());
+static SECOND: LaneLock = LaneLock::new();
 
 pub fn second_serial() -> Lane {
     let lane = format!("{}-second", mark());
     LANE_MARK.with(|m| *m.borrow_mut() = Some(lane));
-    Lane::take("second machine", &SECOND)
+    Lane::take("second machine", &SECOND, false)
 }
 
 /// Both machine lanes at once, for a test that times its cells against each other (the made
 /// fleet's nodes, each judged against the others' img/s): no other machine test runs beside
-/// it. The second lane's lock first, then the first's: the one order any test that takes both
-/// uses, so no two wait on each other; and the first lane, the suite's critical path, is not
-/// held idle while the second's long tests finish. Its processes carry the first lane's mark.
+/// it. The second lane's lock first, then the first's with priority (next after the test that
+/// holds it): the one order any test that takes both uses, so no two wait on each other; the
+/// first lane, the suite's critical path, is not held idle while the second's long tests
+/// finish, and the second is held idle only until the first's current test ends. Its
+/// processes carry the first lane's mark.
 pub fn exclusive_serial() -> (Lane, Lane) {
-    let second = Lane::take("second machine", &SECOND);
-    let first = serial();
+    let second = Lane::take("second machine", &SECOND, false);
+    mark();
+    let first = Lane::take("machine", &SERIAL, true);
     (first, second)
 }
 
@@ -59,27 +106,27 @@ pub fn lane_mark() -> String {
 /// the machine tests, since they spend their time waiting on the scheduler. What they start runs
 /// under `beside_mark` (`slurm_command`), so the machine tests' leak checks, which judge only this
 /// binary's mark, never count a Slurm test's processes or segments as their own.
-static SLURM: Mutex<()> = Mutex::new(());
+static SLURM: LaneLock = LaneLock::new();
 
 pub fn slurm_serial() -> Lane {
     mark();
-    Lane::take("slurm", &SLURM)
+    Lane::take("slurm", &SLURM, false)
 }
 
 /// A held lane lock. On release it appends how long the test held it to `lanes.tsv` in the
 /// tests' scratch directory (`cargo xtask test` sums the lanes and names the longest holders
 /// after the run: the machine lane is the suite's critical path, so that is where time goes).
 pub struct Lane {
-    _guard: MutexGuard<'static, ()>,
+    lock: &'static LaneLock,
     lane: &'static str,
     began: Instant,
 }
 
 impl Lane {
-    fn take(lane: &'static str, lock: &'static Mutex<()>) -> Lane {
-        let guard = lock.lock().unwrap_or_else(|e| e.into_inner());
+    fn take(lane: &'static str, lock: &'static LaneLock, priority: bool) -> Lane {
+        lock.acquire(priority);
         Lane {
-            _guard: guard,
+            lock,
             lane,
             began: Instant::now(),
         }
@@ -88,6 +135,9 @@ impl Lane {
 
 impl Drop for Lane {
     fn drop(&mut self) {
+        // Released even when the test panicked (a Mutex's poisoning is not wanted here: the
+        // next test checks the machine for itself).
+        self.lock.release();
         LANE_MARK.with(|m| *m.borrow_mut() = None);
         let Some(scratch) = std::env::var_os("SHMBENCH_TEST_SCRATCH") else {
             return;
