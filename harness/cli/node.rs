@@ -38,7 +38,7 @@ Exit status (Node Problem Detector's plugin protocol): 0 ok, 1 a problem, 2 unkn
 could not be seen well enough: the first line says what). The first line is the reason, at
 most 80 bytes, starting 'shmbench:'. A leftover is dead only when its owner is proven
 gone and no live process holds it (the proof `shmbench shm` shows); a file of unknown owner is
-counted, never called dead. It changes nothing: `shmbench shm --sweep-stale --older-than 1m`
+counted, never called dead. Without --slurm-health it changes nothing: `shmbench shm --sweep-stale --older-than 1m`
 removes the dead leftovers. A usage error exits 2 too, with nothing on stdout and its message
 on stderr. Run it as root in the host's pid namespace: elsewhere leftovers cannot be proven.
 Alert rules for the metrics: integrations/prometheus/. See docs/FLEET.md.";
@@ -105,11 +105,11 @@ pub(crate) struct Args {
     #[arg(long, default_value = "kube-system")]
     namespace: String,
     /// Run as Slurm's HealthCheckProgram: drain this node when the verdict is a problem (its
-    /// reason the first line, `shmbench: ...`), resume it when healthy only if shmbench drained
+    /// reason the first line, `shmbench: ...`), undrain it when healthy only if shmbench drained
     /// it; an admin's drain is never undone. Exits 0 once Slurm has been told
     #[arg(long, conflicts_with = "emit")]
     slurm_health: bool,
-    /// The Slurm node to drain or resume (default: $SLURMD_NODENAME, which slurmd sets for its
+    /// The Slurm node to drain or undrain (default: $SLURMD_NODENAME, which slurmd sets for its
     /// health check, else this host's short name)
     #[arg(long, value_name = "NAME", requires = "slurm_health")]
     slurm_node: Option<String>,
@@ -202,7 +202,7 @@ pub(crate) fn run(args: Args) -> Result<ExitCode> {
     Ok(ExitCode::from(verdict.status.exit_code()))
 }
 
-/// Tells Slurm what the verdict means for this node (drain, resume or nothing) and says what
+/// Tells Slurm what the verdict means for this node (drain, undrain or nothing) and says what
 /// it did. Its exit status is whether Slurm could be told: slurmd only logs a health check's
 /// status, and the drain is how the verdict reaches the scheduler.
 fn slurm_health(args: &Args, status: NodeStatus, first_line: &str) -> ExitCode {

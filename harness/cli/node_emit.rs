@@ -129,7 +129,12 @@ fn policy_args(parsed: &Target) -> Vec<String> {
             continue;
         }
         if arg == given_path {
-            kept.push(absolute(&arg));
+            // The path is a path wherever it is run, there or not here.
+            kept.push(
+                std::path::absolute(&arg)
+                    .map(|p| p.display().to_string())
+                    .unwrap_or(arg),
+            );
             continue;
         }
         kept.push(arg);

@@ -95,7 +95,7 @@ pub fn render(v: &Verdict, platform: Platform) -> String {
                     shell_words([reason(v, i)])
                 ),
                 format!(
-                    "scontrol update NodeName={} State=RESUME",
+                    "scontrol update NodeName={} State=UNDRAIN",
                     shell_words([name])
                 ),
             ),
