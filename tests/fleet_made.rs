@@ -115,6 +115,10 @@ impl CpuGroup {
         CpuGroup { dir, v2 }
     }
 
+    /// A quota of `cpus` (what binds on a quiet machine) and a quarter of the default weight
+    /// (what binds when the machine is busy: a quota the node cannot reach anyway throttles
+    /// nothing, while a lower weight still gives it less than its neighbours), as a throttled
+    /// node on a shared host is throttled.
     fn limit(&self, cpus: f64) {
         let quota = ((cpus * PERIOD_US as f64) as u64).max(1000);
         let write = |f: &str, v: String| {
@@ -122,9 +126,11 @@ impl CpuGroup {
         };
         if self.v2 {
             write("cpu.max", format!("{quota} {PERIOD_US}"));
+            write("cpu.weight", "25".into());
         } else {
             write("cpu.cfs_period_us", PERIOD_US.to_string());
             write("cpu.cfs_quota_us", quota.to_string());
+            write("cpu.shares", "256".into());
         }
     }
 
