@@ -150,6 +150,16 @@ fn assert_npd_config(config: &Value, path_exists: bool) {
     }
 }
 
+/// The arguments the config's rule runs the binary with.
+fn rule_args(config: &Value) -> Vec<&str> {
+    config["rules"][0]["args"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|a| a.as_str().unwrap())
+        .collect()
+}
+
 #[test]
 fn the_plugin_config_has_npds_fields_and_its_rule_runs_as_npd_runs_it() {
     let o = shmbench(&["node", "--emit", "npd", "--need", "64k", "--max-used", "95"]);
@@ -157,12 +167,7 @@ fn the_plugin_config_has_npds_fields_and_its_rule_runs_as_npd_runs_it() {
     let config: Value = serde_json::from_slice(&o.stdout).unwrap();
     assert_npd_config(&config, true);
     let rule = &config["rules"][0];
-    let args: Vec<&str> = rule["args"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|a| a.as_str().unwrap())
-        .collect();
+    let args = rule_args(&config);
     assert_eq!(
         args,
         [
@@ -257,12 +262,7 @@ fn the_daemonset_runs_npd_with_the_host_pids_and_dev_shm_read_only_and_the_schem
     assert_npd_config(&config, false);
     let flag = npd["command"][2].as_str().unwrap();
     assert_eq!(flag, "--config.custom-plugin-monitor=/config/shmbench.json");
-    let args: Vec<&str> = config["rules"][0]["args"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|a| a.as_str().unwrap())
-        .collect();
+    let args = rule_args(&config);
     assert_eq!(
         args,
         [
