@@ -115,7 +115,7 @@ impl CpuGroup {
         CpuGroup { dir, v2 }
     }
 
-    /// A quota of `cpus` (what binds on a quiet machine) and a quarter of the default weight
+    /// A quota of `cpus` (what binds on a quiet machine) and an eighth of the default weight
     /// (what binds when the machine is busy: a quota the node cannot reach anyway throttles
     /// nothing, while a lower weight still gives it less than its neighbours), as a throttled
     /// node on a shared host is throttled.
@@ -126,11 +126,11 @@ impl CpuGroup {
         };
         if self.v2 {
             write("cpu.max", format!("{quota} {PERIOD_US}"));
-            write("cpu.weight", "25".into());
+            write("cpu.weight", "12".into());
         } else {
             write("cpu.cfs_period_us", PERIOD_US.to_string());
             write("cpu.cfs_quota_us", quota.to_string());
-            write("cpu.shares", "256".into());
+            write("cpu.shares", "128".into());
         }
     }
 
@@ -239,7 +239,23 @@ fn trial(group: &CpuGroup) -> Vec<String> {
         || !measures(throttled).contains(&"img_per_s")
         || measures(throttled).contains(&"outcome")
     {
-        wrong.push(format!("throttled: {}", throttled["reason"]));
+        // What the throttle did this trial, measured from the rows themselves.
+        let median = |i: &[usize]| {
+            let mut rates: Vec<f64> = i
+                .iter()
+                .flat_map(|n| &files[*n])
+                .flat_map(|p| read_csv(p))
+                .filter_map(|r| r["img_per_s"].parse().ok())
+                .collect();
+            rates.sort_by(f64::total_cmp);
+            rates.get(rates.len() / 2).copied().unwrap_or(f64::NAN)
+        };
+        let (slow, good) = (median(&[8]), median(&[0, 1, 2, 3, 4, 5]));
+        wrong.push(format!(
+            "throttled: {} (its img/s {slow:.0} against the good nodes' {good:.0}: {:+.0}%)",
+            throttled["reason"],
+            100.0 * (slow / good - 1.0)
+        ));
     }
     let leftover = node(&bad_fleet, "leftover");
     if leftover["status"] != "flagged" || measures(leftover).first() != Some(&"outcome") {

@@ -76,18 +76,19 @@ pub fn second_serial() -> Lane {
     Lane::take("second machine", &SECOND, false)
 }
 
-/// Both machine lanes at once, for a test that times its cells against each other (the made
-/// fleet's nodes, each judged against the others' img/s): no other machine test runs beside
-/// it. The second lane's lock first, then the first's with priority (next after the test that
-/// holds it): the one order any test that takes both uses, so no two wait on each other; the
-/// first lane, the suite's critical path, is not held idle while the second's long tests
-/// finish, and the second is held idle only until the first's current test ends. Its
-/// processes carry the first lane's mark.
-pub fn exclusive_serial() -> (Lane, Lane) {
+/// Both machine lanes and the Slurm lane at once, for a test that times its cells against
+/// each other (the made fleet's nodes, each judged against the others' img/s): no other test
+/// that starts work on this machine runs beside it. The second lane's lock first, then the
+/// Slurm lane's, then the first's with priority (next after the test that holds it): the one
+/// order any test that takes several uses, so no two wait on each other; the first lane, the
+/// suite's critical path, is not held idle while the others' long tests finish. Its processes
+/// carry the first lane's mark.
+pub fn exclusive_serial() -> (Lane, Lane, Lane) {
     let second = Lane::take("second machine", &SECOND, false);
+    let slurm = Lane::take("slurm", &SLURM, false);
     mark();
     let first = Lane::take("machine", &SERIAL, true);
-    (first, second)
+    (first, second, slurm)
 }
 
 thread_local! {
