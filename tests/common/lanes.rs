@@ -79,13 +79,13 @@ pub fn second_serial() -> Lane {
 /// Both machine lanes and the Slurm lane at once, for a test that times its cells against
 /// each other (the made fleet's nodes, each judged against the others' img/s): no other test
 /// that starts work on this machine runs beside it. The second lane's lock first, then the
-/// Slurm lane's, then the first's with priority (next after the test that holds it): the one
+/// Slurm lane's and the first's, each with priority (next after the test that holds it): the one
 /// order any test that takes several uses, so no two wait on each other; the first lane, the
 /// suite's critical path, is not held idle while the others' long tests finish. Its processes
 /// carry the first lane's mark.
 pub fn exclusive_serial() -> (Lane, Lane, Lane) {
     let second = Lane::take("second machine", &SECOND, false);
-    let slurm = Lane::take("slurm", &SLURM, false);
+    let slurm = Lane::take("slurm", &SLURM, true);
     mark();
     let first = Lane::take("machine", &SERIAL, true);
     (first, second, slurm)
