@@ -14,7 +14,7 @@ use std::time::{Duration, Instant};
 
 type Row = HashMap<String, String>;
 
-fn slurm_or_skip() -> bool {
+pub(crate) fn slurm_or_skip() -> bool {
     common::require(
         "slurm",
         || {

@@ -101,17 +101,7 @@ impl Drop for Restore {
 #[test]
 fn the_health_check_drains_a_node_with_dead_leftovers_resumes_it_after_the_sweep_and_keeps_an_admins_drain(
 ) {
-    let up = || {
-        Command::new("scontrol")
-            .arg("ping")
-            .output()
-            .is_ok_and(|o| String::from_utf8_lossy(&o.stdout).contains("UP"))
-    };
-    if !common::require(
-        "slurm",
-        up,
-        "a Slurm cluster whose controller answers (SLURM_CONF naming it)",
-    ) {
+    if !crate::slurm::slurm_or_skip() {
         return;
     }
     let _serial = common::slurm_serial();
