@@ -224,11 +224,13 @@ fn too_few_runs_or_nodes_are_not_judged_and_say_why() {
         line.contains("not judged  2 run(s) of a cell (3 needed: --repeat 3)"),
         "{text}"
     );
-    // Three nodes are too few to know the fleet's spread: nobody is judged.
-    let (code, text, _) = fleet(&[file(&dir, "g.csv", fleet_rows(&[1000.0, 1000.0, 0.0], 5))
+    // Three nodes are too few to know the fleet's spread: nobody is judged, and the exit
+    // status does not say "none flagged".
+    let (code, text, err) = fleet(&[file(&dir, "g.csv", fleet_rows(&[1000.0, 1000.0, 0.0], 5))
         .to_str()
         .unwrap()]);
-    assert_eq!(code, Some(0), "{text}");
+    assert_eq!(code, Some(2), "{text}");
+    assert!(err.contains("no node could be judged"), "{err}");
     assert!(
         text.contains("3 node(s): 0 flagged, 0 ok, 3 not judged"),
         "{text}"
@@ -326,6 +328,14 @@ fn bad_input_is_refused_with_what_to_do() {
     let (code, _, err) = fleet(&[g, "--baseline", dir.join("missing.json").to_str().unwrap()]);
     assert_eq!(code, Some(2));
     assert!(err.contains("missing.json"), "{err}");
+    // A "results file" with no line ends: refused after its first MiB, not read to the end of
+    // the machine's memory.
+    let (code, _, err) = fleet(&["/dev/zero"]);
+    assert_eq!(code, Some(2));
+    assert!(
+        err.contains("/dev/zero") && err.contains("not a results file"),
+        "{err}"
+    );
 }
 
 #[test]

@@ -174,6 +174,11 @@ impl Verdict {
         self.nodes.iter().any(|n| n.status == Status::Flagged)
     }
 
+    /// Whether any node was judged on anything: when none was, "no node flagged" says nothing.
+    pub fn judged_any(&self) -> bool {
+        self.nodes.iter().any(|n| n.judged > 0)
+    }
+
     /// Per node, whether it is flagged (what a baseline leaves out).
     pub fn flagged_nodes(&self) -> Vec<bool> {
         self.nodes

@@ -35,7 +35,8 @@ every p below 0.05 / tests) and a practical one (--threshold worse, --outcome-th
 passes). A node with fewer than --min-runs runs of
 a cell, or a cell run by fewer than --min-nodes nodes, is not judged there, and says why.
 --write-baseline keeps the fleet's norms, less the flagged nodes, for --baseline.
-Exit status: 0 no node flagged, 1 a node flagged, 2 bad input. See docs/FLEET.md.";
+Exit status: 0 no node flagged, 1 a node flagged, 2 bad input or no node judged at all.
+See docs/FLEET.md.";
 
 /// What `--format` names.
 #[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
@@ -171,8 +172,17 @@ pub(crate) fn run(args: Args) -> Result<ExitCode> {
         Format::Kubernetes => fleet_commands::render(&verdict, Platform::Kubernetes),
     };
     println!("{}", text.trim_end());
-    Ok(match verdict.flagged() {
-        true => ExitCode::from(1),
-        false => ExitCode::SUCCESS,
-    })
+    if verdict.flagged() {
+        return Ok(ExitCode::from(1));
+    }
+    if !verdict.judged_any() {
+        // A gate that reads exit 0 as "the fleet is fine" must not pass on rows too few to
+        // judge: the verdict above says why each node was not judged.
+        eprintln!(
+            "shmbench fleet: no node could be judged (too few runs or nodes: see above); \
+             give each node at least --min-runs runs of a cell and the cell --min-nodes nodes"
+        );
+        return Ok(ExitCode::from(2));
+    }
+    Ok(ExitCode::SUCCESS)
 }

@@ -2,6 +2,7 @@
 //! unguarded (spreadsheet formulas) and checked against the schemas this shmbench reads, and a bad
 //! line named by its number.
 
+use std::io::Read;
 use std::path::Path;
 
 use anyhow::{bail, Context, Result};
@@ -10,8 +11,40 @@ use super::knob_columns;
 use super::row::{Row, READS, SCHEMA};
 use super::spreadsheet;
 
+/// The longest line a results file may hold. A row is a few hundred bytes (a long note a few
+/// KB); the csv reader keeps a whole record in memory, so a file with no line ends (/dev/zero,
+/// a disk image named by mistake) would otherwise take the machine's memory before any error.
+pub const MAX_LINE_BYTES: usize = 1 << 20;
+
+/// A file read through a limit on its line length (see [`MAX_LINE_BYTES`]).
+pub struct LineBounded {
+    file: std::fs::File,
+    /// Bytes read since the last line end.
+    since_newline: usize,
+}
+
+impl Read for LineBounded {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        let n = self.file.read(buf)?;
+        self.since_newline = match buf[..n].iter().rposition(|b| *b == b'\n') {
+            Some(at) => n - at - 1,
+            None => self.since_newline + n,
+        };
+        if self.since_newline > MAX_LINE_BYTES {
+            return Err(std::io::Error::new(
+                std::io::ErrorKind::InvalidData,
+                format!("a line longer than {MAX_LINE_BYTES} bytes: not a results file"),
+            ));
+        }
+        Ok(n)
+    }
+}
+
+/// A results file's reader.
+pub type Reader = csv::Reader<LineBounded>;
+
 /// The header line of `path`'s reader, or why it has none.
-pub fn headers(reader: &mut csv::Reader<std::fs::File>, path: &Path) -> Result<csv::StringRecord> {
+pub fn headers(reader: &mut Reader, path: &Path) -> Result<csv::StringRecord> {
     Ok(reader
         .headers()
         .with_context(|| format!("{}: no header line", path.display()))?
@@ -19,9 +52,13 @@ pub fn headers(reader: &mut csv::Reader<std::fs::File>, path: &Path) -> Result<c
 }
 
 /// Opens a results file for reading.
-pub fn open(path: &Path) -> Result<csv::Reader<std::fs::File>> {
-    csv::Reader::from_path(path)
-        .with_context(|| format!("cannot open results file {}", path.display()))
+pub fn open(path: &Path) -> Result<Reader> {
+    let file = std::fs::File::open(path)
+        .with_context(|| format!("cannot open results file {}", path.display()))?;
+    Ok(csv::Reader::from_reader(LineBounded {
+        file,
+        since_newline: 0,
+    }))
 }
 
 /// Why a line of `path` is not a row.
@@ -88,4 +125,40 @@ pub fn parse(record: &csv::StringRecord, headers: &csv::StringRecord, path: &Pat
         schema: SCHEMA,
         ..row
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every record of `text` read through [`open`], or the error.
+    fn read_all(text: &[u8]) -> Result<usize> {
+        let file = tempfile::NamedTempFile::new()?;
+        std::fs::write(file.path(), text)?;
+        let mut reader = open(file.path())?;
+        headers(&mut reader, file.path())?;
+        Ok(reader.records().collect::<Result<Vec<_>, _>>()?.len())
+    }
+
+    #[test]
+    fn a_file_longer_than_the_line_limit_is_read_when_its_lines_are_short() {
+        // Three limits' worth of short lines: the count starts again at each line end.
+        let line = "a,b\n";
+        let text = line.repeat(3 * MAX_LINE_BYTES / line.len());
+        assert_eq!(read_all(text.as_bytes()).unwrap(), text.lines().count() - 1);
+    }
+
+    #[test]
+    fn a_line_over_the_limit_is_refused() {
+        let mut text = b"a,b\n1,".to_vec();
+        text.extend(std::iter::repeat(b'x').take(MAX_LINE_BYTES + 1));
+        let e = format!("{:#}", read_all(&text).unwrap_err());
+        assert!(e.contains("not a results file"), "{e}");
+        // With no line end at all, the header line itself.
+        let e = format!(
+            "{:#}",
+            read_all(&vec![0u8; 2 * MAX_LINE_BYTES]).unwrap_err()
+        );
+        assert!(e.contains("not a results file"), "{e}");
+    }
 }
