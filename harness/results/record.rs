@@ -151,7 +151,7 @@ mod tests {
     #[test]
     fn a_line_over_the_limit_is_refused() {
         let mut text = b"a,b\n1,".to_vec();
-        text.extend(std::iter::repeat(b'x').take(MAX_LINE_BYTES + 1));
+        text.extend(std::iter::repeat_n(b'x', MAX_LINE_BYTES + 1));
         let e = format!("{:#}", read_all(&text).unwrap_err());
         assert!(e.contains("not a results file"), "{e}");
         // With no line end at all, the header line itself.
