@@ -231,6 +231,21 @@ fn too_few_runs_or_nodes_are_not_judged_and_say_why() {
         .unwrap()]);
     assert_eq!(code, Some(2), "{text}");
     assert!(err.contains("no node could be judged"), "{err}");
+    // Nor does it replace a baseline already there with an empty one.
+    let kept = dir.join("kept.json");
+    std::fs::write(&kept, "the last good baseline").unwrap();
+    let g = dir.join("g.csv");
+    let (code, _, err) = fleet(&[
+        g.to_str().unwrap(),
+        "--write-baseline",
+        kept.to_str().unwrap(),
+    ]);
+    assert_eq!(code, Some(2), "{err}");
+    assert!(err.contains("nothing written"), "{err}");
+    assert_eq!(
+        std::fs::read_to_string(&kept).unwrap(),
+        "the last good baseline"
+    );
     assert!(
         text.contains("3 node(s): 0 flagged, 0 ok, 3 not judged"),
         "{text}"
@@ -363,6 +378,14 @@ fn node_names_from_a_results_file_stay_data() {
         assert!(
             out.lines().all(|l| l.starts_with('#')),
             "every line a comment: {out}"
+        );
+        // The header says none of the three is acted on.
+        assert!(
+            out.lines()
+                .next()
+                .unwrap()
+                .contains(" 0 of the 3 flagged node(s) (3 left out below)"),
+            "{out}"
         );
     }
     let (_, text, _) = fleet(&[p]);

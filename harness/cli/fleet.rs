@@ -136,6 +136,10 @@ fn refuse_as_output(path: &Path, inputs: &[PathBuf], baseline: Option<&Path>) ->
 }
 
 pub(crate) fn run(args: Args) -> Result<ExitCode> {
+    // A path that cannot take the baseline is refused before the work, not after it.
+    if let Some(path) = &args.write_baseline {
+        refuse_as_output(path, &args.results, args.baseline.as_deref())?;
+    }
     let baseline = args.baseline.as_deref().map(read_baseline).transpose()?;
     let mut builder = Builder::new();
     stream::each_prepared(&args.results, Builder::keys(), |keys, row| {
@@ -152,7 +156,15 @@ pub(crate) fn run(args: Args) -> Result<ExitCode> {
     };
     let verdict = judge(&fleet_rows, baseline.as_ref(), thresholds);
     if let Some(path) = &args.write_baseline {
-        refuse_as_output(path, &args.results, args.baseline.as_deref())?;
+        // A fleet too small to judge has no norm to keep, and a file already at the path (the
+        // last good baseline, perhaps) must not be replaced by an empty one.
+        if !verdict.judged_any() {
+            bail!(
+                "--write-baseline {}: no node could be judged, so there is no norm to keep; \
+                 nothing written (run without it to see why each node was not judged)",
+                path.display()
+            );
+        }
         let made = Baseline::of(&fleet_rows, &verdict.flagged_nodes(), thresholds.min_runs);
         let json = serde_json::to_vec_pretty(&made)?;
         write_bytes(path, &json).with_context(|| format!("--write-baseline {}", path.display()))?;

@@ -53,14 +53,21 @@ impl SlurmNode {
     }
 }
 
-/// Whether `name` is one plain node name `scontrol update NodeName=` takes as one node (not
-/// empty, no hostlist brackets or commas, nothing a shell or Slurm would read otherwise).
+/// Whether `name` is one plain node name `scontrol update NodeName=` takes as one node: 1-253
+/// letters, digits, `-`, `_` or `.`, starting and ending with a letter or digit (no hostlist
+/// brackets or commas, no flag, nothing a shell would read), and not `ALL`, which scontrol
+/// reads as every node of the cluster (a NodeSet's name from slurm.conf is one too, and cannot
+/// be told from a node's here: docs/FLEET.md says so).
 pub fn plain_node_name(name: &str) -> bool {
-    !name.is_empty()
-        && !name.starts_with('-')
-        && name
-            .bytes()
-            .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_' || b == b'.')
+    let bytes = name.as_bytes();
+    let edge = |b: Option<&u8>| b.is_some_and(|b| b.is_ascii_alphanumeric());
+    (1..=253).contains(&bytes.len())
+        && bytes
+            .iter()
+            .all(|b| b.is_ascii_alphanumeric() || b"-_.".contains(b))
+        && edge(bytes.first())
+        && edge(bytes.last())
+        && !name.eq_ignore_ascii_case("ALL")
 }
 
 /// Reads one node out of `scontrol -o show node NAME` (one line of `Key=Value` pairs; the
@@ -179,7 +186,9 @@ mod tests {
     #[test]
     fn a_node_name_is_one_plain_name() {
         assert!(plain_node_name("gpu-17.rack2_a"));
-        for bad in ["", "gpu[1-2]", "a,b", "-x", "a b", "a;b", "ü"] {
+        for bad in [
+            "", "gpu[1-2]", "a,b", "-x", "a b", "a;b", "ü", "ALL", "all", "node-",
+        ] {
             assert!(!plain_node_name(bad), "{bad:?}");
         }
     }

@@ -233,12 +233,23 @@ pub fn summary(v: &Verdict) -> String {
 /// How the verdict was reached, with this fleet's thresholds.
 pub fn method(v: &Verdict) -> String {
     let (t, p) = (&v.thresholds, v.p_threshold);
+    // Against a baseline there are no other nodes' runs at hand: the robust z alone.
+    let (rank, cell_nodes) = match v.against {
+        Against::Fleet => (
+            format!(", or its runs against the other nodes' by the rank test at p below {p:.1e} (against the fleet's own rows)"),
+            "a cell with at least",
+        ),
+        Against::Baseline => (String::new(), "a cell the baseline holds from at least"),
+    };
+    let tests = match v.tests {
+        0 => "the tests (none made: nothing was judged)".to_string(),
+        n => format!("{n} tests"),
+    };
     format!(
-        "Flagged only beyond both a statistical threshold and a practical one. Statistical: a node's median of a cell's img/s, CPU per image or peak /dev/shm at a robust z beyond {:.2} ({} or the normal quantile of alpha {} / {} tests, whichever is further; z in spreads of 1.4826 x the median absolute deviation of the node medians, so the bad nodes do not widen it), or its runs against the other nodes' by the rank test at p below {p:.1e} (against the fleet's own rows); its pass share by Fisher's exact test against {} at p below {p:.1e}. Practical: a median {:.0}% worse (only the worse side: fewer img/s, more CPU per image, more /dev/shm), a pass share {:.0} points lower. A node is judged on a cell with at least {} runs, and a cell with at least {} nodes.",
+        "Flagged only beyond both a statistical threshold and a practical one. Statistical: a node's median of a cell's img/s, CPU per image or peak /dev/shm at a robust z beyond {:.2} ({} or the normal quantile of alpha {} / {tests}, whichever is further; z in spreads of 1.4826 x the median absolute deviation of the node medians, so the bad nodes do not widen it){rank}; its pass share by Fisher's exact test against {} at p below {p:.1e}. Practical: a median {:.0}% worse (only the worse side: fewer img/s, more CPU per image, more /dev/shm), a pass share {:.0} points lower. A node is judged on a cell with at least {} runs, and {cell_nodes} {} nodes.",
         v.z_threshold,
         t.z,
         t.alpha,
-        v.tests,
         others(v),
         100.0 * t.relative,
         100.0 * t.share,

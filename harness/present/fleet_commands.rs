@@ -15,6 +15,7 @@ use results::row_build::shell_words;
 use super::fleet::short_words;
 use super::terminal::shown;
 use analysis::fleet_verdict::{Status, Verdict};
+use model::slurm_drain::plain_node_name;
 
 /// The platform whose commands are printed.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -30,19 +31,22 @@ pub const DRAIN_PREFIX: &str = "shmbench fleet:";
 /// narrow; the table and JSON carry the whole of it).
 const REASON_MAX: usize = 120;
 
-/// Whether `name` is one plain host name: letters, digits, `-`, `_` and `.`, starting and
-/// ending with a letter or digit (for Kubernetes, a DNS subdomain: lower case, no `_`).
+/// Whether `name` is one plain node name the command acts on alone (Slurm's rule:
+/// `plain_node_name`; for Kubernetes, a DNS subdomain: lower case, no `_`).
 fn plain(name: &str, platform: Platform) -> bool {
-    let bytes = name.as_bytes();
-    let allowed = |b: &u8| match platform {
-        Platform::Slurm => b.is_ascii_alphanumeric() || b"-_.".contains(b),
-        Platform::Kubernetes => b.is_ascii_lowercase() || b.is_ascii_digit() || b"-.".contains(b),
-    };
-    let edge = |b: Option<&u8>| b.is_some_and(|b| b.is_ascii_alphanumeric());
-    (1..=253).contains(&bytes.len())
-        && bytes.iter().all(allowed)
-        && edge(bytes.first())
-        && edge(bytes.last())
+    match platform {
+        Platform::Slurm => plain_node_name(name),
+        // A DNS subdomain name, as a Node's name is.
+        Platform::Kubernetes => {
+            let bytes = name.as_bytes();
+            let edge = |b: Option<&u8>| b.is_some_and(|b| b.is_ascii_alphanumeric());
+            (1..=253).contains(&bytes.len())
+                && (bytes.iter())
+                    .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b"-.".contains(b))
+                && edge(bytes.first())
+                && edge(bytes.last())
+        }
+    }
 }
 
 /// The drain's reason: the fleet's prefix and the node's first finding, and how many more.
@@ -71,9 +75,21 @@ pub fn render(v: &Verdict, platform: Platform) -> String {
         Platform::Slurm => "drain",
         Platform::Kubernetes => "cordon",
     };
+    let refused = flagged
+        .iter()
+        .filter(|i| !plain(&v.nodes[**i].node, platform))
+        .count();
+    // The header counts what the script does: a refused name gets a comment, not a command.
+    let whom = match refused {
+        0 => format!("the {} flagged node(s)", flagged.len()),
+        n => format!(
+            "{} of the {} flagged node(s) ({n} left out below)",
+            flagged.len() - n,
+            flagged.len()
+        ),
+    };
     let mut out = vec![format!(
-        "# shmbench fleet: {what} the {} flagged node(s) of {}. Printed, not run: read it, then run it.",
-        flagged.len(),
+        "# shmbench fleet: {what} {whom} of {}. Printed, not run: read it, then run it.",
         v.nodes.len()
     )];
     for i in flagged {
@@ -133,6 +149,8 @@ mod tests {
             "a$(id)",
             "node-",
             "ü",
+            "ALL",
+            "All",
         ] {
             assert!(!plain(bad, Platform::Slurm), "{bad:?}");
         }

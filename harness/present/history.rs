@@ -4,6 +4,7 @@ use clap::ValueEnum;
 
 use super::outcomes::{evidence, flip_needs, METHOD};
 use super::table;
+use super::terminal::shown as inert;
 use analysis::history::{By, History, Metric, Run};
 use analysis::outcomes::ALPHA;
 use model::size::ByteSize;
@@ -114,12 +115,12 @@ pub fn render(h: &History) -> String {
             any = true;
             out.push_str(&format!(
                 "- {}: {} stepped {:+.1}% at {} = {} (run {})\n",
-                t.cell,
+                inert(&t.cell),
                 unit(h.metric),
                 step * 100.0,
                 by_name(h.by),
-                label(&h.runs[*i]),
-                h.runs[*i].run_id
+                inert(&label(&h.runs[*i])),
+                inert(&h.runs[*i].run_id)
             ));
         }
         for step in &t.outcome_steps {
@@ -127,12 +128,12 @@ pub fn render(h: &History) -> String {
             let run = &h.runs[step.at];
             out.push_str(&format!(
                 "- {}: outcome changed from {} to {} at {} = {} (run {}; {})\n",
-                t.cell,
+                inert(&t.cell),
                 step.before,
                 step.after,
                 by_name(h.by),
-                label(run),
-                run.run_id,
+                inert(&label(run)),
+                inert(&run.run_id),
                 evidence(step.share_p, step.step_p)
             ));
         }

@@ -1,13 +1,15 @@
 //! GitHub-flavoured Markdown tables, aligned so they also read in a terminal, and numbers as the
 //! how-to's table writes them.
 
+use super::terminal::shown;
+
 /// Pads columns to equal width and joins them as a Markdown table.
 pub fn markdown(headers: &[&str], rows: &[Vec<String>]) -> String {
     let rows: Vec<Vec<String>> = rows
         .iter()
         .map(|r| r.iter().map(|c| cell(c)).collect())
         .collect();
-    let mut widths: Vec<usize> = headers.iter().map(|h| h.chars().count()).collect();
+    let mut widths: Vec<usize> = headers.iter().map(|h| cell(h).chars().count()).collect();
     for row in &rows {
         for (w, cell) in widths.iter_mut().zip(row) {
             *w = (*w).max(cell.chars().count());
@@ -21,7 +23,7 @@ pub fn markdown(headers: &[&str], rows: &[Vec<String>]) -> String {
             .collect();
         format!("| {} |", padded.join(" | "))
     };
-    let mut out = vec![line(headers.iter().map(|h| h.to_string()).collect())];
+    let mut out = vec![line(headers.iter().map(|h| cell(h)).collect())];
     out.push(format!(
         "|{}|",
         widths
@@ -34,10 +36,11 @@ pub fn markdown(headers: &[&str], rows: &[Vec<String>]) -> String {
     out.join("\n")
 }
 
-/// A value as a Markdown table cell: a `|` in it escaped, line breaks as spaces (values come from
-/// elsewhere: a message, a pod's log, a command line).
+/// A value as a Markdown table cell: control characters made visible escapes (a line break, a
+/// terminal's escape sequence: [`shown`]) and a `|` escaped (values come from elsewhere: a
+/// message, a pod's log, a command line, a results file's host).
 pub fn cell(value: &str) -> String {
-    value.replace('|', "\\|").replace(['\n', '\r'], " ")
+    shown(value).replace('|', "\\|")
 }
 
 /// `1,234.5`
@@ -67,6 +70,10 @@ mod tests {
         let last = table.lines().last().unwrap();
         assert_eq!(table.lines().count(), 3, "{table}");
         assert_eq!(last.matches(" | ").count(), 1, "{last}");
-        assert!(last.contains("=cmd\\|' /C calc'!A0 next"), "{last}");
+        assert!(last.contains("=cmd\\|' /C calc'!A0\\nnext"), "{last}");
+        // A terminal's escape sequence in a header or a value is shown, not obeyed.
+        let table = markdown(&["host\u{1b}]0;x\u{7}"], &[vec!["\u{1b}[31mred".into()]]);
+        assert!(!table.contains('\u{1b}'), "{table}");
+        assert!(table.contains("\\u{1b}[31mred"), "{table}");
     }
 }

@@ -11,37 +11,58 @@ use super::knob_columns;
 use super::row::{Row, READS, SCHEMA};
 use super::spreadsheet;
 
-/// The longest line a results file may hold. A row is a few hundred bytes (a long note a few
-/// KB); the csv reader keeps a whole record in memory, so a file with no line ends (/dev/zero,
-/// a disk image named by mistake) would otherwise take the machine's memory before any error.
-pub const MAX_LINE_BYTES: usize = 1 << 20;
+/// The longest record a results file may hold. A row is a few hundred bytes (a long note a few
+/// KB); the csv reader keeps a whole record in memory, so a file with no record end (/dev/zero,
+/// a quoted field left open over a file of lines, a disk image named by mistake) would
+/// otherwise take the machine's memory before any error.
+pub const MAX_RECORD_BYTES: usize = 1 << 20;
 
-/// A file read through a limit on its line length (see [`MAX_LINE_BYTES`]).
-pub struct LineBounded {
+/// A file read through a limit on its records' length (see [`MAX_RECORD_BYTES`]): it follows
+/// the CSV quoting (a `"` opens or closes a quoted field; an escaped `""` does both) so that a
+/// line end inside a quoted field does not end the record, and takes `\n` or `\r` outside
+/// quotes as a record's end, as the csv reader does.
+pub struct RecordBounded {
     file: std::fs::File,
-    /// Bytes read since the last line end.
-    since_newline: usize,
+    /// Bytes read since the last record's end.
+    in_record: usize,
+    in_quotes: bool,
+    /// Line ends seen, and the line the current record began on (for the error).
+    lines: u64,
+    record_line: u64,
 }
 
-impl Read for LineBounded {
+impl Read for RecordBounded {
     fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
         let n = self.file.read(buf)?;
-        self.since_newline = match buf[..n].iter().rposition(|b| *b == b'\n') {
-            Some(at) => n - at - 1,
-            None => self.since_newline + n,
-        };
-        if self.since_newline > MAX_LINE_BYTES {
-            return Err(std::io::Error::new(
-                std::io::ErrorKind::InvalidData,
-                format!("a line longer than {MAX_LINE_BYTES} bytes: not a results file"),
-            ));
+        for b in &buf[..n] {
+            self.in_record += 1;
+            match b {
+                b'"' => self.in_quotes = !self.in_quotes,
+                b'\n' | b'\r' => {
+                    self.lines += u64::from(*b == b'\n');
+                    if !self.in_quotes {
+                        self.in_record = 0;
+                        self.record_line = self.lines + 1;
+                    }
+                }
+                _ => {}
+            }
+            if self.in_record > MAX_RECORD_BYTES {
+                return Err(std::io::Error::new(
+                    std::io::ErrorKind::InvalidData,
+                    format!(
+                        "line {}: a record longer than {MAX_RECORD_BYTES} bytes: not a results file",
+                        self.record_line
+                    ),
+                ));
+            }
         }
         Ok(n)
     }
 }
 
 /// A results file's reader.
-pub type Reader = csv::Reader<LineBounded>;
+pub type Reader = csv::Reader<RecordBounded>;
 
 /// The header line of `path`'s reader, or why it has none.
 pub fn headers(reader: &mut Reader, path: &Path) -> Result<csv::StringRecord> {
@@ -55,18 +76,24 @@ pub fn headers(reader: &mut Reader, path: &Path) -> Result<csv::StringRecord> {
 pub fn open(path: &Path) -> Result<Reader> {
     let file = std::fs::File::open(path)
         .with_context(|| format!("cannot open results file {}", path.display()))?;
-    Ok(csv::Reader::from_reader(LineBounded {
+    Ok(csv::Reader::from_reader(RecordBounded {
         file,
-        since_newline: 0,
+        in_record: 0,
+        in_quotes: false,
+        lines: 0,
+        record_line: 1,
     }))
 }
 
-/// Why a line of `path` is not a row.
+/// Why a line of `path` is not a row (line 0: the error knows no line, or names its own).
 pub fn bad_line(path: &Path, line: u64, e: &dyn std::fmt::Display) -> anyhow::Error {
-    anyhow::anyhow!(
-        "{}: line {line}: not a valid shmbench results row: {e}",
-        path.display()
-    )
+    match line {
+        0 => anyhow::anyhow!("{}: not a valid shmbench results file: {e}", path.display()),
+        _ => anyhow::anyhow!(
+            "{}: line {line}: not a valid shmbench results row: {e}",
+            path.display()
+        ),
+    }
 }
 
 /// The first measure of `row` that no run can have measured (NaN, infinite or negative), if
@@ -141,24 +168,33 @@ mod tests {
     }
 
     #[test]
-    fn a_file_longer_than_the_line_limit_is_read_when_its_lines_are_short() {
-        // Three limits' worth of short lines: the count starts again at each line end.
-        let line = "a,b\n";
-        let text = line.repeat(3 * MAX_LINE_BYTES / line.len());
-        assert_eq!(read_all(text.as_bytes()).unwrap(), text.lines().count() - 1);
+    fn a_file_longer_than_the_record_limit_is_read_when_its_records_are_short() {
+        // Three limits' worth of short records, some ending in `\r` alone, some with a quoted
+        // line end and an escaped quote: the count starts again at each record's end.
+        let records = "a,b\n\"x\ny\",\"say \"\"hi\"\"\"\r1,2\r\n";
+        let text = records.repeat(3 * MAX_RECORD_BYTES / records.len());
+        assert_eq!(
+            read_all(text.as_bytes()).unwrap(),
+            3 * text.len() / records.len() - 1
+        );
     }
 
     #[test]
-    fn a_line_over_the_limit_is_refused() {
+    fn a_record_over_the_limit_is_refused_with_its_line() {
         let mut text = b"a,b\n1,".to_vec();
-        text.extend(std::iter::repeat_n(b'x', MAX_LINE_BYTES + 1));
+        text.extend(std::iter::repeat_n(b'x', MAX_RECORD_BYTES + 1));
         let e = format!("{:#}", read_all(&text).unwrap_err());
-        assert!(e.contains("not a results file"), "{e}");
+        assert!(e.contains("line 2: a record longer than"), "{e}");
         // With no line end at all, the header line itself.
         let e = format!(
             "{:#}",
-            read_all(&vec![0u8; 2 * MAX_LINE_BYTES]).unwrap_err()
+            read_all(&vec![0u8; 2 * MAX_RECORD_BYTES]).unwrap_err()
         );
         assert!(e.contains("not a results file"), "{e}");
+        // A quoted field left open over short lines: one record, however many lines.
+        let mut text = b"a,b\n1,\"".to_vec();
+        text.extend("y\n".repeat(MAX_RECORD_BYTES).bytes());
+        let e = format!("{:#}", read_all(&text).unwrap_err());
+        assert!(e.contains("line 2: a record longer than"), "{e}");
     }
 }

@@ -47,24 +47,49 @@ impl OpenShm {
     }
 }
 
-/// Whether the filesystem on `device` itself is read-only (its super block's options in
-/// /proc/self/mountinfo, after the ` - ` separator), as opposed to a read-only view of it: a
-/// health check's pod mounts the host's /dev/shm read-only, while the jobs write through their
-/// own mounts. None when no mount of it is seen here.
-pub fn filesystem_read_only(device: u64) -> Option<bool> {
+/// One mount of a filesystem as /proc/self/mountinfo lists it: this mount's options and its
+/// super block's (the filesystem's own, after the ` - ` separator).
+struct MountOptions {
+    mount: String,
+    filesystem: String,
+}
+
+/// Every mount of the filesystem on `device` seen from this mount namespace.
+fn mounts_of(device: u64) -> Vec<MountOptions> {
     let wanted = format!(
         "{}:{}",
         nix::sys::stat::major(device),
         nix::sys::stat::minor(device)
     );
-    let mountinfo = std::fs::read_to_string("/proc/self/mountinfo").ok()?;
-    let line = mountinfo
+    let mountinfo = std::fs::read_to_string("/proc/self/mountinfo").unwrap_or_default();
+    mountinfo
         .lines()
-        .find(|l| l.split(' ').nth(2) == Some(wanted.as_str()))?;
-    let (_, after) = line.split_once(" - ")?;
-    // `fstype source options`
-    let options = after.split(' ').nth(2)?;
-    Some(options.split(',').any(|o| o == "ro"))
+        .filter_map(|line| {
+            let (before, after) = line.split_once(" - ")?;
+            let fields: Vec<&str> = before.split(' ').collect();
+            if fields.get(2) != Some(&wanted.as_str()) {
+                return None;
+            }
+            // `fstype source options`
+            Some(MountOptions {
+                mount: fields.get(5)?.to_string(),
+                filesystem: after.split(' ').nth(2)?.to_string(),
+            })
+        })
+        .collect()
+}
+
+fn has_option(options: &str, option: &str) -> bool {
+    options.split(',').any(|o| o == option)
+}
+
+/// Whether the filesystem on `device` itself is read-only (its super block's options), as
+/// opposed to a read-only view of it: a health check's pod mounts the host's /dev/shm
+/// read-only, while the jobs write through their own mounts. None when no mount of it is seen
+/// here.
+pub fn filesystem_read_only(device: u64) -> Option<bool> {
+    let first = mounts_of(device).into_iter().next()?;
+    Some(has_option(&first.filesystem, "ro"))
 }
 
 /// How the mounts of the tmpfs on `device` update access times, as far as the weakest of them
@@ -74,21 +99,12 @@ pub fn filesystem_read_only(device: u64) -> Option<bool> {
 /// namespaces cannot be seen from here, and a reader that opens with `O_NOATIME` leaves no
 /// atime at all: docs/SAFETY.md says so.
 pub fn atime_updates(device: u64) -> AtimeUpdates {
-    let wanted = format!(
-        "{}:{}",
-        nix::sys::stat::major(device),
-        nix::sys::stat::minor(device)
-    );
-    let mountinfo = std::fs::read_to_string("/proc/self/mountinfo").unwrap_or_default();
-    mountinfo
-        .lines()
-        .map(|l| l.split(' ').collect::<Vec<_>>())
-        .filter(|f| f.len() > 5 && f[2] == wanted)
-        .map(|f| {
-            let options: Vec<&str> = f[5].split(',').collect();
-            if options.contains(&"noatime") {
+    mounts_of(device)
+        .iter()
+        .map(|m| {
+            if has_option(&m.mount, "noatime") {
                 AtimeUpdates::Never
-            } else if options.contains(&"relatime") {
+            } else if has_option(&m.mount, "relatime") {
                 AtimeUpdates::Relative
             } else {
                 AtimeUpdates::Strict

@@ -108,27 +108,33 @@ pub fn config_value(key: &str) -> Option<String> {
     })
 }
 
-/// `scontrol -o show node NAME`: the node's one line, for `model::slurm_drain` to read.
-pub fn show_node(name: &str) -> Result<String> {
+/// `scontrol ARGS`: its output, or an error naming the command and what scontrol said.
+fn scontrol(args: &[String]) -> Result<String> {
     let out = Command::new("scontrol")
-        .args(["-o", "show", "node", name])
+        .args(args)
         .stdin(Stdio::null())
         .output()
         .map_err(|e| anyhow!("cannot run scontrol ({e}): is Slurm installed here, and on PATH?"))?;
     if !out.status.success() {
         bail!(
-            "scontrol show node {name}: {}",
+            "scontrol {}: {}",
+            args.join(" "),
             String::from_utf8_lossy(&out.stderr).trim()
         );
     }
     Ok(String::from_utf8_lossy(&out.stdout).into_owned())
 }
 
+/// `scontrol -o show node NAME`: the node's one line, for `model::slurm_drain` to read.
+pub fn show_node(name: &str) -> Result<String> {
+    scontrol(&["-o", "show", "node", name].map(String::from))
+}
+
 /// `scontrol update NodeName=NAME State=DRAIN Reason=REASON` (reason Some) or `State=UNDRAIN`
 /// (which, unlike RESUME, leaves the node's base state alone: a DOWN stays down).
 /// Slurm lets root and its SlurmUser do this (a HealthCheckProgram runs as root).
 pub fn update_node(name: &str, drain_reason: Option<&str>) -> Result<()> {
-    let mut args = vec![format!("NodeName={name}")];
+    let mut args = vec!["update".to_string(), format!("NodeName={name}")];
     match drain_reason {
         Some(reason) => {
             args.push("State=DRAIN".into());
@@ -136,18 +142,5 @@ pub fn update_node(name: &str, drain_reason: Option<&str>) -> Result<()> {
         }
         None => args.push("State=UNDRAIN".into()),
     }
-    let out = Command::new("scontrol")
-        .arg("update")
-        .args(&args)
-        .stdin(Stdio::null())
-        .output()
-        .map_err(|e| anyhow!("cannot run scontrol ({e}): is Slurm installed here, and on PATH?"))?;
-    if !out.status.success() {
-        bail!(
-            "scontrol update {}: {}",
-            args.join(" "),
-            String::from_utf8_lossy(&out.stderr).trim()
-        );
-    }
-    Ok(())
+    scontrol(&args).map(drop)
 }

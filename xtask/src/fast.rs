@@ -124,7 +124,7 @@ pub fn run() -> ExitCode {
         &["test", "--workspace", "--lib", "--bins"],
         &["test", "--test", "architecture"],
     ];
-    // Every step runs, whichever fails first, as the full suite does.
+    // Every step runs, even after one fails, as the full suite does.
     let mut failed = steps.iter().filter(|args| !step(&cargo, args)).count();
     let pure = pure_modules(&root);
     match pure_tests(&cargo, &pure) {

@@ -143,7 +143,7 @@ fn test(extra: &[String], env: &[(String, String)]) -> ExitCode {
     let mut command = Command::new(cargo);
     command
         // Every crate's tests (`--workspace`: the layers' unit tests live in their crates) and
-        // every test binary run, whichever fails first: one failure must not hide the rest.
+        // every test binary run, even after one fails: one failure must not hide the rest.
         .args(["test", "--release", "--workspace", "--no-fail-fast"])
         .args(extra)
         .envs(env.iter().map(|(k, v)| (k, v)));
