@@ -14,7 +14,9 @@ use sys::holders::FileId;
 use sys::{cgroup, proc_tree, shm};
 
 /// How far a new peak must rise above the last attributed one to be attributed again: a page
-/// or two of noise does not cost a walk of every process's fds and maps.
+/// or two of noise does not cost a walk of every process's fds and maps. A peak that settles
+/// less than this above the last walk is walked once more when it settles (two samples alike),
+/// so the holders at the peak are the peak's, not those of a write still under way.
 const RISE: u64 = 256 << 10;
 
 /// A census of the tree (process and fd counts) at least this often.
@@ -138,6 +140,7 @@ pub fn run(root: u32, interval: Duration, shared: Arc<Shared>, base_bytes: u64) 
     };
     let (mut stride, mut pending) = (1usize, None);
     let mut attributed: Option<u64> = None;
+    let mut last_used = 0u64;
     let mut census_at: Option<Instant> = None;
     loop {
         let stopping = shared.stop.load(Ordering::Acquire);
@@ -148,7 +151,11 @@ pub fn run(root: u32, interval: Duration, shared: Arc<Shared>, base_bytes: u64) 
             out.peak_bytes = used;
             out.peak_t_s = t_s;
         }
-        let due = used > 0 && attributed.is_none_or(|bytes| used > bytes + RISE);
+        let settled_above =
+            |bytes: u64| used > bytes && used == last_used && used >= out.peak_bytes;
+        let due =
+            used > 0 && attributed.is_none_or(|bytes| used > bytes + RISE || settled_above(bytes));
+        last_used = used;
         if due {
             let (holders, ids) = attribute(root);
             out.holders = holders;
