@@ -232,6 +232,14 @@ fn too_few_runs_or_nodes_are_not_judged_and_say_why() {
         .unwrap()]);
     assert_eq!(code, Some(2), "{text}");
     assert!(err.contains("no node could be judged"), "{err}");
+    assert!(
+        text.contains("3 node(s): 0 flagged, 0 ok, 3 not judged"),
+        "{text}"
+    );
+    assert!(
+        text.contains("3 node(s) ran a cell often enough (5 needed for the fleet's norm)"),
+        "{text}"
+    );
     // Nor does it replace a baseline already there with an empty one.
     let kept = dir.join("kept.json");
     std::fs::write(&kept, "the last good baseline").unwrap();
@@ -246,14 +254,6 @@ fn too_few_runs_or_nodes_are_not_judged_and_say_why() {
     assert_eq!(
         std::fs::read_to_string(&kept).unwrap(),
         "the last good baseline"
-    );
-    assert!(
-        text.contains("3 node(s): 0 flagged, 0 ok, 3 not judged"),
-        "{text}"
-    );
-    assert!(
-        text.contains("3 node(s) ran a cell often enough (5 needed for the fleet's norm)"),
-        "{text}"
     );
 }
 

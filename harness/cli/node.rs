@@ -39,8 +39,8 @@ could not be seen well enough: the first line says what). The first line is the 
 most 80 bytes, starting 'shmbench:'. A leftover is dead only when its owner is proven
 gone and no live process holds it (the proof `shmbench shm` shows); a file of unknown owner is
 counted, never called dead. Without --slurm-health it changes nothing:
-`shmbench shm --sweep-stale --older-than 1m` removes the dead leftovers. A usage error exits 2 too, with nothing on stdout and its message
-on stderr. Run it as root in the host's pid namespace: elsewhere leftovers cannot be proven.
+`shmbench shm --sweep-stale --older-than 1m` removes the dead leftovers. A usage error exits 2
+too, with nothing on stdout and its message on stderr. Run it as root in the host's pid namespace: elsewhere leftovers cannot be proven.
 Alert rules for the metrics: integrations/prometheus/. See docs/FLEET.md.";
 
 #[derive(clap::Args)]

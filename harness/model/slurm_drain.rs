@@ -59,15 +59,19 @@ impl SlurmNode {
 /// reads as every node of the cluster (a NodeSet's name from slurm.conf is one too, and cannot
 /// be told from a node's here: docs/FLEET.md says so).
 pub fn plain_node_name(name: &str) -> bool {
+    one_plain_name(name, |b| b.is_ascii_alphanumeric() || b"-_.".contains(&b))
+        && !name.eq_ignore_ascii_case("ALL")
+}
+
+/// Whether `name` is 1-253 bytes, each `allowed`, starting and ending with a letter or digit:
+/// the shape of a node's name to Slurm and (lower case, no `_`) to Kubernetes.
+pub fn one_plain_name(name: &str, allowed: impl Fn(u8) -> bool) -> bool {
     let bytes = name.as_bytes();
     let edge = |b: Option<&u8>| b.is_some_and(|b| b.is_ascii_alphanumeric());
     (1..=253).contains(&bytes.len())
-        && bytes
-            .iter()
-            .all(|b| b.is_ascii_alphanumeric() || b"-_.".contains(b))
+        && bytes.iter().all(|b| allowed(*b))
         && edge(bytes.first())
         && edge(bytes.last())
-        && !name.eq_ignore_ascii_case("ALL")
 }
 
 /// Reads one node out of `scontrol -o show node NAME` (one line of `Key=Value` pairs; the

@@ -15,7 +15,7 @@ use results::row_build::shell_words;
 use super::fleet::short_words;
 use super::terminal::shown;
 use analysis::fleet_verdict::{Status, Verdict};
-use model::slurm_drain::plain_node_name;
+use model::slurm_drain::{one_plain_name, plain_node_name};
 
 /// The platform whose commands are printed.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -37,15 +37,9 @@ fn plain(name: &str, platform: Platform) -> bool {
     match platform {
         Platform::Slurm => plain_node_name(name),
         // A DNS subdomain name, as a Node's name is.
-        Platform::Kubernetes => {
-            let bytes = name.as_bytes();
-            let edge = |b: Option<&u8>| b.is_some_and(|b| b.is_ascii_alphanumeric());
-            (1..=253).contains(&bytes.len())
-                && (bytes.iter())
-                    .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b"-.".contains(b))
-                && edge(bytes.first())
-                && edge(bytes.last())
-        }
+        Platform::Kubernetes => one_plain_name(name, |b| {
+            b.is_ascii_lowercase() || b.is_ascii_digit() || b"-.".contains(&b)
+        }),
     }
 }
 
