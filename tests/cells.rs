@@ -227,11 +227,7 @@ fn a_main_that_keeps_every_batch_meets_vm_max_map_count_as_enomem() {
     };
     let _guard = second_serial();
     let before = machine_state();
-    // Each batch a page of the tmpfs: the limit's worth fits in 1 GiB.
-    let r = run_cell(&format!(
-        "--strategy file_system --batch 1 --shape 16 --workers 1 --retain-every 1 --shm-size 1g --steps {}",
-        limit + 1000
-    ));
+    let r = emulated_map_count_run(limit);
     assert_eq!(status(&r), "enomem", "{r}");
     // The process's own mappings (binary, libraries, stacks) take the rest of the limit.
     let step = crash_step(&r);

@@ -16,12 +16,8 @@ fn real_torch_and_the_emulation_meet_vm_max_map_count_alike() {
     };
     let _guard = second_serial();
     let before = machine_state();
-    // file_system keeps no fd per batch, so the mappings are what piles up; a page each.
-    let base = format!(
-        "--strategy file_system --batch 1 --shape 16 --workers 1 --retain-every 1 --shm-size 1g --timeout-s 900 --steps {}",
-        limit + 1000
-    );
-    let mut real = run_cell(&format!("--loader torch --python {python} {base}"));
+    let real_cell = map_count_cell(&format!("--loader torch --python {python}"), limit);
+    let mut real = run_cell(&real_cell);
     // torch's file_system strategy asks its torch_shm_manager for every segment, over a socket
     // with a timeout of its own: on a loaded machine that can expire before the limit is met
     // (CI met "Shared memory manager connection has timed out" at step 19477 of 65530). That
@@ -30,7 +26,7 @@ fn real_torch_and_the_emulation_meet_vm_max_map_count_alike() {
         .as_str()
         .is_some_and(|m| m.contains("Shared memory manager connection has timed out"))
     {
-        real = run_cell(&format!("--loader torch --python {python} {base}"));
+        real = run_cell(&real_cell);
     }
     assert_eq!(status(&real), "enomem", "{real}");
     let message = real["message"].as_str().unwrap();
@@ -39,7 +35,7 @@ fn real_torch_and_the_emulation_meet_vm_max_map_count_alike() {
         message.contains("MemoryError") || message.contains("Cannot allocate memory (12)"),
         "{message}"
     );
-    let emulated = run_cell(&base);
+    let emulated = emulated_map_count_run(limit);
     assert_eq!(status(&emulated), "enomem", "{emulated}");
     // Each main holds its own mappings besides the batches: torch about 530, the emulation
     // about 50; both fail within those of the limit.

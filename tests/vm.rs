@@ -2,7 +2,10 @@
 //! these machines but a KVM guest hangs) from Debian's kernel packages, which `cargo xtask test`
 //! names in SHMBENCH_TEST_KERNELS (SHMBENCH_SKIP_VM=1 skips). A boot, a crash, a kernel that
 //! panics, a guest that stays silent, and a matrix over kernels with its history; nothing left
-//! behind (QEMU processes, initrd files).
+//! behind (QEMU processes, initrd files). The longer half (the matrix, the full tmpfs, the
+//! guest's OOM killer) takes the second machine lane: a VM cell is self-contained (its own
+//! kernel, its QEMU started by the lane-marked `shmbench`), and the first lane is the suite's
+//! critical path.
 
 use crate::common;
 
@@ -96,7 +99,7 @@ fn a_cell_boots_its_kernel_and_reports_from_the_guest() {
 #[test]
 fn a_full_tmpfs_in_the_guest_is_a_sigbus_as_on_the_host() {
     let Some(kernels) = kernels() else { return };
-    let _guard = serial();
+    let _guard = second_serial();
     let before = machine_state();
     // One batch (4.6 MiB) is larger than the 4 MiB tmpfs: the worker's first copy runs past its
     // end whatever the timing (as the seed's 73.5 MiB batch in 64 MiB does), and one worker
@@ -233,7 +236,7 @@ fn a_matrix_over_kernels_is_one_csv_with_a_history_by_kernel() {
 #[test]
 fn a_memory_limit_in_the_guest_ends_the_loader_by_its_oom_killer() {
     let Some(kernels) = kernels() else { return };
-    let _guard = serial();
+    let _guard = second_serial();
     let before = machine_state();
     // One batch of 32 images is 18.4 MiB of tmpfs pages, charged to the guest's 16 MiB cgroup.
     let (o, rows) = run_rows(&format!(

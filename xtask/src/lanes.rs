@@ -37,6 +37,23 @@ pub(crate) fn summary(held: &str) -> String {
     out
 }
 
+/// Keeps every holder's time, not only the longest, where the build keeps its outputs
+/// (`$CARGO_TARGET_DIR`, or `target/`): the scratch directory leaves with the run, and the
+/// next question after "which lane is long" is "which of its 90 tests to shorten".
+pub(crate) fn keep(held: &str) -> String {
+    let target = std::env::var_os("CARGO_TARGET_DIR")
+        .map(std::path::PathBuf::from)
+        .unwrap_or_else(|| std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../target"));
+    let kept = target.join("lanes.tsv");
+    match std::fs::create_dir_all(&target).and_then(|()| std::fs::write(&kept, held)) {
+        Ok(()) => format!("   every test's time in its lane: {}", kept.display()),
+        Err(e) => format!(
+            "   could not keep the lanes' times in {}: {e}",
+            kept.display()
+        ),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

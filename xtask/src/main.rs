@@ -164,6 +164,7 @@ fn test(extra: &[String], env: &[(String, String)]) -> ExitCode {
     if let Some(dir) = scratch {
         if let Ok(held) = std::fs::read_to_string(dir.path().join("lanes.tsv")) {
             print!("{}", lanes::summary(&held));
+            println!("{}", lanes::keep(&held));
         }
         println!("== the tests' scratch directory: {}", dir.remove());
     }
