@@ -1,6 +1,6 @@
 //! `--repeat auto`: interleaved rounds until a cell's interval is tight, within a minimum and a
 //! maximum, and a note naming what did not converge; named baselines saved by one run and
-//! compared by the next. Real cells, small batches.
+//! compared by the next; `--no-calibrate`. Real cells, small batches.
 
 use crate::common;
 
@@ -62,11 +62,24 @@ fn a_passing_cell_runs_until_its_interval_is_tight_or_the_maximum() {
     assert!(stderr.contains("1 cell(s) did not converge"), "{stderr}");
     let reps: Vec<&str> = rows.iter().map(|r| r["repeat"].as_str()).collect();
     assert_eq!(reps, ["1", "2", "3", "4"]);
+    // A run measures the data path first, for the efficiency columns; --no-calibrate leaves
+    // them empty and says so.
+    assert!(
+        rows.iter()
+            .all(|r| r["limit_img_per_s"].parse::<f64>().is_ok_and(|l| l > 0.0)),
+        "{rows:?}"
+    );
     let mut loose = small.to_vec();
-    loose.extend(["--until-ci", "99%"]);
+    loose.extend(["--until-ci", "99%", "--no-calibrate"]);
     let (rows, stderr) = run_auto(&dir, &loose);
     assert_eq!(rows.len(), 3, "{stderr}");
     assert!(stderr.contains("every cell"), "{stderr}");
+    assert!(stderr.contains("calibration skipped"), "{stderr}");
+    assert!(
+        rows.iter()
+            .all(|r| r["limit_img_per_s"].is_empty() && r["efficiency"].is_empty()),
+        "{rows:?}"
+    );
     assert_clean(&before);
 }
 

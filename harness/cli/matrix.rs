@@ -58,6 +58,8 @@ pub(crate) struct Args {
     pub(crate) force: bool,
     #[command(flatten)]
     pub(crate) repeat: super::repeat::RepeatArgs,
+    #[command(flatten)]
+    pub(crate) calibrate: super::repeat::CalibrateArgs,
     /// Save this run's results as baseline NAME (results/baselines/NAME.csv)
     #[arg(long, value_name = "NAME")]
     pub(crate) save_baseline: Option<String>,
@@ -110,6 +112,7 @@ pub(crate) fn run(args: Args) -> Result<ExitCode> {
         &plan,
         &out,
         args.repeat.repeat(),
+        args.calibrate.calibrate(),
         &mut Terminal::new().observer(),
     )?;
     // The sentences its cells measure together, kept beside the rows for the report.

@@ -1,6 +1,8 @@
-//! The repetition flags `run` and `matrix` share: `--repeat N|auto`, and auto's stopping rule.
+//! The measuring flags `run` and `matrix` share: `--repeat N|auto` and auto's stopping rule,
+//! and `--no-calibrate`.
 
 use crate::model::repeat::Repeat;
+use crate::orchestrate::runner::Calibrate;
 
 #[derive(clap::Args, Debug)]
 pub(crate) struct RepeatArgs {
@@ -20,5 +22,23 @@ pub(crate) struct RepeatArgs {
 impl RepeatArgs {
     pub(crate) fn repeat(&self) -> Repeat {
         self.repeat.with_rule(self.until_ci, self.max_repeat)
+    }
+}
+
+#[derive(clap::Args, Debug)]
+pub(crate) struct CalibrateArgs {
+    /// Skip measuring this machine's data path first (about a second with every core busy):
+    /// the rows' efficiency columns (img/s against this machine's limit) stay empty. For a
+    /// check repeated on many nodes, judged by img/s against each other (`shmbench fleet`)
+    #[arg(long)]
+    pub(crate) no_calibrate: bool,
+}
+
+impl CalibrateArgs {
+    pub(crate) fn calibrate(&self) -> Calibrate {
+        match self.no_calibrate {
+            true => Calibrate::Skip,
+            false => Calibrate::First,
+        }
     }
 }

@@ -37,6 +37,8 @@ pub(crate) struct Args {
     pub(crate) json: bool,
     #[command(flatten)]
     pub(crate) repeat: super::repeat::RepeatArgs,
+    #[command(flatten)]
+    pub(crate) calibrate: super::repeat::CalibrateArgs,
     /// Run even if the predicted /dev/shm peak exceeds this machine's memory
     #[arg(long)]
     pub(crate) force: bool,
@@ -73,6 +75,7 @@ pub(crate) fn run(args: Args) -> Result<ExitCode> {
         std::slice::from_ref(&config),
         &out,
         args.repeat.repeat(),
+        args.calibrate.calibrate(),
         &mut Terminal::new().observer(),
     )?;
     if args.json {

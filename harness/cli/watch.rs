@@ -161,6 +161,9 @@ pub(crate) fn run(args: Args) -> Result<ExitCode> {
         std::slice::from_ref(&config),
         &out,
         Repeat::Fixed(1),
+        // A watched command has no data path of shmbench's to calibrate (runner filters it
+        // out too): First says nothing for it.
+        runner::Calibrate::First,
         &mut observe,
     )?;
     let Some(record) = outcome.records.first() else {

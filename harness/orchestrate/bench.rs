@@ -62,7 +62,13 @@ pub fn run(
     )?;
     let out = claim.path().to_path_buf();
     let began = Instant::now();
-    let outcome = runner::run(&plan, &out, Repeat::Fixed(1), observe)?;
+    let outcome = runner::run(
+        &plan,
+        &out,
+        Repeat::Fixed(1),
+        runner::Calibrate::First,
+        observe,
+    )?;
     let matrix_s = began.elapsed().as_secs_f64();
     let slowest_crash_s = outcome
         .records

@@ -76,5 +76,11 @@ pub fn run(
     observe: &mut dyn FnMut(Event),
 ) -> Result<Outcome> {
     let planned = pairs(cells, pythons, observe)?;
-    runner::run(&planned, out, Repeat::Fixed(repeat), observe)
+    runner::run(
+        &planned,
+        out,
+        Repeat::Fixed(repeat),
+        runner::Calibrate::First,
+        observe,
+    )
 }

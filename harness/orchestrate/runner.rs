@@ -14,6 +14,7 @@ use super::leftovers;
 use analysis::convergence;
 use analysis::summary::summarize;
 use cell::torch;
+use model::calibration::Calibration;
 use model::config::CellConfig;
 use model::knobs::{IpcMode, Loader, RuntimeKind};
 use model::record::CellRecord;
@@ -107,6 +108,41 @@ fn launch_observed(
     })
 }
 
+/// This machine's data-path limits for the cells' strategies and profiles, measured first
+/// unless the run skips it; none for a watched command, which has no data path of shmbench's.
+fn calibration(
+    cells: &[CellConfig],
+    out: &Path,
+    calibrate: Calibrate,
+    observe: &mut dyn FnMut(Event),
+) -> Option<Calibration> {
+    let loaders: Vec<CellConfig> = cells
+        .iter()
+        .filter(|c| c.knobs.loader != Loader::Command)
+        .cloned()
+        .collect();
+    match calibrate {
+        Calibrate::First => calibrate::for_cells(&loaders, out, observe),
+        Calibrate::Skip => {
+            observe(Event::Note(
+                "calibration skipped (--no-calibrate): the efficiency columns stay empty".into(),
+            ));
+            None
+        }
+    }
+}
+
+/// Whether a run first measures this machine's data path (memset, memcpy and fresh segments per
+/// strategy: about a second with every core busy) for its rows' efficiency columns (img/s
+/// against this machine's limit). `Skip` leaves those columns empty: for a check repeated on
+/// every node every few minutes, where img/s against the other nodes is the measure and a
+/// second of all cores each time is load on what it watches.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub enum Calibrate {
+    First,
+    Skip,
+}
+
 /// Runs every cell `repeat` times, interleaved (all cells, then all cells again) so a slow
 /// spell of the machine spreads over cells instead of landing on one; writes `out` after each.
 /// With `Repeat::Auto` a round runs only the cells that have not converged yet.
@@ -114,6 +150,7 @@ pub fn run(
     cells: &[CellConfig],
     out: &Path,
     repeat: Repeat,
+    calibrate: Calibrate,
     observe: &mut dyn FnMut(Event),
 ) -> Result<Outcome> {
     let runtimes = Runtimes::for_cells(cells)?;
@@ -135,13 +172,7 @@ pub fn run(
     let started_at = clock::rfc3339_now();
     let run_id = format!("{}-{}", clock::compact_now(), std::process::id());
     let mut results = ResultsFile::create(out)?;
-    // A watched command has no data path of shmbench's to calibrate against.
-    let loaders: Vec<CellConfig> = cells
-        .iter()
-        .filter(|c| c.knobs.loader != Loader::Command)
-        .cloned()
-        .collect();
-    let calibration = calibrate::for_cells(&loaders, out, observe);
+    let calibration = calibration(cells, out, calibrate, observe);
     // What every row of this run shares.
     let run_context = RowContext {
         run_id: &run_id,
