@@ -43,6 +43,25 @@ pub fn carries_mark(pid: u32) -> bool {
         .is_ok_and(|env| env.split(|b| *b == 0).any(|kv| kv == wanted.as_bytes()))
 }
 
+/// Whether process `pid` is this lane's to judge when it is found by what it runs rather than
+/// by its mark: it carries this lane's mark, or no mark at all and this is the first lane. A
+/// process in a container has the image's environment, not the test's, and only the first
+/// lane runs containers; a process with another lane's mark is that lane's (the second lane's
+/// real-torch `watch` once counted the first lane's watched job as its own leftover).
+pub fn is_this_lanes(pid: u32) -> bool {
+    let Ok(env) = std::fs::read(format!("/proc/{pid}/environ")) else {
+        return false;
+    };
+    let key = format!("{OWNER_VARIABLE}=");
+    let owner = env
+        .split(|b| *b == 0)
+        .find_map(|kv| kv.strip_prefix(key.as_bytes()));
+    match owner {
+        Some(owner) => owner == lane_mark().as_bytes(),
+        None => lane_mark() == mark(),
+    }
+}
+
 /// Every process's command line, by pid (its arguments, lossily).
 fn command_lines() -> Vec<(u32, Vec<String>)> {
     let mut out = Vec::new();

@@ -34,8 +34,9 @@ pub fn watched_left() -> Vec<String> {
         };
         let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
         let text = String::from_utf8_lossy(&cmdline).replace('\0', " ");
-        // Not this test process, which carries the mark in no argument of its own.
-        if text.contains(WATCHED_MARK) && !text.contains("--") {
+        // Not this test process, which carries the mark in no argument of its own, and not
+        // another lane's watched job.
+        if text.contains(WATCHED_MARK) && !text.contains("--") && is_this_lanes(pid) {
             found.push(format!("{pid}: {text}"));
         }
     }
