@@ -116,13 +116,15 @@ fn calibration(
     calibrate: Calibrate,
     observe: &mut dyn FnMut(Event),
 ) -> Option<Calibration> {
-    let loaders: Vec<CellConfig> = cells
-        .iter()
-        .filter(|c| c.knobs.loader != Loader::Command)
-        .cloned()
-        .collect();
     match calibrate {
-        Calibrate::First => calibrate::for_cells(&loaders, out, observe),
+        Calibrate::First => {
+            let loaders: Vec<CellConfig> = cells
+                .iter()
+                .filter(|c| c.knobs.loader != Loader::Command)
+                .cloned()
+                .collect();
+            calibrate::for_cells(&loaders, out, observe)
+        }
         Calibrate::Skip => {
             observe(Event::Note(
                 "calibration skipped (--no-calibrate): the efficiency columns stay empty".into(),

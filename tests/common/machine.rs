@@ -35,12 +35,21 @@ pub fn mark() -> &'static str {
     })
 }
 
+/// The owner mark in process `pid`'s environment (None: it has none), or an error when its
+/// environment cannot be read (gone, or not ours to read).
+fn owner_mark(pid: u32) -> std::io::Result<Option<Vec<u8>>> {
+    let env = std::fs::read(format!("/proc/{pid}/environ"))?;
+    let key = format!("{OWNER_VARIABLE}=");
+    Ok(env
+        .split(|b| *b == 0)
+        .find_map(|kv| kv.strip_prefix(key.as_bytes()))
+        .map(<[u8]>::to_vec))
+}
+
 /// Whether process `pid`'s environment carries the mark of this test's lane (this test
 /// binary's mark, or a lane's of its own: `lane_mark`).
 pub fn carries_mark(pid: u32) -> bool {
-    let wanted = format!("{OWNER_VARIABLE}={}", lane_mark());
-    std::fs::read(format!("/proc/{pid}/environ"))
-        .is_ok_and(|env| env.split(|b| *b == 0).any(|kv| kv == wanted.as_bytes()))
+    owner_mark(pid).is_ok_and(|owner| owner.as_deref() == Some(lane_mark().as_bytes()))
 }
 
 /// Whether process `pid` is this lane's to judge when it is found by what it runs rather than
@@ -49,16 +58,10 @@ pub fn carries_mark(pid: u32) -> bool {
 /// lane runs containers; a process with another lane's mark is that lane's (the second lane's
 /// real-torch `watch` once counted the first lane's watched job as its own leftover).
 pub fn is_this_lanes(pid: u32) -> bool {
-    let Ok(env) = std::fs::read(format!("/proc/{pid}/environ")) else {
-        return false;
-    };
-    let key = format!("{OWNER_VARIABLE}=");
-    let owner = env
-        .split(|b| *b == 0)
-        .find_map(|kv| kv.strip_prefix(key.as_bytes()));
-    match owner {
-        Some(owner) => owner == lane_mark().as_bytes(),
-        None => lane_mark() == mark(),
+    match owner_mark(pid) {
+        Ok(Some(owner)) => owner == lane_mark().as_bytes(),
+        Ok(None) => lane_mark() == mark(),
+        Err(_) => false,
     }
 }
 
@@ -354,47 +357,4 @@ pub fn shmbench_cgroups() -> Vec<String> {
         .map(|e| e.file_name().to_string_lossy().into_owned())
         .filter(|n| n.starts_with("shmbench-"))
         .collect()
-}
-
-/// This node's vm.max_map_count, for the tests that fill it with batches kept alive (a page
-/// each); None, said on the test output, where it is too high to fill in a test's time.
-pub fn max_map_count_within_reach() -> Option<u64> {
-    let limit: u64 = std::fs::read_to_string("/proc/sys/vm/max_map_count")
-        .unwrap()
-        .trim()
-        .parse()
-        .unwrap();
-    if limit > 262_144 {
-        let _ = std::io::Write::write_all(
-            &mut std::io::stderr(),
-            format!(
-                "skipped: vm.max_map_count is {limit} here; the test needs about {limit} batches\n"
-            )
-            .as_bytes(),
-        );
-        return None;
-    }
-    Some(limit)
-}
-
-/// The cell that meets vm.max_map_count: file_system keeps no fd per batch, so only the
-/// mappings of the batches the main keeps alive pile up, a page each (the limit's worth fits in
-/// 1 GiB), until mmap refuses with ENOMEM. `loader` is "" for the emulation or the real torch's
-/// `--loader torch --python ...`.
-pub fn map_count_cell(loader: &str, limit: u64) -> String {
-    format!(
-        "{loader} --strategy file_system --batch 1 --shape 16 --workers 1 --retain-every 1 --shm-size 1g --timeout-s 900 --steps {}",
-        limit + 1000
-    )
-}
-
-/// The emulation's run of `map_count_cell`, made once and shared by the two tests that judge
-/// it (`cells::` for its error, `torch_limits::` against real torch): its 65k steps are a
-/// minute of the second lane. Call it holding `second_serial()`, as both do: the first caller's
-/// leak check covers it.
-pub fn emulated_map_count_run(limit: u64) -> Value {
-    static RUN: std::sync::Mutex<Option<Value>> = std::sync::Mutex::new(None);
-    let mut run = RUN.lock().unwrap_or_else(|e| e.into_inner());
-    run.get_or_insert_with(|| run_cell(&map_count_cell("", limit)))
-        .clone()
 }

@@ -13,6 +13,7 @@ mod check;
 mod k8s;
 mod lanes;
 mod machine;
+mod map_count;
 mod private_shm;
 mod rows;
 mod torch;
@@ -27,6 +28,8 @@ pub use k8s::*;
 pub use lanes::*;
 #[allow(unused_imports)]
 pub use machine::*;
+#[allow(unused_imports)]
+pub use map_count::*;
 #[allow(unused_imports)]
 pub use private_shm::*;
 #[allow(unused_imports)]
