@@ -104,7 +104,7 @@ fn skipped() -> Vec<(&'static str, &'static str)> {
 
 pub fn run() -> ExitCode {
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let root = crate::workspace_root();
     let began = Instant::now();
     for (var, what) in skipped() {
         println!("== skipped here: {what} ({var}=1; `cargo xtask test` runs it)");

@@ -47,6 +47,20 @@ examples:
   SHMBENCH_SKIP_SLURM=1 cargo xtask test   # no Slurm cluster: skip the tests that submit jobs
   SHMBENCH_SKIP_SARIF=1 cargo xtask test   # no crates.io or PyPI: skip the SARIF schema check";
 
+/// The workspace this xtask runs for. `cargo run` sets CARGO_MANIFEST_DIR for the process it
+/// starts; the path compiled in is only the fallback, because one CARGO_TARGET_DIR shared by
+/// several checkouts (as `.ci/run`'s cache is) keeps the xtask built in another clone, whose
+/// files may be gone (the wheel's `maturin build` once failed to start in a removed clone).
+pub(crate) fn workspace_root() -> std::path::PathBuf {
+    let xtask = std::env::var_os("CARGO_MANIFEST_DIR")
+        .map(std::path::PathBuf::from)
+        .unwrap_or_else(|| std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")));
+    xtask
+        .parent()
+        .map(std::path::Path::to_path_buf)
+        .unwrap_or(xtask)
+}
+
 fn main() -> ExitCode {
     let mut args = std::env::args().skip(1);
     let command = args.next();

@@ -35,9 +35,7 @@ impl Need for Wheel {
         let out = cache_dir("wheel");
         let _ = std::fs::remove_dir_all(&out);
         std::fs::create_dir_all(&out).map_err(|e| format!("{}: {e}", out.display()))?;
-        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-            .parent()
-            .ok_or("xtask has no parent directory")?;
+        let root = crate::workspace_root();
         let status = Command::new(MATURIN.program())
             .args(["build", "--release", "--quiet", "--out"])
             .arg(&out)
