@@ -48,11 +48,15 @@ fn sigkill_of_the_harness_takes_its_cell_down_and_sweep_removes_leftovers() {
     );
     let mut stderr = BufReader::new(child.stderr.take().unwrap());
     wait_for_line(&mut stderr, "[1/1]");
-    // Let batches pile up in /dev/shm.
+    // Let batches pile up in /dev/shm; judge only this run's (by its token, read while it
+    // lives): another lane's dead run may come and go meanwhile.
     let deadline = Instant::now() + Duration::from_secs(10);
-    while machine_state().shm_entries.len() < 2 && Instant::now() < deadline {
+    let mut ours = lanes_live_tokens();
+    while entries_of(&ours).len() < 2 && Instant::now() < deadline {
         std::thread::sleep(Duration::from_millis(20));
+        ours = lanes_live_tokens();
     }
+    assert!(!ours.is_empty(), "the run made no owner record in /dev/shm");
     send_signal(child.id(), "KILL");
     child.wait().unwrap();
     // The cell and its workers die with the harness (PR_SET_PDEATHSIG).
@@ -61,7 +65,11 @@ fn sigkill_of_the_harness_takes_its_cell_down_and_sweep_removes_leftovers() {
         std::thread::sleep(Duration::from_millis(20));
     }
     assert_eq!(machine_state().processes, Vec::<String>::new());
-    let left = machine_state().shm_entries;
+    let left = entries_of(&ours);
+    assert!(
+        !left.is_empty(),
+        "a SIGKILLed run left nothing for the sweep to prove"
+    );
     let o = shmbench(&["sweep"]);
     let text = String::from_utf8_lossy(&o.stdout);
     for name in &left {

@@ -152,11 +152,11 @@ fn a_live_run_is_never_swept_even_from_another_pid_namespace() {
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
+    // This run's segments, by the token of the record it holds (not another lane's dead run's).
     let live = || -> Vec<String> {
-        machine_state()
-            .shm_entries
+        entries_of(&lanes_live_tokens())
             .into_iter()
-            .filter(|n| n.starts_with("shmbench_") && n.matches('_').count() == 3)
+            .filter(|n| n.matches('_').count() == 3)
             .collect()
     };
     let deadline = Instant::now() + Duration::from_secs(30);
@@ -165,6 +165,7 @@ fn a_live_run_is_never_swept_even_from_another_pid_namespace() {
     }
     let before = live();
     assert!(!before.is_empty(), "the run made no named segment");
+    let tokens = lanes_live_tokens();
     let text = sweep_text();
     assert!(
         !text.contains("removed /dev/shm"),
@@ -177,7 +178,7 @@ fn a_live_run_is_never_swept_even_from_another_pid_namespace() {
         std::thread::sleep(Duration::from_millis(20));
     }
     sweep_text();
-    assert_eq!(machine_state().shm_entries, Vec::<String>::new());
+    assert_eq!(entries_of(&tokens), Vec::<String>::new());
 }
 
 #[test]

@@ -292,6 +292,43 @@ fn shm_entries() -> Vec<String> {
     out
 }
 
+/// The run tokens whose owner records this lane's live processes hold now. A test that kills
+/// its own run judges what is left by these, taken while the run lives: a dead run's entries
+/// cannot say whose they were, and another lane's (or another user's) dead run may leave some
+/// or sweep them meanwhile (a run's start sweeps every dead one).
+pub fn lanes_live_tokens() -> Vec<String> {
+    mark();
+    let records: Vec<String> = std::fs::read_dir("/dev/shm")
+        .unwrap()
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|n| n.len() == "shmbench_".len() + 16 && segment_record(n).is_some())
+        .collect();
+    let paths: Vec<std::path::PathBuf> = records
+        .iter()
+        .map(|n| std::path::Path::new("/dev/shm").join(n))
+        .collect();
+    records
+        .iter()
+        .zip(whose_records(&paths))
+        .filter(|(_, whose)| *whose == Whose::Ours)
+        .filter_map(|(n, _)| n.strip_prefix("shmbench_").map(str::to_string))
+        .collect()
+}
+
+/// This machine's /dev/shm entries of the runs with these tokens (their records and segments).
+pub fn entries_of(tokens: &[String]) -> Vec<String> {
+    shm_entries()
+        .into_iter()
+        .filter(|n| {
+            tokens.iter().any(|t| {
+                n.strip_prefix("shmbench_")
+                    .is_some_and(|r| r.starts_with(t.as_str()))
+            })
+        })
+        .collect()
+}
+
 /// The mounts of this test's mount namespace, less those the Docker engine makes for any
 /// container (its overlay and /dev/shm mounts, judged through the containers instead).
 fn mounts() -> String {
