@@ -4,6 +4,7 @@
 use crate::common;
 
 use std::io::{BufRead, BufReader};
+use std::path::Path;
 use std::time::{Duration, Instant};
 
 use common::*;
@@ -65,18 +66,25 @@ fn sigkill_of_the_harness_takes_its_cell_down_and_sweep_removes_leftovers() {
         std::thread::sleep(Duration::from_millis(20));
     }
     assert_eq!(machine_state().processes, Vec::<String>::new());
+    // Whatever the dead run left is removed by a sweep and reported by it. Every run's start
+    // sweeps dead runs' leftovers too, so another lane's (or another user's) run may have taken
+    // some first: those are gone, not reported here.
     let left = entries_of(&ours);
-    assert!(
-        !left.is_empty(),
-        "a SIGKILLed run left nothing for the sweep to prove"
-    );
     let o = shmbench(&["sweep"]);
     let text = String::from_utf8_lossy(&o.stdout);
     for name in &left {
         assert!(
-            text.contains(name.as_str()),
-            "sweep did not report {name}: {text}"
+            text.contains(name.as_str()) || !Path::new("/dev/shm").join(name).exists(),
+            "sweep did not report {name}, and it is still there: {text}"
         );
+    }
+    assert_eq!(
+        entries_of(&ours),
+        Vec::<String>::new(),
+        "left after the sweep"
+    );
+    if !left.iter().any(|n| text.contains(n.as_str())) {
+        eprintln!("another run's sweep removed this run's leftovers before the test's own");
     }
     assert_clean(&before);
 }
