@@ -112,8 +112,9 @@ time.sleep(1.0)
 /// unlinked), as a file_system job whose segments outlive their tensors.
 const LEAK_PY: &str = r#"
 import os, sys, time, mmap
+run = os.urandom(6).hex()  # not the pid: in a pid namespace every run's job is pid 3 or so
 for e in range(int(sys.argv[1])):
-    name = f"/dev/shm/shmbench-watch-leak-{os.getpid()}-{e}"
+    name = f"/dev/shm/shmbench-watch-leak-{run}-{e}"
     fd = os.open(name, os.O_CREAT | os.O_RDWR, 0o600)
     os.ftruncate(fd, 4 << 20)
     m = mmap.mmap(fd, 4 << 20)
@@ -174,6 +175,47 @@ fn a_leak_across_epochs_is_named_and_its_leftovers_listed_and_swept() {
         stderr(&out)
     );
     assert_eq!(leaked_files(), Vec::<String>::new());
+    assert_clean(&before);
+}
+
+#[test]
+fn a_neighbour_freeing_dev_shm_meanwhile_hides_none_of_a_leak() {
+    let _guard = serial();
+    let before = machine_state();
+    // Another job's 48 MiB in this machine's /dev/shm, gone while the watched job leaks its
+    // first segments: the machine's use falls below where the job started, and the job's own
+    // rises must still be seen (each segment held), or --sweep cannot prove them the job's.
+    let neighbour = std::path::PathBuf::from(format!(
+        "/dev/shm/shmbench-watch-neighbour-{}",
+        std::process::id()
+    ));
+    std::fs::write(&neighbour, vec![1u8; 48 << 20]).unwrap();
+    let gone = neighbour.clone();
+    let freeing = std::thread::spawn(move || {
+        std::thread::sleep(std::time::Duration::from_millis(400));
+        std::fs::remove_file(gone).unwrap();
+    });
+    let (out, row, report) = watch(
+        &["--runtime", "host", "--sweep", "--step-regex", "^epoch"],
+        &["python3", "-c", LEAK_PY, "6", WATCHED_MARK],
+    );
+    freeing.join().unwrap();
+    let text = stderr(&out);
+    assert_eq!(row.expect("a row")["status"], "pass", "{text}");
+    let report = report.expect("a watch report");
+    let ours: Vec<_> = report["leftovers"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|l| l["name"].as_str().unwrap().contains("shmbench-watch-leak-"))
+        .collect();
+    assert_eq!(ours.len(), 6, "{text}");
+    assert!(
+        ours.iter()
+            .all(|l| l["seen_held"] == true && l["removed"] == true),
+        "{ours:?}"
+    );
+    assert_eq!(leaked_files(), Vec::<String>::new(), "--sweep removed them");
     assert_clean(&before);
 }
 

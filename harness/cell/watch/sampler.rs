@@ -142,10 +142,25 @@ pub fn run(root: u32, interval: Duration, shared: Arc<Shared>, base_bytes: u64) 
     let mut attributed: Option<u64> = None;
     let mut last_used = 0u64;
     let mut census_at: Option<Instant> = None;
+    // What the job's use is counted from. On a /dev/shm other jobs share (the host runtime),
+    // what they free is not this job's: the floor follows the machine's use down, so the job's
+    // own rises still show, and are attributed. A fall may hide a rise of the job's within
+    // the same interval, so a fall of more than RISE is attributed too. Counted from the base
+    // alone, a neighbour's 20 MiB freed while a job leaked 4 MiB an epoch hid the job's first 5
+    // of 14 segments from the attribution, and `--sweep` could not prove them the job's.
+    let mut floor = out.base_bytes;
     loop {
         let stopping = shared.stop.load(Ordering::Acquire);
         let tick = Instant::now();
-        let used = used_now().saturating_sub(out.base_bytes);
+        let raw = used_now();
+        let mut fell_below = false;
+        if raw < floor {
+            let fell = floor - raw;
+            floor = raw;
+            attributed = attributed.map(|bytes| bytes.saturating_sub(fell));
+            fell_below = fell > RISE;
+        }
+        let used = raw - floor;
         let t_s = start.elapsed().as_secs_f64();
         if used > out.peak_bytes {
             out.peak_bytes = used;
@@ -153,10 +168,10 @@ pub fn run(root: u32, interval: Duration, shared: Arc<Shared>, base_bytes: u64) 
         }
         let settled_above =
             |bytes: u64| used > bytes && used == last_used && used >= out.peak_bytes;
-        let due =
+        let rose =
             used > 0 && attributed.is_none_or(|bytes| used > bytes + RISE || settled_above(bytes));
         last_used = used;
-        if due {
+        if rose {
             let (holders, ids) = attribute(root);
             out.holders = holders;
             out.seen.extend(ids);
@@ -164,9 +179,12 @@ pub fn run(root: u32, interval: Duration, shared: Arc<Shared>, base_bytes: u64) 
             out.holders_shm_bytes = used;
             out.holders_cgroup_shmem = cgroup_use.as_ref().and_then(|_| cgroup::shmem_bytes());
             attributed = Some(used);
+        } else if fell_below {
+            // Only what the job holds now, for the sweep's proof: the holders at the peak stay.
+            out.seen.extend(attribute(root).1);
         }
-        if due || census_at.is_none_or(|at| at.elapsed() >= CENSUS_EVERY) {
-            let (processes, fds) = census(root, &out.holders, due);
+        if rose || census_at.is_none_or(|at| at.elapsed() >= CENSUS_EVERY) {
+            let (processes, fds) = census(root, &out.holders, rose);
             out.max_processes = out.max_processes.max(processes);
             out.max_fds = out.max_fds.max(fds);
             census_at = Some(Instant::now());
