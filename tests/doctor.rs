@@ -35,7 +35,10 @@ fn the_bisected_minimum_matches_the_predicted_peak() {
     // spends about 15 ms of CPU on a batch of 32, so with 120 ms per step it keeps its queue
     // full on an eighth of a core (at 40 ms, CI's neighbours starved it below that). The model allows one batch more than the
     // prediction: torch refills an index before the loop drops the previous batch, and on a busy
-    // machine the refilled worker can allocate its segment before that drop. Resolution: 1 MiB.
+    // machine the refilled worker can allocate its segment before that drop. And one batch
+    // less: with both cores busy beside the suite, a worker once got less than that eighth, one
+    // batch of its window was never made before the step took it, and a size a batch smaller
+    // passed (the bisection keeps the smallest size that passed). Resolution: 1 MiB.
     let slack = |batch: f64| batch + (1 << 20) as f64;
     for (loader, batch) in [
         (
@@ -50,7 +53,7 @@ fn the_bisected_minimum_matches_the_predicted_peak() {
         let (measured, predicted) = min_shm(loader);
         let ratio = measured / predicted;
         assert!(
-            measured >= 0.9 * predicted && measured <= predicted + slack(batch),
+            measured >= predicted - slack(batch) && measured <= predicted + slack(batch),
             "{loader}: measured {measured} vs predicted {predicted} ({ratio:.3})"
         );
     }
