@@ -5,6 +5,7 @@
 use std::io::Write as _;
 use std::path::PathBuf;
 use std::process::ExitCode;
+use std::time::Duration;
 
 use anyhow::{anyhow, bail, Context, Result};
 
@@ -18,7 +19,7 @@ use crate::plan::scenario::{self, Scenario};
 use crate::present::sbatch_line;
 use crate::present::slurm_script::{self, Target};
 use crate::results::slurm as slurm_rows;
-use crate::results::slurm_ends::task_ends;
+use crate::results::slurm_ends::settled_task_ends;
 use crate::results::slurm_output::TaskFile;
 use crate::sys::fingerprint::mem_total;
 use crate::sys::{clock, slurm};
@@ -297,7 +298,8 @@ fn collect(args: CollectArgs) -> Result<ExitCode> {
         }
         files.push(file);
     }
-    let ends = task_ends(&jobs, args.jobcomp.as_deref());
+    // A task Slurm is still ending has its final state in moments: wait for it, up to a minute.
+    let ends = settled_task_ends(&jobs, args.jobcomp.as_deref(), Duration::from_secs(60));
     let run_id = format!("{}-slurm", clock::compact_now());
     let collected = slurm_rows::collect(files, &ends, &run_id, &clock::rfc3339_now());
     for note in &collected.notes {

@@ -15,7 +15,7 @@ use crate::model::slurm_output;
 use crate::plan::memory;
 use crate::present::slurm_script::{self, Target};
 use crate::results::slurm::task_result;
-use crate::results::slurm_ends::task_ends;
+use crate::results::slurm_ends::settled_task_ends;
 use crate::results::slurm_output::TaskOutput;
 use crate::sys::slurm;
 
@@ -59,7 +59,12 @@ pub(super) fn run(cell: &CellConfig, shm_bytes: u64) -> Result<CellRecord> {
     let file = path.display().to_string();
     let output = TaskOutput::read_path(&path)
         .with_context(|| format!("job {job} wrote no output file {file}"))?;
-    let (record, notes) = task_result(&file, output, &task_ends(std::slice::from_ref(&job), None));
+    let ends = settled_task_ends(
+        std::slice::from_ref(&job),
+        None,
+        std::time::Duration::from_secs(60),
+    );
+    let (record, notes) = task_result(&file, output, &ends);
     for note in notes {
         eprintln!("{note}");
     }

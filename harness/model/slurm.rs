@@ -179,6 +179,16 @@ impl TaskEnd {
         })
     }
 
+    /// Whether Slurm is still ending the task: its run is over (its time limit reached, its
+    /// script exited) and Slurm is killing what is left of it, running its epilog or staging
+    /// out; its final state follows in moments, or in a minute on a busy node.
+    pub fn ending(&self) -> bool {
+        matches!(
+            self.state.as_str(),
+            "COMPLETING" | "STAGE_OUT" | "SIGNALING"
+        )
+    }
+
     /// Whether the task has ended (a pending or running one has not).
     pub fn ended(&self) -> bool {
         !matches!(
@@ -257,6 +267,16 @@ mod tests {
         assert!(!TaskEnd::from_sacct("20|20|RUNNING|0:0|vm|None")
             .unwrap()
             .ended());
+    }
+
+    #[test]
+    fn a_task_slurm_is_still_ending_has_not_ended() {
+        let completing = TaskEnd::from_sacct("12_0|15|COMPLETING|0:0|vm|None").unwrap();
+        assert!(completing.ending() && !completing.ended());
+        let timeout = TaskEnd::from_sacct("12_0|15|TIMEOUT|0:0|vm|None").unwrap();
+        assert!(!timeout.ending() && timeout.ended());
+        let running = TaskEnd::from_sacct("12_0|15|RUNNING|0:0|vm|None").unwrap();
+        assert!(!running.ending() && !running.ended());
     }
 
     #[test]

@@ -34,6 +34,25 @@ pub fn task_ends(jobs: &[String], jobcomp: Option<&Path>) -> Vec<TaskEnd> {
     ends
 }
 
+/// As [`task_ends`], asked again while a task is still ending (COMPLETING, SIGNALING,
+/// STAGE_OUT), for up to `patience`: `sbatch --wait` returns as a job ends, and on a busy node a
+/// task killed at its time limit was still COMPLETING when `collect` asked, which then had
+/// nothing to say of it but "no result yet".
+pub fn settled_task_ends(
+    jobs: &[String],
+    jobcomp: Option<&Path>,
+    patience: std::time::Duration,
+) -> Vec<TaskEnd> {
+    let deadline = std::time::Instant::now() + patience;
+    loop {
+        let ends = task_ends(jobs, jobcomp);
+        if !ends.iter().any(TaskEnd::ending) || std::time::Instant::now() >= deadline {
+            return ends;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(500));
+    }
+}
+
 /// The jobcomp/filetxt log the cluster's configuration names, if it keeps one.
 fn cluster_jobcomp_log() -> Option<PathBuf> {
     (slurm::config_value("JobCompType").as_deref() == Some("jobcomp/filetxt"))
