@@ -134,6 +134,16 @@ fn leaked_files() -> Vec<String> {
         .collect()
 }
 
+/// The watch report's leftovers that LEAK_PY made.
+fn leak_leftovers(report: &serde_json::Value) -> Vec<&serde_json::Value> {
+    report["leftovers"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|l| l["name"].as_str().unwrap().contains("shmbench-watch-leak-"))
+        .collect()
+}
+
 #[test]
 fn a_leak_across_epochs_is_named_and_its_leftovers_listed_and_swept() {
     let _guard = serial();
@@ -150,11 +160,7 @@ fn a_leak_across_epochs_is_named_and_its_leftovers_listed_and_swept() {
     assert_eq!(number(&row, "steps_done"), 14);
     assert!(text.contains("trend:       LEAK"), "{text}");
     let report = report.expect("a watch report");
-    let leftovers = report["leftovers"].as_array().unwrap();
-    let ours: Vec<_> = leftovers
-        .iter()
-        .filter(|l| l["name"].as_str().unwrap().contains("shmbench-watch-leak-"))
-        .collect();
+    let ours = leak_leftovers(&report);
     assert_eq!(ours.len(), 14, "{text}");
     assert!(
         ours.iter()
@@ -203,12 +209,7 @@ fn a_neighbour_freeing_dev_shm_meanwhile_hides_none_of_a_leak() {
     let text = stderr(&out);
     assert_eq!(row.expect("a row")["status"], "pass", "{text}");
     let report = report.expect("a watch report");
-    let ours: Vec<_> = report["leftovers"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|l| l["name"].as_str().unwrap().contains("shmbench-watch-leak-"))
-        .collect();
+    let ours = leak_leftovers(&report);
     assert_eq!(ours.len(), 6, "{text}");
     assert!(
         ours.iter()
