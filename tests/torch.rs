@@ -269,7 +269,9 @@ fn killing_the_harness_leaves_no_torch_process_or_segment() {
     let Some(python) = torch_or_skip() else {
         return;
     };
-    let _guard = second_serial();
+    // The first lane, not the second: its killed run's segments live a moment in the host's
+    // /dev/shm, which the first lane's node and watch tests judge whole.
+    let _guard = serial();
     let before = machine_state();
     // The host runtime and file_system: torch's named segments and its torch_shm_manager live
     // on this machine's /dev/shm, the worst case for leftovers.
