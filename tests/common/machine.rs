@@ -262,12 +262,17 @@ fn torch_pid(name: &str) -> Option<u32> {
     name.strip_prefix("torch_")?.split('_').next()?.parse().ok()
 }
 
-/// The shmbench and torch entries in /dev/shm that are this test binary's or a dead run's.
-fn shm_entries() -> Vec<String> {
-    let names: Vec<String> = std::fs::read_dir("/dev/shm")
+/// Every name in this machine's /dev/shm.
+fn shm_names() -> impl Iterator<Item = String> {
+    std::fs::read_dir("/dev/shm")
         .unwrap()
         .flatten()
         .map(|e| e.file_name().to_string_lossy().into_owned())
+}
+
+/// The shmbench and torch entries in /dev/shm that are this test binary's or a dead run's.
+fn shm_entries() -> Vec<String> {
+    let names: Vec<String> = shm_names()
         .filter(|n| n.starts_with("shmbench_") || n.starts_with("torch_"))
         .collect();
     let records: Vec<std::path::PathBuf> = names
@@ -298,10 +303,7 @@ fn shm_entries() -> Vec<String> {
 /// or sweep them meanwhile (a run's start sweeps every dead one).
 pub fn lanes_live_tokens() -> Vec<String> {
     mark();
-    let records: Vec<String> = std::fs::read_dir("/dev/shm")
-        .unwrap()
-        .flatten()
-        .map(|e| e.file_name().to_string_lossy().into_owned())
+    let records: Vec<String> = shm_names()
         .filter(|n| n.len() == "shmbench_".len() + 16 && segment_record(n).is_some())
         .collect();
     let paths: Vec<std::path::PathBuf> = records
