@@ -43,7 +43,10 @@ fn a_torch_that_segfaults_is_inconclusive_not_a_difference() {
         "{stdout}\n{}",
         String::from_utf8_lossy(&o.stderr)
     );
-    assert!(stdout.contains("0 of 1 cell(s) agree"), "{stdout}");
+    assert!(
+        stdout.contains("0 of 1 cell(s) agree, 0 differ"),
+        "{stdout}"
+    );
     assert!(stdout.contains("1 inconclusive (roomy"), "{stdout}");
     assert!(!stdout.contains("differs"), "{stdout}");
     // A Python that crashes on import is named by its signal.

@@ -189,10 +189,31 @@ fn a_short_fidelity_run_pairs_each_cell_with_its_real_twin() {
         "{stdout}\n{}",
         String::from_utf8_lossy(&o.stderr)
     );
-    assert!(stdout.contains("2 of 2 cell(s) agree"), "{stdout}");
+    // Two runs a side judge no flip, but the same outcome in every run is agreement; the
+    // roomy cell's passing peak (a batch more or less in the window, by timing) may leave it
+    // not judged, never differing.
+    let verdict = |cell: &str| {
+        let line = stdout
+            .lines()
+            .find(|l| l.starts_with(&format!("| {cell} ")));
+        line.unwrap_or_else(|| panic!("{cell}: {stdout}"))
+            .rsplit('|')
+            .nth(1)
+            .unwrap()
+            .trim()
+            .to_string()
+    };
+    assert_eq!(verdict("none-fits"), "agrees", "{stdout}");
+    let roomy = verdict("roomy");
+    assert!(
+        roomy == "agrees" || roomy.starts_with("not judged (emulated passing peak"),
+        "{stdout}"
+    );
+    assert!(stdout.contains(" cell(s) agree, 0 differ"), "{stdout}");
     // Real torch's second run against its first, by the same test.
     assert!(
-        stdout.contains("real torch against itself: 2 of 2 cell(s) agree"),
+        stdout.contains("real torch against itself: ")
+            && stdout.contains("cell(s) agree, 0 differ, "),
         "{stdout}"
     );
     assert!(
@@ -202,7 +223,11 @@ fn a_short_fidelity_run_pairs_each_cell_with_its_real_twin() {
     // The same analysis from the results file alone.
     let again = shmbench(&["fidelity", "--from", out.to_str().unwrap()]);
     assert_eq!(again.status.code(), Some(0));
-    assert!(String::from_utf8_lossy(&again.stdout).contains("2 of 2 cell(s) agree"));
+    let again = String::from_utf8_lossy(&again.stdout);
+    assert!(
+        again.contains(&format!("| none-fits ")) && again.contains(" cell(s) agree, 0 differ"),
+        "{again}"
+    );
     let rows = read_csv(&out);
     assert_eq!(rows.len(), 8, "each cell with each loader, twice");
     let mut series: Vec<&str> = rows.iter().map(|r| r["steps_file"].as_str()).collect();

@@ -21,12 +21,16 @@ Examples:
   shmbench fidelity --python ~/venvs/torch/bin/python
   shmbench fidelity --with ~/venvs/torch29/bin/python --with ~/venvs/torch/bin/python --repeat 3
   shmbench fidelity --cells seed-fd-64m,seed-fd-2g --steps 20
+  shmbench fidelity --cells seed-fd-1g,w4-b32-160m --repeat 4          # boundary cells, judged
 
-Verdict per cell: agrees (same outcome; crash steps within one step) or differs.
-Real torch's later runs are held to the same test against its earlier ones (`real torch against
-itself`): how often the race alone makes a cell differ. The distance between the median crash
-steps is the steadier measure.
-Exit status: 1 when any cell differs, 0 otherwise, 2 on bad input (e.g. a Python without torch).";
+Verdict per cell, as `compare` judges outcomes: differs when the emulation's pass share or crash
+steps differ from torch's at p < 0.05 (Fisher's exact test, the exact rank test), or when both pass
+and the emulated passing peak /dev/shm lies outside 10% of torch's beyond its interval; not judged
+when the runs cannot tell (a flip from always passing to always crashing needs --repeat 4); else
+agrees. Peaks and img/s are ratios of medians with 95% bootstrap intervals. Real torch's later runs
+are held to the same test against its earlier ones (`real torch against itself`): how often the
+race alone makes a cell differ.
+Exit status: 1 when any cell differs, 0 otherwise (not judged and inconclusive blame nothing), 2 on bad input (e.g. a Python without torch).";
 
 #[derive(clap::Args)]
 #[command(after_help = AFTER_HELP)]

@@ -1,8 +1,9 @@
 //! A fidelity run as a Markdown table: each cell's outcome with each loader, crash steps, the
-//! peak and throughput ratios, and whether they agree.
+//! peak and throughput ratios with their intervals, and the verdict with its evidence.
 
+use super::outcomes::{evidence, flip_needs};
 use super::table;
-use analysis::fidelity::{Pair, Verdict};
+use analysis::fidelity::{Pair, Ratio, Verdict, Why, PEAK_TOLERANCE};
 use analysis::summary::CellSummary;
 
 fn outcome(s: &CellSummary) -> String {
@@ -30,6 +31,50 @@ fn times(x: Option<f64>) -> String {
     x.map(|x| format!("{x:.2}x")).unwrap_or_else(|| "-".into())
 }
 
+/// "1.15x (1.12-1.19)": a ratio and its 95% interval where the runs give one.
+fn ratio(r: Option<Ratio>) -> String {
+    match r {
+        Some(Ratio {
+            value,
+            interval: Some((lo, hi)),
+        }) => format!("{value:.2}x ({lo:.2}-{hi:.2})"),
+        Some(r) => times(Some(r.value)),
+        None => "-".into(),
+    }
+}
+
+/// The verdict with what decided it: the tests' p-values, or the peak against the goal.
+fn verdict(p: &Pair) -> String {
+    let name = p.verdict.name();
+    let j = &p.outcomes;
+    let detail = match (p.verdict, p.why) {
+        (Verdict::Differs, Some(Why::Outcomes)) => evidence(j.share_p, j.step_p),
+        (Verdict::NotJudged, Some(Why::Outcomes)) => format!(
+            "outcomes differ; {} and {} run(s) cannot tell chance",
+            j.baseline.runs, j.candidate.runs
+        ),
+        (_, Some(Why::PassingPeak)) => {
+            let share = p.peak.map_or(0.0, |r| 1.0 / r.value);
+            let beyond = if p.verdict == Verdict::Differs {
+                "beyond its interval"
+            } else {
+                "too few passing runs to tell chance"
+            };
+            format!(
+                "emulated passing peak {:.0}% of torch's, outside {:.0}%; {beyond}",
+                share * 100.0,
+                PEAK_TOLERANCE * 100.0
+            )
+        }
+        _ => String::new(),
+    };
+    if detail.is_empty() {
+        name.into()
+    } else {
+        format!("{name} ({detail})")
+    }
+}
+
 pub fn render(pairs: &[Pair]) -> String {
     let headers = [
         "cell",
@@ -37,8 +82,8 @@ pub fn render(pairs: &[Pair]) -> String {
         "emulated",
         "real torch",
         "crash steps (emulated / torch)",
-        "peak /dev/shm (torch / emulated)",
-        "img/s (torch / emulated)",
+        "peak /dev/shm, passing (torch / emulated, 95% interval)",
+        "img/s (torch / emulated, 95% interval)",
         "CPU per image; main's per step (torch / emulated)",
         "verdict",
     ];
@@ -51,17 +96,14 @@ pub fn render(pairs: &[Pair]) -> String {
                 outcome(&p.emulated),
                 outcome(&p.torch),
                 format!("{} / {}", steps(&p.emulated), steps(&p.torch)),
-                times(p.peak_ratio),
-                times(p.rate_ratio),
+                ratio(p.peak),
+                ratio(p.rate),
                 format!("{}; {}", times(p.cpu_ratio), times(p.main_cpu_ratio)),
-                p.verdict.name().into(),
+                verdict(p),
             ]
         })
         .collect();
-    let agreeing = pairs
-        .iter()
-        .filter(|p| p.verdict == Verdict::Agrees)
-        .count();
+    let count = |v: Verdict| pairs.iter().filter(|p| p.verdict == v).count();
     let inconclusive: Vec<&str> = pairs
         .iter()
         .filter(|p| p.verdict == Verdict::Inconclusive)
@@ -74,9 +116,21 @@ pub fn render(pairs: &[Pair]) -> String {
             inconclusive.join(", ")
         ),
     };
+    let not_judged = match count(Verdict::NotJudged) {
+        0 => String::new(),
+        n => format!(
+            "; {n} not judged (the runs cannot tell a difference from chance: {})",
+            flip_needs()
+        ),
+    };
     format!(
-        "{agreeing} of {} cell(s) agree (same outcome; emulated crash steps within torch's range +-1){inconclusive}{}{}\n\n{}",
+        "{} of {} cell(s) agree, {} differ{not_judged}{inconclusive}\n\
+         (outcomes by {}, at p < 0.05; a passing peak within {:.0}% of torch's){}{}\n\n{}",
+        count(Verdict::Agrees),
         pairs.len(),
+        count(Verdict::Differs),
+        super::outcomes::METHOD,
+        PEAK_TOLERANCE * 100.0,
         torch_against_itself(pairs),
         median_distance(pairs),
         table::markdown(&headers, &rows)
@@ -106,13 +160,16 @@ fn median_distance(pairs: &[Pair]) -> String {
 
 /// The same test between real torch's own runs: the ceiling the race leaves the emulation.
 fn torch_against_itself(pairs: &[Pair]) -> String {
-    let tested: Vec<bool> = pairs.iter().filter_map(|p| p.torch_self_agrees).collect();
+    let tested: Vec<Verdict> = pairs.iter().filter_map(|p| p.torch_self).collect();
     if tested.is_empty() {
         return String::new();
     }
+    let count = |v: Verdict| tested.iter().filter(|t| **t == v).count();
     format!(
-        "\nreal torch against itself: {} of {} cell(s) agree (its later runs against its earlier half, by the same test; --repeat 6 compares halves of 3 runs)",
-        tested.iter().filter(|a| **a).count(),
-        tested.len()
+        "\nreal torch against itself: {} of {} cell(s) agree, {} differ, {} not judged (its later runs against its earlier half, by the same test; --repeat 8 compares halves of 4 runs)",
+        count(Verdict::Agrees),
+        tested.len(),
+        count(Verdict::Differs),
+        count(Verdict::NotJudged),
     )
 }
