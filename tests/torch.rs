@@ -192,19 +192,14 @@ fn a_short_fidelity_run_pairs_each_cell_with_its_real_twin() {
     // Two runs a side judge no flip, but the same outcome in every run is agreement; the
     // roomy cell's passing peak (a batch more or less in the window, by timing) may leave it
     // not judged, never differing.
-    let verdict = |cell: &str| {
-        let line = stdout
+    let row = |cell: &str| {
+        stdout
             .lines()
-            .find(|l| l.starts_with(&format!("| {cell} ")));
-        line.unwrap_or_else(|| panic!("{cell}: {stdout}"))
-            .rsplit('|')
-            .nth(1)
-            .unwrap()
-            .trim()
-            .to_string()
+            .find(|l| l.starts_with(&format!("| {cell} ")))
     };
-    assert_eq!(verdict("none-fits"), "agrees", "{stdout}");
-    let roomy = verdict("roomy");
+    let verdict = |cell: &str| row(cell).and_then(|l| l.rsplit('|').nth(1)).map(str::trim);
+    assert_eq!(verdict("none-fits"), Some("agrees"), "{stdout}");
+    let roomy = verdict("roomy").unwrap_or_default();
     assert!(
         roomy == "agrees" || roomy.starts_with("not judged (emulated passing peak"),
         "{stdout}"
@@ -225,7 +220,7 @@ fn a_short_fidelity_run_pairs_each_cell_with_its_real_twin() {
     assert_eq!(again.status.code(), Some(0));
     let again = String::from_utf8_lossy(&again.stdout);
     assert!(
-        again.contains(&format!("| none-fits ")) && again.contains(" cell(s) agree, 0 differ"),
+        again.contains("| none-fits ") && again.contains(" cell(s) agree, 0 differ"),
         "{again}"
     );
     let rows = read_csv(&out);

@@ -9,6 +9,7 @@ pub mod compare;
 pub mod convergence;
 pub mod exact_tests;
 pub mod fidelity;
+pub mod fidelity_verdict;
 pub mod fleet;
 pub mod fleet_judge;
 pub mod fleet_norm;

@@ -49,10 +49,24 @@ fn verdict(p: &Pair) -> String {
     let j = &p.outcomes;
     let detail = match (p.verdict, p.why) {
         (Verdict::Differs, Some(Why::Outcomes)) => evidence(j.share_p, j.step_p),
-        (Verdict::NotJudged, Some(Why::Outcomes)) => format!(
-            "outcomes differ; {} and {} run(s) cannot tell chance",
-            j.baseline.runs, j.candidate.runs
-        ),
+        (Verdict::NotJudged, Some(Why::Outcomes)) => {
+            let status = p.emulated.outcome.status;
+            let crashed_alike = p
+                .emulated
+                .outcomes
+                .iter()
+                .chain(&p.torch.outcomes)
+                .all(|o| o.status == status && !status.is_pass());
+            let what = if crashed_alike {
+                "crash steps"
+            } else {
+                "outcomes"
+            };
+            format!(
+                "{what} differ; {} and {} run(s) cannot tell it from chance",
+                j.baseline.runs, j.candidate.runs
+            )
+        }
         (_, Some(Why::PassingPeak)) => {
             let share = p.peak.map_or(0.0, |r| 1.0 / r.value);
             let beyond = if p.verdict == Verdict::Differs {

@@ -1,0 +1,124 @@
+//! A fidelity pair's verdict: the emulation's outcomes judged against torch's by the exact tests
+//! (`outcomes::judge`), then the passing peak against the fidelity goal. It differs when a test
+//! is below p = 0.05, or when both loaders pass and the emulated passing peak lies outside 10% of
+//! torch's ([`PEAK_TOLERANCE`]) with its whole interval, over at least four passing runs a side;
+//! it is not judged when the runs cannot tell (fewer than four a side for a flip; a peak outside
+//! the band with too few runs to say it is not chance); else it agrees.
+
+use serde::Serialize;
+
+use super::outcomes::{Judgement, RUNS_FOR_A_FLIP};
+use super::stats::relative_change_ci;
+use super::summary::CellSummary;
+use model::estimate::median;
+use model::record::Status;
+
+/// How far the emulated passing peak /dev/shm may lie from torch's: the fidelity goal.
+pub const PEAK_TOLERANCE: f64 = 0.10;
+
+/// What one cell's pair says of the emulation.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Verdict {
+    Agrees,
+    Differs,
+    /// The runs cannot tell a difference from chance (see [`Pair::why`]).
+    NotJudged,
+    /// A loader ended outside the loader's story most often (`error`: a crash of the cell's
+    /// Python or of torch itself, a failed start): nothing is said of the emulation.
+    Inconclusive,
+}
+
+/// Which measure decided a verdict other than `agrees`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Why {
+    /// The outcomes (shares or crash steps): the judgement says which and how.
+    Outcomes,
+    /// The passing peak /dev/shm against [`PEAK_TOLERANCE`].
+    PassingPeak,
+    /// A loader's error.
+    Error,
+}
+
+impl Verdict {
+    pub fn name(self) -> &'static str {
+        match self {
+            Verdict::Agrees => "agrees",
+            Verdict::Differs => "differs",
+            Verdict::NotJudged => "not judged",
+            Verdict::Inconclusive => "inconclusive",
+        }
+    }
+}
+
+/// A ratio of two medians, torch's over the emulation's, with its 95% bootstrap interval (None
+/// with fewer than two values a side).
+#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
+pub struct Ratio {
+    pub value: f64,
+    pub interval: Option<(f64, f64)>,
+}
+
+impl Ratio {
+    /// `torch`'s median over `emulated`'s.
+    pub fn of(torch: &[f64], emulated: &[f64]) -> Option<Ratio> {
+        let value = ratio(median(torch), median(emulated))?;
+        let interval = relative_change_ci(emulated, torch).map(|(lo, hi)| (1.0 + lo, 1.0 + hi));
+        Some(Ratio { value, interval })
+    }
+}
+
+/// The verdict of the emulated runs against torch's: inconclusive when either loader mostly
+/// ended in an error outside the loader (real torch segfaulting says nothing of the
+/// emulation); else the outcomes' judgement, then the passing peak.
+pub(super) fn judge(
+    emulated: &CellSummary,
+    torch: &CellSummary,
+    outcomes: &Judgement,
+    peak: Option<Ratio>,
+    passing_runs: usize,
+) -> (Verdict, Option<Why>) {
+    if [emulated, torch]
+        .iter()
+        .any(|s| s.outcome.status == Status::Error)
+    {
+        return (Verdict::Inconclusive, Some(Why::Error));
+    }
+    if outcomes.changed {
+        return (Verdict::Differs, Some(Why::Outcomes));
+    }
+    // Too few runs to test, but every run of both loaders ended the same way (passed, or
+    // crashed the same way at the same step): nothing to tell apart.
+    let unanimous = emulated
+        .outcomes
+        .iter()
+        .chain(&torch.outcomes)
+        .all(|o| *o == emulated.outcome);
+    let outcomes_told = outcomes.judged || unanimous;
+    // The goal is the emulation's peak within 10% of torch's: emulated / torch, the inverse of
+    // the ratio shown (torch / emulated, as every ratio of the table).
+    let outside = |share: f64| (share - 1.0).abs() > PEAK_TOLERANCE;
+    if let Some(peak) = peak.filter(|p| outside(1.0 / p.value)) {
+        // Beyond chance: enough passing runs, and the whole interval outside the band.
+        let beyond_chance = passing_runs >= RUNS_FOR_A_FLIP
+            && peak.interval.is_some_and(|(lo, hi)| {
+                outside(1.0 / lo) && outside(1.0 / hi) && (lo - 1.0) * (hi - 1.0) > 0.0
+            });
+        let verdict = if beyond_chance {
+            Verdict::Differs
+        } else {
+            Verdict::NotJudged
+        };
+        return (verdict, Some(Why::PassingPeak));
+    }
+    if outcomes_told {
+        (Verdict::Agrees, None)
+    } else {
+        (Verdict::NotJudged, Some(Why::Outcomes))
+    }
+}
+
+pub(super) fn ratio(a: Option<f64>, b: Option<f64>) -> Option<f64> {
+    a.zip(b).filter(|(_, b)| *b > 0.0).map(|(a, b)| a / b)
+}
