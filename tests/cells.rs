@@ -142,11 +142,11 @@ fn pin_memory_moves_waiting_batches_out_of_dev_shm() {
     // 2 x 4 outstanding batches of 16 images (9.2 MiB) + 1 held cannot fit in 64 MiB (6 fit).
     // Pinned, only batches being produced or waiting for the pin copy are in /dev/shm; the
     // workers' decode cost keeps them slower than that copy, as a real Dataset is. The step
-    // (150 ms) is much slower than a worker's batch (16 ms of decode), so unpinned every
+    // (400 ms) is much slower than a worker's batch (16 ms of decode), so unpinned every
     // outstanding batch comes to wait in /dev/shm; how soon depends on the workers' share of
-    // the cores: with both cores busy beside the suite, 16 steps (2.4 s) once ended with the
-    // window 6 batches full and a pass, so the run is long enough for a slow fill.
-    let base = "--shm-size 64m --batch 16 --workers 2 --prefetch 4 --steps 48 --compute-ms 150 --decode-us 1000 --torch modern";
+    // the cores: beside the suite's other lanes, 48 steps of 150 ms once never held more than 5
+    // batches (the workers made one a step), so each step leaves them 25 times a batch's CPU.
+    let base = "--shm-size 64m --batch 16 --workers 2 --prefetch 4 --steps 24 --compute-ms 400 --decode-us 1000 --torch modern";
     let unpinned = run_cell(base);
     assert_eq!(status(&unpinned), "enospc", "{unpinned}");
     let pinned = run_cell(&format!("{base} --pin-memory"));
