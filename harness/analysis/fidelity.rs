@@ -243,6 +243,16 @@ mod tests {
             (p.verdict, p.why),
             (Verdict::NotJudged, Some(Why::Outcomes))
         );
+        // Both crashed the same way at other steps: only the steps differ, and one run a side
+        // cannot say by how much beyond chance.
+        let p = one(
+            crashes(Loader::Emulated, &[3]),
+            crashes(Loader::Torch, &[5]),
+        );
+        assert_eq!(
+            (p.verdict, p.why),
+            (Verdict::NotJudged, Some(Why::CrashSteps))
+        );
         // The same outcome in every run is agreement, however few.
         let p = one(
             crashes(Loader::Emulated, &[1]),

@@ -35,6 +35,9 @@ pub enum Verdict {
 pub enum Why {
     /// The outcomes (shares or crash steps): the judgement says which and how.
     Outcomes,
+    /// Only the crash steps: every run of both loaders crashed the same way (too few runs to
+    /// say whether the steps differ beyond chance).
+    CrashSteps,
     /// The passing peak /dev/shm against [`PEAK_TOLERANCE`].
     PassingPeak,
     /// A loader's error.
@@ -67,6 +70,14 @@ impl Ratio {
         let interval = relative_change_ci(emulated, torch).map(|(lo, hi)| (1.0 + lo, 1.0 + hi));
         Some(Ratio { value, interval })
     }
+
+    /// The same ratio the other way up (the emulation's over torch's), its interval with it.
+    pub fn inverted(self) -> Ratio {
+        Ratio {
+            value: 1.0 / self.value,
+            interval: self.interval.map(|(lo, hi)| (1.0 / hi, 1.0 / lo)),
+        }
+    }
 }
 
 /// The verdict of the emulated runs against torch's: inconclusive when either loader mostly
@@ -90,21 +101,20 @@ pub(super) fn judge(
     }
     // Too few runs to test, but every run of both loaders ended the same way (passed, or
     // crashed the same way at the same step): nothing to tell apart.
-    let unanimous = emulated
-        .outcomes
-        .iter()
-        .chain(&torch.outcomes)
-        .all(|o| *o == emulated.outcome);
-    let outcomes_told = outcomes.judged || unanimous;
+    let runs = || emulated.outcomes.iter().chain(&torch.outcomes);
+    let unanimous = runs().all(|o| *o == emulated.outcome);
     // The goal is the emulation's peak within 10% of torch's: emulated / torch, the inverse of
     // the ratio shown (torch / emulated, as every ratio of the table).
-    let outside = |share: f64| (share - 1.0).abs() > PEAK_TOLERANCE;
-    if let Some(peak) = peak.filter(|p| outside(1.0 / p.value)) {
-        // Beyond chance: enough passing runs, and the whole interval outside the band.
+    let band = (1.0 - PEAK_TOLERANCE)..=(1.0 + PEAK_TOLERANCE);
+    if let Some(share) = peak
+        .map(Ratio::inverted)
+        .filter(|s| !band.contains(&s.value))
+    {
+        // Beyond chance: enough passing runs, and the whole interval on one side of the band.
         let beyond_chance = passing_runs >= RUNS_FOR_A_FLIP
-            && peak.interval.is_some_and(|(lo, hi)| {
-                outside(1.0 / lo) && outside(1.0 / hi) && (lo - 1.0) * (hi - 1.0) > 0.0
-            });
+            && share
+                .interval
+                .is_some_and(|(lo, hi)| hi < *band.start() || lo > *band.end());
         let verdict = if beyond_chance {
             Verdict::Differs
         } else {
@@ -112,11 +122,17 @@ pub(super) fn judge(
         };
         return (verdict, Some(Why::PassingPeak));
     }
-    if outcomes_told {
-        (Verdict::Agrees, None)
-    } else {
-        (Verdict::NotJudged, Some(Why::Outcomes))
+    if outcomes.judged || unanimous {
+        return (Verdict::Agrees, None);
     }
+    let status = emulated.outcome.status;
+    let crashed_alike = !status.is_pass() && runs().all(|o| o.status == status);
+    let why = if crashed_alike {
+        Why::CrashSteps
+    } else {
+        Why::Outcomes
+    };
+    (Verdict::NotJudged, Some(why))
 }
 
 pub(super) fn ratio(a: Option<f64>, b: Option<f64>) -> Option<f64> {

@@ -5,7 +5,6 @@
 use std::io::Write as _;
 use std::path::PathBuf;
 use std::process::ExitCode;
-use std::time::Duration;
 
 use anyhow::{anyhow, bail, Context, Result};
 
@@ -298,8 +297,8 @@ fn collect(args: CollectArgs) -> Result<ExitCode> {
         }
         files.push(file);
     }
-    // A task Slurm is still ending has its final state in moments: wait for it, up to a minute.
-    let ends = settled_task_ends(&jobs, args.jobcomp.as_deref(), Duration::from_secs(60));
+    // A task Slurm is still ending has its final state in moments: wait for it.
+    let ends = settled_task_ends(&jobs, args.jobcomp.as_deref());
     let run_id = format!("{}-slurm", clock::compact_now());
     let collected = slurm_rows::collect(files, &ends, &run_id, &clock::rfc3339_now());
     for note in &collected.notes {

@@ -59,11 +59,7 @@ pub(super) fn run(cell: &CellConfig, shm_bytes: u64) -> Result<CellRecord> {
     let file = path.display().to_string();
     let output = TaskOutput::read_path(&path)
         .with_context(|| format!("job {job} wrote no output file {file}"))?;
-    let ends = settled_task_ends(
-        std::slice::from_ref(&job),
-        None,
-        std::time::Duration::from_secs(60),
-    );
+    let ends = settled_task_ends(std::slice::from_ref(&job), None);
     let (record, notes) = task_result(&file, output, &ends);
     for note in notes {
         eprintln!("{note}");

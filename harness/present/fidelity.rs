@@ -4,6 +4,7 @@
 use super::outcomes::{evidence, flip_needs};
 use super::table;
 use analysis::fidelity::{Pair, Ratio, Verdict, Why, PEAK_TOLERANCE};
+use analysis::outcomes::ALPHA;
 use analysis::summary::CellSummary;
 
 fn outcome(s: &CellSummary) -> String {
@@ -49,15 +50,8 @@ fn verdict(p: &Pair) -> String {
     let j = &p.outcomes;
     let detail = match (p.verdict, p.why) {
         (Verdict::Differs, Some(Why::Outcomes)) => evidence(j.share_p, j.step_p),
-        (Verdict::NotJudged, Some(Why::Outcomes)) => {
-            let status = p.emulated.outcome.status;
-            let crashed_alike = p
-                .emulated
-                .outcomes
-                .iter()
-                .chain(&p.torch.outcomes)
-                .all(|o| o.status == status && !status.is_pass());
-            let what = if crashed_alike {
+        (Verdict::NotJudged, Some(why @ (Why::Outcomes | Why::CrashSteps))) => {
+            let what = if why == Why::CrashSteps {
                 "crash steps"
             } else {
                 "outcomes"
@@ -68,7 +62,7 @@ fn verdict(p: &Pair) -> String {
             )
         }
         (_, Some(Why::PassingPeak)) => {
-            let share = p.peak.map_or(0.0, |r| 1.0 / r.value);
+            let share = p.peak.map_or(0.0, |r| r.inverted().value);
             let beyond = if p.verdict == Verdict::Differs {
                 "beyond its interval"
             } else {
@@ -139,7 +133,7 @@ pub fn render(pairs: &[Pair]) -> String {
     };
     format!(
         "{} of {} cell(s) agree, {} differ{not_judged}{inconclusive}\n\
-         (outcomes by {}, at p < 0.05; a passing peak within {:.0}% of torch's){}{}\n\n{}",
+         (outcomes by {}, at p < {ALPHA}; a passing peak within {:.0}% of torch's){}{}\n\n{}",
         count(Verdict::Agrees),
         pairs.len(),
         count(Verdict::Differs),

@@ -34,16 +34,16 @@ pub fn task_ends(jobs: &[String], jobcomp: Option<&Path>) -> Vec<TaskEnd> {
     ends
 }
 
+/// How long [`settled_task_ends`] waits for a task Slurm is still ending: its final state follows
+/// in moments, or in a minute on a busy node.
+pub const ENDING_PATIENCE: std::time::Duration = std::time::Duration::from_secs(60);
+
 /// As [`task_ends`], asked again while a task is still ending (COMPLETING, SIGNALING,
-/// STAGE_OUT), for up to `patience`: `sbatch --wait` returns as a job ends, and on a busy node a
-/// task killed at its time limit was still COMPLETING when `collect` asked, which then had
-/// nothing to say of it but "no result yet".
-pub fn settled_task_ends(
-    jobs: &[String],
-    jobcomp: Option<&Path>,
-    patience: std::time::Duration,
-) -> Vec<TaskEnd> {
-    let deadline = std::time::Instant::now() + patience;
+/// STAGE_OUT), for up to [`ENDING_PATIENCE`]: `sbatch --wait` returns as a job ends, and on a
+/// busy node a task killed at its time limit was still COMPLETING when `collect` asked, which
+/// then had nothing to say of it but "no result yet".
+pub fn settled_task_ends(jobs: &[String], jobcomp: Option<&Path>) -> Vec<TaskEnd> {
+    let deadline = std::time::Instant::now() + ENDING_PATIENCE;
     loop {
         let ends = task_ends(jobs, jobcomp);
         if !ends.iter().any(TaskEnd::ending) || std::time::Instant::now() >= deadline {
