@@ -18,6 +18,8 @@ pub enum Varying {
     Torch,
     /// The kernel (a VM's, or the host's).
     Kernel,
+    /// The container engine and OCI runtime.
+    Runtime,
 }
 
 impl Varying {
@@ -27,6 +29,7 @@ impl Varying {
             Some(Varying::Shm) => &["shm-size", "runtime"],
             Some(Varying::Torch) => &["torch"],
             Some(Varying::Kernel) => &["kernel", "runtime"],
+            Some(Varying::Runtime) => &["engine", "oci-runtime"],
             None => &[],
         }
     }

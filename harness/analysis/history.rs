@@ -35,7 +35,8 @@ pub enum By {
     Host,
     /// The Kubernetes node (`k8s collect` rows; the host elsewhere).
     Node,
-    /// The container runtime: a node's (`containerd://1.7.13`), or the Docker engine's.
+    /// The container runtime: a node's (`containerd://1.7.13`), or a container cell's engine and OCI
+    /// runtime (`docker://28.2.2 runsc 0.0~20221219.0`).
     Runtime,
     /// The /dev/shm size.
     Shm,
@@ -49,7 +50,11 @@ impl By {
         match self {
             By::Kernel => r.kernel.clone(),
             By::Driver => r.gpu_driver.clone().unwrap_or_else(|| "none".into()),
-            By::Engine => r.docker_version.clone().unwrap_or_else(|| "none".into()),
+            By::Engine => r
+                .docker_version
+                .as_ref()
+                .map(|v| format!("{} {v}", r.added.engine))
+                .unwrap_or_else(|| "none".into()),
             By::Torch => r.torch.to_string(),
             By::TorchVersion => r.torch_version.clone().unwrap_or_else(|| "emulated".into()),
             By::Host => r.host.clone(),
@@ -57,7 +62,13 @@ impl By {
             By::Runtime => r
                 .container_runtime
                 .clone()
-                .or_else(|| r.docker_version.as_ref().map(|v| format!("docker://{v}")))
+                .or_else(|| {
+                    let engine = format!("{}://{}", r.added.engine, r.docker_version.as_ref()?);
+                    Some(match &r.docker_oci_runtime {
+                        Some(oci) => format!("{engine} {oci}"),
+                        None => engine,
+                    })
+                })
                 .unwrap_or_else(|| "none".into()),
             By::Shm => r.shm_bytes.unwrap_or(r.shm_seen_bytes).to_string(),
             By::Time => r.started_at.clone(),
@@ -70,6 +81,7 @@ impl By {
             By::Shm => Some(Varying::Shm),
             By::Torch | By::TorchVersion => Some(Varying::Torch),
             By::Kernel => Some(Varying::Kernel),
+            By::Runtime | By::Engine => Some(Varying::Runtime),
             _ => None,
         }
     }

@@ -10,10 +10,10 @@ use super::outcome;
 use super::progress::Terminal;
 use crate::analysis::compare;
 use crate::analysis::statements::judge_all;
-use crate::model::knobs::Knobs;
+use crate::model::knobs::{EngineKind, Knobs, OciRuntime};
 use crate::orchestrate::runner;
 use crate::plan::scenario::{self, Scenario};
-use crate::plan::{guard, kernels};
+use crate::plan::{container_runtimes, guard, kernels};
 use crate::present::compare as present_compare;
 use crate::present::statements as present_statements;
 use crate::present::table;
@@ -32,7 +32,9 @@ Examples:
   shmbench matrix --dry-run
   shmbench matrix --batch 8 --steps 20 \\
       --kernels host,debian:6.1.0-57-cloud-amd64,debian:6.1.0-53-cloud-amd64
-  shmbench history results/seed-matrix-*.csv --by kernel";
+  shmbench history results/seed-matrix-*.csv --by kernel
+  shmbench matrix --engines docker,podman --oci-runtimes runc,runsc --steps 30
+  shmbench history results/seed-matrix-*.csv --by runtime";
 
 #[derive(clap::Args)]
 #[command(after_help = AFTER_HELP)]
@@ -53,6 +55,14 @@ pub(crate) struct Args {
     /// own), a bzImage path, or debian:VERSION (booted in a QEMU VM, runtime vm)
     #[arg(long, value_delimiter = ',', value_name = "KERNELS")]
     pub(crate) kernels: Option<Vec<String>>,
+    /// Run every cell under each of these container engines, interleaved, into one CSV: docker,
+    /// podman (its Docker-compatible service; started for the run when none answers)
+    #[arg(long, value_delimiter = ',', value_name = "ENGINES", value_enum)]
+    pub(crate) engines: Option<Vec<EngineKind>>,
+    /// Run every cell under each of these OCI runtimes, interleaved, into one CSV: default (the
+    /// engine's), runc, crun, runsc (gVisor), or any the engine has registered
+    #[arg(long, value_delimiter = ',', value_name = "RUNTIMES")]
+    pub(crate) oci_runtimes: Option<Vec<OciRuntime>>,
     /// Run cells whose predicted /dev/shm peak exceeds this machine's memory
     #[arg(long)]
     pub(crate) force: bool,
@@ -77,7 +87,13 @@ pub(crate) struct Args {
 
 pub(crate) fn run(args: Args) -> Result<ExitCode> {
     let scenario = Scenario::load(&args.scenario)?;
-    let mut plan = scenario.plan(&args.knobs, args.cells.as_deref(), &super::platform())?;
+    let platform = super::platform();
+    let layers = container_runtimes::layers(args.engines.as_deref(), args.oci_runtimes.as_deref());
+    let mut plan = container_runtimes::interleaved(&layers, |layer| {
+        let mut knobs = args.knobs.clone();
+        knobs.overlay(layer);
+        scenario.plan(&knobs, args.cells.as_deref(), &platform)
+    })?;
     if let Some(kernels) = &args.kernels {
         plan = kernels::on_kernels(&plan, kernels, mem_total())?;
     }

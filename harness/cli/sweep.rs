@@ -14,7 +14,7 @@ pub(crate) fn run() -> Result<ExitCode> {
     let engine = engine::socket_present()
         .then(Engine::connect)
         .and_then(Result::ok);
-    let swept = leftovers::sweep(engine.as_ref());
+    let swept = leftovers::sweep(&engine.iter().collect::<Vec<_>>());
     if swept.is_empty() {
         println!("nothing to remove: no leftovers of dead shmbench runs");
     }

@@ -4,14 +4,26 @@
 
 use serde::{Deserialize, Serialize};
 
-/// What a Docker engine says about itself (versions, cgroup and storage drivers).
+/// What a container engine says about itself (versions, cgroup and storage drivers), and the OCI
+/// runtime it ran a cell's container with.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct EngineInfo {
+    /// `docker` or `podman` (records from before Podman read as Docker's).
+    #[serde(default = "docker")]
+    pub name: String,
     pub version: String,
     pub api_version: String,
     pub cgroup_version: String,
     pub cgroup_driver: String,
     pub storage_driver: String,
+    /// The OCI runtime and its version, as its `--version` says (`runc 1.1.5+ds1`, `runsc
+    /// 0.0~20221219.0`); empty where it could not be read.
+    #[serde(default)]
+    pub oci_runtime: String,
+}
+
+fn docker() -> String {
+    "docker".to_string()
 }
 
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
@@ -56,7 +68,8 @@ impl Fingerprint {
     }
 
     /// A stable id of the fields that make two runs' environments "the same": kernel, OS, CPU,
-    /// cores, memory, cgroup version, shmem THP, GPU driver and Docker engine. The host name and
+    /// cores, memory, cgroup version, shmem THP, GPU driver, and the container engine with its OCI
+    /// runtime. The host name and
     /// the harness version are not part of it (the same setup on two hosts is the same
     /// environment; hosts are keyed separately).
     pub fn env_id(&self) -> String {
@@ -72,7 +85,7 @@ impl Fingerprint {
             self.gpu_driver.clone().unwrap_or_default(),
             self.docker
                 .as_ref()
-                .map(|d| d.version.clone())
+                .map(|d| format!("{} {} {}", d.name, d.version, d.oci_runtime))
                 .unwrap_or_default(),
         ];
         let digest = Sha256::digest(fields.join("\u{1f}").as_bytes());

@@ -26,6 +26,73 @@ pub enum RuntimeKind {
     Vm,
 }
 
+/// The container engine a `docker` cell runs under, through the same Docker-compatible API.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize, ValueEnum)]
+#[serde(rename_all = "kebab-case")]
+pub enum EngineKind {
+    /// The Docker Engine (`DOCKER_HOST`, else /var/run/docker.sock).
+    #[default]
+    Docker,
+    /// Podman's Docker-compatible service: one that answers at `CONTAINER_HOST` (or
+    /// /run/podman/podman.sock), else one the run starts on a socket of its own and stops after.
+    Podman,
+}
+
+/// The OCI runtime an engine starts a cell's container with: `default` (the engine's own
+/// default), or a runtime's name as the engine knows it (`runc`, `crun`, `runsc`, `kata`,
+/// `youki`, ...). A name, not a closed list: engines register runtimes of their own.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct OciRuntime(String);
+
+impl OciRuntime {
+    /// The word for the engine's own default.
+    pub const DEFAULT: &'static str = "default";
+
+    /// The runtime's name, unless it is the engine's default.
+    pub fn named(&self) -> Option<&str> {
+        (self.0 != Self::DEFAULT).then_some(self.0.as_str())
+    }
+
+    /// gVisor: its own kernel in user space, with a tmpfs of its own on /dev/shm.
+    pub fn is_gvisor(&self) -> bool {
+        self.0 == "runsc" || self.0.starts_with("runsc-")
+    }
+}
+
+impl Default for OciRuntime {
+    fn default() -> Self {
+        OciRuntime(Self::DEFAULT.to_string())
+    }
+}
+
+impl FromStr for OciRuntime {
+    type Err = BadValue;
+    fn from_str(s: &str) -> Result<Self, BadValue> {
+        // It becomes an engine's runtime name, a container's label and a table's word: a name,
+        // never a path or flags.
+        let name_like = !s.is_empty()
+            && s.len() <= 64
+            && s.starts_with(|c: char| c.is_ascii_lowercase())
+            && s.chars()
+                .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || "._-".contains(c));
+        match name_like {
+            true => Ok(OciRuntime(s.to_string())),
+            false => Err(BadValue::new(
+                s,
+                "an OCI runtime's name as the engine knows it (runc, crun, runsc, ...) or default: lowercase letters, digits, '.', '_' and '-', starting with a letter",
+            )),
+        }
+    }
+}
+
+impl fmt::Display for OciRuntime {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+serde_as_text!(OciRuntime);
+
 /// The setup a cell stands for, whatever runtime measures it.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, ValueEnum)]
 #[serde(rename_all = "kebab-case")]
@@ -175,7 +242,8 @@ display_as_value_name!(
     TorchProfile,
     Touch,
     Dtype,
-    StartMethod
+    StartMethod,
+    EngineKind
 );
 
 /// One image's dimensions, written `3x224x224`.

@@ -137,6 +137,12 @@ knobs! {
         #[arg(long, value_name = "SIZE")]
         dataset_bytes: ByteSize => u64 = Some(ByteSize(0)), identity,
             "Bytes of tensors the Dataset object holds (a cache, a lookup table, preloaded labels): inherited by fork workers, in /dev/shm from the first forkserver or spawn worker's start; 0 = none";
+        #[arg(long, value_enum)]
+        engine: EngineKind => EngineKind = Some(EngineKind::Docker), identity,
+            "The container engine of runtime docker: docker, or podman (its Docker-compatible service; started on a socket of the run's own and stopped after when none answers). Podman's default /dev/shm is 64000k, not 64 MiB. podman implies runtime docker";
+        #[arg(long, value_name = "NAME")]
+        oci_runtime: OciRuntime => OciRuntime = Some(OciRuntime::default()), identity,
+            "The OCI runtime the engine starts the container with: default (the engine's), runc, crun, runsc (gVisor), or any runtime the engine has registered; the row records its version. Any value but default implies runtime docker";
     }
 }
 

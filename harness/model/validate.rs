@@ -2,7 +2,7 @@
 //! isolation knobs meaningful, the first problem named by its key.
 
 use super::config::CellConfig;
-use super::knobs::{IpcMode, Loader, RuntimeKind, Strategy};
+use super::knobs::{EngineKind, IpcMode, Loader, RuntimeKind, Strategy};
 use super::size::ByteSize;
 
 /// Largest worker count accepted: beyond it a loader is a typo, not a configuration.
@@ -244,6 +244,18 @@ impl CellConfig {
                 RuntimeKind::Host | RuntimeKind::Namespace
             ) {
                 return Err(docker_only("image", "an image"));
+            }
+        }
+        // An engine and its OCI runtime are what a container runs under: no other runtime has them.
+        if self.knobs.runtime != RuntimeKind::Docker {
+            if self.knobs.engine != EngineKind::Docker {
+                return Err(docker_only("engine", "a container engine"));
+            }
+            if let Some(name) = self.knobs.oci_runtime.named() {
+                return Err(docker_only(
+                    "oci-runtime",
+                    &format!("an OCI runtime ({name})"),
+                ));
             }
         }
         match self.knobs.runtime {

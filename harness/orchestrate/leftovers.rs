@@ -7,6 +7,7 @@
 use std::path::PathBuf;
 
 use cell::loader::segment;
+use model::knobs::EngineKind;
 use runtime::docker::{self, engine::Engine};
 use sys::{memory_cgroup, run_owner};
 
@@ -31,17 +32,21 @@ impl Swept {
     }
 }
 
-/// Sweeps everything dead runs left; `engine` when Docker is in use.
-pub fn sweep(engine: Option<&Engine>) -> Swept {
+/// Sweeps everything dead runs left; `engines`: the container engines in use (Docker's, Podman's).
+pub fn sweep(engines: &[&Engine]) -> Swept {
     let segments = segment::sweep_abandoned();
     let cgroups = memory_cgroup::sweep();
-    let containers = engine.map(docker::sweep_dead_owners).unwrap_or_default();
-    // A dead run's record goes once nothing of it is left to prove; without an engine to ask,
-    // its containers cannot be known gone, so records stay for a sweep that can.
-    if engine.is_some() || !docker::engine::socket_present() {
+    let containers = engines
+        .iter()
+        .flat_map(|e| docker::sweep_dead_owners(e))
+        .collect();
+    // A dead run's record goes once nothing of it is left to prove; without Docker's engine to
+    // ask, its containers cannot be known gone, so records stay for a sweep that can.
+    let docker_asked = engines.iter().any(|e| e.kind == EngineKind::Docker);
+    if docker_asked || !docker::engine::socket_present() {
         run_owner::sweep_run_records(|token| {
             memory_cgroup::exists_for(token)
-                || engine.is_some_and(|e| docker::has_containers_of(e, token))
+                || engines.iter().any(|e| docker::has_containers_of(e, token))
         });
     }
     Swept {

@@ -16,7 +16,7 @@ use analysis::summary::summarize;
 use cell::torch;
 use model::calibration::Calibration;
 use model::config::CellConfig;
-use model::knobs::{IpcMode, Loader, RuntimeKind};
+use model::knobs::{EngineKind, IpcMode, Loader, RuntimeKind};
 use model::record::CellRecord;
 use model::repeat::Repeat;
 use results::csv::ResultsFile;
@@ -45,10 +45,15 @@ fn describe(config: &CellConfig) -> String {
         }
         _ => "host /dev/shm".into(),
     };
-    let runtime = match &config.knobs.image {
-        Some(image) => format!("{} in {image}", config.knobs.runtime),
-        None => config.knobs.runtime.to_string(),
-    };
+    let mut runtime = config.knobs.runtime.to_string();
+    if config.knobs.runtime == RuntimeKind::Docker
+        && (config.knobs.engine != EngineKind::Docker || config.knobs.oci_runtime.named().is_some())
+    {
+        runtime = format!("{} {}", config.knobs.engine, config.knobs.oci_runtime);
+    }
+    if let Some(image) = &config.knobs.image {
+        runtime = format!("{runtime} in {image}");
+    }
     let what = match &config.watch {
         Some(w) => w.command.join(" ").chars().take(60).collect(),
         None => config.knobs.strategy.to_string(),
@@ -84,7 +89,8 @@ fn check_pythons(cells: &[CellConfig], observe: &mut dyn FnMut(Event)) -> Result
 /// Removes what dead runs left (named segments, memory cgroups; containers when Docker is
 /// used) and says so.
 fn sweep_leftovers(runtimes: &Runtimes, observe: &mut dyn FnMut(Event)) {
-    let swept = leftovers::sweep(runtimes.docker.as_ref().map(|d| d.engine()));
+    let engines: Vec<_> = runtimes.containers().iter().map(|d| d.engine()).collect();
+    let swept = leftovers::sweep(&engines);
     if !swept.is_empty() {
         observe(Event::Swept(swept));
     }
@@ -160,16 +166,20 @@ pub fn run(
     signals::install();
     sweep_leftovers(&runtimes, observe);
     let mut fingerprint = sys::fingerprint::collect();
-    if let Some(docker) = &runtimes.docker {
+    for docker in runtimes.containers() {
+        let under = format!(
+            "{} {}",
+            docker.engine().kind,
+            docker.engine().info.oci_runtime
+        );
         observe(Event::Note(match docker.build_time {
             Some(took) => format!(
-                "built image {} in {:.1} s",
+                "built image {} in {:.1} s ({under})",
                 docker.image(),
                 took.as_secs_f64()
             ),
-            None => format!("using image {}", docker.image()),
+            None => format!("using image {} ({under})", docker.image()),
         }));
-        fingerprint.docker = Some(docker.engine().info.clone());
     }
     let started_at = clock::rfc3339_now();
     let run_id = format!("{}-{}", clock::compact_now(), std::process::id());
@@ -232,6 +242,10 @@ pub fn run(
                 watch_file: watch::write(results.path(), &record, rep)?,
                 ..run_context.clone()
             };
+            // A container cell's engine and OCI runtime are the cell's own part of it.
+            fingerprint.docker = runtimes
+                .container_for(config)
+                .map(|d| d.engine().info.clone());
             results.push(Row::new(&record, &fingerprint, context))?;
             let row = results.rows().last().expect("just pushed");
             rows_of[i].push(row.clone());

@@ -5,6 +5,7 @@
 
 pub mod advice;
 pub mod consumers;
+pub mod container_runtimes;
 pub mod fixes;
 pub mod guard;
 pub mod job;

@@ -3,7 +3,7 @@
 
 use model::claim::Claim;
 use model::config::CellConfig;
-use model::knobs::{ContainerKind, IpcMode, Knobs, RuntimeKind};
+use model::knobs::{ContainerKind, EngineKind, IpcMode, Knobs, RuntimeKind};
 use model::size::ByteSize;
 use model::validate::KnobError;
 
@@ -79,8 +79,12 @@ impl Resolve for Knobs {
 /// Picks the runtime for `runtime = auto`: Docker for a Docker setup when an engine answers;
 /// otherwise the closest emulation, with a note saying so.
 fn resolve_auto_runtime(config: &mut CellConfig, platform: &Platform) {
-    // An image is only ever run by Docker; without an engine the runtime says so when it starts.
-    if config.knobs.image.is_some() {
+    // An image, an engine or an OCI runtime is only ever run by a container engine; without
+    // one the runtime says so when it starts.
+    if config.knobs.image.is_some()
+        || config.knobs.engine != EngineKind::Docker
+        || config.knobs.oci_runtime.named().is_some()
+    {
         config.knobs.runtime = RuntimeKind::Docker;
         return;
     }

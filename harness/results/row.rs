@@ -15,10 +15,10 @@ use model::record::Status;
 use model::vm::Accel;
 
 /// Bump on any change to the columns' names, order or meaning.
-pub const SCHEMA: u32 = 6;
+pub const SCHEMA: u32 = 7;
 
 /// Earlier schemas this shmbench still reads (their missing columns take their defaults).
-pub const READS: &[u32] = &[1, 2, 3, 4, 5, SCHEMA];
+pub const READS: &[u32] = &[1, 2, 3, 4, 5, 6, SCHEMA];
 
 /// One CSV row. Field order is column order. `Row::default()` is every column empty or zero:
 /// only the base `Row::new` (in `row_build`) builds on.
@@ -203,6 +203,11 @@ pub struct Row {
     /// The node's Slurm, as its `scontrol --version` says (`slurm 22.05.8`) (schema 6).
     #[serde(default)]
     pub slurm_version: Option<String>,
+    /// The OCI runtime a container cell ran under and its version, as its binary says (`runc
+    /// 1.1.5+ds1`, `runsc 0.0~20221219.0`); the engine is `engine`, its version `docker_version`
+    /// (schema 7).
+    #[serde(default)]
+    pub docker_oci_runtime: Option<String>,
     /// The knobs added after schema 5, one column each after these (`knob_columns`).
     #[serde(skip)]
     pub added: AddedKnobs,

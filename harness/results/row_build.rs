@@ -264,6 +264,11 @@ impl Row {
             docker_cgroup_version: fp.docker.as_ref().map(|d| d.cgroup_version.clone()),
             docker_cgroup_driver: fp.docker.as_ref().map(|d| d.cgroup_driver.clone()),
             docker_storage_driver: fp.docker.as_ref().map(|d| d.storage_driver.clone()),
+            docker_oci_runtime: fp
+                .docker
+                .as_ref()
+                .map(|d| d.oci_runtime.clone())
+                .filter(|r| !r.is_empty()),
             ..Row::default()
         }
     }

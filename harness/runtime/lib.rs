@@ -20,30 +20,38 @@ use model::record::CellRecord;
 
 pub use launch::{CellMessage, Output, Progress, Runtime, Stream};
 
-/// The runtimes one run uses; Docker is connected (and its image built) only when a cell needs it.
+/// The runtimes one run uses; a container engine is connected (and its image built) only when
+/// a cell needs it, once per engine and OCI runtime the cells ask for.
 pub struct Runtimes {
     host: host::Host,
     namespace: namespace::Namespace,
-    pub docker: Option<docker::Docker>,
+    containers: Vec<docker::Docker>,
     vm: vm::Vm,
 }
 
 impl Runtimes {
     /// Prepares what `cells` need and fails up front, with what to do, when a runtime they ask
-    /// for cannot work here (no permission for namespaces, no Docker engine).
+    /// for cannot work here (no permission for namespaces, no engine, an OCI runtime the engine
+    /// lacks).
     pub fn for_cells(cells: &[CellConfig]) -> anyhow::Result<Runtimes> {
         let needs = |kind| cells.iter().any(|c| c.knobs.runtime == kind);
         if needs(RuntimeKind::Namespace) {
             namespace::check_permission()?;
         }
-        let docker = if needs(RuntimeKind::Docker) {
-            Some(
-                docker::Docker::connect(cells)
-                    .map_err(|e| anyhow::anyhow!("runtime docker: {e:#}"))?,
-            )
-        } else {
-            None
-        };
+        let mut containers: Vec<docker::Docker> = Vec::new();
+        for cell in cells
+            .iter()
+            .filter(|c| c.knobs.runtime == RuntimeKind::Docker)
+        {
+            if containers.iter().any(|d| d.serves(cell)) {
+                continue;
+            }
+            let (engine, oci) = (cell.knobs.engine, &cell.knobs.oci_runtime);
+            let connected = docker::Docker::connect(engine, oci, cells).map_err(|e| {
+                anyhow::anyhow!("runtime docker (engine {engine}, oci-runtime {oci}): {e:#}")
+            })?;
+            containers.push(connected);
+        }
         if needs(RuntimeKind::Vm) {
             vm::check_qemu()?;
             // Every kernel fetched (or found) before the first cell, so a bad name fails the
@@ -55,21 +63,32 @@ impl Runtimes {
         Ok(Runtimes {
             host: host::Host,
             namespace: namespace::Namespace,
-            docker,
+            containers,
             vm: vm::Vm::new(),
         })
     }
 
+    /// The container engines this run connected, one per engine and OCI runtime.
+    pub fn containers(&self) -> &[docker::Docker] {
+        &self.containers
+    }
+
+    /// The engine and OCI runtime a container cell runs under (None for other runtimes).
+    pub fn container_for(&self, config: &CellConfig) -> Option<&docker::Docker> {
+        (config.knobs.runtime == RuntimeKind::Docker)
+            .then(|| self.containers.iter().find(|d| d.serves(config)))
+            .flatten()
+    }
+
     /// The runtime a resolved config asks for.
     pub fn get(&self, config: &CellConfig) -> &dyn Runtime {
-        match (config.knobs.runtime, &self.docker) {
-            (RuntimeKind::Namespace, _) => &self.namespace,
-            (RuntimeKind::Vm, _) => &self.vm,
-            (RuntimeKind::Docker, Some(docker)) => docker,
-            (RuntimeKind::Docker, None) => {
-                unreachable!("for_cells connects Docker for docker cells")
-            }
-            (RuntimeKind::Host | RuntimeKind::Auto, _) => &self.host,
+        match config.knobs.runtime {
+            RuntimeKind::Namespace => &self.namespace,
+            RuntimeKind::Vm => &self.vm,
+            RuntimeKind::Docker => self
+                .container_for(config)
+                .expect("for_cells connects an engine for every container cell"),
+            RuntimeKind::Host | RuntimeKind::Auto => &self.host,
         }
     }
 

@@ -4,6 +4,7 @@
 //! Nothing here knows about cells, loaders or results.
 
 pub mod cgroup;
+pub mod child_fd;
 pub mod clock;
 pub mod detect;
 pub mod elf_strip;

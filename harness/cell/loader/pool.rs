@@ -1,7 +1,7 @@
 //! The worker processes of one cell and the failure monitor over them.
 //!
 //! Workers are re-execs of this binary (`/proc/self/exe worker ...`), not forks of a threaded
-//! process. Each has a socket pair, a second one for its sharer thread and a pidfd; one `poll`
+//! process. Each has a socket pair, a second one for its sharer thread and a pidfd (`sys::child_fd`); one `poll`
 //! over all of them wakes the main the moment a message arrives or a worker dies, so a SIGBUS is
 //! noticed within milliseconds.
 
@@ -17,8 +17,9 @@ use super::feeder::Feeder;
 use super::sharer::{self, FetchError, SHARER_SOCKET_FD};
 use super::wire::{self, FromWorker, RecvError, ToWorker, WORKER_SOCKET_FD};
 use model::config::CellConfig;
+use sys::child_fd::{self, ChildFd, DeathPipe};
 use sys::owner::Token;
-use sys::process::{self, pidfd_open, try_reap, Exit};
+use sys::process::{self, Exit};
 use sys::reexec;
 
 struct Worker {
@@ -26,7 +27,8 @@ struct Worker {
     sock: OwnedFd,
     /// The main's end of the worker's sharer socket.
     sharer: OwnedFd,
-    pidfd: OwnedFd,
+    /// Its death as a pollable fd (a pidfd, or a death pipe where the kernel has no pidfds).
+    death: ChildFd,
     /// The worker closed its socket (it is exiting); stop polling it so a slow exit cannot spin.
     closed: bool,
     exited: Option<Exit>,
@@ -38,8 +40,8 @@ impl Worker {
     /// Waits up to `grace` for the worker to exit and reaps it if it has.
     fn reap_within(&mut self, grace: Duration) {
         if self.exited.is_none() {
-            process::wait_exit(&self.pidfd, grace);
-            self.exited = try_reap(&self.pidfd);
+            self.death.wait_exit(grace);
+            self.exited = self.death.try_reap();
         }
     }
 }
@@ -77,6 +79,8 @@ impl Pool {
                 wire::pair().context("creating a worker's sharer socket pair")?;
             let raw = worker_end.as_raw_fd();
             let raw_sharer = sharer_worker.as_raw_fd();
+            let pipe = DeathPipe::new().context("creating a worker's death pipe")?;
+            let death_end = pipe.child_end();
             let mut cmd = reexec::self_command();
             cmd.arg("worker")
                 .arg(id.to_string())
@@ -93,6 +97,7 @@ impl Pool {
                     {
                         return Err(std::io::Error::last_os_error());
                     }
+                    child_fd::keep_across_exec(death_end)?;
                     libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
                     Ok(())
                 });
@@ -101,12 +106,12 @@ impl Pool {
             drop(worker_end);
             drop(sharer_worker);
             let pid = child.id();
-            let pidfd = pidfd_open(pid).context("pidfd_open on a worker (needs Linux >= 5.3)")?;
+            let death = ChildFd::open(pid, pipe).context("pidfd_open on a worker")?;
             workers.push(Worker {
                 pid,
                 sock: main_end,
                 sharer: sharer_main,
-                pidfd,
+                death,
                 closed: false,
                 exited: None,
                 reported: false,
@@ -160,7 +165,7 @@ impl Pool {
                 } else {
                     PollFlags::POLLIN
                 };
-                fds.push(PollFd::new(w.pidfd.as_fd(), flags));
+                fds.push(PollFd::new(w.death.as_fd(), flags));
             }
             let ready = match poll(&mut fds, process::poll_timeout(timeout)) {
                 Ok(n) => n,
@@ -188,7 +193,7 @@ impl Pool {
             for (i, dead) in died.iter().enumerate() {
                 let w = &mut self.workers[i];
                 if *dead && w.exited.is_none() {
-                    w.exited = try_reap(&w.pidfd);
+                    w.exited = w.death.try_reap();
                 }
             }
             // A death by signal is the root cause of whatever the others report next (a
@@ -246,7 +251,7 @@ impl Pool {
         deadline: Instant,
     ) -> Result<OwnedFd, FetchError> {
         let w = &self.workers[worker as usize];
-        sharer::fetch(w.sharer.as_fd(), w.pidfd.as_fd(), idx, deadline)
+        sharer::fetch(w.sharer.as_fd(), w.death.as_fd(), idx, deadline)
     }
 
     /// How `worker` ended, waiting up to `grace` for it, once its sharer went quiet mid-fetch;
@@ -283,7 +288,7 @@ impl Pool {
     pub fn kill_all(&mut self) {
         for w in &mut self.workers {
             if w.exited.is_none() {
-                w.exited = Some(process::kill_and_reap(&w.pidfd));
+                w.exited = Some(w.death.kill_and_reap());
             }
         }
     }

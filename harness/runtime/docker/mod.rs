@@ -1,5 +1,6 @@
 //! Runtime `docker`: the cell runs in a real container from the image shmbench builds, with the
-//! row's `--shm-size`, `--ipc`, `--memory` or a tmpfs on /dev/shm.
+//! row's `--shm-size`, `--ipc`, `--memory` or a tmpfs on /dev/shm, under the cell's engine
+//! (Docker, or Podman through the same API: `podman`) and OCI runtime (`oci`).
 //!
 //! Containers run with no network, a read-only root filesystem, every capability dropped,
 //! no-new-privileges and a pids limit. They are created with auto-remove, so the engine removes
@@ -11,6 +12,8 @@ mod bundle;
 mod container;
 pub mod engine;
 pub mod image;
+mod oci;
+pub mod podman;
 mod python;
 
 use std::collections::HashMap;
@@ -29,7 +32,7 @@ use super::output::Monitor;
 use container::ContainerError;
 use engine::Engine;
 use model::config::CellConfig;
-use model::knob_types::IpcMode;
+use model::knob_types::{EngineKind, IpcMode, OciRuntime};
 use model::record::{CellRecord, Status};
 use sys::owner::Token;
 use sys::run_owner;
@@ -41,6 +44,11 @@ pub const LABEL_HOST: &str = "org.shmbench.host";
 
 pub struct Docker {
     engine: Engine,
+    /// The Podman service this run started for these containers, stopped after the engine's
+    /// connection closes (fields drop in order).
+    _service: Option<podman::Service>,
+    /// The OCI runtime its containers run under.
+    pub oci: OciRuntime,
     image: String,
     /// The host directory of shmbench's bundle, for cells in a user's image (`--image`).
     bundle: Option<std::path::PathBuf>,
@@ -56,14 +64,20 @@ fn hostname() -> String {
 }
 
 impl Docker {
-    /// Connects and makes sure the images `cells` need exist: shmbench's own (building it if
-    /// needed) and each user image they name (which must already be in the engine: there may be
-    /// no registry to pull from), with the bundle that runs shmbench inside those.
-    pub fn connect(cells: &[CellConfig]) -> Result<Docker> {
-        let engine = Engine::connect()?;
+    /// Connects to `kind`'s engine for containers under `oci` and makes sure the images `cells`
+    /// need exist: shmbench's own (building it if needed) and each user image they name (which
+    /// must already be in the engine: there may be no registry to pull from), with the bundle that
+    /// runs shmbench inside those.
+    pub fn connect(kind: EngineKind, oci: &OciRuntime, cells: &[CellConfig]) -> Result<Docker> {
+        let (mut engine, service) = match kind {
+            EngineKind::Docker => (Engine::connect()?, None),
+            EngineKind::Podman => podman::connect(oci)?,
+        };
+        engine.info.oci_runtime = oci::describe(&engine, oci)?;
         let (image, build_time) = image::ensure(&engine)?;
         let mut user_images: Vec<&str> = cells
             .iter()
+            .filter(|c| c.knobs.engine == kind && c.knobs.oci_runtime == *oci)
             .filter_map(|c| c.knobs.image.as_deref())
             .collect();
         user_images.sort();
@@ -71,7 +85,7 @@ impl Docker {
         for name in &user_images {
             if !image::exists(&engine, name) {
                 anyhow::bail!(
-                    "image '{name}' is not in this Docker engine: load it (`docker load -i FILE.tar`), build it (`docker build -t {name} .`) or pull it first; shmbench does not pull images"
+                    "image '{name}' is not in the {kind} engine: load it (`{kind} load -i FILE.tar`), build it (`{kind} build -t {name} .`) or pull it first; shmbench does not pull images"
                 );
             }
         }
@@ -81,11 +95,18 @@ impl Docker {
         };
         Ok(Docker {
             engine,
+            _service: service,
+            oci: oci.clone(),
             image,
             bundle,
             build_time,
             counter: std::cell::Cell::new(0),
         })
+    }
+
+    /// Whether this engine and runtime are the ones `config` asks for.
+    pub fn serves(&self, config: &CellConfig) -> bool {
+        self.engine.kind == config.knobs.engine && self.oci == config.knobs.oci_runtime
     }
 
     pub fn engine(&self) -> &Engine {

@@ -1,0 +1,150 @@
+//! Podman's Docker-compatible service, for cells with `engine podman`: one that already answers
+//! (`CONTAINER_HOST`, else the system socket), or one this run starts on a socket in a directory
+//! of its own and stops when it is done. A service of the run's own is started per OCI runtime
+//! (`podman --runtime NAME system service`): Podman's runtime flags are global, and gVisor needs
+//! one the others refuse (`--network=none`: runsc will not start a sandbox's network from the
+//! root network namespace). The service dies with the harness (PR_SET_PDEATHSIG), and the
+//! containers it started lose their stdin lifeline with it and end themselves.
+
+use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use anyhow::{bail, Context, Result};
+
+use super::engine::Engine;
+use model::knobs::{EngineKind, OciRuntime};
+
+/// How long a started service may take to answer.
+const START_TIMEOUT: Duration = Duration::from_secs(30);
+/// How long a stopped service may take to go before it is killed.
+const STOP_GRACE: Duration = Duration::from_secs(5);
+
+/// A `podman system service` this run started, stopped when dropped.
+pub struct Service {
+    child: Child,
+    dir: tempfile::TempDir,
+}
+
+impl Service {
+    fn socket(dir: &Path) -> PathBuf {
+        dir.join("podman.sock")
+    }
+
+    /// Starts a service whose containers run under `oci`, and waits until it answers.
+    fn start(oci: &OciRuntime) -> Result<(Service, Engine)> {
+        let podman = which::which("podman").map_err(|_| {
+            anyhow::anyhow!("engine podman: podman is not installed (Debian: `apt-get install podman`; `cargo xtask test` installs it)")
+        })?;
+        let dir = tempfile::Builder::new()
+            .prefix("shmbench-podman-")
+            .tempdir()
+            .context("engine podman: making the service's socket directory")?;
+        let log = std::fs::File::create(dir.path().join("service.log"))
+            .context("engine podman: the service's log")?;
+        let mut command = Command::new(podman);
+        if let Some(name) = oci.named() {
+            command.args(["--runtime", name]);
+        }
+        if oci.is_gvisor() {
+            command.args(["--runtime-flag", "network=none"]);
+        }
+        command
+            .args(["system", "service", "--time=0"])
+            .arg(format!("unix://{}", Service::socket(dir.path()).display()))
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(log);
+        // SAFETY: prctl is async-signal-safe. The service must not outlive the harness.
+        unsafe {
+            command.pre_exec(|| {
+                libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGTERM);
+                Ok(())
+            });
+        }
+        let child = command
+            .spawn()
+            .context("engine podman: starting `podman system service`")?;
+        let mut service = Service { child, dir };
+        let began = Instant::now();
+        loop {
+            let socket = Service::socket(service.dir.path());
+            if socket.exists() {
+                if let Ok(engine) = Engine::connect_unix(EngineKind::Podman, &socket) {
+                    return Ok((service, engine));
+                }
+            }
+            if let Ok(Some(status)) = service.child.try_wait() {
+                bail!(
+                    "engine podman: `podman system service` ended ({status}) before it answered: {}",
+                    service.log_tail()
+                );
+            }
+            if began.elapsed() > START_TIMEOUT {
+                bail!(
+                    "engine podman: `podman system service` did not answer within {} s: {}",
+                    START_TIMEOUT.as_secs(),
+                    service.log_tail()
+                );
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    }
+
+    /// The end of what the service said, for an error.
+    fn log_tail(&self) -> String {
+        let text = std::fs::read_to_string(self.dir.path().join("service.log")).unwrap_or_default();
+        let lines: Vec<&str> = text.lines().rev().take(3).collect();
+        let tail: Vec<&str> = lines.into_iter().rev().collect();
+        match tail.is_empty() {
+            true => "it said nothing".to_string(),
+            false => tail.join(" / "),
+        }
+    }
+}
+
+impl Drop for Service {
+    fn drop(&mut self) {
+        let pid = nix::unistd::Pid::from_raw(self.child.id() as i32);
+        let _ = nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGTERM);
+        let began = Instant::now();
+        while began.elapsed() < STOP_GRACE {
+            if let Ok(Some(_)) = self.child.try_wait() {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// The socket of a Podman service that may already run: `CONTAINER_HOST` (a unix address), else
+/// the system service's (root) or the user's (`$XDG_RUNTIME_DIR/podman/podman.sock`).
+fn existing_socket() -> Option<PathBuf> {
+    if let Ok(host) = std::env::var("CONTAINER_HOST") {
+        return host.strip_prefix("unix://").map(PathBuf::from);
+    }
+    let user = std::env::var_os("XDG_RUNTIME_DIR")
+        .map(|d| PathBuf::from(d).join("podman/podman.sock"))
+        .filter(|_| !nix::unistd::geteuid().is_root());
+    let system = PathBuf::from("/run/podman/podman.sock");
+    user.into_iter()
+        .chain(std::iter::once(system))
+        .find(|p| p.exists())
+}
+
+/// An engine for `oci`'s containers: a service already answering when the engine's default
+/// runtime will do, else one this run starts (returned with it, to keep it running).
+pub fn connect(oci: &OciRuntime) -> Result<(Engine, Option<Service>)> {
+    if oci.named().is_none() {
+        if let Some(engine) =
+            existing_socket().and_then(|s| Engine::connect_unix(EngineKind::Podman, &s).ok())
+        {
+            return Ok((engine, None));
+        }
+    }
+    let (service, engine) = Service::start(oci)?;
+    Ok((engine, Some(service)))
+}
