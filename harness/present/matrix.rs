@@ -4,7 +4,7 @@
 use super::labels::{claim_label, explanation, status_label, verdict_label};
 use super::table::{markdown, thousands};
 use model::claim::{Claim, ClaimVerdict};
-use model::knobs::{IpcMode, RuntimeKind};
+use model::knobs::{EngineKind, IpcMode, RuntimeKind};
 use model::size::ByteSize;
 use model::vm::Accel;
 use results::Row;
@@ -106,10 +106,10 @@ pub fn measured_cells(rows: &[Row], has_claims: bool) -> (Vec<String>, Vec<Vec<S
                 shm_label(r),
                 r.strategy.to_string(),
                 match (&r.torch_version, kernels_vary) {
-                    (Some(v), _) => format!("{} (torch {v})", r.runtime),
+                    (Some(v), _) => format!("{} (torch {v})", runtime_label(r)),
                     // Rows on several kernels (VMs among them): each row's kernel.
-                    (None, true) => format!("{} ({})", r.runtime, r.kernel),
-                    (None, false) => r.runtime.to_string(),
+                    (None, true) => format!("{} ({})", runtime_label(r), r.kernel),
+                    (None, false) => runtime_label(r),
                 },
                 status_label(r),
                 throughput(r),
@@ -123,6 +123,18 @@ pub fn measured_cells(rows: &[Row], has_claims: bool) -> (Vec<String>, Vec<Vec<S
         })
         .collect();
     (headers, cells)
+}
+
+/// The runtime, with the engine and OCI runtime of a container row that names them (`podman
+/// runsc`; `docker` alone for the engine's default).
+fn runtime_label(r: &Row) -> String {
+    let (engine, oci) = (r.added.engine, &r.added.oci_runtime);
+    match r.runtime == RuntimeKind::Docker
+        && (engine != EngineKind::Docker || oci.named().is_some())
+    {
+        true => format!("{engine} {oci}"),
+        false => r.runtime.to_string(),
+    }
 }
 
 /// One note per row that disagrees with its claim, one per failed row's message, and one per

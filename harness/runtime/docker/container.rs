@@ -8,7 +8,7 @@ use bollard::models::{ContainerCreateBody, HostConfig, ResourcesUlimits};
 use bollard::query_parameters::CreateContainerOptionsBuilder;
 
 use super::python::{self, PythonInContainer};
-use super::{bundle, hostname, Docker, LABEL_HOST, LABEL_OWNER};
+use super::{bundle, hostname, podman, Docker, LABEL_HOST, LABEL_OWNER};
 use cell::protocol::{LIFELINE_ENV, PROGRESS_ENV};
 use cell::torch::PythonError;
 use model::config::CellConfig;
@@ -147,25 +147,36 @@ impl Docker {
     }
 
     /// Podman gives containers rlimits of its own (open files 1048576) that a machine's hard
-    /// limits may refuse (`setrlimit RLIMIT_NOFILE: Operation not permitted`): its containers
-    /// get this process's, which the service it started has too. Docker's engine sets its own.
+    /// limits may refuse (`setrlimit RLIMIT_NOFILE: Operation not permitted`): its containers get
+    /// the service's own, which its OCI runtime runs under (Podman lowers its processes to 32768
+    /// here: our 96368 was refused), or this process's where the service is not ours to read.
+    /// Docker's engine sets its own.
     fn ulimits(&self) -> Option<Vec<ResourcesUlimits>> {
-        use nix::sys::resource::{getrlimit, Resource};
         if self.engine.kind != EngineKind::Podman {
             return None;
         }
+        let pid = self.service.as_ref().map_or(0, podman::Service::pid);
         let limit = |name: &str, resource| {
-            let (soft, hard) = getrlimit(resource).ok()?;
+            let mut got = libc::rlimit {
+                rlim_cur: 0,
+                rlim_max: 0,
+            };
+            // SAFETY: reads a process's limit into `got`; pid 0 is this process.
+            if unsafe { libc::prlimit(pid as libc::pid_t, resource, std::ptr::null(), &mut got) }
+                != 0
+            {
+                return None;
+            }
             let clamp = |v: u64| i64::try_from(v).unwrap_or(i64::MAX);
             Some(ResourcesUlimits {
                 name: Some(name.to_string()),
-                soft: Some(clamp(soft)),
-                hard: Some(clamp(hard)),
+                soft: Some(clamp(got.rlim_cur)),
+                hard: Some(clamp(got.rlim_max)),
             })
         };
         [
-            limit("nofile", Resource::RLIMIT_NOFILE),
-            limit("nproc", Resource::RLIMIT_NPROC),
+            limit("nofile", libc::RLIMIT_NOFILE),
+            limit("nproc", libc::RLIMIT_NPROC),
         ]
         .into_iter()
         .collect()

@@ -272,11 +272,22 @@ pub fn list(engine: &Engine) -> Result<Vec<Listed>> {
     Ok(images
         .into_iter()
         .map(|i| Listed {
-            tags: i.repo_tags,
+            tags: i.repo_tags.iter().map(|t| short_name(t)).collect(),
             id: i.id,
             size: i.size,
         })
         .collect())
+}
+
+/// A tag as shmbench names it: Podman lists `shmbench:TAG` as `docker.io/library/shmbench:TAG`
+/// (an image built through its Docker-compatible API) or `localhost/shmbench:TAG`, and an image
+/// compared or locked under one name must be the same under the other.
+fn short_name(tag: &str) -> String {
+    ["docker.io/library/", "localhost/"]
+        .iter()
+        .find_map(|prefix| tag.strip_prefix(prefix))
+        .unwrap_or(tag)
+        .to_string()
 }
 
 /// Writes the image `tag` as a tar that `docker load` (or a registry push after it) accepts to

@@ -46,7 +46,7 @@ pub struct Docker {
     engine: Engine,
     /// The Podman service this run started for these containers, stopped after the engine's
     /// connection closes (fields drop in order).
-    _service: Option<podman::Service>,
+    service: Option<podman::Service>,
     /// The OCI runtime its containers run under.
     pub oci: OciRuntime,
     image: String,
@@ -95,7 +95,7 @@ impl Docker {
         };
         Ok(Docker {
             engine,
-            _service: service,
+            service,
             oci: oci.clone(),
             image,
             bundle,

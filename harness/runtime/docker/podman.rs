@@ -92,6 +92,11 @@ impl Service {
         }
     }
 
+    /// The service's pid (its limits are its containers').
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
     /// The end of what the service said, for an error.
     fn log_tail(&self) -> String {
         let text = std::fs::read_to_string(self.dir.path().join("service.log")).unwrap_or_default();
