@@ -331,25 +331,11 @@ pub fn entries_of(tokens: &[String]) -> Vec<String> {
         .collect()
 }
 
-/// The mounts of this test's mount namespace, less those the Docker engine makes for any
-/// container (its overlay and /dev/shm mounts, judged through the containers instead).
-fn mounts() -> String {
-    std::fs::read_to_string("/proc/self/mounts")
-        .unwrap()
-        .lines()
-        .filter(|l| {
-            let point = l.split(' ').nth(1).unwrap_or("");
-            !point.starts_with("/var/lib/docker/") && !point.starts_with("/run/docker/")
-        })
-        .map(|l| format!("{l}\n"))
-        .collect()
-}
-
 pub fn machine_state() -> MachineState {
     mark();
     MachineState {
         shm_entries: shm_entries(),
-        mounts: mounts(),
+        mounts: super::mounts::mounts(),
         processes: shmbench_processes(),
         containers: our_containers(),
     }

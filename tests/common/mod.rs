@@ -14,6 +14,7 @@ mod k8s;
 mod lanes;
 mod machine;
 mod map_count;
+mod mounts;
 mod private_shm;
 mod rows;
 mod torch;

@@ -19,21 +19,26 @@ fn socket() -> PathBuf {
         .unwrap_or_else(|| PathBuf::from("/var/run/docker.sock"))
 }
 
-/// Whether the engine answers its ping.
-fn answers() -> bool {
-    let Ok(mut stream) = UnixStream::connect(socket()) else {
-        return false;
-    };
+/// The body of the engine's answer to `GET path` over its socket (HTTP/1.0: it closes after).
+pub fn get(path: &str) -> Option<String> {
+    let mut stream = UnixStream::connect(socket()).ok()?;
     let _ = stream.set_read_timeout(Some(Duration::from_secs(3)));
-    if stream
-        .write_all(b"GET /_ping HTTP/1.0\r\nHost: docker\r\n\r\n")
-        .is_err()
-    {
-        return false;
-    }
+    stream
+        .write_all(format!("GET {path} HTTP/1.0\r\nHost: docker\r\n\r\n").as_bytes())
+        .ok()?;
     let mut reply = String::new();
     let _ = stream.read_to_string(&mut reply);
-    reply.starts_with("HTTP/1.") && reply.contains(" 200 ") && reply.ends_with("OK")
+    let ok = reply.starts_with("HTTP/1.") && reply.lines().next()?.contains(" 200 ");
+    ok.then(|| {
+        reply
+            .split_once("\r\n\r\n")
+            .map(|(_, body)| body.to_string())
+    })?
+}
+
+/// Whether the engine answers its ping.
+fn answers() -> bool {
+    get("/_ping").is_some_and(|body| body == "OK")
 }
 
 /// How long a starting engine may take to answer.

@@ -14,6 +14,7 @@ mod docker;
 mod fast;
 mod lanes;
 mod needs;
+mod oci_runtimes;
 mod prometheus;
 mod pypi;
 mod sarif;

@@ -241,10 +241,15 @@ impl Runtime for Docker {
             .engine
             .block_on(self.run_container(config, &mut monitor));
         let mut record = match result {
+            // Named by engine and OCI runtime: Docker's own words for a runtime's refusal do not
+            // say which runtime refused.
             Err(message) => CellRecord::failed_to_run(
                 config.clone(),
                 Status::Error,
-                format!("docker: {message}"),
+                format!(
+                    "{} (OCI runtime {}): {message}",
+                    self.engine.kind, self.engine.info.oci_runtime
+                ),
             ),
             Ok(ended) => {
                 let mut record = monitor.into_record(config, ended.by_harness, &ended.how);
