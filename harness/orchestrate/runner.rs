@@ -86,6 +86,23 @@ fn check_pythons(cells: &[CellConfig], observe: &mut dyn FnMut(Event)) -> Result
     Ok(())
 }
 
+/// Which image a container engine runs, and whether this run built it.
+fn image_note(docker: &runtime::docker::Docker) -> String {
+    let under = format!(
+        "{} {}",
+        docker.engine().kind,
+        docker.engine().info.oci_runtime
+    );
+    match docker.build_time {
+        Some(took) => format!(
+            "built image {} in {:.1} s ({under})",
+            docker.image(),
+            took.as_secs_f64()
+        ),
+        None => format!("using image {} ({under})", docker.image()),
+    }
+}
+
 /// Removes what dead runs left (named segments, memory cgroups; containers when Docker is
 /// used) and says so.
 fn sweep_leftovers(runtimes: &Runtimes, observe: &mut dyn FnMut(Event)) {
@@ -167,19 +184,7 @@ pub fn run(
     sweep_leftovers(&runtimes, observe);
     let mut fingerprint = sys::fingerprint::collect();
     for docker in runtimes.containers() {
-        let under = format!(
-            "{} {}",
-            docker.engine().kind,
-            docker.engine().info.oci_runtime
-        );
-        observe(Event::Note(match docker.build_time {
-            Some(took) => format!(
-                "built image {} in {:.1} s ({under})",
-                docker.image(),
-                took.as_secs_f64()
-            ),
-            None => format!("using image {} ({under})", docker.image()),
-        }));
+        observe(Event::Note(image_note(docker)));
     }
     let started_at = clock::rfc3339_now();
     let run_id = format!("{}-{}", clock::compact_now(), std::process::id());

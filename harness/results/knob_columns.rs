@@ -93,7 +93,7 @@ fn text<T: Serialize>(value: &T) -> Result<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use model::knobs::StartMethod;
+    use model::knobs::{EngineKind, StartMethod};
 
     fn record(cells: &[&str]) -> csv::StringRecord {
         cells.iter().copied().collect()
@@ -104,12 +104,20 @@ mod tests {
         let added = AddedKnobs {
             start_method: StartMethod::Spawn,
             dataset_bytes: 256 << 20,
+            engine: EngineKind::Podman,
+            oci_runtime: "runsc".parse().unwrap(),
         };
         let cells = cells(&added).unwrap();
-        assert_eq!(cells, ["spawn", "268435456"]);
+        assert_eq!(cells, ["spawn", "268435456", "podman", "runsc"]);
         // In another order, after other columns.
-        let headers = record(&["workers", "dataset_bytes", "start_method"]);
-        let row = record(&["8", &cells[1], &cells[0]]);
+        let headers = record(&[
+            "workers",
+            "dataset_bytes",
+            "oci_runtime",
+            "start_method",
+            "engine",
+        ]);
+        let row = record(&["8", &cells[1], &cells[3], &cells[0], &cells[2]]);
         let mut read_back = AddedKnobs::default();
         read(&row, &headers, &mut read_back).unwrap();
         assert_eq!(read_back, added);

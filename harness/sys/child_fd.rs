@@ -153,9 +153,10 @@ mod tests {
         unsafe {
             cmd.pre_exec(move || keep_across_exec(end));
         }
-        let child = cmd.spawn().unwrap();
+        // Reaped below through the ChildFd, not the Child.
+        let pid = cmd.spawn().unwrap().id();
         let watched = ChildFd {
-            pid: child.id(),
+            pid,
             fd: pipe.read,
             pidfd: false,
         };
