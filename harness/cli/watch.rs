@@ -12,7 +12,7 @@ use super::progress::Terminal;
 use crate::analysis::trend;
 use crate::model::config::CellConfig;
 use crate::model::cpus::CpuList;
-use crate::model::knobs::{Knobs, RuntimeKind};
+use crate::model::knobs::{EngineKind, Knobs, OciRuntime, RuntimeKind};
 use crate::model::record::Status;
 use crate::model::repeat::Repeat;
 use crate::model::size::ByteSize;
@@ -33,6 +33,7 @@ Examples:
   shmbench watch -- python train.py                        # this machine's /dev/shm
   shmbench watch --shm-size 2g --memory 4g --step-regex 'step (\\d+)' -- python train.py
   shmbench watch --image my-train:latest --shm-size 1g -- python /app/train.py
+  shmbench watch --image my-train:latest --oci-runtime runsc -- python /app/train.py
   shmbench watch --shm-size 256m --sweep --report reports/job -- ./job.sh
 
 The command's output and exit status are its own; the explanation goes to stderr at the end.
@@ -53,6 +54,13 @@ pub(crate) struct Args {
     /// Run the command in a container of this local image (your training image)
     #[arg(long, value_name = "IMAGE")]
     pub(crate) image: Option<String>,
+    /// With --image: the container engine, docker or podman (docs/RUNTIMES.md)
+    #[arg(long, value_enum, requires = "image")]
+    pub(crate) engine: Option<EngineKind>,
+    /// With --image: the OCI runtime the engine starts the container with (runc, crun, runsc,
+    /// or any it has registered; default: the engine's)
+    #[arg(long, value_name = "NAME", requires = "image")]
+    pub(crate) oci_runtime: Option<OciRuntime>,
     /// Memory limit (a memory cgroup; tmpfs pages count against it)
     #[arg(long)]
     pub(crate) memory: Option<ByteSize>,
@@ -104,6 +112,8 @@ pub(crate) fn config(args: &Args) -> Result<CellConfig> {
         shm_size: args.shm_size,
         runtime: args.runtime,
         image: args.image.clone(),
+        engine: args.engine,
+        oci_runtime: args.oci_runtime.clone(),
         memory: args.memory,
         cpus: args.cpus.clone(),
         timeout_s: Some(args.timeout_s),

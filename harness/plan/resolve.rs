@@ -120,7 +120,7 @@ fn resolve_auto_runtime(config: &mut CellConfig, platform: &Platform) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use model::knobs::{ContainerKind, IpcMode, RuntimeKind};
+    use model::knobs::{ContainerKind, EngineKind, IpcMode, RuntimeKind};
     use model::size::ByteSize;
     use model::validate::KnobError;
 
@@ -144,6 +144,33 @@ mod tests {
             ..Knobs::default()
         };
         assert_eq!(resolve(k).unwrap().knobs.runtime, RuntimeKind::Namespace);
+    }
+
+    #[test]
+    fn an_engine_or_oci_runtime_means_a_container_and_no_other_runtime_takes_one() {
+        let with = |engine, oci: &str, runtime| Knobs {
+            engine: Some(engine),
+            oci_runtime: Some(oci.parse().unwrap()),
+            runtime: Some(runtime),
+            shm_size: Some(ByteSize(64 << 20)),
+            ..Knobs::default()
+        };
+        // Without an engine answering: asked for by name, a container it is.
+        for (engine, oci) in [
+            (EngineKind::Podman, "default"),
+            (EngineKind::Docker, "runsc"),
+        ] {
+            let c = resolve(with(engine, oci, RuntimeKind::Auto)).unwrap();
+            assert_eq!(c.knobs.runtime, RuntimeKind::Docker);
+        }
+        let refused = resolve(with(EngineKind::Docker, "runsc", RuntimeKind::Namespace));
+        assert!(refused.unwrap_err().to_string().contains("oci-runtime"));
+        let refused = resolve(with(EngineKind::Podman, "default", RuntimeKind::Host));
+        assert!(refused.unwrap_err().to_string().contains("engine"));
+        // A name, never a path or flags.
+        for bad in ["/usr/bin/runsc", "runsc --debug", "", "Runc"] {
+            assert!(bad.parse::<model::knobs::OciRuntime>().is_err(), "{bad}");
+        }
     }
 
     #[test]

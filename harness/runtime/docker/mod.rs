@@ -84,8 +84,12 @@ impl Docker {
         user_images.dedup();
         for name in &user_images {
             if !image::exists(&engine, name) {
+                let engine = match kind {
+                    EngineKind::Docker => "Docker",
+                    EngineKind::Podman => "Podman",
+                };
                 anyhow::bail!(
-                    "image '{name}' is not in the {kind} engine: load it (`{kind} load -i FILE.tar`), build it (`{kind} build -t {name} .`) or pull it first; shmbench does not pull images"
+                    "image '{name}' is not in this {engine} engine: load it (`{kind} load -i FILE.tar`), build it (`{kind} build -t {name} .`) or pull it first; shmbench does not pull images"
                 );
             }
         }
