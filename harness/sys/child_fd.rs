@@ -117,24 +117,7 @@ impl AsFd for ChildFd {
 
 /// waitid on our child `pid` with `flags` besides WEXITED.
 fn reap_pid(pid: u32, flags: libc::c_int) -> Option<Exit> {
-    // SAFETY: siginfo is plain data filled by the kernel; waitid on our own child.
-    unsafe {
-        let mut info: libc::siginfo_t = std::mem::zeroed();
-        let rc = libc::waitid(
-            libc::P_PID,
-            pid as libc::id_t,
-            &mut info,
-            libc::WEXITED | flags,
-        );
-        if rc != 0 || info.si_pid() == 0 {
-            return None;
-        }
-        let status = info.si_status();
-        Some(match info.si_code {
-            libc::CLD_KILLED | libc::CLD_DUMPED => Exit::Signal(status),
-            _ => Exit::Code(status),
-        })
-    }
+    process::reap(libc::P_PID, pid as libc::id_t, flags)
 }
 
 #[cfg(test)]

@@ -26,15 +26,20 @@ pub fn pidfd_open(pid: u32) -> std::io::Result<OwnedFd> {
 
 /// Reaps the child behind `pidfd` if it has exited.
 pub fn try_reap(pidfd: &OwnedFd) -> Option<Exit> {
-    // SAFETY: siginfo is plain data filled by the kernel; waitid with P_PIDFD on our own child.
+    reap(
+        libc::P_PIDFD,
+        pidfd.as_raw_fd() as libc::id_t,
+        libc::WNOHANG,
+    )
+}
+
+/// waitid(2) on our child named by (`idtype`, `id`), with `flags` besides WEXITED: how it ended,
+/// None while it runs (with WNOHANG) or when it is not ours to reap.
+pub(crate) fn reap(idtype: libc::idtype_t, id: libc::id_t, flags: libc::c_int) -> Option<Exit> {
+    // SAFETY: siginfo is plain data filled by the kernel; waitid on our own child.
     unsafe {
         let mut info: libc::siginfo_t = std::mem::zeroed();
-        let rc = libc::waitid(
-            libc::P_PIDFD,
-            pidfd.as_raw_fd() as libc::id_t,
-            &mut info,
-            libc::WEXITED | libc::WNOHANG,
-        );
+        let rc = libc::waitid(idtype, id, &mut info, libc::WEXITED | flags);
         if rc != 0 || info.si_pid() == 0 {
             return None;
         }
