@@ -20,6 +20,8 @@ pub enum Varying {
     Kernel,
     /// The container engine and OCI runtime.
     Runtime,
+    /// The container engine alone (its OCI runtime stays part of the cell).
+    Engine,
 }
 
 impl Varying {
@@ -30,6 +32,7 @@ impl Varying {
             Some(Varying::Torch) => &["torch"],
             Some(Varying::Kernel) => &["kernel", "runtime"],
             Some(Varying::Runtime) => &["engine", "oci-runtime"],
+            Some(Varying::Engine) => &["engine"],
             None => &[],
         }
     }

@@ -26,7 +26,7 @@ pub enum By {
     Kernel,
     /// The GPU driver.
     Driver,
-    /// The Docker engine.
+    /// The container engine (Docker or Podman) and its version.
     Engine,
     /// The torch allocation profile.
     Torch,
@@ -36,7 +36,7 @@ pub enum By {
     /// The Kubernetes node (`k8s collect` rows; the host elsewhere).
     Node,
     /// The container runtime: a node's (`containerd://1.7.13`), or a container cell's engine and OCI
-    /// runtime (`docker://28.2.2 runsc 0.0~20221219.0`).
+    /// runtime (`docker://20.10.24+dfsg1 runsc 0.0~20221219.0`).
     Runtime,
     /// The /dev/shm size.
     Shm,
@@ -53,7 +53,7 @@ impl By {
             By::Engine => r
                 .docker_version
                 .as_ref()
-                .map(|v| format!("{} {v}", r.added.engine))
+                .map(|v| format!("{}://{v}", r.added.engine))
                 .unwrap_or_else(|| "none".into()),
             By::Torch => r.torch.to_string(),
             By::TorchVersion => r.torch_version.clone().unwrap_or_else(|| "emulated".into()),
@@ -81,7 +81,8 @@ impl By {
             By::Shm => Some(Varying::Shm),
             By::Torch | By::TorchVersion => Some(Varying::Torch),
             By::Kernel => Some(Varying::Kernel),
-            By::Runtime | By::Engine => Some(Varying::Runtime),
+            By::Runtime => Some(Varying::Runtime),
+            By::Engine => Some(Varying::Engine),
             _ => None,
         }
     }

@@ -17,7 +17,7 @@ pub mod podman;
 mod python;
 
 use std::collections::HashMap;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use anyhow::Result;
 use bollard::container::LogOutput;
@@ -41,6 +41,9 @@ use sys::run_owner;
 /// (`sys::run_owner::this_run`: its owner record proves the run alive or dead), from which host.
 pub const LABEL_OWNER: &str = "org.shmbench.run-token";
 pub const LABEL_HOST: &str = "org.shmbench.host";
+
+/// How long a container the harness removed may take to be reported gone.
+const ENGINE_GRACE: Duration = Duration::from_secs(15);
 
 pub struct Docker {
     engine: Engine,
@@ -169,10 +172,14 @@ impl Docker {
         }
 
         let mut stderr_partial = String::new();
+        // Watched until the OOM event or the stream's end (an engine gone ends it at once,
+        // and a stream at its end would be polled again and again).
+        let mut watch_events = true;
         let mut oom_event = false;
         let mut exit: Option<i64> = None;
         let mut ended_by_harness = None;
         let mut tick = tokio::time::interval(Duration::from_millis(50));
+        let mut removed_at: Option<Instant> = None;
         let mut output_done = false;
         while exit.is_none() || !output_done {
             tokio::select! {
@@ -195,17 +202,25 @@ impl Docker {
                         _ => -1,
                     });
                 }
-                event = events.next(), if !oom_event => {
-                    if matches!(event, Some(Ok(ref e)) if e.action.as_deref() == Some("oom")) {
-                        oom_event = true;
+                event = events.next(), if watch_events => match event {
+                    Some(Ok(e)) if e.action.as_deref() == Some("oom") => {
+                        (oom_event, watch_events) = (true, false);
                     }
-                }
+                    Some(_) => {}
+                    None => watch_events = false,
+                },
                 _ = tick.tick() => {
                     if ended_by_harness.is_none() {
                         ended_by_harness = monitor.must_end();
                         if ended_by_harness.is_some() {
                             remove().await;
+                            removed_at = Some(Instant::now());
                         }
+                    }
+                    // An engine that died with the container (a Podman service killed) never
+                    // says it ended: the harness does not wait for it past a grace.
+                    if removed_at.is_some_and(|at| at.elapsed() > ENGINE_GRACE) {
+                        break;
                     }
                 }
             }
@@ -215,17 +230,7 @@ impl Docker {
         }
         // Auto-remove has done it; this covers an engine that did not.
         remove().await;
-        let code = exit.unwrap_or(-1);
-        let how = match (code, oom_event) {
-            (_, true) => format!("container was OOM-killed (exit code {code})"),
-            (137, _) => "container was killed (exit code 137)".to_string(),
-            _ => format!("container exited with code {code}"),
-        };
-        Ok(Ended {
-            by_harness: ended_by_harness,
-            how,
-            oom: oom_event,
-        })
+        Ok(Ended::of(exit.unwrap_or(-1), oom_event, ended_by_harness))
     }
 }
 
@@ -236,6 +241,21 @@ struct Ended {
     how: String,
     /// The engine reported an OOM kill in it.
     oom: bool,
+}
+
+impl Ended {
+    fn of(code: i64, oom: bool, by_harness: Option<super::output::HarnessEnd>) -> Ended {
+        let how = match (code, oom) {
+            (_, true) => format!("container was OOM-killed (exit code {code})"),
+            (137, _) => "container was killed (exit code 137)".to_string(),
+            _ => format!("container exited with code {code}"),
+        };
+        Ended {
+            by_harness,
+            how,
+            oom,
+        }
+    }
 }
 
 impl Runtime for Docker {

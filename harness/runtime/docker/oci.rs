@@ -21,8 +21,13 @@ pub fn describe(engine: &Engine, oci: &OciRuntime) -> Result<String> {
                     .iter()
                     .map(|(n, _)| n.as_str())
                     .collect();
+                let args = match oci.is_gvisor() {
+                    // gVisor will not set up a sandbox's network from the root network namespace.
+                    true => r#", "runtimeArgs": ["--network=none"]"#,
+                    false => "",
+                };
                 bail!(
-                    "oci-runtime {name}: the Docker engine has no runtime of that name (it has {}). Register it in /etc/docker/daemon.json, e.g. {{\"runtimes\": {{\"{name}\": {{\"path\": \"/usr/bin/{name}\"}}}}}} (gVisor also needs \"runtimeArgs\": [\"--network=none\"] where containers have no network), then reload the engine: `kill -HUP $(pidof dockerd)`",
+                    "oci-runtime {name}: the Docker engine has no runtime of that name (it has {}). Register it: add to the top-level object of /etc/docker/daemon.json (keeping what is there) \"runtimes\": {{\"{name}\": {{\"path\": \"/usr/bin/{name}\"{args}}}}}, then reload the engine: `sudo kill -HUP $(pidof dockerd)`. Or run these cells under Podman (--engine podman), which finds runtimes on PATH",
                     known.join(", ")
                 );
             };

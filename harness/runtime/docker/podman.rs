@@ -56,9 +56,12 @@ impl Service {
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(log);
-        // SAFETY: prctl is async-signal-safe. The service must not outlive the harness.
+        // SAFETY: prctl and setpgid are async-signal-safe. The service must not outlive the
+        // harness, and must outlive a Ctrl-C (or `timeout`'s signal) to the harness's process
+        // group: the harness removes its container through it after one.
         unsafe {
             command.pre_exec(|| {
+                libc::setpgid(0, 0);
                 libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGTERM);
                 Ok(())
             });
