@@ -25,8 +25,8 @@ fn runtimes_or_skip() -> bool {
         )
 }
 
-/// The Podman containers of this test's cells (named `shmbench-TOKEN-CELL-N` after the table's
-/// cells), and the Podman services its runs started (they carry this lane's mark): another
+/// The Podman containers of these tests' cells (named `shmbench-TOKEN-CELL-N` after the table's
+/// cells, or `adhoc` for `run`), and the Podman services its runs started (they carry this lane's mark): another
 /// user's run beside it has neither.
 fn podman_leftovers() -> Vec<String> {
     let listed = |args: &[&str]| {
@@ -52,6 +52,7 @@ fn podman_leftovers() -> Vec<String> {
         "sized-2g",
         "emptydir-64m",
         "memory-256m",
+        "adhoc",
     ];
     let containers = names
         .lines()
@@ -191,6 +192,63 @@ fn the_table_is_measured_under_every_engine_and_oci_runtime_and_rows_name_them()
         "{said}"
     );
     assert!(said.contains("not judged"), "{said}");
+    assert_clean(&before);
+    let left = podman_leftovers();
+    assert!(
+        left.is_empty(),
+        "Podman containers or services left: {left:?}"
+    );
+}
+
+/// A terminal's Ctrl-C reaches the whole process group: the Podman service the run started must
+/// outlive it long enough for the harness to remove its container, and the harness must end.
+#[test]
+fn a_ctrl_c_to_the_group_mid_podman_cell_ends_the_run_and_leaves_no_service() {
+    use std::io::{BufRead, BufReader};
+    use std::os::unix::process::CommandExt;
+    use std::time::{Duration, Instant};
+    if !runtimes_or_skip() {
+        return;
+    }
+    let _lane = second_serial();
+    let before = machine_state();
+    let out = temp_dir("runtimes-int").keep().join("r.csv");
+    let args = "--container docker --engine podman --oci-runtime runc --shm-size 256m --batch 8 --workers 2 --steps 100000 --compute-ms 20";
+    let mut child = command()
+        .args(["run", "--out", out.to_str().unwrap()])
+        .args(args.split_whitespace())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .process_group(0)
+        .spawn()
+        .unwrap();
+    let mut stderr = BufReader::new(child.stderr.take().unwrap());
+    wait_for_line(&mut stderr, "[1/1]");
+    std::thread::sleep(Duration::from_secs(2));
+    let group = format!("-{}", child.id());
+    assert!(Command::new("kill")
+        .args(["-INT", "--", &group])
+        .status()
+        .unwrap()
+        .success());
+    let reader =
+        std::thread::spawn(move || stderr.lines().map_while(Result::ok).collect::<Vec<_>>());
+    // Bounded: a harness that hangs here is the failure this test is for.
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let status = loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            break status;
+        }
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("the harness did not end within 60 s of a Ctrl-C to its group");
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    let rest = reader.join().unwrap();
+    assert_eq!(status.code(), Some(130), "{rest:?}");
+    assert!(rest.iter().any(|l| l.contains("Interrupt")), "{rest:?}");
     assert_clean(&before);
     let left = podman_leftovers();
     assert!(

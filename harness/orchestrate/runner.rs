@@ -178,9 +178,11 @@ pub fn run(
     calibrate: Calibrate,
     observe: &mut dyn FnMut(Event),
 ) -> Result<Outcome> {
+    // Before the runtimes are prepared: a Ctrl-C while an engine starts (a Podman service)
+    // stops the run before its first cell.
+    signals::install();
     let runtimes = Runtimes::for_cells(cells)?;
     check_pythons(cells, observe)?;
-    signals::install();
     sweep_leftovers(&runtimes, observe);
     let mut fingerprint = sys::fingerprint::collect();
     for docker in runtimes.containers() {

@@ -10,14 +10,18 @@ use model::knobs::{EngineKind, Knobs, OciRuntime};
 
 /// The knob layers, one per engine x OCI runtime (`None`: the overrides' own, else the default).
 pub fn layers(engines: Option<&[EngineKind]>, ocis: Option<&[OciRuntime]>) -> Vec<Knobs> {
-    let engines: Vec<Option<EngineKind>> = match engines {
-        Some(list) => list.iter().copied().map(Some).collect(),
-        None => vec![None],
-    };
-    let ocis: Vec<Option<OciRuntime>> = match ocis {
-        Some(list) => list.iter().cloned().map(Some).collect(),
-        None => vec![None],
-    };
+    // Each named once, in the order given: a name twice would run its cells twice as if apart.
+    fn once<T: Clone + PartialEq>(list: Option<&[T]>) -> Vec<Option<T>> {
+        let Some(list) = list else { return vec![None] };
+        let mut out: Vec<Option<T>> = Vec::new();
+        for item in list {
+            if !out.iter().any(|o| o.as_ref() == Some(item)) {
+                out.push(Some(item.clone()));
+            }
+        }
+        out
+    }
+    let (engines, ocis) = (once(engines), once(ocis));
     let mut out = Vec::new();
     for engine in &engines {
         for oci in &ocis {
@@ -90,7 +94,10 @@ mod tests {
     }
 
     #[test]
-    fn without_the_flags_the_plan_is_the_cells_once() {
+    fn without_the_flags_the_plan_is_the_cells_once_and_a_name_given_twice_counts_once() {
         assert_eq!(layers(None, None).len(), 1);
+        let runc: OciRuntime = "runc".parse().unwrap();
+        let twice = layers(Some(&[EngineKind::Podman; 2]), Some(&[runc.clone(), runc]));
+        assert_eq!(twice.len(), 1);
     }
 }

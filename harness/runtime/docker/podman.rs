@@ -50,7 +50,11 @@ impl Service {
         if oci.is_gvisor() {
             command.args(["--runtime-flag", "network=none"]);
         }
+        // A service of its own, not a client of another: CONTAINER_HOST would make this podman
+        // a remote client, which has no `--runtime` and no `system service`.
         command
+            .env_remove("CONTAINER_HOST")
+            .env_remove("CONTAINER_CONNECTION")
             .args(["system", "service", "--time=0"])
             .arg(format!("unix://{}", Service::socket(dir.path()).display()))
             .stdin(Stdio::null())
@@ -82,6 +86,12 @@ impl Service {
                 bail!(
                     "engine podman: `podman system service` ended ({status}) before it answered: {}",
                     service.log_tail()
+                );
+            }
+            if let Some(sig) = sys::signals::received() {
+                bail!(
+                    "engine podman: {} while its service started",
+                    sys::signals::name(sig)
                 );
             }
             if began.elapsed() > START_TIMEOUT {
@@ -146,6 +156,9 @@ fn existing_socket() -> Option<PathBuf> {
 /// An engine for `oci`'s containers: a service already answering when the engine's default
 /// runtime will do, else one this run starts (returned with it, to keep it running).
 pub fn connect(oci: &OciRuntime) -> Result<(Engine, Option<Service>)> {
+    if let Some(name) = oci.named().filter(|n| which::which(n).is_err()) {
+        bail!("oci-runtime {name}: Podman finds runtimes on PATH and there is no `{name}` here: install it (Debian packages runc, crun and runsc) or put it on PATH");
+    }
     if oci.named().is_none() {
         if let Some(engine) =
             existing_socket().and_then(|s| Engine::connect_unix(EngineKind::Podman, &s).ok())
