@@ -25,9 +25,9 @@ fn runtimes_or_skip() -> bool {
         )
 }
 
-/// The Podman containers of these tests' cells (named `shmbench-TOKEN-CELL-N` after the table's
-/// cells, or `adhoc` for `run`), and the Podman services its runs started (they carry this lane's mark): another
-/// user's run beside it has neither.
+/// The Podman containers of these tests' cells (named `shmbench-TOKEN-CELL-N` after the
+/// table's cells, or `adhoc` for `run`), and the Podman services their runs started (they carry
+/// this lane's mark): another user's run beside them has neither.
 fn podman_leftovers() -> Vec<String> {
     let listed = |args: &[&str]| {
         Command::new(args[0])
