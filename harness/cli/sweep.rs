@@ -46,5 +46,11 @@ pub(crate) fn lines(swept: &Swept) -> Vec<String> {
     for name in &swept.containers {
         out.push(format!("removed container {name} (a dead run's)"));
     }
+    for dir in &swept.service_dirs {
+        out.push(format!(
+            "removed {} (a dead run's Podman service directory)",
+            dir.display()
+        ));
+    }
     out
 }

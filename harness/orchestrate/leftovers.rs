@@ -21,6 +21,8 @@ pub struct Swept {
     pub unreadable: Option<sys::holders::ProcUnreadable>,
     pub cgroups: Vec<String>,
     pub containers: Vec<String>,
+    /// The directories of Podman services a dead run started.
+    pub service_dirs: Vec<PathBuf>,
 }
 
 impl Swept {
@@ -29,6 +31,7 @@ impl Swept {
             && self.segments_kept.is_empty()
             && self.cgroups.is_empty()
             && self.containers.is_empty()
+            && self.service_dirs.is_empty()
     }
 }
 
@@ -36,16 +39,22 @@ impl Swept {
 pub fn sweep(engines: &[&Engine]) -> Swept {
     let segments = segment::sweep_abandoned();
     let cgroups = memory_cgroup::sweep();
-    let containers = engines
+    let mut containers: Vec<String> = engines
         .iter()
         .flat_map(|e| docker::sweep_dead_owners(e))
         .collect();
+    // Podman's, asked through its command: a dead run's service is gone with it.
+    containers.extend(docker::podman::sweep_dead_owners());
+    // The socket directories of Podman services that died with their run.
+    let service_dirs = docker::podman::sweep_dead_runs_dirs();
     // A dead run's record goes once nothing of it is left to prove; without Docker's engine to
     // ask, its containers cannot be known gone, so records stay for a sweep that can.
     let docker_asked = engines.iter().any(|e| e.kind == EngineKind::Docker);
     if docker_asked || !docker::engine::socket_present() {
         run_owner::sweep_run_records(|token| {
             memory_cgroup::exists_for(token)
+                || docker::podman::has_dirs_of(token)
+                || docker::podman::has_containers_of(token)
                 || engines.iter().any(|e| docker::has_containers_of(e, token))
         });
     }
@@ -55,5 +64,6 @@ pub fn sweep(engines: &[&Engine]) -> Swept {
         unreadable: segments.unreadable,
         cgroups,
         containers,
+        service_dirs,
     }
 }

@@ -60,7 +60,7 @@ pub struct Docker {
     counter: std::cell::Cell<u32>,
 }
 
-fn hostname() -> String {
+pub(crate) fn hostname() -> String {
     nix::unistd::gethostname()
         .map(|h| h.to_string_lossy().into_owned())
         .unwrap_or_default()

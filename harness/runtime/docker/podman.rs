@@ -15,6 +15,11 @@ use anyhow::{bail, Context, Result};
 
 use super::engine::Engine;
 use model::knobs::{EngineKind, OciRuntime};
+use sys::owner::Token;
+
+/// The start of the name of a service's directory in the temporary directory, before the run's
+/// token.
+const DIR_PREFIX: &str = "shmbench-podman-";
 
 /// How long a started service may take to answer.
 const START_TIMEOUT: Duration = Duration::from_secs(30);
@@ -37,8 +42,11 @@ impl Service {
         let podman = which::which("podman").map_err(|_| {
             anyhow::anyhow!("engine podman: podman is not installed (Debian: `apt-get install podman`; `cargo xtask test` installs it)")
         })?;
+        // Named by the run's token: a directory a SIGKILLed run left is swept by proof of
+        // ownership (`sweep_dead_runs_dirs`), never by its name's pattern alone.
+        let token = sys::run_owner::this_run()?;
         let dir = tempfile::Builder::new()
-            .prefix("shmbench-podman-")
+            .prefix(&format!("{DIR_PREFIX}{token}-"))
             .tempdir()
             .context("engine podman: making the service's socket directory")?;
         let log = std::fs::File::create(dir.path().join("service.log"))
@@ -168,4 +176,92 @@ pub fn connect(oci: &OciRuntime) -> Result<(Engine, Option<Service>)> {
     }
     let (service, engine) = Service::start(oci)?;
     Ok((engine, Some(service)))
+}
+
+/// The service directories (`shmbench-podman-TOKEN-*`) in the temporary directory: (path, the
+/// run's token).
+fn service_dirs() -> Vec<(PathBuf, Token)> {
+    let Ok(entries) = std::fs::read_dir(std::env::temp_dir()) else {
+        return Vec::new();
+    };
+    entries
+        .flatten()
+        .filter_map(|e| {
+            let name = e.file_name().into_string().ok()?;
+            let token = Token::parse(name.strip_prefix(DIR_PREFIX)?.split('-').next()?)?;
+            Some((e.path(), token))
+        })
+        .collect()
+}
+
+/// Whether a service directory of `token`'s run is still there (its record must stay to prove it).
+pub fn has_dirs_of(token: &Token) -> bool {
+    service_dirs().iter().any(|(_, t)| t == token)
+}
+
+/// Removes the service directories of runs provably dead (their owner record unlocked) whose
+/// socket no process answers on (a live service holds it); their paths.
+pub fn sweep_dead_runs_dirs() -> Vec<PathBuf> {
+    let mut removed = Vec::new();
+    for (dir, token) in service_dirs() {
+        let Some(_dead) = sys::run_owner::dead_run(&token) else {
+            continue;
+        };
+        let answering = std::os::unix::net::UnixStream::connect(Service::socket(&dir)).is_ok();
+        if !answering && dir.is_dir() && std::fs::remove_dir_all(&dir).is_ok() {
+            removed.push(dir);
+        }
+    }
+    removed
+}
+
+/// The containers of shmbench runs on this host that Podman holds, asked through its command
+/// (no service need answer): (id, name, the run's token).
+fn listed_containers() -> Vec<(String, String, Token)> {
+    if which::which("podman").is_err() {
+        return Vec::new();
+    }
+    let host = format!("label={}={}", super::LABEL_HOST, super::hostname());
+    let Ok(out) = Command::new("podman")
+        .args(["ps", "-a", "--format", "json", "--filter", &host])
+        .stderr(Stdio::null())
+        .output()
+    else {
+        return Vec::new();
+    };
+    let listed: Vec<serde_json::Value> = serde_json::from_slice(&out.stdout).unwrap_or_default();
+    listed
+        .iter()
+        .filter_map(|c| {
+            let token = Token::parse(c["Labels"][super::LABEL_OWNER].as_str()?)?;
+            let name = c["Names"][0].as_str().unwrap_or_default().to_string();
+            Some((c["Id"].as_str()?.to_string(), name, token))
+        })
+        .collect()
+}
+
+/// Whether Podman holds a container of `token`'s run.
+pub fn has_containers_of(token: &Token) -> bool {
+    listed_containers().iter().any(|(.., t)| t == token)
+}
+
+/// Removes the Podman containers of runs provably dead (a run SIGKILLed while its container was
+/// being made leaves it created, never started, and its service gone); their names.
+pub fn sweep_dead_owners() -> Vec<String> {
+    let mut removed = Vec::new();
+    for (id, name, token) in listed_containers() {
+        let Some(_dead) = sys::run_owner::dead_run(&token) else {
+            continue;
+        };
+        let gone = Command::new("podman")
+            .args(["rm", "-f", &id])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .status()
+            .is_ok_and(|s| s.success());
+        if gone {
+            removed.push(name);
+        }
+    }
+    removed
 }
