@@ -68,6 +68,17 @@ fn podman_leftovers() -> Vec<String> {
     containers.chain(ours).map(String::from).collect()
 }
 
+/// The machine as clean as `before` (processes, segments, mounts, Docker's containers), and no
+/// Podman container or service of these tests left.
+fn assert_clean_of_podman(before: &MachineState) {
+    assert_clean(before);
+    let left = podman_leftovers();
+    assert!(
+        left.is_empty(),
+        "Podman containers or services left: {left:?}"
+    );
+}
+
 /// The table of docs/RUNTIMES.md as cells: each engine's default /dev/shm under both torch
 /// profiles, a 2 GiB `--shm-size`, a Memory emptyDir of 64 MiB, and a memory limit below the
 /// batches in flight. Full-size batches (73.5 MiB), 2 workers, 4 steps.
@@ -199,12 +210,7 @@ fn the_table_is_measured_under_every_engine_and_oci_runtime_and_rows_name_them()
         "{said}"
     );
     assert!(said.contains("not judged"), "{said}");
-    assert_clean(&before);
-    let left = podman_leftovers();
-    assert!(
-        left.is_empty(),
-        "Podman containers or services left: {left:?}"
-    );
+    assert_clean_of_podman(&before);
 }
 
 /// A terminal's Ctrl-C reaches the whole process group: the Podman service the run started must
@@ -256,12 +262,7 @@ fn a_ctrl_c_to_the_group_mid_podman_cell_ends_the_run_and_leaves_no_service() {
     let rest = reader.join().unwrap();
     assert_eq!(status.code(), Some(130), "{rest:?}");
     assert!(rest.iter().any(|l| l.contains("Interrupt")), "{rest:?}");
-    assert_clean(&before);
-    let left = podman_leftovers();
-    assert!(
-        left.is_empty(),
-        "Podman containers or services left: {left:?}"
-    );
+    assert_clean_of_podman(&before);
 }
 
 /// A SIGKILLed run cannot stop its Podman service: the service dies with it (PR_SET_PDEATHSIG),
