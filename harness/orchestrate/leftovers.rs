@@ -51,10 +51,10 @@ pub fn sweep(engines: &[&Engine]) -> Swept {
     // ask, its containers cannot be known gone, so records stay for a sweep that can.
     let docker_asked = engines.iter().any(|e| e.kind == EngineKind::Docker);
     if docker_asked || !docker::engine::socket_present() {
+        let podman_runs = docker::podman::runs_with_leftovers();
         run_owner::sweep_run_records(|token| {
             memory_cgroup::exists_for(token)
-                || docker::podman::has_dirs_of(token)
-                || docker::podman::has_containers_of(token)
+                || podman_runs.contains(token)
                 || engines.iter().any(|e| docker::has_containers_of(e, token))
         });
     }

@@ -39,9 +39,7 @@ pub fn describe(engine: &Engine, oci: &OciRuntime) -> Result<String> {
                 .map(str::to_string)
                 .or_else(|| Some(engine.default_oci_runtime.clone()).filter(|d| !d.is_empty()))
                 .unwrap_or_else(|| "crun".to_string());
-            if which::which(&name).is_err() {
-                bail!("oci-runtime {name}: Podman finds runtimes on PATH and there is no `{name}` here (Debian packages runc, crun and runsc; `cargo xtask test` installs them)");
-            }
+            super::podman::runtime_on_path(&name)?;
             (name.clone(), name)
         }
     };

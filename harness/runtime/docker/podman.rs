@@ -146,6 +146,14 @@ impl Drop for Service {
     }
 }
 
+/// Refuses an OCI runtime Podman cannot find: it looks for runtimes on PATH.
+pub(super) fn runtime_on_path(name: &str) -> Result<()> {
+    if which::which(name).is_err() {
+        bail!("oci-runtime {name}: Podman finds runtimes on PATH and there is no `{name}` here: install it (Debian packages runc, crun and runsc; `cargo xtask test` installs them) or put it on PATH");
+    }
+    Ok(())
+}
+
 /// The socket of a Podman service that may already run: `CONTAINER_HOST` (a unix address), else
 /// the system service's (root) or the user's (`$XDG_RUNTIME_DIR/podman/podman.sock`).
 fn existing_socket() -> Option<PathBuf> {
@@ -164,8 +172,8 @@ fn existing_socket() -> Option<PathBuf> {
 /// An engine for `oci`'s containers: a service already answering when the engine's default
 /// runtime will do, else one this run starts (returned with it, to keep it running).
 pub fn connect(oci: &OciRuntime) -> Result<(Engine, Option<Service>)> {
-    if let Some(name) = oci.named().filter(|n| which::which(n).is_err()) {
-        bail!("oci-runtime {name}: Podman finds runtimes on PATH and there is no `{name}` here: install it (Debian packages runc, crun and runsc) or put it on PATH");
+    if let Some(name) = oci.named() {
+        runtime_on_path(name)?;
     }
     if oci.named().is_none() {
         if let Some(engine) =
@@ -194,9 +202,12 @@ fn service_dirs() -> Vec<(PathBuf, Token)> {
         .collect()
 }
 
-/// Whether a service directory of `token`'s run is still there (its record must stay to prove it).
-pub fn has_dirs_of(token: &Token) -> bool {
-    service_dirs().iter().any(|(_, t)| t == token)
+/// The runs whose Podman service directories or containers are still there (their records must
+/// stay to prove them), each asked once: a sweep of many records asks about each of them.
+pub fn runs_with_leftovers() -> Vec<Token> {
+    let dirs = service_dirs().into_iter().map(|(_, t)| t);
+    let containers = listed_containers().into_iter().map(|(.., t)| t);
+    dirs.chain(containers).collect()
 }
 
 /// Removes the service directories of runs provably dead (their owner record unlocked) whose
@@ -238,11 +249,6 @@ fn listed_containers() -> Vec<(String, String, Token)> {
             Some((c["Id"].as_str()?.to_string(), name, token))
         })
         .collect()
-}
-
-/// Whether Podman holds a container of `token`'s run.
-pub fn has_containers_of(token: &Token) -> bool {
-    listed_containers().iter().any(|(.., t)| t == token)
 }
 
 /// Removes the Podman containers of runs provably dead (a run SIGKILLed while its container was
