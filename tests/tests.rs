@@ -39,6 +39,7 @@ mod report;
 mod report_scale;
 mod results_files;
 mod results_schema;
+mod rootless_podman;
 mod runtimes;
 mod shm_audit;
 mod slurm;

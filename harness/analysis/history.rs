@@ -44,17 +44,22 @@ pub enum By {
     Time,
 }
 
+/// A container row's engine column: `podman://4.3.1`, `podman://4.3.1 rootless`.
+fn engine_column(r: &Row) -> Option<String> {
+    let version = r.docker_version.as_ref()?;
+    Some(match r.docker_rootless {
+        Some(true) => format!("{}://{version} rootless", r.added.engine),
+        _ => format!("{}://{version}", r.added.engine),
+    })
+}
+
 impl By {
     /// The value of this field in a row.
     pub fn of(self, r: &Row) -> String {
         match self {
             By::Kernel => r.kernel.clone(),
             By::Driver => r.gpu_driver.clone().unwrap_or_else(|| "none".into()),
-            By::Engine => r
-                .docker_version
-                .as_ref()
-                .map(|v| format!("{}://{v}", r.added.engine))
-                .unwrap_or_else(|| "none".into()),
+            By::Engine => engine_column(r).unwrap_or_else(|| "none".into()),
             By::Torch => r.torch.to_string(),
             By::TorchVersion => r.torch_version.clone().unwrap_or_else(|| "emulated".into()),
             By::Host => r.host.clone(),
@@ -63,7 +68,7 @@ impl By {
                 .container_runtime
                 .clone()
                 .or_else(|| {
-                    let engine = format!("{}://{}", r.added.engine, r.docker_version.as_ref()?);
+                    let engine = engine_column(r)?;
                     Some(match &r.docker_oci_runtime {
                         Some(oci) => format!("{engine} {oci}"),
                         None => engine,

@@ -20,6 +20,20 @@ pub struct EngineInfo {
     /// 0.0~20221219.0`); empty where it could not be read.
     #[serde(default)]
     pub oci_runtime: String,
+    /// The engine runs as an unprivileged user (its security options name `rootless`).
+    #[serde(default)]
+    pub rootless: bool,
+}
+
+impl EngineInfo {
+    /// The engine, its version and how it runs, as history columns and env ids say it
+    /// (`podman 4.3.1`, `podman 4.3.1 rootless`).
+    pub fn label(&self) -> String {
+        match self.rootless {
+            true => format!("{} {} rootless", self.name, self.version),
+            false => format!("{} {}", self.name, self.version),
+        }
+    }
 }
 
 fn docker() -> String {
@@ -85,7 +99,7 @@ impl Fingerprint {
             self.gpu_driver.clone().unwrap_or_default(),
             self.docker
                 .as_ref()
-                .map(|d| format!("{} {} {}", d.name, d.version, d.oci_runtime))
+                .map(|d| format!("{} {}", d.label(), d.oci_runtime))
                 .unwrap_or_default(),
         ];
         let digest = Sha256::digest(fields.join("\u{1f}").as_bytes());

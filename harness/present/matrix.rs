@@ -126,12 +126,14 @@ pub fn measured_cells(rows: &[Row], has_claims: bool) -> (Vec<String>, Vec<Vec<S
 }
 
 /// The runtime, with the engine and OCI runtime of a container row that names them (`podman
-/// runsc`; `docker` alone for the engine's default).
+/// runsc`, `podman rootless runc`; `docker` alone for the engine's default).
 fn runtime_label(r: &Row) -> String {
     let (engine, oci) = (r.added.engine, &r.added.oci_runtime);
+    let rootless = r.docker_rootless == Some(true);
     match r.runtime == RuntimeKind::Docker
-        && (engine != EngineKind::Docker || oci.named().is_some())
+        && (engine != EngineKind::Docker || oci.named().is_some() || rootless)
     {
+        true if rootless => format!("{engine} rootless {oci}"),
         true => format!("{engine} {oci}"),
         false => r.runtime.to_string(),
     }

@@ -15,10 +15,10 @@ use model::record::Status;
 use model::vm::Accel;
 
 /// Bump on any change to the columns' names, order or meaning.
-pub const SCHEMA: u32 = 7;
+pub const SCHEMA: u32 = 8;
 
 /// Earlier schemas this shmbench still reads (their missing columns take their defaults).
-pub const READS: &[u32] = &[1, 2, 3, 4, 5, 6, SCHEMA];
+pub const READS: &[u32] = &[1, 2, 3, 4, 5, 6, 7, SCHEMA];
 
 /// One CSV row. Field order is column order. `Row::default()` is every column empty or zero:
 /// only the base `Row::new` (in `row_build`) builds on.
@@ -208,6 +208,10 @@ pub struct Row {
     /// (schema 7).
     #[serde(default)]
     pub docker_oci_runtime: Option<String>,
+    /// Whether the engine of a container cell ran rootless (an unprivileged user's Podman, or
+    /// rootless Docker: the engine says so in its security options) (schema 8).
+    #[serde(default)]
+    pub docker_rootless: Option<bool>,
     /// The knobs added after schema 5, one column each after these (`knob_columns`).
     #[serde(skip)]
     pub added: AddedKnobs,

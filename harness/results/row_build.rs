@@ -269,6 +269,7 @@ impl Row {
                 .as_ref()
                 .map(|d| d.oci_runtime.clone())
                 .filter(|r| !r.is_empty()),
+            docker_rootless: fp.docker.as_ref().map(|d| d.rootless),
             ..Row::default()
         }
     }

@@ -16,7 +16,12 @@ pub fn version() -> Option<u8> {
 
 /// Directory of this process's memory cgroup.
 fn memory_dir() -> Option<PathBuf> {
-    let text = std::fs::read_to_string("/proc/self/cgroup").ok()?;
+    memory_dir_of("self")
+}
+
+/// Directory of the memory cgroup of the process `pid` (`self`, or a number) names.
+fn memory_dir_of(pid: &str) -> Option<PathBuf> {
+    let text = std::fs::read_to_string(format!("/proc/{pid}/cgroup")).ok()?;
     for line in text.lines() {
         let mut parts = line.splitn(3, ':');
         let (_, controllers, path) = (parts.next()?, parts.next()?, parts.next()?);
@@ -27,11 +32,12 @@ fn memory_dir() -> Option<PathBuf> {
         if controllers.split(',').any(|c| c == "memory") {
             let dir = PathBuf::from("/sys/fs/cgroup/memory").join(path);
             // Inside a container the v1 path names the host's view; the mount shows our own.
-            return Some(if dir.exists() {
-                dir
-            } else {
-                PathBuf::from("/sys/fs/cgroup/memory")
-            });
+            // Another process's cgroup not in our view is not known.
+            return match (dir.exists(), pid) {
+                (true, _) => Some(dir),
+                (false, "self") => Some(PathBuf::from("/sys/fs/cgroup/memory")),
+                (false, _) => None,
+            };
         }
     }
     None
@@ -98,6 +104,19 @@ pub fn memory_limit() -> Option<u64> {
         _ => Path::new("/sys/fs/cgroup/memory"),
     };
     least_limit(&dir, root)
+}
+
+/// The memory cgroup that pays for another process's pages, as this machine sees it (a
+/// container's process, found from outside: the engine's word that it set a limit is not
+/// proof), and the least limit in force on it (None: unlimited).
+pub fn memory_limit_of(pid: u32) -> Option<(PathBuf, Option<u64>)> {
+    let dir = memory_dir_of(&pid.to_string())?;
+    let root = match version() {
+        Some(2) => Path::new("/sys/fs/cgroup"),
+        _ => Path::new("/sys/fs/cgroup/memory"),
+    };
+    let limit = least_limit(&dir, root);
+    Some((dir, limit))
 }
 
 /// The least limit set on `dir` or any ancestor of it up to `root`.

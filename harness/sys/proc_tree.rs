@@ -68,6 +68,31 @@ pub fn descendants(root: u32) -> Vec<u32> {
     out
 }
 
+/// The live processes (zombies left out: an orphan's reaper may be slow) whose process group is
+/// `pgid`.
+pub fn group_members(pgid: u32) -> Vec<u32> {
+    let Ok(entries) = std::fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    entries
+        .flatten()
+        .filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok())
+        .filter(|pid| {
+            let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
+                return false;
+            };
+            // After the command's closing parenthesis: state, ppid, pgrp.
+            let mut rest = stat
+                .rsplit_once(')')
+                .map_or("", |(_, r)| r)
+                .split_whitespace();
+            let state = rest.next();
+            let group = rest.nth(1).and_then(|g| g.parse::<u32>().ok());
+            state != Some("Z") && group == Some(pgid)
+        })
+        .collect()
+}
+
 /// The command line of `pid`, arguments joined by spaces, at most `max` characters.
 pub fn command_line(pid: u32, max: usize) -> String {
     let raw = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();

@@ -17,6 +17,7 @@ mod needs;
 mod oci_runtimes;
 mod prometheus;
 mod pypi;
+mod rootless;
 mod sarif;
 mod scratch;
 mod slurm;

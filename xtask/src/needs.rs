@@ -4,7 +4,9 @@
 use std::path::Path;
 use std::process::Command;
 
-use crate::{apt, docker, oci_runtimes, prometheus, pypi, sarif, slurm, torch, vm, wheel};
+use crate::{
+    apt, docker, oci_runtimes, prometheus, pypi, rootless, sarif, slurm, torch, vm, wheel,
+};
 
 /// One requirement of the tests.
 pub trait Need {
@@ -33,6 +35,7 @@ pub fn all() -> Vec<Box<dyn Need>> {
         Box::new(Font),
         Box::new(docker::Engine),
         Box::new(oci_runtimes::Runtimes),
+        Box::new(rootless::RootlessUser),
         Box::new(torch::Torch),
         Box::new(pypi::K8S_VALIDATE),
         Box::new(pypi::RAY),

@@ -28,9 +28,57 @@ pub enum ContainerError {
     /// What the engine refused: the step (`creating`, `attaching to`, `starting`) and why.
     #[error("{0} the container: {1}")]
     Engine(&'static str, bollard::errors::Error),
+    /// The container runs without the memory limit its cell asks for, as its cgroup shows.
+    #[error("the engine did not apply the cell's memory limit of {asked}: the container's memory cgroup ({cgroup}) {found}{why}")]
+    LimitNotApplied {
+        asked: model::size::ByteSize,
+        cgroup: String,
+        found: String,
+        why: &'static str,
+    },
 }
 
 impl Docker {
+    /// Whether the started container `id` runs under the memory limit its cell asks for, read
+    /// from the cgroup its first process is charged to (an engine may accept a limit and not
+    /// apply it: rootless Podman on cgroup v1 only warns on its command line, and its API says
+    /// nothing). A container already gone, or whose process is not in this machine's view
+    /// (gVisor's sandbox under rootless Podman), is not judged.
+    pub(super) async fn check_memory_limit(
+        &self,
+        config: &CellConfig,
+        id: &str,
+    ) -> Result<(), ContainerError> {
+        let Some(asked) = config.knobs.memory else {
+            return Ok(());
+        };
+        let inspected = self.engine.docker().inspect_container(id, None).await;
+        let pid = inspected.ok().and_then(|c| c.state?.pid).unwrap_or(0);
+        let Some((cgroup, limit)) = u32::try_from(pid)
+            .ok()
+            .filter(|p| *p > 0)
+            .and_then(sys::cgroup::memory_limit_of)
+        else {
+            return Ok(());
+        };
+        if limit.is_some_and(|l| l <= asked.bytes()) {
+            return Ok(());
+        }
+        let rootless_v1 = self.engine.info.rootless && self.engine.info.cgroup_version == "v1";
+        Err(ContainerError::LimitNotApplied {
+            asked,
+            cgroup: cgroup.display().to_string(),
+            found: match limit {
+                Some(l) => format!("has a limit of {}", model::size::ByteSize(l)),
+                None => "has no limit".to_string(),
+            },
+            why: match rootless_v1 {
+                true => ": a rootless engine on cgroup v1 applies no resource limits (Podman: \"Resource limits are not supported and ignored on cgroups V1 rootless systems\"); measure memory limits with a rootful engine or on cgroup v2",
+                false => "",
+            },
+        })
+    }
+
     /// Creates the cell's container (not started); its id.
     pub(super) async fn create_container(
         &self,

@@ -91,6 +91,12 @@ impl Engine {
             .map(|(name, r)| (name.clone(), r.path.unwrap_or(name)))
             .collect();
         oci_runtimes.sort();
+        // Rootless Docker and an unprivileged user's Podman both list `name=rootless`.
+        let rootless = system
+            .security_options
+            .iter()
+            .flatten()
+            .any(|o| o.split(',').any(|kv| kv == "name=rootless"));
         let info = EngineInfo {
             name: kind.to_string(),
             version: version.version.unwrap_or_default(),
@@ -105,6 +111,7 @@ impl Engine {
                 .unwrap_or_default(),
             storage_driver: system.driver.unwrap_or_default(),
             oci_runtime: String::new(),
+            rootless,
         };
         Ok(Engine {
             runtime,

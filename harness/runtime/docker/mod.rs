@@ -170,6 +170,10 @@ impl Docker {
             remove().await;
             return Err(ContainerError::Engine("starting", e));
         }
+        if let Err(e) = self.check_memory_limit(config, &id).await {
+            remove().await;
+            return Err(e);
+        }
 
         let mut stderr_partial = String::new();
         // Watched until the OOM event or the stream's end (an engine gone ends it at once,

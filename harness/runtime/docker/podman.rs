@@ -49,6 +49,14 @@ impl Service {
             .prefix(&format!("{DIR_PREFIX}{token}-"))
             .tempdir()
             .context("engine podman: making the service's socket directory")?;
+        let socket = Service::socket(dir.path());
+        // sun_path holds 108 bytes, the terminating NUL among them.
+        if socket.as_os_str().len() > 107 {
+            bail!(
+                "engine podman: the service's socket {} is longer than a unix socket's path may be (107 bytes): set TMPDIR to a shorter directory",
+                socket.display()
+            );
+        }
         let log = std::fs::File::create(dir.path().join("service.log"))
             .context("engine podman: the service's log")?;
         let mut command = Command::new(podman);
@@ -57,6 +65,12 @@ impl Service {
         }
         if oci.is_gvisor() {
             command.args(["--runtime-flag", "network=none"]);
+            // Rootless on cgroup v1 runsc cannot make its cgroups ("mkdir
+            // /sys/fs/cgroup/blkio/ID: permission denied", runsc 20221219) and Podman applies no
+            // limits there anyway: the sandbox runs in the service's.
+            if !nix::unistd::geteuid().is_root() && sys::cgroup::version() == Some(1) {
+                command.args(["--runtime-flag", "ignore-cgroups"]);
+            }
         }
         // A service of its own, not a client of another: CONTAINER_HOST would make this podman
         // a remote client, which has no `--runtime` and no `system service`.
@@ -64,7 +78,7 @@ impl Service {
             .env_remove("CONTAINER_HOST")
             .env_remove("CONTAINER_CONNECTION")
             .args(["system", "service", "--time=0"])
-            .arg(format!("unix://{}", Service::socket(dir.path()).display()))
+            .arg(format!("unix://{}", socket.display()))
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(log);
@@ -131,17 +145,23 @@ impl Service {
 }
 
 impl Drop for Service {
+    /// Stops the service's whole process group: a rootless Podman re-executes itself inside its
+    /// user namespace, and the child the harness started only waits for that one (killed alone
+    /// after the grace, it left the service serving, orphaned).
     fn drop(&mut self) {
-        let pid = nix::unistd::Pid::from_raw(self.child.id() as i32);
-        let _ = nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGTERM);
+        use nix::sys::signal::{killpg, Signal};
+        let group = nix::unistd::Pid::from_raw(self.child.id() as i32);
+        let _ = killpg(group, Signal::SIGTERM);
         let began = Instant::now();
+        let mut reaped = false;
         while began.elapsed() < STOP_GRACE {
-            if let Ok(Some(_)) = self.child.try_wait() {
+            reaped = reaped || matches!(self.child.try_wait(), Ok(Some(_)));
+            if reaped && sys::proc_tree::group_members(self.child.id()).is_empty() {
                 return;
             }
             std::thread::sleep(Duration::from_millis(50));
         }
-        let _ = self.child.kill();
+        let _ = killpg(group, Signal::SIGKILL);
         let _ = self.child.wait();
     }
 }
@@ -176,14 +196,25 @@ pub fn connect(oci: &OciRuntime) -> Result<(Engine, Option<Service>)> {
         runtime_on_path(name)?;
     }
     if oci.named().is_none() {
-        if let Some(engine) =
-            existing_socket().and_then(|s| Engine::connect_unix(EngineKind::Podman, &s).ok())
-        {
+        if let Some((mut engine, socket)) = existing_socket().and_then(|s| {
+            let engine = Engine::connect_unix(EngineKind::Podman, &s).ok()?;
+            Some((engine, s))
+        }) {
+            engine.info.rootless |= owned_by_a_user(&socket);
             return Ok((engine, None));
         }
     }
-    let (service, engine) = Service::start(oci)?;
+    let (service, mut engine) = Service::start(oci)?;
+    engine.info.rootless |= !nix::unistd::geteuid().is_root();
     Ok((engine, Some(service)))
+}
+
+/// Whether a service's socket belongs to an unprivileged user: Podman's compatible API does not
+/// list `rootless` among its security options as Docker's does (Podman 4.3), and a service
+/// makes its socket as the user it runs as.
+fn owned_by_a_user(socket: &Path) -> bool {
+    use std::os::unix::fs::MetadataExt;
+    std::fs::metadata(socket).is_ok_and(|m| m.uid() != 0)
 }
 
 /// The service directories (`shmbench-podman-TOKEN-*`) in the temporary directory: (path, the

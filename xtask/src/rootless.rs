@@ -1,0 +1,89 @@
+//! An unprivileged user for the rootless Podman tests (`shmbench-rootless`: no home, no login
+//! shell, subordinate uid and gid ranges as `useradd` allocates them, which gVisor's sandbox
+//! needs: without them runsc could not start one, "fork/exec /proc/self/exe: operation not
+//! permitted"), and `newuidmap` (Debian's uidmap). A user this set-up made is removed after the
+//! tests, its processes first (a rootless Podman's pause process outlives its commands); one
+//! that was there before is left as it was.
+
+use crate::needs::{cache_dir, on_path, run, Need};
+
+/// The tests run `shmbench` as this user (tests/runtimes.rs names it too).
+pub const USER: &str = "shmbench-rootless";
+
+/// Kept while the user this set-up made exists: the proof that it may remove it.
+fn made_here() -> std::path::PathBuf {
+    cache_dir("runtimes").join("user-made-by-tests")
+}
+
+fn exists() -> bool {
+    listed("/etc/passwd")
+}
+
+/// Whether `file` (/etc/passwd, /etc/subuid, /etc/subgid) has a line for the user.
+fn listed(file: &str) -> bool {
+    std::fs::read_to_string(file)
+        .unwrap_or_default()
+        .lines()
+        .any(|l| l.split(':').next() == Some(USER))
+}
+
+pub struct RootlessUser;
+
+impl Need for RootlessUser {
+    fn name(&self) -> &'static str {
+        "an unprivileged user for rootless Podman"
+    }
+
+    fn skip_variable(&self) -> Option<&'static str> {
+        Some("SHMBENCH_SKIP_RUNTIMES")
+    }
+
+    fn ensure(&self) -> Result<String, String> {
+        let mut done = Vec::new();
+        if !on_path("newuidmap") {
+            crate::apt::install(&["uidmap"])?;
+            done.push("installed uidmap".to_string());
+        }
+        if !exists() {
+            std::fs::create_dir_all(cache_dir("runtimes")).map_err(|e| e.to_string())?;
+            std::fs::write(made_here(), USER).map_err(|e| e.to_string())?;
+            run(&[
+                "useradd",
+                "--no-create-home",
+                "--home-dir",
+                "/nonexistent",
+                "--shell",
+                "/usr/sbin/nologin",
+                "--comment",
+                "shmbench tests: rootless Podman",
+                USER,
+            ])?;
+            done.push(format!("made the user {USER} (removed after the tests)"));
+        }
+        if !listed("/etc/subuid") || !listed("/etc/subgid") {
+            return Err(format!(
+                "{USER} has no subordinate uid or gid range: add one (`usermod --add-subuids 100000-165535 --add-subgids 100000-165535 {USER}`), or set SHMBENCH_SKIP_RUNTIMES=1"
+            ));
+        }
+        Ok(match done.is_empty() {
+            true => format!("{USER} present"),
+            false => done.join("; "),
+        })
+    }
+
+    fn stop(&self) -> Option<String> {
+        if !made_here().exists() {
+            return None;
+        }
+        if exists() {
+            // Ours by the marker: what still runs as it is a rootless Podman's own.
+            let _ = run(&["pkill", "-KILL", "-u", USER]);
+            std::thread::sleep(std::time::Duration::from_millis(300));
+            if let Err(e) = run(&["userdel", USER]) {
+                return Some(format!("could not remove the user {USER}: {e}"));
+            }
+        }
+        let _ = std::fs::remove_file(made_here());
+        Some(format!("removed the user {USER}"))
+    }
+}
