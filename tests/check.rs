@@ -343,3 +343,28 @@ fn help_lists_every_rule_of_the_rule_table() {
         assert!(help.contains(&line), "no `{line}` in\n{help}");
     }
 }
+
+/// docs/RUNTIMES.md's table in the check: Podman's own default /dev/shm, and what a sandboxed
+/// runtime class does to a Memory emptyDir.
+#[test]
+fn podman_lines_and_sandboxed_runtime_classes_are_judged_by_the_measured_table() {
+    let said = |name: &str| {
+        let file = fixtures().join(name);
+        String::from_utf8_lossy(&check(&[file.to_str().unwrap()]).stdout).into_owned()
+    };
+    let podman = said("shm020-fail-podman-rootless.sh");
+    assert!(
+        podman.contains("Podman's 62.5 MiB (size=64000k"),
+        "{podman}"
+    );
+    let kata = said("shm007-fail-kata.yaml");
+    assert!(
+        kata.contains("kata-qemu is Kata") && kata.contains("not by its sizeLimit 2 GiB"),
+        "{kata}"
+    );
+    let gvisor = said("shm008-fail-gvisor.yaml");
+    assert!(
+        gvisor.contains("note SHM008") && gvisor.contains("ends the whole sandbox"),
+        "{gvisor}"
+    );
+}

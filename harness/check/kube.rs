@@ -12,6 +12,7 @@
 
 use super::need::{in_process_framework, is_accelerator, looks_ml, ranks_in, Loaders, Ranks};
 use super::rules::{self, Finding, Rule};
+use super::runtime_class;
 use super::yaml_tree::{Node, Value};
 use model::kube_quantity::kube_quantity;
 use model::size::ByteSize;
@@ -193,15 +194,15 @@ impl Place<'_> {
         message: String,
         fix: Option<String>,
     ) -> Finding {
-        finding(
+        Finding {
             rule,
-            self.file,
-            node.line,
-            self.pod,
-            self.container.clone(),
+            file: self.file.to_string(),
+            line: node.line,
+            object: self.pod.object.clone(),
+            container: self.container.clone(),
             message,
             fix,
-        )
+        }
     }
 }
 
@@ -353,6 +354,9 @@ fn check_container(
         .get("sizeLimit")
         .and_then(Node::text)
         .and_then(kube_quantity);
+    if let Some((rule, message)) = runtime_class::on_memory_emptydir(place.pod.spec, size) {
+        found.push(place.at(rule, empty_dir, message, None));
+    }
     let limit_words = c
         .memory_limit
         .map(|l| format!(" and the container's limit {}", ByteSize(l)))
@@ -374,25 +378,5 @@ fn check_container(
             ),
             fix(),
         ));
-    }
-}
-
-fn finding(
-    rule: &'static Rule,
-    file: &str,
-    line: usize,
-    pod: &PodSpec,
-    container: Option<String>,
-    message: String,
-    fix: Option<String>,
-) -> Finding {
-    Finding {
-        rule,
-        file: file.to_string(),
-        line,
-        object: pod.object.clone(),
-        container,
-        message,
-        fix,
     }
 }

@@ -10,6 +10,7 @@ pub mod input;
 pub mod kube;
 pub mod need;
 pub mod rules;
+pub mod runtime_class;
 pub mod yaml;
 pub mod yaml_events;
 pub mod yaml_tree;

@@ -69,6 +69,18 @@ pub const ON_DISK: Rule = Rule {
     severity: Severity::Warning,
     summary: "The emptyDir on /dev/shm is not medium Memory: it is the node's disk, not a tmpfs, and every batch goes through it",
 };
+pub const KATA_SIZE_LIMIT: Rule = Rule {
+    id: "SHM007",
+    name: "kata-ignores-size-limit",
+    severity: Severity::Warning,
+    summary: "Under Kata Containers a Memory emptyDir is a tmpfs inside the pod's VM sized at half the VM's memory whatever its sizeLimit (kata-containers #2438, #3765): the /dev/shm the pod gets is not the one written",
+};
+pub const GVISOR_OOM: Rule = Rule {
+    id: "SHM008",
+    name: "gvisor-oom-ends-the-sandbox",
+    severity: Severity::Note,
+    summary: "Under gVisor (runsc) a sized /dev/shm holds as on Linux, but an OOM kill at the memory limit ends the whole sandbox, not one DataLoader worker: the pod dies with no \"Bus error\" to read",
+};
 pub const COMPOSE_NO_SHM: Rule = Rule {
     id: "SHM010",
     name: "compose-without-shm-size",
@@ -89,13 +101,15 @@ pub const SLURM_MEM: Rule = Rule {
 };
 
 /// Every rule, in id order.
-pub const RULES: [&Rule; 9] = [
+pub const RULES: [&Rule; 11] = [
     &NO_DEV_SHM,
     &NO_SIZE_LIMIT,
     &OVER_MEMORY_LIMIT,
     &BELOW_NEED,
     &HOST_IPC,
     &ON_DISK,
+    &KATA_SIZE_LIMIT,
+    &GVISOR_OOM,
     &COMPOSE_NO_SHM,
     &DOCKER_RUN_NO_SHM,
     &SLURM_MEM,

@@ -1,0 +1,71 @@
+//! A pod's `runtimeClassName`: a sandboxed runtime changes what a Memory emptyDir on /dev/shm
+//! does. Kata mounts it as a tmpfs inside the pod's VM sized at half the VM's memory, whatever
+//! its sizeLimit (kata-containers #2438 and #3765, open; #10897 was closed as intended).
+//! gVisor keeps a sized tmpfs's limit as Linux does, but an OOM kill at the memory limit takes
+//! the whole sandbox (both measured with runsc 20221219: docs/RUNTIMES.md).
+
+use super::rules::{self, Rule};
+use super::yaml_tree::Node;
+use model::size::ByteSize;
+
+/// A sandboxed runtime, by the names clusters give its runtime classes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Sandbox {
+    /// `kata`, `kata-qemu`, `kata-clh`, `kata-fc`, ...
+    Kata,
+    /// `gvisor` (GKE Sandbox's), `runsc`, `gvisor-kvm`, ...
+    Gvisor,
+}
+
+impl Sandbox {
+    pub fn of_class(name: &str) -> Option<Sandbox> {
+        let name = name.to_ascii_lowercase();
+        if name.contains("kata") {
+            Some(Sandbox::Kata)
+        } else if name.contains("gvisor") || name.contains("runsc") {
+            Some(Sandbox::Gvisor)
+        } else {
+            None
+        }
+    }
+}
+
+/// What a Memory emptyDir on /dev/shm of sizeLimit `size` (None: none) means in the pod `spec`
+/// under its runtime class: the rule it meets and why, or nothing for runc-like classes.
+pub fn on_memory_emptydir(spec: &Node, size: Option<u64>) -> Option<(&'static Rule, String)> {
+    let class = spec.get("runtimeClassName").and_then(Node::text)?;
+    let limit = match size {
+        Some(s) => format!("sizeLimit {}", ByteSize(s)),
+        None => "no sizeLimit".to_string(),
+    };
+    Some(match Sandbox::of_class(class)? {
+        Sandbox::Kata => (
+            &rules::KATA_SIZE_LIMIT,
+            format!("runtimeClassName {class} is Kata: this Memory emptyDir is a tmpfs inside the pod's VM sized at half the VM's memory, not by its {limit}; size the VM (io.katacontainers.config.hypervisor.default_memory, where the runtime allows the annotation) so half of it covers /dev/shm"),
+        ),
+        Sandbox::Gvisor => (
+            &rules::GVISOR_OOM,
+            format!("runtimeClassName {class} is gVisor: a sized /dev/shm holds as on Linux ({limit}), but an OOM kill at the memory limit ends the whole sandbox, not one worker, and the pod dies with no DataLoader error to read"),
+        ),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn classes_are_known_by_the_names_clusters_give_them() {
+        for (name, sandbox) in [
+            ("kata", Some(Sandbox::Kata)),
+            ("kata-qemu", Some(Sandbox::Kata)),
+            ("Kata-FC", Some(Sandbox::Kata)),
+            ("gvisor", Some(Sandbox::Gvisor)),
+            ("runsc-kvm", Some(Sandbox::Gvisor)),
+            ("runc", None),
+            ("nvidia", None),
+        ] {
+            assert_eq!(Sandbox::of_class(name), sandbox, "{name}");
+        }
+    }
+}
