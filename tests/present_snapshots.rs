@@ -94,6 +94,9 @@ fn the_doctor_in_docker_s_default_shm() {
         max_map_count: Some(65530),
         kernel: "6.1.0".into(),
         mem_total_bytes: 24 << 30,
+        gvisor: false,
+        user_namespace: false,
+        cgroup_version: Some(2),
     };
     let diagnosis = diagnose(&config, &peak, env, None);
     insta::assert_snapshot!("doctor_text", present::doctor::render(&diagnosis, false));

@@ -5,7 +5,7 @@
 //! measure a cell as if it held; nothing of the user's Podman is left running.
 
 use crate::common;
-use crate::runtimes::{judge, runtimes_or_skip, TABLE};
+use crate::runtimes::{cgroup_v1, judge, runtimes_or_skip, TABLE};
 
 use std::os::unix::fs::PermissionsExt;
 use std::os::unix::process::CommandExt;
@@ -94,9 +94,48 @@ fn rootless_podman_measures_the_table_and_says_which_limit_it_cannot_apply() {
         .args(["ps", "-a", "--format", "{{.Names}}"])
         .output()
         .unwrap();
-    end_pause_process(run.path());
-    let text = String::from_utf8_lossy(&ran.stdout);
     let said = String::from_utf8_lossy(&ran.stderr);
+    // The doctor inside the user's container knows it is rootless, and what that costs here.
+    let image = said
+        .split_whitespace()
+        .find(|w| w.starts_with("shmbench:"))
+        .map(|tag| format!("docker.io/library/{tag}"))
+        .unwrap_or_default();
+    let doctor = as_user(home.as_ref(), run.path(), Path::new("/usr/bin/podman"), ids)
+        .args([
+            "--runtime",
+            "runc",
+            "run",
+            "--rm",
+            "--network",
+            "none",
+            "--ulimit",
+            "nofile=1024:1024",
+        ])
+        .args([&image, "doctor", "--format", "json", "--batch", "8"])
+        .output()
+        .unwrap();
+    end_pause_process(run.path());
+    let doctor: serde_json::Value = serde_json::from_slice(&doctor.stdout)
+        .unwrap_or_else(|e| panic!("{e}: {image} {}", String::from_utf8_lossy(&doctor.stderr)));
+    assert_eq!(doctor["environment"]["user_namespace"], true, "{doctor}");
+    assert_eq!(
+        doctor["environment"]["shm_total_bytes"],
+        64_000 << 10,
+        "{doctor}"
+    );
+    let warnings = doctor["warnings"].to_string();
+    assert!(
+        warnings.contains("Podman's default (size=64000k"),
+        "{warnings}"
+    );
+    if cgroup_v1() {
+        assert!(
+            warnings.contains("rootless, by /proc/self/uid_map) on cgroup v1"),
+            "{warnings}"
+        );
+    }
+    let text = String::from_utf8_lossy(&ran.stdout);
     assert!(home.join("r.csv").exists(), "no results: {text}{said}");
     let rows = read_csv(&home.join("r.csv"));
     assert_eq!(rows.len(), 15, "{text}{said}");

@@ -40,6 +40,7 @@ mod report_scale;
 mod results_files;
 mod results_schema;
 mod rootless_podman;
+mod runtime_doctor;
 mod runtimes;
 mod shm_audit;
 mod slurm;

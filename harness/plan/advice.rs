@@ -161,6 +161,7 @@ pub fn diagnose(
         ));
     }
     warnings.extend(start_method_note(config));
+    warnings.extend(super::runtime_notes::notes(&env));
     warnings.extend([
         "torch.multiprocessing.set_sharing_strategy('file_system') does not help: its segments are named files in /dev/shm, bounded exactly like file_descriptor's.".to_string(),
     ]);

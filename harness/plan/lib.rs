@@ -15,5 +15,6 @@ pub mod memory;
 pub mod peak_words;
 pub mod predict;
 pub mod resolve;
+pub mod runtime_notes;
 pub mod scenario;
 pub mod watch;

@@ -29,6 +29,24 @@ pub struct Environment {
     pub max_map_count: Option<u64>,
     pub kernel: String,
     pub mem_total_bytes: u64,
+    /// Inside a gVisor sandbox: its /proc/version is gVisor's own, fixed one.
+    pub gvisor: bool,
+    /// In a user namespace that maps other ids than the host's (a rootless container), by
+    /// /proc/self/uid_map.
+    pub user_namespace: bool,
+    /// The memory cgroup hierarchy's version as seen here (1 or 2; None: none mounted).
+    pub cgroup_version: Option<u8>,
+}
+
+/// The version gVisor's Sentry reports for every sandbox (release 4.4.0), whatever the host's.
+const GVISOR_VERSION: &str = "4.4.0 #1 SMP Sun Jan 10 15:06:54 PST 2016";
+
+/// Whether /proc/self/uid_map is anything but the initial namespace's identity map.
+fn in_user_namespace() -> bool {
+    std::fs::read_to_string("/proc/self/uid_map").is_ok_and(|map| {
+        let fields: Vec<&str> = map.split_whitespace().collect();
+        fields != ["0", "0", "4294967295"]
+    })
 }
 
 fn file_mentions(path: &str, needles: &[&str]) -> bool {
@@ -85,6 +103,9 @@ impl Environment {
                 .map(|u| u.release().to_string_lossy().into_owned())
                 .unwrap_or_default(),
             mem_total_bytes: fingerprint::mem_total(),
+            gvisor: file_mentions("/proc/version", &[GVISOR_VERSION]),
+            user_namespace: in_user_namespace(),
+            cgroup_version: cgroup::version(),
         }
     }
 }
