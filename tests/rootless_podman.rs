@@ -57,6 +57,32 @@ fn end_pause_process(run: &Path) {
     }
 }
 
+/// `shmbench doctor --format json` inside a container of the user's Podman, from the image the
+/// run built (its tag is in what the run `said`).
+fn doctor_as_user(home: &Path, run: &Path, ids: (u32, u32), said: &str) -> serde_json::Value {
+    let image = said
+        .split_whitespace()
+        .find(|w| w.starts_with("shmbench:"))
+        .map(|tag| format!("docker.io/library/{tag}"))
+        .unwrap_or_default();
+    let doctor = as_user(home, run, Path::new("/usr/bin/podman"), ids)
+        .args([
+            "--runtime",
+            "runc",
+            "run",
+            "--rm",
+            "--network",
+            "none",
+            "--ulimit",
+            "nofile=1024:1024",
+        ])
+        .args([&image, "doctor", "--format", "json", "--batch", "8"])
+        .output()
+        .unwrap();
+    serde_json::from_slice(&doctor.stdout)
+        .unwrap_or_else(|e| panic!("{e}: {image} {}", String::from_utf8_lossy(&doctor.stderr)))
+}
+
 #[test]
 fn rootless_podman_measures_the_table_and_says_which_limit_it_cannot_apply() {
     if !runtimes_or_skip() || !require("runtimes", || user_ids().is_some(), USER) {
@@ -96,28 +122,8 @@ fn rootless_podman_measures_the_table_and_says_which_limit_it_cannot_apply() {
         .unwrap();
     let said = String::from_utf8_lossy(&ran.stderr);
     // The doctor inside the user's container knows it is rootless, and what that costs here.
-    let image = said
-        .split_whitespace()
-        .find(|w| w.starts_with("shmbench:"))
-        .map(|tag| format!("docker.io/library/{tag}"))
-        .unwrap_or_default();
-    let doctor = as_user(home.as_ref(), run.path(), Path::new("/usr/bin/podman"), ids)
-        .args([
-            "--runtime",
-            "runc",
-            "run",
-            "--rm",
-            "--network",
-            "none",
-            "--ulimit",
-            "nofile=1024:1024",
-        ])
-        .args([&image, "doctor", "--format", "json", "--batch", "8"])
-        .output()
-        .unwrap();
+    let doctor = doctor_as_user(home.as_ref(), run.path(), ids, &said);
     end_pause_process(run.path());
-    let doctor: serde_json::Value = serde_json::from_slice(&doctor.stdout)
-        .unwrap_or_else(|e| panic!("{e}: {image} {}", String::from_utf8_lossy(&doctor.stderr)));
     assert_eq!(doctor["environment"]["user_namespace"], true, "{doctor}");
     assert_eq!(
         doctor["environment"]["shm_total_bytes"],
