@@ -5,6 +5,7 @@
 //! measure a cell as if it held; nothing of the user's Podman is left running.
 
 use crate::common;
+use crate::runtime_seed::{judge_seed, SEED_FLAGS};
 use crate::runtimes::{cgroup_v1, judge, runtimes_or_skip, TABLE};
 
 use std::os::unix::fs::PermissionsExt;
@@ -83,6 +84,27 @@ fn doctor_as_user(home: &Path, run: &Path, ids: (u32, u32), said: &str) -> serde
         .unwrap_or_else(|e| panic!("{e}: {image} {}", String::from_utf8_lossy(&doctor.stderr)))
 }
 
+/// The doctor inside the user's container knows it is rootless, and what that costs here.
+fn assert_doctor_knows_rootless(doctor: &serde_json::Value) {
+    assert_eq!(doctor["environment"]["user_namespace"], true, "{doctor}");
+    assert_eq!(
+        doctor["environment"]["shm_total_bytes"],
+        64_000 << 10,
+        "{doctor}"
+    );
+    let warnings = doctor["warnings"].to_string();
+    assert!(
+        warnings.contains("Podman's default (size=64000k"),
+        "{warnings}"
+    );
+    if cgroup_v1() {
+        assert!(
+            warnings.contains("rootless, by /proc/self/uid_map) on cgroup v1"),
+            "{warnings}"
+        );
+    }
+}
+
 #[test]
 fn rootless_podman_measures_the_table_and_says_which_limit_it_cannot_apply() {
     if !runtimes_or_skip() || !require("runtimes", || user_ids().is_some(), USER) {
@@ -116,31 +138,28 @@ fn rootless_podman_measures_the_table_and_says_which_limit_it_cannot_apply() {
         .args(["--oci-runtimes", "runc,runsc,crun", "--out", "r.csv"])
         .output()
         .unwrap();
+    // The seed matrix too, as the rootful engines run it (`runtime_seed`).
+    let seed = as_user(home.as_ref(), run.path(), &bin, ids)
+        .args([
+            "matrix",
+            "seed-matrix",
+            "--engines",
+            "podman",
+            "--out",
+            "seed.csv",
+        ])
+        .args(["--oci-runtimes", "runc,runsc,crun"])
+        .args(SEED_FLAGS)
+        .output()
+        .unwrap();
     let podman_left = as_user(home.as_ref(), run.path(), Path::new("/usr/bin/podman"), ids)
         .args(["ps", "-a", "--format", "{{.Names}}"])
         .output()
         .unwrap();
     let said = String::from_utf8_lossy(&ran.stderr);
-    // The doctor inside the user's container knows it is rootless, and what that costs here.
     let doctor = doctor_as_user(home.as_ref(), run.path(), ids, &said);
     end_pause_process(run.path());
-    assert_eq!(doctor["environment"]["user_namespace"], true, "{doctor}");
-    assert_eq!(
-        doctor["environment"]["shm_total_bytes"],
-        64_000 << 10,
-        "{doctor}"
-    );
-    let warnings = doctor["warnings"].to_string();
-    assert!(
-        warnings.contains("Podman's default (size=64000k"),
-        "{warnings}"
-    );
-    if cgroup_v1() {
-        assert!(
-            warnings.contains("rootless, by /proc/self/uid_map) on cgroup v1"),
-            "{warnings}"
-        );
-    }
+    assert_doctor_knows_rootless(&doctor);
     let text = String::from_utf8_lossy(&ran.stdout);
     assert!(home.join("r.csv").exists(), "no results: {text}{said}");
     let rows = read_csv(&home.join("r.csv"));
@@ -151,6 +170,17 @@ fn rootless_podman_measures_the_table_and_says_which_limit_it_cannot_apply() {
     );
     let started = judge(&rows);
     assert!(started.iter().any(|s| s == "podman runc"), "{text}");
+    let seed_rows = read_csv(&home.join("seed.csv"));
+    assert_eq!(
+        seed_rows.len(),
+        15,
+        "{}",
+        String::from_utf8_lossy(&seed.stderr)
+    );
+    assert!(seed_rows.iter().all(|r| r["docker_rootless"] == "true"));
+    // `--ipc host` rootless: refused where the host has no /dev/mqueue to share (this one).
+    let seed_started = judge_seed(&seed_rows, &["docker-ipc-host"]);
+    assert!(seed_started.iter().any(|s| s == "podman runc"));
     assert!(
         text.contains("podman rootless runc"),
         "the table names it: {text}"

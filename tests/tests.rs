@@ -41,6 +41,7 @@ mod results_files;
 mod results_schema;
 mod rootless_podman;
 mod runtime_doctor;
+mod runtime_seed;
 mod runtimes;
 mod shm_audit;
 mod slurm;

@@ -55,7 +55,7 @@ impl Need for RootlessUser {
                 "--shell",
                 "/usr/sbin/nologin",
                 "--comment",
-                "shmbench tests: rootless Podman",
+                "shmbench tests, rootless Podman",
                 USER,
             ])?;
             done.push(format!("made the user {USER} (removed after the tests)"));
@@ -75,7 +75,8 @@ impl Need for RootlessUser {
         if !made_here().exists() {
             return None;
         }
-        if exists() {
+        let existed = exists();
+        if existed {
             // Ours by the marker: what still runs as it is a rootless Podman's own.
             let _ = run(&["pkill", "-KILL", "-u", USER]);
             std::thread::sleep(std::time::Duration::from_millis(300));
@@ -84,6 +85,6 @@ impl Need for RootlessUser {
             }
         }
         let _ = std::fs::remove_file(made_here());
-        Some(format!("removed the user {USER}"))
+        existed.then(|| format!("removed the user {USER}"))
     }
 }
