@@ -357,6 +357,11 @@ fn podman_lines_and_sandboxed_runtime_classes_are_judged_by_the_measured_table()
         podman.contains("Podman's 62.5 MiB (size=64000k"),
         "{podman}"
     );
+    // The fix in the line's own engine's words.
+    assert!(
+        podman.contains("podman run --shm-size=") && !podman.contains("docker run"),
+        "{podman}"
+    );
     let kata = said("shm007-fail-kata.yaml");
     assert!(
         kata.contains("kata-qemu is Kata") && kata.contains("not by its sizeLimit 2 GiB"),

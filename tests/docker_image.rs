@@ -7,7 +7,7 @@
 use crate::common;
 
 use std::path::Path;
-use std::process::Command;
+use std::process::{Command, Stdio};
 
 use common::*;
 
@@ -278,4 +278,53 @@ fn the_harness_image_exports_as_a_tar_docker_load_accepts() {
         .map(|e| e.file_name())
         .collect();
     assert_eq!(left.len(), 1, "only the tar: {left:?}");
+}
+
+/// Images of other binaries do not pile up: a build removes those no live run uses. Judged on an
+/// image this test made (another binary's stand-in: built from this one's, so it carries the
+/// label shmbench's images carry), not on what other users' runs left or hold.
+#[test]
+fn a_build_removes_another_binarys_image_no_run_uses() {
+    if !docker_or_skip() {
+        return;
+    }
+    let _guard = serial();
+    let shown = String::from_utf8_lossy(&shmbench(&["image"]).stdout).into_owned();
+    let own = shown
+        .split_whitespace()
+        .find(|w| w.starts_with("shmbench:"))
+        .unwrap_or_else(|| panic!("no tag in: {shown}"))
+        .to_string();
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_nanos();
+    let other = format!("shmbench:{:012x}", nanos & 0xffff_ffff_ffff);
+    let dir = temp_dir("other-image");
+    let _other = build_image(
+        &other,
+        dir.as_ref(),
+        &format!("FROM {own}\nLABEL org.shmbench.test-stand-in={nanos}\n"),
+    );
+    assert!(image_exists(&other), "the stand-in was built");
+    let rebuilt = shmbench(&["image", "--rebuild"]);
+    assert!(
+        rebuilt.status.success(),
+        "{}",
+        String::from_utf8_lossy(&rebuilt.stderr)
+    );
+    assert!(
+        !image_exists(&other),
+        "a build removes another binary's unused image"
+    );
+    assert!(image_exists(&own), "and keeps its own");
+}
+
+fn image_exists(tag: &str) -> bool {
+    Command::new("docker")
+        .args(["image", "inspect", tag])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success())
 }

@@ -111,7 +111,11 @@ fn check_run(rest: &str, file: &str, line: usize, loaders: &Loaders, found: &mut
     let ml = (looks_ml(rest) || flag(&words, "--gpus").is_some() || loaders.given)
         && !in_process_framework(rest);
     let need = loaders.need(rest, run_ranks(&words, rest));
-    let fix = need.fix(Target::Docker, None);
+    // The fix in the line's own engine's words (its flags are Docker's).
+    let engine = words.first().copied().unwrap_or("docker");
+    let fix = need
+        .fix(Target::Docker, None)
+        .map(|f| f.replace("docker run", &format!("{engine} run")));
     let mut push = |rule: &'static Rule, message: String, fix: Option<String>| {
         found.push(Finding {
             rule,

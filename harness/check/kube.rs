@@ -354,8 +354,8 @@ fn check_container(
         .get("sizeLimit")
         .and_then(Node::text)
         .and_then(kube_quantity);
-    if let Some((rule, message)) = runtime_class::on_memory_emptydir(place.pod.spec, size) {
-        found.push(place.at(rule, empty_dir, message, None));
+    if let Some((rule, message, fix)) = runtime_class::on_memory_emptydir(place.pod.spec, size) {
+        found.push(place.at(rule, empty_dir, message, Some(fix)));
     }
     let limit_words = c
         .memory_limit

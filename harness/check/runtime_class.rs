@@ -31,8 +31,12 @@ impl Sandbox {
 }
 
 /// What a Memory emptyDir on /dev/shm of sizeLimit `size` (None: none) means in the pod `spec`
-/// under its runtime class: the rule it meets and why, or nothing for runc-like classes.
-pub fn on_memory_emptydir(spec: &Node, size: Option<u64>) -> Option<(&'static Rule, String)> {
+/// under its runtime class: the rule it meets, why, and what to do; nothing for runc-like
+/// classes.
+pub fn on_memory_emptydir(
+    spec: &Node,
+    size: Option<u64>,
+) -> Option<(&'static Rule, String, String)> {
     let class = spec.get("runtimeClassName").and_then(Node::text)?;
     let limit = match size {
         Some(s) => format!("sizeLimit {}", ByteSize(s)),
@@ -41,11 +45,13 @@ pub fn on_memory_emptydir(spec: &Node, size: Option<u64>) -> Option<(&'static Ru
     Some(match Sandbox::of_class(class)? {
         Sandbox::Kata => (
             &rules::KATA_SIZE_LIMIT,
-            format!("runtimeClassName {class} is Kata: this Memory emptyDir is a tmpfs inside the pod's VM sized at half the VM's memory, not by its {limit}; size the VM (io.katacontainers.config.hypervisor.default_memory, where the runtime allows the annotation) so half of it covers /dev/shm"),
+            format!("runtimeClassName {class} is Kata: this Memory emptyDir is a tmpfs inside the pod's VM sized at half the VM's memory, not by its {limit}"),
+            "size the pod's VM so half of its memory covers /dev/shm: metadata.annotations: io.katacontainers.config.hypervisor.default_memory: \"MiB\" (where the runtime's enable_annotations allows it), or give the job a runc runtime class".to_string(),
         ),
         Sandbox::Gvisor => (
             &rules::GVISOR_OOM,
             format!("runtimeClassName {class} is gVisor: a sized /dev/shm holds as on Linux ({limit}), but an OOM kill at the memory limit ends the whole sandbox, not one worker, and the pod dies with no DataLoader error to read"),
+            "keep the container's memory limit above sizeLimit plus the job's own memory, so /dev/shm fills (a Bus error the job reports) before the limit (a sandbox that vanishes)".to_string(),
         ),
     })
 }

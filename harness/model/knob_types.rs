@@ -33,8 +33,9 @@ pub enum EngineKind {
     /// The Docker Engine (`DOCKER_HOST`, else /var/run/docker.sock).
     #[default]
     Docker,
-    /// Podman's Docker-compatible service: one that answers at `CONTAINER_HOST` (or
-    /// /run/podman/podman.sock), else one the run starts on a socket of its own and stops after.
+    /// Podman's Docker-compatible service: one that answers at `CONTAINER_HOST` (or the user's
+    /// $XDG_RUNTIME_DIR/podman/podman.sock, or /run/podman/podman.sock as root), else one the
+    /// run starts on a socket of its own and stops after; rootless when run as a user.
     Podman,
 }
 

@@ -91,7 +91,8 @@ impl Engine {
             .map(|(name, r)| (name.clone(), r.path.unwrap_or(name)))
             .collect();
         oci_runtimes.sort();
-        // Rootless Docker and an unprivileged user's Podman both list `name=rootless`.
+        // Rootless Docker lists `name=rootless`; Podman's compatible API does not (4.3), and
+        // `podman::connect` says it from whose service it is.
         let rootless = system
             .security_options
             .iter()
