@@ -40,7 +40,7 @@ pub fn on_memory_emptydir(
     let class = spec.get("runtimeClassName").and_then(Node::text)?;
     let limit = match size {
         Some(s) => format!("sizeLimit {}", ByteSize(s)),
-        None => "no sizeLimit".to_string(),
+        None => "sizeLimit (it has none)".to_string(),
     };
     Some(match Sandbox::of_class(class)? {
         Sandbox::Kata => (
@@ -50,7 +50,7 @@ pub fn on_memory_emptydir(
         ),
         Sandbox::Gvisor => (
             &rules::GVISOR_OOM,
-            format!("runtimeClassName {class} is gVisor: a sized /dev/shm holds as on Linux ({limit}), but an OOM kill at the memory limit ends the whole sandbox, not one worker, and the pod dies with no DataLoader error to read"),
+            format!("runtimeClassName {class} is gVisor: a sized /dev/shm holds as on Linux, but an OOM kill at the memory limit ends the whole sandbox, not one worker, and the pod dies with no DataLoader error to read"),
             "keep the container's memory limit above sizeLimit plus the job's own memory, so /dev/shm fills (a Bus error the job reports) before the limit (a sandbox that vanishes)".to_string(),
         ),
     })

@@ -22,8 +22,12 @@ pub fn notes(env: &Environment) -> Vec<String> {
             ByteSize(PODMAN_DEFAULT_SHM)
         ));
     }
-    if env.user_namespace && env.place != Place::Host && env.cgroup_version == Some(1) {
-        notes.push("this container runs in a user namespace (rootless, by /proc/self/uid_map) on cgroup v1: a rootless engine applies no memory limit there (Podman ignores --memory, measured), so only /dev/shm's own size bounds its pages".to_string());
+    // A container started by root in a user namespace (userns-remap) may have its limit: said
+    // only where none is visible.
+    let unlimited = env.cgroup_memory_limit.is_none();
+    if env.user_namespace && env.place != Place::Host && env.cgroup_version == Some(1) && unlimited
+    {
+        notes.push("this container runs in a user namespace (rootless, by /proc/self/uid_map) on cgroup v1 and no memory limit is visible: a rootless engine applies none there (Podman ignores --memory, measured), so only /dev/shm's own size bounds its pages".to_string());
     }
     notes
 }

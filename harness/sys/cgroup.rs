@@ -108,15 +108,26 @@ pub fn memory_limit() -> Option<u64> {
 
 /// The memory cgroup that pays for another process's pages, as this machine sees it (a
 /// container's process, found from outside: the engine's word that it set a limit is not
-/// proof), and the least limit in force on it (None: unlimited).
-pub fn memory_limit_of(pid: u32) -> Option<(PathBuf, Option<u64>)> {
+/// proof).
+pub struct ChargedTo {
+    pub dir: PathBuf,
+    /// The limit set on that cgroup itself (None: none).
+    pub own: Option<u64>,
+    /// The least limit in force on it, its ancestors' included (None: unlimited).
+    pub least: Option<u64>,
+}
+
+pub fn memory_limit_of(pid: u32) -> Option<ChargedTo> {
     let dir = memory_dir_of(&pid.to_string())?;
     let root = match version() {
         Some(2) => Path::new("/sys/fs/cgroup"),
         _ => Path::new("/sys/fs/cgroup/memory"),
     };
-    let limit = least_limit(&dir, root);
-    Some((dir, limit))
+    Some(ChargedTo {
+        own: limit_in(&dir),
+        least: least_limit(&dir, root),
+        dir,
+    })
 }
 
 /// The least limit set on `dir` or any ancestor of it up to `root`.

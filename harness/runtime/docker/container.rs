@@ -13,6 +13,7 @@ use cell::protocol::{LIFELINE_ENV, PROGRESS_ENV};
 use cell::torch::PythonError;
 use model::config::CellConfig;
 use model::knobs::{EngineKind, Loader, OciRuntime};
+use model::size::ByteSize;
 use sys::reexec::{bundle_argv, BUNDLE_ENV};
 use sys::run_owner::{self, NoRunRecord};
 
@@ -31,7 +32,7 @@ pub enum ContainerError {
     /// The container runs without the memory limit its cell asks for, as its cgroup shows.
     #[error("the engine did not apply the cell's memory limit of {asked}: the container's memory cgroup ({cgroup}) {found}{why}")]
     LimitNotApplied {
-        asked: model::size::ByteSize,
+        asked: ByteSize,
         cgroup: String,
         found: String,
         why: &'static str,
@@ -54,24 +55,34 @@ impl Docker {
         };
         let inspected = self.engine.docker().inspect_container(id, None).await;
         let pid = inspected.ok().and_then(|c| c.state?.pid).unwrap_or(0);
-        let Some((cgroup, limit)) = u32::try_from(pid)
+        let Some(charged) = u32::try_from(pid)
             .ok()
             .filter(|p| *p > 0)
             .and_then(sys::cgroup::memory_limit_of)
         else {
             return Ok(());
         };
-        if limit.is_some_and(|l| l <= asked.bytes()) {
-            return Ok(());
-        }
+        // Its own cgroup must hold the limit: a parent's, shared with other processes (a Slurm
+        // job's, the harness's), is not the cell's, and a lower one would end it early.
+        let found = match (charged.own, charged.least) {
+            (Some(own), Some(least)) if own <= asked.bytes() && least >= own => return Ok(()),
+            (Some(own), Some(least)) if least < own => format!(
+                "has {}, but a parent limits it to {}",
+                ByteSize(own),
+                ByteSize(least)
+            ),
+            (Some(own), _) => format!("has a limit of {}", ByteSize(own)),
+            (None, Some(least)) => format!(
+                "has no limit of its own; a parent's, shared, is {}",
+                ByteSize(least)
+            ),
+            (None, None) => "has no limit".to_string(),
+        };
         let rootless_v1 = self.engine.info.rootless && self.engine.info.cgroup_version == "v1";
         Err(ContainerError::LimitNotApplied {
             asked,
-            cgroup: cgroup.display().to_string(),
-            found: match limit {
-                Some(l) => format!("has a limit of {}", model::size::ByteSize(l)),
-                None => "has no limit".to_string(),
-            },
+            cgroup: charged.dir.display().to_string(),
+            found,
             why: match rootless_v1 {
                 true => ": a rootless engine on cgroup v1 applies no resource limits (Podman: \"Resource limits are not supported and ignored on cgroups V1 rootless systems\"); measure memory limits with a rootful engine or on cgroup v2",
                 false => "",

@@ -59,6 +59,19 @@ impl Service {
         }
         let log = std::fs::File::create(dir.path().join("service.log"))
             .context("engine podman: the service's log")?;
+        if !nix::unistd::geteuid().is_root() {
+            // Rootless, the first Podman command makes the user's namespace and a pause process
+            // to keep it, and re-executes itself inside in a child the death signal does not
+            // reach (a SIGKILLed run left such a service serving): one made before the service
+            // lets it join the namespace in place.
+            let _ = Command::new(&podman)
+                .args(["unshare", "true"])
+                .env_remove("CONTAINER_HOST")
+                .stdin(Stdio::null())
+                .stdout(Stdio::null())
+                .stderr(Stdio::null())
+                .status();
+        }
         let mut command = Command::new(podman);
         if let Some(name) = oci.named() {
             command.args(["--runtime", name]);
@@ -249,12 +262,53 @@ pub fn sweep_dead_runs_dirs() -> Vec<PathBuf> {
         let Some(_dead) = sys::run_owner::dead_run(&token) else {
             continue;
         };
-        let answering = std::os::unix::net::UnixStream::connect(Service::socket(&dir)).is_ok();
+        let socket = Service::socket(&dir);
+        // A service still answering for a dead run is an orphan (a rootless Podman that
+        // re-executed itself in its user namespace escapes the death signal): the run's token
+        // in its socket's path proves it the dead run's.
+        if std::os::unix::net::UnixStream::connect(&socket).is_ok() {
+            end_orphaned_service(&socket);
+        }
+        let answering = std::os::unix::net::UnixStream::connect(&socket).is_ok();
         if !answering && dir.is_dir() && std::fs::remove_dir_all(&dir).is_ok() {
             removed.push(dir);
         }
     }
     removed
+}
+
+/// Ends the processes of this user serving on `socket` (their command line names it): SIGTERM,
+/// then SIGKILL after the grace.
+fn end_orphaned_service(socket: &Path) {
+    use nix::sys::signal::{kill, Signal};
+    let address = format!("unix://{}", socket.display());
+    let me = nix::unistd::geteuid().as_raw();
+    let serving = || -> Vec<nix::unistd::Pid> {
+        let Ok(entries) = std::fs::read_dir("/proc") else {
+            return Vec::new();
+        };
+        entries
+            .flatten()
+            .filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok())
+            .filter(|pid| {
+                use std::os::unix::fs::MetadataExt;
+                let mine = std::fs::metadata(format!("/proc/{pid}")).is_ok_and(|m| m.uid() == me);
+                let line = sys::proc_tree::command_line(*pid, 4096);
+                mine && line.contains("system service") && line.ends_with(&address)
+            })
+            .map(|pid| nix::unistd::Pid::from_raw(pid as i32))
+            .collect()
+    };
+    for pid in serving() {
+        let _ = kill(pid, Signal::SIGTERM);
+    }
+    let began = Instant::now();
+    while began.elapsed() < STOP_GRACE && !serving().is_empty() {
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    for pid in serving() {
+        let _ = kill(pid, Signal::SIGKILL);
+    }
 }
 
 /// The containers of shmbench runs on this host that Podman holds, asked through its command
