@@ -19,6 +19,15 @@ fn exists() -> bool {
     listed("/etc/passwd")
 }
 
+/// The user's uid, from /etc/passwd.
+fn uid() -> Option<u32> {
+    let passwd = std::fs::read_to_string("/etc/passwd").ok()?;
+    passwd.lines().find_map(|l| {
+        let fields: Vec<&str> = l.split(':').collect();
+        (fields.first() == Some(&USER)).then(|| fields.get(2)?.parse().ok())?
+    })
+}
+
 /// Whether `file` (/etc/passwd, /etc/subuid, /etc/subgid) has a line for the user.
 fn listed(file: &str) -> bool {
     std::fs::read_to_string(file)
@@ -80,6 +89,10 @@ impl Need for RootlessUser {
             // Ours by the marker: what still runs as it is a rootless Podman's own.
             let _ = run(&["pkill", "-KILL", "-u", USER]);
             std::thread::sleep(std::time::Duration::from_millis(300));
+            // And so is the lock file its Podman keeps in /dev/shm, named by its uid.
+            if let Some(uid) = uid() {
+                let _ = std::fs::remove_file(format!("/dev/shm/libpod_rootless_lock_{uid}"));
+            }
             if let Err(e) = run(&["userdel", USER]) {
                 return Some(format!("could not remove the user {USER}: {e}"));
             }
