@@ -68,15 +68,22 @@ pub fn descendants(root: u32) -> Vec<u32> {
     out
 }
 
-/// The live processes (zombies left out: an orphan's reaper may be slow) whose process group is
-/// `pgid`.
-pub fn group_members(pgid: u32) -> Vec<u32> {
+/// Every process /proc lists now.
+pub fn all_pids() -> Vec<u32> {
     let Ok(entries) = std::fs::read_dir("/proc") else {
         return Vec::new();
     };
     entries
         .flatten()
         .filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok())
+        .collect()
+}
+
+/// The live processes (zombies left out: an orphan's reaper may be slow) whose process group is
+/// `pgid`.
+pub fn group_members(pgid: u32) -> Vec<u32> {
+    all_pids()
+        .into_iter()
         .filter(|pid| {
             let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
                 return false;

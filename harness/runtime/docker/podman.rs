@@ -284,12 +284,8 @@ fn end_orphaned_service(socket: &Path) {
     let address = format!("unix://{}", socket.display());
     let me = nix::unistd::geteuid().as_raw();
     let serving = || -> Vec<nix::unistd::Pid> {
-        let Ok(entries) = std::fs::read_dir("/proc") else {
-            return Vec::new();
-        };
-        entries
-            .flatten()
-            .filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok())
+        sys::proc_tree::all_pids()
+            .into_iter()
             .filter(|pid| {
                 use std::os::unix::fs::MetadataExt;
                 let mine = std::fs::metadata(format!("/proc/{pid}")).is_ok_and(|m| m.uid() == me);
