@@ -289,12 +289,7 @@ fn a_build_removes_another_binarys_image_no_run_uses() {
         return;
     }
     let _guard = serial();
-    let shown = String::from_utf8_lossy(&shmbench(&["image"]).stdout).into_owned();
-    let own = shown
-        .split_whitespace()
-        .find(|w| w.starts_with("shmbench:"))
-        .unwrap_or_else(|| panic!("no tag in: {shown}"))
-        .to_string();
+    let own = this_binarys_image();
     let nanos = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .unwrap()

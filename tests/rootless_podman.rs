@@ -61,9 +61,7 @@ fn end_pause_process(run: &Path) {
 /// `shmbench doctor --format json` inside a container of the user's Podman, from the image the
 /// run built (its tag is in what the run `said`).
 fn doctor_as_user(home: &Path, run: &Path, ids: (u32, u32), said: &str) -> serde_json::Value {
-    let image = said
-        .split_whitespace()
-        .find(|w| w.starts_with("shmbench:"))
+    let image = image_tag_in(said)
         .map(|tag| format!("docker.io/library/{tag}"))
         .unwrap_or_default();
     let doctor = as_user(home, run, Path::new("/usr/bin/podman"), ids)

@@ -10,16 +10,6 @@ use std::process::Command;
 
 use common::*;
 
-/// This binary's image tag (`shmbench:HASH`), as `shmbench image` names it.
-fn image_tag() -> String {
-    let said = shmbench(&["image"]);
-    let text = String::from_utf8_lossy(&said.stdout).into_owned();
-    text.split_whitespace()
-        .find(|w| w.starts_with("shmbench:"))
-        .unwrap_or_else(|| panic!("no tag in: {text}"))
-        .to_string()
-}
-
 /// `shmbench doctor --format json` in a container of Podman's image `image` under `oci`, with
 /// `extra` flags: its JSON.
 fn doctor_in(image: &str, oci: &str, extra: &[&str]) -> serde_json::Value {
@@ -65,7 +55,7 @@ fn the_doctor_in_each_runtime_knows_it_and_reads_dev_shm_truthfully() {
         "{}",
         String::from_utf8_lossy(&built.stderr)
     );
-    let image = format!("docker.io/library/{}", image_tag());
+    let image = format!("docker.io/library/{}", this_binarys_image());
     for oci in ["runc", "runsc"] {
         for (extra, size) in [
             (&[][..], 64_000u64 << 10),

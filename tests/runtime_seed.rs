@@ -4,7 +4,7 @@
 //! container saw (less than one batch: a crash at step 1; room for every batch in flight: a pass).
 
 use crate::common;
-use crate::runtimes::runtimes_or_skip;
+use crate::runtimes::{assert_names_its_runtime, refused_by_engine, runtimes_or_skip};
 
 use std::collections::HashMap;
 
@@ -17,18 +17,17 @@ pub(crate) const SEED_FLAGS: [&str; 4] = ["--workers", "2", "--steps", "4"];
 /// runtime refused on every cell must say so in each row (runc must start); one that started
 /// may be refused only on the cells of `may_refuse`, its row naming the engine's reason.
 pub(crate) fn judge_seed(rows: &[HashMap<String, String>], may_refuse: &[&str]) -> Vec<String> {
-    let refused = |row: &HashMap<String, String>| {
-        row["status"] == "error"
-            && row["steps_done"] == "0"
-            && row["message"].contains(&format!("(OCI runtime {} ", row["oci_runtime"]))
-    };
     let key = |row: &HashMap<String, String>| format!("{} {}", row["engine"], row["oci_runtime"]);
-    let mut started: Vec<String> = rows.iter().filter(|r| !refused(r)).map(key).collect();
+    let mut started: Vec<String> = rows
+        .iter()
+        .filter(|r| !refused_by_engine(r))
+        .map(key)
+        .collect();
     started.sort();
     started.dedup();
     for row in rows {
         let oci = row["oci_runtime"].as_str();
-        if refused(row) {
+        if refused_by_engine(row) {
             let allowed =
                 !started.contains(&key(row)) || may_refuse.contains(&row["cell"].as_str());
             assert!(
@@ -37,10 +36,7 @@ pub(crate) fn judge_seed(rows: &[HashMap<String, String>], may_refuse: &[&str]) 
             );
             continue;
         }
-        assert!(
-            row["docker_oci_runtime"].starts_with(&format!("{oci} ")),
-            "the row names its OCI runtime and version: {row:?}"
-        );
+        assert_names_its_runtime(row);
         let seen: u64 = row["shm_seen_bytes"].parse().unwrap();
         let batch: u64 = row["batch_bytes"].parse().unwrap();
         // 2 workers x prefetch 2 outstanding, and the one the step holds.

@@ -81,7 +81,7 @@ fn assert_clean_of_podman(before: &MachineState) {
 
 /// The memory controller is cgroup v1's (hybrid included).
 pub(crate) fn cgroup_v1() -> bool {
-    !std::path::Path::new("/sys/fs/cgroup/cgroup.controllers").exists()
+    shmbench::sys::cgroup::version() == Some(1)
 }
 
 /// The table of docs/RUNTIMES.md as cells: each engine's default /dev/shm under both torch
@@ -189,6 +189,23 @@ fn the_table_is_measured_under_every_engine_and_oci_runtime_and_rows_name_them()
     assert_clean_of_podman(&before);
 }
 
+/// A row the engine would not run under its OCI runtime: an error before any step whose message
+/// names the runtime (Docker's own words for a refusal do not).
+pub(crate) fn refused_by_engine(row: &std::collections::HashMap<String, String>) -> bool {
+    row["status"] == "error"
+        && row["steps_done"] == "0"
+        && row["message"].contains(&format!("(OCI runtime {} ", row["oci_runtime"]))
+}
+
+/// The row names the OCI runtime it ran under and the version its binary gave.
+pub(crate) fn assert_names_its_runtime(row: &std::collections::HashMap<String, String>) {
+    let recorded = &row["docker_oci_runtime"];
+    assert!(
+        recorded.starts_with(&format!("{} ", row["oci_runtime"])) && !recorded.ends_with(" ?"),
+        "the row names its OCI runtime and version: {row:?}"
+    );
+}
+
 /// Judges each row of the table under its engine and OCI runtime: a runtime that cannot start
 /// here says so in its rows (runc must start), and one that starts measures what `expected`
 /// says. The engines and runtimes that started (`podman runsc`).
@@ -197,10 +214,8 @@ pub(crate) fn judge(rows: &[std::collections::HashMap<String, String>]) -> Vec<S
     for row in rows {
         let (engine, oci) = (row["engine"].as_str(), row["oci_runtime"].as_str());
         assert!(!row["docker_version"].is_empty(), "{row:?}");
-        let refused = row["message"].contains(&format!("(OCI runtime {oci} "))
-            && row["steps_done"] == "0"
-            && !started.contains(&format!("{engine} {oci}"));
-        if row["status"] == "error" && refused && row["cell"] == "default-legacy" {
+        let refused = refused_by_engine(row) && !started.contains(&format!("{engine} {oci}"));
+        if refused && row["cell"] == "default-legacy" {
             // A runtime that cannot start here: the engine's refusal, named; runc must start.
             assert_ne!(oci, "runc", "runc must start here: {row:?}");
             continue;
@@ -215,11 +230,7 @@ pub(crate) fn judge(rows: &[std::collections::HashMap<String, String>]) -> Vec<S
             );
             continue;
         }
-        let recorded = &row["docker_oci_runtime"];
-        assert!(
-            recorded.starts_with(&format!("{oci} ")) && !recorded.ends_with(" ?"),
-            "the row names its OCI runtime and version: {row:?}"
-        );
+        assert_names_its_runtime(row);
         let rootless = row["docker_rootless"] == "true";
         let (statuses, shm) = expected(&row["cell"], engine, oci, rootless);
         assert!(statuses.contains(&row["status"].as_str()), "{row:?}");

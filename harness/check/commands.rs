@@ -170,10 +170,13 @@ fn check_run(rest: &str, file: &str, line: usize, loaders: &Loaders, found: &mut
 
 /// The /dev/shm an engine gives a container of its own IPC namespace, as measured
 /// (docs/RUNTIMES.md): Podman's `size=64000k`, rootless or not, is not Docker's 64 MiB.
-fn default_shm(engine: Option<&str>) -> &'static str {
+fn default_shm(engine: Option<&str>) -> String {
     match engine {
-        Some("podman") => "Podman's 62.5 MiB (size=64000k, rootless too)",
-        _ => "the engine's 64 MiB",
+        Some("podman") => format!(
+            "Podman's {} (size=64000k, rootless too)",
+            ByteSize(plan::runtime_notes::PODMAN_DEFAULT_SHM)
+        ),
+        _ => "the engine's 64 MiB".to_string(),
     }
 }
 

@@ -7,7 +7,7 @@ use model::size::ByteSize;
 use sys::detect::{Environment, Place};
 
 /// Podman's default /dev/shm (`size=64000k`), rootful and rootless (measured, Podman 4.3).
-const PODMAN_DEFAULT_SHM: u64 = 64_000 << 10;
+pub const PODMAN_DEFAULT_SHM: u64 = 64_000 << 10;
 
 /// One sentence per runtime fact that changes how to read the diagnosis here.
 pub fn notes(env: &Environment) -> Vec<String> {

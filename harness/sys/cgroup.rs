@@ -98,12 +98,15 @@ pub fn shmem_bytes() -> Option<u64> {
 /// cgroup's and its ancestors' up to the hierarchy's root, since a parent's limit bounds its
 /// children (Slurm sets `--mem` on the job's cgroup, and its tasks sit below it).
 pub fn memory_limit() -> Option<u64> {
-    let dir = memory_dir()?;
-    let root = match version() {
+    least_limit(&memory_dir()?, memory_root())
+}
+
+/// The root of the memory hierarchy, where limits stop being a cgroup's own.
+fn memory_root() -> &'static Path {
+    match version() {
         Some(2) => Path::new("/sys/fs/cgroup"),
         _ => Path::new("/sys/fs/cgroup/memory"),
-    };
-    least_limit(&dir, root)
+    }
 }
 
 /// The memory cgroup that pays for another process's pages, as this machine sees it (a
@@ -119,13 +122,9 @@ pub struct ChargedTo {
 
 pub fn memory_limit_of(pid: u32) -> Option<ChargedTo> {
     let dir = memory_dir_of(&pid.to_string())?;
-    let root = match version() {
-        Some(2) => Path::new("/sys/fs/cgroup"),
-        _ => Path::new("/sys/fs/cgroup/memory"),
-    };
     Some(ChargedTo {
         own: limit_in(&dir),
-        least: least_limit(&dir, root),
+        least: least_limit(&dir, memory_root()),
         dir,
     })
 }

@@ -313,3 +313,16 @@ pub fn command_in(dir: &Path) -> Command {
     cmd.current_dir(dir).env(OWNER_VARIABLE, lane_mark());
     cmd
 }
+
+/// The shmbench image tag (`shmbench:HASH`) a command's output names, if it names one.
+pub fn image_tag_in(text: &str) -> Option<String> {
+    text.split_whitespace()
+        .find(|w| w.starts_with("shmbench:"))
+        .map(str::to_string)
+}
+
+/// This binary's image tag, as `shmbench image` names it (built if the engine lacks it).
+pub fn this_binarys_image() -> String {
+    let shown = String::from_utf8_lossy(&shmbench(&["image"]).stdout).into_owned();
+    image_tag_in(&shown).unwrap_or_else(|| panic!("no tag in: {shown}"))
+}

@@ -15,25 +15,18 @@ fn made_here() -> std::path::PathBuf {
     cache_dir("runtimes").join("user-made-by-tests")
 }
 
-fn exists() -> bool {
-    listed("/etc/passwd")
-}
-
-/// The user's uid, from /etc/passwd.
-fn uid() -> Option<u32> {
-    let passwd = std::fs::read_to_string("/etc/passwd").ok()?;
-    passwd.lines().find_map(|l| {
-        let fields: Vec<&str> = l.split(':').collect();
-        (fields.first() == Some(&USER)).then(|| fields.get(2)?.parse().ok())?
-    })
-}
-
-/// Whether `file` (/etc/passwd, /etc/subuid, /etc/subgid) has a line for the user.
-fn listed(file: &str) -> bool {
+/// The user's line of `file` (/etc/passwd, /etc/subuid, /etc/subgid), if it has one.
+fn entry(file: &str) -> Option<String> {
     std::fs::read_to_string(file)
-        .unwrap_or_default()
+        .ok()?
         .lines()
-        .any(|l| l.split(':').next() == Some(USER))
+        .find(|l| l.split(':').next() == Some(USER))
+        .map(str::to_string)
+}
+
+/// The user's uid, None while there is no such user.
+fn uid() -> Option<u32> {
+    entry("/etc/passwd")?.split(':').nth(2)?.parse().ok()
 }
 
 pub struct RootlessUser;
@@ -53,7 +46,7 @@ impl Need for RootlessUser {
             crate::apt::install(&["uidmap"])?;
             done.push("installed uidmap".to_string());
         }
-        if !exists() {
+        if uid().is_none() {
             std::fs::create_dir_all(cache_dir("runtimes")).map_err(|e| e.to_string())?;
             std::fs::write(made_here(), USER).map_err(|e| e.to_string())?;
             run(&[
@@ -69,7 +62,7 @@ impl Need for RootlessUser {
             ])?;
             done.push(format!("made the user {USER} (removed after the tests)"));
         }
-        if !listed("/etc/subuid") || !listed("/etc/subgid") {
+        if entry("/etc/subuid").is_none() || entry("/etc/subgid").is_none() {
             return Err(format!(
                 "{USER} has no subordinate uid or gid range: add one (`usermod --add-subuids 100000-165535 --add-subgids 100000-165535 {USER}`), or set SHMBENCH_SKIP_RUNTIMES=1"
             ));
@@ -84,20 +77,18 @@ impl Need for RootlessUser {
         if !made_here().exists() {
             return None;
         }
-        let existed = exists();
-        if existed {
-            // Ours by the marker: what still runs as it is a rootless Podman's own.
+        let existed = uid();
+        if let Some(uid) = existed {
+            // Ours by the marker: what still runs as it is a rootless Podman's own, and so is
+            // the lock file its Podman keeps in /dev/shm, named by its uid.
             let _ = run(&["pkill", "-KILL", "-u", USER]);
             std::thread::sleep(std::time::Duration::from_millis(300));
-            // And so is the lock file its Podman keeps in /dev/shm, named by its uid.
-            if let Some(uid) = uid() {
-                let _ = std::fs::remove_file(format!("/dev/shm/libpod_rootless_lock_{uid}"));
-            }
+            let _ = std::fs::remove_file(format!("/dev/shm/libpod_rootless_lock_{uid}"));
             if let Err(e) = run(&["userdel", USER]) {
                 return Some(format!("could not remove the user {USER}: {e}"));
             }
         }
         let _ = std::fs::remove_file(made_here());
-        existed.then(|| format!("removed the user {USER}"))
+        existed.map(|_| format!("removed the user {USER}"))
     }
 }

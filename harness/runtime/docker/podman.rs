@@ -59,7 +59,7 @@ impl Service {
         }
         let log = std::fs::File::create(dir.path().join("service.log"))
             .context("engine podman: the service's log")?;
-        if !nix::unistd::geteuid().is_root() {
+        if rootless() {
             // Rootless, the first Podman command makes the user's namespace and a pause process
             // to keep it, and re-executes itself inside in a child the death signal does not
             // reach (a SIGKILLed run left such a service serving): one made before the service
@@ -81,7 +81,7 @@ impl Service {
             // Rootless on cgroup v1 runsc cannot make its cgroups ("mkdir
             // /sys/fs/cgroup/blkio/ID: permission denied", runsc 20221219) and Podman applies no
             // limits there anyway: the sandbox runs in the service's.
-            if !nix::unistd::geteuid().is_root() && sys::cgroup::version() == Some(1) {
+            if rootless() && sys::cgroup::version() == Some(1) {
                 command.args(["--runtime-flag", "ignore-cgroups"]);
             }
         }
@@ -179,6 +179,11 @@ impl Drop for Service {
     }
 }
 
+/// Whether this run is an unprivileged user's: a service it starts is a rootless Podman.
+fn rootless() -> bool {
+    !nix::unistd::geteuid().is_root()
+}
+
 /// Refuses an OCI runtime Podman cannot find: it looks for runtimes on PATH.
 pub(super) fn runtime_on_path(name: &str) -> Result<()> {
     if which::which(name).is_err() {
@@ -195,7 +200,7 @@ fn existing_socket() -> Option<PathBuf> {
     }
     let user = std::env::var_os("XDG_RUNTIME_DIR")
         .map(|d| PathBuf::from(d).join("podman/podman.sock"))
-        .filter(|_| !nix::unistd::geteuid().is_root());
+        .filter(|_| rootless());
     let system = PathBuf::from("/run/podman/podman.sock");
     user.into_iter()
         .chain(std::iter::once(system))
@@ -218,7 +223,7 @@ pub fn connect(oci: &OciRuntime) -> Result<(Engine, Option<Service>)> {
         }
     }
     let (service, mut engine) = Service::start(oci)?;
-    engine.info.rootless |= !nix::unistd::geteuid().is_root();
+    engine.info.rootless |= rootless();
     Ok((engine, Some(service)))
 }
 
