@@ -40,6 +40,10 @@ fn merge_and_history_find_the_kernel_that_stepped() {
         !out.contains("at kernel = 6.18"),
         "no step where nothing changed: {out}"
     );
+    // Only runtimes are judged against a reference runtime: along kernels it is a usage error.
+    let o = shmbench(&["history", merged.to_str().unwrap(), "--against", "runc"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("it needs --by runtime"));
 }
 
 #[test]

@@ -42,6 +42,7 @@ mod results_schema;
 mod rootless_podman;
 mod runtime_doctor;
 mod runtime_seed;
+mod runtime_speed;
 mod runtimes;
 mod shm_audit;
 mod slurm;

@@ -12,7 +12,9 @@ use serde::Serialize;
 
 use super::cell_key::{CellKey, Varying};
 use super::change_points;
-use super::compare::Match;
+use super::compare::{Match, Thresholds};
+use super::history_against::{AgainstReference, Collector, REFERENCE};
+pub(crate) use super::natural_order::natural_key;
 use super::outcomes::{self, Shares};
 use super::runs::Runs;
 use super::summary::Outcome;
@@ -45,7 +47,7 @@ pub enum By {
 }
 
 /// A container row's engine column: `podman://4.3.1`, `podman://4.3.1 rootless`.
-fn engine_column(r: &Row) -> Option<String> {
+pub(crate) fn engine_column(r: &Row) -> Option<String> {
     let version = r.docker_version.as_ref()?;
     Some(match r.docker_rootless {
         Some(true) => format!("{}://{version} rootless", r.added.engine),
@@ -91,34 +93,6 @@ impl By {
             _ => None,
         }
     }
-}
-
-/// Orders version-like strings by their numeric parts ("6.9" < "6.18"; "gpu-9" < "gpu-17").
-pub(crate) fn natural_key(s: &str) -> Vec<(u64, String)> {
-    let mut key = Vec::new();
-    let mut digits = String::new();
-    let mut text = String::new();
-    for ch in s.chars() {
-        if ch.is_ascii_digit() {
-            if !text.is_empty() {
-                key.push((0, std::mem::take(&mut text)));
-            }
-            digits.push(ch);
-        } else {
-            if !digits.is_empty() {
-                key.push((digits.parse().unwrap_or(u64::MAX), String::new()));
-                digits.clear();
-            }
-            text.push(ch);
-        }
-    }
-    if !digits.is_empty() {
-        key.push((digits.parse().unwrap_or(u64::MAX), String::new()));
-    }
-    if !text.is_empty() {
-        key.push((0, text));
-    }
-    key
 }
 
 /// The measure a history follows.
@@ -203,6 +177,9 @@ pub struct History {
     pub metric: Metric,
     pub runs: Vec<Run>,
     pub trends: Vec<Trend>,
+    /// By runtime: each OCI runtime's column judged against the reference's with `compare`'s
+    /// tests (None along other fields).
+    pub against: Option<AgainstReference>,
 }
 
 /// A row's cell key and run, as [`Builder::keys`] computes them.
@@ -226,11 +203,13 @@ pub struct Builder {
     cells: Vec<(CellKey, String)>,
     cell_index: HashMap<CellKey, usize>,
     groups: HashMap<(usize, usize), Runs>,
+    against: Option<Collector>,
 }
 
 impl Builder {
     pub fn new(by: By, metric: Metric, matching: Match, threshold: f64) -> Builder {
         Builder {
+            against: (by == By::Runtime).then(|| Collector::new(REFERENCE)),
             by,
             metric,
             matching,
@@ -241,6 +220,12 @@ impl Builder {
             cell_index: HashMap::new(),
             groups: HashMap::new(),
         }
+    }
+
+    /// Judges a runtime history's columns against this OCI runtime's (default: runc).
+    pub fn against(mut self, reference: &str) -> Builder {
+        self.against = self.against.map(|_| Collector::new(reference));
+        self
     }
 
     /// What [`Builder::add_keyed`] needs of a row: its cell key and its run (host, run id and
@@ -278,6 +263,9 @@ impl Builder {
             }
         };
         self.groups.entry((cell, run)).or_default().add(r);
+        if let Some(against) = &mut self.against {
+            against.add(cell, run, r, engine_column(r));
+        }
     }
 
     pub fn finish(mut self) -> Result<History> {
@@ -299,6 +287,12 @@ impl Builder {
             );
         }
         let runs: Vec<Run> = order.iter().map(|i| self.runs[*i].clone()).collect();
+        let thresholds = Thresholds {
+            rate: self.threshold,
+            ..Thresholds::default()
+        };
+        let against =
+            (self.against.as_ref()).map(|a| a.judge(&self.cells, &self.groups, &order, thresholds));
         let mut trends = Vec::new();
         for (cell_index, (key, cell)) in self.cells.into_iter().enumerate() {
             let points: Vec<Option<Point>> = order
@@ -315,6 +309,7 @@ impl Builder {
             metric: self.metric,
             runs,
             trends,
+            against,
         })
     }
 }

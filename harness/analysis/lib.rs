@@ -15,6 +15,8 @@ pub mod fleet_judge;
 pub mod fleet_norm;
 pub mod fleet_verdict;
 pub mod history;
+pub mod history_against;
+mod natural_order;
 mod order_stats;
 pub mod outcomes;
 pub mod power;

@@ -134,7 +134,7 @@ pub fn summarize_by(rows: &[Row], key: impl Fn(&Row) -> CellKey) -> Vec<CellSumm
 }
 
 /// One cell's summary from its first row and its runs.
-fn summarize_runs(key: CellKey, first: &Row, runs: Runs) -> CellSummary {
+pub(crate) fn summarize_runs(key: CellKey, first: &Row, runs: Runs) -> CellSummary {
     let runs = runs.sorted();
     let passing = runs.rates();
     let rates: Vec<f64> = passing.iter().map(|(_, x)| *x).collect();

@@ -3,11 +3,12 @@
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use anyhow::Result;
+use anyhow::{bail, Result};
 
 use super::compare::parse_threshold;
 use crate::analysis::compare::Match;
 use crate::analysis::history::{self, By, Metric};
+use crate::analysis::history_against;
 use crate::present::history as table;
 use crate::present::report::plots;
 use crate::results::stream;
@@ -17,6 +18,7 @@ const AFTER_HELP: &str = "\
 Examples:
   shmbench history results/*.csv --by kernel
   shmbench history results/*.csv --by time --threshold 10%
+  shmbench history results/runtimes.csv --by runtime --against runc
   shmbench history results/*.csv --metric cpu-per-image --match name --plot reports/history";
 
 #[derive(clap::Args)]
@@ -35,8 +37,14 @@ pub(crate) struct Args {
     /// to follow a cell through a knob changed on purpose)
     #[arg(long = "match", value_enum, default_value = "config")]
     pub(crate) matching: Match,
+    /// The smallest step of the metric that counts (and, by runtime, the img/s threshold of
+    /// the judgement against --against)
     #[arg(long, default_value = "5%", value_parser = parse_threshold)]
     pub(crate) threshold: f64,
+    /// With --by runtime: the OCI runtime each other runtime's column is judged against, under
+    /// the same engine on the same host, with compare's tests [default: runc]
+    #[arg(long, value_name = "OCI_RUNTIME")]
+    pub(crate) against: Option<String>,
     /// Also draw the trends (PNG and SVG, change points marked) into this directory
     #[arg(long, value_name = "DIR")]
     pub(crate) plot: Option<PathBuf>,
@@ -47,7 +55,15 @@ pub(crate) struct Args {
 
 pub(crate) fn run(args: Args) -> Result<ExitCode> {
     // Built as read: a fleet's year of rows is never held.
-    let mut builder = history::Builder::new(args.by, args.metric, args.matching, args.threshold);
+    if args.against.is_some() && args.by != By::Runtime {
+        bail!("--against names the OCI runtime a runtime history judges the others against: it needs --by runtime");
+    }
+    let reference = args
+        .against
+        .as_deref()
+        .unwrap_or(history_against::REFERENCE);
+    let mut builder = history::Builder::new(args.by, args.metric, args.matching, args.threshold)
+        .against(reference);
     let keys = builder.keys();
     stream::each_prepared(&args.results, keys, |keys, row| {
         builder.add_keyed(keys, row);

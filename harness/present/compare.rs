@@ -32,7 +32,7 @@ fn cpu_text(s: &Option<CellSummary>) -> String {
 }
 
 /// A relative change and its interval, in percent.
-fn change_text(change: Option<f64>, ci: Option<(f64, f64)>) -> String {
+pub(crate) fn change_text(change: Option<f64>, ci: Option<(f64, f64)>) -> String {
     match (change, ci) {
         (Some(x), Some((lo, hi))) => format!(
             "{:+.1}% [{:+.1}%, {:+.1}%]",
@@ -46,7 +46,7 @@ fn change_text(change: Option<f64>, ci: Option<(f64, f64)>) -> String {
 }
 
 /// Both thresholds, as every rendering states them.
-fn thresholds_text(t: Thresholds) -> String {
+pub(crate) fn thresholds_text(t: Thresholds) -> String {
     format!(
         "thresholds +-{:.0}% img/s, +-{:.0}% CPU per image",
         t.rate * 100.0,
@@ -270,6 +270,27 @@ pub fn render_summary(summaries: &[CellSummary]) -> String {
     table::markdown(&headers, &rows)
 }
 
+/// Each summary's name, with the knobs that tell it from the others of the same name (a matrix
+/// spread over OCI runtimes has a `batch-8` under each: `batch-8 (oci-runtime runsc)`).
+fn distinct_names(summaries: &[CellSummary]) -> Vec<String> {
+    summaries
+        .iter()
+        .map(|s| {
+            let namesakes: Vec<&CellSummary> = (summaries.iter())
+                .filter(|o| o.environment == s.environment && o.key != s.key)
+                .collect();
+            let differing: Vec<String> = (s.knobs.iter().enumerate())
+                .filter(|(i, (_, value))| namesakes.iter().any(|o| o.knobs[*i].1 != *value))
+                .map(|(_, (knob, value))| format!("{knob} {value}"))
+                .collect();
+            match differing.is_empty() {
+                true => s.environment.clone(),
+                false => format!("{} ({})", s.environment, differing.join(", ")),
+            }
+        })
+        .collect()
+}
+
 /// The summary table's headers and cells, for any output format.
 pub fn summary_cells(summaries: &[CellSummary]) -> (Vec<String>, Vec<Vec<String>>) {
     let headers = [
@@ -283,12 +304,14 @@ pub fn summary_cells(summaries: &[CellSummary]) -> (Vec<String>, Vec<Vec<String>
         "outliers",
         "crash steps",
     ];
+    let names = distinct_names(summaries);
     let rows: Vec<Vec<String>> = summaries
         .iter()
-        .map(|s| {
+        .zip(names)
+        .map(|(s, name)| {
             let outcomes = described(&Shares::of(&s.outcomes));
             vec![
-                s.environment.clone(),
+                name,
                 s.runs.to_string(),
                 s.outcome.to_string(),
                 outcomes,
@@ -328,4 +351,36 @@ pub fn summary_cells(summaries: &[CellSummary]) -> (Vec<String>, Vec<Vec<String>
         })
         .collect();
     (headers.map(String::from).to_vec(), rows)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use analysis::summary::summarize;
+    use model::knob_types::OciRuntime;
+    use results::Row;
+
+    #[test]
+    fn namesakes_in_the_summary_are_told_apart_by_the_knobs_they_differ_in() {
+        let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../../tests/fixtures/seed.csv");
+        let rows = results::csv::read(std::path::Path::new(path)).unwrap();
+        let runc = rows[0].clone();
+        let runsc = Row {
+            added: model::knobs::AddedKnobs {
+                oci_runtime: "runsc".parse::<OciRuntime>().unwrap(),
+                ..runc.added.clone()
+            },
+            ..runc.clone()
+        };
+        let names = distinct_names(&summarize(&[runc.clone(), runsc, rows[1].clone()]));
+        assert_eq!(
+            names[0],
+            format!("{} (oci-runtime default)", runc.environment)
+        );
+        assert_eq!(
+            names[1],
+            format!("{} (oci-runtime runsc)", runc.environment)
+        );
+        assert_eq!(names[2], rows[1].environment);
+    }
 }

@@ -142,6 +142,9 @@ pub fn render(h: &History) -> String {
         out.push_str("- no cell stepped beyond the noise and the threshold\n");
     }
     out.push_str(&unjudged_outcomes(h));
+    if let Some(against) = &h.against {
+        out.push_str(&super::history_against::render(h, against));
+    }
     out
 }
 
