@@ -12,7 +12,7 @@ use std::process::{Command, Stdio};
 use common::*;
 
 /// A user image built for one test, removed with it.
-struct TestImage(String);
+pub(crate) struct TestImage(pub(crate) String);
 
 impl Drop for TestImage {
     fn drop(&mut self) {
@@ -64,7 +64,7 @@ fn copy_in(rootfs: &Path, path: &str) {
 /// An image whose python3 is this machine's system Python (with its libraries), without torch.
 /// The test image with this machine's python3, or None where the user skips these tests
 /// (SHMBENCH_SKIP_PYTHON3); a machine without it fails the test, saying how to set it up.
-fn python_image_or_skip() -> Option<TestImage> {
+pub(crate) fn python_image_or_skip() -> Option<TestImage> {
     let present = || std::path::Path::new("/usr/bin/python3").exists();
     if !require(
         "python3",

@@ -43,6 +43,8 @@ mod rootless_podman;
 mod runtime_doctor;
 mod runtime_seed;
 mod runtime_speed;
+mod runtime_torch;
+mod runtime_watch;
 mod runtimes;
 mod shm_audit;
 mod slurm;

@@ -35,24 +35,50 @@ pub struct ProcessView {
     pub held: Vec<Held>,
 }
 
-/// Direct children of `pid` (every thread's), from /proc/PID/task/TID/children.
+/// Direct children of `pid` (every thread's), from /proc/PID/task/TID/children; where the
+/// kernel has no such file (gVisor's /proc lacks it) from every process's parent in its stat.
 pub fn children(pid: u32) -> Vec<u32> {
     let mut out = Vec::new();
     let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) else {
         return out;
     };
+    let mut listed = false;
     for task in tasks.flatten() {
         let path = task.path().join("children");
         if let Ok(text) = std::fs::read_to_string(path) {
+            listed = true;
             out.extend(
                 text.split_whitespace()
                     .filter_map(|p| p.parse::<u32>().ok()),
             );
         }
     }
+    if !listed {
+        out = (all_pids().into_iter())
+            .filter(|child| stat_of(*child).is_some_and(|s| s.parent == pid))
+            .collect();
+    }
     out.sort_unstable();
     out.dedup();
     out
+}
+
+/// What /proc/PID/stat says of a process's state and family.
+struct Stat {
+    zombie: bool,
+    parent: u32,
+    group: u32,
+}
+
+fn stat_of(pid: u32) -> Option<Stat> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // After the command's closing parenthesis: state, ppid, pgrp.
+    let mut rest = stat.rsplit_once(')')?.1.split_whitespace();
+    Some(Stat {
+        zombie: rest.next()? == "Z",
+        parent: rest.next()?.parse().ok()?,
+        group: rest.next()?.parse().ok()?,
+    })
 }
 
 /// Every descendant of `root` (not `root` itself), parents before children.
@@ -84,19 +110,7 @@ pub fn all_pids() -> Vec<u32> {
 pub fn group_members(pgid: u32) -> Vec<u32> {
     all_pids()
         .into_iter()
-        .filter(|pid| {
-            let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
-                return false;
-            };
-            // After the command's closing parenthesis: state, ppid, pgrp.
-            let mut rest = stat
-                .rsplit_once(')')
-                .map_or("", |(_, r)| r)
-                .split_whitespace();
-            let state = rest.next();
-            let group = rest.nth(1).and_then(|g| g.parse::<u32>().ok());
-            state != Some("Z") && group == Some(pgid)
-        })
+        .filter(|pid| stat_of(*pid).is_some_and(|s| !s.zombie && s.group == pgid))
         .collect()
 }
 

@@ -35,7 +35,11 @@ pub fn torch_or_skip() -> Option<String> {
 
 /// The profile torch's version implies: 2.10 reserves segments with posix_fallocate.
 pub fn expected_failure(record: &serde_json::Value) -> &'static str {
-    let version = record["torch_version"].as_str().expect("a torch version");
+    failure_of(record["torch_version"].as_str().expect("a torch version"))
+}
+
+/// How torch `version` ends in a full /dev/shm: SIGBUS up to 2.9, ENOSPC from 2.10.
+pub fn failure_of(version: &str) -> &'static str {
     match shmbench::cell::torch::profile_of(version) {
         TorchProfile::Modern => "enospc",
         TorchProfile::Legacy => "sigbus",
