@@ -45,9 +45,21 @@ pub fn render(
         .unwrap_or_default();
     let _ = writeln!(out, "shmbench watch: {}", shown(&command));
     let place = match (&c.knobs.image, c.knobs.shm_size) {
-        (Some(image), _) => format!("in a container of image {image}"),
-        (None, Some(size)) => format!("in a private /dev/shm of {size}"),
-        (None, None) => "in this machine's /dev/shm".into(),
+        (Some(image), _) => {
+            let oci = match c.knobs.oci_runtime.named() {
+                Some(name) => format!(" with OCI runtime {}", shown(name)),
+                None => String::new(),
+            };
+            format!(
+                "in a container of image {image} under {}{oci}",
+                c.knobs.engine
+            )
+        }
+        (None, Some(size)) => format!(
+            "in a private /dev/shm of {size}, runtime {}",
+            c.knobs.runtime
+        ),
+        (None, None) => format!("in this machine's /dev/shm, runtime {}", c.knobs.runtime),
     };
     let when = match (record.failure.as_ref(), c.watch.as_ref()) {
         (Some(f), Some(w)) if w.step_regex.is_some() => format!(" at step {}", f.crash_step),
@@ -60,8 +72,8 @@ pub fn render(
         .unwrap_or_default();
     let _ = writeln!(
         out,
-        "  ended:       {}{when}{code} ({}, runtime {})",
-        record.status, place, c.knobs.runtime
+        "  ended:       {}{when}{code} ({place})",
+        record.status
     );
     if !record.message.is_empty() {
         let _ = writeln!(out, "               {}", record.message);
