@@ -372,4 +372,22 @@ fn podman_lines_and_sandboxed_runtime_classes_are_judged_by_the_measured_table()
         gvisor.contains("note SHM008") && gvisor.contains("ends the whole sandbox"),
         "{gvisor}"
     );
+    // A class is what its handler is, when a file given defines it, in any of the files.
+    let fixture = fixtures().join("shm008-fail-runtimeclass-handler.yaml");
+    let text = std::fs::read_to_string(&fixture).unwrap();
+    let (class, pod) = text.split_once("\n---\n").unwrap();
+    let dir = crate::common::temp_dir("check-classes");
+    std::fs::write(dir.join("class.yaml"), class).unwrap();
+    std::fs::write(dir.join("pod.yaml"), pod).unwrap();
+    let apart = String::from_utf8_lossy(&check(&[dir.to_str().unwrap()]).stdout).into_owned();
+    assert!(
+        apart.contains("runtimeClassName sandboxed (handler runsc) is gVisor"),
+        "{apart}"
+    );
+    let alone = dir.join("pod.yaml");
+    let unknown = String::from_utf8_lossy(&check(&[alone.to_str().unwrap()]).stdout).into_owned();
+    assert!(
+        !unknown.contains("SHM008"),
+        "sandboxed alone names no runtime: {unknown}"
+    );
 }

@@ -12,7 +12,7 @@
 
 use super::need::{in_process_framework, is_accelerator, looks_ml, ranks_in, Loaders, Ranks};
 use super::rules::{self, Finding, Rule};
-use super::runtime_class;
+use super::runtime_class::{self, RuntimeClasses};
 use super::yaml_tree::{Node, Value};
 use model::kube_quantity::kube_quantity;
 use model::size::ByteSize;
@@ -99,7 +99,7 @@ impl<'a> Walk<'a> {
 }
 
 /// The objects of a document: a List's items, or the one object.
-fn objects(doc: &Node) -> Vec<&Node> {
+pub(crate) fn objects(doc: &Node) -> Vec<&Node> {
     match doc.get("kind").and_then(Node::text) {
         Some(kind) if kind.ends_with("List") => doc
             .get("items")
@@ -173,9 +173,15 @@ fn command_text(container: &Node) -> String {
 }
 
 /// The findings of one document's pod specs.
-pub fn check(doc: &Node, file: &str, loaders: &Loaders, out: &mut Vec<Finding>) {
+pub fn check(
+    doc: &Node,
+    file: &str,
+    loaders: &Loaders,
+    classes: &RuntimeClasses,
+    out: &mut Vec<Finding>,
+) {
     for pod in find_pods(doc) {
-        check_pod(&pod, file, loaders, out);
+        check_pod(&pod, file, loaders, classes, out);
     }
 }
 
@@ -184,6 +190,7 @@ struct Place<'a> {
     file: &'a str,
     pod: &'a PodSpec<'a>,
     container: Option<String>,
+    classes: &'a RuntimeClasses,
 }
 
 impl Place<'_> {
@@ -206,7 +213,13 @@ impl Place<'_> {
     }
 }
 
-fn check_pod(pod: &PodSpec, file: &str, loaders: &Loaders, out: &mut Vec<Finding>) {
+fn check_pod(
+    pod: &PodSpec,
+    file: &str,
+    loaders: &Loaders,
+    classes: &RuntimeClasses,
+    out: &mut Vec<Finding>,
+) {
     let spec = pod.spec;
     let mut found = Vec::new();
     let host_ipc = spec
@@ -217,6 +230,7 @@ fn check_pod(pod: &PodSpec, file: &str, loaders: &Loaders, out: &mut Vec<Finding
             file,
             pod,
             container: None,
+            classes,
         };
         found.push(place.at(&rules::HOST_IPC, n, "hostIPC: true: the pod uses the node's /dev/shm, shared with every pod on the node that does the same".into(), None));
     }
@@ -230,6 +244,7 @@ fn check_pod(pod: &PodSpec, file: &str, loaders: &Loaders, out: &mut Vec<Finding
                 .get("name")
                 .and_then(Node::text)
                 .map(str::to_string),
+            classes,
         };
         // KubeRay mounts /dev/shm on the Ray container (the first) of the pods it makes.
         let operator_mounts = pod.kuberay && index == 0;
@@ -354,7 +369,9 @@ fn check_container(
         .get("sizeLimit")
         .and_then(Node::text)
         .and_then(kube_quantity);
-    if let Some((rule, message, fix)) = runtime_class::on_memory_emptydir(place.pod.spec, size) {
+    if let Some((rule, message, fix)) =
+        runtime_class::on_memory_emptydir(place.pod.spec, size, place.classes)
+    {
         found.push(place.at(rule, empty_dir, message, Some(fix)));
     }
     let limit_words = c

@@ -20,6 +20,7 @@ use std::path::{Path, PathBuf};
 use input::Problem;
 use need::Loaders;
 use rules::{Finding, Rule};
+use runtime_class::RuntimeClasses;
 
 /// What was found in the files.
 #[derive(Default, serde::Serialize)]
@@ -45,17 +46,32 @@ fn yaml_named(path: &Path) -> bool {
     matches!(ext.as_str(), "yaml" | "yml" | "json")
 }
 
-/// Checks one file's text.
-fn check_text(path: &Path, text: &str, loaders: &Loaders, report: &mut Report) {
-    let file = path.display().to_string();
+/// One file read: its text, and its YAML documents when it is read as YAML.
+struct Read {
+    path: PathBuf,
+    text: String,
+    yaml: Option<yaml::Parsed>,
+}
+
+/// Reads one file's text, parsing it when it is read as YAML.
+fn read_text(path: &Path, text: String) -> Read {
     let as_yaml = yaml_named(path)
         || (path.extension().is_none_or(|e| e != "sh")
             && (text.contains("apiVersion:") || text.starts_with("services:")));
-    if as_yaml {
-        let parsed = yaml::documents(text);
+    Read {
+        path: path.to_path_buf(),
+        yaml: as_yaml.then(|| yaml::documents(&text)),
+        text,
+    }
+}
+
+/// Checks one file read (`classes`: the runtime classes every file given defines).
+fn check_read(read: Read, classes: &RuntimeClasses, loaders: &Loaders, report: &mut Report) {
+    let (path, file) = (&read.path, read.path.display().to_string());
+    if let Some(parsed) = read.yaml {
         for doc in &parsed.docs {
             if kube::is_kubernetes(doc) {
-                kube::check(doc, &file, loaders, &mut report.findings);
+                kube::check(doc, &file, loaders, classes, &mut report.findings);
             } else if compose::is_compose(doc) {
                 compose::check(doc, &file, loaders, &mut report.findings);
             }
@@ -71,7 +87,7 @@ fn check_text(path: &Path, text: &str, loaders: &Loaders, report: &mut Report) {
                 }));
         }
     }
-    commands::check(text, &file, loaders, &mut report.findings);
+    commands::check(&read.text, &file, loaders, &mut report.findings);
 }
 
 /// Checks every file under `paths`; findings of the rules in `ignore` are left out.
@@ -83,14 +99,24 @@ pub fn run(paths: &[PathBuf], loaders: &Loaders, ignore: &[&'static Rule]) -> Re
         base: std::env::current_dir().ok(),
         ..Report::default()
     };
+    // Every file first: a RuntimeClass may be defined in one file and named by pods in another.
+    let mut read = Vec::new();
+    let mut classes = RuntimeClasses::default();
     for path in &gathered.files {
         match input::read(path) {
             Ok(text) => {
                 report.files += 1;
-                check_text(path, &text, loaders, &mut report);
+                let one = read_text(path, text);
+                for doc in one.yaml.iter().flat_map(|p| &p.docs) {
+                    classes.collect(doc);
+                }
+                read.push(one);
             }
             Err(problem) => report.problems.push(problem),
         }
+    }
+    for one in read {
+        check_read(one, &classes, loaders, &mut report);
     }
     report
         .findings

@@ -4,6 +4,9 @@
 //! gVisor keeps a sized tmpfs's limit as Linux does, but an OOM kill at the memory limit takes
 //! the whole sandbox (both measured with runsc 20221219: docs/RUNTIMES.md).
 
+use std::collections::HashMap;
+
+use super::kube::objects;
 use super::rules::{self, Rule};
 use super::yaml_tree::Node;
 use model::size::ByteSize;
@@ -30,19 +33,56 @@ impl Sandbox {
     }
 }
 
+/// The runtime classes the checked files define (`kind: RuntimeClass`, its name and its
+/// handler): a pod's class is judged by the handler it stands for (`runtimeClassName:
+/// sandboxed` whose handler is `runsc` is gVisor; a class named `kata` whose handler is `runc`
+/// is not Kata). A class no file defines is judged by its name.
+#[derive(Debug, Default)]
+pub struct RuntimeClasses(HashMap<String, String>);
+
+impl RuntimeClasses {
+    /// Adds the RuntimeClass objects of a document.
+    pub fn collect(&mut self, doc: &Node) {
+        for object in objects(doc) {
+            if object.get("kind").and_then(Node::text) != Some("RuntimeClass") {
+                continue;
+            }
+            let name = object.at(&["metadata", "name"]).and_then(Node::text);
+            let handler = object.get("handler").and_then(Node::text);
+            if let (Some(name), Some(handler)) = (name, handler) {
+                self.0.insert(name.to_string(), handler.to_string());
+            }
+        }
+    }
+
+    /// The sandbox a class stands for, and the class as a finding names it (with its handler
+    /// where a file defines it).
+    fn sandbox(&self, class: &str) -> Option<(Sandbox, String)> {
+        match self.0.get(class) {
+            Some(handler) => Some((
+                Sandbox::of_class(handler)?,
+                format!("{class} (handler {handler})"),
+            )),
+            None => Some((Sandbox::of_class(class)?, class.to_string())),
+        }
+    }
+}
+
 /// What a Memory emptyDir on /dev/shm of sizeLimit `size` (None: none) means in the pod `spec`
 /// under its runtime class: the rule it meets, why, and what to do; nothing for runc-like
 /// classes.
 pub fn on_memory_emptydir(
     spec: &Node,
     size: Option<u64>,
+    classes: &RuntimeClasses,
 ) -> Option<(&'static Rule, String, String)> {
     let class = spec.get("runtimeClassName").and_then(Node::text)?;
     let limit = match size {
         Some(s) => format!("sizeLimit {}", ByteSize(s)),
         None => "sizeLimit (it has none)".to_string(),
     };
-    Some(match Sandbox::of_class(class)? {
+    let (sandbox, class) = classes.sandbox(class)?;
+    Some(match sandbox {
         Sandbox::Kata => (
             &rules::KATA_SIZE_LIMIT,
             format!("runtimeClassName {class} is Kata: this Memory emptyDir is a tmpfs inside the pod's VM sized at half the VM's memory, not by its {limit}"),
