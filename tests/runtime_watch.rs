@@ -97,6 +97,17 @@ fn a_watched_command_ends_at_each_engines_default_and_its_holders_are_seen_under
             ("sigbus", step.to_string().as_str()),
             "{engine} {oci}: {text}"
         );
+        // The fix in the engine's own words.
+        let other = if engine == "podman" {
+            "docker"
+        } else {
+            "podman"
+        };
+        assert!(
+            text.contains(&format!("{engine} run --shm-size="))
+                && !text.contains(&format!("{other} run")),
+            "{engine} {oci}: {text}"
+        );
     }
     // gVisor: the holders at the peak, found without /proc's children files.
     let mut args = vec!["--image", &image.0, "--oci-runtime", "runsc"];

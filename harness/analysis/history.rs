@@ -158,6 +158,17 @@ pub struct Trend {
     pub outcomes_within_chance: usize,
 }
 
+impl Trend {
+    /// No steps between neighbouring points, along a field with no order.
+    fn forget_steps(&mut self) {
+        self.rate_steps.clear();
+        self.outcome_steps.clear();
+        self.outcomes_unjudged = 0;
+        self.outcomes_unjudged_differ = 0;
+        self.outcomes_within_chance = 0;
+    }
+}
+
 /// A change of outcome between two neighbouring points, judged beyond chance.
 #[derive(Clone, Debug, Serialize)]
 pub struct OutcomeStep {
@@ -291,8 +302,9 @@ impl Builder {
             rate: self.threshold,
             ..Thresholds::default()
         };
-        let against =
-            (self.against.as_ref()).map(|a| a.judge(&self.cells, &self.groups, &order, thresholds));
+        let against = (self.against.as_ref())
+            .map(|a| a.judge(&self.cells, &self.groups, &order, thresholds))
+            .transpose()?;
         let mut trends = Vec::new();
         for (cell_index, (key, cell)) in self.cells.into_iter().enumerate() {
             let points: Vec<Option<Point>> = order
@@ -302,7 +314,13 @@ impl Builder {
                     Some(point(&mine, self.metric))
                 })
                 .collect();
-            trends.push(trend(key, cell, points, self.threshold));
+            let mut trend = trend(key, cell, points, self.threshold);
+            if against.is_some() {
+                // Runtimes have no order: a step from one to its neighbour in the alphabet says
+                // nothing; each is judged against the reference instead.
+                trend.forget_steps();
+            }
+            trends.push(trend);
         }
         Ok(History {
             by: self.by,

@@ -25,7 +25,9 @@ pub const REFERENCE: &str = "runc";
 /// its OCI runtime as the runtime's binary gave it (`runsc`).
 #[derive(Clone, Debug, PartialEq, Eq)]
 struct Side {
-    host_and_engine: String,
+    /// The host, and the engine with its version and whether rootless, each compared apart.
+    host: String,
+    engine: String,
     oci: String,
 }
 
@@ -34,9 +36,14 @@ impl Side {
     fn of(r: &Row, engine: Option<String>) -> Option<Side> {
         let oci = r.docker_oci_runtime.as_deref()?.split_whitespace().next()?;
         Some(Side {
-            host_and_engine: format!("{} {}", r.host, engine?),
+            host: r.host.clone(),
+            engine: engine?,
             oci: oci.to_string(),
         })
+    }
+
+    fn beside(&self, other: &Side) -> bool {
+        (&self.host, &self.engine) == (&other.host, &other.engine)
     }
 }
 
@@ -93,8 +100,20 @@ impl Collector {
         groups: &HashMap<(usize, usize), Runs>,
         order: &[usize],
         thresholds: Thresholds,
-    ) -> AgainstReference {
+    ) -> anyhow::Result<AgainstReference> {
         let side = |column: usize| self.sides.get(&order[column]).and_then(Option::as_ref);
+        let mut present: Vec<&str> = (0..order.len())
+            .filter_map(|c| Some(side(c)?.oci.as_str()))
+            .collect();
+        present.sort_unstable();
+        present.dedup();
+        if !present.is_empty() && !present.contains(&self.reference.as_str()) {
+            anyhow::bail!(
+                "--against {:?}: no column of these runs ran under that OCI runtime; they ran under {} (the name as the runtime's binary gives it, without its version)",
+                self.reference,
+                present.join(", ")
+            );
+        }
         let mut found = AgainstReference {
             reference: self.reference.clone(),
             thresholds_rate: thresholds.rate,
@@ -105,11 +124,9 @@ impl Collector {
                 continue;
             };
             // The latest reference column under the same engine on the same host.
-            let reference = (0..order.len()).rev().find(|c| {
-                side(*c).is_some_and(|s| {
-                    s.oci == self.reference && s.host_and_engine == mine.host_and_engine
-                })
-            });
+            let reference = (0..order.len())
+                .rev()
+                .find(|c| side(*c).is_some_and(|s| s.oci == self.reference && s.beside(mine)));
             let Some(reference) = reference else {
                 found.without_reference.push(column);
                 continue;
@@ -132,7 +149,7 @@ impl Collector {
                 });
             }
         }
-        found
+        Ok(found)
     }
 }
 
@@ -178,7 +195,9 @@ mod tests {
         }
         let order: Vec<usize> = (0..sides.len()).collect();
         let cells = [(key, "cell".to_string())];
-        collector.judge(&cells, &groups, &order, Thresholds::default())
+        collector
+            .judge(&cells, &groups, &order, Thresholds::default())
+            .unwrap()
     }
 
     #[test]
@@ -224,5 +243,17 @@ mod tests {
             (0, 1)
         );
         assert!(against.cells[0].comparison.change.unwrap() > 1.0);
+        // A name no column ran under is an error naming the ones they did.
+        let mut collector = Collector::new("RUNC");
+        let key = Match::Config.key(&runc[0], Some(Varying::Runtime));
+        let mut groups: HashMap<(usize, usize), Runs> = HashMap::new();
+        groups.entry((0, 0)).or_default().add(&runc[0]);
+        collector.add(0, 0, &runc[0], Some("docker://20.10.24".into()));
+        let cells = [(key, "cell".to_string())];
+        let error = collector
+            .judge(&cells, &groups, &[0], Thresholds::default())
+            .unwrap_err()
+            .to_string();
+        assert!(error.contains("they ran under runc"), "{error}");
     }
 }

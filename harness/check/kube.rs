@@ -10,6 +10,8 @@
 //! against the container's memory limit; KubeRay adds a memory-backed emptyDir on /dev/shm to
 //! the Ray container of every pod it makes (sized to that container's memory limit).
 
+pub use super::kube_objects::is_kubernetes;
+use super::kube_objects::objects;
 use super::need::{in_process_framework, is_accelerator, looks_ml, ranks_in, Loaders, Ranks};
 use super::rules::{self, Finding, Rule};
 use super::runtime_class::{self, RuntimeClasses};
@@ -96,23 +98,6 @@ impl<'a> Walk<'a> {
             Value::Scalar(_) => {}
         }
     }
-}
-
-/// The objects of a document: a List's items, or the one object.
-pub(crate) fn objects(doc: &Node) -> Vec<&Node> {
-    match doc.get("kind").and_then(Node::text) {
-        Some(kind) if kind.ends_with("List") => doc
-            .get("items")
-            .map(|i| i.items().iter().collect())
-            .unwrap_or_default(),
-        Some(_) => vec![doc],
-        None => Vec::new(),
-    }
-}
-
-/// Whether a document is a Kubernetes object (or a List of them).
-pub fn is_kubernetes(doc: &Node) -> bool {
-    doc.get("kind").is_some() && doc.get("apiVersion").is_some()
 }
 
 fn find_pods(doc: &Node) -> Vec<PodSpec<'_>> {

@@ -8,6 +8,7 @@ pub mod commands;
 pub mod compose;
 pub mod input;
 pub mod kube;
+pub mod kube_objects;
 pub mod need;
 pub mod rules;
 pub mod runtime_class;

@@ -6,7 +6,7 @@
 
 use std::collections::HashMap;
 
-use super::kube::objects;
+use super::kube_objects::objects;
 use super::rules::{self, Rule};
 use super::yaml_tree::Node;
 use model::size::ByteSize;

@@ -55,6 +55,9 @@ pub(crate) struct Args {
 
 pub(crate) fn run(args: Args) -> Result<ExitCode> {
     // Built as read: a fleet's year of rows is never held.
+    if args.against.as_deref().is_some_and(|a| a.trim().is_empty()) {
+        bail!("--against names an OCI runtime (runc, crun, runsc, ...): it is empty");
+    }
     if args.against.is_some() && args.by != By::Runtime {
         bail!("--against names the OCI runtime a runtime history judges the others against: it needs --by runtime");
     }
@@ -72,7 +75,9 @@ pub(crate) fn run(args: Args) -> Result<ExitCode> {
     let history = builder.finish()?;
     let text = table::render(&history);
     println!("{text}");
-    println!("method: binary segmentation of each cell's run medians (piecewise-constant fit), a split kept when it lowers the squared error by more than 2 s^2 ln(n) and steps by at least {:.0}%", args.threshold * 100.0);
+    if history.against.is_none() {
+        println!("method: binary segmentation of each cell's run medians (piecewise-constant fit), a split kept when it lowers the squared error by more than 2 s^2 ln(n) and steps by at least {:.0}%", args.threshold * 100.0);
+    }
     if let Some(path) = args.out {
         std::fs::write(&path, format!("# shmbench history\n\n{text}\n"))?;
     }

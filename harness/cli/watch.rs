@@ -187,7 +187,7 @@ pub(crate) fn run(args: Args) -> Result<ExitCode> {
         let sizing = advice::for_watched(
             record.metrics.peak_shm_bytes,
             filled,
-            config.knobs.runtime,
+            (config.knobs.runtime, config.knobs.engine),
             report.cgroup_limit,
         );
         eprint!(

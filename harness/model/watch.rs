@@ -127,6 +127,10 @@ pub struct WatchFindings {
     /// no process (files kept, or leaked).
     #[serde(default)]
     pub holders_shm_bytes: u64,
+    /// How long that walk of the job's processes took: a long one (many processes, a slow
+    /// /proc as gVisor's) sees a job that goes on making and dropping segments meanwhile.
+    #[serde(default)]
+    pub holders_walk_s: f64,
     /// The shared memory (tmpfs pages) charged to the job's memory cgroup then, when it had a
     /// limit (memory.stat's `shmem`).
     #[serde(default)]

@@ -10,7 +10,7 @@ use super::loader_fixes;
 use super::peak_words::{job_reason, loader_reason, start_method_note};
 use super::predict;
 use model::config::CellConfig;
-use model::knobs::{RuntimeKind, Strategy, TorchProfile};
+use model::knobs::{EngineKind, RuntimeKind, Strategy, TorchProfile};
 use model::size::ByteSize;
 use sys::detect::Environment;
 
@@ -91,11 +91,13 @@ pub struct Sizing {
 pub fn for_watched(
     peak_bytes: u64,
     filled: Option<u64>,
-    runtime: RuntimeKind,
+    (runtime, engine): (RuntimeKind, EngineKind),
     cgroup_limit: Option<u64>,
 ) -> Sizing {
-    let target = match runtime {
-        RuntimeKind::Docker => Target::Docker,
+    // A container's fix in its own engine's words (`podman run --shm-size=...`).
+    let target = match (runtime, engine) {
+        (RuntimeKind::Docker, EngineKind::Podman) => Target::Podman,
+        (RuntimeKind::Docker, EngineKind::Docker) => Target::Docker,
         _ => Target::from(Environment::read().place),
     };
     let (recommended, basis) = match filled {

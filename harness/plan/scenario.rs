@@ -51,6 +51,10 @@ const BUILT_IN: &[(&str, &str)] = &[
         "seed-claims",
         include_str!("../../scenarios/seed-claims.toml"),
     ),
+    (
+        "runtime-speed",
+        include_str!("../../scenarios/runtime-speed.toml"),
+    ),
 ];
 
 #[derive(Clone, Debug)]

@@ -138,13 +138,13 @@ pub fn render(h: &History) -> String {
             ));
         }
     }
-    if !any {
-        out.push_str("- no cell stepped beyond the noise and the threshold\n");
+    match &h.against {
+        // Runtimes have no order: no steps between neighbours, each judged against the reference.
+        Some(against) => out.push_str(&super::history_against::render(h, against)),
+        None if !any => out.push_str("- no cell stepped beyond the noise and the threshold\n"),
+        None => {}
     }
     out.push_str(&unjudged_outcomes(h));
-    if let Some(against) = &h.against {
-        out.push_str(&super::history_against::render(h, against));
-    }
     out
 }
 

@@ -59,7 +59,7 @@ pub fn render(h: &History, a: &AgainstReference) -> String {
         ..Thresholds::default()
     };
     let mut out = format!(
-        "\nAgainst {} under the same engine on the same host, with compare's tests (outcomes over the repeats at p < {ALPHA}: {METHOD}; img/s and CPU per image: the 95% bootstrap interval of the change of medians, {}):\n",
+        "Runtimes have no order, so no column is judged against its neighbour: each against {} under the same engine on the same host, with compare's tests (outcomes over the repeats at p < {ALPHA}: {METHOD}; img/s and CPU per image: the 95% bootstrap interval of the change of medians, {}):\n",
         inert(&a.reference),
         thresholds_text(thresholds)
     );
@@ -76,10 +76,7 @@ pub fn render(h: &History, a: &AgainstReference) -> String {
         ));
     }
     if a.cells.is_empty() && a.without_reference.is_empty() {
-        out.push_str(&format!(
-            "- no container runtime's column beside {}'s\n",
-            inert(&a.reference)
-        ));
+        out.push_str("- no column of these runs ran under another OCI runtime of a container engine: nothing to judge\n");
     }
     out
 }

@@ -101,9 +101,16 @@ pub fn render(
     give_it(&mut out, sizing, trend);
     let span = record.metrics.wall_s.max(1e-9);
     let interval = c.watch.as_ref().map_or(0, |w| w.interval_ms);
+    // The interval asked, and the one kept where walking the job took longer (a big tree under
+    // a slow /proc, as gVisor's).
+    let kept = 1000.0 * span / report.sample_count.max(1) as f64;
+    let every = match kept > 1.5 * interval as f64 {
+        true => format!("every {kept:.0} ms (asked: {interval} ms)"),
+        false => format!("every {interval} ms"),
+    };
     let _ = writeln!(
         out,
-        "  sampler:     {} samples every {interval} ms, {:.3} s of CPU ({:.2}% of one core)",
+        "  sampler:     {} samples {every}, {:.3} s of CPU ({:.2}% of one core)",
         report.sample_count,
         report.sampler_cpu_s,
         100.0 * report.sampler_cpu_s / span
@@ -225,9 +232,18 @@ fn holders(out: &mut String, report: &WatchFindings) {
     let held: u64 = names.iter().map(|(_, b)| b).sum();
     let unheld = report.holders_shm_bytes.saturating_sub(held);
     if unheld > report.holders_shm_bytes / 10 {
+        // A walk far longer than a sample: what the job made and dropped meanwhile is in the
+        // count and not in the walk.
+        let during = match report.holders_walk_s > 0.05 {
+            true => format!(
+                ", or made and dropped during the {:.0} ms the walk of its processes took",
+                report.holders_walk_s * 1000.0
+            ),
+            false => String::new(),
+        };
         let _ = writeln!(
             out,
-            "    {} of the {} in use then was held by no process of the job: files kept in /dev/shm (named segments not yet unlinked, or leaked)",
+            "    {} of the {} in use then was held by no process of the job: files kept in /dev/shm (named segments not yet unlinked, or leaked){during}",
             ByteSize(unheld),
             ByteSize(report.holders_shm_bytes)
         );

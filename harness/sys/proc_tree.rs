@@ -35,13 +35,11 @@ pub struct ProcessView {
     pub held: Vec<Held>,
 }
 
-/// Direct children of `pid` (every thread's), from /proc/PID/task/TID/children; where the
-/// kernel has no such file (gVisor's /proc lacks it) from every process's parent in its stat.
-pub fn children(pid: u32) -> Vec<u32> {
+/// Direct children of `pid` (every thread's), from /proc/PID/task/TID/children; None where the
+/// kernel has no such file (gVisor's /proc lacks it) or `pid` is gone.
+fn listed_children(pid: u32) -> Option<Vec<u32>> {
+    let tasks = std::fs::read_dir(format!("/proc/{pid}/task")).ok()?;
     let mut out = Vec::new();
-    let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) else {
-        return out;
-    };
     let mut listed = false;
     for task in tasks.flatten() {
         let path = task.path().join("children");
@@ -53,13 +51,40 @@ pub fn children(pid: u32) -> Vec<u32> {
             );
         }
     }
-    if !listed {
-        out = (all_pids().into_iter())
-            .filter(|child| stat_of(*child).is_some_and(|s| s.parent == pid))
-            .collect();
+    listed.then_some(out)
+}
+
+/// Every process's children, from one pass over every process's parent in /proc/PID/stat: the
+/// way to a tree where the children files are missing, at one read per process for the whole
+/// tree (not one pass per process of it).
+fn children_by_parent() -> std::collections::HashMap<u32, Vec<u32>> {
+    let mut by_parent: std::collections::HashMap<u32, Vec<u32>> = Default::default();
+    for pid in all_pids() {
+        if let Some(stat) = stat_of(pid) {
+            by_parent.entry(stat.parent).or_default().push(pid);
+        }
     }
-    out.sort_unstable();
-    out.dedup();
+    by_parent
+}
+
+/// Every descendant of `root` (not `root` itself), parents before children.
+pub fn descendants(root: u32) -> Vec<u32> {
+    let mut by_parent = None;
+    let mut children = |pid: u32| match listed_children(pid) {
+        Some(listed) => listed,
+        None => {
+            let map = by_parent.get_or_insert_with(children_by_parent);
+            map.get(&pid).cloned().unwrap_or_default()
+        }
+    };
+    let mut out = Vec::new();
+    let mut next = children(root);
+    while let Some(pid) = next.pop() {
+        if !out.contains(&pid) {
+            out.push(pid);
+            next.extend(children(pid));
+        }
+    }
     out
 }
 
@@ -79,19 +104,6 @@ fn stat_of(pid: u32) -> Option<Stat> {
         parent: rest.next()?.parse().ok()?,
         group: rest.next()?.parse().ok()?,
     })
-}
-
-/// Every descendant of `root` (not `root` itself), parents before children.
-pub fn descendants(root: u32) -> Vec<u32> {
-    let mut out = Vec::new();
-    let mut next = children(root);
-    while let Some(pid) = next.pop() {
-        if !out.contains(&pid) {
-            out.push(pid);
-            next.extend(children(pid));
-        }
-    }
-    out
 }
 
 /// Every process /proc lists now.

@@ -269,6 +269,7 @@ fn watch_report(
         holders_at_peak: sampled.holders,
         holders_t_s: sampled.holders_t_s,
         holders_shm_bytes: sampled.holders_shm_bytes,
+        holders_walk_s: sampled.holders_walk_s,
         cgroup_shmem_bytes: sampled.holders_cgroup_shmem,
         max_processes: sampled.max_processes,
         max_fds: sampled.max_fds,

@@ -44,6 +44,7 @@ pub struct Sampled {
     /// /dev/shm in use (above the base) when `holders` were walked, and the shared memory the
     /// memory cgroup was charged then (when the job has a limit).
     pub holders_shm_bytes: u64,
+    pub holders_walk_s: f64,
     pub holders_cgroup_shmem: Option<u64>,
     /// Every file (device, inode) a process of the job was seen holding.
     pub seen: std::collections::BTreeSet<FileId>,
@@ -172,7 +173,9 @@ pub fn run(root: u32, interval: Duration, shared: Arc<Shared>, base_bytes: u64) 
             used > 0 && attributed.is_none_or(|bytes| used > bytes + RISE || settled_above(bytes));
         last_used = used;
         if rose {
+            let walk = Instant::now();
             let (holders, ids) = attribute(root);
+            out.holders_walk_s = walk.elapsed().as_secs_f64();
             out.holders = holders;
             out.seen.extend(ids);
             out.holders_t_s = t_s;
