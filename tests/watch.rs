@@ -327,5 +327,10 @@ fn a_watched_command_runs_without_privileges_unless_it_keeps_them_and_a_failure_
         stderr(&out)
     );
     assert!(row.is_none());
+    // No VM for a watched command: said, with where a VM is for, before anything runs.
+    let (out, row, _) = watch(&["--runtime", "vm"], &["true"]);
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(stderr(&out).contains("shmbench run --runtime vm --kernel"));
+    assert!(row.is_none());
     assert_clean(&before);
 }

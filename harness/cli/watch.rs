@@ -48,7 +48,7 @@ pub(crate) struct Args {
     #[arg(long)]
     pub(crate) shm_size: Option<ByteSize>,
     /// auto (namespace when --shm-size is given, docker with --image, else host), host,
-    /// namespace, docker
+    /// namespace, docker (not vm: a VM runs shmbench's own cells, `shmbench run --runtime vm`)
     #[arg(long, value_enum)]
     pub(crate) runtime: Option<RuntimeKind>,
     /// Run the command in a container of this local image (your training image)
@@ -108,6 +108,9 @@ fn findable(program: &str) -> bool {
 
 /// The cell that runs the command as asked.
 pub(crate) fn config(args: &Args) -> Result<CellConfig> {
+    if args.runtime == Some(RuntimeKind::Vm) {
+        bail!("--runtime vm: watch runs your command on this machine (host, namespace) or in your image (docker); a VM of another kernel runs shmbench's own cells: `shmbench run --runtime vm --kernel debian:VERSION`");
+    }
     let knobs = Knobs {
         shm_size: args.shm_size,
         runtime: args.runtime,
