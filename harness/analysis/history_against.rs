@@ -29,6 +29,8 @@ struct Side {
     host: String,
     engine: String,
     oci: String,
+    /// The run it came from: a reference of the same run (one matrix over runtimes) first.
+    run_id: String,
 }
 
 impl Side {
@@ -39,6 +41,7 @@ impl Side {
             host: r.host.clone(),
             engine: engine?,
             oci: oci.to_string(),
+            run_id: r.run_id.clone(),
         })
     }
 
@@ -123,10 +126,15 @@ impl Collector {
             let Some(mine) = side(column).filter(|s| s.oci != self.reference) else {
                 continue;
             };
-            // The latest reference column under the same engine on the same host.
-            let reference = (0..order.len())
-                .rev()
-                .find(|c| side(*c).is_some_and(|s| s.oci == self.reference && s.beside(mine)));
+            // A reference column under the same engine on the same host: of the same run if
+            // there is one, else the latest.
+            let references: Vec<usize> = (0..order.len())
+                .filter(|c| side(*c).is_some_and(|s| s.oci == self.reference && s.beside(mine)))
+                .collect();
+            let reference = (references.iter())
+                .find(|c| side(**c).is_some_and(|s| s.run_id == mine.run_id))
+                .or(references.last())
+                .copied();
             let Some(reference) = reference else {
                 found.without_reference.push(column);
                 continue;

@@ -74,7 +74,13 @@ pub fn render(h: &History) -> String {
     let shown = shown_runs(h);
     headers.extend(shown.iter().map(|i| {
         let r = &h.runs[*i];
-        format!("{} ({})", label(r), r.host)
+        // Two runs of one value on one host (two matrices under runc): told apart by run.
+        let twin =
+            (h.runs.iter()).any(|o| o.label == r.label && o.host == r.host && o.run_id != r.run_id);
+        match twin {
+            true => format!("{} ({}, run {})", label(r), r.host, r.run_id),
+            false => format!("{} ({})", label(r), r.host),
+        }
     }));
     let rows: Vec<Vec<String>> = h
         .trends
