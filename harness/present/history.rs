@@ -67,21 +67,24 @@ pub fn shown_runs(h: &History) -> Vec<usize> {
     shown
 }
 
+/// A run's column as the table heads it: its value and host, and its run where another run has
+/// the same value on the same host (two matrices under runc).
+pub fn column_name(h: &History, i: usize) -> String {
+    let r = &h.runs[i];
+    let twin =
+        (h.runs.iter()).any(|o| o.label == r.label && o.host == r.host && o.run_id != r.run_id);
+    match twin {
+        true => format!("{} ({}, run {})", run_label(h, r), r.host, r.run_id),
+        false => format!("{} ({})", run_label(h, r), r.host),
+    }
+}
+
 /// Markdown: the trend table and the steps found.
 pub fn render(h: &History) -> String {
     let mut headers = vec!["cell".to_string()];
     let label = |r: &Run| run_label(h, r);
     let shown = shown_runs(h);
-    headers.extend(shown.iter().map(|i| {
-        let r = &h.runs[*i];
-        // Two runs of one value on one host (two matrices under runc): told apart by run.
-        let twin =
-            (h.runs.iter()).any(|o| o.label == r.label && o.host == r.host && o.run_id != r.run_id);
-        match twin {
-            true => format!("{} ({}, run {})", label(r), r.host, r.run_id),
-            false => format!("{} ({})", label(r), r.host),
-        }
-    }));
+    headers.extend(shown.iter().map(|i| column_name(h, *i)));
     let rows: Vec<Vec<String>> = h
         .trends
         .iter()

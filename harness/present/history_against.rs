@@ -4,6 +4,7 @@
 
 use super::compare::{change_text, thresholds_text};
 use super::compare_note::{note, verdict_label};
+use super::history::column_name;
 use super::outcomes::METHOD;
 use super::terminal::shown as inert;
 use analysis::compare::{Comparison, Thresholds, Verdict};
@@ -24,7 +25,6 @@ fn judged(c: &Comparison) -> bool {
 
 /// One cell's line: its verdict (or "not judged"), the changes with intervals, and why.
 fn line(h: &History, column: usize, c: &Comparison) -> String {
-    let run = &h.runs[column];
     let verdict = match judged(c) {
         true => verdict_label(c.verdict),
         false => "not judged",
@@ -44,10 +44,9 @@ fn line(h: &History, column: usize, c: &Comparison) -> String {
         false => format!(" {};", changes.join(", ")),
     };
     format!(
-        "- {}: {} ({}): {verdict}:{changes} {}\n",
+        "- {}: {}: {verdict}:{changes} {}\n",
         inert(&c.cell),
-        inert(&run.label),
-        inert(&run.host),
+        inert(&column_name(h, column)),
         note(c)
     )
 }
@@ -67,11 +66,9 @@ pub fn render(h: &History, a: &AgainstReference) -> String {
         out.push_str(&line(h, against.column, &against.comparison));
     }
     for column in &a.without_reference {
-        let run = &h.runs[*column];
         out.push_str(&format!(
-            "- {} ({}): no {} column under the same engine on that host: judged against nothing\n",
-            inert(&run.label),
-            inert(&run.host),
+            "- {}: no {} column under the same engine on that host: judged against nothing\n",
+            inert(&column_name(h, *column)),
             inert(&a.reference)
         ));
     }
