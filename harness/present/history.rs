@@ -2,12 +2,12 @@
 
 use clap::ValueEnum;
 
+pub use super::history_columns::{column_name, run_label};
 use super::outcomes::{evidence, flip_needs, METHOD};
 use super::table;
 use super::terminal::shown as inert;
 use analysis::history::{By, History, Metric, Run};
 use analysis::outcomes::ALPHA;
-use model::size::ByteSize;
 
 /// The field's name as `--by` spells it.
 fn by_name(by: By) -> String {
@@ -22,14 +22,6 @@ pub fn unit(metric: Metric) -> &'static str {
         Metric::ImgPerS => "img/s",
         Metric::CpuPerImage => "CPU ms/img",
         Metric::InstructionsPerImage => "instructions/img",
-    }
-}
-
-/// A run's value of the field, as people read it (sizes in units).
-pub fn run_label(h: &History, r: &Run) -> String {
-    match (h.by, r.label.parse::<u64>()) {
-        (By::Shm, Ok(bytes)) => ByteSize(bytes).to_string(),
-        _ => r.label.clone(),
     }
 }
 
@@ -65,18 +57,6 @@ pub fn shown_runs(h: &History) -> Vec<usize> {
     }
     shown.sort_unstable();
     shown
-}
-
-/// A run's column as the table heads it: its value and host, and its run where another run has
-/// the same value on the same host (two matrices under runc).
-pub fn column_name(h: &History, i: usize) -> String {
-    let r = &h.runs[i];
-    let twin =
-        (h.runs.iter()).any(|o| o.label == r.label && o.host == r.host && o.run_id != r.run_id);
-    match twin {
-        true => format!("{} ({}, run {})", run_label(h, r), r.host, r.run_id),
-        false => format!("{} ({})", run_label(h, r), r.host),
-    }
 }
 
 /// Markdown: the trend table and the steps found.

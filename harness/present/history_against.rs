@@ -4,7 +4,7 @@
 
 use super::compare::{change_text, thresholds_text};
 use super::compare_note::{note, verdict_label};
-use super::history::column_name;
+use super::history_columns::column_name;
 use super::outcomes::METHOD;
 use super::terminal::shown as inert;
 use analysis::compare::{Comparison, Thresholds, Verdict};

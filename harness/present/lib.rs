@@ -16,6 +16,7 @@ pub mod fleet_commands;
 pub mod fleet_json;
 pub mod history;
 pub mod history_against;
+pub mod history_columns;
 pub mod k8s_manifest;
 pub mod labels;
 pub mod matrix;
