@@ -65,6 +65,11 @@ fn copy_in(rootfs: &Path, path: &str) {
 /// The test image with this machine's python3, or None where the user skips these tests
 /// (SHMBENCH_SKIP_PYTHON3); a machine without it fails the test, saying how to set it up.
 pub(crate) fn python_image_or_skip() -> Option<TestImage> {
+    python_image_tagged_or_skip("shmbench-test-python:1")
+}
+
+/// The same image under `tag` (a test of another lane builds and removes its own).
+pub(crate) fn python_image_tagged_or_skip(tag: &str) -> Option<TestImage> {
     let present = || std::path::Path::new("/usr/bin/python3").exists();
     if !require(
         "python3",
@@ -73,10 +78,10 @@ pub(crate) fn python_image_or_skip() -> Option<TestImage> {
     ) {
         return None;
     }
-    Some(python_image().expect("an image with this machine's python3 builds"))
+    Some(python_image(tag).expect("an image with this machine's python3 builds"))
 }
 
-fn python_image() -> Option<TestImage> {
+fn python_image(tag: &str) -> Option<TestImage> {
     let python = "/usr/bin/python3";
     let real = std::fs::canonicalize(python).ok()?;
     let ldd = Command::new("ldd").arg(&real).output().ok()?;
@@ -92,7 +97,7 @@ fn python_image() -> Option<TestImage> {
     let version = real.file_name()?.to_str()?.to_string();
     copy_in(&rootfs, &format!("/usr/lib/{version}"));
     Some(build_image(
-        "shmbench-test-python:1",
+        tag,
         &dir,
         "FROM scratch\nCOPY rootfs/ /\nENV PATH=/usr/bin\n",
     ))

@@ -5,7 +5,7 @@
 //! processes and what they hold are still found.
 
 use crate::common;
-use crate::docker_image::python_image_or_skip;
+use crate::docker_image::python_image_tagged_or_skip;
 use crate::runtimes::{assert_names_its_runtime, runtimes_or_skip};
 
 use std::process::{Command, Stdio};
@@ -63,8 +63,9 @@ fn a_watched_command_ends_at_each_engines_default_and_its_holders_are_seen_under
     if !runtimes_or_skip() {
         return;
     }
-    let _guard = serial();
-    let Some(image) = python_image_or_skip() else {
+    // The second lane: the first holds the real-torch tests, the longer of the two.
+    let _guard = second_serial();
+    let Some(image) = python_image_tagged_or_skip("shmbench-test-python-runtimes:1") else {
         return;
     };
     let before = machine_state();
