@@ -110,6 +110,12 @@ pub fn run() -> ExitCode {
         println!("== skipped here: {what} ({var}=1; `cargo xtask test` runs it)");
         std::env::set_var(var, "1");
     }
+    // The tests' temporary directories, those a test keeps included (a report's), go in a
+    // scratch directory of this run and leave with it, as under `cargo xtask test`.
+    let scratch = crate::scratch::Scratch::create();
+    if let Some(dir) = &scratch {
+        std::env::set_var(crate::scratch::VARIABLE, dir.path());
+    }
     let steps: [&[&str]; 4] = [
         &["fmt", "--all", "--check"],
         &[
@@ -145,6 +151,9 @@ pub fn run() -> ExitCode {
             eprintln!("== cannot list the pure integration tests (tests/tests.rs, `--list`)");
             failed += 1;
         }
+    }
+    if let Some(dir) = scratch {
+        println!("== the tests' scratch directory: {}", dir.remove());
     }
     let took = began.elapsed().as_secs_f64();
     if failed == 0 {
