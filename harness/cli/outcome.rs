@@ -44,6 +44,7 @@ pub(crate) fn print_rows(rows: &[Row], path: &Path) {
     if rows.iter().any(|r| r.repeat > 1) {
         // Repeated: one line per cell with its statistics, then the first run's matrix.
         println!("{}\n", compare::render_summary(&summarize(rows)));
+        println!("The first run of each cell (the medians are above):\n");
     }
     let first: Vec<_> = rows.iter().filter(|r| r.repeat == 1).cloned().collect();
     println!("{}", matrix::matrix(&first));
