@@ -36,6 +36,11 @@ struct Side {
 impl Side {
     /// None for a row no container engine ran (a host cell, a Kubernetes node's row).
     fn of(r: &Row, engine: Option<String>) -> Option<Side> {
+        // A node's runtime (a Kubernetes row's `containerd://...`) heads its column: not a
+        // container engine's OCI runtime, so not judged as one.
+        if r.container_runtime.is_some() {
+            return None;
+        }
         let oci = r.docker_oci_runtime.as_deref()?.split_whitespace().next()?;
         Some(Side {
             host: r.host.clone(),
@@ -114,7 +119,9 @@ impl Collector {
             anyhow::bail!(
                 "--against {:?}: no column of these runs ran under that OCI runtime; they ran under {} (the name as the runtime's binary gives it, without its version)",
                 self.reference,
-                present.join(", ")
+                (present.iter().map(|p| format!("{p:?}")))
+                    .collect::<Vec<_>>()
+                    .join(", ")
             );
         }
         let mut found = AgainstReference {
@@ -262,6 +269,6 @@ mod tests {
             .judge(&cells, &groups, &[0], Thresholds::default())
             .unwrap_err()
             .to_string();
-        assert!(error.contains("they ran under runc"), "{error}");
+        assert!(error.contains(r#"they ran under "runc""#), "{error}");
     }
 }

@@ -100,24 +100,41 @@ pub fn run(paths: &[PathBuf], loaders: &Loaders, ignore: &[&'static Rule]) -> Re
         base: std::env::current_dir().ok(),
         ..Report::default()
     };
-    // Every file first: a RuntimeClass may be defined in one file and named by pods in another.
-    let mut read = Vec::new();
+    // The runtime classes first: one may be defined in one file and named by pods in another.
+    // Only files that mention one are parsed for them, and none is kept: memory stays one
+    // file's, however many are given.
     let mut classes = RuntimeClasses::default();
+    // Standard input can be read once: its text is kept for the second pass.
+    let mut stdin = None;
     for path in &gathered.files {
-        match input::read(path) {
-            Ok(text) => {
-                report.files += 1;
-                let one = read_text(path, text);
-                for doc in one.yaml.iter().flat_map(|p| &p.docs) {
+        let read = input::read(path);
+        if let Ok(text) = &read {
+            if text.contains("RuntimeClass") {
+                for doc in read_text(path, text.clone())
+                    .yaml
+                    .iter()
+                    .flat_map(|p| &p.docs)
+                {
                     classes.collect(doc);
                 }
-                read.push(one);
+            }
+        }
+        if path.as_os_str() == "-" {
+            stdin = Some(read);
+        }
+    }
+    for path in &gathered.files {
+        let read = match path.as_os_str() == "-" {
+            true => stdin.take().unwrap_or_else(|| input::read(path)),
+            false => input::read(path),
+        };
+        match read {
+            Ok(text) => {
+                report.files += 1;
+                check_read(read_text(path, text), &classes, loaders, &mut report);
             }
             Err(problem) => report.problems.push(problem),
         }
-    }
-    for one in read {
-        check_read(one, &classes, loaders, &mut report);
     }
     report
         .findings

@@ -44,11 +44,16 @@ impl RuntimeClasses {
     /// Adds the RuntimeClass objects of a document.
     pub fn collect(&mut self, doc: &Node) {
         for object in objects(doc) {
-            if object.get("kind").and_then(Node::text) != Some("RuntimeClass") {
+            let api = object.get("apiVersion").and_then(Node::text);
+            if object.get("kind").and_then(Node::text) != Some("RuntimeClass")
+                || !api.is_some_and(|a| a.starts_with("node.k8s.io/"))
+            {
                 continue;
             }
             let name = object.at(&["metadata", "name"]).and_then(Node::text);
-            let handler = object.get("handler").and_then(Node::text);
+            // Kubernetes refuses an empty handler: such a class names no runtime.
+            let handler = (object.get("handler").and_then(Node::text))
+                .filter(|h| !h.trim().is_empty() && *h != "null" && *h != "~");
             if let (Some(name), Some(handler)) = (name, handler) {
                 self.0.insert(name.to_string(), handler.to_string());
             }

@@ -24,7 +24,7 @@ fn judged(c: &Comparison) -> bool {
 }
 
 /// One cell's line: its verdict (or "not judged"), the changes with intervals, and why.
-fn line(h: &History, column: usize, c: &Comparison) -> String {
+fn line(h: &History, column: usize, reference: usize, c: &Comparison) -> String {
     let verdict = match judged(c) {
         true => verdict_label(c.verdict),
         false => "not judged",
@@ -44,9 +44,10 @@ fn line(h: &History, column: usize, c: &Comparison) -> String {
         false => format!(" {};", changes.join(", ")),
     };
     format!(
-        "- {}: {}: {verdict}:{changes} {}\n",
+        "- {}: {} against {}: {verdict}:{changes} {}\n",
         inert(&c.cell),
         inert(&column_name(h, column)),
+        inert(&column_name(h, reference)),
         note(c)
     )
 }
@@ -63,7 +64,12 @@ pub fn render(h: &History, a: &AgainstReference) -> String {
         thresholds_text(thresholds)
     );
     for against in &a.cells {
-        out.push_str(&line(h, against.column, &against.comparison));
+        out.push_str(&line(
+            h,
+            against.column,
+            against.reference,
+            &against.comparison,
+        ));
     }
     for column in &a.without_reference {
         out.push_str(&format!(
