@@ -47,29 +47,25 @@ fn yaml_named(path: &Path) -> bool {
     matches!(ext.as_str(), "yaml" | "yml" | "json")
 }
 
-/// One file read: its text, and its YAML documents when it is read as YAML.
-struct Read {
-    path: PathBuf,
-    text: String,
-    yaml: Option<yaml::Parsed>,
-}
-
-/// Reads one file's text, parsing it when it is read as YAML.
-fn read_text(path: &Path, text: String) -> Read {
-    let as_yaml = yaml_named(path)
+/// Whether a file is read as YAML: by its name, or, unless a shell script, by how its text
+/// begins (Kubernetes objects, a compose file).
+fn read_as_yaml(path: &Path, text: &str) -> bool {
+    yaml_named(path)
         || (path.extension().is_none_or(|e| e != "sh")
-            && (text.contains("apiVersion:") || text.starts_with("services:")));
-    Read {
-        path: path.to_path_buf(),
-        yaml: as_yaml.then(|| yaml::documents(&text)),
-        text,
-    }
+            && (text.contains("apiVersion:") || text.starts_with("services:")))
 }
 
-/// Checks one file read (`classes`: the runtime classes every file given defines).
-fn check_read(read: Read, classes: &RuntimeClasses, loaders: &Loaders, report: &mut Report) {
-    let (path, file) = (&read.path, read.path.display().to_string());
-    if let Some(parsed) = read.yaml {
+/// Checks one file's text (`classes`: the runtime classes every file given defines).
+fn check_text(
+    path: &Path,
+    text: &str,
+    classes: &RuntimeClasses,
+    loaders: &Loaders,
+    report: &mut Report,
+) {
+    let file = path.display().to_string();
+    if read_as_yaml(path, text) {
+        let parsed = yaml::documents(text);
         for doc in &parsed.docs {
             if kube::is_kubernetes(doc) {
                 kube::check(doc, &file, loaders, classes, &mut report.findings);
@@ -88,7 +84,7 @@ fn check_read(read: Read, classes: &RuntimeClasses, loaders: &Loaders, report: &
                 }));
         }
     }
-    commands::check(&read.text, &file, loaders, &mut report.findings);
+    commands::check(text, &file, loaders, &mut report.findings);
 }
 
 /// Checks every file under `paths`; findings of the rules in `ignore` are left out.
@@ -109,12 +105,8 @@ pub fn run(paths: &[PathBuf], loaders: &Loaders, ignore: &[&'static Rule]) -> Re
     for path in &gathered.files {
         let read = input::read(path);
         if let Ok(text) = &read {
-            if text.contains("RuntimeClass") {
-                for doc in read_text(path, text.clone())
-                    .yaml
-                    .iter()
-                    .flat_map(|p| &p.docs)
-                {
+            if text.contains("RuntimeClass") && read_as_yaml(path, text) {
+                for doc in &yaml::documents(text).docs {
                     classes.collect(doc);
                 }
             }
@@ -131,7 +123,7 @@ pub fn run(paths: &[PathBuf], loaders: &Loaders, ignore: &[&'static Rule]) -> Re
         match read {
             Ok(text) => {
                 report.files += 1;
-                check_read(read_text(path, text), &classes, loaders, &mut report);
+                check_text(path, &text, &classes, loaders, &mut report);
             }
             Err(problem) => report.problems.push(problem),
         }
