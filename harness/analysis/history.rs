@@ -158,17 +158,6 @@ pub struct Trend {
     pub outcomes_within_chance: usize,
 }
 
-impl Trend {
-    /// No steps between neighbouring points, along a field with no order.
-    fn forget_steps(&mut self) {
-        self.rate_steps.clear();
-        self.outcome_steps.clear();
-        self.outcomes_unjudged = 0;
-        self.outcomes_unjudged_differ = 0;
-        self.outcomes_within_chance = 0;
-    }
-}
-
 /// A change of outcome between two neighbouring points, judged beyond chance.
 #[derive(Clone, Debug, Serialize)]
 pub struct OutcomeStep {
@@ -314,13 +303,9 @@ impl Builder {
                     Some(point(&mine, self.metric))
                 })
                 .collect();
-            let mut trend = trend(key, cell, points, self.threshold);
-            if against.is_some() {
-                // Runtimes have no order: a step from one to its neighbour in the alphabet says
-                // nothing; each is judged against the reference instead.
-                trend.forget_steps();
-            }
-            trends.push(trend);
+            // Runtimes have no order: each is judged against the reference instead.
+            let threshold = against.is_none().then_some(self.threshold);
+            trends.push(trend(key, cell, points, threshold));
         }
         Ok(History {
             by: self.by,
@@ -350,12 +335,15 @@ fn point(runs: &Runs, metric: Metric) -> Point {
 }
 
 /// A cell's trend from its points: where its outcome changed and where its metric stepped.
-fn trend(key: CellKey, cell: String, points: Vec<Option<Point>>, threshold: f64) -> Trend {
-    let present: Vec<(usize, &Point)> = points
-        .iter()
-        .enumerate()
-        .filter_map(|(i, p)| p.as_ref().map(|p| (i, p)))
-        .collect();
+/// `threshold`: None along a field with no order (runtimes), where a point is no step from its
+/// neighbour and none is looked for.
+fn trend(key: CellKey, cell: String, points: Vec<Option<Point>>, threshold: Option<f64>) -> Trend {
+    let present: Vec<(usize, &Point)> = match threshold {
+        Some(_) => (points.iter().enumerate())
+            .filter_map(|(i, p)| p.as_ref().map(|p| (i, p)))
+            .collect(),
+        None => Vec::new(),
+    };
     let mut outcome_steps = Vec::new();
     let (mut outcomes_unjudged, mut outcomes_unjudged_differ, mut outcomes_within_chance) =
         (0, 0, 0);
@@ -385,7 +373,8 @@ fn trend(key: CellKey, cell: String, points: Vec<Option<Point>>, threshold: f64)
     let values: Vec<f64> = rated.iter().map(|(_, m, _)| *m).collect();
     let at: Vec<usize> = rated.iter().map(|(i, _, _)| *i).collect();
     let variances: Vec<f64> = rated.iter().filter_map(|(_, _, v)| *v).collect();
-    let rate_steps = change_points::steps(&values, &at, &variances, threshold);
+    let rate_steps =
+        (threshold.map(|t| change_points::steps(&values, &at, &variances, t))).unwrap_or_default();
     Trend {
         cell,
         key,
