@@ -69,13 +69,18 @@ fn children_by_parent() -> std::collections::HashMap<u32, Vec<u32>> {
 
 /// Every descendant of `root` (not `root` itself), parents before children.
 pub fn descendants(root: u32) -> Vec<u32> {
-    let mut by_parent = None;
-    let mut children = |pid: u32| match listed_children(pid) {
-        Some(listed) => listed,
-        None => {
+    // Once the files fail (a kernel without them, or a process gone), the one pass over every
+    // parent answers for the rest of the walk: under gVisor each /proc read is dear.
+    let mut by_parent: Option<std::collections::HashMap<u32, Vec<u32>>> = None;
+    let mut children = |pid: u32| {
+        let listed = match by_parent {
+            None => listed_children(pid),
+            Some(_) => None,
+        };
+        listed.unwrap_or_else(|| {
             let map = by_parent.get_or_insert_with(children_by_parent);
             map.get(&pid).cloned().unwrap_or_default()
-        }
+        })
     };
     let mut out = Vec::new();
     let mut next = children(root);
