@@ -117,6 +117,8 @@ fn the_node_check_as_text_metrics_and_nhc() {
         used_bytes: 30 * MIB,
         inodes_free: Some(4000),
         read_only: false,
+        within_mount: None,
+        mode: Some(0o1777),
         dead: vec![
             DeadFile {
                 name: "torch_4242_1117630682_0".into(),

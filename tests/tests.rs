@@ -28,6 +28,7 @@ mod generated_files;
 mod history;
 mod k8s;
 mod k8s_pods;
+mod live_node;
 mod node;
 mod node_npd;
 mod node_prometheus;

@@ -28,17 +28,10 @@ pub(crate) fn run() -> Result<ExitCode> {
 pub(crate) fn lines(swept: &Swept) -> Vec<String> {
     let mut out = Vec::new();
     for path in &swept.segments {
-        out.push(format!("removed {} (a dead run's segment)", path.display()));
+        out.push(format!("removed {} (a dead run's)", path.display()));
     }
-    for path in &swept.segments_kept {
-        let why = swept.unreadable.as_ref().map_or_else(
-            || "a live process holds it".to_string(),
-            ToString::to_string,
-        );
-        out.push(format!(
-            "kept {}: a dead run's segment, but {why}",
-            path.display()
-        ));
+    for (path, why) in &swept.segments_kept {
+        out.push(format!("kept {}: a dead run's, but {why}", path.display()));
     }
     for group in &swept.cgroups {
         out.push(format!("removed memory cgroup {group} (a dead run's)"));

@@ -60,6 +60,11 @@ pub struct NodeFacts {
     pub inodes_free: Option<u64>,
     /// Mounted read-only: no segment can be created.
     pub read_only: bool,
+    /// Where the filesystem holding the path is mounted, when that is not the path itself
+    /// (the path is then a directory of another mount, such as /dev's devtmpfs).
+    pub within_mount: Option<String>,
+    /// The directory's permission bits (None where it is not a directory).
+    pub mode: Option<u32>,
     /// Proven dead leftovers, largest first.
     pub dead: Vec<DeadFile>,
     /// Files no live process holds whose names name no owner: counted, never called dead.
@@ -83,6 +88,8 @@ impl NodeFacts {
             used_bytes: 0,
             inodes_free: None,
             read_only: false,
+            within_mount: None,
+            mode: None,
             dead: Vec::new(),
             unowned_bytes: 0,
             unowned_files: 0,
@@ -116,13 +123,21 @@ pub fn judge(facts: &NodeFacts, policy: &NodePolicy) -> NodeVerdict {
     let mut unknowns = Vec::new();
     if facts.is_missing() {
         problems.push(Problem::Missing);
-    } else if !facts.is_tmpfs() {
+    } else if !facts.is_tmpfs() && facts.within_mount.is_none() {
         problems.push(Problem::NotTmpfs {
             filesystem: facts.filesystem.clone(),
         });
     }
+    if let Some(mount_point) = &facts.within_mount {
+        problems.push(Problem::NotOwnMount {
+            filesystem: facts.filesystem.clone(),
+            mount_point: mount_point.clone(),
+        });
+    }
     if facts.read_only {
         problems.push(Problem::ReadOnly);
+    } else if let Some(mode) = facts.mode.filter(|m| m & 0o002 == 0) {
+        problems.push(Problem::NotWritable { mode });
     }
     if facts.inodes_free == Some(0) {
         problems.push(Problem::NoInodes);

@@ -40,6 +40,14 @@ pub enum Problem {
     NoInodes,
     /// Mounted read-only: no segment can be created.
     ReadOnly,
+    /// Not a mount of its own: a directory of the filesystem mounted at `mount_point` (an
+    /// unmounted /dev/shm is a directory of /dev's devtmpfs, sized by nothing of the jobs').
+    NotOwnMount {
+        filesystem: String,
+        mount_point: String,
+    },
+    /// Jobs that are not root cannot create a segment in it (no write bit for others).
+    NotWritable { mode: u32 },
 }
 
 impl Problem {
@@ -54,11 +62,13 @@ impl Problem {
             Problem::FewMappings { .. } => "few_mappings",
             Problem::NoInodes => "no_inodes",
             Problem::ReadOnly => "read_only",
+            Problem::NotOwnMount { .. } => "not_own_mount",
+            Problem::NotWritable { .. } => "not_writable",
         }
     }
 
     /// Every code, for metrics that list each kind (0 or 1).
-    pub const CODES: [&'static str; 8] = [
+    pub const CODES: [&'static str; 10] = [
         "missing",
         "not_tmpfs",
         "too_small",
@@ -67,6 +77,8 @@ impl Problem {
         "few_mappings",
         "no_inodes",
         "read_only",
+        "not_own_mount",
+        "not_writable",
     ];
 }
 
@@ -141,6 +153,11 @@ mod tests {
             },
             Problem::NoInodes,
             Problem::ReadOnly,
+            Problem::NotOwnMount {
+                filesystem: String::new(),
+                mount_point: String::new(),
+            },
+            Problem::NotWritable { mode: 0 },
         ];
         // A variant added to `Problem` must be added here (the match below has no wildcard).
         for p in &every {
@@ -152,7 +169,9 @@ mod tests {
                 | Problem::DeadLeftovers { .. }
                 | Problem::FewMappings { .. }
                 | Problem::NoInodes
-                | Problem::ReadOnly => {}
+                | Problem::ReadOnly
+                | Problem::NotOwnMount { .. }
+                | Problem::NotWritable { .. } => {}
             }
         }
         let codes: Vec<_> = every.iter().map(Problem::code).collect();

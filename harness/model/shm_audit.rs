@@ -94,6 +94,9 @@ pub enum Staleness {
     Unowned,
     /// Processes the audit cannot see may hold it (`why`): it cannot be proven stale.
     Unknown { why: String },
+    /// Its owner is gone, yet no sweep may remove it (`why`: another name, the kernel or a mount
+    /// holds it): not a dead leftover, and not an unknown either.
+    Pinned { why: String },
 }
 
 impl Staleness {
@@ -107,6 +110,7 @@ impl Staleness {
             Staleness::ByDesign { .. } => "kept by design",
             Staleness::Unowned => "unheld, owner unknown",
             Staleness::Unknown { .. } => "unknown",
+            Staleness::Pinned { .. } => "owner gone, not removable",
         }
     }
 }

@@ -15,10 +15,9 @@ use sys::{memory_cgroup, run_owner};
 #[derive(Debug, Default)]
 pub struct Swept {
     pub segments: Vec<PathBuf>,
-    /// Segments of dead runs left because a live process holds them (or none could be proved
-    /// unheld: `unreadable` says why).
-    pub segments_kept: Vec<PathBuf>,
-    pub unreadable: Option<sys::holders::ProcUnreadable>,
+    /// Segments (and owner records) of dead runs left, each with why (a live process holds
+    /// it, a mount covers it, or it could not be proven unheld).
+    pub segments_kept: Vec<(PathBuf, String)>,
     pub cgroups: Vec<String>,
     pub containers: Vec<String>,
     /// The directories of Podman services a dead run started.
@@ -61,7 +60,6 @@ pub fn sweep(engines: &[&Engine]) -> Swept {
     Swept {
         segments: segments.removed,
         segments_kept: segments.kept,
-        unreadable: segments.unreadable,
         cgroups,
         containers,
         service_dirs,

@@ -23,6 +23,16 @@ pub fn problem_words(problem: &Problem, path: &str) -> String {
         Problem::NotTmpfs { filesystem } => format!("{path} is {filesystem}, not a tmpfs"),
         Problem::NoInodes => format!("{path} has no inode left"),
         Problem::ReadOnly => format!("{path} is mounted read-only"),
+        Problem::NotOwnMount {
+            filesystem,
+            mount_point,
+        } => format!(
+            "{path} is not mounted (a directory of the {filesystem} at {})",
+            shown(mount_point)
+        ),
+        Problem::NotWritable { mode } => {
+            format!("{path} is mode {mode:04o}: jobs cannot write in it")
+        }
         Problem::TooSmall {
             size_bytes,
             need_bytes,

@@ -107,6 +107,7 @@ fn entries(out: &mut String, audit: &ShmAudit) {
             .map(|e| {
                 let held = match &e.staleness {
                     Staleness::Held => holders(&e.holders),
+                    Staleness::Pinned { why } => format!("owner gone, kept: {}", shown(why)),
                     other => other.word().to_string(),
                 };
                 vec![

@@ -1,7 +1,6 @@
 //! Who holds a file: every process's open fds and file mappings, read from /proc (so every
-//! pid namespace below ours), matched by (device, inode), never by name; and the removal of
-//! files that nobody holds, which is all a sweep may delete (`sys::owner` says which files are
-//! shmbench's to consider at all).
+//! pid namespace below ours), matched by (device, inode), never by name: half of the proof
+//! `lease_removal` takes before any removal (the kernel's lease is the other).
 //!
 //! A process whose fds the kernel will not show us (a more privileged one: a sandbox's or
 //! container engine's init, under Yama or an LSM) cannot be read and is skipped: the dead
@@ -11,58 +10,12 @@
 use std::collections::HashSet;
 use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::MetadataExt;
-use std::path::PathBuf;
 
 /// A file's identity: (device, inode).
 pub type FileId = (u64, u64);
 
 pub fn file_id(meta: &std::fs::Metadata) -> FileId {
     (meta.dev(), meta.ino())
-}
-
-/// What a removal did.
-#[derive(Debug, Default)]
-pub struct Removal {
-    pub removed: Vec<PathBuf>,
-    /// Owned files left because a live process holds them (or /proc could not be read).
-    pub kept: Vec<PathBuf>,
-    /// Why files were kept without a holder seen: /proc could not be read.
-    pub unreadable: Option<ProcUnreadable>,
-}
-
-impl Removal {
-    /// Adds `other` to this removal.
-    pub fn absorb(&mut self, other: Removal) {
-        self.removed.extend(other.removed);
-        self.kept.extend(other.kept);
-        self.unreadable = self.unreadable.take().or(other.unreadable);
-    }
-}
-
-/// Removes each of `files` that no live process holds and that is still the same file.
-pub fn remove_unheld(files: Vec<(PathBuf, FileId)>) -> Removal {
-    let mut removal = Removal::default();
-    if files.is_empty() {
-        return removal;
-    }
-    let wanted: HashSet<FileId> = files.iter().map(|(_, id)| *id).collect();
-    let held = match held(&wanted) {
-        Ok(held) => held,
-        Err(why) => {
-            removal.kept = files.into_iter().map(|(p, _)| p).collect();
-            removal.unreadable = Some(why);
-            return removal;
-        }
-    };
-    for (path, id) in files {
-        let still_same = std::fs::symlink_metadata(&path).is_ok_and(|m| file_id(&m) == id);
-        if held.contains(&id) || !still_same {
-            removal.kept.push(path);
-        } else if std::fs::remove_file(&path).is_ok() {
-            removal.removed.push(path);
-        }
-    }
-    removal
 }
 
 /// /proc could not be listed, so no one can say what is held: nothing may be removed.

@@ -5,10 +5,19 @@
 //! held another open breaks it and waits. /proc is read once for a whole batch of leased files
 //! (any fd or mapping of them), and each goes only if its lease is still unbroken.
 //!
+//! A file that a mount covers in any mount namespace is kept too (`mount_points`: no fd or
+//! mapping refers to it, yet unlinking it would detach that namespace's mount), and where not
+//! every mount namespace can be seen only a run's own files go.
+//!
 //! The name is unlinked only while it still is the leased file (moved aside first, then
 //! checked). A lease break sends SIGIO, whose default action kills: callers hold
 //! [`IgnoreSigio`] while leases are held, and [`HoldStops`] so that Ctrl-Z cannot freeze the
-//! sweep with leases held. `stale_sweep` (`shm --sweep-stale`) and a watched job's `--sweep` use it.
+//! sweep with leases held.
+//!
+//! This is the one way shmbench removes a file from a tmpfs it shares: the sweep of dead runs
+//! (`owner`: their segments, then their owner records), `shm --sweep-stale` (`stale_sweep`), a
+//! watched job's `--sweep` and a loader's teardown of its own segments all end here
+//! (`tests/architecture` fails on a removal of a /dev/shm path anywhere else).
 
 use std::collections::HashSet;
 use std::os::fd::{AsFd, AsRawFd, OwnedFd};
@@ -23,6 +32,7 @@ use nix::sys::stat::{fstat, fstatat, FileStat, Mode};
 use nix::unistd::{unlinkat, UnlinkatFlags};
 
 use super::holders::{self, FileId};
+use super::mount_points;
 
 /// Why a file was kept at its last proof.
 #[derive(Debug, thiserror::Error)]
@@ -53,8 +63,23 @@ pub enum Kept {
         "it has {0} names (hard links): removing one frees nothing, and another may be in use"
     )]
     HardLinked(u64),
+    #[error("it is a run's owner record, and {0} file(s) it proves that run's are still there")]
+    ProvesFiles(usize),
+    #[error("a mount covers it in another mount namespace: removing it would detach that mount")]
+    MountPoint,
+    #[error("not a file of this run, and not every mount namespace can be seen ({0}): one of them may have a mount on it")]
+    MountsUnseen(String),
     #[error("{0}: {1}")]
     Os(&'static str, nix::Error),
+}
+
+/// Whose files a removal is of: what may go where not every mount namespace can be seen.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Whose {
+    /// This run's own (its token's segments and record, its watched job's files).
+    OwnRun,
+    /// A dead run's or another program's.
+    Others,
 }
 
 /// SIGIO ignored while this lives (a lease break is then a state read back, never the end of
@@ -87,6 +112,16 @@ pub struct Leased {
     id: FileId,
 }
 
+impl Drop for Leased {
+    fn drop(&mut self) {
+        // The lease belongs to the open file, which outlives this fd where the file is one this
+        // process holds (an owner record): a lease left on it would make a later open send us
+        // SIGIO, whose default action kills.
+        // SAFETY: fcntl on an fd we own.
+        unsafe { libc::fcntl(self.file.as_raw_fd(), libc::F_SETLEASE, libc::F_UNLCK) };
+    }
+}
+
 /// Opens `name` in the directory `dir` and takes a write lease on it, after checking it is
 /// inode `inode` on `device`, a regular file, and that `still` accepts its status now.
 pub fn lease(
@@ -97,7 +132,23 @@ pub fn lease(
     still: impl Fn(&FileStat) -> Result<(), Kept>,
 ) -> Result<Leased, Kept> {
     let file = open_on(Some(&dir), name, OFlag::O_NONBLOCK, device)?;
+    lease_open(index, dir, name, file, (device, inode), still)
+}
+
+/// As [`lease`], for a file this process already has open as `file` (an owner record it holds
+/// locked): its own fd does not count against the lease, any other does.
+pub fn lease_open(
+    index: usize,
+    dir: OwnedFd,
+    name: &[u8],
+    file: OwnedFd,
+    (device, inode): FileId,
+    still: impl Fn(&FileStat) -> Result<(), Kept>,
+) -> Result<Leased, Kept> {
     let st = fstat(&file).map_err(|e| Kept::Os("cannot stat it", e))?;
+    if st.st_dev != device {
+        return Err(Kept::OtherFilesystem);
+    }
     if st.st_ino != inode || (st.st_mode & libc::S_IFMT) != libc::S_IFREG {
         return Err(Kept::Changed);
     }
@@ -121,14 +172,24 @@ pub fn lease(
     })
 }
 
-/// Reads /proc once for every leased file, and unlinks each that no live process holds and
-/// whose lease is unbroken. Each lease ends as its file is done with.
-pub fn unlink_unheld(leased: Vec<Leased>) -> Vec<(usize, Result<(), Kept>)> {
+/// Reads /proc once for every leased file (its fds and mappings, and every mount namespace's
+/// mounts), and unlinks each that no live process holds, no mount covers and whose lease is
+/// unbroken. Each lease ends as its file is done with.
+pub fn unlink_unheld(leased: Vec<Leased>, whose: Whose) -> Vec<(usize, Result<(), Kept>)> {
     let ids: HashSet<FileId> = leased.iter().map(|l| l.id).collect();
+    let devices: HashSet<u64> = ids.iter().map(|id| id.0).collect();
+    let mounts = mount_points::read(&devices);
     match holders::held_by_others(&ids, Some(std::process::id())) {
         Ok(held) => leased
             .into_iter()
-            .map(|l| (l.index, unlink_one(&l, &held)))
+            .map(|l| {
+                let done = match &mounts.unseen {
+                    _ if mounts.covered.contains(&l.id) => Err(Kept::MountPoint),
+                    Some(why) if whose == Whose::Others => Err(Kept::MountsUnseen(why.clone())),
+                    _ => unlink_one(&l, &held),
+                };
+                (l.index, done)
+            })
             .collect(),
         Err(e) => {
             let why = e.0.to_string();
@@ -243,28 +304,86 @@ pub fn open_on(
     Ok(fd)
 }
 
+/// What a removal of named files did: each removed, and each kept with why.
+#[derive(Debug, Default)]
+pub struct Removal {
+    pub removed: Vec<PathBuf>,
+    pub kept: Vec<(PathBuf, String)>,
+}
+
+impl Removal {
+    /// Adds `other` to this removal.
+    pub fn absorb(&mut self, other: Removal) {
+        self.removed.extend(other.removed);
+        self.kept.extend(other.kept);
+    }
+}
+
 /// Removes each of `files` (a path and the identity it had when seen) that is still that file
-/// and proven unheld; returns those removed. A file's directory is opened as a path (it may
-/// pass a symlink such as /dev/shm -> /run/shm), the file itself never through one.
-pub fn remove_proven_unheld(files: &[(PathBuf, FileId)]) -> Vec<PathBuf> {
-    let _sigio = IgnoreSigio::new();
-    let _stops = HoldStops::new();
-    let mut leased = Vec::new();
-    for (index, (path, id)) in files.iter().enumerate() {
-        let (Some(parent), Some(name)) = (path.parent(), path.file_name()) else {
-            continue;
-        };
-        let Ok(dir) = open_dir(parent) else { continue };
-        if let Ok(l) = lease(index, dir, name.as_bytes(), *id, |_| Ok(())) {
-            leased.push(l);
+/// and proven unheld, in batches. A file's directory is opened as a path (it may pass a symlink
+/// such as /dev/shm -> /run/shm), the file itself never through one.
+pub fn remove_proven_unheld(files: &[(PathBuf, FileId)], whose: Whose) -> Removal {
+    let mut removal = Removal::default();
+    for batch in files.chunks(BATCH) {
+        let _sigio = IgnoreSigio::new();
+        let _stops = HoldStops::new();
+        let mut leased = Vec::new();
+        for (index, (path, id)) in batch.iter().enumerate() {
+            let (Some(parent), Some(name)) = (path.parent(), path.file_name()) else {
+                continue;
+            };
+            let opened = open_dir(parent).map_err(|e| Kept::Os("cannot open its directory", e));
+            match opened.and_then(|dir| lease(index, dir, name.as_bytes(), *id, |_| Ok(()))) {
+                Ok(l) => leased.push(l),
+                Err(why) => removal.kept.push((path.clone(), why.to_string())),
+            }
+        }
+        for (index, done) in unlink_unheld(leased, whose) {
+            let path = batch[index].0.clone();
+            match done {
+                Ok(()) => removal.removed.push(path),
+                Err(why) => removal.kept.push((path, why.to_string())),
+            }
         }
     }
-    unlink_unheld(leased)
-        .into_iter()
-        .filter(|(_, done)| done.is_ok())
-        .map(|(index, _)| files[index].0.clone())
-        .collect()
+    removal
 }
+
+/// Removes `path`, a file this process holds open as `file` (an owner record it holds locked),
+/// by the same proof: nobody else holds it, no mount covers it, and the name is still it.
+pub fn remove_held_by_self(path: &Path, file: &std::fs::File, whose: Whose) -> Result<(), Kept> {
+    let (Some(parent), Some(name)) = (path.parent(), path.file_name()) else {
+        return Err(Kept::Changed);
+    };
+    let dir = open_dir(parent).map_err(|e| Kept::Os("cannot open its directory", e))?;
+    let own = file
+        .as_fd()
+        .try_clone_to_owned()
+        .map_err(|_| Kept::Os("cannot duplicate its fd", nix::Error::last()))?;
+    let st = fstat(&own).map_err(|e| Kept::Os("cannot stat it", e))?;
+    let _sigio = IgnoreSigio::new();
+    let _stops = HoldStops::new();
+    let leased = lease_open(0, dir, name.as_bytes(), own, (st.st_dev, st.st_ino), |_| {
+        Ok(())
+    })?;
+    unlink_unheld(vec![leased], whose)
+        .pop()
+        .map_or(Err(Kept::Changed), |(_, done)| done)
+}
+
+/// Whether a lease could be taken on `name` in `dir` now (it is inode `id` on its device, a
+/// regular file of one name, and nothing else has it open or mapped): what an audit asks of a
+/// dead owner's file, so that it counts as a dead leftover only what a sweep could remove.
+/// The lease is given back at once.
+pub fn leasable(dir: &Path, name: &[u8], id: FileId) -> Result<(), Kept> {
+    let dir = open_dir(dir).map_err(|e| Kept::Os("cannot open its directory", e))?;
+    let _sigio = IgnoreSigio::new();
+    let _stops = HoldStops::new();
+    lease(0, dir, name, id, |_| Ok(())).map(drop)
+}
+
+/// Files leased at once before /proc is read for them (each holds an fd meanwhile).
+pub const BATCH: usize = 256;
 
 fn open_dir(path: &Path) -> nix::Result<OwnedFd> {
     nix::fcntl::open(

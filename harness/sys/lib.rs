@@ -13,6 +13,7 @@ pub mod holders;
 pub mod image_use;
 pub mod lease_removal;
 pub mod memory_cgroup;
+pub mod mount_points;
 pub mod node_facts;
 pub mod owner;
 pub mod perf;

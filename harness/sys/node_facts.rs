@@ -89,12 +89,27 @@ pub fn collect(path: &Path, read_only_view: bool) -> Result<NodeFacts, FactsErro
     } else {
         mount_read_only
     };
+    // The mount the path lies in: an unmounted /dev/shm is a directory of /dev's devtmpfs,
+    // which statfs calls a tmpfs too.
+    let (within_mount, filesystem) = match super::mount_points::containing(path) {
+        Some((point, fstype)) => (
+            (point != path).then(|| point.display().to_string()),
+            match fstype.as_str() {
+                "tmpfs" => filesystem_name(kind),
+                _ if kind == nix::sys::statfs::TMPFS_MAGIC => fstype,
+                _ => filesystem_name(kind),
+            },
+        ),
+        None => (None, filesystem_name(kind)),
+    };
     let base = NodeFacts {
         inodes_free,
         read_only,
-        ..NodeFacts::bare(shown, &filesystem_name(kind), max_map_count)
+        within_mount,
+        mode: Some(meta.mode() & 0o7777),
+        ..NodeFacts::bare(shown, &filesystem, max_map_count)
     };
-    if kind != nix::sys::statfs::TMPFS_MAGIC {
+    if kind != nix::sys::statfs::TMPFS_MAGIC || !base.is_tmpfs() {
         let (size_bytes, used_bytes) = usage_of(path);
         return Ok(NodeFacts {
             size_bytes,

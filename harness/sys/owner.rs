@@ -9,8 +9,9 @@
 //! the directory. Things the owner makes carry the token in their names (`<prefix><token>_...`).
 //!
 //! A sweep removes a thing only when (1) its token's record exists and its lock can be taken
-//! (the owner is dead) and (2) no live process holds the file, by fd or by mapping, in any pid
-//! namespace (`sys::holders`). Names are compared as raw bytes and files as (device, inode), never after a lossy
+//! (the owner is dead) and (2) `lease_removal` proves it unheld, by fd or by mapping, in any pid
+//! namespace, and covered by no mount in any mount namespace. A record goes only once no file
+//! it proves is left. Names are compared as raw bytes and files as (device, inode), never after a lossy
 //! conversion. Records appear already locked (O_TMPFILE, then linked into place), so a sweep can
 //! never mistake a record being created for a dead one.
 
@@ -21,7 +22,8 @@ use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 
-use super::holders::{file_id, remove_unheld, FileId, Removal};
+use super::holders::{file_id, FileId};
+use super::lease_removal::{remove_held_by_self, remove_proven_unheld, Removal, Whose};
 
 /// Hex digits in a token (64 random bits).
 const TOKEN_LEN: usize = 16;
@@ -181,14 +183,16 @@ impl OwnerRecord {
         &self.token
     }
 
-    /// Removes the record (the lock goes with the last fd on it).
-    pub fn unlink(&self) {
+    /// Removes the record from a directory that only this user's shmbench runs write (a run's
+    /// record in `run_owner::run_dir`, mode 0700): no other program's file or mount is there
+    /// to prove anything against, and no lease need be supported there.
+    pub fn unlink_from_private_dir(&self) {
         unlink_if_same(&self.path, &self.file);
     }
 
     /// Removes what this owner made in its directory that no live process holds.
     pub fn remove_unheld(&self) -> Removal {
-        remove_owned(&self.dir, self.prefix, &self.token)
+        remove_owned(&self.dir, self.prefix, &self.token, Whose::OwnRun)
     }
 }
 
@@ -196,20 +200,10 @@ impl Drop for OwnerRecord {
     fn drop(&mut self) {
         // The record goes only with the last thing it proves: whatever a live process still
         // holds stays provably ours for a later sweep, once that process lets go.
-        if self.remove_unheld().kept.is_empty() {
-            self.unlink();
+        self.remove_unheld();
+        if owned_files(&self.dir, self.prefix, &self.token).is_empty() {
+            let _ = remove_held_by_self(&self.path, &self.file, Whose::OwnRun);
         }
-    }
-}
-
-/// Unlinks `path` only if it is still the file `file` is open on (not a replacement).
-fn unlink_if_same(path: &Path, file: &File) {
-    let same = match (std::fs::symlink_metadata(path), file.metadata()) {
-        (Ok(on_disk), Ok(ours)) => file_id(&on_disk) == file_id(&ours),
-        _ => false,
-    };
-    if same {
-        let _ = std::fs::remove_file(path);
     }
 }
 
@@ -235,15 +229,33 @@ pub struct DeadOwner {
     path: PathBuf,
 }
 
+/// Unlinks `path` only if it is still the file `file` is open on (not a replacement): for a
+/// private directory only (see [`OwnerRecord::unlink_from_private_dir`]).
+fn unlink_if_same(path: &Path, file: &File) {
+    let same = match (std::fs::symlink_metadata(path), file.metadata()) {
+        (Ok(on_disk), Ok(ours)) => file_id(&on_disk) == file_id(&ours),
+        _ => false,
+    };
+    if same {
+        let _ = std::fs::remove_file(path);
+    }
+}
+
 impl DeadOwner {
-    /// Removes the record (once what it proved is gone).
-    pub fn remove(self) {
+    /// Removes a dead run's record from a private directory (see
+    /// [`OwnerRecord::unlink_from_private_dir`]).
+    pub fn remove_from_private_dir(self) {
         unlink_if_same(&self.path, &self.file);
+    }
+
+    /// Removes the record (once what it proved is gone), by the proof every removal takes.
+    pub fn remove(self) -> Result<(), super::lease_removal::Kept> {
+        remove_held_by_self(&self.path, &self.file, Whose::Others)
     }
 }
 
 /// Files in `dir` that `token`'s owner made: path and identity.
-fn owned_files(dir: &Path, prefix: &str, token: &Token) -> Vec<(PathBuf, FileId)> {
+pub(crate) fn owned_files(dir: &Path, prefix: &str, token: &Token) -> Vec<(PathBuf, FileId)> {
     let Ok(entries) = std::fs::read_dir(dir) else {
         return Vec::new();
     };
@@ -257,9 +269,9 @@ fn owned_files(dir: &Path, prefix: &str, token: &Token) -> Vec<(PathBuf, FileId)
         .collect()
 }
 
-/// Removes the files `token` owns in `dir` that no live process holds.
-pub fn remove_owned(dir: &Path, prefix: &str, token: &Token) -> Removal {
-    remove_unheld(owned_files(dir, prefix, token))
+/// Removes the files `token` owns in `dir` that are proven unheld.
+pub fn remove_owned(dir: &Path, prefix: &str, token: &Token, whose: Whose) -> Removal {
+    remove_proven_unheld(&owned_files(dir, prefix, token), whose)
 }
 
 /// Removes, in `dir`, the owned files of every dead owner no live process holds, and the
@@ -280,11 +292,15 @@ pub fn sweep(dir: &Path, prefix: &str) -> Removal {
         let Some(dead) = claim_dead(dir, prefix, &token) else {
             continue;
         };
-        let done = remove_owned(dir, prefix, &token);
-        let nothing_left = done.kept.is_empty();
-        removal.absorb(done);
-        if nothing_left {
-            dead.remove();
+        removal.absorb(remove_owned(dir, prefix, &token, Whose::Others));
+        // The record is the proof for its files: it goes only once none is left.
+        if owned_files(dir, prefix, &token).is_empty() {
+            if let Err(why) = dead.remove() {
+                let record = dir.join(format!("{prefix}{token}"));
+                removal
+                    .kept
+                    .push((record, format!("{why} (its owner record)")));
+            }
         }
     }
     removal
@@ -334,7 +350,12 @@ mod tests {
         std::fs::write(&owned, b"x").unwrap();
         let holder = File::open(&owned).unwrap();
         assert!(
-            record.remove_unheld().kept == vec![owned.clone()],
+            record
+                .remove_unheld()
+                .kept
+                .iter()
+                .map(|(p, _)| p)
+                .eq([&owned]),
             "held by us"
         );
         drop(holder);

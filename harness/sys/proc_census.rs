@@ -35,8 +35,7 @@ pub struct Census {
 impl Census {
     /// Reads /proc once.
     pub fn take() -> Census {
-        let in_host_pid_namespace = std::fs::read_link("/proc/self/ns/pid")
-            .is_ok_and(|ns| ns.as_os_str() == INIT_PID_NAMESPACE);
+        let in_host_pid_namespace = in_host_pid_namespace();
         let boot = boot_time();
         let ticks = nix::unistd::sysconf(nix::unistd::SysconfVar::CLK_TCK)
             .ok()
@@ -75,6 +74,17 @@ impl Census {
             .iter()
             .find(|p| p.own_pid == own_pid && p.started <= born + START_SLACK)
     }
+}
+
+/// Whether this process runs in the host's pid namespace.
+fn in_host_pid_namespace() -> bool {
+    std::fs::read_link("/proc/self/ns/pid").is_ok_and(|ns| ns.as_os_str() == INIT_PID_NAMESPACE)
+}
+
+/// Whether /proc shows this process every process on the machine (what
+/// [`Census::sees_every_process`] says, without reading the processes).
+pub fn sees_every_process() -> bool {
+    in_host_pid_namespace() && !proc_hides_processes()
 }
 
 /// Whether /proc is mounted so that it hides other users' processes from this one: `hidepid`

@@ -60,7 +60,7 @@ pub fn this_run() -> Result<&'static Token, NoRunRecord> {
 /// lock itself goes with the process).
 pub fn release_run() {
     if let Some(Ok(record)) = RUN_RECORD.get() {
-        record.unlink();
+        record.unlink_from_private_dir();
     }
 }
 
@@ -76,7 +76,7 @@ pub fn sweep_run_records(in_use: impl Fn(&Token) -> bool) {
         };
         if let Some(dead) = claim_dead(&dir, RUN_PREFIX, &token) {
             if !in_use(&token) {
-                dead.remove();
+                dead.remove_from_private_dir();
             }
         }
     }

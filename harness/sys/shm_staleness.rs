@@ -15,6 +15,11 @@ use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime};
 
+use std::collections::HashSet;
+use std::os::unix::fs::MetadataExt;
+
+use super::lease_removal::{self, Kept};
+use super::mount_points;
 use super::owner::{self, Named, Token};
 use super::proc_census::Census;
 use super::shm::NAME_PREFIX;
@@ -26,6 +31,57 @@ pub fn judge(root: &Path, entries: &mut [ShmEntry], census: &Census, unreadable:
     let now = SystemTime::now();
     for entry in entries.iter_mut() {
         entry.staleness = of(root, entry, census, unreadable, now);
+    }
+    pin_unremovable(root, entries);
+}
+
+/// Of the entries whose owner is proven gone, those no sweep could remove, with why: a mount
+/// covers it in some mount namespace, or the kernel refuses a lease on it (a loop device backs
+/// onto it, an fd of it is in flight over a Unix socket, a process the audit cannot see holds
+/// it). Hard links are judged in [`of`]. What is left is what a sweep removes.
+fn pin_unremovable(root: &Path, entries: &mut [ShmEntry]) {
+    let Ok(device) = std::fs::symlink_metadata(root).map(|m| m.dev()) else {
+        return;
+    };
+    if !entries.iter().any(ShmEntry::stale) {
+        return;
+    }
+    let mounts = mount_points::read(&HashSet::from([device]));
+    for entry in entries.iter_mut().filter(|e| e.stale()) {
+        let why = if mounts.covered.contains(&(device, entry.inode)) {
+            Some(Kept::MountPoint.to_string())
+        } else {
+            let dir = parent_dir(root, &entry.raw_path);
+            let name = entry.raw_path.last().map(Vec::as_slice).unwrap_or_default();
+            lease_removal::leasable(&dir, name, (device, entry.inode))
+                .err()
+                .map(|why| why.to_string())
+        };
+        if let Some(why) = why {
+            entry.staleness = Staleness::Pinned { why };
+        }
+    }
+    // A dead run's record goes only after its files: kept while one of them is not removable.
+    let removable: HashSet<u64> = entries
+        .iter()
+        .filter(|e| e.stale())
+        .map(|e| e.inode)
+        .collect();
+    for entry in entries.iter_mut().filter(|e| e.stale()) {
+        let base = entry.raw_path.last().map(Vec::as_slice).unwrap_or_default();
+        let Named::Record(token) = owner::classify(base, NAME_PREFIX) else {
+            continue;
+        };
+        let dir = parent_dir(root, &entry.raw_path);
+        let left = owner::owned_files(&dir, NAME_PREFIX, &token)
+            .iter()
+            .filter(|(_, id)| !removable.contains(&id.1))
+            .count();
+        if left > 0 {
+            entry.staleness = Staleness::Pinned {
+                why: Kept::ProvesFiles(left).to_string(),
+            };
+        }
     }
 }
 
@@ -55,7 +111,7 @@ fn of(
     }
     match owned(root, entry, census, unreadable, now) {
         // Another name of the file may be in use: only a file of one name can be proven stale.
-        Staleness::DeadOwner { .. } if entry.links > 1 => Staleness::Unknown {
+        Staleness::DeadOwner { .. } if entry.links > 1 => Staleness::Pinned {
             why: format!(
                 "it has {} names (hard links): removing one frees nothing, and another may be in use",
                 entry.links

@@ -15,15 +15,14 @@ use std::time::{Duration, SystemTime};
 use nix::fcntl::OFlag;
 use nix::sys::stat::FileStat;
 
-use super::lease_removal::{lease, open_on, unlink_unheld, HoldStops, IgnoreSigio, Kept, Leased};
+use super::lease_removal::{
+    lease, open_on, unlink_unheld, HoldStops, IgnoreSigio, Kept, Leased, Whose, BATCH,
+};
 use super::shm_audit::seconds_since;
 use super::signals;
 use model::shm_audit::{
     old_enough, AtimeUpdates, ShmAudit, ShmEntry, StaleSweep, Staleness, SweepEvent,
 };
-
-/// Candidates leased at once before /proc is read for them (each holds an fd meanwhile).
-const BATCH: usize = 256;
 
 /// What the user asked a sweep to remove.
 pub struct SweepAsk<'a> {
@@ -62,16 +61,23 @@ pub fn sweep(
         return out;
     };
     let _sigio = IgnoreSigio::new();
-    for batch in candidates.chunks(BATCH) {
-        if signals::received().is_some() {
-            out.interrupted = true;
-            break;
-        }
-        let stops = HoldStops::new();
-        let events = remove_batch(root, device, batch, ask.older_than, audit.atime);
-        drop(stops);
-        for event in events {
-            note(&mut out, event);
+    // A record is the proof for its run's files: records go in a pass of their own, after
+    // every file, and only a record none of whose files is left.
+    let (records, files): (Vec<_>, Vec<_>) = candidates
+        .into_iter()
+        .partition(|c| record_token(c.entry).is_some());
+    for pass in [files, records] {
+        for batch in pass.chunks(BATCH) {
+            if signals::received().is_some() {
+                out.interrupted = true;
+                return out;
+            }
+            let stops = HoldStops::new();
+            let events = remove_batch(root, device, batch, ask.older_than, audit.atime);
+            drop(stops);
+            for event in events {
+                note(&mut out, event);
+            }
         }
     }
     out
@@ -121,17 +127,16 @@ fn candidates<'a>(
             }
         }
     }
-    let record = |c: &Candidate| c.entry.raw_path.len() == 1 && is_record(&c.entry.raw_path[0]);
-    found.sort_by_key(record);
     found
 }
 
-/// Whether `name` is a shmbench owner record (`shmbench_<16 hex>`).
-fn is_record(name: &[u8]) -> bool {
-    matches!(
-        super::owner::classify(name, super::shm::NAME_PREFIX),
-        super::owner::Named::Record(_)
-    )
+/// The token of a shmbench owner record (`shmbench_<16 hex>`), if the entry is one.
+fn record_token(entry: &ShmEntry) -> Option<super::owner::Token> {
+    let name = entry.raw_path.last()?;
+    match super::owner::classify(name, super::shm::NAME_PREFIX) {
+        super::owner::Named::Record(token) => Some(token),
+        _ => None,
+    }
 }
 
 /// Whether the entry lies under `path` (a canonical path), compared by raw bytes.
@@ -161,12 +166,16 @@ fn remove_batch(
     let mut events = Vec::new();
     let mut leased = Vec::new();
     for (index, candidate) in batch.iter().enumerate() {
+        if let Some(left) = proven_files_left(root, candidate.entry) {
+            events.push(kept(candidate.entry, left));
+            continue;
+        }
         match lease_candidate(root, device, index, candidate, older_than, atime) {
             Ok(l) => leased.push(l),
             Err(why) => events.push(kept(candidate.entry, why)),
         }
     }
-    for (index, done) in unlink_unheld(leased) {
+    for (index, done) in unlink_unheld(leased, Whose::Others) {
         let candidate = &batch[index];
         events.push(match done {
             Ok(()) => SweepEvent::Removed {
@@ -178,6 +187,14 @@ fn remove_batch(
         });
     }
     events
+}
+
+/// For an owner record, why it must stay: files it proves are still there.
+fn proven_files_left(root: &Path, entry: &ShmEntry) -> Option<Kept> {
+    let token = record_token(entry)?;
+    let dir = super::shm_staleness::parent_dir(root, &entry.raw_path);
+    let left = super::owner::owned_files(&dir, super::shm::NAME_PREFIX, &token).len();
+    (left > 0).then_some(Kept::ProvesFiles(left))
 }
 
 /// Opens a candidate through its directories (each on the root's tmpfs, none through a

@@ -12,6 +12,7 @@
 //! folder is built that way. Every other import between files must be acyclic.
 
 mod manifests;
+mod removals;
 mod scan;
 
 use std::collections::{BTreeMap, BTreeSet};

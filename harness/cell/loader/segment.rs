@@ -18,7 +18,7 @@ use nix::sys::stat::Mode;
 use super::wire::ErrorKind;
 use model::knobs::{Strategy, TorchProfile};
 use std::path::Path;
-use sys::holders::Removal;
+use sys::lease_removal::Removal;
 use sys::owner::{self, OwnerRecord, Token};
 use sys::shm::SHM_DIR;
 

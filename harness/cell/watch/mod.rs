@@ -29,6 +29,7 @@ use model::record::{CellRecord, Failure, Metrics, Status};
 use model::watch::{Leftover, WatchFindings, WatchSettings};
 use sys::holders::FileId;
 use sys::lease_removal;
+use sys::lease_removal::Whose;
 use sys::{cgroup, proc_tree, process, shm};
 
 /// Output lines kept as evidence of how the job failed.
@@ -305,7 +306,7 @@ fn leftovers(
         .collect();
     // The cell is the init of its own pid namespace, so its /proc cannot show a process outside
     // the job that holds one of these: the kernel's lease can, in any namespace.
-    let removed = lease_removal::remove_proven_unheld(&doomed);
+    let removed = lease_removal::remove_proven_unheld(&doomed, Whose::OwnRun).removed;
     new.into_iter()
         .map(|f| Leftover {
             name: f.path.to_string_lossy().into_owned(),
