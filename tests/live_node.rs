@@ -223,3 +223,66 @@ fn an_unmounted_or_closed_dev_shm_is_a_problem_with_its_reason() {
     assert_eq!(read("closed.rc").trim(), "1", "{closed}");
     assert!(closed.contains("mode 0755"), "{closed}");
 }
+
+/// A host run and a host watch, as root and as nobody, on a private /dev/shm: what Podman would
+/// leave if it were started (its lock in /dev/shm, a pause process, a run directory).
+const HOST_RUNS: &str = r#"
+set -u
+mount -t tmpfs -o size=64m tmpfs /dev/shm
+chmod 0777 "$OUT"
+"$SHMBENCH" run --runtime host --workers 1 --batch 8 --steps 2 --out "$OUT/root.csv" > "$OUT/root.out" 2>&1; echo $? > "$OUT/root.rc"
+"$SHMBENCH" watch --runtime host -- true > "$OUT/watch.out" 2>&1
+ls -a /dev/shm > "$OUT/root_shm"
+had_run_dir=$([ -e /tmp/podman-run-65534 ] && echo yes || echo no)
+# A copy of the binary and a results directory that nobody can reach (the build's may not be).
+AS_NOBODY=$(mktemp -d /tmp/shmbench-live-node.XXXXXX); chmod 0755 "$AS_NOBODY"
+cp "$SHMBENCH" "$AS_NOBODY/shmbench"; mkdir -m 1777 "$AS_NOBODY/out"
+setpriv --reuid 65534 --regid 65534 --clear-groups env -u XDG_RUNTIME_DIR HOME=/nonexistent \
+  "$AS_NOBODY/shmbench" run --runtime host --workers 1 --batch 8 --steps 2 --out "$AS_NOBODY/out/nobody.csv" > "$OUT/nobody.out" 2>&1
+echo $? > "$OUT/nobody.rc"
+rm -rf "$AS_NOBODY"
+ls -a /dev/shm > "$OUT/nobody_shm"
+now_run_dir=$([ -e /tmp/podman-run-65534 ] && echo yes || echo no)
+echo "$had_run_dir $now_run_dir" > "$OUT/run_dir"
+(pgrep -u 65534 -a . || true) > "$OUT/nobody_procs"
+"#;
+
+#[test]
+fn a_host_run_as_root_or_a_user_starts_no_container_engine() {
+    if !require(
+        "podman",
+        || which("podman"),
+        "podman (Debian: apt-get install podman)",
+    ) {
+        return;
+    }
+    let _guard = serial();
+    let dir = temp_dir("live-host-run");
+    let out = dir.as_ref();
+    let run = in_private_shm(HOST_RUNS, out);
+    assert!(
+        run.status.success(),
+        "{}",
+        String::from_utf8_lossy(&run.stderr)
+    );
+    let read = |name: &str| std::fs::read_to_string(out.join(name)).unwrap_or_default();
+    assert_eq!(read("root.rc").trim(), "0", "{}", read("root.out"));
+    assert_eq!(read("nobody.rc").trim(), "0", "{}", read("nobody.out"));
+    for listing in ["root_shm", "nobody_shm"] {
+        let names = read(listing);
+        assert!(
+            !names.contains("libpod"),
+            "{listing}: Podman's lock appeared: {names}"
+        );
+    }
+    assert_ne!(
+        read("run_dir").trim(),
+        "no yes",
+        "Podman's run directory appeared"
+    );
+    let procs = read("nobody_procs");
+    assert!(
+        !procs.contains("podman") && !procs.contains("catatonit"),
+        "{procs}"
+    );
+}

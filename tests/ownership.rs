@@ -101,7 +101,10 @@ fn sweep_removes_nothing_foreign_and_nothing_a_live_process_holds() {
         "removed a held segment: {text}"
     );
     assert!(!segs[2].exists(), "kept a dead run's free segment: {text}");
-    assert!(text.contains("another process has it open or mapped"), "{text}");
+    assert!(
+        text.contains("another process has it open or mapped"),
+        "{text}"
+    );
     assert!(
         shm(&format!("shmbench_{token}")).exists(),
         "record goes last"

@@ -171,3 +171,48 @@ fn cpus_pins_the_cell_and_its_workers_and_a_cpu_that_is_not_there_is_an_error() 
     assert!(String::from_utf8_lossy(&o.stderr).contains("not a CPU list"));
     assert_clean(&before);
 }
+
+/// One cell on this machine's /dev/shm (a private tmpfs here): a baseline saved where it passes,
+/// then the same configuration where it cannot (an 8 MiB /dev/shm, a 9.2 MiB batch), judged
+/// against it with runs added while undecided.
+const FLIP: &str = r#"
+set -u
+cd "$OUT"
+printf 'name = "flip"\n[defaults]\nruntime = "host"\nbatch = 16\nworkers = 1\nsteps = 3\n[[cells]]\nname = "one"\nenvironment = "host"\n' > flip.toml
+mount -t tmpfs -o size=96m tmpfs /dev/shm
+"$SHMBENCH" matrix flip.toml --repeat 3 --save-baseline b > saved.out 2>&1; echo $? > saved.rc
+umount /dev/shm; mount -t tmpfs -o size=8m tmpfs /dev/shm
+"$SHMBENCH" matrix flip.toml --repeat 3 --baseline b --max-repeat 8 --out flip.csv > flip.out 2>&1; echo $? > flip.rc
+"#;
+
+#[test]
+fn an_undecided_flip_gets_runs_added_until_it_is_decided() {
+    if !require("unshare", || which("unshare"), "unshare (util-linux)") {
+        return;
+    }
+    let _guard = serial();
+    let dir = temp_dir("more-runs");
+    let out = dir.as_ref();
+    let run = in_private_shm(FLIP, out);
+    assert!(
+        run.status.success(),
+        "{}",
+        String::from_utf8_lossy(&run.stderr)
+    );
+    let read = |name: &str| std::fs::read_to_string(out.join(name)).unwrap_or_default();
+    assert_eq!(read("saved.rc").trim(), "0", "{}", read("saved.out"));
+    let flip = read("flip.out");
+    // 3 passes against 3 crashes cannot be told from chance (Fisher's p = 0.1): runs are added
+    // to the candidate until it can (3 against 7: p = 1/120), and the flip is a regression.
+    assert_eq!(read("flip.rc").trim(), "1", "{flip}");
+    assert!(
+        flip.contains("added ") && flip.contains("every cell decided"),
+        "{flip}"
+    );
+    let rows = read_csv(&out.join("flip.csv"));
+    assert!(
+        rows.len() > 3 && rows.len() <= 8,
+        "{} rows: {flip}",
+        rows.len()
+    );
+}

@@ -55,6 +55,7 @@ mod sweep_safety;
 mod torch;
 mod torch_limits;
 mod torch_start_methods;
+mod untrusted_results;
 mod vm;
 mod watch;
 mod watch_bytes;

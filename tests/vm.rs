@@ -149,7 +149,7 @@ fn a_kernel_that_panics_or_a_silent_guest_is_an_error_with_the_console() {
         .env("SHMBENCH_VM_APPEND", "rdinit=/nonexistent")
     });
     let stdout = String::from_utf8_lossy(&o.stdout);
-    assert!(o.status.success(), "{stdout}");
+    assert_eq!(o.status.code(), Some(4), "a cell in error: {stdout}");
     assert!(
         stdout.contains("the guest kernel panicked") && stdout.contains("Kernel panic"),
         "{stdout}"
@@ -159,7 +159,12 @@ fn a_kernel_that_panics_or_a_silent_guest_is_an_error_with_the_console() {
         &kernels[0],
         "--shm-size 64m --vm-boot-s 0.5 --timeout-s 0.5",
     );
-    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    assert_eq!(
+        o.status.code(),
+        Some(4),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
     assert_eq!(rows[0]["status"], "error");
     assert!(
         rows[0]["message"].contains("no console output in time"),

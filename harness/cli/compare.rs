@@ -145,21 +145,27 @@ pub(crate) fn verdict_exit(comparisons: &[compare::Comparison], allow_undecided:
     }
 }
 
-/// Parses a threshold: `5%`, `5` (percent) or `0.05` (a fraction below 1).
+/// Parses a threshold: `5%`, `5` (a whole number: percent) or `0.05` (a fraction below 1). A
+/// decimal of 1 or more (`1.0`, `2.5`) is refused: as a fraction it would be 100% or more, as
+/// a percent it reads like one, so it must say which with `%`.
 pub(crate) fn parse_threshold(text: &str) -> Result<f64, String> {
     let t = text.trim();
     let (number, percent) = match t.strip_suffix('%') {
-        Some(n) => (n, true),
+        Some(n) => (n.trim(), true),
         None => (t, false),
     };
     let value: f64 = number
-        .trim()
         .parse()
         .map_err(|_| format!("'{text}' is not a threshold: write e.g. 5% or 0.05"))?;
-    let fraction = if percent || value >= 1.0 {
+    let whole = number.bytes().all(|b| b.is_ascii_digit());
+    let fraction = if percent || whole {
         value / 100.0
-    } else {
+    } else if value < 1.0 {
         value
+    } else {
+        return Err(format!(
+            "'{text}' is ambiguous: write {value}% for a percent, or a fraction below 1 (0.05 is 5%)"
+        ));
     };
     if !(fraction.is_finite() && (0.0..1.0).contains(&fraction)) {
         return Err(format!(
@@ -167,4 +173,25 @@ pub(crate) fn parse_threshold(text: &str) -> Result<f64, String> {
         ));
     }
     Ok(fraction)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::parse_threshold;
+
+    #[test]
+    fn thresholds_are_percents_or_fractions_and_never_both() {
+        assert_eq!(parse_threshold("5%"), Ok(0.05));
+        assert_eq!(parse_threshold("5"), Ok(0.05));
+        assert_eq!(parse_threshold("1"), Ok(0.01));
+        assert_eq!(parse_threshold("0.9"), Ok(0.9));
+        assert_eq!(parse_threshold("1.5%"), Ok(0.015));
+        // 1.0 read as 1% and 0.9 as 90% was the trap: a decimal of 1 or more must say which.
+        for ambiguous in ["1.0", "2.5"] {
+            assert!(parse_threshold(ambiguous)
+                .unwrap_err()
+                .contains("ambiguous"));
+        }
+        assert!(parse_threshold("100%").is_err());
+    }
 }

@@ -123,7 +123,7 @@ pub(crate) fn run(args: Args) -> Result<ExitCode> {
         println!("fidelity: {}", path.display());
     }
     if outcome.interrupted.is_some() {
-        return Ok(outcome::exit_code(&outcome));
+        return Ok(outcome::stopped(&outcome));
     }
     Ok(verdict(&pairs))
 }

@@ -19,6 +19,7 @@ use crate::present::statements as present_statements;
 use crate::present::table;
 use crate::results::baseline;
 use crate::results::statements;
+use crate::results::Row;
 use crate::sys::fingerprint::mem_total;
 
 /// What `shmbench matrix --help` shows after the flags.
@@ -34,7 +35,13 @@ Examples:
       --kernels host,debian:6.1.0-57-cloud-amd64,debian:6.1.0-53-cloud-amd64
   shmbench history results/seed-matrix-*.csv --by kernel
   shmbench matrix --engines docker,podman --oci-runtimes runc,runsc --steps 30
-  shmbench history results/seed-matrix-*.csv --by runtime";
+  shmbench history results/seed-matrix-*.csv --by runtime
+  shmbench matrix --baseline nightly --repeat 3 --max-repeat 8   # adds runs to undecided cells
+
+Exit status: 0 every cell ran (passed, or crashed: a crash is a measurement), 1 a cell crashed
+with --fail-on crash, or --baseline found a regression, 2 shmbench could not run (bad input),
+3 --baseline left a cell undecided, 4 a cell ended in error (it measured nothing: its runtime
+refused it), 128+N stopped by signal N.";
 
 #[derive(clap::Args)]
 #[command(after_help = AFTER_HELP)]
@@ -77,6 +84,9 @@ pub(crate) struct Args {
     /// thresholds); exit 1 on a regression, 3 on a cell too few runs can judge
     #[arg(long, value_name = "NAME")]
     pub(crate) baseline: Option<String>,
+    /// Exit 1 when a cell crashed, not only 4 when one could not run (burn-in, prolog jobs)
+    #[arg(long, value_enum, value_name = "WHAT")]
+    pub(crate) fail_on: Option<super::outcome::FailOn>,
     /// With --baseline: exit 0, not 3, when a cell is undecided
     #[arg(long, requires = "baseline")]
     pub(crate) allow_undecided: bool,
@@ -111,6 +121,9 @@ pub(crate) fn run(args: Args) -> Result<ExitCode> {
         println!("{}", serde_json::to_string_pretty(&plan)?);
         return Ok(ExitCode::SUCCESS);
     }
+    if args.repeat.more_runs_cap().is_some() && args.baseline.is_none() {
+        anyhow::bail!("--max-repeat with a fixed --repeat adds runs to cells a --baseline comparison leaves undecided: give --baseline NAME, or --repeat auto");
+    }
     // A missing baseline is known before anything runs.
     let baseline = args.baseline.as_deref().map(baseline::load).transpose()?;
     if let Some(name) = &args.save_baseline {
@@ -124,10 +137,21 @@ pub(crate) fn run(args: Args) -> Result<ExitCode> {
         plan.len(),
         out.display()
     );
-    let outcome = runner::run(
+    let thresholds = compare::Thresholds::default();
+    let undecided = |rows: &[Row]| undecided_against(baseline.as_deref(), rows, thresholds);
+    let more = args
+        .repeat
+        .more_runs_cap()
+        .filter(|_| baseline.is_some())
+        .map(|up_to| runner::MoreRuns {
+            up_to,
+            wanted: &undecided,
+        });
+    let outcome = runner::run_until(
         &plan,
         &out,
         args.repeat.repeat(),
+        more.as_ref(),
         args.calibrate.calibrate(),
         &mut Terminal::new().observer(),
     )?;
@@ -148,7 +172,7 @@ pub(crate) fn run(args: Args) -> Result<ExitCode> {
         outcome::write_report(&out);
     }
     if outcome.interrupted.is_some() {
-        return Ok(outcome::exit_code(&outcome));
+        return Ok(outcome::stopped(&outcome));
     }
     if let Some(name) = &args.save_baseline {
         println!(
@@ -156,17 +180,40 @@ pub(crate) fn run(args: Args) -> Result<ExitCode> {
             baseline::save(name, rows)?.display()
         );
     }
-    if let (Some(name), Some(base)) = (&args.baseline, baseline) {
-        let thresholds = compare::Thresholds::default();
-        let comparisons = compare::compare(&base, rows, thresholds, compare::Match::Config);
-        println!(
-            "\nagainst baseline '{name}':\n{}",
-            present_compare::render(&comparisons, thresholds)
-        );
-        let judged = super::compare::verdict_exit(&comparisons, args.allow_undecided);
-        if judged != ExitCode::SUCCESS {
-            return Ok(judged);
-        }
+    // A cell that could not run says more than a verdict on the others.
+    let ended = outcome::exit_code(&outcome, args.fail_on);
+    if let (Some(name), Some(base)) = (&args.baseline, &baseline) {
+        let judged = against_baseline(name, base, rows, thresholds, args.allow_undecided);
+        return Ok(if ended == ExitCode::SUCCESS {
+            judged
+        } else {
+            ended
+        });
     }
-    Ok(outcome::exit_code(&outcome))
+    Ok(ended)
+}
+
+/// Whether a cell's rows so far leave its comparison with the baseline undecided.
+fn undecided_against(base: Option<&[Row]>, rows: &[Row], thresholds: compare::Thresholds) -> bool {
+    base.is_some_and(|base| {
+        compare::compare(base, rows, thresholds, compare::Match::Config)
+            .iter()
+            .any(|c| c.candidate.is_some() && c.verdict.is_undecided())
+    })
+}
+
+/// The run's rows against the baseline `name`, printed; the exit status `compare` gives.
+fn against_baseline(
+    name: &str,
+    base: &[Row],
+    rows: &[Row],
+    thresholds: compare::Thresholds,
+    allow_undecided: bool,
+) -> ExitCode {
+    let comparisons = compare::compare(base, rows, thresholds, compare::Match::Config);
+    println!(
+        "\nagainst baseline '{name}':\n{}",
+        present_compare::render(&comparisons, thresholds)
+    );
+    super::compare::verdict_exit(&comparisons, allow_undecided)
 }

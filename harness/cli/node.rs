@@ -150,6 +150,11 @@ pub(crate) fn run(args: Args) -> Result<ExitCode> {
     let now = SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map_or(0.0, |d| d.as_secs_f64());
+    // Before the work: a textfile directory that cannot take the file would leave the node
+    // silently out of monitoring (node_exporter serves nothing, and cron drops the error).
+    if let Some(dir) = &args.textfile {
+        textfile_dir_usable(dir)?;
+    }
     let facts = match node_facts::collect(&args.path, args.read_only_view) {
         Ok(facts) => facts,
         Err(why) => {
@@ -305,6 +310,25 @@ fn policy(args: &Args) -> Result<NodePolicy> {
 /// Writes the metrics into `dir` atomically (a temp file renamed over the last), so the
 /// collector never reads half a file. A failure is said on stderr and changes nothing else:
 /// the verdict and its exit status still reach the machinery that reads them.
+/// Why `dir` cannot take the metrics file, if it cannot: not a directory, or not writable.
+fn textfile_dir_usable(dir: &Path) -> Result<()> {
+    let meta = std::fs::metadata(dir).with_context(|| {
+        format!(
+            "--textfile {}: cannot use it as the metrics directory (give node_exporter's --collector.textfile.directory, which must exist)",
+            dir.display()
+        )
+    })?;
+    if !meta.is_dir() {
+        bail!(
+            "--textfile {}: not a directory (give node_exporter's --collector.textfile.directory)",
+            dir.display()
+        );
+    }
+    nix::unistd::access(dir, nix::unistd::AccessFlags::W_OK)
+        .with_context(|| format!("--textfile {}: this user cannot write in it", dir.display()))?;
+    Ok(())
+}
+
 fn write_textfile(dir: &Path, text: &str) {
     let path = dir.join(TEXTFILE_NAME);
     if let Err(e) = write_bytes(&path, text.as_bytes()) {

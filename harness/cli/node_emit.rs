@@ -82,6 +82,30 @@ pub(super) fn emitted(emit: Emit, args: &Target) -> Result<String> {
                     args.path.display()
                 );
             }
+            // Kubernetes refuses a manifest whose namespace is not a DNS label, and an image
+            // reference with a control character or a space is no reference.
+            let label = args.namespace.as_bytes();
+            if !((1..=63).contains(&label.len())
+                && label
+                    .iter()
+                    .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || *b == b'-')
+                && label[0] != b'-'
+                && label[label.len() - 1] != b'-')
+            {
+                bail!(
+                    "--namespace {:?}: not a Kubernetes namespace name (1 to 63 lower-case letters, digits and '-', starting and ending with a letter or digit)",
+                    args.namespace
+                );
+            }
+            for (flag, reference) in [("--image", image), ("--npd-image", args.npd_image)] {
+                if reference.is_empty()
+                    || reference
+                        .chars()
+                        .any(|c| c.is_control() || c.is_whitespace())
+                {
+                    bail!("{flag} {reference:?}: not an image reference (no spaces or control characters)");
+                }
+            }
             let target = node_daemonset::Target {
                 image,
                 npd_image: args.npd_image,

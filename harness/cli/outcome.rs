@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use crate::analysis::summary::summarize;
-use crate::model::record::CellRecord;
+use crate::model::record::{CellRecord, Status};
 use crate::orchestrate::runner::Outcome;
 use crate::plan::scenario::default_results_path;
 use crate::present::report::{self, FormatName, ReportContent};
@@ -105,7 +105,54 @@ pub(crate) fn write_report(out: &Path) -> Option<PathBuf> {
     }
 }
 
-pub(crate) fn exit_code(outcome: &Outcome) -> ExitCode {
+/// What besides a cell that could not run makes `run` and `matrix` exit non-zero.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub(crate) enum FailOn {
+    /// A cell that crashed (SIGBUS, ENOSPC, the OOM killer, ...): exit 1. For burn-in and
+    /// prolog jobs, where a crash is the answer that matters.
+    Crash,
+}
+
+/// `run`'s and `matrix`'s exit status when a cell crashed and `--fail-on crash` was given.
+pub(crate) const EXIT_CRASHED: u8 = 1;
+/// `run`'s and `matrix`'s exit status when a cell ended in `error`, not in a crash it measured
+/// (its runtime refused it, a worker died of another signal, the harness failed).
+pub(crate) const EXIT_CELL_ERROR: u8 = 4;
+
+/// How a run that was not stopped ended: 4 when a cell ended in `error`, else 1 when `fail_on`
+/// asks it of a crash and a cell crashed, else 0 (a crash is a measurement, not a failure).
+pub(crate) fn exit_code(outcome: &Outcome, fail_on: Option<FailOn>) -> ExitCode {
+    if outcome.interrupted.is_some() {
+        return stopped(outcome);
+    }
+    let errors: Vec<&CellRecord> = outcome
+        .records
+        .iter()
+        .filter(|r| r.status == Status::Error)
+        .collect();
+    if let Some(first) = errors.first() {
+        eprintln!(
+            "{} cell(s) ended in error, not in a measured crash (exit {EXIT_CELL_ERROR}); the first, {}: {}",
+            errors.len(),
+            first.config.cell,
+            crate::present::terminal::shown(&first.message)
+        );
+        return ExitCode::from(EXIT_CELL_ERROR);
+    }
+    let crashed = outcome
+        .records
+        .iter()
+        .filter(|r| !r.status.is_pass())
+        .count();
+    if fail_on == Some(FailOn::Crash) && crashed > 0 {
+        eprintln!("{crashed} cell(s) crashed (--fail-on crash: exit {EXIT_CRASHED})");
+        return ExitCode::from(EXIT_CRASHED);
+    }
+    ExitCode::SUCCESS
+}
+
+/// The exit status of a run stopped by a signal (128 + its number), saying what was kept.
+pub(crate) fn stopped(outcome: &Outcome) -> ExitCode {
     match outcome.interrupted {
         Some(sig) => {
             let (finished, path) = (outcome.records.len(), outcome.results.path().display());

@@ -14,14 +14,28 @@ pub(crate) struct RepeatArgs {
     /// `--repeat auto`: the interval width to reach, relative to the median (3%, 0.03)
     #[arg(long, default_value = "3%", value_parser = super::compare::parse_threshold)]
     pub(crate) until_ci: f64,
-    /// `--repeat auto`: the most rounds any cell runs
-    #[arg(long, default_value_t = 10, value_parser = clap::value_parser!(u32).range(1..=1000))]
-    pub(crate) max_repeat: u32,
+    /// `--repeat auto`: the most rounds any cell runs (default 10). `matrix --baseline` with a
+    /// fixed --repeat: runs are added to a cell the comparison leaves undecided, until it is
+    /// decided or has this many
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=1000))]
+    pub(crate) max_repeat: Option<u32>,
 }
+
+/// The most rounds of `--repeat auto` when `--max-repeat` is not given.
+const AUTO_MAX_REPEAT: u32 = 10;
 
 impl RepeatArgs {
     pub(crate) fn repeat(&self) -> Repeat {
-        self.repeat.with_rule(self.until_ci, self.max_repeat)
+        let max = self.max_repeat.unwrap_or(AUTO_MAX_REPEAT);
+        self.repeat.with_rule(self.until_ci, max)
+    }
+
+    /// The cap on runs added to undecided cells: `--max-repeat` given with a fixed `--repeat`.
+    pub(crate) fn more_runs_cap(&self) -> Option<u32> {
+        match self.repeat {
+            Repeat::Fixed(_) => self.max_repeat,
+            Repeat::Auto(_) => None,
+        }
     }
 }
 

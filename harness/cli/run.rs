@@ -21,7 +21,12 @@ Examples:
   shmbench run --shm-size 64m                  # Docker's default size: SIGBUS at step 1
   shmbench run --shm-size 512m --workers 8 --batch 128 --torch modern --touch first --steps 60 \\
       --out x.csv
-  shmbench run --shm-size 256m --workers 2 --batch 8 --retain-every 4 --steps 200";
+  shmbench run --shm-size 256m --workers 2 --batch 8 --retain-every 4 --steps 200
+  shmbench run --runtime host --fail-on crash  # a prolog: exit 1 if this node's /dev/shm crashes it
+
+Exit status: 0 the cell ran (passed, or crashed: a crash is a measurement), 1 it crashed and
+--fail-on crash was given, 2 shmbench could not run it (bad input), 4 it ended in error (it
+measured nothing: its runtime refused it), 128+N stopped by signal N.";
 
 #[derive(clap::Args)]
 #[command(after_help = AFTER_HELP)]
@@ -42,6 +47,9 @@ pub(crate) struct Args {
     /// Run even if the predicted /dev/shm peak exceeds this machine's memory
     #[arg(long)]
     pub(crate) force: bool,
+    /// Exit 1 when the cell crashed, not only 4 when it could not run (burn-in, prolog jobs)
+    #[arg(long, value_enum, value_name = "WHAT")]
+    pub(crate) fail_on: Option<outcome::FailOn>,
     #[command(flatten)]
     pub(crate) knobs: Knobs,
 }
@@ -70,6 +78,9 @@ pub(crate) fn run(args: Args) -> Result<ExitCode> {
     if !args.force {
         guard::refuse_oversized(std::slice::from_ref(&config), mem_total())?;
     }
+    if args.repeat.more_runs_cap().is_some() {
+        bail!("--max-repeat is the most rounds of --repeat auto (or, for matrix --baseline, of runs added to undecided cells): give --repeat auto");
+    }
     let (out, _claim) = outcome::results_out(args.out, "run")?;
     let outcome = runner::run(
         std::slice::from_ref(&config),
@@ -84,5 +95,5 @@ pub(crate) fn run(args: Args) -> Result<ExitCode> {
         }
     }
     outcome::print(&outcome);
-    Ok(outcome::exit_code(&outcome))
+    Ok(outcome::exit_code(&outcome, args.fail_on))
 }

@@ -180,7 +180,7 @@ pub(crate) fn run(args: Args) -> Result<ExitCode> {
         &mut observe,
     )?;
     let Some(record) = outcome.records.first() else {
-        return Ok(super::outcome::exit_code(&outcome));
+        return Ok(super::outcome::stopped(&outcome));
     };
     if let Some(report) = &record.watch {
         let trend = trend::trend(&report.samples);

@@ -171,10 +171,33 @@ pub enum Calibrate {
 /// Runs every cell `repeat` times, interleaved (all cells, then all cells again) so a slow
 /// spell of the machine spreads over cells instead of landing on one; writes `out` after each.
 /// With `Repeat::Auto` a round runs only the cells that have not converged yet.
+/// Runs added to a cell past its repeats while a judge wants them (`matrix --baseline
+/// --max-repeat`: Chromium Pinpoint's way with an undecided comparison, more runs until it is
+/// decided), up to a cap.
+pub struct MoreRuns<'a> {
+    /// The most runs any cell gets, its repeats included.
+    pub up_to: u32,
+    /// Whether a cell, with the rows it has so far, needs another run.
+    pub wanted: &'a dyn Fn(&[Row]) -> bool,
+}
+
+/// Runs `cells`, each `repeat` times, in interleaved rounds.
 pub fn run(
     cells: &[CellConfig],
     out: &Path,
     repeat: Repeat,
+    calibrate: Calibrate,
+    observe: &mut dyn FnMut(Event),
+) -> Result<Outcome> {
+    run_until(cells, out, repeat, None, calibrate, observe)
+}
+
+/// As [`run`], then more rounds for the cells `more` wants, up to its cap.
+pub fn run_until(
+    cells: &[CellConfig],
+    out: &Path,
+    repeat: Repeat,
+    more: Option<&MoreRuns>,
     calibrate: Calibrate,
     observe: &mut dyn FnMut(Event),
 ) -> Result<Outcome> {
@@ -201,21 +224,24 @@ pub fn run(
         ..RowContext::default()
     };
     let mut records = Vec::new();
-    let rounds = repeat.max_rounds();
+    let repeats = repeat.max_rounds();
+    let rounds = more.map_or(repeats, |m| m.up_to.max(repeats));
+    let mut added = vec![0u32; cells.len()];
     let mut interrupted = None;
     // Each cell's rows, by index, to judge convergence.
     let mut rows_of: Vec<Vec<Row>> = vec![Vec::new(); cells.len()];
     let mut done = 0usize;
     let most = cells.len() * rounds as usize;
-    let of = match repeat {
-        Repeat::Fixed(_) => most.to_string(),
-        Repeat::Auto(_) => format!("up to {most}"),
+    let of = match (repeat, more) {
+        (Repeat::Fixed(_), None) => most.to_string(),
+        _ => format!("up to {most}"),
     };
     'rounds: for rep in 1..=rounds {
         let due: Vec<usize> = (0..cells.len())
-            .filter(|&i| match repeat {
-                Repeat::Fixed(_) => true,
-                Repeat::Auto(rule) => rep <= rule.min || !stable(&rows_of[i], rule.target),
+            .filter(|&i| match (repeat, more) {
+                (_, Some(more)) if rep > repeats => (more.wanted)(&rows_of[i]),
+                (Repeat::Fixed(_), _) => true,
+                (Repeat::Auto(rule), _) => rep <= rule.min || !stable(&rows_of[i], rule.target),
             })
             .collect();
         if due.is_empty() {
@@ -228,6 +254,9 @@ pub fn run(
             }
             let config = &cells[i];
             done += 1;
+            if rep > repeats {
+                added[i] += 1;
+            }
             let label = match (repeat, rounds) {
                 (Repeat::Fixed(_), 1) => format!("[{done}/{of}] {}", describe(config)),
                 _ => format!("[{done}/{of}] {} run {rep}/{rounds}", describe(config)),
@@ -267,11 +296,43 @@ pub fn run(
     if let (Repeat::Auto(rule), None) = (repeat, interrupted) {
         observe(Event::Note(convergence_note(cells, &rows_of, rule.target)));
     }
+    if let (Some(more), None) = (more, interrupted) {
+        observe(Event::Note(more_runs_note(cells, &rows_of, &added, more)));
+    }
     Ok(Outcome {
         records,
         results,
         interrupted,
     })
+}
+
+/// What the added runs did: how many, to which cells, and which are still wanted at the cap.
+fn more_runs_note(
+    cells: &[CellConfig],
+    rows_of: &[Vec<Row>],
+    added: &[u32],
+    more: &MoreRuns,
+) -> String {
+    let total: u32 = added.iter().sum();
+    let to = added.iter().filter(|n| **n > 0).count();
+    let open: Vec<&str> = cells
+        .iter()
+        .zip(rows_of)
+        .filter(|(_, rows)| (more.wanted)(rows))
+        .map(|(cell, _)| cell.cell.as_str())
+        .collect();
+    let left = match open.is_empty() {
+        true => "every cell decided".to_string(),
+        false => format!(
+            "still undecided at {} runs: {}",
+            more.up_to,
+            open.join(", ")
+        ),
+    };
+    format!(
+        "added {total} run(s) to {to} undecided cell(s) (up to {} runs each): {left}",
+        more.up_to
+    )
 }
 
 /// Whether one cell's runs so far meet `--repeat auto`'s target.

@@ -36,10 +36,24 @@ const REASON_MAX: usize = 120;
 fn plain(name: &str, platform: Platform) -> bool {
     match platform {
         Platform::Slurm => plain_node_name(name),
-        // A DNS subdomain name, as a Node's name is.
-        Platform::Kubernetes => one_plain_name(name, |b| {
-            b.is_ascii_lowercase() || b.is_ascii_digit() || b"-.".contains(&b)
-        }),
+        // A DNS subdomain name (RFC 1123), as a Node's name is: at most 253 characters, labels
+        // of 1 to 63 lower-case letters, digits and '-' joined by '.', each starting and ending
+        // with a letter or digit (`n9..x` and `-n9` are refused by the API server).
+        Platform::Kubernetes => {
+            let label = |l: &str| {
+                let b = l.as_bytes();
+                (1..=63).contains(&b.len())
+                    && b.iter()
+                        .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || *c == b'-')
+                    && b[0] != b'-'
+                    && b[b.len() - 1] != b'-'
+            };
+            name.len() <= 253
+                && name.split('.').all(label)
+                && one_plain_name(name, |b| {
+                    b.is_ascii_lowercase() || b.is_ascii_digit() || b"-.".contains(&b)
+                })
+        }
     }
 }
 
@@ -151,5 +165,8 @@ mod tests {
         assert!(plain("gpu-17.example.com", Platform::Kubernetes));
         assert!(!plain("GPU-17", Platform::Kubernetes));
         assert!(!plain("n_1", Platform::Kubernetes));
+        for bad in ["n9..x", ".n9", "n9.", "-n9", "n9-", "a.-b", &"x".repeat(64)] {
+            assert!(!plain(bad, Platform::Kubernetes), "{bad:?}");
+        }
     }
 }

@@ -16,6 +16,14 @@ const CHECKED_AT: (&str, &str) = (
     "When the check ran (Unix time): an alert on its age finds a check that stopped running.",
 );
 
+/// The series that describe the filesystem at the path: written only where it was measured.
+const OF_THE_FILESYSTEM: [&str; 4] = [
+    "shmbench_node_shm_size_bytes",
+    "shmbench_node_shm_used_bytes",
+    "shmbench_node_shm_free_bytes",
+    "shmbench_node_shm_is_tmpfs",
+];
+
 /// A label value as the exposition format quotes it: backslash, double quote and line feed
 /// escaped.
 fn label_value(text: &str) -> String {
@@ -82,8 +90,13 @@ pub fn render(
         ),
         (STATUS.0, STATUS.1, f64::from(verdict.status.exit_code())),
     ];
+    // A path that is missing or not a directory was not measured: its size and type are not
+    // 0 (a series of 0 would fire the size and type alerts for what is the `missing` problem).
+    let measured = facts.mode.is_some();
     for (name, help, value) in gauges {
-        metric(&mut out, name, help, &path, &one(value));
+        if measured || !OF_THE_FILESYSTEM.contains(&name) {
+            metric(&mut out, name, help, &path, &one(value));
+        }
     }
     if let Some(need) = policy.need_bytes {
         metric(

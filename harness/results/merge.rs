@@ -18,7 +18,6 @@ pub struct Merged {
 
 /// Reads every file in `inputs` and writes their rows to `out`.
 pub fn merge(inputs: &[PathBuf], out: &Path) -> Result<Merged> {
-    let mut merged = ResultsFile::create(out)?;
     let mut rows = Vec::new();
     for (i, path) in inputs.iter().enumerate() {
         for mut row in csv::read(path)? {
@@ -37,6 +36,19 @@ pub fn merge(inputs: &[PathBuf], out: &Path) -> Result<Merged> {
     let mut seen = HashSet::new();
     rows.retain(|r| seen.insert((r.host.clone(), r.run_id.clone(), r.cell.clone(), r.repeat)));
     let kept = rows.len();
+    if kept == 0 {
+        anyhow::bail!(
+            "no results row in {}: nothing to merge, {} not written",
+            inputs
+                .iter()
+                .map(|p| p.display().to_string())
+                .collect::<Vec<_>>()
+                .join(", "),
+            out.display()
+        );
+    }
+    // Made only now: a merge of files with no row leaves nothing behind.
+    let mut merged = ResultsFile::create(out)?;
     merged.replace(rows)?;
     Ok(Merged {
         rows: kept,

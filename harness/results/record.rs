@@ -74,6 +74,18 @@ pub fn headers(reader: &mut Reader, path: &Path) -> Result<csv::StringRecord> {
 
 /// Opens a results file for reading.
 pub fn open(path: &Path) -> Result<Reader> {
+    if path.as_os_str() == "-" {
+        bail!("'-': results are read from files, not standard input: give the file's path (save the input to one first)");
+    }
+    // Checked before the open: opening a FIFO with no writer would wait for one forever.
+    let meta = std::fs::metadata(path)
+        .with_context(|| format!("cannot open results file {}", path.display()))?;
+    if !meta.is_file() {
+        bail!(
+            "{}: not a regular file: results are read from a file",
+            path.display()
+        );
+    }
     let file = std::fs::File::open(path)
         .with_context(|| format!("cannot open results file {}", path.display()))?;
     Ok(csv::Reader::from_reader(RecordBounded {
@@ -85,8 +97,10 @@ pub fn open(path: &Path) -> Result<Reader> {
     }))
 }
 
-/// Why a line of `path` is not a row (line 0: the error knows no line, or names its own).
+/// Why a line of `path` is not a row (line 0: the error knows no line, or names its own). What
+/// is said of it quotes the file's cells, untrusted data: escaped and cut short, never raw.
 pub fn bad_line(path: &Path, line: u64, e: &dyn std::fmt::Display) -> anyhow::Error {
+    let e = crate::logged::excerpt(&e.to_string());
     match line {
         0 => anyhow::anyhow!("{}: not a valid shmbench results file: {e}", path.display()),
         _ => anyhow::anyhow!(

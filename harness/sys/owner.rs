@@ -183,6 +183,12 @@ impl OwnerRecord {
         &self.token
     }
 
+    /// Adds a line to the record (what the run used that a later sweep must ask about).
+    pub fn note(&self, line: &str) -> io::Result<()> {
+        use std::io::Write;
+        (&self.file).write_all(format!("{line}\n").as_bytes())
+    }
+
     /// Removes the record from a directory that only this user's shmbench runs write (a run's
     /// record in `run_owner::run_dir`, mode 0700): no other program's file or mount is there
     /// to prove anything against, and no lease need be supported there.

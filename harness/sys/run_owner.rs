@@ -82,6 +82,42 @@ pub fn sweep_run_records(in_use: impl Fn(&Token) -> bool) {
     }
 }
 
+/// Notes in this run's record that it used `what` (an engine whose leftovers only that engine
+/// can list): a later sweep asks that engine only about runs that died having used it, so a
+/// run that used none never starts one (rootless Podman's first command makes a pause process,
+/// a lock in /dev/shm and a run directory).
+pub fn note_use(what: &str) {
+    if this_run().is_ok() {
+        if let Some(Ok(record)) = RUN_RECORD.get() {
+            let _ = record.note(what);
+        }
+    }
+}
+
+/// Whether a dead run's record notes that it used `what`.
+pub fn a_dead_run_used(what: &str) -> bool {
+    let dir = run_dir();
+    let Ok(entries) = std::fs::read_dir(&dir) else {
+        return false;
+    };
+    entries.flatten().any(|entry| {
+        let Named::Record(token) = classify(entry.file_name().as_bytes(), RUN_PREFIX) else {
+            return false;
+        };
+        let Some(_dead) = claim_dead(&dir, RUN_PREFIX, &token) else {
+            return false;
+        };
+        // At most a few short lines: read a bounded prefix, never a whole file of elsewhere.
+        let mut text = Vec::new();
+        let read = std::fs::File::open(entry.path())
+            .and_then(|f| std::io::Read::read_to_end(&mut std::io::Read::take(f, 4096), &mut text));
+        read.is_ok()
+            && text
+                .split(|b| *b == b'\n')
+                .any(|line| line == what.as_bytes())
+    })
+}
+
 /// Whether the harness run that made `token` is provably dead (its record in [`run_dir`] is
 /// there and unlocked). The returned lock keeps the answer true until it drops; remove it with
 /// [`DeadOwner::remove`] once its things are gone.

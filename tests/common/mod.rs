@@ -185,14 +185,23 @@ pub fn run_cell_via(wrapper: &str, args: &str) -> Value {
             .expect("run the wrapper"),
     };
     let stdout = String::from_utf8_lossy(&output.stdout);
-    assert!(
-        output.status.success(),
-        "shmbench {full:?} failed: {}\n{stdout}",
+    let line = stdout.lines().next().unwrap_or_default();
+    let record: Value = serde_json::from_str(line).unwrap_or_else(|e| {
+        panic!(
+            "shmbench {full:?}: not a record: {e}: {line}\n{}",
+            String::from_utf8_lossy(&output.stderr)
+        )
+    });
+    // A cell that ended in error exits 4 (docs/OVERVIEW.md's exit statuses), any other 0.
+    let expected = if record["status"] == "error" { 4 } else { 0 };
+    assert_eq!(
+        output.status.code(),
+        Some(expected),
+        "shmbench {full:?}: {}\n{stdout}",
         String::from_utf8_lossy(&output.stderr)
     );
-    let line = stdout.lines().next().expect("a JSON record line");
     let _ = std::fs::remove_dir_all(&dir);
-    serde_json::from_str(line).unwrap_or_else(|e| panic!("not a record: {e}: {line}"))
+    record
 }
 
 pub fn status(record: &Value) -> &str {

@@ -251,7 +251,7 @@ pub fn build(report: &ReportContent) -> Vec<Block> {
             .collect::<Vec<_>>()
             .join(", ")
     )));
-    doc.push(Block::Code(commands.join("\n")));
+    doc.push(Block::Code(commands));
     if !report.problems.is_empty() {
         doc.push(Block::Heading(2, "Missing from this report".into()));
         doc.push(Block::List(report.problems.clone()));

@@ -8,6 +8,7 @@ use anyhow::Result;
 use super::block::Block;
 use super::document;
 use super::{Format, ReportContent};
+use crate::terminal::shown;
 
 pub struct Html;
 
@@ -18,9 +19,9 @@ fn esc(text: &str) -> String {
         .replace('"', "&quot;")
 }
 
-/// Markdown-style `code` spans become <code>.
+/// Markdown-style `code` spans become <code>; control characters are shown escaped.
 fn inline(text: &str) -> String {
-    let escaped = esc(text);
+    let escaped = esc(&shown(text));
     let mut out = String::new();
     for (i, part) in escaped.split('`').enumerate() {
         if i % 2 == 1 {
@@ -76,22 +77,23 @@ impl Format for Html {
                     }
                     body.push_str("</ul>\n");
                 }
-                Block::Code(text) => {
-                    body.push_str(&format!("<pre><code>{}</code></pre>\n", esc(&text)))
+                Block::Code(lines) => {
+                    let lines: Vec<String> = lines.iter().map(|l| esc(&shown(l))).collect();
+                    body.push_str(&format!("<pre><code>{}</code></pre>\n", lines.join("\n")))
                 }
                 Block::Plot(i) => {
                     let plot = &report.plots[i];
                     body.push_str(&format!(
                         "<figure>{}<figcaption>{}</figcaption></figure>\n",
                         plot.svg,
-                        esc(&plot.title)
+                        esc(&shown(&plot.title))
                     ));
                 }
             }
         }
         let html = format!(
             "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>{}</title><style>{STYLE}</style></head>\n<body>\n{body}</body></html>\n",
-            esc(&title)
+            esc(&shown(&title))
         );
         let path = dir.join("report.html");
         std::fs::write(&path, html)?;

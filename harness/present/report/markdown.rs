@@ -7,12 +7,24 @@ use anyhow::Result;
 use super::block::Block;
 use super::document;
 use super::{Format, ReportContent};
+use crate::terminal::{no_workflow_commands, shown};
 
 pub struct Markdown;
 
-/// Escapes a table cell (pipes would end it).
+/// Escapes a table cell (pipes would end it), as one line of data.
 fn cell(text: &str) -> String {
-    text.replace('|', "\\|").replace('\n', " ")
+    shown(text).replace('|', "\\|")
+}
+
+/// A fence longer than any run of backticks in `lines` (a line of them would end it early).
+fn fence(lines: &[String]) -> String {
+    let longest = lines
+        .iter()
+        .flat_map(|l| l.split(|c| c != '`'))
+        .map(str::len)
+        .max()
+        .unwrap_or(0);
+    "`".repeat(longest.max(2) + 1)
 }
 
 impl Format for Markdown {
@@ -20,10 +32,12 @@ impl Format for Markdown {
         let mut out = String::new();
         for block in document::build(report) {
             match block {
-                Block::Heading(level, text) => {
-                    out.push_str(&format!("{} {text}\n\n", "#".repeat(level as usize)))
-                }
-                Block::Paragraph(text) => out.push_str(&format!("{text}\n\n")),
+                Block::Heading(level, text) => out.push_str(&format!(
+                    "{} {}\n\n",
+                    "#".repeat(level as usize),
+                    shown(&text)
+                )),
+                Block::Paragraph(text) => out.push_str(&format!("{}\n\n", shown(&text))),
                 Block::Table(headers, rows) => {
                     let headers: Vec<String> = headers.iter().map(|h| cell(h)).collect();
                     let rows: Vec<Vec<String>> = rows
@@ -36,11 +50,15 @@ impl Format for Markdown {
                 }
                 Block::List(items) => {
                     for item in items {
-                        out.push_str(&format!("- {item}\n"));
+                        out.push_str(&format!("- {}\n", shown(&item)));
                     }
                     out.push('\n');
                 }
-                Block::Code(text) => out.push_str(&format!("```sh\n{text}\n```\n\n")),
+                Block::Code(lines) => {
+                    let lines: Vec<String> = lines.iter().map(|l| shown(l)).collect();
+                    let fence = fence(&lines);
+                    out.push_str(&format!("{fence}sh\n{}\n{fence}\n\n", lines.join("\n")));
+                }
                 Block::Plot(i) => {
                     let plot = &report.plots[i];
                     if i == 0 {
@@ -49,13 +67,16 @@ impl Format for Markdown {
                     }
                     out.push_str(&format!(
                         "![{}]({}) ([SVG]({}))\n\n",
-                        plot.title, plot.png, plot.svg_file
+                        shown(&plot.title),
+                        plot.png,
+                        plot.svg_file
                     ));
                 }
             }
         }
         let path = dir.join("report.md");
-        std::fs::write(&path, out)?;
+        // A line a field begins (a command in the code block) is never a workflow command.
+        std::fs::write(&path, no_workflow_commands(&out))?;
         Ok(path)
     }
 }

@@ -26,9 +26,10 @@ pub enum ContainerError {
     NoRunRecord(#[from] NoRunRecord),
     #[error("the cell's config as JSON: {0}")]
     Config(#[from] serde_json::Error),
-    /// What the engine refused: the step (`creating`, `attaching to`, `starting`) and why.
+    /// What the engine refused: the step (`creating`, `attaching to`, `starting`) and why, in
+    /// the words of the engine that said it ([`ContainerError::engine`]).
     #[error("{0} the container: {1}")]
-    Engine(&'static str, bollard::errors::Error),
+    Engine(&'static str, String),
     /// The container runs without the memory limit its cell asks for, as its cgroup shows.
     #[error("the engine did not apply the cell's memory limit of {asked}: the container's memory cgroup ({cgroup}) {found}{why}")]
     LimitNotApplied {
@@ -37,6 +38,35 @@ pub enum ContainerError {
         found: String,
         why: &'static str,
     },
+}
+
+impl ContainerError {
+    /// What `engine` refused at `step`, named as that engine (bollard words every engine's
+    /// answer as Docker's), and, where crun is the runtime in effect, the runtime that runs
+    /// where crun refuses (it refuses hosts with hybrid cgroups, this project's CI machines
+    /// among them: rootless Podman's default too).
+    pub(super) fn engine(
+        step: &'static str,
+        engine: &super::engine::Engine,
+        config: &CellConfig,
+        e: bollard::errors::Error,
+    ) -> ContainerError {
+        let said =
+            e.to_string()
+                .replacen("Docker responded", &format!("{} responded", engine.kind), 1);
+        let in_effect = config
+            .knobs
+            .oci_runtime
+            .named()
+            .map(str::to_string)
+            .unwrap_or_else(|| engine.info.oci_runtime.clone());
+        let hint = if in_effect.split_whitespace().next() == Some("crun") {
+            " (the OCI runtime was crun, which refuses hosts with hybrid cgroups: `--oci-runtime runc` runs there)"
+        } else {
+            ""
+        };
+        ContainerError::Engine(step, format!("{said}{hint}"))
+    }
 }
 
 impl Docker {
@@ -144,7 +174,7 @@ impl Docker {
                 body,
             )
             .await
-            .map_err(|e| ContainerError::Engine("creating", e))?;
+            .map_err(|e| ContainerError::engine("creating", &self.engine, config, e))?;
         Ok(created.id)
     }
 

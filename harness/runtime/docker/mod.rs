@@ -131,6 +131,7 @@ impl Docker {
     ) -> Result<Ended, ContainerError> {
         let docker = self.engine.docker();
         let id = self.create_container(config).await?;
+        let refused = |step, e| ContainerError::engine(step, &self.engine, config, e);
         let remove = || async {
             let options = RemoveContainerOptionsBuilder::default().force(true).build();
             let _ = docker.remove_container(&id, Some(options)).await;
@@ -147,30 +148,24 @@ impl Docker {
             Ok(a) => a,
             Err(e) => {
                 remove().await;
-                return Err(ContainerError::Engine("attaching to", e));
+                return Err(refused("attaching to", e));
             }
         };
         let mut output = attached.output;
         let _lifeline = attached.input;
-        let mut wait = Box::pin(
-            docker.wait_container(
-                &id,
-                Some(
-                    WaitContainerOptionsBuilder::default()
-                        .condition("removed")
-                        .build(),
-                ),
-            ),
-        );
+        let until_removed = WaitContainerOptionsBuilder::default()
+            .condition("removed")
+            .build();
+        let mut wait = Box::pin(docker.wait_container(&id, Some(until_removed)));
         let filters = HashMap::from([("container", vec![id.as_str()]), ("event", vec!["oom"])]);
         let mut events = Box::pin(docker.events(Some(
             EventsOptionsBuilder::default().filters(&filters).build(),
         )));
-        if let Err(e) = docker.start_container(&id, None).await {
-            remove().await;
-            return Err(ContainerError::Engine("starting", e));
-        }
-        if let Err(e) = self.check_memory_limit(config, &id).await {
+        let started = match docker.start_container(&id, None).await {
+            Ok(()) => self.check_memory_limit(config, &id).await,
+            Err(e) => Err(refused("starting", e)),
+        };
+        if let Err(e) = started {
             remove().await;
             return Err(e);
         }

@@ -21,6 +21,10 @@ use sys::owner::Token;
 /// token.
 const DIR_PREFIX: &str = "shmbench-podman-";
 
+/// What a run's owner record notes once it starts Podman: only such runs' leftovers are asked
+/// of Podman (`sys::run_owner::note_use`).
+const USED: &str = "podman";
+
 /// How long a started service may take to answer.
 const START_TIMEOUT: Duration = Duration::from_secs(30);
 /// How long a stopped service may take to go before it is killed.
@@ -45,6 +49,7 @@ impl Service {
         // Named by the run's token: a directory a SIGKILLed run left is swept by proof of
         // ownership (`sweep_dead_runs_dirs`), never by its name's pattern alone.
         let token = sys::run_owner::this_run()?;
+        sys::run_owner::note_use(USED);
         let dir = tempfile::Builder::new()
             .prefix(&format!("{DIR_PREFIX}{token}-"))
             .tempdir()
@@ -255,7 +260,7 @@ fn service_dirs() -> Vec<(PathBuf, Token)> {
 /// stay to prove them), each asked once: a sweep of many records asks about each of them.
 pub fn runs_with_leftovers() -> Vec<Token> {
     let dirs = service_dirs().into_iter().map(|(_, t)| t);
-    let containers = listed_containers().into_iter().map(|(.., t)| t);
+    let containers = dead_runs_containers().into_iter().map(|(.., t)| t);
     dirs.chain(containers).collect()
 }
 
@@ -313,9 +318,10 @@ fn end_orphaned_service(socket: &Path) {
 }
 
 /// The containers of shmbench runs on this host that Podman holds, asked through its command
-/// (no service need answer): (id, name, the run's token).
-fn listed_containers() -> Vec<(String, String, Token)> {
-    if which::which("podman").is_err() {
+/// (no service need answer): (id, name, the run's token). Podman is asked only when a dead run
+/// used it (its record says so): a run that never used Podman never starts it.
+fn dead_runs_containers() -> Vec<(String, String, Token)> {
+    if which::which("podman").is_err() || !sys::run_owner::a_dead_run_used(USED) {
         return Vec::new();
     }
     let host = format!("label={}={}", super::LABEL_HOST, super::hostname());
@@ -341,7 +347,7 @@ fn listed_containers() -> Vec<(String, String, Token)> {
 /// being made leaves it created, never started, and its service gone); their names.
 pub fn sweep_dead_owners() -> Vec<String> {
     let mut removed = Vec::new();
-    for (id, name, token) in listed_containers() {
+    for (id, name, token) in dead_runs_containers() {
         let Some(_dead) = sys::run_owner::dead_run(&token) else {
             continue;
         };
