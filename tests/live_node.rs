@@ -129,6 +129,55 @@ fn a_file_that_another_mount_namespace_mounts_on_is_never_removed_nor_counted_de
     assert_eq!(read("node.rc").trim(), "0", "{}", read("node.out"));
 }
 
+/// Mounts in namespaces whose mountinfo no unchrooted process shows: one whose only process is
+/// chrooted (its mountinfo lists only what lies below its root), and one no process is in, held
+/// by an fd.
+const HIDDEN_NAMESPACES: &str = r#"
+set -u
+mount -t tmpfs -o size=16m tmpfs /dev/shm
+sleep 0 & gone=$!; wait $gone
+: > /dev/shm/torch_${gone}_chroot
+: > /dev/shm/torch_${gone}_fd
+echo config > "$OUT/source"
+unshare -m sh -c "mount --bind '$OUT/source' /dev/shm/torch_${gone}_chroot && touch '$OUT/m1' && exec chroot /usr bin/sleep 60" & C=$!
+unshare -m sh -c "mount --bind '$OUT/source' /dev/shm/torch_${gone}_fd && touch '$OUT/m2' && exec sleep 3" & U=$!
+while [ ! -e "$OUT/m1" ] || [ ! -e "$OUT/m2" ]; do sleep 0.05; done
+python3 -c "
+import os, sys, time
+fd = os.open('/proc/$U/ns/mnt', os.O_RDONLY)
+open(sys.argv[1], 'w').close()
+time.sleep(30)
+" "$OUT/pinned" & P=$!
+while [ ! -e "$OUT/pinned" ]; do sleep 0.05; done
+wait $U
+"$SHMBENCH" shm --sweep-stale --older-than 0s > "$OUT/stale.out" 2>&1
+ls /dev/shm > "$OUT/left"
+nsenter -t $C -m cat /proc/self/mountinfo | grep -c torch_ > "$OUT/chroot_mounts"
+nsenter --mount=/proc/$P/fd/3 cat /proc/self/mountinfo | grep -c torch_ > "$OUT/fd_mounts"
+kill $C $P; wait $C $P 2>/dev/null || true
+"#;
+
+#[test]
+fn a_mount_in_a_namespace_only_a_chroot_or_an_fd_holds_is_never_detached() {
+    if !require("python3", || which("python3"), "python3") {
+        return;
+    }
+    let _guard = serial();
+    let dir = temp_dir("live-hidden-ns");
+    let out = dir.as_ref();
+    let run = in_private_shm(HIDDEN_NAMESPACES, out);
+    assert!(
+        run.status.success(),
+        "{}",
+        String::from_utf8_lossy(&run.stderr)
+    );
+    let read = |name: &str| std::fs::read_to_string(out.join(name)).unwrap_or_default();
+    let stale = read("stale.out");
+    assert_eq!(read("left").lines().count(), 2, "{stale}");
+    assert_eq!(read("chroot_mounts").trim(), "1", "{stale}");
+    assert_eq!(read("fd_mounts").trim(), "1", "{stale}");
+}
+
 /// A dead pid's files that no sweep can remove, with room for them under the policy: a second
 /// name, a loop device backing onto one, and one whose only reference is an fd in flight.
 const PINNED: &str = r#"
@@ -180,8 +229,12 @@ fn dead_owners_files_no_sweep_can_remove_are_neither_dead_leftovers_nor_unknown(
     let read = |name: &str| std::fs::read_to_string(out.join(name)).unwrap_or_default();
     // With room under --max-dead the verdict is the rest of the policy's (ok), not unknown.
     assert_eq!(read("roomy.rc").trim(), "0", "{}", read("roomy.out"));
-    // With none tolerated, only what a sweep could remove counts: nothing here.
-    assert_eq!(read("node.rc").trim(), "0", "{}", read("node.json"));
+    // With none tolerated, only what a sweep could remove counts: nothing here; the pinned
+    // files are counted apart.
+    let node = read("node.json");
+    assert_eq!(read("node.rc").trim(), "0", "{node}");
+    assert!(node.contains("\"pinned_files\": "), "{node}");
+    assert!(!node.contains("\"pinned_files\": 0"), "{node}");
     let stale = read("stale.out");
     let left = read("left");
     for name in ["_linked", "_second", "_flight"] {
@@ -240,6 +293,15 @@ cp "$SHMBENCH" "$AS_NOBODY/shmbench"; mkdir -m 1777 "$AS_NOBODY/out"
 setpriv --reuid 65534 --regid 65534 --clear-groups env -u XDG_RUNTIME_DIR HOME=/nonexistent \
   "$AS_NOBODY/shmbench" run --runtime host --workers 1 --batch 8 --steps 2 --out "$AS_NOBODY/out/nobody.csv" > "$OUT/nobody.out" 2>&1
 echo $? > "$OUT/nobody.rc"
+# A run directory another user made first, with a planted record of a dead run that "used
+# Podman", and a podman on PATH that logs its calls: nothing in that directory is trusted.
+mkdir -m 0777 "$AS_NOBODY/xdg" "$AS_NOBODY/xdg/shmbench" "$AS_NOBODY/bin"; chmod 0777 "$AS_NOBODY"
+echo podman > "$AS_NOBODY/xdg/shmbench/run-0123456789abcdef"
+printf '#!/bin/sh\necho "$@" >> %s/podman.called\n' "$AS_NOBODY" > "$AS_NOBODY/bin/podman"
+chmod 0755 "$AS_NOBODY/bin/podman"
+setpriv --reuid 65534 --regid 65534 --clear-groups env XDG_RUNTIME_DIR="$AS_NOBODY/xdg" HOME=/nonexistent \
+  PATH="$AS_NOBODY/bin:$PATH" "$AS_NOBODY/shmbench" sweep > "$OUT/planted.out" 2>&1
+[ -e "$AS_NOBODY/podman.called" ] && cat "$AS_NOBODY/podman.called" > "$OUT/planted_called"
 rm -rf "$AS_NOBODY"
 ls -a /dev/shm > "$OUT/nobody_shm"
 now_run_dir=$([ -e /tmp/podman-run-65534 ] && echo yes || echo no)
@@ -279,6 +341,12 @@ fn a_host_run_as_root_or_a_user_starts_no_container_engine() {
         read("run_dir").trim(),
         "no yes",
         "Podman's run directory appeared"
+    );
+    assert_eq!(
+        read("planted_called"),
+        "",
+        "a planted record started Podman: {}",
+        read("planted.out")
     );
     let procs = read("nobody_procs");
     assert!(

@@ -133,6 +133,8 @@ fn the_node_check_as_text_metrics_and_nhc() {
         ],
         unowned_bytes: MIB,
         unowned_files: 1,
+        pinned_bytes: 0,
+        pinned_files: 0,
         producers: vec![
             ProducerBytes {
                 producer: Producer::Torch,

@@ -53,11 +53,12 @@ fn hostile_fields_are_escaped_in_every_report_format() {
         return;
     }
     let dir = temp_dir("untrusted-report");
-    let command = format!("shmbench matrix\n{SECOND_LINE}");
+    let command = format!("shmbench matrix; {SECOND_LINE}\n{SECOND_LINE}");
+    let message = format!("{HOSTILE} <img src=\"https://evil.example/p.png\">");
     let csv = tampered(
         dir.as_ref(),
         "hostile.csv",
-        &[("message", 0, HOSTILE), ("command", 0, &command)],
+        &[("message", 0, &message), ("command", 0, &command)],
     );
     let out = dir.join("report");
     let o = shmbench(&[
@@ -76,6 +77,9 @@ fn hostile_fields_are_escaped_in_every_report_format() {
             "{name} lost the field instead of escaping it"
         );
         assert_eq!(forged(&text), None, "{name}");
+        // No HTML of the file's, and its `;` a word of the one command, not a second command.
+        assert!(!text.contains("<img"), "{name}");
+        assert!(!text.contains("; curl"), "{name}");
     }
 }
 

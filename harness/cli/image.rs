@@ -5,8 +5,9 @@ use std::process::ExitCode;
 
 use anyhow::Result;
 
+use crate::model::knobs::{EngineKind, OciRuntime};
 use crate::runtime::docker::engine::{self, Engine};
-use crate::runtime::docker::image;
+use crate::runtime::docker::{image, podman};
 
 /// What `shmbench image --help` shows after the flags.
 const AFTER_HELP: &str = "\
@@ -14,7 +15,8 @@ Examples:
   shmbench image             # this binary's image tag and whether the engine has it
   shmbench image --rebuild   # build it again (e.g. after the engine lost it)
   shmbench image --remove    # remove every shmbench image
-  shmbench image export --out shmbench.tar   # for docker load, a registry, a cluster";
+  shmbench image export --out shmbench.tar   # for docker load, a registry, a cluster
+  shmbench image --engine podman             # the same in Podman's storage";
 
 #[derive(clap::Args)]
 #[command(after_help = AFTER_HELP)]
@@ -27,6 +29,11 @@ pub(crate) struct Args {
     /// Remove every shmbench image from the engine
     #[arg(long)]
     pub(crate) remove: bool,
+    /// The container engine whose images these are: docker (DOCKER_HOST, else its socket) or
+    /// podman (CONTAINER_HOST, the user's or root's socket, else a service started for this
+    /// command and stopped after)
+    #[arg(long, value_enum, default_value = "docker")]
+    pub(crate) engine: EngineKind,
 }
 
 #[derive(clap::Subcommand)]
@@ -41,7 +48,11 @@ pub(crate) enum Action {
 }
 
 pub(crate) fn run(args: Args) -> Result<ExitCode> {
-    let engine = Engine::connect()?;
+    // A Podman service started for this command lives as long as `_service`.
+    let (engine, _service) = match args.engine {
+        EngineKind::Docker => (Engine::connect()?, None),
+        EngineKind::Podman => podman::connect(&OciRuntime::default())?,
+    };
     if let Some(Action::Export { out }) = &args.action {
         let (tag, built) = image::ensure(&engine)?;
         if let Some(took) = built {
@@ -49,9 +60,10 @@ pub(crate) fn run(args: Args) -> Result<ExitCode> {
         }
         let bytes = image::export(&engine, &tag, out)?;
         println!(
-            "wrote {} ({:.1} MiB): image {tag}\nload it with: docker load -i {}",
+            "wrote {} ({:.1} MiB): image {tag}\nload it with: {} load -i {}",
             out.display(),
             bytes as f64 / (1 << 20) as f64,
+            engine.kind,
             out.display()
         );
         return Ok(ExitCode::SUCCESS);
@@ -77,10 +89,14 @@ pub(crate) fn run(args: Args) -> Result<ExitCode> {
         context.paths().collect::<Vec<_>>().join(", ")
     );
     println!(
-        "engine: Docker {} (API {}) at {}",
+        "engine: {} {} (API {}){}",
+        engine.kind,
         engine.info.version,
         engine.info.api_version,
-        engine::address()
+        match engine.kind {
+            EngineKind::Docker => format!(" at {}", engine::address()),
+            EngineKind::Podman => String::new(),
+        }
     );
     for listed in image::list(&engine)? {
         println!(

@@ -121,11 +121,8 @@ pub(crate) fn run(args: Args) -> Result<ExitCode> {
         println!("{}", serde_json::to_string_pretty(&plan)?);
         return Ok(ExitCode::SUCCESS);
     }
-    if args.repeat.more_runs_cap().is_some() && args.baseline.is_none() {
-        anyhow::bail!("--max-repeat with a fixed --repeat adds runs to cells a --baseline comparison leaves undecided: give --baseline NAME, or --repeat auto");
-    }
-    // A missing baseline is known before anything runs.
-    let baseline = args.baseline.as_deref().map(baseline::load).transpose()?;
+    // A missing baseline, or one added runs cannot judge against, is known before anything runs.
+    let baseline = load_baseline(&args)?;
     if let Some(name) = &args.save_baseline {
         baseline::path(name)?;
     }
@@ -193,13 +190,53 @@ pub(crate) fn run(args: Args) -> Result<ExitCode> {
     Ok(ended)
 }
 
-/// Whether a cell's rows so far leave its comparison with the baseline undecided.
+/// The baseline `--baseline` names, if any, after checking what `--max-repeat` asks of it.
+fn load_baseline(args: &Args) -> Result<Option<Vec<Row>>> {
+    if let Some(cap) = args.repeat.more_runs_cap() {
+        if args.baseline.is_none() {
+            anyhow::bail!("--max-repeat with a fixed --repeat adds runs to cells a --baseline comparison leaves undecided: give --baseline NAME, or --repeat auto");
+        }
+        if cap < args.repeat.repeat().max_rounds() {
+            anyhow::bail!("--max-repeat {cap} is below --repeat {}: it is the most runs a cell gets, its repeats included", args.repeat.repeat().max_rounds());
+        }
+    }
+    let baseline = args.baseline.as_deref().map(baseline::load).transpose()?;
+    if let (Some(name), Some(base), Some(_)) =
+        (&args.baseline, &baseline, args.repeat.more_runs_cap())
+    {
+        let single = one_run_baselines(base);
+        if !single.is_empty() {
+            eprintln!(
+                "note: baseline '{name}' holds one run of {}: no number of added runs can decide a comparison with one run (save it with --repeat 3)",
+                single.join(", ")
+            );
+        }
+    }
+    Ok(baseline)
+}
+
+/// Whether a cell's rows so far leave its comparison with the baseline undecided, where more
+/// runs of it can decide: a baseline of one run of the cell gives no interval however many
+/// the candidate has (`one_run_baselines` says so before the run).
 fn undecided_against(base: Option<&[Row]>, rows: &[Row], thresholds: compare::Thresholds) -> bool {
     base.is_some_and(|base| {
         compare::compare(base, rows, thresholds, compare::Match::Config)
             .iter()
-            .any(|c| c.candidate.is_some() && c.verdict.is_undecided())
+            .any(|c| {
+                c.candidate.is_some()
+                    && c.baseline.as_ref().is_some_and(|b| b.runs >= 2)
+                    && c.verdict.is_undecided()
+            })
     })
+}
+
+/// The cells of which the baseline holds a single run: added runs cannot decide them.
+fn one_run_baselines(base: &[Row]) -> Vec<String> {
+    crate::analysis::summary::summarize(base)
+        .into_iter()
+        .filter(|s| s.runs < 2)
+        .map(|s| s.cell)
+        .collect()
 }
 
 /// The run's rows against the baseline `name`, printed; the exit status `compare` gives.

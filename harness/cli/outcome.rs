@@ -36,6 +36,10 @@ pub(crate) fn results_out(
 }
 
 pub(crate) fn print(outcome: &Outcome) {
+    // Stopped before any cell finished: `stopped` says so, and there is no table or file.
+    if outcome.results.rows().is_empty() && outcome.interrupted.is_some() {
+        return;
+    }
     print_rows(outcome.results.rows(), outcome.results.path());
 }
 

@@ -70,6 +70,10 @@ pub struct NodeFacts {
     /// Files no live process holds whose names name no owner: counted, never called dead.
     pub unowned_bytes: u64,
     pub unowned_files: u64,
+    /// Files whose owner is proven gone that no sweep can remove (a second name, the kernel or
+    /// a mount holds them): counted apart, never dead and never unknown.
+    pub pinned_bytes: u64,
+    pub pinned_files: u64,
     pub producers: Vec<ProducerBytes>,
     pub max_map_count: Option<u64>,
     /// Why some files could not be judged (not every process is visible: not root, another pid
@@ -93,6 +97,8 @@ impl NodeFacts {
             dead: Vec::new(),
             unowned_bytes: 0,
             unowned_files: 0,
+            pinned_bytes: 0,
+            pinned_files: 0,
             producers: Vec::new(),
             max_map_count,
             blind: None,

@@ -322,7 +322,7 @@ fn more_runs_note(
         .map(|(cell, _)| cell.cell.as_str())
         .collect();
     let left = match open.is_empty() {
-        true => "every cell decided".to_string(),
+        true => "no cell is left that more runs can decide".to_string(),
         false => format!(
             "still undecided at {} runs: {}",
             more.up_to,

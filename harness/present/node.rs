@@ -173,6 +173,14 @@ pub fn render(facts: &NodeFacts, policy: &NodePolicy, verdict: &NodeVerdict) -> 
             facts.unowned_files
         );
     }
+    if facts.pinned_files > 0 {
+        let _ = writeln!(
+            out,
+            "  owner gone, not removable: {} in {} file(s) (a second name, a loop device, an fd in flight or a mount holds them: `shmbench shm` says which)",
+            ByteSize(facts.pinned_bytes),
+            facts.pinned_files
+        );
+    }
     let held: Vec<String> = facts
         .producers
         .iter()

@@ -16,12 +16,16 @@ const CHECKED_AT: (&str, &str) = (
     "When the check ran (Unix time): an alert on its age finds a check that stopped running.",
 );
 
-/// The series that describe the filesystem at the path: written only where it was measured.
-const OF_THE_FILESYSTEM: [&str; 4] = [
+/// The series that describe the filesystem at the path and its files: written only where it
+/// was measured (a 0 would say it was, and was empty).
+const OF_THE_FILESYSTEM: [&str; 7] = [
     "shmbench_node_shm_size_bytes",
     "shmbench_node_shm_used_bytes",
     "shmbench_node_shm_free_bytes",
     "shmbench_node_shm_is_tmpfs",
+    "shmbench_node_shm_dead_bytes",
+    "shmbench_node_shm_dead_files",
+    "shmbench_node_shm_unowned_bytes",
 ];
 
 /// A label value as the exposition format quotes it: backslash, double quote and line feed

@@ -82,7 +82,7 @@ pub fn open(path: &Path) -> Result<Reader> {
         .with_context(|| format!("cannot open results file {}", path.display()))?;
     if !meta.is_file() {
         bail!(
-            "{}: not a regular file: results are read from a file",
+            "{}: not a regular file, so not a results file (a FIFO or a device is never read)",
             path.display()
         );
     }

@@ -60,6 +60,14 @@ pub fn shell_words<A: AsRef<std::ffi::OsStr>>(args: impl IntoIterator<Item = A>)
     args.into_iter().map(quote).collect::<Vec<_>>().join(" ")
 }
 
+/// A results file's `command` as words a shell runs as one command, each quoted again: what
+/// a file from elsewhere wrote as `;`, `|` or `$(...)` is then a word of that command, never a
+/// command of its own. None for text a shell would not split (an open quote).
+pub fn pasteable(command: &str) -> Option<String> {
+    let words = shlex::split(command)?;
+    (!words.is_empty()).then(|| shell_words(words))
+}
+
 /// This invocation as a command a user can paste (`shmbench matrix --steps 20`).
 pub fn command_line() -> String {
     let args = std::env::args_os().skip(1);

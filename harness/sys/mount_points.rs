@@ -11,14 +11,16 @@
 //! namespace and known by (device, inode), never by name.
 //!
 //! Where not every mount namespace can be seen (not root: another user's namespace cannot be
-//! read; a pid namespace or a /proc that hides processes; a namespace pinned by a bind mount with
-//! no process in it), the answer says so, and only a run's own files may then be removed. As
+//! read; a pid namespace or a /proc that hides processes; a namespace with no process in it,
+//! pinned by a bind mount or an fd; one whose every process is chrooted, since a process's
+//! mountinfo lists only what lies below its root), the answer says so, and only a run's own files may then be removed. As
 //! root, a process whose namespace the kernel will not show is more privileged than this one (a
 //! sandbox's or engine's init) and is skipped, as `holders` skips its fds.
 
 use std::collections::{HashMap, HashSet};
 use std::ffi::OsString;
 use std::os::unix::ffi::{OsStrExt, OsStringExt};
+use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 
 use super::holders::{file_id, FileId};
@@ -53,36 +55,17 @@ pub fn read(devices: &HashSet<u64>) -> MountPoints {
             "this process does not see every process (a pid namespace that is not the host's, or a /proc that hides other users' processes), so not every mount namespace".into(),
         );
     }
-    let root = nix::unistd::geteuid().is_root();
-    let mut namespaces: HashMap<OsString, u32> = HashMap::new();
-    match std::fs::read_dir("/proc") {
-        Ok(listing) => {
-            for entry in listing.flatten() {
-                let Some(pid) = entry.file_name().to_str().and_then(|n| n.parse().ok()) else {
-                    continue;
-                };
-                match std::fs::read_link(entry.path().join("ns/mnt")) {
-                    Ok(ns) => {
-                        namespaces.entry(ns.into_os_string()).or_insert(pid);
-                    }
-                    // Ended meanwhile, or a zombie: it holds no mount namespace.
-                    Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
-                    // Root is refused only a process more privileged than itself (a sandbox's
-                    // or engine's init, non-dumpable where root lacks CAP_SYS_PTRACE): skipped,
-                    // as `holders` skips its fds.
-                    Err(_) if root => {}
-                    Err(e) => {
-                        out.unseen.get_or_insert_with(|| {
-                            format!("the mount namespace of process {pid} cannot be read ({e}; run as root)")
-                        });
-                    }
-                }
-            }
-        }
-        Err(e) => out.unseen = Some(format!("cannot read /proc: {e}")),
-    }
+    let seen = namespaces(&mut out.unseen);
     let own = table(&std::fs::read("/proc/self/mountinfo").unwrap_or_default());
-    for pid in namespaces.values() {
+    for (ns, reader) in &seen.readers {
+        let Some(pid) = reader else {
+            // A process's mountinfo lists only the mounts below its root: every process of
+            // this namespace is chrooted, so its mounts outside the chroot cannot be listed.
+            out.unseen.get_or_insert_with(|| {
+                format!("every process of mount namespace {} is chrooted: its mounts outside the chroot cannot be read", ns.to_string_lossy())
+            });
+            continue;
+        };
         let Ok(text) = std::fs::read(format!("/proc/{pid}/mountinfo")) else {
             continue;
         };
@@ -91,7 +74,7 @@ pub fn read(devices: &HashSet<u64>) -> MountPoints {
             let ns = pinned.root.as_os_str().as_bytes();
             let name = ns.strip_prefix(b"/").unwrap_or(ns);
             if name.starts_with(b"mnt:")
-                && !namespaces.contains_key(std::ffi::OsStr::from_bytes(name))
+                && !seen.readers.contains_key(std::ffi::OsStr::from_bytes(name))
             {
                 out.unseen.get_or_insert_with(|| {
                     format!(
@@ -105,7 +88,95 @@ pub fn read(devices: &HashSet<u64>) -> MountPoints {
             out.covered.extend(through_own_mounts(&own, device, &in_fs));
         }
     }
+    if let Some(held) = seen.held_unseen {
+        out.unseen.get_or_insert_with(|| {
+            format!("process {held} holds an fd of a mount namespace no process is in: its mounts cannot be read")
+        });
+    }
     out
+}
+
+/// The mount namespaces /proc shows.
+struct Namespaces {
+    /// Each, with a process in it whose root is the namespace's own (its mountinfo lists every
+    /// mount of the namespace), or None where every process in it is chrooted.
+    readers: HashMap<OsString, Option<u32>>,
+    /// A process holding an fd of a mount namespace no process is in, if one does.
+    held_unseen: Option<u32>,
+}
+
+/// Every mount namespace a process of /proc is in or holds an fd of; `unseen` is set where one
+/// cannot be read (not root: another user's).
+fn namespaces(unseen: &mut Option<String>) -> Namespaces {
+    let root = nix::unistd::geteuid().is_root();
+    let mut readers: HashMap<OsString, Option<u32>> = HashMap::new();
+    let mut held: Vec<(u32, OsString)> = Vec::new();
+    // nsfs's device: an fd on it is a namespace, and only those need their link read.
+    let nsfs = std::fs::metadata("/proc/self/ns/mnt").map(|m| m.dev()).ok();
+    let Ok(listing) = std::fs::read_dir("/proc") else {
+        *unseen = Some("cannot read /proc".into());
+        return Namespaces {
+            readers,
+            held_unseen: None,
+        };
+    };
+    for entry in listing.flatten() {
+        let Some(pid) = entry
+            .file_name()
+            .to_str()
+            .and_then(|n| n.parse::<u32>().ok())
+        else {
+            continue;
+        };
+        match std::fs::read_link(entry.path().join("ns/mnt")) {
+            Ok(ns) => {
+                let whole = std::fs::read_link(entry.path().join("root"))
+                    .is_ok_and(|r| r.as_os_str() == "/");
+                let reader = readers.entry(ns.into_os_string()).or_insert(None);
+                if whole && reader.is_none() {
+                    *reader = Some(pid);
+                }
+            }
+            // Ended meanwhile, or a zombie: it holds no mount namespace.
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
+            // Root is refused only a process more privileged than itself (a sandbox's or
+            // engine's init, non-dumpable where root lacks CAP_SYS_PTRACE): skipped, as
+            // `holders` skips its fds.
+            Err(_) if root => continue,
+            Err(e) => {
+                unseen.get_or_insert_with(|| {
+                    format!(
+                        "the mount namespace of process {pid} cannot be read ({e}; run as root)"
+                    )
+                });
+                continue;
+            }
+        }
+        let Some(nsfs) = nsfs else { continue };
+        for fd in std::fs::read_dir(entry.path().join("fd"))
+            .into_iter()
+            .flatten()
+            .flatten()
+        {
+            let on_nsfs = std::fs::metadata(fd.path()).is_ok_and(|m| m.dev() == nsfs);
+            if let Some(link) = on_nsfs
+                .then(|| std::fs::read_link(fd.path()).ok())
+                .flatten()
+            {
+                if link.as_os_str().as_bytes().starts_with(b"mnt:") {
+                    held.push((pid, link.into_os_string()));
+                }
+            }
+        }
+    }
+    let held_unseen = held
+        .into_iter()
+        .find(|(_, ns)| !readers.contains_key(ns))
+        .map(|(pid, _)| pid);
+    Namespaces {
+        readers,
+        held_unseen,
+    }
 }
 
 /// The mount of this namespace that `path` (canonical) lies in: its mount point and filesystem

@@ -166,6 +166,10 @@ fn from_audit(seen: &ShmAudit, base: NodeFacts) -> NodeFacts {
         dead.clear();
     }
     let unowned = seen.entries.iter().filter(|e| e.unowned());
+    let pinned = seen
+        .entries
+        .iter()
+        .filter(|e| matches!(e.staleness, Staleness::Pinned { .. }));
     let mut per: BTreeMap<Producer, (u64, u64)> = BTreeMap::new();
     let files = seen
         .entries
@@ -187,6 +191,8 @@ fn from_audit(seen: &ShmAudit, base: NodeFacts) -> NodeFacts {
         dead,
         unowned_bytes: unowned.clone().map(|e| e.allocated_bytes).sum(),
         unowned_files: unowned.count() as u64,
+        pinned_bytes: pinned.clone().map(|e| e.allocated_bytes).sum(),
+        pinned_files: pinned.count() as u64,
         producers: Producer::ALL
             .iter()
             .map(|p| {

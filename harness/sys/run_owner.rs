@@ -20,6 +20,30 @@ pub fn run_dir() -> PathBuf {
     }
 }
 
+/// Whether `dir` is this user's alone: a directory (not a symlink) it owns, that no one else
+/// may write in. In /tmp another user can make it first: records planted there would make a
+/// sweep start an engine or take a live run for dead, so nothing in it is trusted then.
+fn private(dir: &std::path::Path) -> std::io::Result<()> {
+    use std::os::unix::fs::MetadataExt;
+    let meta = std::fs::symlink_metadata(dir)?;
+    let mine = meta.uid() == nix::unistd::geteuid().as_raw();
+    if meta.is_dir() && mine && meta.mode() & 0o022 == 0 {
+        return Ok(());
+    }
+    Err(std::io::Error::other(format!(
+        "{} is not this user's private directory (owner uid {}, mode {:o}): remove it, or set XDG_RUNTIME_DIR",
+        dir.display(),
+        meta.uid(),
+        meta.mode() & 0o7777
+    )))
+}
+
+/// [`run_dir`], if it is this user's alone (see [`private`]); records elsewhere are not read.
+fn trusted_run_dir() -> Option<PathBuf> {
+    let dir = run_dir();
+    private(&dir).ok().map(|()| dir)
+}
+
 /// Prefix of this harness's run records in [`run_dir`].
 pub const RUN_PREFIX: &str = "run-";
 
@@ -45,6 +69,7 @@ pub fn this_run() -> Result<&'static Token, NoRunRecord> {
                 .recursive(true)
                 .mode(0o700)
                 .create(&dir)
+                .and_then(|_| private(&dir))
                 .and_then(|_| OwnerRecord::create(&dir, RUN_PREFIX))
                 .map_err(|e| NoRunRecord {
                     dir: dir.clone(),
@@ -66,7 +91,9 @@ pub fn release_run() {
 
 /// Removes the records of dead harness runs for which `in_use` finds nothing left.
 pub fn sweep_run_records(in_use: impl Fn(&Token) -> bool) {
-    let dir = run_dir();
+    let Some(dir) = trusted_run_dir() else {
+        return;
+    };
     let Ok(entries) = std::fs::read_dir(&dir) else {
         return;
     };
@@ -96,7 +123,9 @@ pub fn note_use(what: &str) {
 
 /// Whether a dead run's record notes that it used `what`.
 pub fn a_dead_run_used(what: &str) -> bool {
-    let dir = run_dir();
+    let Some(dir) = trusted_run_dir() else {
+        return false;
+    };
     let Ok(entries) = std::fs::read_dir(&dir) else {
         return false;
     };
@@ -122,5 +151,5 @@ pub fn a_dead_run_used(what: &str) -> bool {
 /// there and unlocked). The returned lock keeps the answer true until it drops; remove it with
 /// [`DeadOwner::remove`] once its things are gone.
 pub fn dead_run(token: &Token) -> Option<DeadOwner> {
-    claim_dead(&run_dir(), RUN_PREFIX, token)
+    claim_dead(&trusted_run_dir()?, RUN_PREFIX, token)
 }

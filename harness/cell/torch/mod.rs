@@ -202,6 +202,25 @@ fn read_protocol(
     (reported, used_at_error)
 }
 
+/// The interpreter's command: the program, its cell as JSON, and its environment.
+/// multiprocessing's own directory (`pymp-*`, the forkserver's socket) goes in `scratch`, the
+/// cell's, removed when the cell ends: a killed interpreter never runs the finalizer that
+/// removes it. Without one (a read-only /tmp), Python's default stays.
+fn interpreter(config: &CellConfig, json: String, scratch: Option<&tempfile::TempDir>) -> Command {
+    let mut cmd = Command::new(&config.knobs.python);
+    cmd.arg("-c")
+        .arg(BOOTSTRAP)
+        .arg(json)
+        .env(PROGRAM_ENV, PROGRAM)
+        .env("PYTHONUNBUFFERED", "1")
+        // A container's root is read-only: no bytecode caches.
+        .env("PYTHONDONTWRITEBYTECODE", "1");
+    if let Some(dir) = scratch {
+        cmd.env("TMPDIR", dir.path());
+    }
+    cmd
+}
+
 /// Runs one torch cell and returns its record. The interpreter dies with the cell
 /// (PR_SET_PDEATHSIG) and its DataLoader workers with the cell's process group.
 pub fn run_cell(config: &CellConfig) -> CellRecord {
@@ -215,14 +234,12 @@ pub fn run_cell(config: &CellConfig) -> CellRecord {
         Ok(j) => j,
         Err(e) => return fail(format!("cannot encode the cell config: {e}")),
     };
-    let mut cmd = Command::new(&config.knobs.python);
-    cmd.arg("-c")
-        .arg(BOOTSTRAP)
-        .arg(json)
-        .env(PROGRAM_ENV, PROGRAM)
-        .env("PYTHONUNBUFFERED", "1")
-        // A container's root is read-only: no bytecode caches.
-        .env("PYTHONDONTWRITEBYTECODE", "1");
+    // Removed when the cell ends (see `interpreter`).
+    let scratch = tempfile::Builder::new()
+        .prefix("shmbench-torch-")
+        .tempdir()
+        .ok();
+    let mut cmd = interpreter(config, json, scratch.as_ref());
     process::piped_and_tied(&mut cmd);
     let mut child = match cmd.spawn() {
         Ok(c) => c,

@@ -155,6 +155,12 @@ fn environment(report: &ReportContent) -> Block {
 }
 
 /// The report, top to bottom.
+/// A row's command, pasteable as one command however the file from elsewhere wrote it.
+fn reproduce(row: &Row) -> String {
+    results::row_build::pasteable(&row.command)
+        .unwrap_or_else(|| format!("# not a command line: {}", row.command))
+}
+
 pub fn build(report: &ReportContent) -> Vec<Block> {
     let scenarios: Vec<String> = {
         let mut names: Vec<String> = report
@@ -240,7 +246,8 @@ pub fn build(report: &ReportContent) -> Vec<Block> {
     let mut commands: Vec<String> = report
         .sources
         .iter()
-        .filter_map(|s| s.rows.first().map(|r| r.command.clone()))
+        .filter_map(|s| s.rows.first())
+        .map(reproduce)
         .collect();
     commands.dedup();
     doc.push(Block::Paragraph(format!(

@@ -11,9 +11,16 @@ use crate::terminal::{no_workflow_commands, shown};
 
 pub struct Markdown;
 
+/// `text` as one line of Markdown data: control characters escaped, and `<` as an entity, so
+/// no field becomes HTML that GitHub renders (an image that calls home, a link dressed as
+/// advice).
+fn data(text: &str) -> String {
+    shown(text).replace('<', "&lt;")
+}
+
 /// Escapes a table cell (pipes would end it), as one line of data.
 fn cell(text: &str) -> String {
-    shown(text).replace('|', "\\|")
+    data(text).replace('|', "\\|")
 }
 
 /// A fence longer than any run of backticks in `lines` (a line of them would end it early).
@@ -35,9 +42,9 @@ impl Format for Markdown {
                 Block::Heading(level, text) => out.push_str(&format!(
                     "{} {}\n\n",
                     "#".repeat(level as usize),
-                    shown(&text)
+                    data(&text)
                 )),
-                Block::Paragraph(text) => out.push_str(&format!("{}\n\n", shown(&text))),
+                Block::Paragraph(text) => out.push_str(&format!("{}\n\n", data(&text))),
                 Block::Table(headers, rows) => {
                     let headers: Vec<String> = headers.iter().map(|h| cell(h)).collect();
                     let rows: Vec<Vec<String>> = rows
@@ -50,7 +57,7 @@ impl Format for Markdown {
                 }
                 Block::List(items) => {
                     for item in items {
-                        out.push_str(&format!("- {}\n", shown(&item)));
+                        out.push_str(&format!("- {}\n", data(&item)));
                     }
                     out.push('\n');
                 }
@@ -67,7 +74,7 @@ impl Format for Markdown {
                     }
                     out.push_str(&format!(
                         "![{}]({}) ([SVG]({}))\n\n",
-                        shown(&plot.title),
+                        data(&plot.title),
                         plot.png,
                         plot.svg_file
                     ));
