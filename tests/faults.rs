@@ -88,3 +88,36 @@ fn sigkill_of_the_harness_takes_its_cell_down_and_sweep_removes_leftovers() {
     }
     assert_clean(&before);
 }
+
+#[test]
+fn sighup_ends_a_run_as_sigterm_does_and_a_crash_fails_only_when_asked() {
+    let _guard = serial();
+    let before = machine_state();
+    // A closed terminal: the running cell ends, exit 129, nothing but the stop said.
+    let (mut child, _out) = spawn_matrix(
+        "sighup",
+        "name = \"hup\"\n[defaults]\nbatch = 8\nworkers = 2\nshm-size = \"256m\"\n\
+         [[cells]]\nname = \"slow\"\nsteps = 100000\ncompute-ms = 5\n",
+    );
+    let mut stderr = BufReader::new(child.stderr.take().unwrap());
+    wait_for_line(&mut stderr, "[1/1] slow");
+    send_signal(child.id(), "HUP");
+    let rest: Vec<String> = stderr.lines().map_while(Result::ok).collect();
+    assert_eq!(child.wait().unwrap().code(), Some(129), "{rest:?}");
+    assert!(
+        rest.iter().any(|l| l.contains("stopped by Hangup")),
+        "{rest:?}"
+    );
+    assert_clean(&before);
+    // A crash is a measurement (exit 0) unless --fail-on crash (exit 1): a batch of 16 images
+    // (9.2 MiB) never fits an 8 MiB tmpfs.
+    let crash = "--shm-size 8m --batch 16 --workers 1 --steps 2";
+    let (o, rows) = run_rows(crash);
+    assert_eq!(o.status.code(), Some(0), "{rows:?}");
+    assert_eq!(rows[0]["status"], "sigbus", "{rows:?}");
+    let (o, _) = run_rows(&format!("{crash} --fail-on crash"));
+    let said = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(1), "{said}");
+    assert!(said.contains("--fail-on crash"), "{said}");
+    assert_clean(&before);
+}

@@ -42,19 +42,12 @@ fn a_dead_runs_segment_that_a_live_process_maps_is_kept_by_every_sweep_and_its_r
         return;
     }
     let _guard = serial();
-    let dir = temp_dir("live-mapped");
-    let out = dir.as_ref();
     let script = format!(
         "MAPPER='{}'\n{MAPPED_DEAD_RUN}",
         MAPPER.replace('\'', "'\\''")
     );
-    let run = in_private_shm(&script, out);
-    assert!(
-        run.status.success(),
-        "{}",
-        String::from_utf8_lossy(&run.stderr)
-    );
-    let read = |name: &str| std::fs::read_to_string(out.join(name)).unwrap_or_default();
+    let run = ScriptRun::of("live-mapped", &script);
+    let read = |name: &str| run.read(name);
     assert_eq!(
         read("deleted_maps").trim(),
         "0",
@@ -102,15 +95,8 @@ kill $M; wait $M 2>/dev/null || true
 #[test]
 fn a_file_that_another_mount_namespace_mounts_on_is_never_removed_nor_counted_dead() {
     let _guard = serial();
-    let dir = temp_dir("live-covered");
-    let out = dir.as_ref();
-    let run = in_private_shm(COVERED, out);
-    assert!(
-        run.status.success(),
-        "{}",
-        String::from_utf8_lossy(&run.stderr)
-    );
-    let read = |name: &str| std::fs::read_to_string(out.join(name)).unwrap_or_default();
+    let run = ScriptRun::of("live-covered", COVERED);
+    let read = |name: &str| run.read(name);
     let stale = read("stale.out");
     assert_eq!(
         read("mounts").trim(),
@@ -163,15 +149,8 @@ fn a_mount_in_a_namespace_only_a_chroot_or_an_fd_holds_is_never_detached() {
         return;
     }
     let _guard = serial();
-    let dir = temp_dir("live-hidden-ns");
-    let out = dir.as_ref();
-    let run = in_private_shm(HIDDEN_NAMESPACES, out);
-    assert!(
-        run.status.success(),
-        "{}",
-        String::from_utf8_lossy(&run.stderr)
-    );
-    let read = |name: &str| std::fs::read_to_string(out.join(name)).unwrap_or_default();
+    let run = ScriptRun::of("live-hidden-ns", HIDDEN_NAMESPACES);
+    let read = |name: &str| run.read(name);
     let stale = read("stale.out");
     assert_eq!(read("left").lines().count(), 2, "{stale}");
     assert_eq!(read("chroot_mounts").trim(), "1", "{stale}");
@@ -218,15 +197,8 @@ fn dead_owners_files_no_sweep_can_remove_are_neither_dead_leftovers_nor_unknown(
         return;
     }
     let _guard = serial();
-    let dir = temp_dir("live-pinned");
-    let out = dir.as_ref();
-    let run = in_private_shm(PINNED, out);
-    assert!(
-        run.status.success(),
-        "{}",
-        String::from_utf8_lossy(&run.stderr)
-    );
-    let read = |name: &str| std::fs::read_to_string(out.join(name)).unwrap_or_default();
+    let run = ScriptRun::of("live-pinned", PINNED);
+    let read = |name: &str| run.read(name);
     // With room under --max-dead the verdict is the rest of the policy's (ok), not unknown.
     assert_eq!(read("roomy.rc").trim(), "0", "{}", read("roomy.out"));
     // With none tolerated, only what a sweep could remove counts: nothing here; the pinned
@@ -260,15 +232,8 @@ mkdir "$OUT/closed"; mount -t tmpfs -o size=8m,mode=0755 tmpfs "$OUT/closed"
 #[test]
 fn an_unmounted_or_closed_dev_shm_is_a_problem_with_its_reason() {
     let _guard = serial();
-    let dir = temp_dir("live-unmounted");
-    let out = dir.as_ref();
-    let run = in_private_shm(UNMOUNTED, out);
-    assert!(
-        run.status.success(),
-        "{}",
-        String::from_utf8_lossy(&run.stderr)
-    );
-    let read = |name: &str| std::fs::read_to_string(out.join(name)).unwrap_or_default();
+    let run = ScriptRun::of("live-unmounted", UNMOUNTED);
+    let read = |name: &str| run.read(name);
     let node = read("node.json");
     assert_eq!(read("node.rc").trim(), "1", "{node}");
     assert!(node.contains("\"not_own_mount\""), "{node}");
@@ -319,15 +284,8 @@ fn a_host_run_as_root_or_a_user_starts_no_container_engine() {
         return;
     }
     let _guard = serial();
-    let dir = temp_dir("live-host-run");
-    let out = dir.as_ref();
-    let run = in_private_shm(HOST_RUNS, out);
-    assert!(
-        run.status.success(),
-        "{}",
-        String::from_utf8_lossy(&run.stderr)
-    );
-    let read = |name: &str| std::fs::read_to_string(out.join(name)).unwrap_or_default();
+    let run = ScriptRun::of("live-host-run", HOST_RUNS);
+    let read = |name: &str| run.read(name);
     assert_eq!(read("root.rc").trim(), "0", "{}", read("root.out"));
     assert_eq!(read("nobody.rc").trim(), "0", "{}", read("nobody.out"));
     for listing in ["root_shm", "nobody_shm"] {

@@ -191,15 +191,8 @@ fn an_undecided_flip_gets_runs_added_until_it_is_decided() {
         return;
     }
     let _guard = serial();
-    let dir = temp_dir("more-runs");
-    let out = dir.as_ref();
-    let run = in_private_shm(FLIP, out);
-    assert!(
-        run.status.success(),
-        "{}",
-        String::from_utf8_lossy(&run.stderr)
-    );
-    let read = |name: &str| std::fs::read_to_string(out.join(name)).unwrap_or_default();
+    let run = ScriptRun::of("more-runs", FLIP);
+    let read = |name: &str| run.read(name);
     assert_eq!(read("saved.rc").trim(), "0", "{}", read("saved.out"));
     let flip = read("flip.out");
     // 3 passes against 3 crashes cannot be told from chance (Fisher's p = 0.1): runs are added
@@ -209,7 +202,7 @@ fn an_undecided_flip_gets_runs_added_until_it_is_decided() {
         flip.contains("added ") && flip.contains("no cell is left"),
         "{flip}"
     );
-    let rows = read_csv(&out.join("flip.csv"));
+    let rows = read_csv(&run.dir().join("flip.csv"));
     assert!(
         rows.len() > 3 && rows.len() <= 8,
         "{} rows: {flip}",

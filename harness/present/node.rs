@@ -165,20 +165,16 @@ pub fn render(facts: &NodeFacts, policy: &NodePolicy, verdict: &NodeVerdict) -> 
     if facts.dead.len() > 5 {
         let _ = writeln!(out, "  dead: ... {} more", facts.dead.len() - 5);
     }
-    if facts.unowned_files > 0 {
+    // Files counted apart, never as dead leftovers: what each is, and where to look.
+    let apart = [
+        (facts.unowned_files, facts.unowned_bytes, "unheld, owner unknown", "never called dead: `shmbench shm` lists them"),
+        (facts.pinned_files, facts.pinned_bytes, "owner gone, not removable", "a second name, a loop device, an fd in flight or a mount holds them: `shmbench shm` says which"),
+    ];
+    for (files, bytes, what, why) in apart.into_iter().filter(|a| a.0 > 0) {
         let _ = writeln!(
             out,
-            "  unheld, owner unknown: {} in {} file(s) (never called dead: `shmbench shm` lists them)",
-            ByteSize(facts.unowned_bytes),
-            facts.unowned_files
-        );
-    }
-    if facts.pinned_files > 0 {
-        let _ = writeln!(
-            out,
-            "  owner gone, not removable: {} in {} file(s) (a second name, a loop device, an fd in flight or a mount holds them: `shmbench shm` says which)",
-            ByteSize(facts.pinned_bytes),
-            facts.pinned_files
+            "  {what}: {} in {files} file(s) ({why})",
+            ByteSize(bytes)
         );
     }
     let held: Vec<String> = facts

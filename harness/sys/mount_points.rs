@@ -113,25 +113,16 @@ fn namespaces(unseen: &mut Option<String>) -> Namespaces {
     let mut held: Vec<(u32, OsString)> = Vec::new();
     // nsfs's device: an fd on it is a namespace, and only those need their link read.
     let nsfs = std::fs::metadata("/proc/self/ns/mnt").map(|m| m.dev()).ok();
-    let Ok(listing) = std::fs::read_dir("/proc") else {
+    let pids = super::proc_tree::all_pids();
+    if pids.is_empty() {
         *unseen = Some("cannot read /proc".into());
-        return Namespaces {
-            readers,
-            held_unseen: None,
-        };
-    };
-    for entry in listing.flatten() {
-        let Some(pid) = entry
-            .file_name()
-            .to_str()
-            .and_then(|n| n.parse::<u32>().ok())
-        else {
-            continue;
-        };
-        match std::fs::read_link(entry.path().join("ns/mnt")) {
+    }
+    for pid in pids {
+        let dir = PathBuf::from(format!("/proc/{pid}"));
+        match std::fs::read_link(dir.join("ns/mnt")) {
             Ok(ns) => {
-                let whole = std::fs::read_link(entry.path().join("root"))
-                    .is_ok_and(|r| r.as_os_str() == "/");
+                let whole =
+                    std::fs::read_link(dir.join("root")).is_ok_and(|r| r.as_os_str() == "/");
                 let reader = readers.entry(ns.into_os_string()).or_insert(None);
                 if whole && reader.is_none() {
                     *reader = Some(pid);
@@ -153,7 +144,7 @@ fn namespaces(unseen: &mut Option<String>) -> Namespaces {
             }
         }
         let Some(nsfs) = nsfs else { continue };
-        for fd in std::fs::read_dir(entry.path().join("fd"))
+        for fd in std::fs::read_dir(dir.join("fd"))
             .into_iter()
             .flatten()
             .flatten()

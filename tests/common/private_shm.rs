@@ -14,6 +14,33 @@ pub fn in_private_shm(script: &str, out: &Path) -> Output {
         .expect("unshare runs")
 }
 
+/// What a script run in a private /dev/shm wrote into its scratch directory.
+pub struct ScriptRun(Scratch);
+
+impl ScriptRun {
+    /// Runs `script` (as [`in_private_shm`]) in a scratch directory of its own, named after
+    /// `name`, and checks it ran to its end.
+    pub fn of(name: &str, script: &str) -> ScriptRun {
+        let dir = temp_dir(name);
+        let run = in_private_shm(script, dir.as_ref());
+        assert!(
+            run.status.success(),
+            "{}",
+            String::from_utf8_lossy(&run.stderr)
+        );
+        ScriptRun(dir)
+    }
+
+    /// The file `name` the script wrote, or "" where it wrote none.
+    pub fn read(&self, name: &str) -> String {
+        std::fs::read_to_string(self.0.join(name)).unwrap_or_default()
+    }
+
+    pub fn dir(&self) -> &Path {
+        self.0.as_ref()
+    }
+}
+
 /// Whether `program` is on the PATH.
 pub fn which(program: &str) -> bool {
     Command::new("sh")
