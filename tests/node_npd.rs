@@ -348,3 +348,46 @@ fn go_durations_parse_as_go_parses_them() {
     assert_eq!(go_duration("60"), None, "Go needs a unit");
     assert_eq!(go_duration(""), None);
 }
+
+#[test]
+fn a_manifest_kubernetes_would_refuse_and_a_textfile_directory_that_cannot_take_the_file_are_errors_first(
+) {
+    let daemonset = |extra: &[&str]| {
+        let mut args = vec![
+            "node",
+            "--emit",
+            "daemonset",
+            "--image",
+            "registry.example/shmbench:1",
+        ];
+        args.extend_from_slice(extra);
+        shmbench(&args)
+    };
+    for (extra, says) in [
+        (&["--namespace", "kube-system\nx"][..], "--namespace"),
+        (
+            &["--namespace", "Bad_Name"][..],
+            "not a Kubernetes namespace name",
+        ),
+        (
+            &["--npd-image", "npd:1 --privileged"][..],
+            "not an image reference",
+        ),
+    ] {
+        let o = daemonset(extra);
+        let said = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(2), "{extra:?}: {said}");
+        assert!(said.contains(says), "{extra:?}: {said}");
+        assert!(o.stdout.is_empty(), "{extra:?}: a manifest was printed");
+    }
+    // Before any work: a directory node_exporter cannot be serving.
+    let o = shmbench(&["node", "--textfile", "/nonexistent/textfile"]);
+    let said = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{said}");
+    assert!(said.contains("--textfile /nonexistent/textfile"), "{said}");
+    assert!(
+        o.stdout.is_empty(),
+        "{}",
+        String::from_utf8_lossy(&o.stdout)
+    );
+}

@@ -116,6 +116,14 @@ fn a_refused_cell_is_quoted_escaped_with_its_physical_line_by_every_reader() {
         // Data row 2 is the file's third line.
         assert!(said.contains("line 3"), "{args:?}: {said}");
     }
+    // A number's cell is quoted too (the reader's own error names only the field's index).
+    let word = tampered(dir.as_ref(), "word.csv", &[("workers", 2, "abc")]);
+    let o = shmbench(&["history", &path(&word)]);
+    let said = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        said.contains("line 3") && said.contains("column workers holds `abc`"),
+        "{said}"
+    );
     let o = shmbench(&["compare", &path(&nan), &path(&nan)]);
     let said = String::from_utf8_lossy(&o.stderr);
     assert!(said.contains("line 3") && said.contains("NaN"), "{said}");

@@ -378,11 +378,15 @@ fn in_a_docker_container_the_preflight_names_the_engine_s_fix() {
 /// Runs `tests/python/NAME` in a venv with the wheel and `python`'s torch: the JSON its last
 /// line prints.
 fn preflight_script(python: &str, name: &str) -> serde_json::Value {
-    let (_dir, venv) = venv_with_wheel(Some(python));
+    let (dir, venv) = venv_with_wheel(Some(python));
     let script = Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("tests/python")
         .join(name);
-    let out = run(Command::new(venv.join("bin/python")).arg(script));
+    // multiprocessing's directories (`pymp-*`, a forkserver's socket, which its server does not
+    // remove) go in the test's scratch, not /tmp.
+    let out = run(Command::new(venv.join("bin/python"))
+        .arg(script)
+        .env("TMPDIR", dir.as_ref()));
     let text = String::from_utf8_lossy(&out.stdout);
     serde_json::from_str(text.lines().last().unwrap_or_default())
         .unwrap_or_else(|e| panic!("{e}: {text}"))

@@ -110,6 +110,24 @@ pub fn bad_line(path: &Path, line: u64, e: &dyn std::fmt::Display) -> anyhow::Er
     }
 }
 
+/// A deserializing error with the column and cell it is about (the csv crate names a field by
+/// its number, and a number's parse error not at all by its text): quoted by [`bad_line`].
+fn with_cell(e: &csv::Error, record: &csv::StringRecord, headers: &csv::StringRecord) -> String {
+    let field = match e.kind() {
+        csv::ErrorKind::Deserialize { err, .. } => err.field(),
+        _ => None,
+    };
+    let named = field.and_then(|i| {
+        let i = usize::try_from(i).ok()?;
+        Some((headers.get(i)?, record.get(i)?))
+    });
+    match named {
+        // The cell first: what is said is cut short after 120 characters.
+        Some((column, cell)) => format!("column {column} holds `{cell}`: {e}"),
+        None => e.to_string(),
+    }
+}
+
 /// The first measure of `row` that no run can have measured (NaN, infinite or negative), if
 /// any: shmbench never writes one, and `compare` would judge on it (a NaN side is "unchanged").
 fn bad_measure(row: &Row) -> Option<(&'static str, f64)> {
@@ -146,7 +164,7 @@ pub fn parse(record: &csv::StringRecord, headers: &csv::StringRecord, path: &Pat
     };
     let mut row = record
         .deserialize::<Row>(Some(headers))
-        .map_err(|e| bad_line(path, line, &e))?;
+        .map_err(|e| bad_line(path, line, &with_cell(&e, record, headers)))?;
     knob_columns::read(record, headers, &mut row.added).map_err(|e| bad_line(path, line, &e))?;
     if !READS.contains(&row.schema) {
         let reads: Vec<String> = READS.iter().map(u32::to_string).collect();
