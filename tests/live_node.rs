@@ -155,6 +155,9 @@ fn a_mount_in_a_namespace_only_a_chroot_or_an_fd_holds_is_never_detached() {
     assert_eq!(read("left").lines().count(), 2, "{stale}");
     assert_eq!(read("chroot_mounts").trim(), "1", "{stale}");
     assert_eq!(read("fd_mounts").trim(), "1", "{stale}");
+    // Both namespaces were read (entered, as root), so each file is kept for its mount, not
+    // for want of a view.
+    assert_eq!(stale.matches("a mount covers it").count(), 2, "{stale}");
 }
 
 /// A dead pid's files that no sweep can remove, with room for them under the policy: a second

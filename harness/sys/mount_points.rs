@@ -58,15 +58,20 @@ pub fn read(devices: &HashSet<u64>) -> MountPoints {
     let seen = namespaces(&mut out.unseen);
     let own = table(&std::fs::read("/proc/self/mountinfo").unwrap_or_default());
     for (ns, reader) in &seen.readers {
-        let Some(pid) = reader else {
-            // A process's mountinfo lists only the mounts below its root: every process of
-            // this namespace is chrooted, so its mounts outside the chroot cannot be listed.
-            out.unseen.get_or_insert_with(|| {
-                format!("every process of mount namespace {} is chrooted: its mounts outside the chroot cannot be read", ns.to_string_lossy())
-            });
-            continue;
+        let text = match reader {
+            Reader::Member(pid) => std::fs::read(format!("/proc/{pid}/mountinfo")).ok(),
+            Reader::Enter(path) => mountinfo_inside(path),
         };
-        let Ok(text) = std::fs::read(format!("/proc/{pid}/mountinfo")) else {
+        let Some(text) = text else {
+            if let Reader::Enter(path) = reader {
+                out.unseen.get_or_insert_with(|| {
+                    format!(
+                        "mount namespace {} has no unchrooted process and could not be entered through {} (run as root)",
+                        ns.to_string_lossy(),
+                        path.display()
+                    )
+                });
+            }
             continue;
         };
         let mounts = table(&text);
@@ -88,29 +93,102 @@ pub fn read(devices: &HashSet<u64>) -> MountPoints {
             out.covered.extend(through_own_mounts(&own, device, &in_fs));
         }
     }
-    if let Some(held) = seen.held_unseen {
-        out.unseen.get_or_insert_with(|| {
-            format!("process {held} holds an fd of a mount namespace no process is in: its mounts cannot be read")
-        });
-    }
     out
+}
+
+/// How a mount namespace's whole mount table is read.
+enum Reader {
+    /// Through a member whose root is the namespace's (its mountinfo lists every mount).
+    Member(u32),
+    /// By entering it through this file (a chrooted member's `ns/mnt`, or a holder's fd of a
+    /// namespace no process is in): see [`mountinfo_inside`].
+    Enter(PathBuf),
+}
+
+/// The mountinfo of the mount namespace `ns` names, read from inside it by a forked child:
+/// setns moves the child to that namespace's root, so it lists every mount, where a chrooted
+/// member's own mountinfo lists only those below its root. The child makes only system calls
+/// (it is forked from a process that may have threads), through this process's /proc. None
+/// where it cannot enter (not root) or read.
+fn mountinfo_inside(ns: &Path) -> Option<Vec<u8>> {
+    use std::io::Read;
+    use std::os::fd::{AsRawFd, FromRawFd};
+    let ns = std::fs::File::open(ns).ok()?;
+    let proc_dir = std::fs::File::open("/proc").ok()?;
+    let name = c"self/mountinfo";
+    let mut fds = [0; 2];
+    // SAFETY: pipe2 fills the two fds of the array we pass.
+    if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
+        return None;
+    }
+    // SAFETY: both fds were just made and are owned here alone.
+    let (read_end, write_end) = unsafe {
+        (
+            std::fs::File::from_raw_fd(fds[0]),
+            std::fs::File::from_raw_fd(fds[1]),
+        )
+    };
+    // SAFETY: the child makes only async-signal-safe system calls on values made before the
+    // fork (no allocation, no lock) and leaves by _exit.
+    let child = unsafe { libc::fork() };
+    if child == 0 {
+        unsafe {
+            let out = write_end.as_raw_fd();
+            if libc::setns(ns.as_raw_fd(), libc::CLONE_NEWNS) != 0 {
+                libc::_exit(1);
+            }
+            let file = libc::openat(proc_dir.as_raw_fd(), name.as_ptr(), libc::O_RDONLY);
+            if file < 0 {
+                libc::_exit(1);
+            }
+            let mut buf = [0u8; 16384];
+            loop {
+                let n = libc::read(file, buf.as_mut_ptr().cast(), buf.len());
+                if n == 0 {
+                    libc::_exit(0);
+                }
+                if n < 0 {
+                    libc::_exit(1);
+                }
+                let mut done = 0;
+                while done < n {
+                    let w = libc::write(
+                        out,
+                        buf.as_ptr().add(done as usize).cast(),
+                        (n - done) as usize,
+                    );
+                    if w <= 0 {
+                        libc::_exit(1);
+                    }
+                    done += w;
+                }
+            }
+        }
+    }
+    drop(write_end);
+    if child < 0 {
+        return None;
+    }
+    let mut text = Vec::new();
+    let read = (&read_end).read_to_end(&mut text);
+    let mut status = 0;
+    // SAFETY: waits for the child forked above.
+    unsafe { libc::waitpid(child, &mut status, 0) };
+    (read.is_ok() && libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0).then_some(text)
 }
 
 /// The mount namespaces /proc shows.
 struct Namespaces {
-    /// Each, with a process in it whose root is the namespace's own (its mountinfo lists every
-    /// mount of the namespace), or None where every process in it is chrooted.
-    readers: HashMap<OsString, Option<u32>>,
-    /// A process holding an fd of a mount namespace no process is in, if one does.
-    held_unseen: Option<u32>,
+    /// Each, with how its whole mount table is read.
+    readers: HashMap<OsString, Reader>,
 }
 
 /// Every mount namespace a process of /proc is in or holds an fd of; `unseen` is set where one
 /// cannot be read (not root: another user's).
 fn namespaces(unseen: &mut Option<String>) -> Namespaces {
     let root = nix::unistd::geteuid().is_root();
-    let mut readers: HashMap<OsString, Option<u32>> = HashMap::new();
-    let mut held: Vec<(u32, OsString)> = Vec::new();
+    let mut readers: HashMap<OsString, Reader> = HashMap::new();
+    let mut held: Vec<(PathBuf, OsString)> = Vec::new();
     // nsfs's device: an fd on it is a namespace, and only those need their link read.
     let nsfs = std::fs::metadata("/proc/self/ns/mnt").map(|m| m.dev()).ok();
     let pids = super::proc_tree::all_pids();
@@ -123,9 +201,11 @@ fn namespaces(unseen: &mut Option<String>) -> Namespaces {
             Ok(ns) => {
                 let whole =
                     std::fs::read_link(dir.join("root")).is_ok_and(|r| r.as_os_str() == "/");
-                let reader = readers.entry(ns.into_os_string()).or_insert(None);
-                if whole && reader.is_none() {
-                    *reader = Some(pid);
+                let reader = readers
+                    .entry(ns.into_os_string())
+                    .or_insert_with(|| Reader::Enter(dir.join("ns/mnt")));
+                if whole && matches!(reader, Reader::Enter(_)) {
+                    *reader = Reader::Member(pid);
                 }
             }
             // Ended meanwhile, or a zombie: it holds no mount namespace.
@@ -155,19 +235,16 @@ fn namespaces(unseen: &mut Option<String>) -> Namespaces {
                 .flatten()
             {
                 if link.as_os_str().as_bytes().starts_with(b"mnt:") {
-                    held.push((pid, link.into_os_string()));
+                    held.push((fd.path(), link.into_os_string()));
                 }
             }
         }
     }
-    let held_unseen = held
-        .into_iter()
-        .find(|(_, ns)| !readers.contains_key(ns))
-        .map(|(pid, _)| pid);
-    Namespaces {
-        readers,
-        held_unseen,
+    // A namespace no process is in, held by an fd: entered through that fd.
+    for (path, ns) in held {
+        readers.entry(ns).or_insert(Reader::Enter(path));
     }
+    Namespaces { readers }
 }
 
 /// The mount of this namespace that `path` (canonical) lies in: its mount point and filesystem
