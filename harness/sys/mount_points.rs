@@ -10,10 +10,11 @@
 //! the parent's. That file is found again through a mount of the same filesystem in this
 //! namespace and known by (device, inode), never by name.
 //!
+//! A namespace whose every process is chrooted (a process's mountinfo lists only what lies
+//! below its root) or that only an fd holds is read from inside, by a child that enters it.
 //! Where not every mount namespace can be seen (not root: another user's namespace cannot be
-//! read; a pid namespace or a /proc that hides processes; a namespace with no process in it,
-//! pinned by a bind mount or an fd; one whose every process is chrooted, since a process's
-//! mountinfo lists only what lies below its root), the answer says so, and only a run's own files may then be removed. As
+//! read or entered; a pid namespace or a /proc that hides processes; a namespace pinned only by
+//! a bind mount), the answer says so, and only a run's own files may then be removed. As
 //! root, a process whose namespace the kernel will not show is more privileged than this one (a
 //! sandbox's or engine's init) and is skipped, as `holders` skips its fds.
 
