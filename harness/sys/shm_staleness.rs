@@ -68,8 +68,7 @@ fn pin_unremovable(root: &Path, entries: &mut [ShmEntry]) {
         .map(|e| e.inode)
         .collect();
     for entry in entries.iter_mut().filter(|e| e.stale()) {
-        let base = entry.raw_path.last().map(Vec::as_slice).unwrap_or_default();
-        let Named::Record(token) = owner::classify(base, NAME_PREFIX) else {
+        let Some(token) = record_token(entry) else {
             continue;
         };
         let dir = parent_dir(root, &entry.raw_path);
@@ -82,6 +81,15 @@ fn pin_unremovable(root: &Path, entries: &mut [ShmEntry]) {
                 why: Kept::ProvesFiles(left).to_string(),
             };
         }
+    }
+}
+
+/// The token of a shmbench owner record (`shmbench_<16 hex>`), if the entry is one.
+pub(crate) fn record_token(entry: &ShmEntry) -> Option<Token> {
+    let name = entry.raw_path.last()?;
+    match owner::classify(name, NAME_PREFIX) {
+        Named::Record(token) => Some(token),
+        _ => None,
     }
 }
 

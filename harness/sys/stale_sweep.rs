@@ -19,6 +19,7 @@ use super::lease_removal::{
     lease, open_on, unlink_unheld, HoldStops, IgnoreSigio, Kept, Leased, Whose, BATCH,
 };
 use super::shm_audit::seconds_since;
+use super::shm_staleness::record_token;
 use super::signals;
 use model::shm_audit::{
     old_enough, AtimeUpdates, ShmAudit, ShmEntry, StaleSweep, Staleness, SweepEvent,
@@ -128,15 +129,6 @@ fn candidates<'a>(
         }
     }
     found
-}
-
-/// The token of a shmbench owner record (`shmbench_<16 hex>`), if the entry is one.
-fn record_token(entry: &ShmEntry) -> Option<super::owner::Token> {
-    let name = entry.raw_path.last()?;
-    match super::owner::classify(name, super::shm::NAME_PREFIX) {
-        super::owner::Named::Record(token) => Some(token),
-        _ => None,
-    }
 }
 
 /// Whether the entry lies under `path` (a canonical path), compared by raw bytes.

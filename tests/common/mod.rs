@@ -192,16 +192,22 @@ pub fn run_cell_via(wrapper: &str, args: &str) -> Value {
             String::from_utf8_lossy(&output.stderr)
         )
     });
-    // A cell that ended in error exits 4 (docs/OVERVIEW.md's exit statuses), any other 0.
+    assert_exit_of_one_cell(&output, &record);
+    let _ = std::fs::remove_dir_all(&dir);
+    record
+}
+
+/// `run`'s exit status for one cell whose record is `record`: 4 when it ended in error, 0 for a
+/// pass or a measured crash (docs/OVERVIEW.md's exit statuses).
+pub fn assert_exit_of_one_cell(output: &Output, record: &Value) {
     let expected = if record["status"] == "error" { 4 } else { 0 };
     assert_eq!(
         output.status.code(),
         Some(expected),
-        "shmbench {full:?}: {}\n{stdout}",
-        String::from_utf8_lossy(&output.stderr)
+        "{}\n{}",
+        String::from_utf8_lossy(&output.stderr),
+        String::from_utf8_lossy(&output.stdout)
     );
-    let _ = std::fs::remove_dir_all(&dir);
-    record
 }
 
 pub fn status(record: &Value) -> &str {
