@@ -4,14 +4,16 @@
 //! `tests/architecture/` checks them):
 //!
 //! ```text
-//! cli -> orchestrate -> runtime -> cell -> sys -> model
-//!   \--> present -> analysis -> results -> model
-//!                  plan (scenario, predict, advice) -> sys, model
+//! cli -> orchestrate -> runtime -> cell -> sys -> model -> explain
+//!   |                              \--> explain (the fault tracer, the causes)
+//!   \--> present -> check -> plan (scenario, predict, advice) -> sys, model
+//!              \--> analysis -> results -> model
 //! ```
 
 pub use analysis;
 pub use cell;
 pub use check;
+pub use explain;
 pub mod cli;
 pub use model;
 pub use orchestrate;

@@ -19,6 +19,7 @@ mod docker;
 mod docker_image;
 mod doctor;
 mod doctor_job;
+mod explain;
 mod faults;
 mod fidelity_inconclusive;
 mod fleet;

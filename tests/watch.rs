@@ -32,6 +32,13 @@ fn a_job_that_fills_a_64m_shm_dies_of_sigbus_at_the_step_the_sizes_give() {
     // Eight 8 MiB segments fill 64 MiB; the ninth write finds no page: SIGBUS in the command.
     assert_eq!(row["status"], "sigbus", "{text}");
     assert_eq!(number(&row, "crash_step"), 9, "{text}");
+    // Caught at its delivery: a page fault in a segment of the full tmpfs.
+    assert_eq!(row["cause"], "tmpfs-full", "{text}");
+    assert!(row["cause_facts"].contains("BUS_ADRERR"), "{row:?}");
+    assert!(
+        row["cause_facts"].contains("/dev/shm (tmpfs) 64 MiB"),
+        "{row:?}"
+    );
     assert_eq!(
         out.status.code(),
         Some(128 + 7),
@@ -232,6 +239,7 @@ fn a_memory_limit_below_the_tmpfs_pages_ends_in_the_oom_killer() {
     let text = stderr(&out);
     let row = row.expect("a row");
     assert_eq!(row["status"], "oom", "{text}");
+    assert_eq!(row["cause"], "memory-limit", "{text}");
     assert_eq!(out.status.code(), Some(128 + 9), "{text}");
     let report = report.expect("a watch report");
     assert_eq!(report["cgroup_limit"], 64 * MIB);

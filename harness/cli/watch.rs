@@ -10,6 +10,7 @@ use anyhow::{anyhow, bail, Result};
 
 use super::progress::Terminal;
 use crate::analysis::trend;
+use crate::explain::Cause;
 use crate::model::config::CellConfig;
 use crate::model::cpus::CpuList;
 use crate::model::knobs::{EngineKind, Knobs, OciRuntime, RuntimeKind};
@@ -81,6 +82,10 @@ pub(crate) struct Args {
     /// those a process of the command was seen holding)
     #[arg(long)]
     pub(crate) sweep: bool,
+    /// Do not follow the job with ptrace (by default every SIGBUS and SIGSEGV is caught at its
+    /// delivery, to name its cause): for a job that traces itself (gdb, py-spy, a debugger)
+    #[arg(long)]
+    pub(crate) no_trace: bool,
     /// Let the command keep this process's capabilities (as root: read any user's files, sudo,
     /// perf). By default it runs, like every cell, with none and with no_new_privs, so a job that
     /// needs root's fails as if by its own error. Host and namespace runtimes (a container has
@@ -127,6 +132,7 @@ pub(crate) fn config(args: &Args) -> Result<CellConfig> {
         interval_ms: args.interval_ms,
         step_regex: args.step_regex.clone(),
         sweep: args.sweep,
+        trace: !args.no_trace,
         keep_privileges: args.keep_privileges,
     };
     let config = plan::watch::cell(&knobs, &args.name, settings, &super::platform())
@@ -185,7 +191,12 @@ pub(crate) fn run(args: Args) -> Result<ExitCode> {
     if let Some(report) = &record.watch {
         let trend = trend::trend(&report.samples);
         // A job that died of a full /dev/shm filled it: its peak is the size it had, not its need.
-        let filled = matches!(record.status, Status::Sigbus | Status::Enospc)
+        // Not one whose fault was explained by another cause (a truncated file, a limit).
+        let other_cause = record
+            .explanation
+            .as_ref()
+            .is_some_and(|e| !matches!(e.cause, Cause::TmpfsFull | Cause::Unknown));
+        let filled = (matches!(record.status, Status::Sigbus | Status::Enospc) && !other_cause)
             .then_some(record.shm_seen_bytes);
         let sizing = advice::for_watched(
             record.metrics.peak_shm_bytes,

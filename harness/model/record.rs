@@ -166,6 +166,10 @@ pub struct CellRecord {
     /// What watching a command saw.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub watch: Option<WatchFindings>,
+    /// Why the cell ended as it did, when it did not pass: the cause, its facts and its fix
+    /// (`explain`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub explanation: Option<explain::Explanation>,
     /// The Kubernetes pod that ran the cell (`shmbench cell --from` in an Indexed Job's pod).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub pod: Option<PodInfo>,
@@ -192,6 +196,7 @@ impl CellRecord {
             torch_version: None,
             exit_code: None,
             watch: None,
+            explanation: None,
             pod: None,
             vm: None,
             slurm: None,

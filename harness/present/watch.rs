@@ -78,6 +78,7 @@ pub fn render(
     if !record.message.is_empty() {
         let _ = writeln!(out, "               {}", record.message);
     }
+    cause(&mut out, record, report);
     let capacity = record.shm_seen_bytes;
     let _ = writeln!(
         out,
@@ -116,6 +117,20 @@ pub fn render(
         100.0 * report.sampler_cpu_s / span
     );
     out
+}
+
+/// The cause of a failed end, its facts and its fix; or why the faults could not be caught.
+fn cause(out: &mut String, record: &CellRecord, report: &WatchFindings) {
+    if let Some(e) = &record.explanation {
+        let _ = writeln!(out, "  cause:       {}: {}", e.cause, e.cause.summary());
+        for fact in &e.facts {
+            let _ = writeln!(out, "               {}", shown(fact));
+        }
+        let _ = writeln!(out, "  fix:         {}", e.fix);
+    }
+    if let Some(why) = &report.traced.untraced {
+        let _ = writeln!(out, "  traced:      no: {}", shown(why));
+    }
 }
 
 /// The memory cgroup's peak against its limit, where it has one.

@@ -15,10 +15,10 @@ use model::record::Status;
 use model::vm::Accel;
 
 /// Bump on any change to the columns' names, order or meaning.
-pub const SCHEMA: u32 = 8;
+pub const SCHEMA: u32 = 9;
 
 /// Earlier schemas this shmbench still reads (their missing columns take their defaults).
-pub const READS: &[u32] = &[1, 2, 3, 4, 5, 6, 7, SCHEMA];
+pub const READS: &[u32] = &[1, 2, 3, 4, 5, 6, 7, 8, SCHEMA];
 
 /// One CSV row. Field order is column order. `Row::default()` is every column empty or zero:
 /// only the base `Row::new` (in `row_build`) builds on.
@@ -212,6 +212,13 @@ pub struct Row {
     /// rootless Docker: the engine says so in its security options) (schema 8).
     #[serde(default)]
     pub docker_rootless: Option<bool>,
+    /// Why the cell ended as it did (`tmpfs-full`, `mapped-file`, ...: `explain::Cause`), when
+    /// it failed or a process of it got a SIGBUS (schema 9).
+    #[serde(default)]
+    pub cause: Option<String>,
+    /// The facts that decided it, `; `-separated (schema 9).
+    #[serde(default)]
+    pub cause_facts: Option<String>,
     /// The knobs added after schema 5, one column each after these (`knob_columns`).
     #[serde(skip)]
     pub added: AddedKnobs,

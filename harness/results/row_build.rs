@@ -224,6 +224,11 @@ impl Row {
                 .map(|ms| round(c.knobs.batch as f64 * 1000.0 / ms, 1)),
             faults_per_img: per_image(m.page_faults.map(|f| f as f64)).map(|x| round(x, 2)),
             exit_code: record.exit_code,
+            cause: record
+                .explanation
+                .as_ref()
+                .map(|e| e.cause.name().to_string()),
+            cause_facts: record.explanation.as_ref().map(|e| e.facts.join("; ")),
             node: record
                 .pod
                 .as_ref()

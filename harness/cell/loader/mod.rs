@@ -91,6 +91,7 @@ pub fn run_cell(config: &CellConfig) -> CellRecord {
         torch_version: None,
         exit_code: None,
         watch: None,
+        explanation: None,
         pod: None,
         vm: None,
         slurm: None,

@@ -321,6 +321,7 @@ pub fn run_cell(config: &CellConfig) -> CellRecord {
         torch_version: reported.version,
         exit_code: None,
         watch: None,
+        explanation: None,
         pod: None,
         vm: None,
         slurm: None,

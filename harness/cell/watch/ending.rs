@@ -6,34 +6,12 @@
 //! SIGBUS there is known only from what the parent printed about it.
 
 use crate::torch::classify::{killed_by, status_of_words, worker_pid};
+use explain::judge::{self, Said};
+use explain::tracer::Traced;
 use model::record::Status;
 use sys::signals;
 
-/// How one process ended: exit code, or the signal that killed it.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Exit {
-    Code(i32),
-    Signal(i32),
-}
-
-impl Exit {
-    /// From a raw wait status.
-    pub fn from_wait(status: i32) -> Exit {
-        if libc::WIFSIGNALED(status) {
-            Exit::Signal(libc::WTERMSIG(status))
-        } else {
-            Exit::Code(libc::WEXITSTATUS(status))
-        }
-    }
-
-    /// As a shell reports it: the code, or 128 + the signal.
-    pub fn code(self) -> i32 {
-        match self {
-            Exit::Code(c) => c,
-            Exit::Signal(s) => 128 + s,
-        }
-    }
-}
+pub use explain::tracer::Exit;
 
 /// Everything known when the command is gone.
 pub struct Ending<'a> {
@@ -47,6 +25,9 @@ pub struct Ending<'a> {
     pub timeout_s: f64,
     /// The memory cgroup's OOM-kill count before and after.
     pub oom_kills: (Option<u64>, Option<u64>),
+    /// Every process of the job was traced: each one's end is among the orphans, a
+    /// grandchild's too, so words alone never make a Bus error.
+    pub traced: bool,
 }
 
 /// The cell's status, its message, and the process and signal that failed: a torch cell's kind.
@@ -80,11 +61,20 @@ pub fn classify(e: &Ending) -> Verdict {
         );
     };
     if exit == Exit::Code(0) {
-        let note = e
-            .evidence
-            .first()
-            .map(|l| format!("exited 0, though {}", said(l)))
-            .unwrap_or_default();
+        let bus = e
+            .orphans
+            .iter()
+            .find(|(_, x)| *x == Exit::Signal(libc::SIGBUS));
+        let note = match bus {
+            Some((pid, _)) => format!(
+                "exited 0, though a process of it (pid {pid}) was killed by signal 7 (Bus error)"
+            ),
+            None => e
+                .evidence
+                .first()
+                .map(|l| format!("exited 0, though {}", said(l)))
+                .unwrap_or_default(),
+        };
         return verdict(Status::Pass, note, None, None);
     }
     let how = match exit {
@@ -115,6 +105,7 @@ pub fn classify(e: &Ending) -> Verdict {
     let bus_words = e
         .evidence
         .iter()
+        .filter(|_| !e.traced)
         .find(|l| killed_by(l) == Some(libc::SIGBUS) || l.contains("Bus error"));
     if let Some(line) = bus_words {
         let text = format!("{how}; {}", said(line));
@@ -149,7 +140,67 @@ pub fn classify(e: &Ending) -> Verdict {
         Exit::Signal(s) => Some(s),
         Exit::Code(_) => None,
     };
+    // Traced, the words of a Bus error no process died of are evidence, not the ending.
+    let words = e.evidence.iter().find(|l| l.contains("Bus error"));
+    let how = match words {
+        Some(line) => format!(
+            "{how}; {} (no process of the job died of SIGBUS)",
+            said(line)
+        ),
+        None => how,
+    };
     verdict(Status::Error, how, signal, Some(e.pid))
+}
+
+/// What the job's words said, for [`explain::judge`]: the first evidence line that names an
+/// ending.
+fn said(evidence: &[String]) -> Option<Said> {
+    evidence.iter().find_map(|l| match status_of_words(l) {
+        Some(Status::Enospc) => Some(Said::Enospc),
+        Some(Status::Emfile) => Some(Said::Emfile),
+        Some(Status::Enomem) => Some(Said::Enomem),
+        _ if killed_by(l) == Some(libc::SIGBUS) || l.contains("Bus error") => Some(Said::BusError),
+        _ => None,
+    })
+}
+
+/// The cause of a watched job's failed end (`explain::judge`), from its processes' ends (the
+/// command's `own`, the `others`), the faults caught, its words, its memory cgroup's OOM kills
+/// before and after, and its /dev/shm's size and peak use. None for an end no Bus error or
+/// look-alike had a part in (a pass, a plain non-zero exit, a timeout).
+pub fn explain(
+    verdict: &Verdict,
+    own: Option<(u32, Exit)>,
+    others: &[(u32, Exit)],
+    evidence: &[String],
+    traced: &Traced,
+    oom_kills: (Option<u64>, Option<u64>),
+    shm: (u64, u64),
+) -> Option<explain::Explanation> {
+    // A job that passed though a process of it got a SIGBUS is explained too.
+    let bus = traced.faults.iter().any(|f| f.signal == libc::SIGBUS);
+    if verdict.status == Status::Timeout || (verdict.status.is_pass() && !bus) {
+        return None;
+    }
+    let killed: Vec<(u32, i32)> = own
+        .iter()
+        .chain(others)
+        .filter_map(|&(pid, x)| match x {
+            Exit::Signal(s) => Some((pid, s)),
+            Exit::Code(_) => None,
+        })
+        .collect();
+    let oom_kills = match oom_kills {
+        (Some(a), Some(b)) => b.saturating_sub(a),
+        _ => 0,
+    };
+    judge::explain(&judge::Ending {
+        traced,
+        killed: &killed,
+        said: said(evidence),
+        oom_kills,
+        shm: Some(shm),
+    })
 }
 
 #[cfg(test)]
@@ -165,6 +216,7 @@ mod tests {
             evidence: &evidence,
             timeout_s: 5.0,
             oom_kills: (Some(0), Some(0)),
+            traced: false,
         })
     }
 
@@ -202,6 +254,29 @@ mod tests {
     }
 
     #[test]
+    fn traced_words_alone_are_evidence_not_the_end() {
+        let evidence = vec![
+            "RuntimeError: DataLoader worker (pid 4242) is killed by signal: Bus error."
+                .to_string(),
+        ];
+        let v = classify(&Ending {
+            exit: Some(Exit::Code(1)),
+            pid: 10,
+            orphans: &[],
+            evidence: &evidence,
+            timeout_s: 5.0,
+            oom_kills: (Some(0), Some(0)),
+            traced: true,
+        });
+        assert_eq!(v.status, Status::Error);
+        assert!(
+            v.message.contains("no process of the job died of SIGBUS"),
+            "{}",
+            v.message
+        );
+    }
+
+    #[test]
     fn an_oom_kill_in_the_cgroup_is_named() {
         let evidence: Vec<String> = Vec::new();
         let v = classify(&Ending {
@@ -211,6 +286,7 @@ mod tests {
             evidence: &evidence,
             timeout_s: 5.0,
             oom_kills: (Some(0), Some(1)),
+            traced: false,
         });
         assert_eq!((v.status, v.signal), (Status::Oom, Some(9)));
     }

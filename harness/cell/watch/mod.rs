@@ -22,7 +22,7 @@ use regex::Regex;
 
 use super::metrics::Usage;
 use super::protocol::{Output, Progress, Stream};
-use ending::Exit;
+use explain::tracer::{self, Exit, Traced};
 use model::config::CellConfig;
 use model::knobs::RuntimeKind;
 use model::record::{CellRecord, Failure, Metrics, Status};
@@ -91,31 +91,52 @@ fn relay(
     })
 }
 
-/// Reaps every child of the cell (the command and the orphans it leaves) until none is left,
-/// sending the command's own end on `done`.
-fn reap(command: u32, done: mpsc::Sender<Exit>) -> std::thread::JoinHandle<Vec<(u32, Exit)>> {
+/// Follows the command (`explain::tracer`: every fault caught at its delivery, unless `trace` is
+/// off or refused) and reaps every child of the cell, the orphans the command leaves included,
+/// until none is left: the command's own end goes on `done`, every other process's end (a
+/// traced grandchild's too) into the list returned.
+fn follow(tracer: tracer::Tracer, trace: bool, done: mpsc::Sender<Exit>) -> Following {
     std::thread::spawn(move || {
-        let mut orphans = Vec::new();
-        loop {
-            let mut status = 0;
-            // SAFETY: plain syscall on a local.
-            let pid = unsafe { libc::waitpid(-1, &mut status, 0) };
-            if pid < 0 {
-                if std::io::Error::last_os_error().raw_os_error() == Some(libc::EINTR) {
-                    continue;
-                }
-                break; // ECHILD: nothing left
-            }
-            let exit = Exit::from_wait(status);
-            if pid as u32 == command {
+        let mut others = Vec::new();
+        let traced = tracer.follow(trace, |pid, exit, command| {
+            if command {
                 let _ = done.send(exit);
             } else {
-                orphans.push((pid as u32, exit));
+                others.push((pid, exit));
             }
-        }
-        orphans
+        });
+        (others, traced)
     })
 }
+
+/// Samples /dev/shm and the job's tree (below this process) until `shared.stop`.
+fn sample(
+    settings: &WatchSettings,
+    shared: &Arc<sampler::Shared>,
+    base_bytes: u64,
+) -> std::thread::JoinHandle<sampler::Sampled> {
+    let (shared, root) = (shared.clone(), std::process::id());
+    let interval = Duration::from_millis(settings.interval_ms);
+    std::thread::spawn(move || sampler::run(root, interval, shared, base_bytes))
+}
+
+/// Spawns `cmd` seized by its tracer (`follow`), which sends the command's end on `done`.
+fn spawn_followed(
+    cmd: &mut Command,
+    trace: bool,
+    done: mpsc::Sender<Exit>,
+) -> std::io::Result<(std::process::Child, Following)> {
+    let (tracer, child_ends) = tracer::prepare(cmd)?;
+    let following = follow(tracer, trace, done);
+    let spawned = cmd.spawn();
+    // The tracer waits on the command's pid until these close (a spawn that failed).
+    drop(child_ends);
+    spawned.map(|child| (child, following))
+}
+
+/// The thread following the job: the ends of its processes other than the command, and what
+/// tracing saw.
+type Following = std::thread::JoinHandle<(Vec<(u32, Exit)>, Traced)>;
 
 /// How long the processes the command leaves may take to end by themselves (Python's resource
 /// tracker removes the segments its program leaked once it sees the program gone).
@@ -178,14 +199,11 @@ pub fn run_cell(config: &CellConfig) -> CellRecord {
     cmd.args(&settings.command[1..]);
     process::piped_and_tied(&mut cmd);
     let shared = Arc::new(sampler::Shared::default());
-    let root = std::process::id();
-    let sampling = {
-        let shared = shared.clone();
-        let interval = Duration::from_millis(settings.interval_ms);
-        std::thread::spawn(move || sampler::run(root, interval, shared, base_bytes))
-    };
+    let sampling = sample(settings, &shared, base_bytes);
     let start = Instant::now();
-    let mut child = match cmd.spawn() {
+    let (done_tx, done_rx) = mpsc::channel();
+    let following = spawn_followed(&mut cmd, settings.trace, done_tx);
+    let (mut child, following) = match following {
         Ok(c) => c,
         Err(e) => {
             shared.stop.store(true, Ordering::Release);
@@ -196,8 +214,6 @@ pub fn run_cell(config: &CellConfig) -> CellRecord {
     let pid = child.id();
     let evidence = Arc::new(Mutex::new(Vec::new()));
     let relays = relay_both(&mut child, steps, &shared, &evidence);
-    let (done_tx, done_rx) = mpsc::channel();
-    let reaper = reap(pid, done_tx);
     let exit = done_rx
         .recv_timeout(Duration::from_secs_f64(config.knobs.timeout_s))
         .ok();
@@ -205,7 +221,7 @@ pub fn run_cell(config: &CellConfig) -> CellRecord {
     shared.stop.store(true, Ordering::Release);
     let sampled = sampling.join().unwrap_or_default();
     end_tree();
-    let orphans = reaper.join().unwrap_or_default();
+    let (orphans, traced) = following.join().unwrap_or_default();
     for r in relays {
         let _ = r.join();
     }
@@ -220,6 +236,7 @@ pub fn run_cell(config: &CellConfig) -> CellRecord {
         evidence: &evidence,
         timeout_s: config.knobs.timeout_s,
         oom_kills: (oom_kills_at_start, cgroup::oom_kills()),
+        traced: traced.untraced.is_none(),
     });
     let steps_done = shared.step.load(Ordering::Relaxed);
     let usage = Usage::now();
@@ -231,7 +248,16 @@ pub fn run_cell(config: &CellConfig) -> CellRecord {
         shm_used_bytes: last_used,
     });
     let peak_shm_bytes = sampled.peak_bytes;
-    let report = watch_report(sampled, pid, leftovers, private_shm);
+    let explanation = ending::explain(
+        &verdict,
+        exit.map(|x| (pid, x)),
+        &orphans,
+        &evidence,
+        &traced,
+        (oom_kills_at_start, cgroup::oom_kills()),
+        (capacity, peak_shm_bytes),
+    );
+    let report = watch_report(sampled, pid, leftovers, private_shm, traced);
     CellRecord {
         config: config.clone(),
         status: verdict.status,
@@ -251,6 +277,7 @@ pub fn run_cell(config: &CellConfig) -> CellRecord {
         torch_version: None,
         exit_code: exit.map(Exit::code),
         watch: Some(report),
+        explanation,
         pod: None,
         vm: None,
         slurm: None,
@@ -263,6 +290,7 @@ fn watch_report(
     pid: u32,
     leftovers: Vec<Leftover>,
     private_shm: bool,
+    traced: Traced,
 ) -> WatchFindings {
     WatchFindings {
         command_pid: pid,
@@ -277,6 +305,7 @@ fn watch_report(
         cgroup_limit: cgroup::memory_limit(),
         leftovers,
         private_shm,
+        traced,
         sampler_cpu_s: sampled.cpu_s,
         sample_count: sampled.count,
         base_bytes: sampled.base_bytes,

@@ -1,0 +1,241 @@
+//! Follows every process of a job with ptrace and catches each SIGBUS and SIGSEGV at its
+//! delivery: the process is stopped there, so its siginfo, the mapping behind the address and
+//! the file system's free space are read as they were at the fault ([`crate::evidence`]); then
+//! the signal is delivered unchanged, so the job ends as it would have untraced.
+//!
+//! The command is seized before it runs a line of its own: its child side, just before exec,
+//! writes its pid down a pipe and waits for a byte back; the tracer seizes it (PTRACE_SEIZE with
+//! fork, vfork, clone and exec followed, and EXITKILL: a job never outlives a dead tracer) and
+//! sends the byte. Tracing is one thread's business (ptrace binds a tracee to the thread that
+//! seized it), so [`Tracer::follow`] is also the job's reaper: it waits for every child and
+//! tracee until none is left, and reports each process's end, a grandchild's included (the
+//! tracer hears of a tracee's death before its parent does).
+//!
+//! When the seize is refused (another tracer, no ptrace in the sandbox, a process of another
+//! user), the job runs untraced and [`Traced::untraced`] says why.
+
+use std::collections::BTreeSet;
+use std::os::fd::{AsRawFd, OwnedFd};
+use std::os::unix::process::CommandExt;
+use std::process::Command;
+
+use nix::sys::ptrace;
+use nix::unistd::Pid;
+use serde::{Deserialize, Serialize};
+
+use crate::evidence;
+use crate::fault::Fault;
+
+/// Faults kept per job: a program that handles its own SIGSEGVs (a JIT, a garbage collector)
+/// may take millions.
+const MAX_FAULTS: usize = 16;
+
+/// How one process ended: exit code, or the signal that killed it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Exit {
+    Code(i32),
+    Signal(i32),
+}
+
+impl Exit {
+    /// From a raw wait status.
+    pub fn from_wait(status: i32) -> Exit {
+        if libc::WIFSIGNALED(status) {
+            Exit::Signal(libc::WTERMSIG(status))
+        } else {
+            Exit::Code(libc::WEXITSTATUS(status))
+        }
+    }
+
+    /// As a shell reports it: the code, or 128 + the signal.
+    pub fn code(self) -> i32 {
+        match self {
+            Exit::Code(c) => c,
+            Exit::Signal(s) => 128 + s,
+        }
+    }
+}
+
+/// What following the job saw.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Traced {
+    /// Why the job was not traced (None: it was, every process of it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub untraced: Option<String>,
+    /// The fault signals caught at delivery, in order (at most [`MAX_FAULTS`]).
+    pub faults: Vec<Fault>,
+    /// Faults beyond those kept.
+    #[serde(default)]
+    pub faults_dropped: u64,
+}
+
+/// The tracer's side of the handshake with the command it is to follow.
+pub struct Tracer {
+    pid_from_child: OwnedFd,
+    go_to_child: OwnedFd,
+}
+
+/// The command's side of the handshake: the parent's copies close once the command has been
+/// spawned (or failed to), so a tracer waiting for a pid that never comes sees the pipe end.
+pub struct ChildEnds {
+    _pid_to_tracer: OwnedFd,
+    _go_from_tracer: OwnedFd,
+}
+
+/// Makes `cmd` wait, just before exec, for the tracer to seize it. Its pre_exec runs after any
+/// set before, so the command is seized as it will run (capabilities dropped, limits set).
+pub fn prepare(cmd: &mut Command) -> std::io::Result<(Tracer, ChildEnds)> {
+    let (pid_from_child, pid_to_tracer) = nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC)?;
+    let (go_from_tracer, go_to_child) = nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC)?;
+    let (write_fd, read_fd) = (pid_to_tracer.as_raw_fd(), go_from_tracer.as_raw_fd());
+    // SAFETY: between fork and exec the child only calls getpid, write and read
+    // (async-signal-safe) on fds it inherited.
+    unsafe {
+        cmd.pre_exec(move || {
+            let pid = libc::getpid().to_ne_bytes();
+            while libc::write(write_fd, pid.as_ptr().cast(), pid.len()) < 0 {
+                if *libc::__errno_location() != libc::EINTR {
+                    return Ok(()); // no tracer to wait for: run untraced
+                }
+            }
+            let mut go = 0u8;
+            while libc::read(read_fd, (&mut go as *mut u8).cast(), 1) < 0 {
+                if *libc::__errno_location() != libc::EINTR {
+                    break;
+                }
+            }
+            Ok(())
+        });
+    }
+    Ok((
+        Tracer {
+            pid_from_child,
+            go_to_child,
+        },
+        ChildEnds {
+            _pid_to_tracer: pid_to_tracer,
+            _go_from_tracer: go_from_tracer,
+        },
+    ))
+}
+
+/// The ptrace options: every new process and thread followed, exec seen, the job killed if the
+/// tracer dies.
+fn options() -> ptrace::Options {
+    ptrace::Options::PTRACE_O_TRACEFORK
+        | ptrace::Options::PTRACE_O_TRACEVFORK
+        | ptrace::Options::PTRACE_O_TRACECLONE
+        | ptrace::Options::PTRACE_O_TRACEEXEC
+        | ptrace::Options::PTRACE_O_EXITKILL
+}
+
+impl Tracer {
+    /// Seizes the command (or, with `trace` false or the seize refused, lets it run untraced),
+    /// then reaps every child and tracee of this thread until none is left, calling `ended`
+    /// with each process's end and whether it is the command's (threads' ends are not
+    /// reported).
+    pub fn follow(self, trace: bool, mut ended: impl FnMut(u32, Exit, bool)) -> Traced {
+        let mut traced = Traced::default();
+        let Some(pid) = self.command_pid() else {
+            traced.untraced = Some("the command did not start".into());
+            return traced;
+        };
+        traced.untraced = if !trace {
+            Some("tracing was turned off (--no-trace)".into())
+        } else {
+            ptrace::seize(Pid::from_raw(pid as i32), options())
+                .err()
+                .map(|e| format!("ptrace refused ({e}): another tracer, a sandbox without ptrace (gVisor's), or no permission"))
+        };
+        // SAFETY: one byte to our own pipe.
+        unsafe { libc::write(self.go_to_child.as_raw_fd(), [1u8].as_ptr().cast(), 1) };
+        drop(self);
+        let mut threads = BTreeSet::new();
+        loop {
+            let mut status = 0;
+            // SAFETY: plain syscall on a local.
+            let tid = unsafe { libc::waitpid(-1, &mut status, libc::__WALL) };
+            if tid < 0 {
+                if std::io::Error::last_os_error().raw_os_error() == Some(libc::EINTR) {
+                    continue;
+                }
+                return traced; // ECHILD: nothing left
+            }
+            let tid = tid as u32;
+            if libc::WIFSTOPPED(status) {
+                stopped(tid, status, &mut threads, &mut traced);
+            } else if !threads.remove(&tid) {
+                ended(tid, Exit::from_wait(status), tid == pid);
+            }
+        }
+    }
+
+    /// The pid the command's child side wrote before exec; None when it never ran.
+    fn command_pid(&self) -> Option<u32> {
+        let mut pid = [0u8; 4];
+        let mut got = 0;
+        while got < pid.len() {
+            // SAFETY: reads into the rest of a local buffer.
+            let n = unsafe {
+                libc::read(
+                    self.pid_from_child.as_raw_fd(),
+                    pid[got..].as_mut_ptr().cast(),
+                    pid.len() - got,
+                )
+            };
+            match n {
+                n if n > 0 => got += n as usize,
+                n if n < 0
+                    && std::io::Error::last_os_error().raw_os_error() == Some(libc::EINTR) => {}
+                _ => return None,
+            }
+        }
+        Some(i32::from_ne_bytes(pid) as u32)
+    }
+}
+
+/// Handles one ptrace stop of `tid` and restarts it.
+fn stopped(tid: u32, status: i32, threads: &mut BTreeSet<u32>, traced: &mut Traced) {
+    let signal = libc::WSTOPSIG(status);
+    let event = status >> 16;
+    let deliver = match event {
+        0 => {
+            if signal == libc::SIGBUS || signal == libc::SIGSEGV {
+                catch(tid, traced);
+            }
+            signal
+        }
+        libc::PTRACE_EVENT_STOP => {
+            // A group-stop (SIGSTOP and friends) is kept as job control wants it: LISTEN
+            // leaves the tracee stopped until a SIGCONT. Any other is a new tracee's first stop.
+            if matches!(
+                signal,
+                libc::SIGSTOP | libc::SIGTSTP | libc::SIGTTIN | libc::SIGTTOU
+            ) {
+                // SAFETY: plain ptrace request on our tracee; ESRCH (it died) is harmless.
+                unsafe { libc::ptrace(libc::PTRACE_LISTEN, tid, 0, 0) };
+                return;
+            }
+            // A thread's end is its process's business: only processes are reported. Told at
+            // its first stop, before it can run (and end).
+            if evidence::thread_group(tid).is_some_and(|group| group != tid) {
+                threads.insert(tid);
+            }
+            0
+        }
+        _ => 0, // fork, vfork, exec
+    };
+    // SAFETY: plain ptrace request on our tracee; ESRCH (it died meanwhile) is harmless.
+    unsafe { libc::ptrace(libc::PTRACE_CONT, tid, 0, deliver as libc::c_long) };
+}
+
+/// Reads the fault `tid` is stopped at.
+fn catch(tid: u32, traced: &mut Traced) {
+    if traced.faults.len() >= MAX_FAULTS {
+        traced.faults_dropped += 1;
+        return;
+    }
+    if let Ok(info) = ptrace::getsiginfo(Pid::from_raw(tid as i32)) {
+        traced.faults.push(evidence::read(tid, &info));
+    }
+}

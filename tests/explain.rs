@@ -1,0 +1,125 @@
+//! `explain`: a watched job's Bus error named by its cause, from the fault caught at its
+//! delivery (ptrace), with real processes and real faults: a file truncated by another process
+//! under a Python mmap, a `kill -BUS`, a SIGBUS in a grandchild of a job that goes on, and a job
+//! that only prints torch's sentence. The full tmpfs and the memory limit are `watch.rs`'s.
+
+use crate::common;
+
+use common::*;
+
+fn stderr(o: &std::process::Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+/// Maps an 8 MiB file, has another process (`truncate`) cut it to 4 KiB, then reads 3 MiB in.
+const TRUNCATED_PY: &str = r#"
+import mmap, subprocess, sys
+path = sys.argv[1]
+with open(path, "wb") as f:
+    f.truncate(8 << 20)
+f = open(path, "r+b")
+m = mmap.mmap(f.fileno(), 8 << 20)
+subprocess.run(["truncate", "-s", "4K", path], check=True)
+print("read", m[3 << 20])
+"#;
+
+#[test]
+fn a_file_truncated_under_its_mapping_is_explained_as_the_file_not_dev_shm() {
+    let _guard = serial();
+    let before = machine_state();
+    let dir = temp_dir("explain-truncated");
+    let data = dir.join("train.lmdb");
+    let data = data.to_str().unwrap();
+    let (out, row, report) = watch(
+        &["--shm-size", "64m"],
+        &["python3", "-c", TRUNCATED_PY, data, WATCHED_MARK],
+    );
+    let text = stderr(&out);
+    let row = row.expect("a results row");
+    assert_eq!(row["status"], "sigbus", "{text}");
+    assert_eq!(row["cause"], "mapped-file", "{text}");
+    assert!(row["cause_facts"].contains(data), "{row:?}");
+    assert!(row["cause_facts"].contains("beyond its end"), "{row:?}");
+    // The fault as the kernel gave it: BUS_ADRERR, 3 MiB into a file now 4 KiB long.
+    let report = report.expect("a watch report");
+    let fault = &report["traced"]["faults"][0];
+    assert_eq!(fault["code"], 2, "{fault}");
+    assert_eq!(fault["mapping"]["offset"], 3 << 20, "{fault}");
+    assert_eq!(fault["mapping"]["file_bytes"], 4096, "{fault}");
+    // The fix is the file's, and the size advice does not blame /dev/shm.
+    assert!(
+        text.contains("/dev/shm's size has nothing to do with it"),
+        "{text}"
+    );
+    assert!(!text.contains("more than the 64 MiB it filled"), "{text}");
+    assert_eq!(watched_left(), Vec::<String>::new());
+    assert_clean(&before);
+}
+
+#[test]
+fn a_kill_is_a_sent_signal_and_a_grandchilds_fault_is_seen_though_the_job_goes_on() {
+    let _guard = serial();
+    let before = machine_state();
+    let (out, row, _) = watch(
+        &["--shm-size", "64m"],
+        &["sh", "-c", "sleep 30 & kill -BUS $!; wait $!", WATCHED_MARK],
+    );
+    let text = stderr(&out);
+    let row = row.expect("a results row");
+    assert_eq!(row["status"], "sigbus", "{text}");
+    assert_eq!(row["cause"], "sent", "{text}");
+    assert!(row["cause_facts"].contains("SI_USER"), "{row:?}");
+    assert!(row["cause_facts"].contains("sent by pid"), "{row:?}");
+
+    // A grandchild fills a 8 MiB /dev/shm and dies; the shell above it goes on and exits 0.
+    let script = format!(
+        "python3 -c '{}' 16; echo went on",
+        FILL_ONE_PY.replace('\'', "\"")
+    );
+    let (out, row, _) = watch(&["--shm-size", "8m"], &["sh", "-c", &script, WATCHED_MARK]);
+    let text = stderr(&out);
+    let row = row.expect("a results row");
+    assert_eq!(row["status"], "pass", "{text}");
+    assert!(row["message"].contains("killed by signal 7"), "{row:?}");
+    assert_eq!(row["cause"], "tmpfs-full", "{text}");
+    assert!(
+        row["cause_facts"].contains("0 B free at the fault"),
+        "{row:?}"
+    );
+    assert_eq!(watched_left(), Vec::<String>::new());
+    assert_clean(&before);
+}
+
+/// Writes argv[1] MiB into one unlinked /dev/shm segment through a mapping.
+const FILL_ONE_PY: &str = "import mmap,os,sys; n=int(sys.argv[1])<<20; fd=os.open('/dev/shm/explain_test',os.O_CREAT|os.O_RDWR,0o600); os.ftruncate(fd,n); m=mmap.mmap(fd,n); os.unlink('/dev/shm/explain_test'); [m.__setitem__(i,1) for i in range(0,n,4096)]";
+
+#[test]
+fn words_alone_are_evidence_and_the_ending_comes_from_the_processes() {
+    let _guard = serial();
+    let before = machine_state();
+    let says = "echo 'RuntimeError: DataLoader worker (pid 4242) is killed by signal: Bus error.' >&2; exit 1";
+    let (out, row, _) = watch(&["--shm-size", "64m"], &["sh", "-c", says, WATCHED_MARK]);
+    let text = stderr(&out);
+    let row = row.expect("a results row");
+    assert_eq!(row["status"], "error", "{text}");
+    assert!(
+        row["message"].contains("no process of the job died of SIGBUS"),
+        "{row:?}"
+    );
+    assert_eq!(row["cause"], "unknown", "{text}");
+    // Untraced, the words are all there is, and the row says so.
+    let (out, row, _) = watch(
+        &["--shm-size", "64m", "--no-trace"],
+        &["sh", "-c", says, WATCHED_MARK],
+    );
+    let text = stderr(&out);
+    let row = row.expect("a results row");
+    assert_eq!(row["status"], "sigbus", "{text}");
+    assert!(row["cause_facts"].contains("--no-trace"), "{row:?}");
+    assert!(
+        text.contains("traced:      no: tracing was turned off"),
+        "{text}"
+    );
+    assert_eq!(watched_left(), Vec::<String>::new());
+    assert_clean(&before);
+}
