@@ -35,7 +35,15 @@ fn ended(row: &Row) -> String {
         .exit_code
         .map(|c| format!(" (exit {c})"))
         .unwrap_or_default();
-    format!("{}{when}{code}", row.status.to_string().to_uppercase())
+    let cause = row
+        .cause
+        .as_ref()
+        .map(|c| format!(", cause {c}"))
+        .unwrap_or_default();
+    format!(
+        "{}{when}{code}{cause}",
+        row.status.to_string().to_uppercase()
+    )
 }
 
 fn shm(row: &Row) -> String {
@@ -114,6 +122,12 @@ pub fn blocks(source: &Source) -> Vec<Block> {
             trend,
             leftovers,
         ]);
+        if let (Some(cause), Some(facts)) = (&row.cause, &row.cause_facts) {
+            details.push(Block::Paragraph(format!(
+                "`{command}`: why it ended so (cause {cause}, docs/EXPLAIN.md):"
+            )));
+            details.push(Block::List(facts.split("; ").map(String::from).collect()));
+        }
         if let Some(w) = report {
             let list: Vec<String> = w
                 .holders_by_bytes()
