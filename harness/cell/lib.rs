@@ -14,6 +14,7 @@ mod metrics;
 mod pod;
 pub mod protocol;
 pub mod torch;
+mod traced;
 pub mod watch;
 
 use anyhow::{Context, Result};
@@ -57,11 +58,24 @@ pub fn main(config_json: &str, completion_index: Option<u64>) -> Result<()> {
     if std::env::var(protocol::LIFELINE_ENV).as_deref() == Ok("stdin") {
         watch_lifeline();
     }
-    let mut record = run(config_json)?;
+    let mut record = if wants_tracer(config_json) {
+        traced::run()?
+    } else {
+        run(config_json)?
+    };
     record.pod = completion_index.map(pod::info);
     let line = serde_json::to_string(&record)?;
     println!("{line}");
     Ok(())
+}
+
+/// Whether this cell is to run under `explain`'s tracer ([`traced`]): a loader cell with `trace`
+/// on, not yet traced. A watched command's cell traces its own job; a config that does not parse
+/// is [`run`]'s to refuse.
+fn wants_tracer(config_json: &str) -> bool {
+    let config: Option<CellConfig> = serde_json::from_str(config_json).ok();
+    config.is_some_and(|c| c.knobs.trace && c.knobs.loader != Loader::Command)
+        && !traced::is_traced_cell()
 }
 
 /// In a container, the harness holds our stdin open; when it closes (the harness died), end at

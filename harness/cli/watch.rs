@@ -125,6 +125,7 @@ pub(crate) fn config(args: &Args) -> Result<CellConfig> {
         memory: args.memory,
         cpus: args.cpus.clone(),
         timeout_s: Some(args.timeout_s),
+        trace: Some(!args.no_trace),
         ..Knobs::default()
     };
     let settings = WatchSettings {
@@ -132,7 +133,6 @@ pub(crate) fn config(args: &Args) -> Result<CellConfig> {
         interval_ms: args.interval_ms,
         step_regex: args.step_regex.clone(),
         sweep: args.sweep,
-        trace: !args.no_trace,
         keep_privileges: args.keep_privileges,
     };
     let config = plan::watch::cell(&knobs, &args.name, settings, &super::platform())

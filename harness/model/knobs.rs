@@ -127,6 +127,9 @@ knobs! {
     #[arg(long, value_name = "N")]
     warmup_steps: u64 => u64 = Some(5), setting("which steps img/s leaves out: a way of measuring, not the cell"), row warmup_steps,
         "Steps excluded from img/s (at most half the steps are ever excluded)";
+    #[arg(long, value_name = "BOOL", num_args = 0..=1, default_missing_value = "true", value_parser = parse_bool)]
+    trace: bool => bool = Some(true), setting("following the cell's processes with ptrace to catch a fault at its delivery: a way of observing, not the cell"), row none,
+        "Follow the cell's processes with ptrace and catch each SIGBUS and SIGSEGV at its delivery, to name its cause (docs/EXPLAIN.md); false for a job that traces itself (gdb, py-spy)";
     #[arg(long, value_name = "SECONDS")]
     timeout_s: f64 => f64 = Some(120.0), setting("the watchdog: a cell that ends by it has a timeout outcome"), row none,
         "Watchdog: a cell with no progress for this long ends as timeout";

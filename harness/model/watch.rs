@@ -18,18 +18,10 @@ pub struct WatchSettings {
     /// Remove the segments the command left in /dev/shm when it ended.
     #[serde(default)]
     pub sweep: bool,
-    /// Follow the job's processes with ptrace and catch each fault at its delivery (`explain`);
-    /// off, a job that traces itself (gdb, py-spy) can.
-    #[serde(default = "traced_by_default")]
-    pub trace: bool,
     /// Let the command keep the harness's capabilities (by default it runs, like every cell,
     /// with none and with no_new_privs).
     #[serde(default)]
     pub keep_privileges: bool,
-}
-
-fn traced_by_default() -> bool {
-    true
 }
 
 /// The default sampling interval: fine enough to see a batch come and go.
@@ -43,7 +35,6 @@ impl WatchSettings {
             interval_ms: DEFAULT_INTERVAL_MS,
             step_regex: None,
             sweep: false,
-            trace: true,
             keep_privileges: false,
         }
     }

@@ -202,7 +202,7 @@ pub fn run_cell(config: &CellConfig) -> CellRecord {
     let sampling = sample(settings, &shared, base_bytes);
     let start = Instant::now();
     let (done_tx, done_rx) = mpsc::channel();
-    let following = spawn_followed(&mut cmd, settings.trace, done_tx);
+    let following = spawn_followed(&mut cmd, config.knobs.trace, done_tx);
     let (mut child, following) = match following {
         Ok(c) => c,
         Err(e) => {
