@@ -19,11 +19,6 @@ fn legacy_first_batch_larger_than_tmpfs_dies_by_sigbus_at_step_1() {
         assert_eq!(status(&r), "sigbus", "{strategy}: {r}");
         assert_eq!(crash_step(&r), 1);
         assert_eq!(r["failure"]["signal"], 7);
-        assert_eq!(
-            r["explanation"]["cause"], "tmpfs-full",
-            "a full tmpfs's page: {r}"
-        );
-        assert_eq!(r["explanation"]["caught"], true, "{r}");
         let msg = r["message"].as_str().unwrap();
         assert!(
             msg.contains("is killed by signal: Bus error") && msg.contains("out of shared memory"),
@@ -43,7 +38,6 @@ fn modern_first_batch_larger_than_tmpfs_is_enospc_at_step_1() {
     ));
     assert_eq!(status(&r), "enospc", "{r}");
     assert_eq!(crash_step(&r), 1);
-    assert_eq!(r["explanation"]["cause"], "tmpfs-full", "{r}");
     let msg = r["message"].as_str().unwrap();
     assert!(
         msg.contains("unable to allocate shared memory(shm)")
@@ -221,7 +215,6 @@ fn file_descriptor_runs_out_of_fds_where_file_system_does_not() {
     let args = "--shm-size 256m --batch 1 --workers 2 --steps 200 --retain-every 1";
     let r = run_cell_via(limit, args);
     assert_eq!(status(&r), "emfile", "{r}");
-    assert_eq!(r["explanation"]["cause"], "fd-limit", "{r}");
     assert!(crash_step(&r) > 10 && crash_step(&r) < 64, "{r}");
     assert!(r["message"]
         .as_str()
@@ -243,7 +236,6 @@ fn a_main_that_keeps_every_batch_meets_vm_max_map_count_as_enomem() {
     let before = machine_state();
     let r = emulated_map_count_run(limit);
     assert_eq!(status(&r), "enomem", "{r}");
-    assert_eq!(r["explanation"]["cause"], "map-count", "{r}");
     // The process's own mappings (binary, libraries, stacks) take the rest of the limit.
     let step = crash_step(&r);
     assert!(step > limit - 2000 && step < limit, "{step} of {limit}");
@@ -313,7 +305,6 @@ fn a_memory_cgroup_below_the_in_flight_bytes_ends_a_namespace_cell_as_oom() {
     let base = "--shm-size 2g --batch 32 --workers 4 --steps 30 --compute-ms 20";
     let r = run_cell(&format!("{base} --memory 128m"));
     assert_eq!(status(&r), "oom", "{r}");
-    assert_eq!(r["explanation"]["cause"], "memory-limit", "{r}");
     assert_eq!(r["failure"]["signal"], 9);
     assert!(r["message"].as_str().unwrap().contains("OOM killer"), "{r}");
     let r = run_cell(&format!("{base} --memory 1g"));

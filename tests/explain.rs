@@ -123,3 +123,48 @@ fn words_alone_are_evidence_and_the_ending_comes_from_the_processes() {
     assert_eq!(watched_left(), Vec::<String>::new());
     assert_clean(&before);
 }
+
+/// A batch of 8 ImageNet-sized f32 images: 4.6 MiB.
+const SMALL: &str = "--batch 8 --workers 1 --steps 5";
+
+#[test]
+fn loader_cells_name_the_cause_of_their_end() {
+    let _guard = serial();
+    let before = machine_state();
+    // The legacy profile's worker faults on a page of a full tmpfs: caught at its delivery.
+    let r = run_cell(&format!("{SMALL} --shm-size 4m --torch legacy"));
+    assert_eq!(status(&r), "sigbus", "{r}");
+    let why = &r["explanation"];
+    assert_eq!(
+        (&why["cause"], &why["caught"]),
+        (&"tmpfs-full".into(), &true.into()),
+        "{r}"
+    );
+    assert!(
+        why["facts"][0].as_str().unwrap().contains("BUS_ADRERR"),
+        "{r}"
+    );
+    // The modern profile's ENOSPC: the same cause, from the cell's own words.
+    let r = run_cell(&format!("{SMALL} --shm-size 4m --torch modern"));
+    assert_eq!(status(&r), "enospc", "{r}");
+    assert_eq!(r["explanation"]["cause"], "tmpfs-full", "{r}");
+    // Every batch kept alive under file_descriptor: one fd each, until EMFILE.
+    let r =
+        run_cell("--shm-size 256m --batch 1 --workers 2 --steps 200 --retain-every 1 --nofile 64");
+    assert_eq!(status(&r), "emfile", "{r}");
+    assert_eq!(r["explanation"]["cause"], "fd-limit", "{r}");
+    // Untraced, the cell's own account is all there is, and the explanation says so.
+    let r = run_cell(&format!(
+        "{SMALL} --shm-size 4m --torch legacy --trace false"
+    ));
+    assert_eq!(status(&r), "sigbus", "{r}");
+    let why = &r["explanation"];
+    let fact = why["facts"][0].as_str().unwrap();
+    assert_eq!(
+        (&why["cause"], &why["caught"]),
+        (&"unknown".into(), &false.into()),
+        "{r}"
+    );
+    assert!(fact.contains("trace knob is false"), "{r}");
+    assert_clean(&before);
+}

@@ -61,7 +61,11 @@ pub fn main(config_json: &str, completion_index: Option<u64>) -> Result<()> {
     let mut record = if wants_tracer(config_json) {
         traced::run()?
     } else {
-        run(config_json)?
+        let mut record = run(config_json)?;
+        if record.config.knobs.loader != Loader::Command && !traced::is_traced_cell() {
+            traced::explain_untraced(&mut record);
+        }
+        record
     };
     record.pod = completion_index.map(pod::info);
     let line = serde_json::to_string(&record)?;

@@ -76,6 +76,21 @@ pub fn run() -> Result<CellRecord> {
     Ok(record)
 }
 
+/// The cause of an untraced loader cell's end (`trace` false), from its record alone.
+pub fn explain_untraced(record: &mut CellRecord) {
+    let traced = Traced {
+        untraced: Some("the trace knob is false".into()),
+        ..Traced::default()
+    };
+    let killed: Vec<(u32, i32)> = record
+        .failure
+        .as_ref()
+        .and_then(|f| Some((f.pid?, f.signal?)))
+        .into_iter()
+        .collect();
+    record.explanation = explain(record, &traced, &killed);
+}
+
 fn ended(exit: Option<Exit>) -> String {
     match exit {
         Some(Exit::Code(c)) => format!("it exited with code {c}"),
