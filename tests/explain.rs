@@ -168,3 +168,26 @@ fn loader_cells_name_the_cause_of_their_end() {
     assert!(fact.contains("trace knob is false"), "{r}");
     assert_clean(&before);
 }
+
+#[test]
+fn the_causes_scenario_names_every_cause_in_three_of_three_runs() {
+    let _guard = serial();
+    let before = machine_state();
+    let dir = temp_dir("causes");
+    let out = dir.join("causes.csv");
+    let scenario = concat!(env!("CARGO_MANIFEST_DIR"), "/scenarios/causes.toml");
+    let out_arg = out.to_str().unwrap();
+    // Run in a scratch directory: the report goes to its reports/.
+    let o = shmbench(&["matrix", scenario, "--repeat", "3", "--out", out_arg]);
+    let text = String::from_utf8_lossy(&o.stderr);
+    let rows = read_csv(&out);
+    assert_eq!(rows.len(), 7 * 3, "{text}");
+    for row in &rows {
+        // Each cell is named for the cause it makes: the cause named, the claim agreed.
+        let (cell, cause) = (&row["cell"], &row["cause"]);
+        let expected = cell.strip_suffix("-enospc").unwrap_or(cell);
+        assert_eq!(cause, expected, "{row:?}");
+        assert_eq!(row["claim_verdict"], "agrees", "{row:?}");
+    }
+    assert_clean(&before);
+}

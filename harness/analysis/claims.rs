@@ -10,10 +10,12 @@ use results::Row;
 /// row's own columns.
 pub fn verdict(row: &Row) -> Option<ClaimVerdict> {
     let claimed = row.claim_status?;
-    Some(record::claim_verdict(
+    Some(record::claim_verdict_with_cause(
         claimed,
         row.claim_crash_step,
+        row.claim_cause.as_deref(),
         row.status,
         row.crash_step,
+        row.cause.as_deref(),
     ))
 }

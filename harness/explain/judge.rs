@@ -133,7 +133,10 @@ fn of_fault(f: &Fault) -> Explanation {
             at(facts, Cause::Unknown)
         }
         Some(_) => {
-            facts.push("within the file's size: a read of it failed under the mapping (an NFS or FUSE error, a bad disk)".into());
+            facts.push(match m.file_bytes {
+                Some(_) => "within the file's size: a read of it failed under the mapping (an NFS or FUSE error, a bad disk)".into(),
+                None => "the file's size could not be read (unlinked, and no process of the job holds an fd to it): truncated under the mapping, or a read of it failed".into(),
+            });
             at(facts, Cause::MappedFile)
         }
         None => at(facts, Cause::Unknown),
@@ -169,17 +172,22 @@ fn in_file(m: &Mapping) -> String {
 }
 
 fn space(fs: &FileSystem) -> String {
-    let point = if fs.mount_point.is_empty() {
-        "(no mount)"
-    } else {
-        &fs.mount_point
-    };
     let huge = fs
         .huge_pages_free
-        .map(|n| format!(", {n} free huge pages on the node"))
+        .map(|n| {
+            format!(
+                ", {n} free huge pages of {} on the node",
+                bytes(fs.block_bytes)
+            )
+        })
         .unwrap_or_default();
+    if fs.mount_point.is_empty() {
+        // A file system mounted nowhere: a memfd's, or MAP_HUGETLB's anonymous memory.
+        return format!("the kernel's own {} (mounted nowhere){huge}", fs.kind);
+    }
     format!(
-        "{point} ({}) {}, {} free at the fault{huge}",
+        "{} ({}) {}, {} free at the fault{huge}",
+        fs.mount_point,
         fs.kind,
         bytes(fs.size_bytes),
         bytes(fs.free_bytes)

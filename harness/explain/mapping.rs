@@ -113,6 +113,11 @@ fn file_system(pid: u32, mapping: &Mapping, handle: Option<&Path>) -> Option<Fil
         (None, Some((point, _))) => {
             nix::sys::statfs::statfs(&PathBuf::from(format!("/proc/{pid}/root{point}"))).ok()?
         }
+        // MAP_HUGETLB's anonymous memory is a file of the kernel's own hugetlbfs, mounted
+        // nowhere and reachable only with CAP_SYS_ADMIN: its name says what it is.
+        (None, None) if mapping.path.starts_with("/anon_hugepage") => {
+            return Some(anonymous_huge_pages());
+        }
         (None, None) => return None,
     };
     // A memfd's file system is mounted nowhere: its type is told by statfs alone.
@@ -136,6 +141,17 @@ fn file_system(pid: u32, mapping: &Mapping, handle: Option<&Path>) -> Option<Fil
         block_bytes: block,
         huge_pages_free,
     })
+}
+
+/// The kernel's own hugetlbfs behind MAP_HUGETLB (default huge pages: 2 MiB on x86-64).
+fn anonymous_huge_pages() -> FileSystem {
+    let page = 2 << 20;
+    FileSystem {
+        kind: "hugetlbfs".into(),
+        block_bytes: page,
+        huge_pages_free: huge_pages_free(page),
+        ..FileSystem::default()
+    }
 }
 
 /// Whether `path` lies under the mount point `point`.

@@ -24,6 +24,10 @@ pub struct Claim {
     /// The row's /dev/shm as the how-to wrote it, e.g. "64 MB".
     #[serde(default)]
     pub shm: Option<String>,
+    /// The cause the cell's end must have (`tmpfs-full`, `mapped-file`, ...: docs/EXPLAIN.md);
+    /// unset: any.
+    #[serde(default)]
+    pub cause: Option<explain::Cause>,
     /// Who claims it (e.g. "Kubernetes documentation"); unset: the how-to.
     #[serde(default)]
     pub source: Option<String>,

@@ -199,6 +199,31 @@ impl StartMethod {
     }
 }
 
+/// A cause of a Bus error the emulated loader makes happen for real mid-run (the causes
+/// scenario, docs/EXPLAIN.md), beside those its sizes and limits make (a full tmpfs, a memory
+/// limit, an fd limit).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, ValueEnum)]
+#[serde(rename_all = "kebab-case")]
+pub enum Inject {
+    /// Nothing injected.
+    #[default]
+    None,
+    /// The workers read their samples from a mapped dataset file, which the main truncates.
+    TruncatedFile,
+    /// The main sends SIGBUS to a worker (`kill -BUS`).
+    KillBus,
+    /// A worker writes a hugetlb mapping made without a reservation, with no huge page free.
+    HugePages,
+}
+
+impl Inject {
+    /// The step at (or after) which the injection happens: the middle of the epoch, so a few
+    /// steps have run.
+    pub fn step(steps: u64) -> u64 {
+        (steps / 2).max(2)
+    }
+}
+
 /// Element type of the synthetic images.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, ValueEnum)]
 #[serde(rename_all = "snake_case")]
@@ -244,7 +269,8 @@ display_as_value_name!(
     Touch,
     Dtype,
     StartMethod,
-    EngineKind
+    EngineKind,
+    Inject
 );
 
 /// One image's dimensions, written `3x224x224`.

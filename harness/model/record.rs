@@ -223,6 +223,18 @@ pub fn claim_verdict(
     status: Status,
     crash_step: Option<u64>,
 ) -> ClaimVerdict {
+    claim_verdict_with_cause(claimed, claimed_step, None, status, crash_step, None)
+}
+
+/// [`claim_verdict`], and a claimed cause (`explain::Cause`'s name) held to the measured one.
+pub fn claim_verdict_with_cause(
+    claimed: ClaimStatus,
+    claimed_step: Option<u64>,
+    claimed_cause: Option<&str>,
+    status: Status,
+    crash_step: Option<u64>,
+    cause: Option<&str>,
+) -> ClaimVerdict {
     if matches!(status, Status::Error | Status::Timeout) {
         return ClaimVerdict::Inconclusive;
     }
@@ -231,7 +243,8 @@ pub fn claim_verdict(
         (Some(measured), Some(claimed)) => measured == claimed,
         _ => true,
     };
-    match same_outcome && same_step {
+    let same_cause = claimed_cause.is_none_or(|c| cause == Some(c));
+    match same_outcome && same_step && same_cause {
         true => ClaimVerdict::Agrees,
         false => ClaimVerdict::Differs,
     }

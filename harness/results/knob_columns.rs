@@ -93,7 +93,7 @@ fn text<T: Serialize>(value: &T) -> Result<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use model::knobs::{EngineKind, StartMethod};
+    use model::knobs::{EngineKind, Inject, StartMethod};
 
     fn record(cells: &[&str]) -> csv::StringRecord {
         cells.iter().copied().collect()
@@ -105,10 +105,11 @@ mod tests {
             start_method: StartMethod::Spawn,
             dataset_bytes: 256 << 20,
             engine: EngineKind::Podman,
+            inject: Inject::KillBus,
             oci_runtime: "runsc".parse().unwrap(),
         };
         let cells = cells(&added).unwrap();
-        assert_eq!(cells, ["spawn", "268435456", "podman", "runsc"]);
+        assert_eq!(cells, ["spawn", "268435456", "podman", "kill-bus", "runsc"]);
         // In another order, after other columns.
         let headers = record(&[
             "workers",
@@ -116,8 +117,9 @@ mod tests {
             "oci_runtime",
             "start_method",
             "engine",
+            "inject",
         ]);
-        let row = record(&["8", &cells[1], &cells[3], &cells[0], &cells[2]]);
+        let row = record(&["8", &cells[1], &cells[4], &cells[0], &cells[2], &cells[3]]);
         let mut read_back = AddedKnobs::default();
         read(&row, &headers, &mut read_back).unwrap();
         assert_eq!(read_back, added);

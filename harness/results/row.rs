@@ -219,6 +219,9 @@ pub struct Row {
     /// The facts that decided it, `; `-separated (schema 9).
     #[serde(default)]
     pub cause_facts: Option<String>,
+    /// The cause the cell's claim says its end has (schema 9).
+    #[serde(default)]
+    pub claim_cause: Option<String>,
     /// The knobs added after schema 5, one column each after these (`knob_columns`).
     #[serde(skip)]
     pub added: AddedKnobs,

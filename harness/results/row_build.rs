@@ -156,13 +156,16 @@ impl Row {
             steps_file: context.steps_file,
             command: context.command,
             claim_verdict: claim.map(|cl| {
-                record::claim_verdict(
+                record::claim_verdict_with_cause(
                     cl.status,
                     cl.crash_step,
+                    cl.cause.map(|c| c.name()),
                     measured.status,
                     measured.crash_step,
+                    record.explanation.as_ref().map(|e| e.cause.name()),
                 )
             }),
+            claim_cause: claim.and_then(|c| c.cause).map(|c| c.name().to_string()),
             watch_file: context.watch_file,
             kubelet_version: placed.kubelet_version,
             slurm_state: placed.slurm_state,

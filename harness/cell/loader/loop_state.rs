@@ -54,6 +54,8 @@ pub(super) struct Owned {
     pub(super) owner: Option<OwnerRecord>,
     pub(super) pinned: PinnedPool,
     pub(super) meter: ShmMeter,
+    /// The cause the `inject` knob makes happen, made ready with the first pool.
+    pub(super) inject: Option<super::inject::Main>,
 }
 
 /// What each step saw and the resources the loader used, for the record.

@@ -10,6 +10,7 @@ use std::time::{Duration, Instant};
 use super::consumer::{self, Batch, PinnedPool};
 use super::dataset;
 use super::ending::{harness_stop, Stop, EMFILE_HINT, ENOMEM_HINT};
+use super::inject;
 pub(super) use super::loop_state::{Loop, Measured, Owned, Schedule};
 use super::pool::{Event, Pool};
 use super::segment;
@@ -54,6 +55,7 @@ impl<'a> Loop<'a> {
                     PinnedPool::default()
                 },
                 meter: ShmMeter::start(),
+                inject: None,
             },
             measured: Measured {
                 obtained_s: Vec::new(),
@@ -282,6 +284,12 @@ impl Loop<'_> {
             if self.owned.dataset.is_none() {
                 self.owned.dataset = dataset::share(cfg, &token)?;
             }
+            if self.owned.inject.is_none() {
+                let inject = inject::Main::prepare(cfg)
+                    .context("making the injected cause ready")
+                    .map_err(harness_stop)?;
+                self.owned.inject = Some(inject);
+            }
             self.owned.pool = Some(Pool::spawn(cfg, &token).map_err(harness_stop)?);
         }
         let base = epoch * cfg.knobs.steps;
@@ -301,6 +309,10 @@ impl Loop<'_> {
             // Notice a death at once even when the next batch is already here (SIGCHLD).
             self.drain()?;
             let batch = self.obtain(idx, Instant::now() + timeout)?;
+            let worker0 = self.pool().pid(0);
+            if let Some(inject) = &mut self.owned.inject {
+                inject.at_step(step, worker0);
+            }
             // Real torch's main spends CPU on each batch beyond the data path (unpickling and
             // rebuilding the storage in Python, its intra-op threads; the fd's round trips to
             // the worker's sharer are already made): `main_us`, as the user sets it (the fidelity

@@ -11,6 +11,7 @@ pub mod consumer;
 mod dataset;
 mod ending;
 mod feeder;
+mod inject;
 mod loop_state;
 mod main_loop;
 pub mod pool;

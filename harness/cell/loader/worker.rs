@@ -13,6 +13,7 @@ use std::time::Duration;
 
 use anyhow::{Context, Result};
 
+use super::inject;
 use super::segment;
 use super::sharer::{Sharer, SHARER_SOCKET_FD};
 use super::synth::{spend_cpu, Pattern};
@@ -46,6 +47,7 @@ pub fn run(worker_id: u32, main_pid: u32, token: &Token, config: &CellConfig) ->
     let pattern = Pattern::new(image_bytes, 0x5eed ^ worker_id as u64);
     let decode = Duration::from_micros(config.knobs.decode_us);
     let mut private = vec![0u8; batch_bytes as usize];
+    let inject = inject::Worker::open(config);
     let mut seq = 0u64;
     loop {
         let task = match wire::recv::<ToWorker>(sock.as_fd()) {
@@ -58,6 +60,7 @@ pub fn run(worker_id: u32, main_pid: u32, token: &Token, config: &CellConfig) ->
             ToWorker::Stop => return Ok(0),
         };
         // Phase 1: the Dataset's samples, in private memory.
+        inject.on_task(idx);
         for (i, image) in private.chunks_mut(image_bytes).enumerate() {
             pattern.fill(image, idx, i as u64);
             spend_cpu(decode);

@@ -1,0 +1,162 @@
+//! The causes of a Bus error the `inject` knob makes happen for real, mid-run, for the causes
+//! scenario (docs/EXPLAIN.md): the kernel raises (or a process sends) the signal, nothing is
+//! simulated. The main's side acts at [`Inject::step`]; the workers' side on each task.
+//!
+//! - truncated-file: the workers read their samples from a mapped dataset file; the main (another
+//!   process) truncates it to nothing, and the next read beyond its end faults. The file is
+//!   unlinked from its making (O_TMPFILE): nothing is left behind, whatever ends the cell; the
+//!   workers open it through /proc/<main>/fd/N.
+//! - kill-bus: the main sends SIGBUS to worker 0.
+//! - huge-pages: the worker given the injection step's task writes a hugetlb mapping made with
+//!   MAP_NORESERVE; with no huge page free the kernel can back it with none. Where huge pages are
+//!   free it is skipped: it would take one of the node's.
+
+use std::os::fd::AsRawFd;
+
+use model::config::CellConfig;
+use model::knobs::Inject;
+
+/// The dataset file's path for the workers: /proc/<main>/fd/<fd>.
+const DATASET_ENV: &str = "SHMBENCH_INJECT_DATASET";
+
+/// Bytes of the dataset file, and the stride of a task's read in it.
+const DATASET_BYTES: usize = 1 << 20;
+const PAGE: usize = 4096;
+
+/// A huge page of the default size (x86-64).
+const HUGE_PAGE: usize = 2 << 20;
+
+/// The main's side.
+pub struct Main {
+    inject: Inject,
+    at: u64,
+    dataset: Option<std::fs::File>,
+    done: bool,
+}
+
+impl Main {
+    /// Before the workers start: the dataset file, for truncated-file.
+    pub fn prepare(config: &CellConfig) -> std::io::Result<Main> {
+        let inject = config.knobs.inject;
+        let dataset = match inject {
+            Inject::TruncatedFile => {
+                let file = tempfile::tempfile()?;
+                file.set_len(DATASET_BYTES as u64)?;
+                let path = format!("/proc/{}/fd/{}", std::process::id(), file.as_raw_fd());
+                // The workers inherit it (they start after this, from this thread).
+                std::env::set_var(DATASET_ENV, path);
+                Some(file)
+            }
+            _ => None,
+        };
+        Ok(Main {
+            inject,
+            at: Inject::step(config.knobs.steps),
+            dataset,
+            done: false,
+        })
+    }
+
+    /// After step `step` was obtained: the injection, once, at its step.
+    pub fn at_step(&mut self, step: u64, worker0: u32) {
+        if self.done || step < self.at {
+            return;
+        }
+        self.done = true;
+        match self.inject {
+            Inject::TruncatedFile => {
+                if let Some(file) = &self.dataset {
+                    let _ = file.set_len(0);
+                }
+            }
+            // SAFETY: plain syscall to our own worker.
+            Inject::KillBus => unsafe {
+                libc::kill(worker0 as libc::pid_t, libc::SIGBUS);
+            },
+            Inject::HugePages | Inject::None => {}
+        }
+    }
+}
+
+/// A worker's side.
+pub struct Worker {
+    inject: Inject,
+    at: u64,
+    dataset: Option<*const u8>,
+}
+
+impl Worker {
+    /// At the worker's start: the dataset file mapped, for truncated-file.
+    pub fn open(config: &CellConfig) -> Worker {
+        let dataset = match config.knobs.inject {
+            Inject::TruncatedFile => std::env::var(DATASET_ENV).ok().and_then(|p| map(&p)),
+            _ => None,
+        };
+        Worker {
+            inject: config.knobs.inject,
+            at: Inject::step(config.knobs.steps),
+            dataset,
+        }
+    }
+
+    /// On the task of index `idx`: a sample read from the dataset file, or the huge page
+    /// written by the task of the injection step.
+    pub fn on_task(&self, idx: u64) {
+        if let Some(base) = self.dataset {
+            let offset = (idx as usize * PAGE) % DATASET_BYTES;
+            // SAFETY: within the mapping of DATASET_BYTES; beyond the file's end once the main
+            // truncated it, where the kernel raises SIGBUS: the cause this injects.
+            unsafe { std::ptr::read_volatile(base.add(offset)) };
+        }
+        if self.inject == Inject::HugePages && idx + 1 == self.at && huge_pages_free() == Some(0) {
+            write_unreserved_huge_page();
+        }
+    }
+}
+
+/// The file at `path` mapped shared and read-only, its whole DATASET_BYTES. The file stays open
+/// for the process's life, as a dataset reader keeps it.
+fn map(path: &str) -> Option<*const u8> {
+    let file = Box::leak(Box::new(std::fs::File::open(path).ok()?));
+    // SAFETY: a fresh shared read-only mapping of a file we opened; kept for the process's life.
+    let ptr = unsafe {
+        libc::mmap(
+            std::ptr::null_mut(),
+            DATASET_BYTES,
+            libc::PROT_READ,
+            libc::MAP_SHARED,
+            file.as_raw_fd(),
+            0,
+        )
+    };
+    (ptr != libc::MAP_FAILED).then_some(ptr as *const u8)
+}
+
+/// Free huge pages of the default size on this node.
+fn huge_pages_free() -> Option<u64> {
+    std::fs::read_to_string("/sys/kernel/mm/hugepages/hugepages-2048kB/free_hugepages")
+        .ok()?
+        .trim()
+        .parse()
+        .ok()
+}
+
+/// Writes one huge page of a MAP_NORESERVE hugetlb mapping: with none free, SIGBUS.
+fn write_unreserved_huge_page() {
+    let flags = libc::MAP_SHARED | libc::MAP_ANONYMOUS | libc::MAP_HUGETLB | libc::MAP_NORESERVE;
+    // SAFETY: a fresh anonymous mapping, written within its length.
+    unsafe {
+        let ptr = libc::mmap(
+            std::ptr::null_mut(),
+            HUGE_PAGE,
+            libc::PROT_READ | libc::PROT_WRITE,
+            flags,
+            -1,
+            0,
+        );
+        if ptr != libc::MAP_FAILED {
+            std::ptr::write_volatile(ptr as *mut u8, 1);
+            libc::munmap(ptr, HUGE_PAGE);
+        }
+    }
+}
