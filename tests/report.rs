@@ -116,7 +116,7 @@ fn unusable_input_is_named_and_the_rest_still_renders() {
     let mut lines = text.lines();
     let header = lines.next().unwrap();
     let other: String = std::iter::once(header.to_string())
-        .chain(lines.map(|l| l.replacen("1,", "9,", 1)))
+        .chain(lines.map(|l| l.replacen("1,", "99,", 1)))
         .collect::<Vec<_>>()
         .join("\n");
     let other_path = dir.join("other.csv");
@@ -128,7 +128,7 @@ fn unusable_input_is_named_and_the_rest_still_renders() {
     let stderr = String::from_utf8_lossy(&o.stderr);
     assert!(o.status.success(), "{stderr}");
     assert!(
-        stderr.contains("schema 9 but this shmbench reads schemas 1, 2, 3"),
+        stderr.contains("schema 99 but this shmbench reads schemas 1, 2, 3"),
         "{stderr}"
     );
     assert!(
@@ -137,7 +137,7 @@ fn unusable_input_is_named_and_the_rest_still_renders() {
     );
     let md = std::fs::read_to_string(out.join("report.md")).unwrap();
     assert!(
-        md.contains("## Missing from this report") && md.contains("schema 9"),
+        md.contains("## Missing from this report") && md.contains("schema 99"),
         "{md}"
     );
     assert!(

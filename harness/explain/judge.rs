@@ -267,13 +267,13 @@ fn of_words(words: Said, shm: Option<(u64, u64)>) -> Explanation {
 /// The fix for `cause`.
 fn fix(cause: Cause) -> String {
     match cause {
-        Cause::TmpfsFull => "give /dev/shm room for every batch in flight (docker run --shm-size, an emptyDir of medium Memory with a sizeLimit; `shmbench doctor` sizes it) or remove what others left there (`shmbench shm`)",
+        Cause::TmpfsFull => "give /dev/shm room for every batch in flight (a container's --shm-size, an emptyDir of medium Memory with a sizeLimit; `shmbench doctor` sizes it) or remove what others left there (`shmbench shm`)",
         Cause::MemoryLimit => "raise the memory limit above the job's own memory plus its /dev/shm (tmpfs pages are charged to the cgroup), or send fewer batches in flight; a bigger /dev/shm does not help",
         Cause::MappedFile => "do not rewrite or truncate a file while a job maps it (write a new one and rename it over), and check the storage it is on (NFS, FUSE); /dev/shm's size has nothing to do with it",
         Cause::HugePages => "reserve huge pages (vm.nr_hugepages, a pod's hugepages-2Mi resource) or map without MAP_HUGETLB",
         Cause::Hardware => "a memory error on the node: check its EDAC counters and kernel log, and drain it",
         Cause::Sent => "find why the sender killed the job (a watchdog, an OOM handler, a script); /dev/shm is not involved",
-        Cause::FdLimit => "raise RLIMIT_NOFILE (ulimit -n, docker --ulimit nofile) or use the file_system sharing strategy",
+        Cause::FdLimit => "raise RLIMIT_NOFILE (ulimit -n, a container's --ulimit nofile) or use the file_system sharing strategy",
         Cause::MapCount => "raise vm.max_map_count or keep fewer batches alive at once",
         Cause::SegmentMissing => "stop whatever removes /dev/shm entries under the job (systemd-logind's RemoveIPC, a cron cleaner), or use the file_descriptor strategy",
         Cause::Segfault => "a bug in the program or a native library at that address: a core dump or faulthandler's traceback shows where; /dev/shm is not involved",
