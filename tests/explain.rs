@@ -6,6 +6,7 @@
 use crate::common;
 
 use common::*;
+use std::collections::HashMap;
 
 fn stderr(o: &std::process::Output) -> String {
     String::from_utf8_lossy(&o.stderr).into_owned()
@@ -189,5 +190,51 @@ fn the_causes_scenario_names_every_cause_in_three_of_three_runs() {
         assert_eq!(cause, expected, "{row:?}");
         assert_eq!(row["claim_verdict"], "agrees", "{row:?}");
     }
+    assert_clean(&before);
+}
+
+/// `shmbench watch` of tests/python/train_mapped.py (a real torch DataLoader over a mapped
+/// file) with `flags` and the script's `args`; the row.
+fn watch_mapped(python: &str, flags: &[&str], args: &[&str]) -> HashMap<String, String> {
+    let dir = temp_dir("explain-torch");
+    let data = dir.join("train.bin");
+    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/python/train_mapped.py");
+    let mut command = vec![python, script, data.to_str().unwrap()];
+    command.extend(args);
+    command.push(WATCHED_MARK);
+    let (out, row, _) = watch(flags, &command);
+    let text = stderr(&out);
+    row.unwrap_or_else(|| panic!("no row: {text}"))
+}
+
+#[test]
+fn a_real_dataloaders_bus_error_is_explained_by_its_own_cause() {
+    let Some(python) = torch_or_skip() else {
+        return;
+    };
+    let _guard = serial();
+    let before = machine_state();
+    // The main truncates the workers' mapped dataset after step 3: torch's worker handler
+    // guesses "insufficient shared memory"; the fault is beyond the file's end.
+    let row = watch_mapped(&python, &["--shm-size", "1g"], &["8", "2", "truncate"]);
+    assert_eq!(row["status"], "sigbus", "{row:?}");
+    assert_eq!(row["cause"], "mapped-file", "{row:?}");
+    assert!(row["cause_facts"].contains("beyond its end"), "{row:?}");
+    // Batches of 73.5 MiB in 64 MiB: the tmpfs (torch >= 2.10's ENOSPC, or a SIGBUS before).
+    let row = watch_mapped(&python, &["--shm-size", "64m"], &["128", "2"]);
+    assert_eq!(row["cause"], "tmpfs-full", "{row:?}");
+    // 4 workers x 2 batches of 73.5 MiB charged to a 768 MiB cgroup beside torch's own memory.
+    let limit = ["--shm-size", "2g", "--memory", "768m"];
+    let row = watch_mapped(&python, &limit, &["128", "4"]);
+    assert_eq!(
+        (&row["status"][..], &row["cause"][..]),
+        ("oom", "memory-limit"),
+        "{row:?}"
+    );
+    assert!(
+        row["cause_facts"].contains("/dev/shm held up to"),
+        "{row:?}"
+    );
+    assert_eq!(watched_left(), Vec::<String>::new());
     assert_clean(&before);
 }

@@ -128,6 +128,7 @@ fn explain(
         killed,
         said,
         oom_kills: u64::from(record.status == Status::Oom),
+        memory_limit: record.config.knobs.memory.map(|m| m.bytes()),
         shm: Some((record.shm_seen_bytes, record.metrics.peak_shm_bytes)),
     })
 }

@@ -24,8 +24,9 @@ pub struct Ending<'a> {
     /// Processes of the job killed by a signal: (pid, signal).
     pub killed: &'a [(u32, i32)],
     pub said: Option<Said>,
-    /// OOM kills in the job's memory cgroup while it ran.
+    /// OOM kills in the job's memory cgroup while it ran, and its limit.
     pub oom_kills: u64,
+    pub memory_limit: Option<u64>,
     /// The /dev/shm the job used: its size and the most the job held of it.
     pub shm: Option<(u64, u64)>,
 }
@@ -48,11 +49,21 @@ pub fn explain(e: &Ending) -> Option<Explanation> {
         return Some(sent(f));
     }
     if e.oom_kills > 0 {
-        let fact = format!(
-            "the OOM killer took {} process(es) in the job's memory cgroup",
+        let limit = e
+            .memory_limit
+            .map(|l| format!(" of limit {}", bytes(l)))
+            .unwrap_or_default();
+        let mut facts = vec![format!(
+            "the OOM killer took {} process(es) in the job's memory cgroup{limit}",
             e.oom_kills
-        );
-        return Some(decided(Cause::MemoryLimit, vec![fact], None, false));
+        )];
+        if let Some((_, peak)) = e.shm.filter(|(_, peak)| *peak > 0) {
+            facts.push(format!(
+                "/dev/shm held up to {} of it (tmpfs pages are charged to the cgroup)",
+                bytes(peak)
+            ));
+        }
+        return Some(decided(Cause::MemoryLimit, facts, None, false));
     }
     if let Some(words) = e.said.filter(|s| *s != Said::BusError) {
         return Some(of_words(words, e.shm));
@@ -338,6 +349,7 @@ mod tests {
             killed,
             said: None,
             oom_kills: 0,
+            memory_limit: None,
             shm: None,
         })
     }

@@ -199,6 +199,7 @@ pub fn explain(
         killed: &killed,
         said: said(evidence),
         oom_kills,
+        memory_limit: sys::cgroup::memory_limit(),
         shm: Some(shm),
     })
 }
