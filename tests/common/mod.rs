@@ -290,18 +290,22 @@ pub fn spawn_matrix(name: &str, scenario: &str) -> (Child, PathBuf) {
     let path = dir.join("s.toml");
     std::fs::write(&path, scenario).unwrap();
     let out = dir.join("r.csv");
-    let child = command()
-        .args([
-            "matrix",
-            path.to_str().unwrap(),
-            "--out",
-            out.to_str().unwrap(),
-        ])
+    let mut matrix = command();
+    matrix
+        .args(["matrix", path.to_str().unwrap(), "--out"])
+        .arg(&out)
         .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    (child, out)
+        .stderr(Stdio::piped());
+    // A suite started under nohup ignores SIGHUP, and an ignored signal stays ignored across
+    // exec (shmbench keeps it so): the run gets the default, as from a terminal.
+    // SAFETY: signal is async-signal-safe.
+    unsafe {
+        std::os::unix::process::CommandExt::pre_exec(&mut matrix, || {
+            libc::signal(libc::SIGHUP, libc::SIG_DFL);
+            Ok(())
+        });
+    }
+    (matrix.spawn().unwrap(), out)
 }
 
 /// Reads lines until one contains `needle`; returns the lines read. Panics at EOF or after 60 s.
