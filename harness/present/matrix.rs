@@ -160,7 +160,14 @@ pub fn notes_with(rows: &[Row], explain_claims: bool) -> Vec<String> {
             ));
         }
         if !r.status.is_pass() && !r.message.is_empty() {
-            notes.push(format!("{env}: {}", r.message));
+            // The message is the loader's words (torch's guess of shared memory, for any SIGBUS);
+            // the cause is what the fault says (docs/EXPLAIN.md).
+            let cause = r
+                .cause
+                .as_ref()
+                .map(|c| format!(" (cause: {c})"))
+                .unwrap_or_default();
+            notes.push(format!("{env}: {}{cause}", r.message));
         }
     }
     let mut reasons: Vec<(&str, Vec<&str>)> = Vec::new();
