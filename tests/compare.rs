@@ -388,8 +388,8 @@ fn runs_that_differ_only_in_a_knob_added_after_schema_5_are_two_cells() {
     // The knob's column went through the file and came back.
     let (header, row) = (text.lines().next().unwrap(), text.lines().nth(1).unwrap());
     assert!(
-        header.ends_with(",start_method,dataset_bytes,engine,oci_runtime"),
+        header.ends_with(",start_method,dataset_bytes,engine,inject,oci_runtime"),
         "{text}"
     );
-    assert!(row.ends_with(",spawn,0,docker,default"), "{text}");
+    assert!(row.ends_with(",spawn,0,docker,none,default"), "{text}");
 }

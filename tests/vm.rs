@@ -254,3 +254,40 @@ fn a_memory_limit_in_the_guest_ends_the_loader_by_its_oom_killer() {
     assert!(vm_leftovers().is_empty(), "{:?}", vm_leftovers());
     assert_clean(&before);
 }
+
+#[test]
+fn the_kernels_mechanisms_name_the_same_causes_in_a_guest_as_on_the_host() {
+    let Some(kernels) = kernels() else { return };
+    let _guard = second_serial();
+    let before = machine_state();
+    let dir = temp_dir("kernel-causes");
+    let out = dir.join("c.csv");
+    let list = format!("host,{}", kernels[0]);
+    // The causes the kernel decides (a tmpfs's pages, a cgroup's charge, a mapping beyond a
+    // file's end, hugetlb's reservations), caught by the tracer inside the guest.
+    let cells = "tmpfs-full,memory-limit,mapped-file,huge-pages";
+    let scenario = concat!(env!("CARGO_MANIFEST_DIR"), "/scenarios/causes.toml");
+    let o = shmbench(&[
+        "matrix",
+        scenario,
+        "--cells",
+        cells,
+        "--kernels",
+        &list,
+        "--accel",
+        "tcg",
+        "--vm-memory",
+        "1g",
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    let text = String::from_utf8_lossy(&o.stderr);
+    let rows = read_csv(&out);
+    assert_eq!(rows.len(), 8, "four cells on two kernels: {text}");
+    for row in &rows {
+        assert_eq!(row["cause"], row["cell"], "{row:?}");
+        assert_eq!(row["claim_verdict"], "agrees", "{row:?}");
+    }
+    assert!(vm_leftovers().is_empty(), "{:?}", vm_leftovers());
+    assert_clean(&before);
+}

@@ -13,12 +13,18 @@ use crate::cache_dir;
 use crate::docker::image::{BuildContext, BINARY_IN_IMAGE};
 use cell::protocol::GUEST_CELL_FILE;
 
-/// The base archive for this binary, built once.
+/// How long an archive no run has used is kept: another shmbench binary (another checkout, a
+/// CI run beside this one) may be booting VMs from its own meanwhile.
+const UNUSED_FOR: std::time::Duration = std::time::Duration::from_secs(24 * 3600);
+
+/// The base archive for this binary, built once; its use is marked by its modification time.
 pub fn base() -> Result<PathBuf> {
     let context = BuildContext::of_this_binary()?;
     let dir = cache_dir()?.join("initramfs");
     let path = dir.join(format!("{}.cpio", context.hash()));
     if path.is_file() {
+        let used = std::fs::File::options().append(true).open(&path);
+        let _ = used.and_then(|f| f.set_modified(std::time::SystemTime::now()));
         return Ok(path);
     }
     let mut archive = Archive::default();
@@ -33,9 +39,15 @@ pub fn base() -> Result<PathBuf> {
     }
     archive.symlink("init", BINARY_IN_IMAGE);
     std::fs::create_dir_all(&dir).with_context(|| format!("cannot create {}", dir.display()))?;
-    // Archives of earlier binaries are of no further use.
+    // Archives of earlier binaries no run has used for a day are of no further use. (Removing
+    // every other archive broke the VM cells of another binary running beside this one: its
+    // archive vanished between two of its cells.)
     for old in std::fs::read_dir(&dir).into_iter().flatten().flatten() {
-        let _ = std::fs::remove_file(old.path());
+        let idle = old.metadata().and_then(|m| m.modified()).ok();
+        let idle = idle.and_then(|t| t.elapsed().ok());
+        if idle.is_some_and(|idle| idle > UNUSED_FOR) {
+            let _ = std::fs::remove_file(old.path());
+        }
     }
     let partial = path.with_extension("partial");
     std::fs::write(&partial, archive.finish())

@@ -200,10 +200,16 @@ fn initrd(base: &Path, config_json: Option<&str>) -> anyhow::Result<tempfile::Na
 
 impl Vm {
     fn base(&self) -> anyhow::Result<PathBuf> {
-        self.base
+        let found = self
+            .base
             .get_or_init(|| initramfs::base().map_err(std::sync::Arc::new))
-            .clone()
-            .map_err(|e| anyhow::anyhow!("cannot build the initramfs: {e:#}"))
+            .clone();
+        match found {
+            // Gone since (a cache cleaned by hand): found or built again.
+            Ok(path) if !path.is_file() => initramfs::base(),
+            found => found.map_err(|e| anyhow::anyhow!("{e:#}")),
+        }
+        .map_err(|e| anyhow::anyhow!("cannot build the initramfs: {e:#}"))
     }
 
     /// The accelerator for `asked` with kernel `kernel`: KVM or TCG as asked, or for `auto` KVM when
