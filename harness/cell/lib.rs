@@ -55,31 +55,53 @@ pub fn run(config_json: &str) -> Result<CellRecord> {
 /// cell is a result, not a failure of the command). A pod of an Indexed Job passes its
 /// completion index: its record then says which pod, node and machine ran it.
 pub fn main(config_json: &str, completion_index: Option<u64>) -> Result<()> {
-    if std::env::var(protocol::LIFELINE_ENV).as_deref() == Ok("stdin") {
+    let lifeline = std::env::var(protocol::LIFELINE_ENV).as_deref() == Ok("stdin");
+    // Forked first, while this thread runs alone: a fork copies no other thread.
+    let untraced = match tracing(config_json) {
+        Tracing::Wanted if traced::single_threaded() => match traced::fork()? {
+            traced::Side::Tracer(tracer, from_cell) => {
+                if lifeline {
+                    watch_lifeline();
+                }
+                return traced::finish(tracer, from_cell);
+            }
+            traced::Side::Cell => None,
+        },
+        Tracing::Wanted => Some("the cell had more than one thread, so it could not fork a tracer"),
+        Tracing::Off => Some("the trace knob is false"),
+        Tracing::Own => None,
+    };
+    if lifeline {
         watch_lifeline();
     }
-    let mut record = if wants_tracer(config_json) {
-        traced::run()?
-    } else {
-        let mut record = run(config_json)?;
-        if record.config.knobs.loader != Loader::Command && !traced::is_traced_cell() {
-            traced::explain_untraced(&mut record);
-        }
-        record
-    };
+    let mut record = run(config_json)?;
+    if let Some(why) = untraced {
+        traced::explain_untraced(&mut record, why);
+    }
     record.pod = completion_index.map(pod::info);
     let line = serde_json::to_string(&record)?;
     println!("{line}");
     Ok(())
 }
 
-/// Whether this cell is to run under `explain`'s tracer ([`traced`]): a loader cell with `trace`
-/// on, not yet traced. A watched command's cell traces its own job; a config that does not parse
-/// is [`run`]'s to refuse.
-fn wants_tracer(config_json: &str) -> bool {
-    let config: Option<CellConfig> = serde_json::from_str(config_json).ok();
-    config.is_some_and(|c| c.knobs.trace && c.knobs.loader != Loader::Command)
-        && !traced::is_traced_cell()
+/// How a cell is traced.
+enum Tracing {
+    /// A loader cell with `trace` on: under a tracer the cell forks ([`traced`]).
+    Wanted,
+    /// A loader cell with `trace` off.
+    Off,
+    /// A watched command's cell (it traces its own job), or a config that does not parse
+    /// ([`run`]'s to refuse).
+    Own,
+}
+
+fn tracing(config_json: &str) -> Tracing {
+    match serde_json::from_str::<CellConfig>(config_json) {
+        Ok(c) if c.knobs.loader == Loader::Command => Tracing::Own,
+        Ok(c) if c.knobs.trace => Tracing::Wanted,
+        Ok(_) => Tracing::Off,
+        Err(_) => Tracing::Own,
+    }
 }
 
 /// In a container, the harness holds our stdin open; when it closes (the harness died), end at

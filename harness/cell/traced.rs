@@ -1,64 +1,75 @@
-//! A loader cell (emulated or real torch) run under `explain`'s tracer: this process re-executes
-//! itself as the cell, seized before it runs (every worker it forks, a torch cell's Python and its
-//! workers followed), reaps it, and adds to the record it prints the cause of its ending, from
-//! the faults caught at their delivery. A watched command's cell traces its own job instead.
+//! A loader cell (emulated or real torch) run under `explain`'s tracer: the cell process forks
+//! while it is still single-threaded; the child, seized before it goes on, is the cell (every
+//! worker it forks, a torch cell's Python and its workers, followed) and writes its record down a
+//! pipe; the parent follows it, reaps it, and prints the record with the cause of its ending
+//! added, from the faults caught at their delivery. A watched command's cell traces its own job.
 //!
-//! The record passes through: the cell's stdout is read here, its stderr (progress lines) and
-//! stdin (a container's lifeline) are the cell's own.
+//! A fork, not an exec of /proc/self/exe: in a user's image the binary runs through the ELF
+//! interpreter shmbench brings, and /proc/self/exe is that interpreter.
 
 use std::io::Read;
-use std::os::unix::process::CommandExt;
-use std::process::{Command, Stdio};
+use std::os::fd::{AsRawFd, OwnedFd};
 
 use anyhow::{bail, Context, Result};
 
 use explain::judge::{self, Said};
-use explain::tracer::{self, Exit, Traced};
+use explain::tracer::{self, Exit, Forked, Traced};
 use model::record::{CellRecord, Status};
 
-/// Set in the cell this process re-executes: it runs the cell itself.
-const TRACED_ENV: &str = "SHMBENCH_CELL_TRACED";
-
-/// Whether this process is the cell a tracer started.
-pub fn is_traced_cell() -> bool {
-    std::env::var_os(TRACED_ENV).is_some()
+/// Which side of the fork this process is on.
+pub enum Side {
+    /// The cell: go on and print the record (it goes down the pipe to the tracer).
+    Cell,
+    /// The tracer: [`finish`] follows the cell and prints its record, explained.
+    Tracer(tracer::Tracer, OwnedFd),
 }
 
-/// Runs this same command again as the cell, traced, and returns its record with the cause of
-/// its ending.
-pub fn run() -> Result<CellRecord> {
-    let mut cmd = Command::new("/proc/self/exe");
-    cmd.args(std::env::args_os().skip(1))
-        .env(TRACED_ENV, "1")
-        .stdout(Stdio::piped());
-    // SAFETY: prctl is async-signal-safe; the cell dies with this process.
-    unsafe {
-        cmd.pre_exec(|| {
-            libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
-            Ok(())
-        });
+/// Whether only this thread runs (a fork copies no other).
+pub fn single_threaded() -> bool {
+    std::fs::read_dir("/proc/self/task").is_ok_and(|d| d.count() == 1)
+}
+
+/// Forks the cell under the tracer.
+pub fn fork() -> Result<Side> {
+    let (from_cell, to_tracer) = nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC)?;
+    match tracer::fork().context("forking the traced cell")? {
+        Forked::Child => {
+            drop(from_cell);
+            // SAFETY: this thread alone runs; fd 1 becomes the pipe, and the cell dies with its
+            // tracer.
+            unsafe {
+                libc::dup2(to_tracer.as_raw_fd(), 1);
+                libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
+            }
+            Ok(Side::Cell)
+        }
+        Forked::Parent(tracer) => Ok(Side::Tracer(tracer, from_cell)),
     }
-    let (tracer, child_ends) = tracer::prepare(&mut cmd)?;
-    let trace = true;
-    let following = std::thread::spawn(move || {
-        let mut ends = Vec::new();
-        let traced = tracer.follow(trace, |pid, exit, command| ends.push((pid, exit, command)));
-        (ends, traced)
+}
+
+/// The tracer's side: follows the cell, then prints its record with the cause of its ending.
+pub fn finish(tracer: tracer::Tracer, from_cell: OwnedFd) -> Result<()> {
+    let record = follow(tracer, from_cell)?;
+    println!("{}", serde_json::to_string(&record)?);
+    Ok(())
+}
+
+/// Follows the cell and returns its record with the cause of its ending.
+fn follow(tracer: tracer::Tracer, from_cell: OwnedFd) -> Result<CellRecord> {
+    let reading = std::thread::spawn(move || {
+        let mut text = String::new();
+        std::fs::File::from(from_cell)
+            .read_to_string(&mut text)
+            .map(|_| text)
     });
-    let spawned = cmd.spawn();
-    drop(child_ends);
-    let mut child = spawned.context("cannot start the traced cell")?;
-    let mut stdout = String::new();
-    let read = child
-        .stdout
-        .take()
-        .map(|mut s| s.read_to_string(&mut stdout));
-    let (ends, traced) = following
+    let mut ends = Vec::new();
+    let traced = tracer.follow(true, |pid, exit, command| ends.push((pid, exit, command)));
+    let stdout = reading
         .join()
-        .map_err(|_| anyhow::anyhow!("the tracer of the cell panicked"))?;
+        .map_err(|_| anyhow::anyhow!("the traced cell's reader panicked"))?
+        .context("reading the traced cell's record")?;
     let own = ends.iter().find(|(_, _, command)| *command).map(|e| e.1);
-    let line = stdout.lines().rev().find(|l| !l.trim().is_empty());
-    let Some(line) = line.filter(|_| matches!(read, Some(Ok(_)))) else {
+    let Some(line) = stdout.lines().rev().find(|l| !l.trim().is_empty()) else {
         bail!("the traced cell printed no record ({})", ended(own));
     };
     let mut record: CellRecord =
@@ -76,10 +87,10 @@ pub fn run() -> Result<CellRecord> {
     Ok(record)
 }
 
-/// The cause of an untraced loader cell's end (`trace` false), from its record alone.
-pub fn explain_untraced(record: &mut CellRecord) {
+/// The cause of an untraced loader cell's end, from its record alone; `why` it was not traced.
+pub fn explain_untraced(record: &mut CellRecord, why: &str) {
     let traced = Traced {
-        untraced: Some("the trace knob is false".into()),
+        untraced: Some(why.into()),
         ..Traced::default()
     };
     let killed: Vec<(u32, i32)> = record
@@ -109,8 +120,7 @@ fn explain(
 ) -> Option<explain::Explanation> {
     let bus = traced.faults.iter().any(|f| f.signal == libc::SIGBUS);
     let explained = match record.status {
-        Status::Pass => bus,
-        Status::Timeout | Status::Evicted | Status::Error => bus,
+        Status::Pass | Status::Timeout | Status::Evicted | Status::Error => bus,
         _ => true,
     };
     if !explained {

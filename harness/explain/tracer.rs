@@ -5,8 +5,8 @@
 //!
 //! The command is seized before it runs a line of its own: its child side, just before exec,
 //! writes its pid down a pipe and waits for a byte back; the tracer seizes it (PTRACE_SEIZE with
-//! fork, vfork, clone and exec followed, and EXITKILL: a job never outlives a dead tracer) and
-//! sends the byte. Tracing is one thread's business (ptrace binds a tracee to the thread that
+//! fork, vfork, clone and exec followed) and sends the byte. A forked child ([`fork`]) waits the
+//! same way for its parent. Tracing is one thread's business (ptrace binds a tracee to the thread that
 //! seized it), so [`Tracer::follow`] is also the job's reaper: it waits for every child and
 //! tracee until none is left, and reports each process's end, a grandchild's included (the
 //! tracer hears of a tracee's death before its parent does).
@@ -71,8 +71,45 @@ pub struct Traced {
 
 /// The tracer's side of the handshake with the command it is to follow.
 pub struct Tracer {
-    pid_from_child: OwnedFd,
+    /// Where the child's pid comes from: its own word down a pipe (a spawned command), or
+    /// known (a fork).
+    pid: ChildPid,
     go_to_child: OwnedFd,
+}
+
+enum ChildPid {
+    FromPipe(OwnedFd),
+    Known(u32),
+}
+
+/// Which side of [`fork`] this is.
+pub enum Forked {
+    /// The child, seized by its parent (or let go untraced) before this returns.
+    Child,
+    /// The parent: its tracer, to follow the child with.
+    Parent(Tracer),
+}
+
+/// Forks this process; the child waits until the parent's [`Tracer::follow`] has seized it. The
+/// process must be single-threaded (a fork copies only the calling thread): the child goes on
+/// as this program, where an exec of /proc/self/exe would run the ELF interpreter a container
+/// started the binary with, not the binary.
+pub fn fork() -> std::io::Result<Forked> {
+    let (go_from_tracer, go_to_child) = nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC)?;
+    // SAFETY: the caller is single-threaded, so the child holds no other thread's lock.
+    match unsafe { nix::unistd::fork() }? {
+        nix::unistd::ForkResult::Child => {
+            drop(go_to_child);
+            let mut go = [0u8; 1];
+            // EOF (the tracer gone) or the byte: either way, go on.
+            while let Err(nix::errno::Errno::EINTR) = nix::unistd::read(&go_from_tracer, &mut go) {}
+            Ok(Forked::Child)
+        }
+        nix::unistd::ForkResult::Parent { child } => Ok(Forked::Parent(Tracer {
+            pid: ChildPid::Known(child.as_raw() as u32),
+            go_to_child,
+        })),
+    }
 }
 
 /// The command's side of the handshake: the parent's copies close once the command has been
@@ -109,7 +146,7 @@ pub fn prepare(cmd: &mut Command) -> std::io::Result<(Tracer, ChildEnds)> {
     }
     Ok((
         Tracer {
-            pid_from_child,
+            pid: ChildPid::FromPipe(pid_from_child),
             go_to_child,
         },
         ChildEnds {
@@ -119,14 +156,15 @@ pub fn prepare(cmd: &mut Command) -> std::io::Result<(Tracer, ChildEnds)> {
     ))
 }
 
-/// The ptrace options: every new process and thread followed, exec seen, the job killed if the
-/// tracer dies.
+/// The ptrace options: every new process and thread followed, exec seen. Not EXITKILL: a tracer
+/// that dies lets its tracees go, to end as they would untraced (by their own PDEATHSIG, with
+/// their own cleanup: Python's resource tracker unlinks what the job left), rather than all at
+/// once by SIGKILL.
 fn options() -> ptrace::Options {
     ptrace::Options::PTRACE_O_TRACEFORK
         | ptrace::Options::PTRACE_O_TRACEVFORK
         | ptrace::Options::PTRACE_O_TRACECLONE
         | ptrace::Options::PTRACE_O_TRACEEXEC
-        | ptrace::Options::PTRACE_O_EXITKILL
 }
 
 impl Tracer {
@@ -172,13 +210,17 @@ impl Tracer {
 
     /// The pid the command's child side wrote before exec; None when it never ran.
     fn command_pid(&self) -> Option<u32> {
+        let from = match &self.pid {
+            ChildPid::Known(pid) => return Some(*pid),
+            ChildPid::FromPipe(from) => from,
+        };
         let mut pid = [0u8; 4];
         let mut got = 0;
         while got < pid.len() {
             // SAFETY: reads into the rest of a local buffer.
             let n = unsafe {
                 libc::read(
-                    self.pid_from_child.as_raw_fd(),
+                    from.as_raw_fd(),
                     pid[got..].as_mut_ptr().cast(),
                     pid.len() - got,
                 )

@@ -48,7 +48,7 @@ mod tests {
              touch=all compute-ms=0 decode-us=0 main-us=0 retain-every=0 steps=100 epochs=1 \
              cpus=any nofile=default kernel=host shm-remount=default container=docker \
              persistent-workers=true vm-memory=none vm-cpus=none accel=none command= image= \
-             start-method=fork dataset-bytes=0 engine=docker oci-runtime=default]"
+             start-method=fork dataset-bytes=0 engine=docker inject=none oci-runtime=default]"
         );
         let along_shm = text(&CellKey::except(&row, Some(Varying::Shm)));
         assert!(
