@@ -124,6 +124,28 @@ fn a_watched_command_ends_at_each_engines_default_and_its_holders_are_seen_under
         .map(|s| s["bytes"].as_u64().unwrap())
         .sum();
     assert!(held >= 32 << 20, "the command's four segments: {report}");
+    // A full tmpfs under gVisor: the Sentry, not Linux, delivers the fault.
+    let mut args = vec![
+        "--image",
+        &image.0,
+        "--oci-runtime",
+        "runsc",
+        "--shm-size",
+        "64m",
+    ];
+    args.extend(["--step-regex", r"^step (\d+)$"]);
+    let (out, row, report) = watch(&args, &fill);
+    let text = String::from_utf8_lossy(&out.stderr);
+    let row = row.expect("a row");
+    assert_eq!(
+        (&row["status"][..], &row["cause"][..]),
+        ("sigbus", "tmpfs-full"),
+        "{text}"
+    );
+    // Traced under gVisor too; its Sentry says BUS_ADRALN (1) at the segment's start where
+    // Linux says BUS_ADRERR (2) at the page (docs/EXPLAIN.md).
+    let fault = &report.expect("a watch report")["traced"]["faults"][0];
+    assert!([1, 2].contains(&fault["code"].as_i64().unwrap()), "{fault}");
     assert_eq!(watched_left(), Vec::<String>::new());
     assert_clean(&before);
 }
