@@ -238,3 +238,33 @@ fn a_real_dataloaders_bus_error_is_explained_by_its_own_cause() {
     assert_eq!(watched_left(), Vec::<String>::new());
     assert_clean(&before);
 }
+
+#[test]
+fn history_names_where_a_cells_cause_changes_along_a_field() {
+    let _guard = serial();
+    let before = machine_state();
+    let dir = temp_dir("cause-history");
+    // A 128 MiB memory limit: a 16 MiB /dev/shm fills first, a 2 GiB one does not.
+    let base = "--batch 32 --workers 4 --steps 30 --compute-ms 20 --memory 128m";
+    let mut files = Vec::new();
+    for size in ["16m", "2g"] {
+        let out = dir.join(format!("{size}.csv"));
+        let out_arg = out.to_str().unwrap().to_string();
+        let mut args = vec!["run", "--shm-size", size, "--out", &out_arg];
+        args.extend(base.split_whitespace());
+        let o = shmbench(&args);
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        files.push(out.to_str().unwrap().to_string());
+    }
+    let o = shmbench(&["history", &files[0], &files[1], "--by", "shm"]);
+    let text = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        text.contains("(tmpfs-full)") && text.contains("(memory-limit)"),
+        "{text}"
+    );
+    assert!(
+        text.contains("cause changed from tmpfs-full to memory-limit at shm"),
+        "{text}"
+    );
+    assert_clean(&before);
+}

@@ -131,6 +131,9 @@ pub struct Run {
 pub struct Point {
     pub median: Option<f64>,
     pub outcome: Outcome,
+    /// Why its usual outcome ended so (`explain`'s cause), when its rows say it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cause: Option<String>,
     /// Every run's outcome, for judging a change of outcome between points.
     #[serde(skip)]
     pub outcomes: Vec<Outcome>,
@@ -151,6 +154,8 @@ pub struct Trend {
     pub rate_steps: Vec<(usize, f64)>,
     /// Runs where the outcomes changed beyond chance, with before and after.
     pub outcome_steps: Vec<OutcomeStep>,
+    /// Runs whose cause differs from the point before's: (run, before, after).
+    pub cause_changes: Vec<(usize, String, String)>,
     /// Neighbouring points whose runs are too few to judge their outcomes, those of them whose
     /// usual outcomes differ, and the pairs whose outcomes differ within chance.
     pub outcomes_unjudged: usize,
@@ -328,6 +333,7 @@ fn point(runs: &Runs, metric: Metric) -> Point {
     Point {
         median: median(&values),
         outcome: runs.outcome(),
+        cause: runs.cause(),
         outcomes: runs.outcomes(),
         variance,
         runs: runs.len(),
@@ -366,6 +372,11 @@ fn trend(key: CellKey, cell: String, points: Vec<Option<Point>>, threshold: Opti
             _ => {}
         }
     }
+    let cause_changes = (present.windows(2))
+        .filter_map(|w| Some((w[0].1.cause.as_ref()?, w[1].1.cause.as_ref()?, w[1].0)))
+        .filter(|(a, b, _)| a != b)
+        .map(|(a, b, at)| (at, a.clone(), b.clone()))
+        .collect();
     let rated: Vec<(usize, f64, Option<f64>)> = present
         .iter()
         .filter_map(|(i, p)| p.median.map(|m| (*i, m, p.variance)))
@@ -381,6 +392,7 @@ fn trend(key: CellKey, cell: String, points: Vec<Option<Point>>, threshold: Opti
         points,
         rate_steps,
         outcome_steps,
+        cause_changes,
         outcomes_unjudged,
         outcomes_unjudged_differ,
         outcomes_within_chance,

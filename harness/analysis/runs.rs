@@ -38,6 +38,8 @@ struct RunFacts {
     peak_shm_bytes: u64,
     /// Under software emulation (a TCG VM): its speed is the emulator's.
     emulated: bool,
+    /// Why it ended as it did (`explain`'s cause), when the row says.
+    cause: Option<String>,
 }
 
 /// The runs of one cell, in the order they were added until [`Runs::sorted`].
@@ -59,6 +61,7 @@ impl Runs {
             instructions_per_img: r.instructions_per_img,
             peak_shm_bytes: r.peak_shm_bytes,
             emulated: r.vm_accel == Some(Accel::Tcg),
+            cause: r.cause.clone(),
         });
     }
 
@@ -96,6 +99,23 @@ impl Runs {
                 status: Status::Error,
                 crash_step: None,
             })
+    }
+
+    /// The most common cause among the runs of the most common outcome (ties: the first in
+    /// name order); None when none of them says.
+    pub fn cause(&self) -> Option<String> {
+        let outcome = self.outcome();
+        let mut counts: BTreeMap<&str, usize> = BTreeMap::new();
+        for f in self.facts.iter().filter(|f| f.outcome == outcome) {
+            if let Some(c) = &f.cause {
+                *counts.entry(c).or_default() += 1;
+            }
+        }
+        let most = counts.values().copied().max()?;
+        counts
+            .into_iter()
+            .find(|(_, n)| *n == most)
+            .map(|(c, _)| c.to_string())
     }
 
     fn passing(&self) -> impl Iterator<Item = &RunFacts> {

@@ -78,7 +78,10 @@ pub fn render(h: &History) -> String {
                         Metric::CpuPerImage => format!("{m:.3} CPU ms/img"),
                         Metric::InstructionsPerImage => format!("{m:.0} instructions/img"),
                     },
-                    _ => p.outcome.to_string(),
+                    _ => match &p.cause {
+                        Some(cause) => format!("{} ({cause})", p.outcome),
+                        None => p.outcome.to_string(),
+                    },
                 },
             }));
             row
@@ -110,6 +113,19 @@ pub fn render(h: &History) -> String {
                 by_name(h.by),
                 inert(&label(&h.runs[*i])),
                 inert(&h.runs[*i].run_id)
+            ));
+        }
+        for (at, before, after) in &t.cause_changes {
+            any = true;
+            let run = &h.runs[*at];
+            out.push_str(&format!(
+                "- {}: cause changed from {} to {} at {} = {} (run {}; docs/EXPLAIN.md)\n",
+                inert(&t.cell),
+                inert(before),
+                inert(after),
+                by_name(h.by),
+                inert(&label(run)),
+                inert(&run.run_id)
             ));
         }
         for step in &t.outcome_steps {
