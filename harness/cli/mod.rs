@@ -7,6 +7,7 @@ mod calibrate;
 mod check;
 mod compare;
 mod doctor;
+mod explain;
 mod export;
 mod fidelity;
 mod fleet;
@@ -121,6 +122,9 @@ pub(crate) enum Command {
     /// Run any command under a chosen /dev/shm and explain its use: peak, who held it, trend,
     /// leftovers, the size to give it
     Watch(watch::Args),
+    /// Follow a running process (a training job) and say the cause of each Bus error in it as
+    /// it happens: a full tmpfs, a memory limit, a truncated mapped file, a kill, ...
+    Explain(explain::Args),
     /// Find the /dev/shm mistakes in deployment files (Kubernetes, Kubeflow, KubeRay, JobSet,
     /// Compose, docker run lines, Slurm scripts) before they run
     Check(check::Args),
@@ -173,6 +177,7 @@ fn dispatch(cli: Cli) -> Result<ExitCode> {
         Command::Fleet(args) => fleet::run(args),
         Command::Image(args) => image::run(args),
         Command::Watch(args) => watch::run(args),
+        Command::Explain(args) => explain::run(args),
         Command::Check(args) => check::run(args),
         Command::K8s(args) => k8s::run(args),
         Command::Slurm(args) => slurm::run(args),

@@ -74,8 +74,19 @@ pub struct Tracer {
     /// Where the child's pid comes from: its own word down a pipe (a spawned command), or
     /// known (a fork).
     pid: ChildPid,
-    go_to_child: OwnedFd,
+    /// The child's wait for the seize; none for a process [`attach`]ed.
+    go_to_child: Option<OwnedFd>,
+    /// Told of each fault as it is caught (a live report), beside the list kept.
+    on_fault: Option<OnFault>,
+    /// Told once the process is seized, or why it could not be.
+    on_seized: Option<OnSeized>,
 }
+
+/// What is told once the process is seized: None, or why it was not.
+pub type OnSeized = Box<dyn FnOnce(Option<&str>) + Send>;
+
+/// What is told of each fault as it is caught.
+pub type OnFault = Box<dyn FnMut(&Fault) + Send>;
 
 enum ChildPid {
     FromPipe(OwnedFd),
@@ -107,7 +118,9 @@ pub fn fork() -> std::io::Result<Forked> {
         }
         nix::unistd::ForkResult::Parent { child } => Ok(Forked::Parent(Tracer {
             pid: ChildPid::Known(child.as_raw() as u32),
-            go_to_child,
+            go_to_child: Some(go_to_child),
+            on_fault: None,
+            on_seized: None,
         })),
     }
 }
@@ -147,7 +160,9 @@ pub fn prepare(cmd: &mut Command) -> std::io::Result<(Tracer, ChildEnds)> {
     Ok((
         Tracer {
             pid: ChildPid::FromPipe(pid_from_child),
-            go_to_child,
+            go_to_child: Some(go_to_child),
+            on_fault: None,
+            on_seized: None,
         },
         ChildEnds {
             _pid_to_tracer: pid_to_tracer,
@@ -167,28 +182,56 @@ fn options() -> ptrace::Options {
         | ptrace::Options::PTRACE_O_TRACEEXEC
 }
 
+/// A tracer for a running process this one did not start (`shmbench explain --pid`): every
+/// thread of it is seized, and every process it starts from then on followed. Its end is
+/// reported as the command's.
+pub fn attach(pid: u32) -> Tracer {
+    Tracer {
+        pid: ChildPid::Known(pid),
+        go_to_child: None,
+        on_fault: None,
+        on_seized: None,
+    }
+}
+
 impl Tracer {
+    /// Tells `on_fault` of each fault as it is caught.
+    pub fn on_fault(mut self, on_fault: OnFault) -> Tracer {
+        self.on_fault = Some(on_fault);
+        self
+    }
+
+    /// Tells `on_seized` once the process is seized, or why it could not be.
+    pub fn on_seized(mut self, on_seized: OnSeized) -> Tracer {
+        self.on_seized = Some(on_seized);
+        self
+    }
+
     /// Seizes the command (or, with `trace` false or the seize refused, lets it run untraced),
     /// then reaps every child and tracee of this thread until none is left, calling `ended`
     /// with each process's end and whether it is the command's (threads' ends are not
     /// reported).
-    pub fn follow(self, trace: bool, mut ended: impl FnMut(u32, Exit, bool)) -> Traced {
+    pub fn follow(mut self, trace: bool, mut ended: impl FnMut(u32, Exit, bool)) -> Traced {
         let mut traced = Traced::default();
         let Some(pid) = self.command_pid() else {
             traced.untraced = Some("the command did not start".into());
             return traced;
         };
+        let mut threads = BTreeSet::new();
         traced.untraced = if !trace {
             Some("tracing was turned off (--no-trace)".into())
         } else {
-            ptrace::seize(Pid::from_raw(pid as i32), options())
-                .err()
-                .map(|e| format!("ptrace refused ({e}): another tracer, a sandbox without ptrace (gVisor's), or no permission"))
+            seize(pid, self.go_to_child.is_none(), &mut threads).err()
         };
-        // SAFETY: one byte to our own pipe.
-        unsafe { libc::write(self.go_to_child.as_raw_fd(), [1u8].as_ptr().cast(), 1) };
+        if let Some(go) = &self.go_to_child {
+            // SAFETY: one byte to our own pipe.
+            unsafe { libc::write(go.as_raw_fd(), [1u8].as_ptr().cast(), 1) };
+        }
+        if let Some(tell) = self.on_seized.take() {
+            tell(traced.untraced.as_deref());
+        }
+        let mut on_fault = self.on_fault.take();
         drop(self);
-        let mut threads = BTreeSet::new();
         loop {
             let mut status = 0;
             // SAFETY: plain syscall on a local.
@@ -201,7 +244,7 @@ impl Tracer {
             }
             let tid = tid as u32;
             if libc::WIFSTOPPED(status) {
-                stopped(tid, status, &mut threads, &mut traced);
+                stopped(tid, status, &mut threads, &mut traced, &mut on_fault);
             } else if !threads.remove(&tid) {
                 ended(tid, Exit::from_wait(status), tid == pid);
             }
@@ -236,14 +279,53 @@ impl Tracer {
     }
 }
 
+/// Seizes `pid`, and with `every_thread` each of its threads (a running process: a started one
+/// has one thread yet), noting the threads; why not, when refused.
+fn seize(pid: u32, every_thread: bool, threads: &mut BTreeSet<u32>) -> Result<(), String> {
+    let refused = |e: nix::Error| {
+        format!("ptrace refused ({e}): another tracer, a sandbox without ptrace, kernel.yama.ptrace_scope, or no permission")
+    };
+    let mut seized = ptrace::seize(Pid::from_raw(pid as i32), options());
+    // A running process that consents (prctl(PR_SET_PTRACER) under Yama) may do so a moment
+    // after its helper starts: a refusal is tried again for a second.
+    for _ in 0..50 {
+        if !(every_thread && seized == Err(nix::errno::Errno::EPERM)) {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+        seized = ptrace::seize(Pid::from_raw(pid as i32), options());
+    }
+    seized.map_err(refused)?;
+    if every_thread {
+        let tasks = std::fs::read_dir(format!("/proc/{pid}/task"))
+            .into_iter()
+            .flatten();
+        for tid in tasks
+            .flatten()
+            .filter_map(|t| t.file_name().to_str()?.parse::<u32>().ok())
+        {
+            if tid != pid && ptrace::seize(Pid::from_raw(tid as i32), options()).is_ok() {
+                threads.insert(tid);
+            }
+        }
+    }
+    Ok(())
+}
+
 /// Handles one ptrace stop of `tid` and restarts it.
-fn stopped(tid: u32, status: i32, threads: &mut BTreeSet<u32>, traced: &mut Traced) {
+fn stopped(
+    tid: u32,
+    status: i32,
+    threads: &mut BTreeSet<u32>,
+    traced: &mut Traced,
+    on_fault: &mut Option<OnFault>,
+) {
     let signal = libc::WSTOPSIG(status);
     let event = status >> 16;
     let deliver = match event {
         0 => {
             if signal == libc::SIGBUS || signal == libc::SIGSEGV {
-                catch(tid, traced);
+                catch(tid, traced, on_fault);
             }
             signal
         }
@@ -272,12 +354,16 @@ fn stopped(tid: u32, status: i32, threads: &mut BTreeSet<u32>, traced: &mut Trac
 }
 
 /// Reads the fault `tid` is stopped at.
-fn catch(tid: u32, traced: &mut Traced) {
+fn catch(tid: u32, traced: &mut Traced, on_fault: &mut Option<OnFault>) {
     if traced.faults.len() >= MAX_FAULTS {
         traced.faults_dropped += 1;
         return;
     }
     if let Ok(info) = ptrace::getsiginfo(Pid::from_raw(tid as i32)) {
-        traced.faults.push(evidence::read(tid, &info));
+        let fault = evidence::read(tid, &info);
+        if let Some(tell) = on_fault {
+            tell(&fault);
+        }
+        traced.faults.push(fault);
     }
 }

@@ -23,6 +23,9 @@ except ImportError:  # the package's older name
             "shmbench.lightning needs PyTorch Lightning: pip install lightning"
         ) from missing
 
+import sys
+
+from . import explain as _explain
 from .preflight import preflight
 
 
@@ -65,14 +68,24 @@ def _asked(trainer, pl_module, loop, hook):
 class ShmPreflight(Callback):
     """Checks the training loaders (with the validation loaders beside them) against this
     node's /dev/shm before any of them starts; `raise_on=None` only warns. The result is kept
-    as `self.result`."""
+    as `self.result`. With `explain=True` the workers are followed from then on
+    (`shmbench.explain`), and when the fit dies of an exception (a worker's Bus error) the
+    cause of each fault is printed."""
 
-    def __init__(self, raise_on="fail"):
+    def __init__(self, raise_on="fail", explain=False):
         super().__init__()
         self.raise_on = raise_on
+        self.explain = explain
         self.result = None
+        self.follower = None
+
+    def on_exception(self, trainer, pl_module, exception):
+        if self.follower is not None:
+            sys.stderr.write(self.follower.render())
 
     def on_fit_start(self, trainer, pl_module):
+        if self.explain and self.follower is None:
+            self.follower = _explain.follow(hook=False)
         train = _asked(trainer, pl_module, "fit_loop", "train_dataloader")
         if not train:
             return

@@ -19,6 +19,7 @@ mod private_shm;
 mod rows;
 mod torch;
 mod watch;
+mod wheel;
 
 // Each test file uses a part of these.
 #[allow(unused_imports)]
@@ -39,6 +40,7 @@ pub use rows::*;
 pub use torch::*;
 #[allow(unused_imports)]
 pub use watch::*;
+pub use wheel::*;
 
 pub const BIN: &str = env!("CARGO_BIN_EXE_shmbench");
 
