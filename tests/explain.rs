@@ -281,24 +281,27 @@ fn a_training_script_that_follows_itself_prints_its_workers_cause() {
     let before = machine_state();
     let (_venv_dir, venv) = venv_with_wheel(Some(&python));
     let dir = temp_dir("explain-follow");
-    let script = concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/tests/python/train_explained.py"
-    );
-    let o = std::process::Command::new(venv.join("bin/python"))
-        .args([
-            script,
-            dir.join("train.bin").to_str().unwrap(),
-            WATCHED_MARK,
-        ])
-        .output()
-        .unwrap();
-    let text = stderr(&o);
-    // torch's words, then shmbench's cause after the traceback.
-    assert!(text.contains("killed by signal: Bus error"), "{text}");
-    let said = text.split("shmbench: cause: ").nth(1).unwrap_or_default();
-    assert!(said.starts_with("mapped-file"), "{text}");
-    assert!(said.contains("beyond its end"), "{text}");
+    let data = dir.join("train.bin");
+    // A plain script, then a Lightning fit with ShmPreflight(explain=True).
+    for script in ["train_explained.py", "lightning_explained.py"] {
+        let script = format!("{}/tests/python/{script}", env!("CARGO_MANIFEST_DIR"));
+        let mut python = std::process::Command::new(venv.join("bin/python"));
+        let o = python
+            .arg(&script)
+            .arg(&data)
+            .arg(WATCHED_MARK)
+            .output()
+            .unwrap();
+        let text = stderr(&o);
+        // torch's words, then shmbench's cause.
+        assert!(
+            text.contains("killed by signal: Bus error"),
+            "{script}: {text}"
+        );
+        let said = text.split("shmbench: cause: ").nth(1).unwrap_or_default();
+        assert!(said.starts_with("mapped-file"), "{script}: {text}");
+        assert!(said.contains("beyond its end"), "{script}: {text}");
+    }
     // The helper ended with the script, and its file is gone.
     assert!(our_processes(|args| args.iter().any(|a| a == "explain")).is_empty());
     assert_clean(&before);
