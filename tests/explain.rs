@@ -271,10 +271,7 @@ fn history_names_where_a_cells_cause_changes_along_a_field() {
 
 #[test]
 fn a_training_script_that_follows_itself_prints_its_workers_cause() {
-    if !wheel_or_skip() {
-        return;
-    }
-    let Some(python) = torch_or_skip() else {
+    let Some(python) = wheel_and_torch_or_skip() else {
         return;
     };
     let _guard = serial();

@@ -54,10 +54,7 @@ fn the_wheel_installs_the_command_and_the_package() {
 
 #[test]
 fn the_preflight_reads_the_live_loader() {
-    if !wheel_or_skip() {
-        return;
-    }
-    let Some(python) = torch_or_skip() else {
+    let Some(python) = wheel_and_torch_or_skip() else {
         return;
     };
     let found = preflight_script(&python, "preflight_cases.py");
@@ -115,10 +112,7 @@ fn the_preflight_reads_the_live_loader() {
 /// that does not fit offered a batch_size in samples below its own.
 #[test]
 fn the_preflight_follows_wrappers_keeps_rngs_and_offers_batches_in_samples() {
-    if !wheel_or_skip() {
-        return;
-    }
-    let Some(python) = torch_or_skip() else {
+    let Some(python) = wheel_and_torch_or_skip() else {
         return;
     };
     let found = preflight_script(&python, "preflight_defects.py");
@@ -165,10 +159,7 @@ fn the_lightning_callback_stops_a_trainer_before_any_worker_starts() {
 }
 
 fn stops_in_64m_and_predicts_its_peak_in_2g(script: &str) {
-    if !wheel_or_skip() {
-        return;
-    }
-    let Some(python) = torch_or_skip() else {
+    let Some(python) = wheel_and_torch_or_skip() else {
         return;
     };
     let _guard = serial();

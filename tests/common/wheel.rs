@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use std::sync::OnceLock;
 
-use super::{require, temp_dir, Scratch};
+use super::{require, temp_dir, torch_or_skip, Scratch};
 
 pub fn maturin() -> PathBuf {
     match std::env::var_os("SHMBENCH_MATURIN") {
@@ -87,4 +87,13 @@ pub fn wheel_or_skip() -> bool {
         || maturin().is_file(),
         "maturin (the wheel's build tool)",
     )
+}
+
+/// The Python with torch to install beside the wheel; None (the test skips, and says why) when
+/// maturin or torch is missing.
+pub fn wheel_and_torch_or_skip() -> Option<String> {
+    if !wheel_or_skip() {
+        return None;
+    }
+    torch_or_skip()
 }
