@@ -53,15 +53,21 @@ pub fn thread_group(tid: u32) -> Option<u32> {
         .and_then(|v| v.trim().parse().ok())
 }
 
-/// Longest command line kept, in characters.
+/// Longest command line kept, and longest argument in it, in characters: a worker's arguments
+/// can be a whole JSON config, a `python -c` a whole program.
 const COMMAND_CHARS: usize = 120;
+const ARGUMENT_CHARS: usize = 40;
 
-/// A process's command line, its arguments joined by spaces and shortened.
+/// A process's command line, its arguments shortened and joined by spaces.
 fn command_line(pid: u32) -> Option<String> {
     let raw = std::fs::read(format!("/proc/{pid}/cmdline")).ok()?;
     let text: String = String::from_utf8_lossy(&raw)
         .split('\0')
         .filter(|a| !a.is_empty())
+        .map(|a| match a.char_indices().nth(ARGUMENT_CHARS) {
+            Some((at, _)) => format!("{}...", &a[..at]),
+            None => a.to_string(),
+        })
         .collect::<Vec<_>>()
         .join(" ");
     Some(text.chars().take(COMMAND_CHARS).collect())
