@@ -303,3 +303,20 @@ fn a_training_script_that_follows_itself_prints_its_workers_cause() {
     assert!(our_processes(|args| args.iter().any(|a| a == "explain")).is_empty());
     assert_clean(&before);
 }
+
+#[test]
+fn a_command_whose_exec_fails_under_the_tracer_is_a_clear_error() {
+    // A CRLF shebang names an interpreter "/bin/sh\r" that is not there: the exec fails after
+    // the fork, and the spawn, not the tracer, reaps the child (it panicked when both did).
+    let dir = temp_dir("explain-exec");
+    let script = dir.join("crlf.sh");
+    std::fs::write(&script, "#!/bin/sh\r\necho hi\r\n").unwrap();
+    let mode = std::os::unix::fs::PermissionsExt::from_mode(0o755);
+    std::fs::set_permissions(&script, mode).unwrap();
+    for _ in 0..3 {
+        let (out, _, _) = watch(&["--runtime", "host"], &[script.to_str().unwrap()]);
+        let text = stderr(&out);
+        assert!(text.contains("cannot start"), "{text}");
+        assert!(!text.contains("panicked"), "{text}");
+    }
+}

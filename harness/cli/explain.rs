@@ -23,7 +23,10 @@ Workers the process already has are not followed (only those it starts from now 
 before the first epoch, as shmbench.explain.follow() does from the training script. ptrace needs
 the same user and, where kernel.yama.ptrace_scope is 1, the process's consent
 (prctl(PR_SET_PTRACER), which follow() gives). A job shmbench starts is better watched:
-shmbench watch -- CMD.";
+shmbench watch -- CMD.
+
+Exit status: 0 once the process was followed to its end (whatever its own end), 2 when it could
+not be followed (no such process, another tracer, no permission).";
 
 #[derive(clap::Args)]
 #[command(after_help = AFTER_HELP)]
@@ -37,12 +40,39 @@ pub(crate) struct Args {
 }
 
 pub(crate) fn run(args: Args) -> Result<ExitCode> {
-    if !std::path::Path::new(&format!("/proc/{}", args.pid)).exists() {
+    let status = std::fs::read_to_string(format!("/proc/{}/status", args.pid));
+    let Ok(status) = status else {
         bail!(
             "no process {} here (`ps -p {}` shows none)",
             args.pid,
             args.pid
         );
+    };
+    let field = |name: &str| {
+        let line = status.lines().find_map(|l| l.strip_prefix(name));
+        line.map(|v| v.trim().to_string()).unwrap_or_default()
+    };
+    if field("State:").starts_with('Z') {
+        bail!(
+            "process {} has already exited (a zombie its parent has not reaped)",
+            args.pid
+        );
+    }
+    if field("Tgid:") != args.pid.to_string() {
+        bail!(
+            "{} is a thread of process {}: follow the process",
+            args.pid,
+            field("Tgid:")
+        );
+    }
+    if let Some(path) = &args.out {
+        let kind = std::fs::metadata(path).map(|m| m.file_type());
+        if kind.is_ok_and(|k| !k.is_file()) {
+            bail!(
+                "--out {}: not a regular file (a FIFO or a device would block or lose the causes)",
+                path.display()
+            );
+        }
     }
     let mut out = match &args.out {
         Some(path) => Some(
@@ -66,8 +96,9 @@ pub(crate) fn run(args: Args) -> Result<ExitCode> {
         eprintln!("shmbench explain: {}: {}", why.cause, why.line());
         eprintln!("  fix: {}", why.fix);
         if let Some(file) = out.as_mut() {
-            if let Ok(line) = serde_json::to_string(&why) {
-                let _ = writeln!(file, "{line}");
+            let line = serde_json::to_string(&why).unwrap_or_default();
+            if let Err(e) = writeln!(file, "{line}") {
+                eprintln!("shmbench explain: --out: cannot write the cause ({e})");
             }
         }
     });

@@ -38,8 +38,9 @@ Examples:
   shmbench watch --shm-size 256m --sweep --report reports/job -- ./job.sh
 
 The command's output and exit status are its own; the explanation goes to stderr at the end.
-Ends: pass, sigbus (the command or a process of it, or torch's \"killed by signal: Bus error\"),
-enospc, emfile, oom (the memory cgroup's OOM killer), timeout, error (another non-zero exit).";
+Ends: pass, sigbus (the command or a process of it died of SIGBUS, as ptrace saw it; with
+--no-trace, also torch's \"killed by signal: Bus error\"), enospc, emfile, oom (the memory cgroup's
+OOM killer), timeout, error (another non-zero exit). Why: the `cause:` line (docs/EXPLAIN.md).";
 
 #[derive(clap::Args)]
 #[command(after_help = AFTER_HELP)]
@@ -150,7 +151,7 @@ fn privileges_note(args: &Args, config: &CellConfig, exit_code: Option<i32>) -> 
     let failed = exit_code.is_some_and(|code| code != 0);
     let dropped = !args.keep_privileges && config.knobs.runtime != RuntimeKind::Docker;
     (failed && dropped && nix::unistd::geteuid().is_root()).then(|| {
-        "the command ran without capabilities and with no_new_privs (every cell does), though shmbench runs as root: if it needs root's (another user's files, sudo, perf), run it again with --keep-privileges".to_string()
+        "the command ran without capabilities and with no_new_privs (every cell does), though shmbench runs as root: if it needs root's (another user's files, sudo, perf), run it again with --keep-privileges; if it traces itself (strace, gdb, py-spy), with --no-trace".to_string()
     })
 }
 
@@ -208,6 +209,9 @@ pub(crate) fn run(args: Args) -> Result<ExitCode> {
             "\n{}",
             watch::render(record, report, trend.as_ref(), &sizing)
         );
+        if let Some(e) = record.explanation.as_ref().filter(|_| other_cause) {
+            eprintln!("  note:        it did not end for want of /dev/shm (cause {}): the trend and the size above describe its /dev/shm use, not its fix", e.cause);
+        }
     } else {
         eprintln!("shmbench watch: {}: {}", record.status, record.message);
     }

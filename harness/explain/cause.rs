@@ -76,7 +76,7 @@ impl Cause {
     /// What it means, in a few words.
     pub fn summary(self) -> &'static str {
         match self {
-            Cause::TmpfsFull => "the tmpfs behind a shared segment had no page left",
+            Cause::TmpfsFull => "the tmpfs behind a shared segment had no room left for it",
             Cause::MemoryLimit => {
                 "the memory cgroup's limit was reached (tmpfs pages count against it)"
             }
@@ -85,12 +85,31 @@ impl Cause {
             }
             Cause::HugePages => "hugetlbfs had no free huge page",
             Cause::Hardware => "a hardware memory error",
-            Cause::Sent => "another process sent the signal (a kill, not a fault)",
+            Cause::Sent => "a process sent the signal (a kill or a raise, not a fault)",
             Cause::FdLimit => "the open-file limit was reached (EMFILE)",
             Cause::MapCount => "mmap was refused at vm.max_map_count (ENOMEM)",
             Cause::SegmentMissing => "a shared segment was removed before it was opened (ENOENT)",
             Cause::Segfault => "an access to memory the process does not have (SIGSEGV)",
             Cause::Unknown => "not decided",
+        }
+    }
+}
+
+impl Cause {
+    /// What to change, for this cause (never a bigger /dev/shm where it is not the tmpfs's).
+    pub fn fix(self) -> &'static str {
+        match self {
+            Cause::TmpfsFull => "give /dev/shm room for every batch in flight (a container's --shm-size, an emptyDir of medium Memory with a sizeLimit; `shmbench doctor` sizes it) or remove what others left there (`shmbench shm`)",
+            Cause::MemoryLimit => "raise the memory limit above the job's own memory plus its /dev/shm (tmpfs pages are charged to the cgroup), or send fewer batches in flight; a bigger /dev/shm does not help",
+            Cause::MappedFile => "do not rewrite or truncate a file while a job maps it (write a new one and rename it over), and check the storage it is on (NFS, FUSE); /dev/shm's size has nothing to do with it",
+            Cause::HugePages => "reserve huge pages (vm.nr_hugepages, a pod's hugepages-2Mi resource) or map without MAP_HUGETLB",
+            Cause::Hardware => "a memory error on the node: check its EDAC counters and kernel log, and drain it",
+            Cause::Sent => "find why the sender killed the job (a watchdog, an OOM handler, a script); /dev/shm is not involved",
+            Cause::FdLimit => "raise RLIMIT_NOFILE (ulimit -n, a container's --ulimit nofile) or use the file_system sharing strategy",
+            Cause::MapCount => "raise vm.max_map_count or keep fewer batches alive at once",
+            Cause::SegmentMissing => "stop whatever removes /dev/shm entries under the job (systemd-logind's RemoveIPC, a cron cleaner), or use the file_descriptor strategy",
+            Cause::Segfault => "a bug in the program or a native library at that address: a core dump or faulthandler's traceback shows where; /dev/shm is not involved",
+            Cause::Unknown => "its facts say what was missing; where it ran untraced, run it again traced (`shmbench watch` without --no-trace, `--trace true` for a cell), so the fault is caught at its delivery",
         }
     }
 }

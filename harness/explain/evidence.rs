@@ -16,9 +16,7 @@ pub fn read(tid: u32, info: &libc::siginfo_t) -> Fault {
         if by_kernel {
             (Some(info.si_addr() as u64), None)
         } else {
-            let (pid, uid) = (info.si_pid() as u32, info.si_uid());
-            let command = (pid != 0).then(|| command_line(pid)).flatten();
-            (None, Some(Sender { pid, uid, command }))
+            (None, Some(sender(pid, info.si_pid() as u32, info.si_uid())))
         }
     };
     let mapping = address.and_then(|a| mapping::holding(tid, a));
@@ -41,6 +39,35 @@ pub fn read(tid: u32, info: &libc::siginfo_t) -> Fault {
         max_map_count: std::fs::read_to_string("/proc/sys/vm/max_map_count")
             .ok()
             .and_then(|t| t.trim().parse().ok()),
+    }
+}
+
+/// The sender of a signal to `pid`, whose siginfo numbers it `si_pid` in the receiver's own pid
+/// namespace: the receiver itself (a handler re-raising), or another process, named by its
+/// command line only where the receiver's namespace is this process's (elsewhere that number
+/// names another process here).
+fn sender(pid: u32, si_pid: u32, uid: u32) -> Sender {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
+    let inner = status
+        .lines()
+        .find_map(|l| l.strip_prefix("NSpid:"))
+        .and_then(|ids| ids.split_whitespace().last()?.parse::<u32>().ok());
+    if si_pid != 0 && inner == Some(si_pid) {
+        return Sender {
+            pid,
+            uid,
+            command: command_line(pid),
+        };
+    }
+    let ns = |p: &str| std::fs::read_link(format!("/proc/{p}/ns/pid")).ok();
+    let same_namespace = ns("self").is_some() && ns("self") == ns(&pid.to_string());
+    let command = (si_pid != 0 && same_namespace)
+        .then(|| command_line(si_pid))
+        .flatten();
+    Sender {
+        pid: si_pid,
+        uid,
+        command,
     }
 }
 

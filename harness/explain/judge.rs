@@ -13,6 +13,8 @@ pub enum Said {
     /// "killed by signal: Bus error" and the like.
     BusError,
     Enospc,
+    /// ENOSPC in words that name no shared memory (a full disk, a quota).
+    EnospcElsewhere,
     Emfile,
     Enomem,
     Enoent,
@@ -35,9 +37,11 @@ pub struct Ending<'a> {
 /// plain non-zero exit).
 pub fn explain(e: &Ending) -> Option<Explanation> {
     let faults = &e.traced.faults;
-    let kernel_bus = faults
-        .iter()
-        .find(|f| f.signal == libc::SIGBUS && f.by_kernel());
+    let died = |f: &&crate::fault::Fault| e.killed.contains(&(f.pid, f.signal));
+    // The SIGBUS of a process that died of one first: another may have caught its own and
+    // gone on.
+    let bus = |f: &&crate::fault::Fault| f.signal == libc::SIGBUS && f.by_kernel();
+    let kernel_bus = (faults.iter().filter(bus).find(died)).or_else(|| faults.iter().find(bus));
     if let Some(f) = kernel_bus {
         return Some(of_fault(f));
     }
@@ -68,7 +72,8 @@ pub fn explain(e: &Ending) -> Option<Explanation> {
     if let Some(words) = e.said.filter(|s| *s != Said::BusError) {
         return Some(of_words(words, e.shm));
     }
-    if let Some(f) = faults.iter().find(|f| f.by_kernel()) {
+    // A SIGSEGV is a cause only where it killed: a JIT or a runtime handles its own.
+    if let Some(f) = faults.iter().filter(|f| f.by_kernel()).find(died) {
         return Some(segfault(f));
     }
     let bus_death = e.killed.iter().find(|(_, s)| *s == libc::SIGBUS);
@@ -79,7 +84,11 @@ pub fn explain(e: &Ending) -> Option<Explanation> {
             (None, None) => "the job said a process died of a Bus error, but no process of it was seen to (its words alone)".into(),
         };
         let pid = bus_death.map(|(p, _)| *p);
-        return Some(decided(Cause::Unknown, vec![fact], pid, false));
+        let mut why = decided(Cause::Unknown, vec![fact], pid, false);
+        if e.traced.untraced.is_none() && bus_death.is_none() {
+            why.fix = "no process of the job died of SIGBUS: the sentence was printed, not lived (a log replayed, an exception caught and re-raised, a retry); look at what printed it".into();
+        }
+        return Some(why);
     }
     None
 }
@@ -87,7 +96,7 @@ pub fn explain(e: &Ending) -> Option<Explanation> {
 fn decided(cause: Cause, facts: Vec<String>, pid: Option<u32>, caught: bool) -> Explanation {
     Explanation {
         cause,
-        fix: fix(cause),
+        fix: cause.fix().to_string(),
         facts,
         pid,
         caught,
@@ -208,6 +217,10 @@ fn space(fs: &FileSystem) -> String {
 fn sent(f: &Fault) -> Explanation {
     let who = match &f.sender {
         Some(s) if s.pid == f.pid => format!("pid {} raised it itself", s.pid),
+        Some(s) if s.pid == 0 => format!(
+            "sent from outside the process's pid namespace (uid {})",
+            s.uid
+        ),
         Some(s) => format!(
             "sent by pid {} (uid {}{})",
             s.pid,
@@ -229,25 +242,22 @@ fn sent(f: &Fault) -> Explanation {
 }
 
 fn segfault(f: &Fault) -> Explanation {
-    let mut facts = vec![format!(
-        "{} ({}) in pid {} ({})",
-        if f.signal == libc::SIGSEGV {
-            "SIGSEGV"
-        } else {
-            "a fault"
-        },
+    let what = if f.signal == libc::SIGSEGV {
+        "SIGSEGV"
+    } else {
+        "a fault"
+    };
+    let head = format!(
+        "{what} ({}) in pid {} ({})",
         f.code_name(),
         f.pid,
         f.command
-    )];
-    match &f.mapping {
-        Some(m) => facts.push(in_file(m)),
-        None => facts.push(format!(
-            "address {:#x} in no mapping",
-            f.address.unwrap_or(0)
-        )),
-    }
-    decided(Cause::Segfault, facts, Some(f.pid), true)
+    );
+    let place = match &f.mapping {
+        Some(m) => in_file(m),
+        None => format!("address {:#x} in no mapping", f.address.unwrap_or(0)),
+    };
+    decided(Cause::Segfault, vec![head, place], Some(f.pid), true)
 }
 
 fn of_words(words: Said, shm: Option<(u64, u64)>) -> Explanation {
@@ -263,6 +273,10 @@ fn of_words(words: Said, shm: Option<(u64, u64)>) -> Explanation {
             Cause::TmpfsFull,
             "the job said ENOSPC (No space left on device)",
         ),
+        Said::EnospcElsewhere => (
+            Cause::Unknown,
+            "the job said ENOSPC in words that name no shared memory: a full disk or a quota, not /dev/shm?",
+        ),
         Said::Emfile => (Cause::FdLimit, "the job said EMFILE (Too many open files)"),
         Said::Enomem => (Cause::MapCount, "the job said mmap failed with ENOMEM"),
         Said::Enoent => (
@@ -272,25 +286,11 @@ fn of_words(words: Said, shm: Option<(u64, u64)>) -> Explanation {
         Said::BusError => (Cause::Unknown, "the job said Bus error"),
     };
     let facts = std::iter::once(fact.to_string()).chain(shm_fact).collect();
-    decided(cause, facts, None, false)
-}
-
-/// The fix for `cause`.
-fn fix(cause: Cause) -> String {
-    match cause {
-        Cause::TmpfsFull => "give /dev/shm room for every batch in flight (a container's --shm-size, an emptyDir of medium Memory with a sizeLimit; `shmbench doctor` sizes it) or remove what others left there (`shmbench shm`)",
-        Cause::MemoryLimit => "raise the memory limit above the job's own memory plus its /dev/shm (tmpfs pages are charged to the cgroup), or send fewer batches in flight; a bigger /dev/shm does not help",
-        Cause::MappedFile => "do not rewrite or truncate a file while a job maps it (write a new one and rename it over), and check the storage it is on (NFS, FUSE); /dev/shm's size has nothing to do with it",
-        Cause::HugePages => "reserve huge pages (vm.nr_hugepages, a pod's hugepages-2Mi resource) or map without MAP_HUGETLB",
-        Cause::Hardware => "a memory error on the node: check its EDAC counters and kernel log, and drain it",
-        Cause::Sent => "find why the sender killed the job (a watchdog, an OOM handler, a script); /dev/shm is not involved",
-        Cause::FdLimit => "raise RLIMIT_NOFILE (ulimit -n, a container's --ulimit nofile) or use the file_system sharing strategy",
-        Cause::MapCount => "raise vm.max_map_count or keep fewer batches alive at once",
-        Cause::SegmentMissing => "stop whatever removes /dev/shm entries under the job (systemd-logind's RemoveIPC, a cron cleaner), or use the file_descriptor strategy",
-        Cause::Segfault => "a bug in the program or a native library at that address: a core dump or faulthandler's traceback shows where; /dev/shm is not involved",
-        Cause::Unknown => "run it again under `shmbench watch` with tracing on (the default), so the fault is caught at its delivery",
+    let mut why = decided(cause, facts, None, false);
+    if words == Said::EnospcElsewhere {
+        why.fix = "free room on the file system its words name (a disk, a quota); a bigger /dev/shm does not help".into();
     }
-    .to_string()
+    why
 }
 
 /// Bytes in the unit that reads best: "64 MiB", "4 KiB", "1.2 GiB".

@@ -26,8 +26,8 @@ use serde::{Deserialize, Serialize};
 use crate::evidence;
 use crate::fault::Fault;
 
-/// Faults kept per job: a program that handles its own SIGSEGVs (a JIT, a garbage collector)
-/// may take millions.
+/// Faults kept per job and signal: a program that handles its own SIGSEGVs (a JIT, a garbage
+/// collector) may take millions.
 const MAX_FAULTS: usize = 16;
 
 /// How one process ended: exit code, or the signal that killed it.
@@ -62,7 +62,7 @@ pub struct Traced {
     /// Why the job was not traced (None: it was, every process of it).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub untraced: Option<String>,
-    /// The fault signals caught at delivery, in order (at most [`MAX_FAULTS`]).
+    /// The fault signals caught at delivery, in order (at most [`MAX_FAULTS`] of each signal).
     pub faults: Vec<Fault>,
     /// Faults beyond those kept.
     #[serde(default)]
@@ -80,6 +80,9 @@ pub struct Tracer {
     on_fault: Option<OnFault>,
     /// Told once the process is seized, or why it could not be.
     on_seized: Option<OnSeized>,
+    /// Reaping waits for this (the spawner's word that `spawn` returned): a command whose exec
+    /// failed is reaped by `spawn` itself, which panics when another wait took it first.
+    reap_after: Option<std::sync::mpsc::Receiver<()>>,
 }
 
 /// What is told once the process is seized: None, or why it was not.
@@ -121,6 +124,7 @@ pub fn fork() -> std::io::Result<Forked> {
             go_to_child: Some(go_to_child),
             on_fault: None,
             on_seized: None,
+            reap_after: None,
         })),
     }
 }
@@ -163,6 +167,7 @@ pub fn prepare(cmd: &mut Command) -> std::io::Result<(Tracer, ChildEnds)> {
             go_to_child: Some(go_to_child),
             on_fault: None,
             on_seized: None,
+            reap_after: None,
         },
         ChildEnds {
             _pid_to_tracer: pid_to_tracer,
@@ -191,6 +196,7 @@ pub fn attach(pid: u32) -> Tracer {
         go_to_child: None,
         on_fault: None,
         on_seized: None,
+        reap_after: None,
     }
 }
 
@@ -198,6 +204,12 @@ impl Tracer {
     /// Tells `on_fault` of each fault as it is caught.
     pub fn on_fault(mut self, on_fault: OnFault) -> Tracer {
         self.on_fault = Some(on_fault);
+        self
+    }
+
+    /// Reaps nothing until `spawned` says (or drops its sender): the spawn has returned.
+    pub fn reap_after(mut self, spawned: std::sync::mpsc::Receiver<()>) -> Tracer {
+        self.reap_after = Some(spawned);
         self
     }
 
@@ -229,6 +241,9 @@ impl Tracer {
         }
         if let Some(tell) = self.on_seized.take() {
             tell(traced.untraced.as_deref());
+        }
+        if let Some(spawned) = self.reap_after.take() {
+            let _ = spawned.recv();
         }
         let mut on_fault = self.on_fault.take();
         drop(self);
@@ -355,15 +370,19 @@ fn stopped(
 
 /// Reads the fault `tid` is stopped at.
 fn catch(tid: u32, traced: &mut Traced, on_fault: &mut Option<OnFault>) {
-    if traced.faults.len() >= MAX_FAULTS {
+    // The cap is per signal: a job that handles its own SIGSEGVs by the thousand (a JIT)
+    // keeps room for the SIGBUS that ends it.
+    let Ok(info) = ptrace::getsiginfo(Pid::from_raw(tid as i32)) else {
+        return;
+    };
+    let kept = traced.faults.iter().filter(|f| f.signal == info.si_signo);
+    if kept.count() >= MAX_FAULTS {
         traced.faults_dropped += 1;
         return;
     }
-    if let Ok(info) = ptrace::getsiginfo(Pid::from_raw(tid as i32)) {
-        let fault = evidence::read(tid, &info);
-        if let Some(tell) = on_fault {
-            tell(&fault);
-        }
-        traced.faults.push(fault);
+    let fault = evidence::read(tid, &info);
+    if let Some(tell) = on_fault {
+        tell(&fault);
     }
+    traced.faults.push(fault);
 }

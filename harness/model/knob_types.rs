@@ -217,10 +217,11 @@ pub enum Inject {
 }
 
 impl Inject {
-    /// The step at (or after) which the injection happens: the middle of the epoch, so a few
-    /// steps have run.
+    /// The step at (or after) which the injection happens: the second, so one step has run
+    /// and the workers still have tasks to read for (with 8 workers and prefetch 2, every task
+    /// of a 20-step epoch is read by its middle).
     pub fn step(steps: u64) -> u64 {
-        (steps / 2).max(2)
+        steps.min(2)
     }
 }
 

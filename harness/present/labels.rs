@@ -7,8 +7,17 @@ use model::record::Status;
 use model::size::ByteSize;
 use results::Row;
 
-/// The status as the how-to's table writes it: `PASS (Stable)`, `CRASH (SIGBUS Step 2)`.
+/// The status as the how-to's table writes it: `PASS (Stable)`, `CRASH (SIGBUS Step 2)`, with
+/// the cause shmbench named after it when the row has one (`CRASH (SIGBUS Step 11, mapped-file)`).
 pub fn status_label(row: &Row) -> String {
+    let label = plain_status_label(row);
+    match (&row.cause, label.strip_suffix(')')) {
+        (Some(cause), Some(open)) if !row.status.is_pass() => format!("{open}, {cause})"),
+        _ => label,
+    }
+}
+
+fn plain_status_label(row: &Row) -> String {
     match (row.status, row.crash_step) {
         (Status::Pass, _) => "PASS (Stable)".to_string(),
         // A pod's container that failed without a record did run; a cell's that has none did not.
@@ -24,10 +33,13 @@ pub fn status_label(row: &Row) -> String {
 /// The claim, written the same way.
 pub fn claim_label(row: &Row) -> Option<String> {
     let status = row.claim_status?;
-    Some(match (status, row.claim_crash_step) {
-        (ClaimStatus::Pass, _) => "PASS (Stable)".to_string(),
-        (ClaimStatus::Crash, Some(step)) => format!("CRASH (SIGBUS Step {step})"),
-        (ClaimStatus::Crash, None) => "CRASH".to_string(),
+    let cause = row.claim_cause.as_deref();
+    Some(match (status, row.claim_crash_step, cause) {
+        (ClaimStatus::Pass, _, _) => "PASS (Stable)".to_string(),
+        (ClaimStatus::Crash, Some(step), None) => format!("CRASH (SIGBUS Step {step})"),
+        (ClaimStatus::Crash, Some(step), Some(c)) => format!("CRASH (SIGBUS Step {step}, {c})"),
+        (ClaimStatus::Crash, None, Some(c)) => format!("CRASH ({c})"),
+        (ClaimStatus::Crash, None, None) => "CRASH".to_string(),
     })
 }
 

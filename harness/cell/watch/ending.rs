@@ -155,8 +155,15 @@ pub fn classify(e: &Ending) -> Verdict {
 /// What the job's words said, for [`explain::judge`]: the first evidence line that names an
 /// ending.
 fn said(evidence: &[String]) -> Option<Said> {
+    // ENOSPC is the tmpfs's only where the words name shared memory: a full disk says it too.
+    let shared = |l: &str| {
+        ["shared memory", "/dev/shm", "</torch_"]
+            .iter()
+            .any(|w| l.contains(w))
+    };
     evidence.iter().find_map(|l| match status_of_words(l) {
-        Some(Status::Enospc) => Some(Said::Enospc),
+        Some(Status::Enospc) if shared(l) => Some(Said::Enospc),
+        Some(Status::Enospc) => Some(Said::EnospcElsewhere),
         Some(Status::Emfile) => Some(Said::Emfile),
         Some(Status::Enomem) => Some(Said::Enomem),
         _ if killed_by(l) == Some(libc::SIGBUS) || l.contains("Bus error") => Some(Said::BusError),

@@ -127,10 +127,13 @@ fn spawn_followed(
     done: mpsc::Sender<Exit>,
 ) -> std::io::Result<(std::process::Child, Following)> {
     let (tracer, child_ends) = tracer::prepare(cmd)?;
-    let following = follow(tracer, trace, done);
+    let (returned, spawn_returned) = mpsc::channel();
+    let following = follow(tracer.reap_after(spawn_returned), trace, done);
     let spawned = cmd.spawn();
-    // The tracer waits on the command's pid until these close (a spawn that failed).
+    // The tracer waits on the command's pid until these close (a spawn that failed), and
+    // reaps only once the spawn has returned (a failed exec's child is the spawn's to reap).
     drop(child_ends);
+    drop(returned);
     spawned.map(|child| (child, following))
 }
 
