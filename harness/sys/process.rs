@@ -84,8 +84,19 @@ pub fn kill_and_reap(pidfd: &OwnedFd) -> Exit {
         return exit;
     }
     signal(pidfd, libc::SIGKILL);
-    wait_exit(pidfd, Duration::from_secs(10));
-    try_reap(pidfd).unwrap_or(Exit::Signal(libc::SIGKILL))
+    // A traced child's status comes once its tracer has reaped it (`explain`), after its
+    // pidfd says it exited: wait for the status, not only the exit.
+    let until = std::time::Instant::now() + Duration::from_secs(10);
+    loop {
+        wait_exit(pidfd, until.saturating_duration_since(std::time::Instant::now()));
+        if let Some(exit) = try_reap(pidfd) {
+            return exit;
+        }
+        if std::time::Instant::now() >= until {
+            return Exit::Signal(libc::SIGKILL);
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    }
 }
 
 /// Resident memory of `pid` that is not shared memory: RssAnon + RssFile from

@@ -208,7 +208,9 @@ impl Loop<'_> {
         let death = match error {
             FetchError::WorkerGone => self
                 .pool()
-                .death_of(worker, Duration::from_secs(1))
+                // Its death follows its closed socket at once, but a traced worker's status
+                // only once its tracer has let it go: seconds on a busy machine.
+                .death_of(worker, Duration::from_secs(10))
                 .map(|(pid, exit)| Stop::death(pid, exit, self.measured.oom_kills_at_start)),
             _ => None,
         };

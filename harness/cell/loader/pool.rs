@@ -39,9 +39,16 @@ struct Worker {
 impl Worker {
     /// Waits up to `grace` for the worker to exit and reaps it if it has.
     fn reap_within(&mut self, grace: Duration) {
-        if self.exited.is_none() {
-            self.death.wait_exit(grace);
+        let until = Instant::now() + grace;
+        while self.exited.is_none() {
+            self.death.wait_exit(until.saturating_duration_since(Instant::now()));
             self.exited = self.death.try_reap();
+            // A traced worker's status comes once its tracer has reaped it (`explain`): its
+            // pidfd says it exited before that.
+            if self.exited.is_some() || Instant::now() >= until {
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(5));
         }
     }
 }
