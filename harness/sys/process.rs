@@ -88,7 +88,10 @@ pub fn kill_and_reap(pidfd: &OwnedFd) -> Exit {
     // pidfd says it exited: wait for the status, not only the exit.
     let until = std::time::Instant::now() + Duration::from_secs(10);
     loop {
-        wait_exit(pidfd, until.saturating_duration_since(std::time::Instant::now()));
+        wait_exit(
+            pidfd,
+            until.saturating_duration_since(std::time::Instant::now()),
+        );
         if let Some(exit) = try_reap(pidfd) {
             return exit;
         }

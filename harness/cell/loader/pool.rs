@@ -41,7 +41,8 @@ impl Worker {
     fn reap_within(&mut self, grace: Duration) {
         let until = Instant::now() + grace;
         while self.exited.is_none() {
-            self.death.wait_exit(until.saturating_duration_since(Instant::now()));
+            self.death
+                .wait_exit(until.saturating_duration_since(Instant::now()));
             self.exited = self.death.try_reap();
             // A traced worker's status comes once its tracer has reaped it (`explain`): its
             // pidfd says it exited before that.
