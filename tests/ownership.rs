@@ -210,13 +210,17 @@ fn sigkill_of_a_matrix_with_memory_leaves_a_cgroup_the_next_run_removes() {
     let foreign = Path::new("/sys/fs/cgroup/memory").join("shmbench-1-0-foreign");
     let made_foreign = std::fs::create_dir(&foreign).is_ok();
     let text = sweep_text();
-    assert!(text.contains("removed memory cgroup"), "{text}");
     let mut left = shmbench_cgroups();
     if made_foreign {
         assert!(foreign.exists(), "swept a group it cannot prove its own");
         std::fs::remove_dir(&foreign).unwrap();
         left.retain(|n| n != "shmbench-1-0-foreign");
     }
-    assert_eq!(left, cgroups_before, "a dead run's cgroup stayed");
+    // Every run's start sweeps dead runs' groups too: another lane's run may have taken this
+    // one first (then this sweep had nothing to say). Either way it is gone.
+    assert_eq!(left, cgroups_before, "a dead run's cgroup stayed: {text}");
+    if !text.contains("removed memory cgroup") {
+        eprintln!("another run's sweep removed this run's cgroup before the test's own");
+    }
     assert_clean(&before);
 }

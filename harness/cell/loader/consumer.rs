@@ -5,6 +5,7 @@
 //! is unlinked by its last user, here the main on release.
 
 use std::os::fd::{AsFd, OwnedFd};
+use std::sync::{mpsc, Mutex, OnceLock};
 
 use super::segment::{self, Mapping};
 use model::knobs::Touch;
@@ -119,20 +120,63 @@ pub fn touch(batch: &Batch, mode: Touch, threads: usize) -> u64 {
         Touch::None => 0,
         Touch::First => bytes.first().copied().unwrap_or(0) as u64,
         Touch::All if threads > 1 && bytes.len() >= PARALLEL_MIN_BYTES => {
-            let part = bytes.len().div_ceil(threads);
-            std::thread::scope(|scope| {
-                let parts: Vec<_> = bytes
-                    .chunks(part)
-                    .map(|chunk| scope.spawn(move || sum_bytes(chunk)))
-                    .collect();
-                parts
-                    .into_iter()
-                    .map(|p| p.join().unwrap_or(0))
-                    .fold(0u64, u64::wrapping_add)
-            })
+            intra_op_sum(bytes, threads)
         }
         Touch::All => sum_bytes(bytes),
     }
+}
+
+/// One part of a batch for a helper thread to sum: its address and length.
+type Part = (usize, usize);
+
+/// torch's intra-op pool: `threads - 1` helper threads started once and kept, as torch's are
+/// (threads started for every step cost a step their start, and under `explain`'s tracer two
+/// stops each).
+struct IntraOp {
+    parts: Vec<mpsc::Sender<Part>>,
+    sums: mpsc::Receiver<u64>,
+}
+
+static INTRA_OP: OnceLock<Mutex<IntraOp>> = OnceLock::new();
+
+/// The sum of `bytes` split over `threads`: this thread sums the first part, the pool the rest.
+fn intra_op_sum(bytes: &[u8], threads: usize) -> u64 {
+    let pool = INTRA_OP.get_or_init(|| {
+        let (sum_tx, sums) = mpsc::channel();
+        let parts = (1..threads)
+            .map(|_| {
+                let (tx, rx) = mpsc::channel::<Part>();
+                let sum_tx = sum_tx.clone();
+                std::thread::spawn(move || {
+                    for (at, len) in rx {
+                        // SAFETY: the caller waits for this sum before its batch can go.
+                        let part = unsafe { std::slice::from_raw_parts(at as *const u8, len) };
+                        if sum_tx.send(sum_bytes(part)).is_err() {
+                            return;
+                        }
+                    }
+                });
+                tx
+            })
+            .collect();
+        Mutex::new(IntraOp { parts, sums })
+    });
+    let pool = pool.lock().unwrap_or_else(|e| e.into_inner());
+    let chunks: Vec<&[u8]> = bytes
+        .chunks(bytes.len().div_ceil(pool.parts.len() + 1))
+        .collect();
+    let mut sent = 0;
+    for (chunk, helper) in chunks[1..].iter().zip(&pool.parts) {
+        if helper.send((chunk.as_ptr() as usize, chunk.len())).is_ok() {
+            sent += 1;
+        }
+    }
+    let mut total = sum_bytes(chunks[0]);
+    // Every part sent is summed before this returns: the batch outlives every helper's read.
+    for _ in 0..sent {
+        total = total.wrapping_add(pool.sums.recv().unwrap_or(0));
+    }
+    total
 }
 
 /// Below this a batch is read on one thread: starting threads would cost more than the read
