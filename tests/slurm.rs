@@ -135,9 +135,13 @@ fn the_seed_matrix_as_a_job_array_gives_the_statuses_matrix_gives() {
     }
     let here = common::read_csv(&csv);
     let (slurm, here) = (by_cell(&rows), by_cell(&here));
+    // A full tmpfs under the legacy profile ends by SIGBUS or, where the 1-byte write meets it
+    // first, ENOSPC: which one is timing's, the same end either way.
+    let end = |s: &str| if s == "enospc" { "sigbus" } else { s }.to_string();
     for (cell, row) in &here {
         assert_eq!(
-            slurm[cell]["status"], row["status"],
+            end(&slurm[cell]["status"]),
+            end(&row["status"]),
             "{cell}: the Slurm task and matrix disagree"
         );
     }
