@@ -10,7 +10,7 @@ use results::Row;
 /// row's own columns.
 pub fn verdict(row: &Row) -> Option<ClaimVerdict> {
     let claimed = row.claim_status?;
-    Some(record::claim_verdict_with_cause(
+    Some(record::claim_verdict(
         claimed,
         row.claim_crash_step,
         row.claim_cause.as_deref(),

@@ -24,31 +24,36 @@ use model::knobs::Loader;
 use model::record::{CellRecord, Status};
 use sys::process;
 
-/// Parses the config a runtime passed and runs the cell.
-pub fn run(config_json: &str) -> Result<CellRecord> {
+/// The config a runtime passed, parsed and validated.
+fn parse(config_json: &str) -> Result<CellConfig> {
     let config: CellConfig = serde_json::from_str(config_json)
         .context("the cell config is not valid JSON for this shmbench version")?;
     config
         .validate(0)
         .map_err(|e| anyhow::anyhow!("invalid cell config: {e}"))?;
+    Ok(config)
+}
+
+/// Runs the cell of `config`.
+fn run(config: CellConfig) -> CellRecord {
     // Pinned before anything starts, so workers (and a torch cell's Python) inherit it.
     if let Some(cpus) = &config.knobs.cpus {
         if let Err(e) = process::pin_to(&cpus.0) {
             let message = format!("--cpus {cpus}: {e}");
-            return Ok(CellRecord::failed_to_run(config, Status::Error, message));
+            return CellRecord::failed_to_run(config, Status::Error, message);
         }
     }
     if let Some(n) = config.knobs.nofile {
         if let Err(e) = process::limit_fds(n) {
             let message = format!("--nofile {n}: {e}");
-            return Ok(CellRecord::failed_to_run(config, Status::Error, message));
+            return CellRecord::failed_to_run(config, Status::Error, message);
         }
     }
-    Ok(match config.knobs.loader {
+    match config.knobs.loader {
         Loader::Emulated => loader::run_cell(&config),
         Loader::Torch => torch::run_cell(&config),
         Loader::Command => watch::run_cell(&config),
-    })
+    }
 }
 
 /// Runs and prints the record; the exit code is 0 whenever a record was printed (a crashed
@@ -56,9 +61,16 @@ pub fn run(config_json: &str) -> Result<CellRecord> {
 /// completion index: its record then says which pod, node and machine ran it.
 pub fn main(config_json: &str, completion_index: Option<u64>) -> Result<()> {
     let lifeline = std::env::var(protocol::LIFELINE_ENV).as_deref() == Ok("stdin");
-    // Forked first, while this thread runs alone: a fork copies no other thread.
-    let untraced = match tracing(config_json) {
-        Tracing::Wanted if traced::single_threaded() => match traced::fork()? {
+    let config = parse(config_json)?;
+    // Forked first, while this thread runs alone: a fork copies no other thread. A watched
+    // command's cell traces its own job.
+    let untraced = match (config.knobs.loader, config.knobs.trace) {
+        (Loader::Command, _) => None,
+        (_, false) => Some("the trace knob is false"),
+        (_, true) if !traced::single_threaded() => {
+            Some("the cell had more than one thread, so it could not fork a tracer")
+        }
+        (_, true) => match traced::fork()? {
             traced::Side::Tracer(tracer, from_cell) => {
                 if lifeline {
                     watch_lifeline();
@@ -67,14 +79,11 @@ pub fn main(config_json: &str, completion_index: Option<u64>) -> Result<()> {
             }
             traced::Side::Cell => None,
         },
-        Tracing::Wanted => Some("the cell had more than one thread, so it could not fork a tracer"),
-        Tracing::Off => Some("the trace knob is false"),
-        Tracing::Own => None,
     };
     if lifeline {
         watch_lifeline();
     }
-    let mut record = run(config_json)?;
+    let mut record = run(config);
     if let Some(why) = untraced {
         traced::explain_untraced(&mut record, why);
     }
@@ -82,26 +91,6 @@ pub fn main(config_json: &str, completion_index: Option<u64>) -> Result<()> {
     let line = serde_json::to_string(&record)?;
     println!("{line}");
     Ok(())
-}
-
-/// How a cell is traced.
-enum Tracing {
-    /// A loader cell with `trace` on: under a tracer the cell forks ([`traced`]).
-    Wanted,
-    /// A loader cell with `trace` off.
-    Off,
-    /// A watched command's cell (it traces its own job), or a config that does not parse
-    /// ([`run`]'s to refuse).
-    Own,
-}
-
-fn tracing(config_json: &str) -> Tracing {
-    match serde_json::from_str::<CellConfig>(config_json) {
-        Ok(c) if c.knobs.loader == Loader::Command => Tracing::Own,
-        Ok(c) if c.knobs.trace => Tracing::Wanted,
-        Ok(_) => Tracing::Off,
-        Err(_) => Tracing::Own,
-    }
 }
 
 /// In a container, the harness holds our stdin open; when it closes (the harness died), end at

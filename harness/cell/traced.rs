@@ -13,7 +13,8 @@ use std::os::fd::{AsRawFd, OwnedFd};
 use anyhow::{bail, Context, Result};
 
 use explain::judge::{self, Said};
-use explain::tracer::{self, Exit, Forked, Traced};
+use explain::tracer::{self, Forked, Traced};
+use explain::Exit;
 use model::record::{CellRecord, Status};
 
 /// Which side of the fork this process is on.
@@ -74,13 +75,7 @@ fn follow(tracer: tracer::Tracer, from_cell: OwnedFd) -> Result<CellRecord> {
     };
     let mut record: CellRecord =
         serde_json::from_str(line).context("the traced cell's record is not valid JSON")?;
-    let killed: Vec<(u32, i32)> = ends
-        .iter()
-        .filter_map(|&(pid, exit, _)| match exit {
-            Exit::Signal(s) => Some((pid, s)),
-            Exit::Code(_) => None,
-        })
-        .collect();
+    let killed = Exit::killed(ends.iter().map(|&(pid, exit, _)| (pid, exit)));
     if record.explanation.is_none() {
         record.explanation = explain(&record, &traced, &killed);
     }
@@ -118,7 +113,7 @@ fn explain(
     traced: &Traced,
     killed: &[(u32, i32)],
 ) -> Option<explain::Explanation> {
-    let bus = traced.faults.iter().any(|f| f.signal == libc::SIGBUS);
+    let bus = traced.caught_bus();
     let explained = match record.status {
         Status::Pass | Status::Timeout | Status::Evicted | Status::Error => bus,
         _ => true,

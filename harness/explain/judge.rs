@@ -313,7 +313,8 @@ pub fn bytes(n: u64) -> String {
 mod tests {
     use super::*;
     use crate::cause::Cause;
-    use crate::tracer::{prepare, Exit};
+    use crate::exit::Exit;
+    use crate::tracer::prepare;
     use std::process::Command;
 
     /// Runs `sh -c script` under the tracer (real processes, real faults); returns what it saw, its end and who died by which
@@ -333,13 +334,7 @@ mod tests {
         drop(child_ends);
         let (traced, ends) = following.join().unwrap();
         let own = ends.iter().find(|(p, _)| *p == child.id()).unwrap().1;
-        let killed = ends
-            .iter()
-            .filter_map(|(p, x)| match x {
-                Exit::Signal(s) => Some((*p, *s)),
-                Exit::Code(_) => None,
-            })
-            .collect();
+        let killed = Exit::killed(ends.iter().copied());
         (traced, own, killed)
     }
 

@@ -6,7 +6,8 @@
 //! names the cause with the facts that decided it and the fix for that cause.
 //!
 //! - [`tracer`] follows a job's every process with ptrace, stops each SIGBUS and SIGSEGV at its
-//!   delivery, reads the evidence and delivers the signal unchanged; it is also the job's reaper.
+//!   delivery, reads the evidence and delivers the signal unchanged; it is also the job's reaper,
+//!   and says how each process ended ([`exit`]).
 //! - [`evidence`] reads a stopped process's fault: siginfo, [`mapping`] (the file and file
 //!   system behind the address), [`memory`] (its memory cgroup's counters), fds and mappings.
 //! - [`fault`] is that evidence as plain data; [`cause`] the closed set of causes and an
@@ -17,6 +18,7 @@
 
 pub mod cause;
 pub mod evidence;
+pub mod exit;
 pub mod fault;
 pub mod judge;
 pub mod mapping;
@@ -24,5 +26,6 @@ pub mod memory;
 pub mod tracer;
 
 pub use cause::{Cause, Explanation};
+pub use exit::Exit;
 pub use fault::Fault;
-pub use tracer::{Exit, Traced};
+pub use tracer::Traced;

@@ -198,7 +198,7 @@ fn unescape(text: &str) -> String {
 }
 
 /// The node's free huge pages of `page_bytes`.
-fn huge_pages_free(page_bytes: u64) -> Option<u64> {
+pub fn huge_pages_free(page_bytes: u64) -> Option<u64> {
     let dir = format!("/sys/kernel/mm/hugepages/hugepages-{}kB", page_bytes / 1024);
     std::fs::read_to_string(format!("{dir}/free_hugepages"))
         .ok()?

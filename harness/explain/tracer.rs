@@ -24,37 +24,12 @@ use nix::unistd::Pid;
 use serde::{Deserialize, Serialize};
 
 use crate::evidence;
+use crate::exit::Exit;
 use crate::fault::Fault;
 
 /// Faults kept per job and signal: a program that handles its own SIGSEGVs (a JIT, a garbage
 /// collector) may take millions.
 const MAX_FAULTS: usize = 16;
-
-/// How one process ended: exit code, or the signal that killed it.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub enum Exit {
-    Code(i32),
-    Signal(i32),
-}
-
-impl Exit {
-    /// From a raw wait status.
-    pub fn from_wait(status: i32) -> Exit {
-        if libc::WIFSIGNALED(status) {
-            Exit::Signal(libc::WTERMSIG(status))
-        } else {
-            Exit::Code(libc::WEXITSTATUS(status))
-        }
-    }
-
-    /// As a shell reports it: the code, or 128 + the signal.
-    pub fn code(self) -> i32 {
-        match self {
-            Exit::Code(c) => c,
-            Exit::Signal(s) => 128 + s,
-        }
-    }
-}
 
 /// What following the job saw.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
@@ -67,6 +42,14 @@ pub struct Traced {
     /// Faults beyond those kept.
     #[serde(default)]
     pub faults_dropped: u64,
+}
+
+impl Traced {
+    /// Whether a SIGBUS was caught (a job that passed though a process of it got one is
+    /// explained too).
+    pub fn caught_bus(&self) -> bool {
+        self.faults.iter().any(|f| f.signal == libc::SIGBUS)
+    }
 }
 
 /// The tracer's side of the handshake with the command it is to follow.

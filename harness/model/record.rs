@@ -214,20 +214,11 @@ impl CellRecord {
     }
 }
 
-/// How a measurement (`status`, crashing at `crash_step`) stands against a claim of `claimed`
-/// at `claimed_step`. Outcomes are compared (pass vs crash, and the crash step where both name
+/// How a measurement (`status`, crashing at `crash_step`, of `cause`) stands against a claim of
+/// `claimed` at `claimed_step` (of `claimed_cause`, an `explain::Cause`'s name). Outcomes are
+/// compared (pass vs crash, the crash step where both name one, the cause where the claim names
 /// one); a run that could not measure is inconclusive; throughput never makes a row disagree.
 pub fn claim_verdict(
-    claimed: ClaimStatus,
-    claimed_step: Option<u64>,
-    status: Status,
-    crash_step: Option<u64>,
-) -> ClaimVerdict {
-    claim_verdict_with_cause(claimed, claimed_step, None, status, crash_step, None)
-}
-
-/// [`claim_verdict`], and a claimed cause (`explain::Cause`'s name) held to the measured one.
-pub fn claim_verdict_with_cause(
     claimed: ClaimStatus,
     claimed_step: Option<u64>,
     claimed_cause: Option<&str>,
@@ -258,29 +249,43 @@ mod claim_tests {
     #[test]
     fn outcomes_and_crash_steps_decide_a_claim_and_a_failed_run_decides_nothing() {
         assert_eq!(
-            claim_verdict(Pass, None, Status::Pass, None),
+            claim_verdict(Pass, None, None, Status::Pass, None, None),
             ClaimVerdict::Agrees
         );
         assert_eq!(
-            claim_verdict(Crash, Some(2), Status::Sigbus, Some(2)),
+            claim_verdict(Crash, Some(2), None, Status::Sigbus, Some(2), None),
             ClaimVerdict::Agrees
         );
         assert_eq!(
-            claim_verdict(Crash, Some(2), Status::Enospc, Some(5)),
+            claim_verdict(Crash, Some(2), None, Status::Enospc, Some(5), None),
             ClaimVerdict::Differs
         );
         assert_eq!(
-            claim_verdict(Pass, None, Status::Sigbus, Some(1)),
+            claim_verdict(Pass, None, None, Status::Sigbus, Some(1), None),
             ClaimVerdict::Differs
         );
         // A claim without a step agrees with a crash at any step.
         assert_eq!(
-            claim_verdict(Crash, None, Status::Oom, Some(9)),
+            claim_verdict(Crash, None, None, Status::Oom, Some(9), None),
             ClaimVerdict::Agrees
         );
+        // A claimed cause must be the one named.
+        let cause = |named| {
+            claim_verdict(
+                Crash,
+                None,
+                Some("mapped-file"),
+                Status::Sigbus,
+                Some(3),
+                named,
+            )
+        };
+        assert_eq!(cause(Some("mapped-file")), ClaimVerdict::Agrees);
+        assert_eq!(cause(Some("tmpfs-full")), ClaimVerdict::Differs);
+        assert_eq!(cause(None), ClaimVerdict::Differs);
         for failed in [Status::Error, Status::Timeout] {
             assert_eq!(
-                claim_verdict(Pass, None, failed, None),
+                claim_verdict(Pass, None, None, failed, None, None),
                 ClaimVerdict::Inconclusive
             );
         }

@@ -156,7 +156,7 @@ impl Row {
             steps_file: context.steps_file,
             command: context.command,
             claim_verdict: claim.map(|cl| {
-                record::claim_verdict_with_cause(
+                record::claim_verdict(
                     cl.status,
                     cl.crash_step,
                     cl.cause.map(|c| c.name()),

@@ -83,6 +83,12 @@ impl ChildFd {
         process::wait_exit(&self.fd, timeout)
     }
 
+    /// Waits up to `timeout` for the child to exit and reaps it; None when it has not been
+    /// reaped by then (`process::until_reaped`).
+    pub fn reap_within(&self, timeout: Duration) -> Option<Exit> {
+        process::until_reaped(timeout, |left| self.wait_exit(left), || self.try_reap())
+    }
+
     pub fn signal(&self, sig: i32) {
         match self.pidfd {
             true => process::signal(&self.fd, sig),

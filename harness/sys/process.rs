@@ -84,19 +84,32 @@ pub fn kill_and_reap(pidfd: &OwnedFd) -> Exit {
         return exit;
     }
     signal(pidfd, libc::SIGKILL);
-    // A traced child's status comes once its tracer has reaped it (`explain`), after its
-    // pidfd says it exited: wait for the status, not only the exit.
-    let until = std::time::Instant::now() + Duration::from_secs(10);
+    reap_within(pidfd, Duration::from_secs(10)).unwrap_or(Exit::Signal(libc::SIGKILL))
+}
+
+/// Waits up to `timeout` for the child to exit and reaps it; None when it has not been reaped
+/// by then.
+pub fn reap_within(pidfd: &OwnedFd, timeout: Duration) -> Option<Exit> {
+    until_reaped(timeout, |left| wait_exit(pidfd, left), || try_reap(pidfd))
+}
+
+/// Reaps a child within `timeout`: `wait` for its exit (up to the time left), then `reap` it,
+/// again until reaped. Its exit and its status are two moments: a traced child's status comes
+/// once its tracer has reaped it (`explain`), after its pidfd says it exited; a death pipe hangs
+/// up as its files close, a moment before it can be reaped.
+pub(crate) fn until_reaped(
+    timeout: Duration,
+    wait: impl Fn(Duration) -> bool,
+    reap: impl Fn() -> Option<Exit>,
+) -> Option<Exit> {
+    let until = std::time::Instant::now() + timeout;
     loop {
-        wait_exit(
-            pidfd,
-            until.saturating_duration_since(std::time::Instant::now()),
-        );
-        if let Some(exit) = try_reap(pidfd) {
-            return exit;
+        wait(until.saturating_duration_since(std::time::Instant::now()));
+        if let Some(exit) = reap() {
+            return Some(exit);
         }
         if std::time::Instant::now() >= until {
-            return Exit::Signal(libc::SIGKILL);
+            return None;
         }
         std::thread::sleep(Duration::from_millis(5));
     }

@@ -5,7 +5,7 @@
 //! - truncated-file: the workers read their samples from a mapped dataset file; the main (another
 //!   process) truncates it to nothing, and the next read beyond its end faults. The file is
 //!   unlinked from its making (O_TMPFILE): nothing is left behind, whatever ends the cell; the
-//!   workers open it through /proc/<main>/fd/N.
+//!   workers open it through /proc/<main>/fd/N, named in their environment ([`Main::worker_env`]).
 //! - kill-bus: the main sends SIGBUS to worker 0.
 //! - huge-pages: the worker given the injection step's task writes a hugetlb mapping made with
 //!   MAP_NORESERVE; with no huge page free the kernel can back it with none. Where huge pages are
@@ -16,7 +16,7 @@ use std::os::fd::AsRawFd;
 use model::config::CellConfig;
 use model::knobs::Inject;
 
-/// The dataset file's path for the workers: /proc/<main>/fd/<fd>.
+/// The workers' environment variable naming the dataset file: /proc/<main>/fd/<fd>.
 const DATASET_ENV: &str = "SHMBENCH_INJECT_DATASET";
 
 /// Bytes of the dataset file, and the stride of a task's read in it.
@@ -42,9 +42,6 @@ impl Main {
             Inject::TruncatedFile => {
                 let file = tempfile::tempfile()?;
                 file.set_len(DATASET_BYTES as u64)?;
-                let path = format!("/proc/{}/fd/{}", std::process::id(), file.as_raw_fd());
-                // The workers inherit it (they start after this, from this thread).
-                std::env::set_var(DATASET_ENV, path);
                 Some(file)
             }
             _ => None,
@@ -55,6 +52,16 @@ impl Main {
             dataset,
             done: false,
         })
+    }
+
+    /// What the workers' environment carries for the injection: the dataset file's path.
+    pub fn worker_env(&self) -> Vec<(&'static str, String)> {
+        let path =
+            |file: &std::fs::File| format!("/proc/{}/fd/{}", std::process::id(), file.as_raw_fd());
+        self.dataset
+            .iter()
+            .map(|f| (DATASET_ENV, path(f)))
+            .collect()
     }
 
     /// After step `step` was obtained: the injection, once, at its step.
@@ -108,7 +115,10 @@ impl Worker {
             // truncated it, where the kernel raises SIGBUS: the cause this injects.
             unsafe { std::ptr::read_volatile(base.add(offset)) };
         }
-        if self.inject == Inject::HugePages && idx + 1 == self.at && huge_pages_free() == Some(0) {
+        if self.inject == Inject::HugePages
+            && idx + 1 == self.at
+            && explain::mapping::huge_pages_free(HUGE_PAGE as u64) == Some(0)
+        {
             write_unreserved_huge_page();
         }
     }
@@ -130,15 +140,6 @@ fn map(path: &str) -> Option<*const u8> {
         )
     };
     (ptr != libc::MAP_FAILED).then_some(ptr as *const u8)
-}
-
-/// Free huge pages of the default size on this node.
-fn huge_pages_free() -> Option<u64> {
-    std::fs::read_to_string("/sys/kernel/mm/hugepages/hugepages-2048kB/free_hugepages")
-        .ok()?
-        .trim()
-        .parse()
-        .ok()
 }
 
 /// Writes one huge page of a MAP_NORESERVE hugetlb mapping: with none free, SIGBUS.

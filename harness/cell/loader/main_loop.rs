@@ -292,7 +292,9 @@ impl Loop<'_> {
                     .map_err(harness_stop)?;
                 self.owned.inject = Some(inject);
             }
-            self.owned.pool = Some(Pool::spawn(cfg, &token).map_err(harness_stop)?);
+            let env = self.owned.inject.as_ref().map(inject::Main::worker_env);
+            let pool = Pool::spawn(cfg, &token, env.as_deref().unwrap_or_default());
+            self.owned.pool = Some(pool.map_err(harness_stop)?);
         }
         let base = epoch * cfg.knobs.steps;
         self.schedule.next_idx = base;

@@ -39,17 +39,8 @@ struct Worker {
 impl Worker {
     /// Waits up to `grace` for the worker to exit and reaps it if it has.
     fn reap_within(&mut self, grace: Duration) {
-        let until = Instant::now() + grace;
-        while self.exited.is_none() {
-            self.death
-                .wait_exit(until.saturating_duration_since(Instant::now()));
-            self.exited = self.death.try_reap();
-            // A traced worker's status comes once its tracer has reaped it (`explain`): its
-            // pidfd says it exited before that.
-            if self.exited.is_some() || Instant::now() >= until {
-                break;
-            }
-            std::thread::sleep(Duration::from_millis(5));
+        if self.exited.is_none() {
+            self.exited = self.death.reap_within(grace);
         }
     }
 }
@@ -78,7 +69,8 @@ pub struct Pool {
 impl Pool {
     /// Starts `config.workers` workers.
     /// Their segments carry `token`, their main's owner record's.
-    pub fn spawn(config: &CellConfig, token: &Token) -> Result<Pool> {
+    /// Starts the workers of `config`, each with `env` besides this process's environment.
+    pub fn spawn(config: &CellConfig, token: &Token, env: &[(&str, String)]) -> Result<Pool> {
         let config_json = serde_json::to_string(config)?;
         let mut workers = Vec::with_capacity(config.knobs.workers as usize);
         for id in 0..config.knobs.workers {
@@ -95,6 +87,7 @@ impl Pool {
                 .arg(std::process::id().to_string())
                 .arg(token.as_str())
                 .arg(&config_json)
+                .envs(env.iter().map(|(k, v)| (k, v)))
                 .stdin(Stdio::null())
                 .stdout(Stdio::null());
             // SAFETY: only async-signal-safe calls between fork and exec.

@@ -11,7 +11,7 @@ use explain::tracer::Traced;
 use model::record::Status;
 use sys::signals;
 
-pub use explain::tracer::Exit;
+pub use explain::Exit;
 
 /// Everything known when the command is gone.
 pub struct Ending<'a> {
@@ -85,13 +85,7 @@ pub fn classify(e: &Ending) -> Verdict {
         ),
     };
     // Who died by which signal: the command itself, then the orphans the cell reaped.
-    let deaths: Vec<(u32, i32)> = std::iter::once((e.pid, exit))
-        .chain(e.orphans.iter().copied())
-        .filter_map(|(pid, x)| match x {
-            Exit::Signal(s) => Some((pid, s)),
-            Exit::Code(_) => None,
-        })
-        .collect();
+    let deaths = Exit::killed(std::iter::once((e.pid, exit)).chain(e.orphans.iter().copied()));
     if let Some(&(pid, sig)) = deaths.iter().find(|(_, s)| *s == libc::SIGBUS) {
         let text = if pid == e.pid {
             format!("the command (pid {pid}) was killed by signal {sig} (Bus error)")
@@ -136,10 +130,7 @@ pub fn classify(e: &Ending) -> Verdict {
             worker_pid(line),
         );
     }
-    let signal = match exit {
-        Exit::Signal(s) => Some(s),
-        Exit::Code(_) => None,
-    };
+    let signal = exit.signal();
     // Traced, the words of a Bus error no process died of are evidence, not the ending.
     let words = e.evidence.iter().find(|l| l.contains("Bus error"));
     let how = match words {
@@ -185,18 +176,10 @@ pub fn explain(
     shm: (u64, u64),
 ) -> Option<explain::Explanation> {
     // A job that passed though a process of it got a SIGBUS is explained too.
-    let bus = traced.faults.iter().any(|f| f.signal == libc::SIGBUS);
-    if verdict.status == Status::Timeout || (verdict.status.is_pass() && !bus) {
+    if verdict.status == Status::Timeout || (verdict.status.is_pass() && !traced.caught_bus()) {
         return None;
     }
-    let killed: Vec<(u32, i32)> = own
-        .iter()
-        .chain(others)
-        .filter_map(|&(pid, x)| match x {
-            Exit::Signal(s) => Some((pid, s)),
-            Exit::Code(_) => None,
-        })
-        .collect();
+    let killed = Exit::killed(own.into_iter().chain(others.iter().copied()));
     let oom_kills = match oom_kills {
         (Some(a), Some(b)) => b.saturating_sub(a),
         _ => 0,

@@ -22,7 +22,8 @@ use regex::Regex;
 
 use super::metrics::Usage;
 use super::protocol::{Output, Progress, Stream};
-use explain::tracer::{self, Exit, Traced};
+use explain::tracer::{self, Traced};
+use explain::Exit;
 use model::config::CellConfig;
 use model::knobs::RuntimeKind;
 use model::record::{CellRecord, Failure, Metrics, Status};
