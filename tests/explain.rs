@@ -320,3 +320,39 @@ fn a_command_whose_exec_fails_under_the_tracer_is_a_clear_error() {
         assert!(!text.contains("panicked"), "{text}");
     }
 }
+
+#[test]
+fn explain_pid_says_a_hostile_file_name_as_data() {
+    let _guard = serial();
+    // A job whose mapped file's name holds an escape sequence and a newline, truncated under it
+    // once the follower is there (it waits for a line on stdin).
+    let dir = temp_dir("explain-pid");
+    let data = dir.join("x\u{1b}[31mred\nline.bin");
+    let job = "import mmap,os,sys; p=sys.argv[1]; f=open(p,'wb+'); f.truncate(1<<20); \
+               m=mmap.mmap(f.fileno(), 1<<20); sys.stdin.readline(); os.truncate(p, 0); m[8192]";
+    let mut child = std::process::Command::new("python3")
+        .args(["-c", job, data.to_str().unwrap(), WATCHED_MARK])
+        .stdin(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut explain = std::process::Command::new(BIN)
+        .args(["explain", "--pid", &child.id().to_string()])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut first = String::new();
+    let mut stdout = std::io::BufReader::new(explain.stdout.take().unwrap());
+    std::io::BufRead::read_line(&mut stdout, &mut first).unwrap();
+    assert!(first.starts_with("following"), "{first}");
+    std::io::Write::write_all(child.stdin.as_mut().unwrap(), b"go\n").unwrap();
+    let _ = child.wait();
+    let said = stderr(&explain.wait_with_output().unwrap());
+    assert!(said.contains("mapped-file"), "{said}");
+    // The escape shown as its code, the newline as /proc/PID/maps writes it (`\\012`).
+    assert!(said.contains(r"x\u{1b}[31mred\\012line.bin"), "{said}");
+    assert!(
+        !said.contains('\u{1b}'),
+        "a raw escape reached the terminal: {said:?}"
+    );
+}

@@ -13,6 +13,7 @@ use anyhow::{bail, Context, Result};
 use crate::explain::judge::{self, Ending};
 use crate::explain::tracer::{self, Traced};
 use crate::explain::Fault;
+use crate::present::terminal::shown;
 
 const AFTER_HELP: &str = "\
 Examples:
@@ -93,7 +94,8 @@ pub(crate) fn run(args: Args) -> Result<ExitCode> {
             return;
         }
         let Some(why) = explained(fault) else { return };
-        eprintln!("shmbench explain: {}: {}", why.cause, why.line());
+        // The facts hold the job's own names (a mapped file's path): data, never a control.
+        eprintln!("shmbench explain: {}: {}", why.cause, shown(&why.line()));
         eprintln!("  fix: {}", why.fix);
         if let Some(file) = out.as_mut() {
             let line = serde_json::to_string(&why).unwrap_or_default();

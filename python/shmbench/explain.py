@@ -44,13 +44,17 @@ class Follower:
 
     def render(self):
         """The causes found so far, as the lines `shmbench watch` prints; "" when none."""
+        def shown(text):
+            # The facts hold the job's own names (a mapped file's path): data, never a control.
+            return "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)
+
         lines = []
         for e in self.explanations():
             # A handler re-raising the fault it caught (torch's worker handler) is that fault's.
             if e["cause"] == "sent" and any("raised it itself" in f for f in e["facts"]):
                 continue
             lines.append(f"shmbench: cause: {e['cause']}")
-            lines.extend(f"  {fact}" for fact in e["facts"])
+            lines.extend(f"  {shown(fact)}" for fact in e["facts"])
             lines.append(f"  fix: {e['fix']}")
         return "\n".join(lines) + "\n" if lines else ""
 
