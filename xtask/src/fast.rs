@@ -152,8 +152,8 @@ pub fn run() -> ExitCode {
             failed += 1;
         }
     }
-    if let Some(dir) = scratch {
-        println!("== the tests' scratch directory: {}", dir.remove());
+    if scratch.is_some_and(|dir| !dir.remove_and_say()) {
+        failed += 1;
     }
     let took = began.elapsed().as_secs_f64();
     if failed == 0 {

@@ -177,14 +177,19 @@ fn test(extra: &[String], env: &[(String, String)]) -> ExitCode {
     }
     let status = command.status();
     let took = began.elapsed().as_secs_f64();
+    let mut removed = true;
     if let Some(dir) = scratch {
         if let Ok(held) = std::fs::read_to_string(dir.path().join("lanes.tsv")) {
             print!("{}", lanes::summary(&held));
             println!("{}", lanes::keep(&held));
         }
-        println!("== the tests' scratch directory: {}", dir.remove());
+        removed = dir.remove_and_say();
     }
     match status {
+        Ok(s) if s.success() && !removed => {
+            eprintln!("== tests passed in {took:.1} s, but their scratch directory stayed");
+            ExitCode::from(1)
+        }
         Ok(s) if s.success() => {
             println!("== tests passed in {took:.1} s");
             ExitCode::SUCCESS

@@ -25,8 +25,10 @@ impl Scratch {
     }
 
     /// Removes the directory, unless something is still mounted inside it (removing would reach
-    /// into that file system): then it is left, and said.
-    pub(crate) fn remove(self) -> String {
+    /// into that file system): then it is left, and the error says so. The run fails on an
+    /// error: this directory is the one leftover of the tests' that only the run can name (a
+    /// check by name pattern afterwards would also judge another run's directory).
+    pub(crate) fn remove(self) -> Result<String, String> {
         let mounts = std::fs::read_to_string("/proc/self/mountinfo").unwrap_or_default();
         let inside = format!("{}/", self.0.display());
         let mounted = mounts
@@ -35,14 +37,28 @@ impl Scratch {
             .filter(|point| point.starts_with(&inside) || *point == self.0.to_str().unwrap_or(""))
             .count();
         if mounted > 0 {
-            return format!(
+            return Err(format!(
                 "left {}: {mounted} mount(s) inside it are still there",
                 self.0.display()
-            );
+            ));
         }
         match std::fs::remove_dir_all(&self.0) {
-            Ok(()) => format!("removed {}", self.0.display()),
-            Err(e) => format!("could not remove {}: {e}", self.0.display()),
+            Ok(()) => Ok(format!("removed {}", self.0.display())),
+            Err(e) => Err(format!("could not remove {}: {e}", self.0.display())),
+        }
+    }
+
+    /// Removes the directory and says so; false when it stays (the run then fails).
+    pub(crate) fn remove_and_say(self) -> bool {
+        match self.remove() {
+            Ok(what) => {
+                println!("== the tests' scratch directory: {what}");
+                true
+            }
+            Err(why) => {
+                eprintln!("== the tests' scratch directory: {why}");
+                false
+            }
         }
     }
 }
