@@ -12,6 +12,9 @@ pub const LIFELINE_ENV: &str = "SHMBENCH_LIFELINE";
 pub const GUEST_CELL_FILE: &str = "/cell.json";
 /// The console line a VM guest prints its record behind.
 pub const RECORD_MARK: &str = "SHMBENCH-RECORD ";
+/// Set by a VM guest's init for its cell: the machine is shmbench's own, booted for the cell, so
+/// an injection that costs the kernel a page for good (memory-error) may run there.
+pub const GUEST_ENV: &str = "SHMBENCH_VM_GUEST";
 /// The console line a VM guest without a cell prints (the accelerator probe).
 pub const READY_MARK: &str = "SHMBENCH-READY";
 

@@ -125,6 +125,7 @@ fn explain(
         Status::Enospc => Some(Said::Enospc),
         Status::Emfile => Some(Said::Emfile),
         Status::Enomem => Some(Said::Enomem),
+        Status::Enoent => Some(Said::Enoent),
         Status::Sigbus => Some(Said::BusError),
         _ => None,
     };

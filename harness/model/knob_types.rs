@@ -214,6 +214,12 @@ pub enum Inject {
     KillBus,
     /// A worker writes a hugetlb mapping made without a reservation, with no huge page free.
     HugePages,
+    /// A file_system segment removed from /dev/shm by another process before the main opens it
+    /// (systemd-logind's RemoveIPC, a cleaner).
+    SegmentRemoved,
+    /// A worker's page poisoned with madvise(MADV_HWPOISON), as a memory error poisons one; only
+    /// in shmbench's VM guests (the page is lost to the kernel for good).
+    MemoryError,
 }
 
 impl Inject {

@@ -145,7 +145,7 @@ knobs! {
             "The container engine of runtime docker: docker, or podman (its Docker-compatible service; started on a socket of the run's own and stopped after when none answers). Podman's default /dev/shm is 64000k, not 64 MiB. podman implies runtime docker";
         #[arg(long, value_enum)]
         inject: Inject => Inject = Some(Inject::None), identity,
-            "Emulated loader: make a cause of a Bus error happen mid-run (docs/EXPLAIN.md): truncated-file (the workers read a mapped dataset file the main truncates), kill-bus (the main sends a worker SIGBUS), huge-pages (a worker writes a hugetlb mapping with no huge page free; skipped, and the cell passes, where huge pages are free); none";
+            "Emulated loader: make a cause of a Bus error happen mid-run (docs/EXPLAIN.md): truncated-file (the workers read a mapped dataset file the main truncates), kill-bus (the main sends a worker SIGBUS), huge-pages (a worker writes a hugetlb mapping with no huge page free; skipped, and the cell passes, where huge pages are free), segment-removed (strategy file_system: a batch's segment removed from /dev/shm by another process before the main opens it), memory-error (a worker's page poisoned with MADV_HWPOISON: only in a VM guest, `--runtime vm` or `--kernels`, whose kernel has CONFIG_MEMORY_FAILURE; elsewhere the cell is an error); none";
         #[arg(long, value_name = "NAME")]
         oci_runtime: OciRuntime => OciRuntime = Some(OciRuntime::default()), identity,
             "The OCI runtime the engine starts the container with: default (the engine's), runc, crun, runsc (gVisor), or any runtime the engine has registered; the row records its version. Any value but default implies runtime docker";

@@ -34,6 +34,10 @@ pub enum Status {
     /// mmap refused with ENOMEM: the process holds vm.max_map_count mappings (one per batch it
     /// keeps alive), torch's "unable to mmap ... Cannot allocate memory (12)".
     Enomem,
+    /// A file_system segment was gone when the main opened it by name (removed under the job:
+    /// systemd-logind's RemoveIPC, a cleaner), torch's "unable to open shared memory object
+    /// ... No such file or directory (2)".
+    Enoent,
     /// No progress within the watchdog's time, or a Slurm task past its time limit.
     Timeout,
     /// The kubelet evicted the pod that ran the cell (node memory pressure, or an emptyDir over
@@ -60,6 +64,7 @@ impl fmt::Display for Status {
             Status::Oom => "oom",
             Status::Emfile => "emfile",
             Status::Enomem => "enomem",
+            Status::Enoent => "enoent",
             Status::Timeout => "timeout",
             Status::Evicted => "evicted",
             Status::Error => "error",

@@ -10,11 +10,19 @@
 //! - huge-pages: the worker given the injection step's task writes a hugetlb mapping made with
 //!   MAP_NORESERVE; with no huge page free the kernel can back it with none. Where huge pages are
 //!   free it is skipped: it would take one of the node's.
+//! - segment-removed (file_system only): once the injection step's batch arrives, another
+//!   process (a child of the main's) removes its segment from /dev/shm before the main opens it
+//!   by name, as systemd-logind's RemoveIPC or a cleaner does under a job: ENOENT.
+//! - memory-error: the worker given the injection step's task poisons a page of its own with
+//!   madvise(MADV_HWPOISON) and reads it, as a memory error found by the kernel poisons one
+//!   (BUS_MCEERR_AR on the read). The page is lost to the kernel until it reboots, so this runs
+//!   only in shmbench's VM guests (their init says so in the cell's environment), where the
+//!   cell keeps the capability it needs; anywhere else the cell is refused before it starts.
 
 use std::os::fd::AsRawFd;
 
 use model::config::CellConfig;
-use model::knobs::Inject;
+use model::knobs::{Inject, Strategy};
 
 /// The workers' environment variable naming the dataset file: /proc/<main>/fd/<fd>.
 const DATASET_ENV: &str = "SHMBENCH_INJECT_DATASET";
@@ -38,6 +46,15 @@ impl Main {
     /// Before the workers start: the dataset file, for truncated-file.
     pub fn prepare(config: &CellConfig) -> std::io::Result<Main> {
         let inject = config.knobs.inject;
+        if inject == Inject::MemoryError {
+            memory_error_possible()?;
+        }
+        if inject == Inject::SegmentRemoved && config.knobs.strategy != Strategy::FileSystem {
+            return Err(std::io::Error::other(
+                "inject segment-removed needs strategy file_system: only its segments are \
+                 opened by name, so only they can be removed before they are opened",
+            ));
+        }
         let dataset = match inject {
             Inject::TruncatedFile => {
                 let file = tempfile::tempfile()?;
@@ -80,9 +97,63 @@ impl Main {
             Inject::KillBus => unsafe {
                 libc::kill(worker0 as libc::pid_t, libc::SIGBUS);
             },
-            Inject::HugePages | Inject::None => {}
+            Inject::HugePages | Inject::MemoryError | Inject::SegmentRemoved | Inject::None => {}
         }
     }
+
+    /// Before the main opens the file_system segment `name` of task `idx`: for segment-removed,
+    /// once, from the injection step on, the segment removed by another process.
+    pub fn before_open(&mut self, name: &str, idx: u64) {
+        if self.inject != Inject::SegmentRemoved || self.done || idx + 1 < self.at {
+            return;
+        }
+        self.done = true;
+        remove_in_child(name);
+    }
+}
+
+/// Removes /dev/shm's `name` in a child process, as a cleaner beside the job would, and waits for
+/// it. The main has threads, so the child only makes async-signal-safe calls (the path is
+/// built before the fork).
+fn remove_in_child(name: &str) {
+    let Ok(path) = std::ffi::CString::new(format!("/dev/shm/{}", name.trim_start_matches('/')))
+    else {
+        return;
+    };
+    // SAFETY: the child calls only unlink(2) and _exit(2); the parent waits for it.
+    unsafe {
+        match libc::fork() {
+            0 => {
+                libc::unlink(path.as_ptr());
+                libc::_exit(0);
+            }
+            pid if pid > 0 => {
+                let mut status = 0;
+                libc::waitpid(pid, &mut status, 0);
+            }
+            _ => {}
+        }
+    }
+}
+
+/// Whether memory-error may and can run here: in a VM guest of shmbench's (a node's page must
+/// never be poisoned), under a kernel built with CONFIG_MEMORY_FAILURE.
+fn memory_error_possible() -> std::io::Result<()> {
+    if std::env::var_os(crate::protocol::GUEST_ENV).is_none() {
+        return Err(std::io::Error::other(
+            "inject memory-error poisons a page of the kernel's for good, so it runs only in a VM \
+             guest shmbench boots: add --runtime vm --kernel debian:VERSION (or --kernels)",
+        ));
+    }
+    // The sysctl exists exactly when the kernel handles memory failures.
+    if !std::path::Path::new("/proc/sys/vm/memory_failure_recovery").exists() {
+        return Err(std::io::Error::other(
+            "inject memory-error: this kernel was built without CONFIG_MEMORY_FAILURE, so \
+             MADV_HWPOISON cannot poison a page; boot one with it (Debian's generic flavor has it, \
+             e.g. debian:6.1.0-57-amd64; its cloud flavor does not)",
+        ));
+    }
+    Ok(())
 }
 
 /// A worker's side.
@@ -121,6 +192,35 @@ impl Worker {
         {
             write_unreserved_huge_page();
         }
+        if self.inject == Inject::MemoryError && idx + 1 == self.at {
+            read_poisoned_page();
+        }
+    }
+}
+
+/// Poisons one page of a fresh private mapping and reads it: the kernel unmapped the page and
+/// raises SIGBUS (BUS_MCEERR_AR) on the read, as on a page a memory error took. MADV_HWPOISON
+/// needs CAP_SYS_ADMIN, which a guest's cell keeps; without it nothing happens and the cell passes.
+fn read_poisoned_page() {
+    let flags = libc::MAP_PRIVATE | libc::MAP_ANONYMOUS;
+    // SAFETY: a fresh anonymous mapping of one page, written and read within it.
+    unsafe {
+        let ptr = libc::mmap(
+            std::ptr::null_mut(),
+            PAGE,
+            libc::PROT_READ | libc::PROT_WRITE,
+            flags,
+            -1,
+            0,
+        );
+        if ptr == libc::MAP_FAILED {
+            return;
+        }
+        std::ptr::write_volatile(ptr as *mut u8, 1);
+        if libc::madvise(ptr, PAGE, libc::MADV_HWPOISON) == 0 {
+            std::ptr::read_volatile(ptr as *const u8);
+        }
+        libc::munmap(ptr, PAGE);
     }
 }
 

@@ -151,6 +151,9 @@ impl Loop<'_> {
                         Some(_) => None,
                     };
                     let label = name.clone().unwrap_or_else(|| "fd from the worker".into());
+                    if let (Some(name), Some(inject)) = (&name, self.owned.inject.as_mut()) {
+                        inject.before_open(name, idx);
+                    }
                     let shared = consumer::map_received(fd, name, bytes).map_err(|e| {
                         let status = match e.raw_os_error() {
                             // torch's words (MapAllocator), then why.
@@ -159,6 +162,11 @@ impl Loop<'_> {
                                 format!("unable to mmap {bytes} bytes from file <{label}>: Cannot allocate memory (12) (batch {idx}): {ENOMEM_HINT}"),
                             ),
                             Some(libc::EMFILE) => Status::Emfile,
+                            // torch's words (THManagedMapAllocator opening a file_system name).
+                            Some(libc::ENOENT) => return Stop::new(
+                                Status::Enoent,
+                                format!("unable to open shared memory object <{label}> in read-write mode: No such file or directory (2) (batch {idx})"),
+                            ),
                             _ => Status::Error,
                         };
                         Stop::new(

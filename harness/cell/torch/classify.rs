@@ -90,6 +90,8 @@ pub fn status_of_words(message: &str) -> Option<Status> {
         || message.contains("No space left on device")
     {
         Some(Status::Enospc)
+    } else if message.contains("shared memory object") && message.contains("No such file") {
+        Some(Status::Enoent)
     } else if message.contains("Too many open files") {
         Some(Status::Emfile)
     } else if message.contains("DataLoader timed out") {

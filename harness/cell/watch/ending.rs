@@ -157,6 +157,7 @@ fn said(evidence: &[String]) -> Option<Said> {
         Some(Status::Enospc) => Some(Said::EnospcElsewhere),
         Some(Status::Emfile) => Some(Said::Emfile),
         Some(Status::Enomem) => Some(Said::Enomem),
+        Some(Status::Enoent) => Some(Said::Enoent),
         _ if killed_by(l) == Some(libc::SIGBUS) || l.contains("Bus error") => Some(Said::BusError),
         _ => None,
     })
