@@ -216,7 +216,9 @@ impl Tracer {
         traced.untraced = if !trace {
             Some("tracing was turned off (--no-trace)".into())
         } else {
-            seize(pid, self.go_to_child.is_none(), &mut threads).err()
+            seize(pid, self.go_to_child.is_none(), &mut threads)
+                .err()
+                .map(|refused| refused.to_string())
         };
         if let Some(go) = &self.go_to_child {
             // SAFETY: one byte to our own pipe.
@@ -277,12 +279,19 @@ impl Tracer {
     }
 }
 
+/// Why ptrace would not seize a process, as the row says it.
+#[derive(Debug)]
+struct Refused(nix::Error);
+
+impl std::fmt::Display for Refused {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "ptrace refused ({}): another tracer, a sandbox without ptrace, kernel.yama.ptrace_scope, or no permission", self.0)
+    }
+}
+
 /// Seizes `pid`, and with `every_thread` each of its threads (a running process: a started one
 /// has one thread yet), noting the threads; why not, when refused.
-fn seize(pid: u32, every_thread: bool, threads: &mut BTreeSet<u32>) -> Result<(), String> {
-    let refused = |e: nix::Error| {
-        format!("ptrace refused ({e}): another tracer, a sandbox without ptrace, kernel.yama.ptrace_scope, or no permission")
-    };
+fn seize(pid: u32, every_thread: bool, threads: &mut BTreeSet<u32>) -> Result<(), Refused> {
     let mut seized = ptrace::seize(Pid::from_raw(pid as i32), options());
     // A running process that consents (prctl(PR_SET_PTRACER) under Yama) may do so a moment
     // after its helper starts: a refusal is tried again for a second.
@@ -293,7 +302,7 @@ fn seize(pid: u32, every_thread: bool, threads: &mut BTreeSet<u32>) -> Result<()
         std::thread::sleep(std::time::Duration::from_millis(20));
         seized = ptrace::seize(Pid::from_raw(pid as i32), options());
     }
-    seized.map_err(refused)?;
+    seized.map_err(Refused)?;
     if every_thread {
         let tasks = std::fs::read_dir(format!("/proc/{pid}/task"))
             .into_iter()

@@ -11,6 +11,7 @@
 //! layer's `lib.rs`) assembling its own parts (re-exports, dispatch) is not a cycle: a Rust
 //! folder is built that way. Every other import between files must be acyclic.
 
+mod cycles;
 mod manifests;
 mod removals;
 mod scan;
@@ -18,11 +19,11 @@ mod scan;
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
-use scan::{code_only, imports};
+use scan::code_only;
 
 /// What the source tree looks like to the checker: module path (`cell::loader::pool`) -> its file
 /// (relative to the crate root) and source.
-type Tree = BTreeMap<Vec<String>, (String, String)>;
+pub(crate) type Tree = BTreeMap<Vec<String>, (String, String)>;
 
 /// The `layers` block of ARCHITECTURE.md: layer -> the layers it may import.
 fn declared_layers(markdown: &str) -> BTreeMap<String, BTreeSet<String>> {
@@ -59,7 +60,7 @@ fn problems(tree: &Tree, layers: &BTreeMap<String, BTreeSet<String>>) -> Vec<Str
             }
         }
     }
-    if let Some(cycle) = find_cycle(
+    if let Some(cycle) = cycles::find_cycle(
         &layers
             .iter()
             .map(|(l, a)| (vec![l.clone()], a.iter().map(|x| vec![x.clone()]).collect()))
@@ -67,57 +68,23 @@ fn problems(tree: &Tree, layers: &BTreeMap<String, BTreeSet<String>>) -> Vec<Str
     ) {
         found.push(format!(
             "ARCHITECTURE.md: the layers form a cycle: {}",
-            show(&cycle)
+            cycles::show(&cycle)
         ));
     }
-    let known: BTreeSet<Vec<String>> = tree.keys().cloned().collect();
-    let mut graph: BTreeMap<Vec<String>, BTreeSet<Vec<String>>> = BTreeMap::new();
-    let mut lines: BTreeMap<(Vec<String>, Vec<String>), (usize, String)> = BTreeMap::new();
-    for (module, (file, src)) in tree {
-        graph.entry(module.clone()).or_default();
-        let Some(layer) = module.first() else {
-            continue;
-        };
-        if !layers.contains_key(layer) {
+    for (module, (file, _)) in tree {
+        if let Some(layer) = module.first().filter(|l| !layers.contains_key(*l)) {
             found.push(format!(
                 "{file}: folder `{layer}` is not a layer of ARCHITECTURE.md: add it to the map"
             ));
-            continue;
-        }
-        // A layer's crate root is its folder; the command line's is the root package's.
-        let crate_root = if layer == "cli" {
-            &[][..]
-        } else {
-            &module[..1]
-        };
-        for import in imports(module, crate_root, src, &known) {
-            // A folder's mod.rs using its own parts is how a folder is built, not a cycle.
-            if import.target.starts_with(module) {
-                continue;
-            }
-            lines
-                .entry((module.clone(), import.target.clone()))
-                .or_insert((import.line, import.written.clone()));
-            graph
-                .entry(module.clone())
-                .or_default()
-                .insert(import.target);
         }
     }
-    if let Some(cycle) = find_cycle(&graph) {
-        let steps: Vec<String> = cycle
-            .windows(2)
-            .map(|w| {
-                let (line, written) = &lines[&(w[0].clone(), w[1].clone())];
-                format!("{}:{line} uses {written}", tree[&w[0]].0)
-            })
-            .collect();
-        found.push(format!(
-            "import cycle {}: {}",
-            show(&cycle),
-            steps.join("; ")
-        ));
-    }
+    // A layer's crate root is its folder; the command line's is the root package's.
+    let crate_root = |module: &[String]| match module.first() {
+        Some(layer) if layer == "cli" => Some(Vec::new()),
+        Some(layer) if layers.contains_key(layer) => Some(module[..1].to_vec()),
+        _ => None,
+    };
+    found.extend(cycles::import_cycle(tree, &crate_root));
     for (module, (file, src)) in tree {
         let layer = module.first().map(String::as_str).unwrap_or("");
         let code = code_only(src);
@@ -145,59 +112,8 @@ fn problems(tree: &Tree, layers: &BTreeMap<String, BTreeSet<String>>) -> Vec<Str
     found
 }
 
-fn show(cycle: &[Vec<String>]) -> String {
-    cycle
-        .iter()
-        .map(|m| m.join("::"))
-        .collect::<Vec<_>>()
-        .join(" -> ")
-}
-
-/// A cycle in `graph` (first node repeated at the end), if there is one.
-fn find_cycle(graph: &BTreeMap<Vec<String>, BTreeSet<Vec<String>>>) -> Option<Vec<Vec<String>>> {
-    #[derive(Clone, Copy, PartialEq)]
-    enum Mark {
-        Open,
-        Done,
-    }
-    fn visit(
-        node: &Vec<String>,
-        graph: &BTreeMap<Vec<String>, BTreeSet<Vec<String>>>,
-        marks: &mut BTreeMap<Vec<String>, Mark>,
-        stack: &mut Vec<Vec<String>>,
-    ) -> Option<Vec<Vec<String>>> {
-        match marks.get(node) {
-            Some(Mark::Done) => return None,
-            Some(Mark::Open) => {
-                let from = stack.iter().position(|n| n == node)?;
-                let mut cycle = stack[from..].to_vec();
-                cycle.push(node.clone());
-                return Some(cycle);
-            }
-            None => {}
-        }
-        marks.insert(node.clone(), Mark::Open);
-        stack.push(node.clone());
-        for next in graph.get(node).into_iter().flatten() {
-            if let Some(c) = visit(next, graph, marks, stack) {
-                return Some(c);
-            }
-        }
-        stack.pop();
-        marks.insert(node.clone(), Mark::Done);
-        None
-    }
-    let mut marks = BTreeMap::new();
-    for node in graph.keys() {
-        if let Some(c) = visit(node, graph, &mut marks, &mut Vec::new()) {
-            return Some(c);
-        }
-    }
-    None
-}
-
 /// The Rust files under `dir`, at any depth (none when it does not exist).
-fn rust_files(dir: &Path) -> Vec<PathBuf> {
+pub(crate) fn rust_files(dir: &Path) -> Vec<PathBuf> {
     let mut out = Vec::new();
     for entry in std::fs::read_dir(dir).into_iter().flatten().flatten() {
         let path = entry.path();
@@ -292,6 +208,7 @@ fn the_code_follows_architecture_md() {
     found.extend(manifests::problems(root, &layers));
     found.extend(unmapped(&tree, &code_map(&map)));
     found.extend(long_files(root, &["tests", "xtask/src", "benches"]));
+    found.extend(cycles::beside_the_harness(root));
     assert!(found.is_empty(), "\n{}\n", found.join("\n"));
 }
 

@@ -20,7 +20,7 @@ const REMOVERS: [(&str, &str); 10] = [
     ),
     (
         "harness/cell/loader/segment.rs",
-        "the loader unlinks the segment it just made and maps, as torch does",
+        "the loader unlinks the segments it made: the one it just mapped, as torch does, and (the segment-removed injection) one named with its own token",
     ),
     (
         "harness/cli/internal.rs",

@@ -3,7 +3,7 @@
 
 use std::sync::Once;
 
-use crate::needs::run;
+use crate::host::run;
 
 fn is_root() -> bool {
     std::fs::read_to_string("/proc/self/status")
@@ -17,19 +17,19 @@ fn is_root() -> bool {
 }
 
 /// Installs `packages` with apt-get.
-pub fn install(packages: &[&str]) -> Result<(), String> {
+pub fn install(packages: &[&str]) -> anyhow::Result<()> {
     let command = format!(
         "sudo apt-get update && sudo apt-get install -y {}",
         packages.join(" ")
     );
     if !is_root() {
-        return Err(format!(
+        return Err(anyhow::anyhow!(
             "needs the Debian package(s) {}, and installing them needs root: run\n    {command}\nthen run this again",
             packages.join(", ")
         ));
     }
-    if !crate::needs::on_path("apt-get") {
-        return Err(format!(
+    if !crate::host::on_path("apt-get") {
+        return Err(anyhow::anyhow!(
             "needs the package(s) {} and there is no apt-get here: install them with your distribution's package manager",
             packages.join(", ")
         ));
@@ -41,7 +41,7 @@ pub fn install(packages: &[&str]) -> Result<(), String> {
 }
 
 /// Refreshes the package lists, once per run.
-pub fn update() -> Result<(), String> {
+pub fn update() -> anyhow::Result<()> {
     static UPDATED: Once = Once::new();
     let mut updated = Ok(());
     UPDATED.call_once(|| updated = run(&["apt-get", "update", "-qq"]));

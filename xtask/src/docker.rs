@@ -9,7 +9,8 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use crate::apt;
-use crate::needs::{on_path, Need};
+use crate::host::on_path;
+use crate::need::Need;
 
 /// Where the engine listens: `DOCKER_HOST` (a unix:// address) or the local socket.
 fn socket() -> PathBuf {
@@ -55,7 +56,7 @@ impl Need for Engine {
         Some("SHMBENCH_SKIP_DOCKER")
     }
 
-    fn ensure(&self) -> Result<String, String> {
+    fn ensure(&self) -> anyhow::Result<String> {
         if answers() {
             return Ok(format!("answers at {}", socket().display()));
         }
@@ -66,16 +67,16 @@ impl Need for Engine {
         }
         let log = std::env::temp_dir().join("shmbench-dockerd.log");
         let file = std::fs::File::create(&log)
-            .map_err(|e| format!("cannot create {}: {e}", log.display()))?;
+            .map_err(|e| anyhow::anyhow!("cannot create {}: {e}", log.display()))?;
         // Started in its own session so it outlives this command (and the tests after it).
         let spawned = Command::new("setsid")
             .arg("dockerd")
             .stdin(Stdio::null())
-            .stdout(file.try_clone().map_err(|e| e.to_string())?)
+            .stdout(file.try_clone()?)
             .stderr(file)
             .spawn();
         if let Err(e) = spawned {
-            return Err(format!(
+            return Err(anyhow::anyhow!(
                 "cannot start dockerd ({e}): start the engine yourself (`sudo systemctl start docker`, or `sudo dockerd &`), or set SHMBENCH_SKIP_DOCKER=1 to skip the Docker tests"
             ));
         }
@@ -89,7 +90,7 @@ impl Need for Engine {
         }
         let tail = std::fs::read_to_string(&log).unwrap_or_default();
         let tail: Vec<&str> = tail.lines().rev().take(15).collect();
-        Err(format!(
+        Err(anyhow::anyhow!(
             "dockerd did not answer within {} s. The end of its log ({}):\n{}",
             START_TIMEOUT.as_secs(),
             log.display(),

@@ -15,7 +15,7 @@ use std::path::Path;
 use std::process::{Command, ExitCode};
 use std::time::Instant;
 
-use crate::needs::DEJAVU;
+use crate::tools::DEJAVU;
 
 /// The modules of `tests/tests.rs` that never take the machine lock.
 fn pure_modules(root: &Path) -> Vec<String> {
@@ -104,7 +104,7 @@ fn skipped() -> Vec<(&'static str, &'static str)> {
 
 pub fn run() -> ExitCode {
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
-    let root = crate::workspace_root();
+    let root = crate::host::workspace_root();
     let began = Instant::now();
     for (var, what) in skipped() {
         println!("== skipped here: {what} ({var}=1; `cargo xtask test` runs it)");

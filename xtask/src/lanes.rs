@@ -43,7 +43,7 @@ pub(crate) fn summary(held: &str) -> String {
 pub(crate) fn keep(held: &str) -> String {
     let target = std::env::var_os("CARGO_TARGET_DIR")
         .map(std::path::PathBuf::from)
-        .unwrap_or_else(|| crate::workspace_root().join("target"));
+        .unwrap_or_else(|| crate::host::workspace_root().join("target"));
     let kept = target.join("lanes.tsv");
     match std::fs::create_dir_all(&target).and_then(|()| std::fs::write(&kept, held)) {
         Ok(()) => format!("   every test's time in its lane: {}", kept.display()),

@@ -12,8 +12,9 @@
 mod apt;
 mod docker;
 mod fast;
+mod host;
 mod lanes;
-mod needs;
+mod need;
 mod oci_runtimes;
 mod prometheus;
 mod pypi;
@@ -21,12 +22,15 @@ mod rootless;
 mod sarif;
 mod scratch;
 mod slurm;
+mod tools;
 mod torch;
 mod venv;
 mod vm;
 mod wheel;
 
 use std::process::{Command, ExitCode};
+
+use need::Need;
 use std::time::Instant;
 
 const USAGE: &str = "usage: cargo xtask <command>
@@ -49,18 +53,24 @@ examples:
   SHMBENCH_SKIP_SLURM=1 cargo xtask test   # no Slurm cluster: skip the tests that submit jobs
   SHMBENCH_SKIP_SARIF=1 cargo xtask test   # no crates.io or PyPI: skip the SARIF schema check";
 
-/// The workspace this xtask runs for. `cargo run` sets CARGO_MANIFEST_DIR for the process it
-/// starts; the path compiled in is only the fallback, because one CARGO_TARGET_DIR shared by
-/// several checkouts (as `.ci/run`'s cache is) keeps the xtask built in another clone, whose
-/// files may be gone (the wheel's `maturin build` once failed to start in a removed clone).
-pub(crate) fn workspace_root() -> std::path::PathBuf {
-    let xtask = std::env::var_os("CARGO_MANIFEST_DIR")
-        .map(std::path::PathBuf::from)
-        .unwrap_or_else(|| std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")));
-    xtask
-        .parent()
-        .map(std::path::Path::to_path_buf)
-        .unwrap_or(xtask)
+/// Every requirement, in the order it is set up (a new one is a new entry here).
+fn needs() -> Vec<Box<dyn Need>> {
+    vec![
+        Box::new(tools::Commands),
+        Box::new(tools::Font),
+        Box::new(docker::Engine),
+        Box::new(oci_runtimes::Runtimes),
+        Box::new(rootless::RootlessUser),
+        Box::new(torch::Torch),
+        Box::new(pypi::K8S_VALIDATE),
+        Box::new(pypi::RAY),
+        Box::new(pypi::MATURIN),
+        Box::new(wheel::Wheel),
+        Box::new(sarif::Schema),
+        Box::new(vm::Qemu),
+        Box::new(prometheus::Prometheus),
+        Box::new(slurm::Cluster),
+    ]
 }
 
 fn main() -> ExitCode {
@@ -106,7 +116,7 @@ fn main() -> ExitCode {
 fn setup() -> Result<Vec<(String, String)>, ExitCode> {
     let mut env = Vec::new();
     let started = Instant::now();
-    for need in needs::all() {
+    for need in needs() {
         let name = need.name();
         if let Some(var) = need
             .skip_variable()
@@ -124,7 +134,7 @@ fn setup() -> Result<Vec<(String, String)>, ExitCode> {
                 env.extend(need.env());
             }
             Err(why) => {
-                eprintln!("== {name}: FAILED after {took:.1} s\n{why}");
+                eprintln!("== {name}: FAILED after {took:.1} s\n{why:#}");
                 return Err(ExitCode::from(1));
             }
         }
@@ -135,7 +145,7 @@ fn setup() -> Result<Vec<(String, String)>, ExitCode> {
 
 /// Ends what the set-up started for the tests (the Slurm cluster), whatever the tests did.
 fn teardown() {
-    for need in needs::all() {
+    for need in needs() {
         if need
             .skip_variable()
             .is_some_and(|v| std::env::var_os(v).is_some())

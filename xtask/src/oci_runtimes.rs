@@ -6,7 +6,8 @@
 
 use std::path::{Path, PathBuf};
 
-use crate::needs::{cache_dir, on_path, run, Need};
+use crate::host::{cache_dir, on_path, run};
+use crate::need::Need;
 use crate::{apt, docker};
 
 const CONFIG: &str = "/etc/docker/daemon.json";
@@ -36,7 +37,7 @@ impl Need for Runtimes {
         Some("SHMBENCH_SKIP_RUNTIMES")
     }
 
-    fn ensure(&self) -> Result<String, String> {
+    fn ensure(&self) -> anyhow::Result<String> {
         let mut done = Vec::new();
         let missing: Vec<&str> = ["podman", "crun", "runsc"]
             .into_iter()
@@ -46,8 +47,9 @@ impl Need for Runtimes {
             apt::install(&missing)?;
             done.push(format!("installed {}", missing.join(", ")));
         }
-        let known = engine_runtimes()
-            .ok_or("the Docker engine did not say which runtimes it has (GET /info)")?;
+        let known = engine_runtimes().ok_or_else(|| {
+            anyhow::anyhow!("the Docker engine did not say which runtimes it has (GET /info)")
+        })?;
         let wanted: Vec<_> = REGISTERED
             .iter()
             .filter(|(name, ..)| !known.iter().any(|k| k == name))
@@ -89,12 +91,14 @@ impl Need for Runtimes {
 /// changes what the file names, and the original may not name `runtimes` at all: the engine
 /// is reloaded first from the original with its own runtimes written out (none, when it had
 /// none), so it drops the tests' ones, and then the file gets the original's exact bytes.
-fn put_back(before: Option<&[u8]>) -> Result<(), String> {
+fn put_back(before: Option<&[u8]>) -> anyhow::Result<()> {
     let mut config: serde_json::Value = match before {
-        Some(text) => serde_json::from_slice(text).map_err(|e| e.to_string())?,
+        Some(text) => serde_json::from_slice(text)?,
         None => serde_json::json!({}),
     };
-    let object = config.as_object_mut().ok_or("not a JSON object")?;
+    let object = config
+        .as_object_mut()
+        .ok_or_else(|| anyhow::anyhow!("not a JSON object"))?;
     object
         .entry("runtimes")
         .or_insert_with(|| serde_json::json!({}));
@@ -102,8 +106,8 @@ fn put_back(before: Option<&[u8]>) -> Result<(), String> {
         .as_object()
         .map(|r| r.keys().cloned().collect())
         .unwrap_or_default();
-    let text = serde_json::to_string_pretty(&config).map_err(|e| e.to_string())?;
-    std::fs::write(CONFIG, text).map_err(|e| e.to_string())?;
+    let text = serde_json::to_string_pretty(&config)?;
+    std::fs::write(CONFIG, text)?;
     reload()?;
     wait_for_runtimes(|known| {
         REGISTERED
@@ -114,11 +118,11 @@ fn put_back(before: Option<&[u8]>) -> Result<(), String> {
         Some(bytes) => std::fs::write(CONFIG, bytes),
         None => std::fs::remove_file(CONFIG),
     }
-    .map_err(|e| e.to_string())
+    .map_err(anyhow::Error::from)
 }
 
 /// Waits until the engine's runtimes satisfy `done` after a reload.
-fn wait_for_runtimes(done: impl Fn(&[String]) -> bool) -> Result<(), String> {
+fn wait_for_runtimes(done: impl Fn(&[String]) -> bool) -> anyhow::Result<()> {
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
     while std::time::Instant::now() < deadline {
         if done(&engine_runtimes().unwrap_or_default()) {
@@ -126,7 +130,7 @@ fn wait_for_runtimes(done: impl Fn(&[String]) -> bool) -> Result<(), String> {
         }
         std::thread::sleep(std::time::Duration::from_millis(250));
     }
-    Err(format!(
+    Err(anyhow::anyhow!(
         "the Docker engine did not take the runtimes of {CONFIG} after a reload (SIGHUP)"
     ))
 }
@@ -138,38 +142,38 @@ fn engine_runtimes() -> Option<Vec<String>> {
 }
 
 /// Adds `wanted` to the engine's configuration (the original kept first) and reloads it.
-fn register(wanted: &[&(&str, &str, &[&str])]) -> Result<(), String> {
+fn register(wanted: &[&(&str, &str, &[&str])]) -> anyhow::Result<()> {
     let before = std::fs::read(CONFIG).ok();
     let mut config: serde_json::Value = match &before {
-        Some(text) => serde_json::from_slice(text).map_err(|e| format!("{CONFIG} is not JSON ({e}): register crun and runsc yourself, or set SHMBENCH_SKIP_RUNTIMES=1"))?,
+        Some(text) => serde_json::from_slice(text).map_err(|e| anyhow::anyhow!("{CONFIG} is not JSON ({e}): register crun and runsc yourself, or set SHMBENCH_SKIP_RUNTIMES=1"))?,
         None => serde_json::json!({}),
     };
     // A backup already there is from a run that died before putting it back: it, not the
     // configuration that run changed, is the original.
     if !backup().exists() {
-        std::fs::create_dir_all(cache_dir("runtimes")).map_err(|e| e.to_string())?;
+        std::fs::create_dir_all(cache_dir("runtimes"))?;
         let original = before.clone().unwrap_or_else(|| b"absent".to_vec());
         std::fs::write(backup(), original)
-            .map_err(|e| format!("cannot keep {CONFIG}'s original: {e}"))?;
+            .map_err(|e| anyhow::anyhow!("cannot keep {CONFIG}'s original: {e}"))?;
     }
     let runtimes = config
         .as_object_mut()
-        .ok_or(format!("{CONFIG} is not a JSON object"))?
+        .ok_or_else(|| anyhow::anyhow!("{CONFIG} is not a JSON object"))?
         .entry("runtimes")
         .or_insert_with(|| serde_json::json!({}));
     for (name, path, args) in wanted {
         runtimes[*name] = serde_json::json!({"path": path, "runtimeArgs": args});
     }
     if let Some(dir) = Path::new(CONFIG).parent() {
-        std::fs::create_dir_all(dir).map_err(|e| e.to_string())?;
+        std::fs::create_dir_all(dir)?;
     }
-    let text = serde_json::to_string_pretty(&config).map_err(|e| e.to_string())?;
-    std::fs::write(CONFIG, text).map_err(|e| format!("cannot write {CONFIG}: {e}"))?;
+    let text = serde_json::to_string_pretty(&config)?;
+    std::fs::write(CONFIG, text).map_err(|e| anyhow::anyhow!("cannot write {CONFIG}: {e}"))?;
     reload()?;
     wait_for_runtimes(|known| wanted.iter().all(|(n, ..)| known.iter().any(|k| k == n)))
 }
 
 /// SIGHUP to the engine: it rereads its configuration's runtimes.
-fn reload() -> Result<(), String> {
+fn reload() -> anyhow::Result<()> {
     run(&["pkill", "-HUP", "-x", "dockerd"])
 }

@@ -7,7 +7,8 @@ use std::path::PathBuf;
 use std::process::Command;
 
 use crate::apt;
-use crate::needs::{cache_dir, run, Need};
+use crate::host::{cache_dir, run};
+use crate::need::Need;
 
 /// The packages, unpacked under `cache_dir("prometheus")`.
 const PACKAGES: [&str; 2] = ["prometheus", "prometheus-node-exporter"];
@@ -26,10 +27,10 @@ fn unpacked() -> bool {
 }
 
 /// Downloads the packages into the cache and unpacks them there.
-fn unpack() -> Result<(), String> {
+fn unpack() -> anyhow::Result<()> {
     let cache = cache_dir("prometheus");
     let debs = cache.join("debs");
-    std::fs::create_dir_all(&debs).map_err(|e| format!("{}: {e}", debs.display()))?;
+    std::fs::create_dir_all(&debs).map_err(|e| anyhow::anyhow!("{}: {e}", debs.display()))?;
     // The package lists may be missing on a fresh machine; refreshing them needs root.
     let _ = apt::update();
     let status = Command::new("apt-get")
@@ -37,18 +38,15 @@ fn unpack() -> Result<(), String> {
         .args(PACKAGES)
         .current_dir(&debs)
         .status()
-        .map_err(|e| format!("cannot run apt-get download: {e}"))?;
+        .map_err(|e| anyhow::anyhow!("cannot run apt-get download: {e}"))?;
     if !status.success() {
-        return Err(format!(
+        return Err(anyhow::anyhow!(
             "`apt-get download {}` failed ({status}): the node check's tests need Debian's Prometheus packages (or set SHMBENCH_SKIP_PROMETHEUS=1)",
             PACKAGES.join(" ")
         ));
     }
     let root = cache.join("root");
-    for entry in std::fs::read_dir(&debs)
-        .map_err(|e| e.to_string())?
-        .flatten()
-    {
+    for entry in std::fs::read_dir(&debs)?.flatten() {
         let path = entry.path();
         if path.extension().is_some_and(|e| e == "deb") {
             run(&[
@@ -92,13 +90,13 @@ impl Need for Prometheus {
         )]
     }
 
-    fn ensure(&self) -> Result<String, String> {
+    fn ensure(&self) -> anyhow::Result<String> {
         if unpacked() {
             return Ok(format!("{} (cached in {})", version(), bin_dir().display()));
         }
         unpack()?;
         if !unpacked() {
-            return Err(format!(
+            return Err(anyhow::anyhow!(
                 "unpacked {} but {} lacks one of {}",
                 PACKAGES.join(", "),
                 bin_dir().display(),

@@ -3,7 +3,7 @@
 
 use std::path::PathBuf;
 
-use crate::needs::Need;
+use crate::need::Need;
 use crate::venv;
 
 /// One venv's worth of PyPI packages and how to ask it whether it works.
@@ -43,13 +43,13 @@ impl Need for Package {
         vec![(self.variable.into(), self.program().display().to_string())]
     }
 
-    fn ensure(&self) -> Result<String, String> {
+    fn ensure(&self) -> anyhow::Result<String> {
         if let Some(v) = self.version() {
             return Ok(format!("{v} (cached)"));
         }
         venv::install(self.venv, self.packages)?;
         let v = self.version().ok_or_else(|| {
-            format!(
+            anyhow::anyhow!(
                 "{} was installed but {} does not run",
                 self.packages.join(" "),
                 self.program().display()

@@ -5,7 +5,8 @@
 //! tests, its processes first (a rootless Podman's pause process outlives its commands); one
 //! that was there before is left as it was.
 
-use crate::needs::{cache_dir, on_path, run, Need};
+use crate::host::{cache_dir, on_path, run};
+use crate::need::Need;
 
 /// The tests run `shmbench` as this user (tests/runtimes.rs names it too).
 pub const USER: &str = "shmbench-rootless";
@@ -40,15 +41,15 @@ impl Need for RootlessUser {
         Some("SHMBENCH_SKIP_RUNTIMES")
     }
 
-    fn ensure(&self) -> Result<String, String> {
+    fn ensure(&self) -> anyhow::Result<String> {
         let mut done = Vec::new();
         if !on_path("newuidmap") {
             crate::apt::install(&["uidmap"])?;
             done.push("installed uidmap".to_string());
         }
         if uid().is_none() {
-            std::fs::create_dir_all(cache_dir("runtimes")).map_err(|e| e.to_string())?;
-            std::fs::write(made_here(), USER).map_err(|e| e.to_string())?;
+            std::fs::create_dir_all(cache_dir("runtimes"))?;
+            std::fs::write(made_here(), USER)?;
             run(&[
                 "useradd",
                 "--no-create-home",
@@ -63,7 +64,7 @@ impl Need for RootlessUser {
             done.push(format!("made the user {USER} (removed after the tests)"));
         }
         if entry("/etc/subuid").is_none() || entry("/etc/subgid").is_none() {
-            return Err(format!(
+            return Err(anyhow::anyhow!(
                 "{USER} has no subordinate uid or gid range: add one (`usermod --add-subuids 100000-165535 --add-subgids 100000-165535 {USER}`), or set SHMBENCH_SKIP_RUNTIMES=1"
             ));
         }

@@ -6,7 +6,7 @@
 use std::path::PathBuf;
 use std::process::Command;
 
-use crate::needs::Need;
+use crate::need::Need;
 use crate::venv;
 
 /// The crate whose sources hold the schema, pinned.
@@ -46,23 +46,23 @@ fn schema() -> Option<PathBuf> {
 }
 
 /// Fetches the crate's sources through a throw-away manifest.
-fn fetch() -> Result<(), String> {
+fn fetch() -> anyhow::Result<()> {
     let dir = venv::dir("sarif-fetch");
     std::fs::create_dir_all(dir.join("src"))
-        .map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
+        .map_err(|e| anyhow::anyhow!("cannot create {}: {e}", dir.display()))?;
     let manifest = format!("[package]\nname = \"sarif-schema-fetch\"\nversion = \"0.0.0\"\nedition = \"2021\"\n\n[dependencies]\n{CRATE} = \"={VERSION}\"\n");
-    std::fs::write(dir.join("Cargo.toml"), manifest).map_err(|e| e.to_string())?;
-    std::fs::write(dir.join("src").join("lib.rs"), "").map_err(|e| e.to_string())?;
+    std::fs::write(dir.join("Cargo.toml"), manifest)?;
+    std::fs::write(dir.join("src").join("lib.rs"), "")?;
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
     let status = Command::new(cargo)
         .args(["fetch", "--quiet", "--manifest-path"])
         .arg(dir.join("Cargo.toml"))
         .status()
-        .map_err(|e| format!("cannot run cargo fetch: {e}"))?;
+        .map_err(|e| anyhow::anyhow!("cannot run cargo fetch: {e}"))?;
     status
         .success()
         .then_some(())
-        .ok_or_else(|| format!("cargo fetch of {CRATE} {VERSION} failed ({status})"))
+        .ok_or_else(|| anyhow::anyhow!("cargo fetch of {CRATE} {VERSION} failed ({status})"))
 }
 
 impl Need for Schema {
@@ -83,14 +83,15 @@ impl Need for Schema {
         env
     }
 
-    fn ensure(&self) -> Result<String, String> {
+    fn ensure(&self) -> anyhow::Result<String> {
         let mut done = Vec::new();
         if schema().is_none() {
             fetch()?;
             done.push(format!("fetched {CRATE} {VERSION}'s sources"));
         }
-        let path = schema()
-            .ok_or_else(|| format!("{CRATE} {VERSION} holds no schema with the id {SCHEMA_ID}"))?;
+        let path = schema().ok_or_else(|| {
+            anyhow::anyhow!("{CRATE} {VERSION} holds no schema with the id {SCHEMA_ID}")
+        })?;
         let probe = [
             "-c",
             "import jsonschema; print('jsonschema', jsonschema.__version__)",
@@ -100,7 +101,7 @@ impl Need for Schema {
             done.push("installed jsonschema".into());
         }
         let version = venv::answer(&python(), &probe)
-            .ok_or("jsonschema was installed but does not import")?;
+            .ok_or_else(|| anyhow::anyhow!("jsonschema was installed but does not import"))?;
         done.push(format!("schema {}, {version}", path.display()));
         Ok(done.join(", "))
     }

@@ -28,7 +28,7 @@ impl Scratch {
     /// into that file system): then it is left, and the error says so. The run fails on an
     /// error: this directory is the one leftover of the tests' that only the run can name (a
     /// check by name pattern afterwards would also judge another run's directory).
-    pub(crate) fn remove(self) -> Result<String, String> {
+    pub(crate) fn remove(self) -> anyhow::Result<String> {
         let mounts = std::fs::read_to_string("/proc/self/mountinfo").unwrap_or_default();
         let inside = format!("{}/", self.0.display());
         let mounted = mounts
@@ -37,14 +37,14 @@ impl Scratch {
             .filter(|point| point.starts_with(&inside) || *point == self.0.to_str().unwrap_or(""))
             .count();
         if mounted > 0 {
-            return Err(format!(
+            anyhow::bail!(
                 "left {}: {mounted} mount(s) inside it are still there",
                 self.0.display()
-            ));
+            );
         }
         match std::fs::remove_dir_all(&self.0) {
             Ok(()) => Ok(format!("removed {}", self.0.display())),
-            Err(e) => Err(format!("could not remove {}: {e}", self.0.display())),
+            Err(e) => anyhow::bail!("could not remove {}: {e}", self.0.display()),
         }
     }
 
@@ -56,7 +56,7 @@ impl Scratch {
                 true
             }
             Err(why) => {
-                eprintln!("== the tests' scratch directory: {why}");
+                eprintln!("== the tests' scratch directory: {why:#}");
                 false
             }
         }

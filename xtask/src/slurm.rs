@@ -14,7 +14,8 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use crate::apt;
-use crate::needs::{on_path, run, Need};
+use crate::host::{on_path, run};
+use crate::need::Need;
 
 /// Where the cluster lives (one per machine: the xtask that starts it stops it).
 const DIR: &str = "/tmp/shmbench-slurm-cluster";
@@ -69,7 +70,7 @@ fn cgroup_setup() -> (&'static str, &'static str, Option<String>, &'static str) 
 /// Writes the cluster's configuration. Its timeouts are long: a 2-core machine running the
 /// suite beside the jobs can take longer than Slurm's defaults (10 s) to launch a batch step,
 /// and a launch past `BatchStartTimeout` ends the task FAILED before it wrote anything.
-fn write_config() -> Result<&'static str, String> {
+fn write_config() -> anyhow::Result<&'static str> {
     let d = dir();
     let mem_mib = std::fs::read_to_string("/proc/meminfo")
         .ok()
@@ -110,7 +111,7 @@ PartitionName=debug Nodes={NODE} Default=YES MaxTime=INFINITE State=UP\n",
         p(HEALTH_CHECK),
     );
     let write = |name: &str, text: &str| {
-        std::fs::write(d.join(name), text).map_err(|e| format!("cannot write {name}: {e}"))
+        std::fs::write(d.join(name), text).map_err(|e| anyhow::anyhow!("cannot write {name}: {e}"))
     };
     write("slurm.conf", &text)?;
     // The health check runs a test's program only while one is there, so no other test's jobs
@@ -322,7 +323,7 @@ impl Need for Cluster {
         Some(stop())
     }
 
-    fn ensure(&self) -> Result<String, String> {
+    fn ensure(&self) -> anyhow::Result<String> {
         let mut done = Vec::new();
         if !["slurmctld", "slurmd", "sbatch", "munged"]
             .iter()
@@ -336,7 +337,7 @@ impl Need for Cluster {
         let d = dir();
         for sub in ["state", "spool"] {
             std::fs::create_dir_all(d.join(sub))
-                .map_err(|e| format!("cannot create {DIR}: {e}"))?;
+                .map_err(|e| anyhow::anyhow!("cannot create {DIR}: {e}"))?;
         }
         let key = d.join("munge.key");
         run(&[
@@ -378,7 +379,7 @@ impl Need for Cluster {
             let log = std::fs::read_to_string(d.join("slurmd.log")).unwrap_or_default();
             let tail: Vec<&str> = log.lines().rev().take(10).collect();
             stop();
-            return Err(format!(
+            return Err(anyhow::anyhow!(
                 "the node did not come up idle within 30 s (set SHMBENCH_SKIP_SLURM=1 to skip the Slurm tests). slurmd's log ends:\n{}",
                 tail.into_iter().rev().collect::<Vec<_>>().join("\n")
             ));

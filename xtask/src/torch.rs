@@ -5,7 +5,7 @@
 
 use std::path::PathBuf;
 
-use crate::needs::Need;
+use crate::need::Need;
 use crate::venv;
 
 /// Where the venv lives.
@@ -43,7 +43,7 @@ impl Need for Torch {
         )]
     }
 
-    fn ensure(&self) -> Result<String, String> {
+    fn ensure(&self) -> anyhow::Result<String> {
         if let Some(v) = version() {
             return Ok(format!("torch {v} in {} (cached)", venv().display()));
         }
@@ -51,7 +51,7 @@ impl Need for Torch {
         println!("   installing torch and PyTorch Lightning from PyPI into {dir_text} (about 5 GB, a few minutes)...");
         venv::install("torch", &["torch", "lightning"])?;
         let v = version().ok_or_else(|| {
-            format!("torch and lightning were installed into {dir_text} but its Python cannot import them")
+            anyhow::anyhow!("torch and lightning were installed into {dir_text} but its Python cannot import them")
         })?;
         Ok(format!("installed torch {v} into {dir_text}"))
     }

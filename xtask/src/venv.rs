@@ -6,15 +6,15 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
 use crate::apt;
-use crate::needs::{on_path, run};
+use crate::host::{on_path, run};
 
 /// Where the venv `name` lives.
 pub fn dir(name: &str) -> PathBuf {
-    crate::needs::cache_dir("venvs").join(name)
+    crate::host::cache_dir("venvs").join(name)
 }
 
 /// Makes the venv `name` if it is not there, and pip-installs `packages` into it.
-pub fn install(name: &str, packages: &[&str]) -> Result<(), String> {
+pub fn install(name: &str, packages: &[&str]) -> anyhow::Result<()> {
     if !on_path("python3") {
         apt::install(&["python3", "python3-venv"])?;
     }
@@ -22,7 +22,7 @@ pub fn install(name: &str, packages: &[&str]) -> Result<(), String> {
     let dir_text = dir.display().to_string();
     if !dir.join("bin/python").is_file() {
         std::fs::create_dir_all(dir.parent().unwrap_or(&dir))
-            .map_err(|e| format!("cannot create {dir_text}: {e}"))?;
+            .map_err(|e| anyhow::anyhow!("cannot create {dir_text}: {e}"))?;
         if run(&["python3", "-m", "venv", &dir_text]).is_err() {
             // Debian's python3 has venv in a package of its own.
             apt::install(&["python3-venv"])?;

@@ -7,7 +7,8 @@ use std::process::Command;
 use std::sync::OnceLock;
 
 use crate::apt;
-use crate::needs::{on_path, Need};
+use crate::host::on_path;
+use crate::need::Need;
 
 pub struct Qemu;
 
@@ -15,7 +16,7 @@ pub struct Qemu;
 static KERNELS: OnceLock<Vec<String>> = OnceLock::new();
 
 /// The two newest cloud kernels of Debian 12's 6.1 series the archive has.
-fn newest_kernels() -> Result<Vec<String>, String> {
+fn newest_kernels() -> anyhow::Result<Vec<String>> {
     let out = Command::new("apt-cache")
         .args([
             "search",
@@ -23,7 +24,7 @@ fn newest_kernels() -> Result<Vec<String>, String> {
             r"^linux-image-6\.1\.0-[0-9]+-cloud-amd64$",
         ])
         .output()
-        .map_err(|e| format!("cannot run apt-cache: {e}"))?;
+        .map_err(|e| anyhow::anyhow!("cannot run apt-cache: {e}"))?;
     let mut versions: Vec<(u32, String)> = String::from_utf8_lossy(&out.stdout)
         .lines()
         .filter_map(|l| l.split_whitespace().next())
@@ -47,7 +48,7 @@ fn newest_kernels() -> Result<Vec<String>, String> {
         .map(|(_, v)| format!("debian:{v}"))
         .collect();
     if newest.len() < 2 {
-        return Err("the Debian archive offers fewer than two linux-image-6.1.0-*-cloud-amd64 kernels: set SHMBENCH_SKIP_VM=1 to skip the VM tests".into());
+        return Err(anyhow::anyhow!("the Debian archive offers fewer than two linux-image-6.1.0-*-cloud-amd64 kernels: set SHMBENCH_SKIP_VM=1 to skip the VM tests"));
     }
     Ok(newest)
 }
@@ -68,7 +69,7 @@ impl Need for Qemu {
             .unwrap_or_default()
     }
 
-    fn ensure(&self) -> Result<String, String> {
+    fn ensure(&self) -> anyhow::Result<String> {
         let mut did = Vec::new();
         if !on_path("qemu-system-x86_64") {
             apt::install(&["qemu-system-x86"])?;

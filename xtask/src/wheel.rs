@@ -8,7 +8,8 @@ use std::path::PathBuf;
 use std::process::Command;
 use std::sync::OnceLock;
 
-use crate::needs::{cache_dir, Need};
+use crate::host::cache_dir;
+use crate::need::Need;
 use crate::pypi::MATURIN;
 
 pub struct Wheel;
@@ -31,26 +32,27 @@ impl Need for Wheel {
             .unwrap_or_default()
     }
 
-    fn ensure(&self) -> Result<String, String> {
+    fn ensure(&self) -> anyhow::Result<String> {
         let out = cache_dir("wheel");
         let _ = std::fs::remove_dir_all(&out);
-        std::fs::create_dir_all(&out).map_err(|e| format!("{}: {e}", out.display()))?;
-        let root = crate::workspace_root();
+        std::fs::create_dir_all(&out).map_err(|e| anyhow::anyhow!("{}: {e}", out.display()))?;
+        let root = crate::host::workspace_root();
         let status = Command::new(MATURIN.program())
             .args(["build", "--release", "--quiet", "--out"])
             .arg(&out)
             .current_dir(root)
             .status()
-            .map_err(|e| format!("cannot run maturin: {e}"))?;
+            .map_err(|e| anyhow::anyhow!("cannot run maturin: {e}"))?;
         if !status.success() {
-            return Err(format!("`maturin build --release` failed ({status})"));
+            return Err(anyhow::anyhow!(
+                "`maturin build --release` failed ({status})"
+            ));
         }
-        let wheel = std::fs::read_dir(&out)
-            .map_err(|e| e.to_string())?
+        let wheel = std::fs::read_dir(&out)?
             .flatten()
             .map(|e| e.path())
             .find(|p| p.extension().is_some_and(|e| e == "whl"))
-            .ok_or_else(|| format!("maturin wrote no wheel into {}", out.display()))?;
+            .ok_or_else(|| anyhow::anyhow!("maturin wrote no wheel into {}", out.display()))?;
         let said = format!("built {}", wheel.display());
         let _ = BUILT.set(wheel);
         Ok(said)

@@ -23,6 +23,7 @@ use std::os::fd::AsRawFd;
 
 use model::config::CellConfig;
 use model::knobs::{Inject, Strategy};
+use sys::owner::Token;
 
 /// The workers' environment variable naming the dataset file: /proc/<main>/fd/<fd>.
 const DATASET_ENV: &str = "SHMBENCH_INJECT_DATASET";
@@ -102,37 +103,14 @@ impl Main {
     }
 
     /// Before the main opens the file_system segment `name` of task `idx`: for segment-removed,
-    /// once, from the injection step on, the segment removed by another process.
-    pub fn before_open(&mut self, name: &str, idx: u64) {
+    /// once, from the injection step on, the segment removed by another process (only one of
+    /// this loader's own, named with its `token`).
+    pub fn before_open(&mut self, name: &str, idx: u64, token: &Token) {
         if self.inject != Inject::SegmentRemoved || self.done || idx + 1 < self.at {
             return;
         }
         self.done = true;
-        remove_in_child(name);
-    }
-}
-
-/// Removes /dev/shm's `name` in a child process, as a cleaner beside the job would, and waits for
-/// it. The main has threads, so the child only makes async-signal-safe calls (the path is
-/// built before the fork).
-fn remove_in_child(name: &str) {
-    let Ok(path) = std::ffi::CString::new(format!("/dev/shm/{}", name.trim_start_matches('/')))
-    else {
-        return;
-    };
-    // SAFETY: the child calls only unlink(2) and _exit(2); the parent waits for it.
-    unsafe {
-        match libc::fork() {
-            0 => {
-                libc::unlink(path.as_ptr());
-                libc::_exit(0);
-            }
-            pid if pid > 0 => {
-                let mut status = 0;
-                libc::waitpid(pid, &mut status, 0);
-            }
-            _ => {}
-        }
+        super::segment::remove_own_in_child(name, token);
     }
 }
 

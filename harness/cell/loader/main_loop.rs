@@ -151,8 +151,11 @@ impl Loop<'_> {
                         Some(_) => None,
                     };
                     let label = name.clone().unwrap_or_else(|| "fd from the worker".into());
-                    if let (Some(name), Some(inject)) = (&name, self.owned.inject.as_mut()) {
-                        inject.before_open(name, idx);
+                    let token = self.owned.owner.as_ref().map(|o| o.token().clone());
+                    if let (Some(name), Some(inject), Some(token)) =
+                        (&name, self.owned.inject.as_mut(), token)
+                    {
+                        inject.before_open(name, idx, &token);
                     }
                     let shared = consumer::map_received(fd, name, bytes).map_err(|e| {
                         let status = match e.raw_os_error() {

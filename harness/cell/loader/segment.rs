@@ -33,6 +33,35 @@ pub fn segment_name(token: &Token, worker: u32, seq: u64) -> String {
     format!("/{NAME_PREFIX}{token}_{worker}_{seq}")
 }
 
+/// Removes this loader's segment `name` (one named with its `token`, so one it made) from
+/// /dev/shm in a child process, as a cleaner beside the job would, and waits for it: the
+/// segment-removed injection. The main has threads, so the child only makes async-signal-safe
+/// calls (the path is built before the fork).
+pub fn remove_own_in_child(name: &str, token: &Token) {
+    let own = format!("/{NAME_PREFIX}{token}_");
+    let path = format!("{SHM_DIR}/{}", name.trim_start_matches('/'));
+    let Ok(path) = std::ffi::CString::new(path) else {
+        return;
+    };
+    if !name.starts_with(&own) || name[own.len()..].contains('/') {
+        return;
+    }
+    // SAFETY: the child calls only unlink(2) and _exit(2); the parent waits for it.
+    unsafe {
+        match libc::fork() {
+            0 => {
+                libc::unlink(path.as_ptr());
+                libc::_exit(0);
+            }
+            pid if pid > 0 => {
+                let mut status = 0;
+                libc::waitpid(pid, &mut status, 0);
+            }
+            _ => {}
+        }
+    }
+}
+
 /// A fresh owner record for one loader's segments, in the /dev/shm this process sees.
 pub fn new_owner() -> io::Result<OwnerRecord> {
     OwnerRecord::create(Path::new(SHM_DIR), NAME_PREFIX)
