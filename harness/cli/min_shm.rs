@@ -71,23 +71,22 @@ pub(crate) fn run(args: Args) -> Result<ExitCode> {
     };
     signals::install();
     let limit = mem_total() / 2;
-    let result = minshm::search(
-        &config,
-        args.resolution.bytes(),
-        args.repeat.max(1),
+    let bounds = minshm::Bounds {
+        resolution: args.resolution.bytes(),
+        repeats: args.repeat.max(1),
         limit,
         budget,
-        |t| {
-            eprintln!(
-                "  /dev/shm {:>12}: {}{}",
-                ByteSize(t.shm_bytes).to_string(),
-                t.status,
-                t.crash_step
-                    .map(|s| format!(" at step {s}"))
-                    .unwrap_or_default()
-            );
-        },
-    )?;
+    };
+    let result = minshm::search(&config, bounds, |t| {
+        eprintln!(
+            "  /dev/shm {:>12}: {}{}",
+            ByteSize(t.shm_bytes).to_string(),
+            t.status,
+            t.crash_step
+                .map(|s| format!(" at step {s}"))
+                .unwrap_or_default()
+        );
+    })?;
     if args.format == Format::Json {
         println!("{}", serde_json::to_string_pretty(&result)?);
         return Ok(ExitCode::SUCCESS);

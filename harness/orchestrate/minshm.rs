@@ -14,7 +14,12 @@ use model::record::{CellRecord, Status};
 use model::size::ByteSize;
 use plan::predict;
 use runtime::Runtimes;
-use sys::signals;
+
+use super::launcher::Launcher;
+
+#[cfg(test)]
+#[path = "minshm_tests.rs"]
+mod tests;
 
 #[derive(Clone, Debug, Serialize)]
 pub struct Trial {
@@ -65,15 +70,38 @@ impl Trial {
     }
 }
 
-/// Bisects `config` (its shm-size is replaced) between 0 and an upper bound that passes.
-pub fn search(
+/// How a search goes: the size steps it may not split, the runs that must pass at the boundary,
+/// the most /dev/shm it may try, and the time it may take.
+#[derive(Clone, Copy, Debug)]
+pub struct Bounds {
+    pub resolution: u64,
+    pub repeats: u32,
+    pub limit: u64,
+    pub budget: Option<Duration>,
+}
+
+/// Bisects `config` (its shm-size is replaced) between 0 and an upper bound that passes, each
+/// trial a namespace cell.
+pub fn search(config: &CellConfig, bounds: Bounds, progress: impl FnMut(&Trial)) -> Result<MinShm> {
+    let mut probe = config.clone();
+    probe.knobs.runtime = RuntimeKind::Namespace;
+    let runtimes = Runtimes::for_cells(std::slice::from_ref(&probe))?;
+    search_with(&runtimes, &probe, bounds, progress)
+}
+
+/// [`search`] through `launcher`.
+pub fn search_with(
+    launcher: &dyn Launcher,
     config: &CellConfig,
-    resolution: u64,
-    repeats: u32,
-    limit: u64,
-    budget: Option<Duration>,
+    bounds: Bounds,
     mut progress: impl FnMut(&Trial),
 ) -> Result<MinShm> {
+    let Bounds {
+        resolution,
+        repeats,
+        limit,
+        budget,
+    } = bounds;
     let began = Instant::now();
     let spent = || budget.is_some_and(|b| began.elapsed() >= b);
     if resolution < 4096 {
@@ -82,25 +110,19 @@ pub fn search(
     // Sizes stay whole pages: tmpfs counts pages.
     let resolution = round_up(resolution, 4096);
     let command = config.knobs.loader == Loader::Command;
-    let predicted_batches = if command {
-        0
-    } else {
-        predict::peak_batches(config)
-    };
-    let mut predicted_bytes = match command {
-        true => 0,
-        false => predict::peak_bytes(config),
+    // A loader's peak from the model; a command has none until its first run.
+    let (mut predicted_bytes, predicted_batches) = match command {
+        true => (0, 0),
+        false => (predict::peak_bytes(config), predict::peak_batches(config)),
     };
     let mut probe = config.clone();
-    probe.knobs.runtime = RuntimeKind::Namespace;
-    let runtimes = Runtimes::for_cells(std::slice::from_ref(&probe))?;
     let mut trials = Vec::new();
     let mut run = |bytes: u64| -> Result<(bool, u64)> {
-        if signals::received().is_some() {
+        if launcher.interrupted().is_some() {
             bail!("interrupted");
         }
         probe.knobs.shm_size = Some(ByteSize(bytes));
-        let record: CellRecord = runtimes.launch(&probe, &mut |_| {});
+        let record: CellRecord = launcher.launch(&probe, &mut |_| {});
         let trial = Trial::of(&record, &probe, bytes);
         progress(&trial);
         let passed = record.status.is_pass();

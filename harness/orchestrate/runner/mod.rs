@@ -8,11 +8,14 @@ use std::time::Instant;
 
 use anyhow::{anyhow, Result};
 
+mod notes;
+#[cfg(test)]
+mod tests;
+
 use super::calibrate;
 use super::event::{Event, Place};
+use super::launcher::Launcher;
 use super::leftovers;
-use analysis::convergence;
-use analysis::summary::summarize;
 use cell::torch;
 use model::calibration::Calibration;
 use model::config::CellConfig;
@@ -115,13 +118,13 @@ fn sweep_leftovers(runtimes: &Runtimes, observe: &mut dyn FnMut(Event)) {
 
 /// Runs one cell, relaying its steps and output to `observe` under `label`.
 fn launch_observed(
-    runtimes: &Runtimes,
+    launcher: &dyn Launcher,
     config: &CellConfig,
     label: &str,
     observe: &mut dyn FnMut(Event),
 ) -> CellRecord {
     let began = Instant::now();
-    runtimes.launch(config, &mut |message| match message {
+    launcher.launch(config, &mut |message| match message {
         CellMessage::Progress(progress) => observe(Event::Step {
             label,
             progress,
@@ -207,20 +210,49 @@ pub fn run_until(
     let runtimes = Runtimes::for_cells(cells)?;
     check_pythons(cells, observe)?;
     sweep_leftovers(&runtimes, observe);
-    let mut fingerprint = sys::fingerprint::collect();
     for docker in runtimes.containers() {
         observe(Event::Note(image_note(docker)));
     }
+    let plan = Plan {
+        cells,
+        repeat,
+        more,
+    };
+    let results = ResultsFile::create(out)?;
+    let calibration = calibration(cells, out, calibrate, observe);
+    rounds(&runtimes, &plan, results, calibration.as_ref(), observe)
+}
+
+/// What a run is asked to do: its cells, their repeats, and the runs a judge may add.
+pub struct Plan<'a> {
+    pub cells: &'a [CellConfig],
+    pub repeat: Repeat,
+    pub more: Option<&'a MoreRuns<'a>>,
+}
+
+/// The run's rounds through `launcher`: each due cell launched, its row written into `results`
+/// before the next starts, until the rounds end or the launcher says the user stopped it.
+pub fn rounds(
+    launcher: &dyn Launcher,
+    plan: &Plan,
+    mut results: ResultsFile,
+    calibration: Option<&Calibration>,
+    observe: &mut dyn FnMut(Event),
+) -> Result<Outcome> {
+    let Plan {
+        cells,
+        repeat,
+        more,
+    } = *plan;
+    let mut fingerprint = sys::fingerprint::collect();
     let started_at = clock::rfc3339_now();
     let run_id = format!("{}-{}", clock::compact_now(), std::process::id());
-    let mut results = ResultsFile::create(out)?;
-    let calibration = calibration(cells, out, calibrate, observe);
     // What every row of this run shares.
     let run_context = RowContext {
         run_id: &run_id,
         started_at: &started_at,
         command: command_line(),
-        calibration: calibration.as_ref(),
+        calibration,
         ..RowContext::default()
     };
     let mut records = Vec::new();
@@ -241,14 +273,16 @@ pub fn run_until(
             .filter(|&i| match (repeat, more) {
                 (_, Some(more)) if rep > repeats => (more.wanted)(&rows_of[i]),
                 (Repeat::Fixed(_), _) => true,
-                (Repeat::Auto(rule), _) => rep <= rule.min || !stable(&rows_of[i], rule.target),
+                (Repeat::Auto(rule), _) => {
+                    rep <= rule.min || !notes::stable(&rows_of[i], rule.target)
+                }
             })
             .collect();
         if due.is_empty() {
             break;
         }
         for i in due {
-            if let Some(sig) = signals::received() {
+            if let Some(sig) = launcher.interrupted() {
                 interrupted = Some(sig);
                 break 'rounds;
             }
@@ -266,8 +300,8 @@ pub fn run_until(
                 place: Place { done, most },
             });
             let began = Instant::now();
-            let record = launch_observed(&runtimes, config, &label, observe);
-            if let Some(sig) = signals::received() {
+            let record = launch_observed(launcher, config, &label, observe);
+            if let Some(sig) = launcher.interrupted() {
                 observe(Event::Interrupted { label: &label });
                 interrupted = Some(sig);
                 break 'rounds;
@@ -279,9 +313,7 @@ pub fn run_until(
                 ..run_context.clone()
             };
             // A container cell's engine and OCI runtime are the cell's own part of it.
-            fingerprint.docker = runtimes
-                .container_for(config)
-                .map(|d| d.engine().info.clone());
+            fingerprint.docker = launcher.engine(config);
             results.push(Row::new(&record, &fingerprint, context))?;
             let row = results.rows().last().expect("just pushed");
             rows_of[i].push(row.clone());
@@ -294,95 +326,20 @@ pub fn run_until(
         }
     }
     if let (Repeat::Auto(rule), None) = (repeat, interrupted) {
-        observe(Event::Note(convergence_note(cells, &rows_of, rule.target)));
+        observe(Event::Note(notes::convergence_note(
+            cells,
+            &rows_of,
+            rule.target,
+        )));
     }
     if let (Some(more), None) = (more, interrupted) {
-        observe(Event::Note(more_runs_note(cells, &rows_of, &added, more)));
+        observe(Event::Note(notes::more_runs_note(
+            cells, &rows_of, &added, more,
+        )));
     }
     Ok(Outcome {
         records,
         results,
         interrupted,
     })
-}
-
-/// What the added runs did: how many, to which cells, and which are still wanted at the cap.
-fn more_runs_note(
-    cells: &[CellConfig],
-    rows_of: &[Vec<Row>],
-    added: &[u32],
-    more: &MoreRuns,
-) -> String {
-    let total: u32 = added.iter().sum();
-    let to = added.iter().filter(|n| **n > 0).count();
-    let open: Vec<&str> = cells
-        .iter()
-        .zip(rows_of)
-        .filter(|(_, rows)| (more.wanted)(rows))
-        .map(|(cell, _)| cell.cell.as_str())
-        .collect();
-    let left = match open.is_empty() {
-        true => "no cell is left that more runs can decide".to_string(),
-        false => format!(
-            "still undecided at {} runs: {}",
-            more.up_to,
-            open.join(", ")
-        ),
-    };
-    format!(
-        "added {total} run(s) to {to} undecided cell(s) (up to {} runs each): {left}",
-        more.up_to
-    )
-}
-
-/// Whether one cell's runs so far meet `--repeat auto`'s target.
-fn stable(rows: &[Row], target: f64) -> bool {
-    summarize(rows)
-        .first()
-        .is_some_and(|s| convergence::converged(s, target))
-}
-
-/// What `--repeat auto` reached: how many runs, and the cells whose interval stayed wider than
-/// the target.
-fn convergence_note(cells: &[CellConfig], rows_of: &[Vec<Row>], target: f64) -> String {
-    let open: Vec<String> = cells
-        .iter()
-        .zip(rows_of)
-        .filter_map(|(cell, rows)| {
-            let summary = summarize(rows).into_iter().next();
-            if summary
-                .as_ref()
-                .is_some_and(|s| convergence::converged(s, target))
-            {
-                return None;
-            }
-            if let Some(shares) = summary.as_ref().and_then(convergence::undecided) {
-                return Some(format!(
-                    "{} (undecided after {} runs: {shares})",
-                    cell.cell,
-                    rows.len()
-                ));
-            }
-            let width = summary
-                .as_ref()
-                .and_then(convergence::relative_width)
-                .map(|w| format!("{:.1}%", w * 100.0))
-                .unwrap_or_else(|| "no interval".into());
-            Some(format!("{} ({} runs, {width})", cell.cell, rows.len()))
-        })
-        .collect();
-    let runs: usize = rows_of.iter().map(Vec::len).sum();
-    if open.is_empty() {
-        format!(
-            "--repeat auto: every cell's 95% interval narrower than {:.0}% of its median after {runs} runs in all",
-            target * 100.0
-        )
-    } else {
-        format!(
-            "--repeat auto: {} cell(s) did not converge to a 95% interval within {:.0}% of the median or stayed undecided (some runs pass, some crash: a marginal size, run to the maximum): {}",
-            open.len(),
-            target * 100.0,
-            open.join(", ")
-        )
-    }
 }
