@@ -10,7 +10,7 @@ use std::io::Read;
 use std::os::unix::process::CommandExt;
 use std::process::{Command, Stdio};
 
-use super::protocol::{GUEST_CELL_FILE, GUEST_ENV, PROGRESS_ENV, READY_MARK, RECORD_MARK};
+use super::protocol::{GUEST_CELL_FILE, PROGRESS_ENV, READY_MARK, RECORD_MARK};
 use model::config::CellConfig;
 use model::knobs::IpcMode;
 use model::record::{CellRecord, Status};
@@ -123,7 +123,6 @@ fn run_cell(json: &str) -> Result<(), GuestError> {
     let mut child = command
         .args(["cell", json])
         .env(PROGRESS_ENV, "1")
-        .env(GUEST_ENV, "1")
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .spawn()

@@ -12,9 +12,17 @@ pub const LIFELINE_ENV: &str = "SHMBENCH_LIFELINE";
 pub const GUEST_CELL_FILE: &str = "/cell.json";
 /// The console line a VM guest prints its record behind.
 pub const RECORD_MARK: &str = "SHMBENCH-RECORD ";
-/// Set by a VM guest's init for its cell: the machine is shmbench's own, booted for the cell, so
-/// an injection that costs the kernel a page for good (memory-error) may run there.
-pub const GUEST_ENV: &str = "SHMBENCH_VM_GUEST";
+/// On the kernel command line of a VM shmbench boots for a cell (`/proc/cmdline`): the machine
+/// is shmbench's own, booted for that cell, so an injection that costs the kernel a page for
+/// good (memory-error) may run there. Not an environment variable: a process's environment is
+/// anyone's to set, a running kernel's command line is not.
+pub const GUEST_ARG: &str = "shmbench.guest=1";
+
+/// Whether this kernel was booted by shmbench for a cell ([`GUEST_ARG`]).
+pub fn in_guest() -> bool {
+    std::fs::read_to_string("/proc/cmdline")
+        .is_ok_and(|line| line.split_whitespace().any(|arg| arg == GUEST_ARG))
+}
 /// The console line a VM guest without a cell prints (the accelerator probe).
 pub const READY_MARK: &str = "SHMBENCH-READY";
 

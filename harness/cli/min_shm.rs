@@ -49,10 +49,13 @@ pub(crate) struct Args {
 
 pub(crate) fn run(args: Args) -> Result<ExitCode> {
     let budget = match args.budget {
-        Some(s) if !(s.is_finite() && s > 0.0) => {
-            return Err(anyhow!("--budget {s}: give a positive number of seconds"))
-        }
-        other => other.map(Duration::from_secs_f64),
+        Some(s) => Some(
+            Duration::try_from_secs_f64(s)
+                .ok()
+                .filter(|d| !d.is_zero())
+                .ok_or_else(|| anyhow!("--budget {s}: give a positive number of seconds"))?,
+        ),
+        None => None,
     };
     let config = if args.command.is_empty() {
         guard::tool_config("min-shm", args.knobs, &super::platform())?

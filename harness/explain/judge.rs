@@ -261,6 +261,12 @@ fn segfault(f: &Fault) -> Explanation {
 }
 
 fn of_words(words: Said, shm: Option<(u64, u64)>) -> Explanation {
+    // ENOSPC naming no file system is the tmpfs's where the job filled it (to within a page).
+    let filled = shm.is_some_and(|(size, peak)| size > 0 && peak + 4096 >= size);
+    let words = match words {
+        Said::EnospcElsewhere if filled => Said::Enospc,
+        other => other,
+    };
     let shm_fact = shm.map(|(size, peak)| {
         format!(
             "/dev/shm {}, the job held up to {} of it",
@@ -317,9 +323,8 @@ mod tests {
     use crate::tracer::prepare;
     use std::process::Command;
 
-    /// Runs `sh -c script` under the tracer (real processes, real faults); returns what it saw, its end and who died by which
-    /// signal. Only this test spawns children in this binary: the tracer reaps any child.
-    // The tracer reaps every child, these included: a Child's own wait would find none.
+    /// Runs `sh -c script` under the tracer (real processes, real faults); what it saw, its end
+    /// and who died by which signal. The tracer reaps every child (a Child's wait finds none).
     #[allow(clippy::zombie_processes)]
     fn traced(script: &str) -> (Traced, Exit, Vec<(u32, i32)>) {
         let mut cmd = Command::new("sh");

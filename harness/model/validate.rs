@@ -2,7 +2,7 @@
 //! isolation knobs meaningful, the first problem named by its key.
 
 use super::config::CellConfig;
-use super::knobs::{EngineKind, IpcMode, Loader, RuntimeKind, Strategy};
+use super::knobs::{EngineKind, Inject, IpcMode, Loader, RuntimeKind, Strategy};
 use super::size::ByteSize;
 
 /// Largest worker count accepted: beyond it a loader is a typo, not a configuration.
@@ -33,6 +33,7 @@ impl CellConfig {
         self.validate_watch()?;
         self.validate_runtime()?;
         self.validate_vm()?;
+        self.validate_inject()?;
         if let Some(n) = self.knobs.nofile.filter(|n| *n < MIN_NOFILE) {
             return Err(bad(
                 "nofile",
@@ -337,6 +338,38 @@ impl CellConfig {
             Some((key, _, why)) => Err(bad(key, *why)),
             None => Ok(()),
         }
+    }
+
+    /// An injected cause must be able to happen: in the emulated loader's processes, under a
+    /// strategy that has what it removes, and with tasks still to read after its step. (A
+    /// memory error's refusal outside a VM guest is the cell's own: only the guest knows.)
+    fn validate_inject(&self) -> Result<(), KnobError> {
+        let inject = self.knobs.inject;
+        if inject == Inject::None {
+            return Ok(());
+        }
+        if self.knobs.loader != Loader::Emulated {
+            return Err(bad("inject", format!(
+                "{inject} is made by the emulated loader's processes; loader {} runs other code, so nothing would be injected: use loader emulated, or inject none",
+                self.knobs.loader
+            )));
+        }
+        if inject == Inject::SegmentRemoved && self.knobs.strategy != Strategy::FileSystem {
+            return Err(bad("inject", "segment-removed needs strategy file_system: only its segments are opened by name, so only they can be removed before they are opened"));
+        }
+        // Acted on at the injection step; the workers must still read a task sent after it,
+        // beyond the workers x prefetch already in flight.
+        let least = Inject::step(self.knobs.steps)
+            + self.knobs.workers as u64 * self.knobs.prefetch as u64
+            + 1;
+        if matches!(inject, Inject::TruncatedFile | Inject::KillBus) && self.knobs.steps < least {
+            return Err(bad("steps", format!(
+                "inject {inject} acts after step {} and needs a task read after it, beyond the {} in flight (workers x prefetch): at least {least} steps",
+                Inject::step(self.knobs.steps),
+                self.knobs.workers as u64 * self.knobs.prefetch as u64
+            )));
+        }
+        Ok(())
     }
 }
 

@@ -8,6 +8,7 @@ use std::time::{Duration, Instant};
 use anyhow::{bail, Result};
 use serde::Serialize;
 
+use explain::cause::Cause;
 use model::config::CellConfig;
 use model::knobs::{Loader, RuntimeKind};
 use model::record::{CellRecord, Status};
@@ -32,7 +33,8 @@ pub struct Trial {
 pub struct MinShm {
     /// Smallest size that passed every repeat.
     pub measured_bytes: u64,
-    /// Largest size seen to fail.
+    /// Largest size seen to fail; 0 where no smaller size was run (the budget ran out, or the
+    /// resolution is as large as the answer).
     pub failed_below_bytes: u64,
     pub resolution_bytes: u64,
     /// The model's peak for a loader; for a command, its peak measured in a roomy first run.
@@ -78,6 +80,14 @@ pub struct Bounds {
     pub repeats: u32,
     pub limit: u64,
     pub budget: Option<Duration>,
+}
+
+/// Whether a failed trial failed of /dev/shm: a SIGBUS or ENOSPC whose cause, where the tracer
+/// named one, is the tmpfs (a SIGBUS a `kill` sent, or a truncated file's, is no size's).
+fn of_shm(record: &CellRecord) -> bool {
+    let cause = record.explanation.as_ref().map(|e| e.cause);
+    matches!(record.status, Status::Sigbus | Status::Enospc)
+        && cause.is_none_or(|c| matches!(c, Cause::TmpfsFull | Cause::Unknown))
 }
 
 /// Bisects `config` (its shm-size is replaced) between 0 and an upper bound that passes, each
@@ -126,10 +136,15 @@ pub fn search_with(
         let trial = Trial::of(&record, &probe, bytes);
         progress(&trial);
         let passed = record.status.is_pass();
-        if !passed && !matches!(record.status, Status::Sigbus | Status::Enospc) {
+        if !passed && !of_shm(&record) {
             let what = if command { "command" } else { "loader" };
+            let cause = record
+                .explanation
+                .as_ref()
+                .map(|e| format!(", cause {}", e.cause.name()))
+                .unwrap_or_default();
             bail!(
-                "the {what} failed for another reason than /dev/shm ({}: {}); fix that first",
+                "the {what} failed for another reason than /dev/shm ({}{cause}: {}); fix that first",
                 record.status,
                 record.message
             );
@@ -145,18 +160,46 @@ pub fn search_with(
         }
         predicted_bytes = peak;
     }
+    // The most this search tries: the limit, in whole resolutions.
+    let top = (limit / resolution).max(1) * resolution;
     let mut hi = round_up(
         (predicted_bytes as f64 * if command { 1.1 } else { 1.5 }) as u64 + resolution,
         resolution,
-    );
+    )
+    .min(top);
     while !run(hi)?.0 {
-        hi = round_up(hi * 2, resolution);
-        if hi > limit {
-            bail!("the loader does not pass even with {} of /dev/shm (the limit here); is something else wrong?", ByteSize(limit));
+        if hi >= top {
+            bail!("the loader does not pass even with {} of /dev/shm (the limit here); is something else wrong?", ByteSize(top));
         }
+        hi = round_up(hi * 2, resolution).min(top);
     }
+    let (hi, lo, budget_spent) = narrow(&mut run, hi, top, resolution, repeats, &spent)?;
+    Ok(MinShm {
+        measured_bytes: hi,
+        failed_below_bytes: lo,
+        resolution_bytes: resolution,
+        predicted_bytes,
+        predicted_batches,
+        trials,
+        budget_spent,
+    })
+}
+
+/// The bracket (0, `hi`] narrowed to `resolution` by `run` (whether a size passes), its answer
+/// confirmed by `repeats` passing runs, stepping up where one fails, at most to `top`; stops
+/// early once `spent`. (the answer, the largest size that failed, whether the budget ran out)
+fn narrow(
+    run: &mut dyn FnMut(u64) -> Result<(bool, u64)>,
+    mut hi: u64,
+    top: u64,
+    resolution: u64,
+    repeats: u32,
+    spent: &dyn Fn() -> bool,
+) -> Result<(u64, u64, bool)> {
     let mut lo = 0u64;
     let mut budget_spent = false;
+    // Runs that passed at `hi` so far: one where a trial found it, none after a step up.
+    let mut passes_at_hi = 1;
     loop {
         while hi - lo > resolution {
             if spent() {
@@ -167,13 +210,14 @@ pub fn search_with(
             let mid = ((lo + (hi - lo) / 2) / 4096 * 4096).clamp(lo + 4096, hi - 4096);
             if run(mid)?.0 {
                 hi = mid;
+                passes_at_hi = 1;
             } else {
                 lo = mid;
             }
         }
         // Confirm the boundary: every repeat must pass, else step up and confirm again.
         let mut confirmed = true;
-        for _ in 1..repeats {
+        for _ in passes_at_hi..repeats {
             if budget_spent || spent() {
                 budget_spent = true;
                 break;
@@ -188,14 +232,10 @@ pub fn search_with(
         }
         lo = hi;
         hi += resolution;
+        passes_at_hi = 0;
+        if hi > top {
+            bail!("the loader passed and then failed at {} of /dev/shm, the limit here: a boundary no size here settles", ByteSize(lo));
+        }
     }
-    Ok(MinShm {
-        measured_bytes: hi,
-        failed_below_bytes: lo,
-        resolution_bytes: resolution,
-        predicted_bytes,
-        predicted_batches,
-        trials,
-        budget_spent,
-    })
+    Ok((hi, lo, budget_spent))
 }

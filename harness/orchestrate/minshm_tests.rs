@@ -81,7 +81,38 @@ fn a_boundary_that_fails_in_a_repeat_is_stepped_up_a_resolution() {
     });
     let found = search(&script, bounds(MIB, 2)).unwrap();
     assert!(found.measured_bytes >= 21 * MIB, "{found:?}");
+    // The boundary stepped up to passes as many runs as any boundary must.
+    let at_answer = script
+        .launched
+        .borrow()
+        .iter()
+        .filter(|(_, size)| *size == Some(found.measured_bytes))
+        .count();
+    assert_eq!(at_answer, 2, "{found:?}");
     assert!(found.failed_below_bytes >= 20 * MIB, "{found:?}");
+}
+
+#[test]
+fn the_first_upper_bound_and_its_doublings_stay_within_the_limit() {
+    let script = threshold(u64::MAX);
+    let small = Bounds {
+        limit: 100 * MIB,
+        ..bounds(MIB, 1)
+    };
+    let err = search(&script, small).unwrap_err().to_string();
+    assert!(err.contains("does not pass even with 100 MiB"), "{err}");
+    let tried: Vec<u64> = script
+        .launched
+        .borrow()
+        .iter()
+        .filter_map(|l| l.1)
+        .collect();
+    assert!(tried.iter().all(|s| *s <= 100 * MIB), "{tried:?}");
+    assert_eq!(
+        tried.last(),
+        Some(&(100 * MIB)),
+        "the limit itself is tried"
+    );
 }
 
 #[test]
@@ -143,4 +174,23 @@ fn a_command_s_bracket_starts_from_its_peak_in_a_roomy_first_run() {
     // The first trial is the roomy one, at the limit.
     assert_eq!(script.launched.borrow()[0].1, Some(8 << 30));
     assert!(found.measured_bytes >= 10 * MIB && found.measured_bytes <= 11 * MIB);
+}
+
+#[test]
+fn a_sigbus_of_another_cause_than_the_tmpfs_is_no_size_s_failure() {
+    // A SIGBUS a `kill` sent: no /dev/shm size passes it, and the search says so at once.
+    let script = Script::new(|c, _| {
+        let mut record = crash(c, Status::Sigbus, 2);
+        record.explanation = Some(explain::Explanation {
+            cause: explain::Cause::Sent,
+            facts: vec!["sent by pid 1".into()],
+            fix: String::new(),
+            pid: None,
+            caught: true,
+        });
+        record
+    });
+    let err = search(&script, bounds(MIB, 1)).unwrap_err().to_string();
+    assert!(err.contains("(sigbus, cause sent"), "{err}");
+    assert_eq!(script.launched.borrow().len(), 1);
 }

@@ -55,6 +55,7 @@ const BUILT_IN: &[(&str, &str)] = &[
         "runtime-speed",
         include_str!("../../scenarios/runtime-speed.toml"),
     ),
+    ("causes", include_str!("../../scenarios/causes.toml")),
 ];
 
 #[derive(Clone, Debug)]

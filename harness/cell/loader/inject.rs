@@ -16,13 +16,14 @@
 //! - memory-error: the worker given the injection step's task poisons a page of its own with
 //!   madvise(MADV_HWPOISON) and reads it, as a memory error found by the kernel poisons one
 //!   (BUS_MCEERR_AR on the read). The page is lost to the kernel until it reboots, so this runs
-//!   only in shmbench's VM guests (their init says so in the cell's environment), where the
-//!   cell keeps the capability it needs; anywhere else the cell is refused before it starts.
+//!   only in shmbench's VM guests (the kernel command line shmbench boots them with says so:
+//!   `protocol::GUEST_ARG`), where the cell keeps the capability it needs; anywhere else the
+//!   cell is refused before its workers start.
 
 use std::os::fd::AsRawFd;
 
 use model::config::CellConfig;
-use model::knobs::{Inject, Strategy};
+use model::knobs::Inject;
 use sys::owner::Token;
 
 /// The workers' environment variable naming the dataset file: /proc/<main>/fd/<fd>.
@@ -49,12 +50,6 @@ impl Main {
         let inject = config.knobs.inject;
         if inject == Inject::MemoryError {
             memory_error_possible()?;
-        }
-        if inject == Inject::SegmentRemoved && config.knobs.strategy != Strategy::FileSystem {
-            return Err(std::io::Error::other(
-                "inject segment-removed needs strategy file_system: only its segments are \
-                 opened by name, so only they can be removed before they are opened",
-            ));
         }
         let dataset = match inject {
             Inject::TruncatedFile => {
@@ -117,7 +112,7 @@ impl Main {
 /// Whether memory-error may and can run here: in a VM guest of shmbench's (a node's page must
 /// never be poisoned), under a kernel built with CONFIG_MEMORY_FAILURE.
 fn memory_error_possible() -> std::io::Result<()> {
-    if std::env::var_os(crate::protocol::GUEST_ENV).is_none() {
+    if !crate::protocol::in_guest() {
         return Err(std::io::Error::other(
             "inject memory-error poisons a page of the kernel's for good, so it runs only in a VM \
              guest shmbench boots: add --runtime vm --kernel debian:VERSION (or --kernels)",
@@ -139,6 +134,8 @@ pub struct Worker {
     inject: Inject,
     at: u64,
     dataset: Option<*const u8>,
+    /// memory-error may poison a page: checked again in the worker, which does it.
+    in_guest: bool,
 }
 
 impl Worker {
@@ -152,6 +149,7 @@ impl Worker {
             inject: config.knobs.inject,
             at: Inject::step(config.knobs.steps),
             dataset,
+            in_guest: config.knobs.inject == Inject::MemoryError && crate::protocol::in_guest(),
         }
     }
 
@@ -170,7 +168,7 @@ impl Worker {
         {
             write_unreserved_huge_page();
         }
-        if self.inject == Inject::MemoryError && idx + 1 == self.at {
+        if self.inject == Inject::MemoryError && self.in_guest && idx + 1 == self.at {
             read_poisoned_page();
         }
     }

@@ -73,7 +73,8 @@ fn qemu(kernel: &Path, initrd: &Path, accel: Accel, memory: u64, cpus: u32) -> C
         .arg(initrd)
         .arg("-append")
         .arg(format!(
-            "console=ttyS0 quiet loglevel=3 panic=-1 {}",
+            "console=ttyS0 quiet loglevel=3 panic=-1 {} {}",
+            cell::protocol::GUEST_ARG,
             std::env::var(APPEND_ENV).unwrap_or_default()
         ))
         .args(["-m", &format!("{}M", memory >> 20)])
