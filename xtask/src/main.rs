@@ -36,9 +36,11 @@ use std::time::Instant;
 const USAGE: &str = "usage: cargo xtask <command>
 
 commands:
-  test [ARGS...]   set up what the tests need, then run `cargo test --release --workspace [ARGS...]`
+  test [ARGS...]   set up what the tests need, then run
+                   `cargo test --release --workspace --no-fail-fast [ARGS...]`
   fast             the edit loop: fmt, clippy, unit tests, source checks and the pure
-                   integration tests, in the dev profile, with no set-up (seconds after an edit)
+                   integration tests, in the dev profile, with no set-up (under a minute after
+                   an edit once built; the first build takes 5 minutes or more)
   setup            set up what the tests need, run nothing (the Slurm cluster stays up)
   stop             stop what the set-up started (the Slurm cluster)
 
@@ -51,7 +53,8 @@ examples:
   SHMBENCH_SKIP_K8S_VALIDATE=1 cargo xtask test   # no PyPI: skip the manifest schema checks
   SHMBENCH_SKIP_VM=1 cargo xtask test   # no QEMU or Debian archive: skip the VM runtime's tests
   SHMBENCH_SKIP_SLURM=1 cargo xtask test   # no Slurm cluster: skip the tests that submit jobs
-  SHMBENCH_SKIP_SARIF=1 cargo xtask test   # no crates.io or PyPI: skip the SARIF schema check";
+  SHMBENCH_SKIP_SARIF=1 cargo xtask test   # no crates.io or PyPI: skip the SARIF schema check
+  (also SHMBENCH_SKIP_RUNTIMES, _RAY, _WHEEL, _PROMETHEUS: docs/TESTING.md lists every one)";
 
 /// Every requirement, in the order it is set up (a new one is a new entry here).
 fn needs() -> Vec<Box<dyn Need>> {
