@@ -28,6 +28,12 @@ fn threshold(at: u64) -> Script {
     })
 }
 
+/// The trials the script ran at `size`.
+fn runs_at(script: &Script, size: u64) -> usize {
+    let launched = script.launched.borrow();
+    launched.iter().filter(|(_, s)| *s == Some(size)).count()
+}
+
 fn search(script: &Script, bounds: Bounds) -> anyhow::Result<MinShm> {
     search_with(script, &cell("seed"), bounds, |_| {})
 }
@@ -53,12 +59,7 @@ fn the_bisection_brackets_the_threshold_within_the_resolution() {
 fn the_boundary_passes_every_repeat_before_it_is_the_answer() {
     let script = threshold(20 * MIB);
     let found = search(&script, bounds(MIB, 3)).unwrap();
-    let at_answer = script
-        .launched
-        .borrow()
-        .iter()
-        .filter(|(_, size)| *size == Some(found.measured_bytes))
-        .count();
+    let at_answer = runs_at(&script, found.measured_bytes);
     assert!(
         at_answer >= 3,
         "{at_answer} runs at {}",
@@ -82,12 +83,7 @@ fn a_boundary_that_fails_in_a_repeat_is_stepped_up_a_resolution() {
     let found = search(&script, bounds(MIB, 2)).unwrap();
     assert!(found.measured_bytes >= 21 * MIB, "{found:?}");
     // The boundary stepped up to passes as many runs as any boundary must.
-    let at_answer = script
-        .launched
-        .borrow()
-        .iter()
-        .filter(|(_, size)| *size == Some(found.measured_bytes))
-        .count();
+    let at_answer = runs_at(&script, found.measured_bytes);
     assert_eq!(at_answer, 2, "{found:?}");
     assert!(found.failed_below_bytes >= 20 * MIB, "{found:?}");
 }
