@@ -182,6 +182,11 @@ pub fn exists(engine: &Engine, tag: &str) -> bool {
     engine.block_on(engine.docker().inspect_image(tag)).is_ok()
 }
 
+/// A build the engine reported done, of an image it does not have.
+#[derive(Debug, thiserror::Error)]
+#[error("the engine reported a successful build but has no image {0}")]
+struct Gone(String);
+
 /// Builds the image; returns how long the build took.
 pub fn build(engine: &Engine, context: &BuildContext) -> Result<Duration> {
     let started = Instant::now();
@@ -213,10 +218,7 @@ pub fn build(engine: &Engine, context: &BuildContext) -> Result<Duration> {
         Ok(())
     })?;
     if !exists(engine, &context.tag) {
-        return Err(anyhow!(
-            "the engine reported a successful build but has no image {}",
-            context.tag
-        ));
+        return Err(Gone(context.tag.clone()).into());
     }
     let took = started.elapsed();
     prune_others(engine, &context.tag);
@@ -232,7 +234,12 @@ pub fn ensure(engine: &Engine) -> Result<(String, Option<Duration>)> {
     if exists(engine, &context.tag) {
         return Ok((context.tag, None));
     }
-    let took = build(engine, &context)?;
+    // Built, then gone before it was looked at: another user's `image --remove` (which cannot
+    // see this run's mark before the build tags it) removed it between the two. Once more.
+    let took = match build(engine, &context) {
+        Err(e) if e.is::<Gone>() => build(engine, &context)?,
+        other => other?,
+    };
     Ok((context.tag, Some(took)))
 }
 
