@@ -297,9 +297,11 @@ fn a_training_script_that_follows_itself_prints_its_workers_cause() {
             .output()
             .unwrap();
         let text = stderr(&o);
-        // torch's words, then shmbench's cause.
+        // The worker's own words, then shmbench's cause. (How torch's main ends is timing's:
+        // "killed by signal: Bus error", or on a busy machine a ConnectionResetError while it
+        // fetched the dead worker's fd.)
         assert!(
-            text.contains("killed by signal: Bus error"),
+            text.contains("bus error encountered in worker"),
             "{script}: {text}"
         );
         let said = text.split("shmbench: cause: ").nth(1).unwrap_or_default();

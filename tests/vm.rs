@@ -287,6 +287,9 @@ fn the_kernels_five_causes_are_named_in_a_6_1_guest_in_three_of_three_runs() {
         "tcg",
         "--vm-memory",
         "1g",
+        // One vCPU: one TCG thread, so the lane keeps one core busy, not both.
+        "--vm-cpus",
+        "1",
         "--out",
         out.to_str().unwrap(),
     ]);
