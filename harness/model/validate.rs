@@ -359,14 +359,13 @@ impl CellConfig {
         }
         // Acted on at the injection step; the workers must still read a task sent after it,
         // beyond the workers x prefetch already in flight.
-        let least = Inject::step(self.knobs.steps)
-            + self.knobs.workers as u64 * self.knobs.prefetch as u64
-            + 1;
+        let in_flight = self.knobs.workers as u64 * self.knobs.prefetch as u64;
+        let least = Inject::step(self.knobs.steps) + in_flight + 1;
         if matches!(inject, Inject::TruncatedFile | Inject::KillBus) && self.knobs.steps < least {
             return Err(bad("steps", format!(
                 "inject {inject} acts after step {} and needs a task read after it, beyond the {} in flight (workers x prefetch): at least {least} steps",
                 Inject::step(self.knobs.steps),
-                self.knobs.workers as u64 * self.knobs.prefetch as u64
+                in_flight
             )));
         }
         Ok(())

@@ -41,12 +41,15 @@ pub struct Main {
     inject: Inject,
     at: u64,
     dataset: Option<std::fs::File>,
+    /// The loader's token: segment-removed removes only a segment named with it.
+    token: Token,
     done: bool,
 }
 
 impl Main {
-    /// Before the workers start: the dataset file, for truncated-file.
-    pub fn prepare(config: &CellConfig) -> std::io::Result<Main> {
+    /// Before the workers start, for the loader whose segments carry `token`: the dataset file,
+    /// for truncated-file.
+    pub fn prepare(config: &CellConfig, token: &Token) -> std::io::Result<Main> {
         let inject = config.knobs.inject;
         if inject == Inject::MemoryError {
             memory_error_possible()?;
@@ -63,6 +66,7 @@ impl Main {
             inject,
             at: Inject::step(config.knobs.steps),
             dataset,
+            token: token.clone(),
             done: false,
         })
     }
@@ -99,13 +103,13 @@ impl Main {
 
     /// Before the main opens the file_system segment `name` of task `idx`: for segment-removed,
     /// once, from the injection step on, the segment removed by another process (only one of
-    /// this loader's own, named with its `token`).
-    pub fn before_open(&mut self, name: &str, idx: u64, token: &Token) {
+    /// this loader's own, named with its token).
+    pub fn before_open(&mut self, name: &str, idx: u64) {
         if self.inject != Inject::SegmentRemoved || self.done || idx + 1 < self.at {
             return;
         }
         self.done = true;
-        super::segment::remove_own_in_child(name, token);
+        super::segment::remove_own_in_child(name, &self.token);
     }
 }
 
@@ -178,26 +182,14 @@ impl Worker {
 /// raises SIGBUS (BUS_MCEERR_AR) on the read, as on a page a memory error took. MADV_HWPOISON
 /// needs CAP_SYS_ADMIN, which a guest's cell keeps; without it nothing happens and the cell passes.
 fn read_poisoned_page() {
-    let flags = libc::MAP_PRIVATE | libc::MAP_ANONYMOUS;
-    // SAFETY: a fresh anonymous mapping of one page, written and read within it.
-    unsafe {
-        let ptr = libc::mmap(
-            std::ptr::null_mut(),
-            PAGE,
-            libc::PROT_READ | libc::PROT_WRITE,
-            flags,
-            -1,
-            0,
-        );
-        if ptr == libc::MAP_FAILED {
-            return;
+    with_written_page(PAGE, libc::MAP_PRIVATE, |ptr| {
+        // SAFETY: `ptr` is a mapping of PAGE bytes that lives through this call.
+        unsafe {
+            if libc::madvise(ptr, PAGE, libc::MADV_HWPOISON) == 0 {
+                std::ptr::read_volatile(ptr as *const u8);
+            }
         }
-        std::ptr::write_volatile(ptr as *mut u8, 1);
-        if libc::madvise(ptr, PAGE, libc::MADV_HWPOISON) == 0 {
-            std::ptr::read_volatile(ptr as *const u8);
-        }
-        libc::munmap(ptr, PAGE);
-    }
+    });
 }
 
 /// The file at `path` mapped shared and read-only, its whole DATASET_BYTES. The file stays open
@@ -220,20 +212,29 @@ fn map(path: &str) -> Option<*const u8> {
 
 /// Writes one huge page of a MAP_NORESERVE hugetlb mapping: with none free, SIGBUS.
 fn write_unreserved_huge_page() {
-    let flags = libc::MAP_SHARED | libc::MAP_ANONYMOUS | libc::MAP_HUGETLB | libc::MAP_NORESERVE;
-    // SAFETY: a fresh anonymous mapping, written within its length.
+    let flags = libc::MAP_SHARED | libc::MAP_HUGETLB | libc::MAP_NORESERVE;
+    with_written_page(HUGE_PAGE, flags, |_| {});
+}
+
+/// Maps `len` bytes of anonymous memory with `flags`, writes its first byte (the write that
+/// faults where no page can back it), runs `then` on it and unmaps it; nothing when mmap fails.
+fn with_written_page(len: usize, flags: libc::c_int, then: impl FnOnce(*mut libc::c_void)) {
+    let prot = libc::PROT_READ | libc::PROT_WRITE;
+    // SAFETY: a fresh anonymous mapping, written within its length and unmapped after `then`.
     unsafe {
         let ptr = libc::mmap(
             std::ptr::null_mut(),
-            HUGE_PAGE,
-            libc::PROT_READ | libc::PROT_WRITE,
-            flags,
+            len,
+            prot,
+            flags | libc::MAP_ANONYMOUS,
             -1,
             0,
         );
-        if ptr != libc::MAP_FAILED {
-            std::ptr::write_volatile(ptr as *mut u8, 1);
-            libc::munmap(ptr, HUGE_PAGE);
+        if ptr == libc::MAP_FAILED {
+            return;
         }
+        std::ptr::write_volatile(ptr as *mut u8, 1);
+        then(ptr);
+        libc::munmap(ptr, len);
     }
 }

@@ -151,11 +151,8 @@ impl Loop<'_> {
                         Some(_) => None,
                     };
                     let label = name.clone().unwrap_or_else(|| "fd from the worker".into());
-                    let token = self.owned.owner.as_ref().map(|o| o.token().clone());
-                    if let (Some(name), Some(inject), Some(token)) =
-                        (&name, self.owned.inject.as_mut(), token)
-                    {
-                        inject.before_open(name, idx, &token);
+                    if let (Some(name), Some(inject)) = (&name, self.owned.inject.as_mut()) {
+                        inject.before_open(name, idx);
                     }
                     let shared = consumer::map_received(fd, name, bytes).map_err(|e| {
                         let status = match e.raw_os_error() {
@@ -298,7 +295,7 @@ impl Loop<'_> {
                 self.owned.dataset = dataset::share(cfg, &token)?;
             }
             if self.owned.inject.is_none() {
-                let inject = inject::Main::prepare(cfg)
+                let inject = inject::Main::prepare(cfg, &token)
                     .context("making the injected cause ready")
                     .map_err(harness_stop)?;
                 self.owned.inject = Some(inject);

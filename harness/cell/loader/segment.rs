@@ -19,7 +19,7 @@ use super::wire::ErrorKind;
 use model::knobs::{Strategy, TorchProfile};
 use std::path::Path;
 use sys::lease_removal::Removal;
-use sys::owner::{self, OwnerRecord, Token};
+use sys::owner::{self, Named, OwnerRecord, Token};
 use sys::shm::SHM_DIR;
 
 /// Prefix of every name shmbench gives in /dev/shm: `shmbench_<token>` is the owner record a
@@ -38,14 +38,14 @@ pub fn segment_name(token: &Token, worker: u32, seq: u64) -> String {
 /// segment-removed injection. The main has threads, so the child only makes async-signal-safe
 /// calls (the path is built before the fork).
 pub fn remove_own_in_child(name: &str, token: &Token) {
-    let own = format!("/{NAME_PREFIX}{token}_");
-    let path = format!("{SHM_DIR}/{}", name.trim_start_matches('/'));
-    let Ok(path) = std::ffi::CString::new(path) else {
-        return;
-    };
-    if !name.starts_with(&own) || name[own.len()..].contains('/') {
+    let file = name.trim_start_matches('/');
+    let own = owner::classify(file.as_bytes(), NAME_PREFIX) == Named::Owned(token.clone());
+    if !own || file.contains('/') {
         return;
     }
+    let Ok(path) = std::ffi::CString::new(format!("{SHM_DIR}/{file}")) else {
+        return;
+    };
     // SAFETY: the child calls only unlink(2) and _exit(2); the parent waits for it.
     unsafe {
         match libc::fork() {
