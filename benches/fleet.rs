@@ -8,11 +8,11 @@ use std::path::Path;
 
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 
-use shmbench::analysis::fleet::Builder;
-use shmbench::analysis::fleet_judge::judge;
-use shmbench::analysis::fleet_verdict::Thresholds;
+use shmbench::fleet::judge::judge;
+use shmbench::fleet::judge::rows::Builder;
+use shmbench::fleet::judge::text::render_text;
+use shmbench::fleet::judge::verdict::Thresholds;
 use shmbench::model::record::Status;
-use shmbench::present::fleet::render_text;
 use shmbench::results::csv::{self, ResultsFile};
 use shmbench::results::{stream, Row};
 

@@ -6,14 +6,16 @@
 //! ```text
 //! cli -> orchestrate -> runtime -> cell -> sys -> model -> explain
 //!   |                              \--> explain (the fault tracer, the causes)
-//!   \--> present -> check -> plan (scenario, predict, advice) -> sys, model
-//!              \--> analysis -> results -> model
+//!   |--> present -> check -> plan (scenario, predict, advice) -> sys, model
+//!   |          \--> analysis -> results -> model
+//!   \--> fleet (the node check, the fleet's verdict) -> present, analysis, results, sys
 //! ```
 
 pub use analysis;
 pub use cell;
 pub use check;
 pub use explain;
+pub use fleet;
 pub mod cli;
 pub use model;
 pub use orchestrate;

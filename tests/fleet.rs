@@ -14,9 +14,9 @@ use serde_json::Value;
 use crate::common;
 
 use common::*;
-use shmbench::analysis::fleet::{Builder, Measure};
-use shmbench::analysis::fleet_judge::judge;
-use shmbench::analysis::fleet_verdict::{Status, Thresholds, Verdict};
+use shmbench::fleet::judge::judge;
+use shmbench::fleet::judge::rows::{Builder, Measure};
+use shmbench::fleet::judge::verdict::{Status, Thresholds, Verdict};
 use shmbench::model::record::Status as RunStatus;
 use shmbench::results::Row;
 

@@ -107,7 +107,7 @@ fn the_doctor_in_docker_s_default_shm() {
 /// the check's text, its Prometheus metrics and the NHC check file.
 #[test]
 fn the_node_check_as_text_metrics_and_nhc() {
-    use shmbench::model::node_check::{judge, DeadFile, NodeFacts, NodePolicy, ProducerBytes};
+    use shmbench::fleet::node::{judge, DeadFile, NodeFacts, NodePolicy, ProducerBytes};
     use shmbench::model::segment_maker::Producer;
     const MIB: u64 = 1 << 20;
     let facts = NodeFacts {
@@ -166,14 +166,14 @@ fn the_node_check_as_text_metrics_and_nhc() {
     let verdict = judge(&facts, &policy);
     insta::assert_snapshot!(
         "node_text",
-        present::node::render(&facts, &policy, &verdict)
+        fleet::node::text::render(&facts, &policy, &verdict)
     );
     insta::assert_snapshot!(
         "node_metrics",
-        present::node_prom::render(&facts, &policy, &verdict, 1_796_000_000.0)
+        fleet::node::prom::render(&facts, &policy, &verdict, 1_796_000_000.0)
     );
     insta::assert_snapshot!(
         "node_nhc",
-        present::node_nhc::check_file("/usr/local/bin/shmbench node --need 8g")
+        fleet::node::nhc::check_file("/usr/local/bin/shmbench node --need 8g")
     );
 }

@@ -2,7 +2,7 @@
 //! kernel 6.9 sorts before 6.18 and node gpu-9 before gpu-17.
 
 /// Orders version-like strings by their numeric parts ("6.9" < "6.18"; "gpu-9" < "gpu-17").
-pub(crate) fn natural_key(s: &str) -> Vec<(u64, String)> {
+pub fn natural_key(s: &str) -> Vec<(u64, String)> {
     let mut key = Vec::new();
     let mut digits = String::new();
     let mut text = String::new();

@@ -7,14 +7,14 @@ use std::process::ExitCode;
 use anyhow::{bail, Context, Result};
 
 use super::compare::parse_threshold;
-use crate::analysis::fleet::Builder;
-use crate::analysis::fleet_judge::judge;
-use crate::analysis::fleet_norm::Baseline;
-use crate::analysis::fleet_verdict::Thresholds;
-use crate::present::fleet_commands::Platform;
-use crate::present::{fleet, fleet_commands, fleet_json};
 use crate::results::atomic::write_bytes;
 use crate::results::stream;
+use ::fleet::judge::commands::Platform;
+use ::fleet::judge::judge;
+use ::fleet::judge::norm::Baseline;
+use ::fleet::judge::rows::Builder;
+use ::fleet::judge::verdict::Thresholds;
+use ::fleet::judge::{commands as fleet_commands, json as fleet_json, text as fleet};
 
 const AFTER_HELP: &str = "\
 Examples:

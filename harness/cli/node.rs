@@ -11,14 +11,14 @@ use anyhow::{bail, Context, Result};
 use super::node_emit;
 use crate::model::job::LoaderList;
 use crate::model::knobs::Knobs;
-use crate::model::node_check::{judge, NodePolicy, NodeStatus};
 use crate::model::size::ByteSize;
-use crate::model::slurm_drain::{self, DrainAction};
 use crate::plan::consumers::Consumer;
 use crate::plan::{advice, guard, job};
-use crate::present::{node, node_prom, node_slurm};
 use crate::results::atomic::write_bytes;
-use crate::sys::{self, node_facts};
+use crate::sys;
+use ::fleet::node::drain::{self, DrainAction};
+use ::fleet::node::{facts as node_facts, prom as node_prom, slurm as node_slurm, text as node};
+use ::fleet::node::{judge, NodePolicy, NodeStatus};
 
 /// The file `--textfile DIR` writes (node_exporter's textfile collector reads `*.prom`).
 const TEXTFILE_NAME: &str = "shmbench-node.prom";
@@ -213,7 +213,7 @@ pub(crate) fn run(args: Args) -> Result<ExitCode> {
 fn slurm_health(args: &Args, status: NodeStatus, first_line: &str) -> ExitCode {
     let done = slurm_node_name(args).and_then(|name| {
         let text = sys::slurm::show_node(&name)?;
-        let node = slurm_drain::parse_show_node(&text)
+        let node = drain::parse_show_node(&text)
             .with_context(|| format!("scontrol show node {name} printed no node's state"))?;
         if node.name != name {
             bail!(
@@ -221,7 +221,7 @@ fn slurm_health(args: &Args, status: NodeStatus, first_line: &str) -> ExitCode {
                 node.name
             );
         }
-        let action = slurm_drain::decide(status, first_line, &node);
+        let action = drain::decide(status, first_line, &node);
         match &action {
             DrainAction::Drain { reason } => sys::slurm::update_node(&node.name, Some(reason))?,
             DrainAction::Undrain => sys::slurm::update_node(&node.name, None)?,
@@ -259,7 +259,7 @@ fn slurm_node_name(args: &Args) -> Result<String> {
             .unwrap_or_default();
         host.split('.').next().unwrap_or_default().to_string()
     };
-    if !slurm_drain::plain_node_name(&name) {
+    if !drain::plain_node_name(&name) {
         bail!(
             "{name:?} is not one Slurm node name (letters, digits, '-', '_', '.'; no hostlist): \
              give --slurm-node NAME"

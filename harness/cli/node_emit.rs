@@ -6,9 +6,10 @@ use std::path::Path;
 
 use anyhow::{bail, Context, Result};
 
-use crate::present::{k8s_manifest, node_daemonset, node_nhc, node_npd};
+use crate::present::k8s_manifest;
 use crate::results::row_build::shell_words;
 use crate::runtime::docker::image::BINARY_IN_IMAGE;
+use ::fleet::node::{daemonset as node_daemonset, nhc as node_nhc, npd as node_npd};
 
 /// Node Problem Detector's image the DaemonSet runs by default.
 /// What `--emit` makes.

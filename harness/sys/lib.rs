@@ -14,7 +14,6 @@ pub mod image_use;
 pub mod lease_removal;
 pub mod memory_cgroup;
 pub mod mount_points;
-pub mod node_facts;
 pub mod owner;
 pub mod perf;
 pub mod proc_census;

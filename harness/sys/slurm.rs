@@ -125,7 +125,7 @@ fn scontrol(args: &[String]) -> Result<String> {
     Ok(String::from_utf8_lossy(&out.stdout).into_owned())
 }
 
-/// `scontrol -o show node NAME`: the node's one line, for `model::slurm_drain` to read.
+/// `scontrol -o show node NAME`: the node's one line, for `fleet::node::drain` to read.
 pub fn show_node(name: &str) -> Result<String> {
     scontrol(&["-o", "show", "node", name].map(String::from))
 }

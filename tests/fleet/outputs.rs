@@ -3,11 +3,11 @@
 //! runs), so a change to any renderer shows as a diff. Review with `cargo insta review`.
 
 use super::{fleet_rows, node_runs, verdict};
-use shmbench::analysis::fleet_verdict::Thresholds;
-use shmbench::present::fleet_commands::{self, Platform};
-use shmbench::present::{fleet, fleet_json};
+use shmbench::fleet::judge::commands::{self as fleet_commands, Platform};
+use shmbench::fleet::judge::verdict::Thresholds;
+use shmbench::fleet::judge::{json as fleet_json, text as fleet};
 
-fn fixed() -> shmbench::analysis::fleet_verdict::Verdict {
+fn fixed() -> shmbench::fleet::judge::verdict::Verdict {
     let mut rows = fleet_rows(
         &[1000.0, 1000.0, 600.0, 1000.0, 0.0, 1000.0, 1000.0, 1000.0],
         5,

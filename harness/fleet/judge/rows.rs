@@ -1,10 +1,10 @@
 //! `shmbench fleet`: which nodes are the odd ones out. The rows of a fleet (each naming its
 //! node: `k8s collect`'s and `slurm collect`'s node, else the host) are kept per cell and node
 //! as a few numbers per run ([`Runs`]); each node's medians and pass share are then judged
-//! against the fleet's norm for that cell ([`super::fleet_norm`]): the median across nodes and
+//! against the fleet's norm for that cell ([`super::norm`]): the median across nodes and
 //! a spread made robust by the median absolute deviation, so the bad nodes themselves cannot
 //! widen it, and the other nodes' pooled outcome counts. A node is flagged on a measure only
-//! beyond both a statistical and a practical threshold ([`super::fleet_judge`]).
+//! beyond both a statistical and a practical threshold ([`super`]).
 
 use std::collections::{HashMap, HashSet};
 use std::hash::{Hash, Hasher};
@@ -12,9 +12,10 @@ use std::hash::{Hash, Hasher};
 use anyhow::{bail, Result};
 use serde::{Deserialize, Serialize};
 
-use super::cell_key::CellKey;
-use super::history::{natural_key, By};
-use super::runs::Runs;
+use analysis::cell_key::CellKey;
+use analysis::history::By;
+use analysis::natural_order::natural_key;
+use analysis::runs::Runs;
 use model::estimate::median;
 use results::Row;
 
@@ -34,7 +35,7 @@ pub enum Measure {
 
 impl Measure {
     /// Every measure, in the order findings and tables list them.
-    pub const ALL: [Measure; 4] = [
+    pub(crate) const ALL: [Measure; 4] = [
         Measure::Outcome,
         Measure::ImgPerS,
         Measure::CpuMsPerImg,
@@ -42,7 +43,7 @@ impl Measure {
     ];
 
     /// The measures that are values with a median (all but the outcome).
-    pub const VALUES: [Measure; 3] = [
+    pub(crate) const VALUES: [Measure; 3] = [
         Measure::ImgPerS,
         Measure::CpuMsPerImg,
         Measure::PeakShmBytes,
@@ -51,12 +52,12 @@ impl Measure {
     /// Whether a larger value is the worse one: more CPU per image or more /dev/shm is worse,
     /// fewer images per second is. Only the worse side is flagged: a node faster than the fleet
     /// is nobody's problem to drain.
-    pub fn higher_is_worse(self) -> bool {
+    pub(crate) fn higher_is_worse(self) -> bool {
         !matches!(self, Measure::ImgPerS | Measure::Outcome)
     }
 
     /// Its name as JSON and the baseline file write it.
-    pub fn field(self) -> &'static str {
+    pub(crate) fn field(self) -> &'static str {
         match self {
             Measure::Outcome => "outcome",
             Measure::ImgPerS => "img_per_s",
@@ -85,16 +86,16 @@ impl Measure {
 
 /// The median of a node's values of one measure in one cell, and how many values it is of.
 #[derive(Clone, Copy, Debug, PartialEq, Serialize)]
-pub struct Sample {
-    pub median: f64,
-    pub values: usize,
+pub(crate) struct Sample {
+    pub(crate) median: f64,
+    pub(crate) values: usize,
 }
 
 /// One node's runs of one cell, as the judgement needs them.
 #[derive(Clone, Debug, PartialEq)]
-pub struct NodeCell {
-    pub runs: usize,
-    pub passes: usize,
+pub(crate) struct NodeCell {
+    pub(crate) runs: usize,
+    pub(crate) passes: usize,
     /// Per measure of [`Measure::VALUES`]: its values, and their median (None: no value).
     values: [Vec<f64>; 3],
     samples: [Option<Sample>; 3],
@@ -123,12 +124,12 @@ impl NodeCell {
     }
 
     /// The node's median of a value measure (None: the outcome, or no value).
-    pub fn value(&self, measure: Measure) -> Option<Sample> {
+    pub(crate) fn value(&self, measure: Measure) -> Option<Sample> {
         measure.value_index().and_then(|i| self.samples[i])
     }
 
     /// The node's values of a measure (none for the outcome).
-    pub fn values(&self, measure: Measure) -> &[f64] {
+    pub(crate) fn values(&self, measure: Measure) -> &[f64] {
         measure.value_index().map_or(&[], |i| &self.values[i])
     }
 }
@@ -137,21 +138,21 @@ impl NodeCell {
 #[derive(Clone, Debug)]
 pub struct Fleet {
     /// Node names in natural order (`gpu-9` before `gpu-17`).
-    pub nodes: Vec<String>,
+    pub(crate) nodes: Vec<String>,
     /// Cells in key order.
-    pub cells: Vec<CellKey>,
+    pub(crate) cells: Vec<CellKey>,
     /// `table[cell][node]`: that node's runs of the cell (None: it ran none).
-    pub table: Vec<Vec<Option<NodeCell>>>,
+    pub(crate) table: Vec<Vec<Option<NodeCell>>>,
     /// Rows read, those left out because they name no node, and those left out because they
     /// repeat a run already read (a file given twice, or merged into another given too).
-    pub rows: usize,
-    pub nameless_rows: usize,
-    pub duplicate_rows: usize,
+    pub(crate) rows: usize,
+    pub(crate) nameless_rows: usize,
+    pub(crate) duplicate_rows: usize,
 }
 
 impl Fleet {
     /// The nodes that ran `cell` with their runs of it, by node index.
-    pub fn ran(&self, cell: usize) -> impl Iterator<Item = (usize, &NodeCell)> {
+    pub(crate) fn ran(&self, cell: usize) -> impl Iterator<Item = (usize, &NodeCell)> {
         self.table[cell]
             .iter()
             .enumerate()
@@ -159,7 +160,7 @@ impl Fleet {
     }
 
     /// The cells `node` ran, with its runs of each.
-    pub fn ran_by(&self, node: usize) -> impl Iterator<Item = &NodeCell> {
+    pub(crate) fn ran_by(&self, node: usize) -> impl Iterator<Item = &NodeCell> {
         self.table.iter().filter_map(move |row| row[node].as_ref())
     }
 }

@@ -1,7 +1,7 @@
 //! What `shmbench node --slurm-health` did to its Slurm node, in one line for slurmd's log and
 //! a person running it by hand.
 
-use model::slurm_drain::{DrainAction, Kept, SlurmNode};
+use crate::node::drain::{DrainAction, Kept, SlurmNode};
 
 /// The line said after the verdict.
 pub fn action_line(node: &SlurmNode, action: &DrainAction) -> String {

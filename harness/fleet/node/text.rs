@@ -5,19 +5,19 @@
 
 use std::fmt::Write;
 
-use model::node_check::{NodeFacts, NodePolicy, NodeStatus, NodeVerdict, Problem, Unknown};
+use crate::node::{NodeFacts, NodePolicy, NodeStatus, NodeVerdict, Problem, Unknown};
 use model::size::ByteSize;
 
-use super::shm_audit::age;
-use super::terminal::shown;
+use present::shm_audit::age;
+use present::terminal::shown;
 
-pub use model::node_verdict::REASON_PREFIX;
+pub(crate) use crate::node::verdict::REASON_PREFIX;
 
 /// The most bytes of the first line (Node Problem Detector's `max_output_length`, in bytes).
-pub const FIRST_LINE_MAX: usize = 80;
+pub(crate) const FIRST_LINE_MAX: usize = 80;
 
 /// One problem in a few words.
-pub fn problem_words(problem: &Problem, path: &str) -> String {
+pub(crate) fn problem_words(problem: &Problem, path: &str) -> String {
     match problem {
         Problem::Missing => format!("{path} does not exist"),
         Problem::NotTmpfs { filesystem } => format!("{path} is {filesystem}, not a tmpfs"),
@@ -220,7 +220,7 @@ fn policy_words(policy: &NodePolicy) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use model::node_check::{judge, NodeFacts, NodePolicy};
+    use crate::node::{judge, NodeFacts, NodePolicy};
 
     #[test]
     fn the_first_line_is_prefixed_and_never_past_80_characters() {

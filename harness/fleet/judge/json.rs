@@ -5,12 +5,12 @@
 
 use serde_json::{json, Value};
 
-use super::cell_key;
-use super::fleet::{
+use super::text::{
     cell_name, counts, finding_words, measure_words, method, not_judged_words, reasons,
     status_words, summary,
 };
-use analysis::fleet_verdict::Verdict;
+use crate::judge::verdict::Verdict;
+use present::cell_key;
 
 /// The verdict, every node with its findings and the cells' norms.
 pub fn render(v: &Verdict) -> serde_json::Result<String> {

@@ -6,12 +6,12 @@ use std::collections::BTreeMap;
 use std::os::unix::fs::MetadataExt;
 use std::path::Path;
 
-use model::node_check::{DeadFile, NodeFacts, ProducerBytes, MISSING};
+use crate::node::{DeadFile, NodeFacts, ProducerBytes, MISSING};
 use model::segment_maker::{producer, Producer};
 use model::shm_audit::{ShmAudit, Staleness};
 
-use super::shm::usage_of;
-use super::shm_audit::{audit, AuditError};
+use sys::shm::usage_of;
+use sys::shm_audit::{audit, AuditError};
 
 /// Why the node's /dev/shm could not be read at all.
 #[derive(Debug, thiserror::Error)]
@@ -85,13 +85,13 @@ pub fn collect(path: &Path, read_only_view: bool) -> Result<NodeFacts, FactsErro
         .as_ref()
         .is_some_and(|v| v.flags().contains(nix::sys::statvfs::FsFlags::ST_RDONLY));
     let read_only = if read_only_view {
-        crate::shm::filesystem_read_only(meta.dev()).unwrap_or(mount_read_only)
+        sys::shm::filesystem_read_only(meta.dev()).unwrap_or(mount_read_only)
     } else {
         mount_read_only
     };
     // The mount the path lies in: an unmounted /dev/shm is a directory of /dev's devtmpfs,
     // which statfs calls a tmpfs too.
-    let (within_mount, filesystem) = match super::mount_points::containing(path) {
+    let (within_mount, filesystem) = match sys::mount_points::containing(path) {
         Some((point, fstype)) => (
             (point != path).then(|| point.display().to_string()),
             match fstype.as_str() {

@@ -7,13 +7,13 @@
 
 use serde_json::{json, Value};
 
-use super::node::FIRST_LINE_MAX;
+use super::text::FIRST_LINE_MAX;
 
 /// The node condition the rule sets.
-pub const CONDITION: &str = "DevShmProblem";
+pub(crate) const CONDITION: &str = "DevShmProblem";
 /// How often NPD runs the check. An audit reads every process's fds and mappings once: on a
 /// node of thousands of processes that is a second or two of one core, so not more often.
-pub const INVOKE_INTERVAL: &str = "60s";
+pub(crate) const INVOKE_INTERVAL: &str = "60s";
 /// The rule's timeout and NPD's global one (a rule's may not exceed it).
 const RULE_TIMEOUT: &str = "50s";
 const GLOBAL_TIMEOUT: &str = "55s";

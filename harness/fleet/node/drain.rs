@@ -7,41 +7,41 @@
 //! set after shmbench's drain, and cancel a reboot asked for. Pure: `sys::slurm` asks and
 //! updates.
 
-use crate::node_verdict::{NodeStatus, REASON_PREFIX};
+use super::verdict::{NodeStatus, REASON_PREFIX};
 
 /// A Slurm node's state and drain reason.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct SlurmNode {
     pub name: String,
     /// `IDLE`, `IDLE+DRAIN`, `MIXED+DRAIN`, `DOWN+DRAIN+NOT_RESPONDING`, ...
-    pub state: String,
+    pub(crate) state: String,
     /// The reason without Slurm's `[user@time]` suffix; None when there is none.
-    pub reason: Option<String>,
+    pub(crate) reason: Option<String>,
 }
 
 impl SlurmNode {
     /// Whether the node is drained or draining (the DRAIN flag; `DRAINED`/`DRAINING` as
     /// `sinfo` words them).
-    pub fn drained(&self) -> bool {
+    pub(crate) fn drained(&self) -> bool {
         self.state.split('+').any(|part| part.starts_with("DRAIN"))
     }
 
     /// Whether its reason is shmbench's own.
-    pub fn reason_is_shmbench(&self) -> bool {
+    pub(crate) fn reason_is_shmbench(&self) -> bool {
         self.reason
             .as_deref()
             .is_some_and(|r| r.starts_with(REASON_PREFIX))
     }
 
     /// Whether its drain is shmbench's own.
-    pub fn drained_by_shmbench(&self) -> bool {
+    pub(crate) fn drained_by_shmbench(&self) -> bool {
         self.drained() && self.reason_is_shmbench()
     }
 
     /// Whether someone else set it aside: drained, down, failed or rebooting with a reason
     /// that is not shmbench's (a node down with no reason at all is Slurm's own doing, such
     /// as not responding, and Slurm always gives one).
-    pub fn set_aside_by_other(&self) -> bool {
+    pub(crate) fn set_aside_by_other(&self) -> bool {
         let aside = self.state.split('+').any(|part| {
             part.starts_with("DRAIN")
                 || part.starts_with("DOWN")
@@ -65,7 +65,7 @@ pub fn plain_node_name(name: &str) -> bool {
 
 /// Whether `name` is 1-253 bytes, each `allowed`, starting and ending with a letter or digit:
 /// the shape of a node's name to Slurm and (lower case, no `_`) to Kubernetes.
-pub fn one_plain_name(name: &str, allowed: impl Fn(u8) -> bool) -> bool {
+pub(crate) fn one_plain_name(name: &str, allowed: impl Fn(u8) -> bool) -> bool {
     let bytes = name.as_bytes();
     let edge = |b: Option<&u8>| b.is_some_and(|b| b.is_ascii_alphanumeric());
     (1..=253).contains(&bytes.len())

@@ -5,7 +5,7 @@
 
 use std::fmt::Write;
 
-use model::node_check::{NodeFacts, NodePolicy, NodeVerdict, Problem};
+use crate::node::{NodeFacts, NodePolicy, NodeVerdict, Problem};
 
 const STATUS: (&str, &str) = (
     "shmbench_node_status",

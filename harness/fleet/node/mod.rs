@@ -1,13 +1,23 @@
 //! A node's /dev/shm judged against a policy, the way a fleet's health machinery asks it: one
 //! verdict (ok, a problem, or unknown when the node cannot be seen well enough), each problem
-//! with the numbers its words need. `sys::node_facts` gathers the facts, `shmbench node` says
-//! the verdict to Slurm, Node Problem Detector, NHC and Prometheus (`present::node`).
+//! with the numbers its words need. `facts` gathers the facts, `shmbench node` says
+//! the verdict to Slurm, Node Problem Detector, NHC and Prometheus (`text`, `slurm`, `npd`, `nhc`, `prom`).
 
 use serde::Serialize;
 
-use super::segment_maker::Producer;
+use model::segment_maker::Producer;
 
-pub use super::node_verdict::{NodeStatus, NodeVerdict, Problem, Unknown};
+pub mod daemonset;
+pub mod drain;
+pub mod facts;
+pub mod nhc;
+pub mod npd;
+pub mod prom;
+pub mod slurm;
+pub mod text;
+pub mod verdict;
+
+pub use verdict::{NodeStatus, NodeVerdict, Problem, Unknown};
 
 /// What the node's /dev/shm must be.
 #[derive(Clone, Debug, Serialize)]
@@ -84,7 +94,7 @@ pub struct NodeFacts {
 impl NodeFacts {
     /// A filesystem's facts before anything is read of its use and files: what a path that
     /// does not exist or is not a tmpfs gives, filled in where more is known.
-    pub fn bare(path: String, filesystem: &str, max_map_count: Option<u64>) -> NodeFacts {
+    pub(crate) fn bare(path: String, filesystem: &str, max_map_count: Option<u64>) -> NodeFacts {
         NodeFacts {
             path,
             filesystem: filesystem.into(),
@@ -105,22 +115,22 @@ impl NodeFacts {
         }
     }
 
-    pub fn is_tmpfs(&self) -> bool {
+    pub(crate) fn is_tmpfs(&self) -> bool {
         self.filesystem == "tmpfs"
     }
 
-    pub fn is_missing(&self) -> bool {
+    pub(crate) fn is_missing(&self) -> bool {
         self.filesystem == MISSING
     }
 
     /// The dead leftovers older than `age_s`: what the policy counts.
-    pub fn dead_older_than(&self, age_s: f64) -> impl Iterator<Item = &DeadFile> {
+    pub(crate) fn dead_older_than(&self, age_s: f64) -> impl Iterator<Item = &DeadFile> {
         self.dead.iter().filter(move |d| d.age_s >= age_s)
     }
 }
 
 /// The `filesystem` of a path that does not exist.
-pub const MISSING: &str = "missing";
+pub(crate) const MISSING: &str = "missing";
 
 /// Judges `facts` against `policy`: a problem wherever one is proven; otherwise unknown where
 /// something could not be judged; otherwise ok.

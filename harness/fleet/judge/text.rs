@@ -4,17 +4,17 @@
 //! anyone may have written: in text they are made inert (`terminal::shown`), in Markdown they
 //! are code spans (no link, mention or HTML can come of them).
 
-use analysis::fleet::Measure;
-use analysis::fleet_verdict::{
+use crate::judge::rows::Measure;
+use crate::judge::verdict::{
     Against, Evidence, Finding, NodeVerdict, NotJudged, Status, Unjudged, Verdict,
 };
 use model::size::ByteSize;
 
-use super::table;
-use super::terminal::{no_workflow_commands, shown};
+use present::table;
+use present::terminal::{no_workflow_commands, shown};
 
 /// A measure as the words say it.
-pub fn measure_words(measure: Measure) -> &'static str {
+pub(crate) fn measure_words(measure: Measure) -> &'static str {
     match measure {
         Measure::Outcome => "pass share",
         Measure::ImgPerS => "img/s",
@@ -34,7 +34,7 @@ fn value(measure: Measure, x: f64) -> String {
 }
 
 /// A verdict as a word.
-pub fn status_words(status: Status) -> &'static str {
+pub(crate) fn status_words(status: Status) -> &'static str {
     match status {
         Status::Ok => "ok",
         Status::Flagged => "flagged",
@@ -44,10 +44,10 @@ pub fn status_words(status: Status) -> &'static str {
 
 /// How names from the rows are written: made inert for a terminal ([`shown`]) or as code
 /// spans for Markdown ([`code`]).
-pub type Namer = fn(&str) -> String;
+pub(crate) type Namer = fn(&str) -> String;
 
 /// A cell as the table names it, `scenario/cell` (JSON carries the whole key), written by `name`.
-pub fn cell_name(v: &Verdict, cell: usize, name: Namer) -> String {
+pub(crate) fn cell_name(v: &Verdict, cell: usize, name: Namer) -> String {
     let key = &v.cells[cell];
     name(&format!("{}/{}", key.scenario, key.cell))
 }
@@ -70,7 +70,7 @@ fn difference(f: &Finding) -> String {
 
 /// A finding in words: the cell, the measure, the node's value, the fleet's, the difference
 /// and the test beyond its threshold.
-pub fn finding_words(v: &Verdict, f: &Finding, name: Namer) -> String {
+pub(crate) fn finding_words(v: &Verdict, f: &Finding, name: Namer) -> String {
     let cell = cell_name(v, f.cell, name);
     let size = difference(f);
     match f.evidence {
@@ -112,7 +112,7 @@ pub fn finding_words(v: &Verdict, f: &Finding, name: Namer) -> String {
 }
 
 /// A finding in a few words, for a drain's reason: `img/s -40% vs fleet in seed/tiny`.
-pub fn short_words(v: &Verdict, f: &Finding) -> String {
+pub(crate) fn short_words(v: &Verdict, f: &Finding) -> String {
     let against = match v.against {
         Against::Fleet => "fleet",
         Against::Baseline => "baseline",
@@ -126,7 +126,7 @@ pub fn short_words(v: &Verdict, f: &Finding) -> String {
 }
 
 /// Why a measure of a cell was not judged.
-pub fn not_judged_words(measure: Measure, why: &NotJudged) -> String {
+pub(crate) fn not_judged_words(measure: Measure, why: &NotJudged) -> String {
     match *why {
         NotJudged::TooFewRuns { runs, need } if measure == Measure::Outcome => {
             format!("{runs} run(s) of a cell ({need} needed: --repeat {need})")
@@ -173,7 +173,7 @@ fn unjudged_summary(n: &NodeVerdict) -> String {
 }
 
 /// A node's reason: its findings (one line each), or what it was judged on, or why not.
-pub fn reasons(v: &Verdict, n: &NodeVerdict, name: Namer) -> Vec<String> {
+pub(crate) fn reasons(v: &Verdict, n: &NodeVerdict, name: Namer) -> Vec<String> {
     match n.status {
         Status::Flagged => n
             .findings
@@ -196,7 +196,7 @@ pub fn reasons(v: &Verdict, n: &NodeVerdict, name: Namer) -> Vec<String> {
 }
 
 /// The counts of each verdict: flagged, ok, not judged.
-pub fn counts(v: &Verdict) -> (usize, usize, usize) {
+pub(crate) fn counts(v: &Verdict) -> (usize, usize, usize) {
     let count = |s: Status| v.nodes.iter().filter(|n| n.status == s).count();
     (
         count(Status::Flagged),
@@ -206,7 +206,7 @@ pub fn counts(v: &Verdict) -> (usize, usize, usize) {
 }
 
 /// One line: how many nodes got which verdict, from what.
-pub fn summary(v: &Verdict) -> String {
+pub(crate) fn summary(v: &Verdict) -> String {
     let (flagged, ok, not_judged) = counts(v);
     let mut line = format!(
         "{} node(s): {flagged} flagged, {ok} ok, {not_judged} not judged; {} row(s) of {} cell(s), against {}",
@@ -231,7 +231,7 @@ pub fn summary(v: &Verdict) -> String {
 }
 
 /// How the verdict was reached, with this fleet's thresholds.
-pub fn method(v: &Verdict) -> String {
+pub(crate) fn method(v: &Verdict) -> String {
     let (t, p) = (&v.thresholds, v.p_threshold);
     // Against a baseline there are no other nodes' runs at hand: the robust z alone.
     let (rank, cell_nodes) = match v.against {
@@ -299,7 +299,7 @@ pub fn render_text(v: &Verdict) -> String {
 
 /// `text` as a Markdown code span: literal whatever it holds (a fence longer than any run of
 /// backticks in it), control characters made visible first.
-pub fn code(text: &str) -> String {
+pub(crate) fn code(text: &str) -> String {
     let text = shown(text);
     let longest = text.split(|c| c != '`').map(str::len).max().unwrap_or(0);
     let fence = "`".repeat(longest + 1);

@@ -12,39 +12,39 @@ use std::collections::{BTreeMap, HashMap};
 use anyhow::{bail, Context, Result};
 use serde::{Deserialize, Serialize};
 
-use super::cell_key::CellKey;
-use super::fleet::{Fleet, Measure};
-use super::stats::{median_and_mad, MAD_TO_SD};
+use super::rows::{Fleet, Measure};
+use analysis::cell_key::CellKey;
+use analysis::stats::{median_and_mad, MAD_TO_SD};
 
 /// The median and robust spread of one measure across the nodes of a cell.
 #[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
-pub struct Spread {
-    pub median: f64,
+pub(crate) struct Spread {
+    pub(crate) median: f64,
     /// 1.4826 x the median absolute deviation of the node medians.
-    pub spread: f64,
+    pub(crate) spread: f64,
     /// The nodes whose medians it is of.
-    pub nodes: usize,
+    pub(crate) nodes: usize,
 }
 
 /// A cell's norm across the fleet.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
-pub struct CellNorm {
+pub(crate) struct CellNorm {
     /// The nodes that ran the cell often enough to be counted.
-    pub nodes: usize,
+    pub(crate) nodes: usize,
     /// Runs and passes pooled over those nodes.
-    pub runs: u64,
-    pub passes: u64,
+    pub(crate) runs: u64,
+    pub(crate) passes: u64,
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub img_per_s: Option<Spread>,
+    pub(crate) img_per_s: Option<Spread>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub cpu_ms_per_img: Option<Spread>,
+    pub(crate) cpu_ms_per_img: Option<Spread>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub peak_shm_bytes: Option<Spread>,
+    pub(crate) peak_shm_bytes: Option<Spread>,
 }
 
 impl CellNorm {
     /// The spread of a value measure (None: the outcome, or no node measured it).
-    pub fn spread(&self, measure: Measure) -> Option<&Spread> {
+    pub(crate) fn spread(&self, measure: Measure) -> Option<&Spread> {
         match measure {
             Measure::Outcome => None,
             Measure::ImgPerS => self.img_per_s.as_ref(),
@@ -65,7 +65,7 @@ impl CellNorm {
     /// The norm of `cell` over the nodes not in `left_out`, each counted where it has at least
     /// `min_runs` runs (or values of a measure). How many nodes that is stays with the norm:
     /// the judgement decides whether they are enough.
-    pub fn of(fleet: &Fleet, cell: usize, left_out: &[bool], min_runs: usize) -> CellNorm {
+    pub(crate) fn of(fleet: &Fleet, cell: usize, left_out: &[bool], min_runs: usize) -> CellNorm {
         let counted: Vec<_> = fleet
             .ran(cell)
             .filter(|(node, c)| !left_out[*node] && c.runs >= min_runs)
@@ -126,28 +126,28 @@ impl CellNorm {
 }
 
 /// The most runs of one cell a baseline may hold.
-pub const MAX_RUNS: u64 = 10_000_000;
+pub(crate) const MAX_RUNS: u64 = 10_000_000;
 
 /// A cell of a baseline: its key, spelt out, and its norm.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct BaselineCell {
-    pub scenario: String,
-    pub cell: String,
+    pub(crate) scenario: String,
+    pub(crate) cell: String,
     /// The identity knobs by flag name, as rows record them.
-    pub knobs: BTreeMap<String, String>,
+    pub(crate) knobs: BTreeMap<String, String>,
     #[serde(flatten)]
-    pub norm: CellNorm,
+    pub(crate) norm: CellNorm,
 }
 
 /// What a baseline file says it is.
-pub const BASELINE_FORMAT: &str = "shmbench-fleet-baseline";
-pub const BASELINE_VERSION: u32 = 1;
+pub(crate) const BASELINE_FORMAT: &str = "shmbench-fleet-baseline";
+pub(crate) const BASELINE_VERSION: u32 = 1;
 
 /// A fleet's norms, written by `fleet --write-baseline` and read by `fleet --baseline`.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Baseline {
-    pub format: String,
-    pub version: u32,
+    pub(crate) format: String,
+    pub(crate) version: u32,
     /// The nodes it was made from, and those of them left out as flagged.
     pub nodes: Vec<String>,
     pub left_out: Vec<String>,
@@ -229,7 +229,7 @@ impl Baseline {
     }
 
     /// For each of `fleet`'s cells, its norm in this baseline (None: not in it).
-    pub fn norms_for(&self, fleet: &Fleet) -> Vec<Option<CellNorm>> {
+    pub(crate) fn norms_for(&self, fleet: &Fleet) -> Vec<Option<CellNorm>> {
         let index: HashMap<KeyFields, &CellNorm> = self
             .cells
             .iter()

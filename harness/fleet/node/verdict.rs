@@ -1,12 +1,12 @@
 //! What a node check found, as numbers and codes: each problem with the numbers its words
 //! need, what could not be judged, and the verdict with the exit status health checkers read.
-//! `node_check::judge` makes it; `present::node` words it.
+//! `node::judge` makes it; `text` words it.
 
 use serde::Serialize;
 
 /// How every first line starts, so a drain or a node condition shmbench set is known for its
-/// own (`slurm_drain` resumes only those).
-pub const REASON_PREFIX: &str = "shmbench:";
+/// own (`drain` resumes only those).
+pub(crate) const REASON_PREFIX: &str = "shmbench:";
 
 /// A way the node's /dev/shm is unfit for its jobs.
 #[derive(Clone, Debug, PartialEq, Serialize)]
@@ -52,7 +52,7 @@ pub enum Problem {
 
 impl Problem {
     /// The label a metric carries for it.
-    pub fn code(&self) -> &'static str {
+    pub(crate) fn code(&self) -> &'static str {
         match self {
             Problem::Missing => "missing",
             Problem::NotTmpfs { .. } => "not_tmpfs",
@@ -68,7 +68,7 @@ impl Problem {
     }
 
     /// Every code, for metrics that list each kind (0 or 1).
-    pub const CODES: [&'static str; 10] = [
+    pub(crate) const CODES: [&'static str; 10] = [
         "missing",
         "not_tmpfs",
         "too_small",
@@ -117,8 +117,8 @@ impl NodeStatus {
 #[derive(Clone, Debug, Serialize)]
 pub struct NodeVerdict {
     pub status: NodeStatus,
-    pub problems: Vec<Problem>,
-    pub unknowns: Vec<Unknown>,
+    pub(crate) problems: Vec<Problem>,
+    pub(crate) unknowns: Vec<Unknown>,
 }
 
 #[cfg(test)]

@@ -1,18 +1,18 @@
 //! Node Problem Detector with shmbench's check on every node (`shmbench node --emit
-//! daemonset`): a ConfigMap holding the plugin monitor config (`node_npd`), a DaemonSet whose
+//! daemonset`): a ConfigMap holding the plugin monitor config (`npd`), a DaemonSet whose
 //! pod runs NPD with it, and the ServiceAccount NPD reports conditions as (bound to Kubernetes'
 //! own `system:node-problem-detector` role). An init container copies shmbench out of its image
 //! into a volume NPD's container runs it from. The pod sees what the check needs and nothing
 //! more: the host's pids (`hostPID`, so leftovers can be proven dead), and the host's /dev/shm
-//! mounted read-only over its own (the check never writes; `sys::node_facts` judges the
+//! mounted read-only over its own (the check never writes; `facts` judges the
 //! filesystem's read-only flag, not this view's).
 
 use serde_json::{json, Value};
 
-use super::node_npd;
+use super::npd;
 
 /// Where the pod runs shmbench from.
-pub const BINARY: &str = "/opt/shmbench/shmbench";
+pub(crate) const BINARY: &str = "/opt/shmbench/shmbench";
 const BINARY_DIR: &str = "/opt/shmbench";
 /// The config's key in the ConfigMap, and where NPD reads it.
 const CONFIG_FILE: &str = "shmbench.json";
@@ -36,7 +36,7 @@ pub fn objects(target: &Target, args: &[String]) -> Vec<Value> {
     let labels = json!({ "app.kubernetes.io/name": NAME, "app.kubernetes.io/part-of": "shmbench" });
     let meta =
         |name: &str| json!({ "name": name, "namespace": target.namespace, "labels": labels });
-    let config = node_npd::plugin_config(BINARY, args);
+    let config = npd::plugin_config(BINARY, args);
     let config_text = serde_json::to_string_pretty(&config).unwrap_or_default() + "\n";
     vec![
         json!({ "apiVersion": "v1", "kind": "ServiceAccount", "metadata": meta(NAME) }),

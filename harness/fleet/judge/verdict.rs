@@ -1,13 +1,13 @@
-//! What the fleet's judgement finds ([`super::fleet_judge`]), as numbers and codes: each
+//! What the fleet's judgement finds ([`super`]), as numbers and codes: each
 //! node's verdict, its findings with the evidence behind them, what it was not judged on and
-//! why, and the thresholds they were judged by. `present::fleet` puts them into words.
+//! why, and the thresholds they were judged by. `text` puts them into words.
 
 use serde::Serialize;
 
-use super::cell_key::CellKey;
-use super::fleet::Measure;
-use super::fleet_norm::CellNorm;
-use super::stats::OUTLIER_Z;
+use super::norm::CellNorm;
+use super::rows::Measure;
+use analysis::cell_key::CellKey;
+use analysis::stats::OUTLIER_Z;
 
 /// Where a judgement stops.
 #[derive(Clone, Copy, Debug, PartialEq, Serialize)]
@@ -42,7 +42,7 @@ impl Default for Thresholds {
 /// What the nodes were judged against.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
-pub enum Against {
+pub(crate) enum Against {
     /// The fleet of these rows: the other nodes.
     Fleet,
     /// A baseline file's norms.
@@ -61,7 +61,7 @@ pub enum Status {
 /// Why a node was not judged on a measure of a cell.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize)]
 #[serde(tag = "code", rename_all = "snake_case")]
-pub enum NotJudged {
+pub(crate) enum NotJudged {
     /// The node ran the cell (or measured the value) fewer times than judging needs.
     TooFewRuns { runs: usize, need: usize },
     /// Too few nodes ran the cell (or measured the value) often enough for a norm.
@@ -77,7 +77,7 @@ pub enum NotJudged {
 /// The test behind a finding, with its numbers.
 #[derive(Clone, Copy, Debug, PartialEq, Serialize)]
 #[serde(tag = "test", rename_all = "snake_case")]
-pub enum Evidence {
+pub(crate) enum Evidence {
     /// The node's median against the fleet's: z = (node - fleet) / spread (None when the
     /// spread is zero: at least half the nodes measured the very same value), over `nodes`
     /// nodes; and, against the fleet's own rows, the rank test's p of the node's `values` runs
@@ -114,22 +114,22 @@ impl Evidence {
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct Finding {
     /// The cell, an index into [`Verdict::cells`].
-    pub cell: usize,
+    pub(crate) cell: usize,
     pub measure: Measure,
     /// The node's median and the fleet's (the outcome: the node's pass share and the others').
     pub node: f64,
     pub fleet: f64,
     /// node / fleet - 1 (the outcome: the node's share - the others', a fraction of runs).
     pub difference: f64,
-    pub evidence: Evidence,
+    pub(crate) evidence: Evidence,
 }
 
 /// A measure of a cell the node was not judged on, and why.
 #[derive(Clone, Debug, PartialEq, Serialize)]
-pub struct Unjudged {
-    pub cell: usize,
+pub(crate) struct Unjudged {
+    pub(crate) cell: usize,
     pub measure: Measure,
-    pub why: NotJudged,
+    pub(crate) why: NotJudged,
 }
 
 /// One node's verdict.
@@ -138,34 +138,34 @@ pub struct NodeVerdict {
     pub node: String,
     pub status: Status,
     /// Its runs, and the cells they are of.
-    pub runs: usize,
-    pub cells: usize,
+    pub(crate) runs: usize,
+    pub(crate) cells: usize,
     /// The measures of cells it was judged on.
-    pub judged: usize,
+    pub(crate) judged: usize,
     /// Outcomes first, then the largest differences first.
     pub findings: Vec<Finding>,
-    pub not_judged: Vec<Unjudged>,
+    pub(crate) not_judged: Vec<Unjudged>,
 }
 
 /// The fleet's verdict on every node.
 #[derive(Clone, Debug, Serialize)]
 pub struct Verdict {
-    pub against: Against,
-    pub thresholds: Thresholds,
+    pub(crate) against: Against,
+    pub(crate) thresholds: Thresholds,
     /// Tests made (node x cell x measure judged), and the thresholds they set.
-    pub tests: usize,
-    pub p_threshold: f64,
-    pub z_threshold: f64,
+    pub(crate) tests: usize,
+    pub(crate) p_threshold: f64,
+    pub(crate) z_threshold: f64,
     /// The cells (`present::cell_key` writes them) and their norms (None: not in the baseline).
     #[serde(skip)]
-    pub cells: Vec<CellKey>,
-    pub norms: Vec<Option<CellNorm>>,
+    pub(crate) cells: Vec<CellKey>,
+    pub(crate) norms: Vec<Option<CellNorm>>,
     pub nodes: Vec<NodeVerdict>,
-    pub rows: usize,
-    pub nameless_rows: usize,
+    pub(crate) rows: usize,
+    pub(crate) nameless_rows: usize,
     /// Rows left out because they repeat a run already read (same run id, repeat, node and
     /// cell).
-    pub duplicate_rows: usize,
+    pub(crate) duplicate_rows: usize,
 }
 
 impl Verdict {

@@ -12,10 +12,10 @@
 
 use results::row_build::shell_words;
 
-use super::fleet::short_words;
-use super::terminal::shown;
-use analysis::fleet_verdict::{Status, Verdict};
-use model::slurm_drain::{one_plain_name, plain_node_name};
+use super::text::short_words;
+use crate::judge::verdict::{Status, Verdict};
+use crate::node::drain::{one_plain_name, plain_node_name};
+use present::terminal::shown;
 
 /// The platform whose commands are printed.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -25,7 +25,7 @@ pub enum Platform {
 }
 
 /// What a fleet drain's reason starts with (NHC prefixes its own `NHC:`, `node` its `shmbench:`).
-pub const DRAIN_PREFIX: &str = "shmbench fleet:";
+pub(crate) const DRAIN_PREFIX: &str = "shmbench fleet:";
 
 /// The most characters of a drain's reason (Slurm shows it in `sinfo -R`, whose column is
 /// narrow; the table and JSON carry the whole of it).

@@ -1,5 +1,5 @@
 //! The fleet's verdict on each node: per cell and measure, the node against the norm
-//! ([`super::fleet_norm`]), flagged only beyond both thresholds:
+//! ([`norm`]), flagged only beyond both thresholds:
 //! - statistical: for a median, its robust z (its distance from the fleet's median in robust
 //!   spreads) beyond 3.5 or beyond the normal quantile of alpha / tests, whichever is further,
 //!   or, against the fleet's own rows, the rank test of its runs against the other nodes' runs
@@ -17,12 +17,19 @@
 //! Only the worse side is flagged. A node with too few runs of a cell, or in a cell with too
 //! few nodes to know the norm, is not judged there, and the reason is kept.
 
-use super::exact_tests::{fisher_two_sided, normal_upper_quantile, rank_test_two_sided};
-use super::fleet::{Fleet, Measure, NodeCell};
-use super::fleet_norm::{Baseline, CellNorm};
-use super::fleet_verdict::{
+pub mod commands;
+pub mod json;
+pub mod norm;
+pub mod rows;
+pub mod text;
+pub mod verdict;
+
+use self::norm::{Baseline, CellNorm};
+use self::rows::{Fleet, Measure, NodeCell};
+use self::verdict::{
     Against, Evidence, Finding, NodeVerdict, NotJudged, Status, Thresholds, Unjudged, Verdict,
 };
+use analysis::exact_tests::{fisher_two_sided, normal_upper_quantile, rank_test_two_sided};
 
 /// A measure of a node's cell with its statistics made, before any threshold: its value
 /// against the norm's, how far apart, and the evidence.
