@@ -8,12 +8,14 @@
 //!   |                              \--> explain (the fault tracer, the causes)
 //!   |--> present -> check -> plan (scenario, predict, advice) -> sys, model
 //!   |          \--> analysis -> results -> model
-//!   \--> fleet (the node check, the fleet's verdict) -> present, analysis, results, sys
+//!   |--> fleet (the node check, the fleet's verdict) -> present, analysis, results, sys
+//!   \--> cluster (Slurm and Kubernetes: scripts, manifests, collect) -> runtime, plan, results
 //! ```
 
 pub use analysis;
 pub use cell;
 pub use check;
+pub use cluster;
 pub use explain;
 pub use fleet;
 pub mod cli;

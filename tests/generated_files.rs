@@ -207,7 +207,7 @@ fn node_selector_values_are_quoted_strings_that_yaml_1_1_reads_as_strings() {
         );
     }
     let readers = [
-        Some(shmbench::model::yaml_json::from_yaml(&text).unwrap()),
+        Some(shmbench::cluster::k8s::yaml::from_yaml(&text).unwrap()),
         read_as_yaml_1_1(&text),
     ];
     if readers[1].is_none() {

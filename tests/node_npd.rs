@@ -216,7 +216,7 @@ fn the_daemonset_runs_npd_with_the_host_pids_and_dev_shm_read_only_and_the_schem
     ]);
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     let text = String::from_utf8(o.stdout).unwrap();
-    let objects = shmbench::model::yaml_json::from_yaml(&text).unwrap();
+    let objects = shmbench::cluster::k8s::yaml::from_yaml(&text).unwrap();
     let kinds: Vec<&str> = objects
         .iter()
         .map(|o| o["kind"].as_str().unwrap())

@@ -30,7 +30,7 @@ fn indexed(path: &std::path::Path) -> Result<(String, u64)> {
     let text = std::fs::read_to_string(path)
         .with_context(|| format!("cannot read the cells file {}", path.display()))?;
     // YAML, as the manifest's ConfigMap holds it (JSON, which is YAML, too).
-    let cells: Vec<serde_json::Value> = crate::model::yaml_json::first_document(&text)
+    let cells: Vec<serde_json::Value> = cluster::k8s::yaml::first_document(&text)
         .and_then(|list| serde_json::from_value(list).ok())
         .with_context(|| format!("{} is not a YAML list of cells", path.display()))?;
     let raw = std::env::var(COMPLETION_INDEX_ENV).with_context(|| {

@@ -13,11 +13,11 @@ use crate::model::knobs::Knobs;
 use crate::model::pod::{NodeInfo, PodStatus};
 use crate::plan::resolve::Platform;
 use crate::plan::scenario::{self, Scenario};
-use crate::present::k8s_manifest::{self, Target};
-use crate::results::k8s::{self, Fleet};
-use crate::results::k8s_jobs;
 use crate::sys::clock;
 use crate::sys::fingerprint::mem_total;
+use cluster::k8s::collect::{self, Fleet};
+use cluster::k8s::jobs;
+use cluster::k8s::manifest::{self, Target};
 
 /// What `shmbench k8s manifest --help` shows after the flags.
 const MANIFEST_HELP: &str = "\
@@ -124,7 +124,7 @@ fn manifest(mut args: ManifestArgs) -> Result<ExitCode> {
     for pair in &args.node_selector {
         match pair.split_once('=') {
             Some((k, v)) if !k.is_empty() => {
-                if let Some(why) = k8s_manifest::node_selector_problem(k, v) {
+                if let Some(why) = manifest::node_selector_problem(k, v) {
                     bail!("--node-selector {pair:?}: {why}: Kubernetes refuses it as a node label");
                 }
                 selector.push((k.to_string(), v.to_string()))
@@ -142,7 +142,7 @@ fn manifest(mut args: ManifestArgs) -> Result<ExitCode> {
         node_selector: &selector,
         repeat: args.repeat,
     };
-    let text = k8s_manifest::render(&k8s_manifest::objects(&scenario.name, &cells, &target));
+    let text = manifest::render(&manifest::objects(&scenario.name, &cells, &target));
     match &args.out {
         Some(path) => {
             std::fs::write(path, &text)
@@ -171,17 +171,17 @@ fn logs(paths: &[PathBuf]) -> Result<Vec<Option<PathBuf>>> {
 }
 
 /// The records in one log (None: stdin), read a line at a time, each line bounded.
-fn records_of(log: Option<&Path>) -> Result<(String, Vec<k8s::Logged>, Vec<String>)> {
+fn records_of(log: Option<&Path>) -> Result<(String, Vec<collect::Logged>, Vec<String>)> {
     let (name, read) = match log {
         None => (
             "stdin".to_string(),
-            k8s::records_from(std::io::stdin().lock()),
+            collect::records_from(std::io::stdin().lock()),
         ),
         Some(path) => (
             path.display().to_string(),
             std::fs::File::open(path)
                 .map(std::io::BufReader::new)
-                .and_then(k8s::records_from),
+                .and_then(collect::records_from),
         ),
     };
     let (found, bad) = read.with_context(|| format!("cannot read {name}"))?;
@@ -222,7 +222,7 @@ fn collect(args: CollectArgs) -> Result<ExitCode> {
         let text = std::fs::read_to_string(path)
             .with_context(|| format!("cannot read {}", path.display()))?;
         fleet.jobs = Some(
-            k8s_jobs::JobCells::from_manifest(&text)
+            jobs::JobCells::from_manifest(&text)
                 .with_context(|| format!("--manifest {}", path.display()))?,
         );
     }
@@ -237,7 +237,7 @@ fn collect(args: CollectArgs) -> Result<ExitCode> {
         .min()
         .unwrap_or_else(clock::rfc3339_now);
     let run_id = format!("{}-k8s", clock::compact_now());
-    let collected = k8s::collect(logged, &fleet, &run_id, &started_at)?;
+    let collected = collect::collect(logged, &fleet, &run_id, &started_at)?;
     for note in &collected.notes {
         eprintln!("{note}");
     }

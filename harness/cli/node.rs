@@ -15,7 +15,6 @@ use crate::model::size::ByteSize;
 use crate::plan::consumers::Consumer;
 use crate::plan::{advice, guard, job};
 use crate::results::atomic::write_bytes;
-use crate::sys;
 use ::fleet::node::drain::{self, DrainAction};
 use ::fleet::node::{facts as node_facts, prom as node_prom, slurm as node_slurm, text as node};
 use ::fleet::node::{judge, NodePolicy, NodeStatus};
@@ -212,7 +211,7 @@ pub(crate) fn run(args: Args) -> Result<ExitCode> {
 /// status, and the drain is how the verdict reaches the scheduler.
 fn slurm_health(args: &Args, status: NodeStatus, first_line: &str) -> ExitCode {
     let done = slurm_node_name(args).and_then(|name| {
-        let text = sys::slurm::show_node(&name)?;
+        let text = cluster::slurm::commands::show_node(&name)?;
         let node = drain::parse_show_node(&text)
             .with_context(|| format!("scontrol show node {name} printed no node's state"))?;
         if node.name != name {
@@ -223,8 +222,10 @@ fn slurm_health(args: &Args, status: NodeStatus, first_line: &str) -> ExitCode {
         }
         let action = drain::decide(status, first_line, &node);
         match &action {
-            DrainAction::Drain { reason } => sys::slurm::update_node(&node.name, Some(reason))?,
-            DrainAction::Undrain => sys::slurm::update_node(&node.name, None)?,
+            DrainAction::Drain { reason } => {
+                cluster::slurm::commands::update_node(&node.name, Some(reason))?
+            }
+            DrainAction::Undrain => cluster::slurm::commands::update_node(&node.name, None)?,
             DrainAction::Keep(_) => {}
         }
         Ok(node_slurm::action_line(&node, &action))

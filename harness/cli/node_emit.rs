@@ -6,10 +6,10 @@ use std::path::Path;
 
 use anyhow::{bail, Context, Result};
 
-use crate::present::k8s_manifest;
 use crate::results::row_build::shell_words;
 use crate::runtime::docker::image::BINARY_IN_IMAGE;
 use ::fleet::node::{daemonset as node_daemonset, nhc as node_nhc, npd as node_npd};
+use cluster::k8s::manifest;
 
 /// Node Problem Detector's image the DaemonSet runs by default.
 /// What `--emit` makes.
@@ -119,7 +119,7 @@ pub(super) fn emitted(emit: Emit, args: &Target) -> Result<String> {
             } else {
                 &["--read-only-view"]
             };
-            k8s_manifest::render(&node_daemonset::objects(&target, &line_args(extra)))
+            manifest::render(&node_daemonset::objects(&target, &line_args(extra)))
         }
     })
 }

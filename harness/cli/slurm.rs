@@ -11,17 +11,15 @@ use anyhow::{anyhow, bail, Context, Result};
 use super::logs::files_in;
 use super::outcome;
 use crate::model::knobs::Knobs;
-use crate::model::slurm_output;
-use crate::orchestrate::slurm_task;
 use crate::plan::resolve::Platform;
 use crate::plan::scenario::{self, Scenario};
-use crate::present::sbatch_line;
-use crate::present::slurm_script::{self, Target};
-use crate::results::slurm as slurm_rows;
-use crate::results::slurm_ends::settled_task_ends;
-use crate::results::slurm_output::TaskFile;
+use crate::sys::clock;
 use crate::sys::fingerprint::mem_total;
-use crate::sys::{clock, slurm};
+use cluster::slurm::collect as slurm_rows;
+use cluster::slurm::ends::settled_task_ends;
+use cluster::slurm::output::{self, TaskFile};
+use cluster::slurm::script::{self, Target};
+use cluster::slurm::{commands, directive, task};
 
 /// Where the tasks write their output files unless told.
 pub(super) const DEFAULT_DIR: &str = "shmbench-slurm";
@@ -166,9 +164,9 @@ fn render(args: &mut ScriptArgs) -> Result<(String, PathBuf)> {
         bail!("--nodes 0: give the tasks at least one node");
     }
     // Checked before the directory is made: a name with a line break is refused, not created.
-    sbatch_line::output_dir(&args.output_dir.display().to_string())?;
+    directive::output_dir(&args.output_dir.display().to_string())?;
     for node in args.nodelist.iter().flatten() {
-        sbatch_line::node(node)?;
+        directive::node(node)?;
     }
     let scenario = Scenario::load(&args.scenario)?;
     // As cells run without Docker: Docker's setups in a namespace tmpfs of their size.
@@ -192,7 +190,7 @@ fn render(args: &mut ScriptArgs) -> Result<(String, PathBuf)> {
         max_parallel: args.nodes,
         shared: args.shared,
     };
-    Ok((slurm_script::render(&scenario.name, &cells, &target)?, dir))
+    Ok((script::render(&scenario.name, &cells, &target)?, dir))
 }
 
 fn script(mut args: ScriptArgs) -> Result<ExitCode> {
@@ -230,7 +228,7 @@ fn submit(mut args: ScriptArgs) -> Result<ExitCode> {
         if args.wait {
             flags.push("--wait".into());
         }
-        let id = slurm::sbatch(&text, &flags)?;
+        let id = commands::sbatch(&text, &flags)?;
         let on = node.map(|n| format!(" on {n}")).unwrap_or_default();
         eprintln!("submitted job {id}{on}; output files in {}", dir.display());
         ids.push(id);
@@ -249,11 +247,11 @@ fn task() -> Result<ExitCode> {
     let mut text = String::new();
     std::io::Read::read_to_string(&mut std::io::stdin(), &mut text)
         .context("cannot read the cells on stdin")?;
-    let start = slurm_task::start(&text)?;
+    let start = task::start(&text)?;
     let mut stdout = std::io::stdout().lock();
     writeln!(stdout, "{}", start.line())?;
     stdout.flush()?;
-    let (record, ran) = slurm_task::run(&start);
+    let (record, ran) = task::run(&start);
     writeln!(stdout, "{}", serde_json::to_string(&record)?)?;
     Ok(ExitCode::from(if ran { 0 } else { 1 }))
 }
@@ -264,8 +262,8 @@ fn output_files(args: &CollectArgs) -> Result<(Vec<PathBuf>, Vec<String>)> {
     let mut files = Vec::new();
     let mut jobs = Vec::new();
     for arg in &args.jobs_or_files {
-        if slurm_output::is_number(arg) {
-            let found = files_in(&args.dir, |n| slurm_output::claims_job(n, arg))?;
+        if output::is_number(arg) {
+            let found = files_in(&args.dir, |n| output::claims_job(n, arg))?;
             if found.is_empty() {
                 eprintln!(
                     "shmbench: job {arg}: no output file in {} (yet); its ends are still asked",
@@ -277,7 +275,7 @@ fn output_files(args: &CollectArgs) -> Result<(Vec<PathBuf>, Vec<String>)> {
         } else {
             let path = PathBuf::from(arg);
             if path.is_dir() {
-                files.extend(files_in(&path, slurm_output::may_be_output)?);
+                files.extend(files_in(&path, output::may_be_output)?);
             } else {
                 files.push(path);
             }

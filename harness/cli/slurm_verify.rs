@@ -11,17 +11,16 @@ use super::slurm::DEFAULT_DIR;
 use crate::model::config::CellConfig;
 use crate::model::knobs::{IpcMode, RuntimeKind};
 use crate::model::record::CellRecord;
-use crate::model::slurm_output;
 use crate::plan::memory;
-use crate::present::slurm_script::{self, Target};
-use crate::results::slurm::task_result;
-use crate::results::slurm_ends::settled_task_ends;
-use crate::results::slurm_output::TaskOutput;
-use crate::sys::slurm;
+use cluster::slurm::collect::task_result;
+use cluster::slurm::commands;
+use cluster::slurm::ends::settled_task_ends;
+use cluster::slurm::output::{self, TaskOutput};
+use cluster::slurm::script::{self, Target};
 
 /// Whether a proof can run as a Slurm job here.
 pub(super) fn available() -> bool {
-    slurm::answers()
+    commands::answers()
 }
 
 /// Runs `cell` (the doctor's verification cell) as a one-task Slurm job in the node's own
@@ -52,10 +51,10 @@ pub(super) fn run(cell: &CellConfig, shm_bytes: u64) -> Result<CellRecord> {
         max_parallel: None,
         shared: true,
     };
-    let script = slurm_script::render("doctor-verify", std::slice::from_ref(&cell), &target)?;
+    let script = script::render("doctor-verify", std::slice::from_ref(&cell), &target)?;
     eprintln!("verifying as a Slurm job (the node's own /dev/shm, --mem={mem})...");
-    let job = slurm::sbatch(&script, &["--wait".to_string()])?;
-    let path = dir.join(slurm_output::of_task(&job, 0));
+    let job = commands::sbatch(&script, &["--wait".to_string()])?;
+    let path = dir.join(output::of_task(&job, 0));
     let file = path.display().to_string();
     let output = TaskOutput::read_path(&path)
         .with_context(|| format!("job {job} wrote no output file {file}"))?;

@@ -3,7 +3,7 @@
 //! `kubectl get pods -o json`) and about its node ([`NodeInfo`], from `kubectl get nodes -o json`).
 //!
 //! A pod killed from outside (OOMKilled, evicted) prints no record: its end is read from the API's
-//! documents, in the shapes the API returns them (`results::k8s` classifies it).
+//! documents, in the shapes the API returns them (`cluster::k8s::collect` classifies it).
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;

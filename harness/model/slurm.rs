@@ -3,7 +3,7 @@
 //! ([`TaskEnd`], from `sacct -P`, `scontrol -o show job` or the `jobcomp/filetxt` log).
 //!
 //! A task ended by the scheduler (OUT_OF_MEMORY, TIMEOUT, CANCELLED, ...) prints no record:
-//! `results::slurm` gives it a row, its status read from its end. All of it is untrusted text, parsed, never run.
+//! `cluster::slurm::collect` gives it a row, its status read from its end. All of it is untrusted text, parsed, never run.
 
 use serde::{Deserialize, Serialize};
 

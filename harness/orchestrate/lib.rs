@@ -10,5 +10,4 @@ pub mod launcher;
 pub mod leftovers;
 pub mod minshm;
 pub mod runner;
-pub mod slurm_task;
 pub mod verify;

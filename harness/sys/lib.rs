@@ -25,5 +25,4 @@ pub mod shm;
 pub mod shm_audit;
 pub mod shm_staleness;
 pub mod signals;
-pub mod slurm;
 pub mod stale_sweep;

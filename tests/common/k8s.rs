@@ -25,7 +25,7 @@ pub fn manifest(args: &[&str]) -> Vec<Value> {
     full.extend(args);
     let o = shmbench(&full);
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-    shmbench::model::yaml_json::from_yaml(&String::from_utf8_lossy(&o.stdout)).unwrap()
+    shmbench::cluster::k8s::yaml::from_yaml(&String::from_utf8_lossy(&o.stdout)).unwrap()
 }
 
 /// The ConfigMap whose cells include `cell`.
@@ -67,13 +67,13 @@ pub fn run_pod(cells: &Path, index: u32, pod: &str, node: &str, shm: &str, dir: 
 
 /// The objects as `k8s manifest --out` writes them.
 pub fn k8s_text(objects: &[Value]) -> String {
-    shmbench::model::yaml_json::to_yaml(objects)
+    shmbench::cluster::k8s::yaml::to_yaml(objects)
 }
 
 /// The cells a ConfigMap of the manifest holds (its `cells.yaml`, a YAML list).
 pub fn cells_of(map: &Value) -> Vec<Value> {
     let text = map["data"]["cells.yaml"].as_str().unwrap_or_default();
-    let docs = shmbench::model::yaml_json::from_yaml(text).unwrap();
+    let docs = shmbench::cluster::k8s::yaml::from_yaml(text).unwrap();
     docs.into_iter()
         .next()
         .and_then(|l| l.as_array().cloned())

@@ -4,7 +4,7 @@
 //! when shmbench drained it (its reason starts `shmbench:`), and leave every node someone else
 //! set aside as it is: an admin's or another health check's drain, a DOWN, FAILed or
 //! rebooting node with its reason. Undrain, not resume: RESUME would also lift a DOWN an admin
-//! set after shmbench's drain, and cancel a reboot asked for. Pure: `sys::slurm` asks and
+//! set after shmbench's drain, and cancel a reboot asked for. Pure: `cluster::slurm::commands` asks and
 //! updates.
 
 use super::verdict::{NodeStatus, REASON_PREFIX};

@@ -10,11 +10,11 @@
 use std::fmt::Write as _;
 use std::path::Path;
 
-use crate::sbatch_line::{self, shell_word, BadScriptValue};
+use super::directive::{self, shell_word, BadScriptValue};
+use crate::slurm::output;
 use model::config::CellConfig;
 use model::knobs::RuntimeKind;
 use model::size::ByteSize;
-use model::slurm_output;
 use plan::memory;
 
 /// The heredoc's end: never a line of JSON, which is written on one line.
@@ -75,21 +75,18 @@ fn directives(
     }
     let mem = match target.mem {
         Some(mem) => {
-            sbatch_line::mem(mem)?;
+            directive::mem(mem)?;
             mem.to_string()
         }
         None => mem_needed(cells),
     };
-    let dir = sbatch_line::output_dir(&target.output_dir.display().to_string())?;
+    let dir = directive::output_dir(&target.output_dir.display().to_string())?;
     // The name's own `%A_%a` left as Slurm's: only the directory's `%` are escaped.
-    let output = sbatch_line::directive(
-        "--output-dir",
-        &format!("{dir}/{}", slurm_output::pattern()),
-    )?;
+    let output = directive::directive("--output-dir", &format!("{dir}/{}", output::pattern()))?;
     let mut lines = vec![
         format!(
             "--job-name={}",
-            sbatch_line::directive("scenario name", &format!("shmbench-{scenario}"))?
+            directive::directive("scenario name", &format!("shmbench-{scenario}"))?
         ),
         format!("--array={array}"),
         "--nodes=1".into(),
@@ -101,7 +98,7 @@ fn directives(
         lines.push("--exclusive".into());
     }
     if let Some(time) = target.time {
-        sbatch_line::time(time)?;
+        directive::time(time)?;
     }
     let optional = [
         ("--partition", target.partition),
@@ -110,7 +107,7 @@ fn directives(
     ];
     for (flag, value) in optional {
         if let Some(v) = value {
-            lines.push(format!("{flag}={}", sbatch_line::directive(flag, v)?));
+            lines.push(format!("{flag}={}", directive::directive(flag, v)?));
         }
     }
     Ok(lines.iter().map(|l| format!("#SBATCH {l}\n")).collect())
@@ -127,7 +124,7 @@ pub fn render(
     out.push_str(&directives(scenario, cells, target)?);
     // The comments below hold names: none may end its comment line.
     for cell in cells {
-        sbatch_line::no_control("cell name", &cell.cell)?;
+        directive::no_control("cell name", &cell.cell)?;
     }
     let runs = target.repeat.max(1);
     let _ = writeln!(

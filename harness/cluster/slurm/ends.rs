@@ -1,26 +1,26 @@
 //! How Slurm says a job's tasks ended ([`TaskEnd`]), asked where it may be known: `sacct`
 //! where the cluster keeps accounting, else the controller's memory of the jobs (`scontrol -o
 //! show job`), else the `jobcomp/filetxt` log (the one given, or the one the cluster's
-//! configuration names). `sys::slurm` runs the commands; `model::slurm` reads their lines.
+//! configuration names). `commands` runs the commands; `model::slurm` reads their lines.
 
 use std::path::{Path, PathBuf};
 
+use crate::slurm::commands;
 use model::slurm::TaskEnd;
-use sys::slurm;
 
 /// How Slurm says the tasks of `jobs` ended: sacct's word where there is accounting, else the
 /// controller's, with the jobcomp log's (`jobcomp`, else the cluster's own) for the tasks the
 /// controller no longer holds. Empty where Slurm says nothing (or no job is asked).
-pub fn task_ends(jobs: &[String], jobcomp: Option<&Path>) -> Vec<TaskEnd> {
+pub(crate) fn task_ends(jobs: &[String], jobcomp: Option<&Path>) -> Vec<TaskEnd> {
     if jobs.is_empty() {
         return Vec::new();
     }
-    if let Some(text) = slurm::sacct(jobs) {
+    if let Some(text) = commands::sacct(jobs) {
         return text.lines().filter_map(TaskEnd::from_sacct).collect();
     }
     let mut ends: Vec<TaskEnd> = jobs
         .iter()
-        .filter_map(|j| slurm::show_job(j))
+        .filter_map(|j| commands::show_job(j))
         .flat_map(|text| {
             text.lines()
                 .filter_map(TaskEnd::from_key_values)
@@ -36,7 +36,7 @@ pub fn task_ends(jobs: &[String], jobcomp: Option<&Path>) -> Vec<TaskEnd> {
 
 /// How long [`settled_task_ends`] waits for a task Slurm is still ending: its final state follows
 /// in moments, or in a minute on a busy node.
-pub const ENDING_PATIENCE: std::time::Duration = std::time::Duration::from_secs(60);
+pub(crate) const ENDING_PATIENCE: std::time::Duration = std::time::Duration::from_secs(60);
 
 /// As [`task_ends`], asked again while a task is still ending (COMPLETING, SIGNALING,
 /// STAGE_OUT), for up to [`ENDING_PATIENCE`]: `sbatch --wait` returns as a job ends, and on a
@@ -55,8 +55,8 @@ pub fn settled_task_ends(jobs: &[String], jobcomp: Option<&Path>) -> Vec<TaskEnd
 
 /// The jobcomp/filetxt log the cluster's configuration names, if it keeps one.
 fn cluster_jobcomp_log() -> Option<PathBuf> {
-    (slurm::config_value("JobCompType").as_deref() == Some("jobcomp/filetxt"))
-        .then(|| slurm::config_value("JobCompLoc").map(PathBuf::from))
+    (commands::config_value("JobCompType").as_deref() == Some("jobcomp/filetxt"))
+        .then(|| commands::config_value("JobCompLoc").map(PathBuf::from))
         .flatten()
 }
 

@@ -8,7 +8,7 @@ use std::process::{Command, Stdio};
 use anyhow::{anyhow, bail, Context, Result};
 
 /// `slurm 22.05.8`, as `scontrol --version` prints it on this node; None without Slurm.
-pub fn version() -> Option<String> {
+pub(crate) fn version() -> Option<String> {
     let out = Command::new("scontrol")
         .arg("--version")
         .stdin(Stdio::null())
@@ -77,7 +77,7 @@ fn ask(program: &str, args: &[&str]) -> Option<String> {
 
 /// `sacct`'s lines for the jobs (`JobID|JobIDRaw|State|ExitCode|NodeList|Reason`), or None
 /// where the cluster keeps no accounting.
-pub fn sacct(jobs: &[String]) -> Option<String> {
+pub(crate) fn sacct(jobs: &[String]) -> Option<String> {
     let list = jobs.join(",");
     let text = ask(
         "sacct",
@@ -94,12 +94,12 @@ pub fn sacct(jobs: &[String]) -> Option<String> {
 }
 
 /// `scontrol -o show job JOB`: one line per task while the controller still holds the job.
-pub fn show_job(job: &str) -> Option<String> {
+pub(crate) fn show_job(job: &str) -> Option<String> {
     ask("scontrol", &["-o", "show", "job", job])
 }
 
 /// A value of `scontrol show config` (`JobCompType`, `JobCompLoc`), None when unset.
-pub fn config_value(key: &str) -> Option<String> {
+pub(crate) fn config_value(key: &str) -> Option<String> {
     let text = ask("scontrol", &["show", "config"])?;
     text.lines().find_map(|line| {
         let (k, v) = line.split_once('=')?;

@@ -14,9 +14,9 @@ use model::record::{CellRecord, Status};
 use model::slurm::{pick, SlurmTask, TaskStart, ARRAY_TASK_ID_ENV};
 
 /// This task, as the variables slurmd set say, with the node's Slurm version.
-pub fn this_task() -> Option<SlurmTask> {
+pub(crate) fn this_task() -> Option<SlurmTask> {
     let mut task = SlurmTask::from_vars(|name| std::env::var(name).ok().filter(|v| !v.is_empty()))?;
-    task.version = sys::slurm::version();
+    task.version = crate::slurm::commands::version();
     task.fingerprint = sys::fingerprint::collect();
     Some(task)
 }

@@ -9,13 +9,13 @@
 
 use std::collections::BTreeMap;
 
-use super::k8s::Collected;
-use super::row::Row;
-use super::row_build::{command_line, Placement, RowContext};
-use super::slurm_output::{TaskFile, TaskOutput};
+use super::output::{TaskFile, TaskOutput};
+use crate::k8s::collect::Collected;
+use crate::slurm::output;
 use model::record::{CellRecord, Status};
 use model::slurm::TaskEnd;
-use model::slurm_output;
+use results::row::Row;
+use results::row_build::{command_line, Placement, RowContext};
 
 /// The rows of the tasks' files and ends; `run_id` and `started_at` as a run's.
 pub fn collect(
@@ -168,9 +168,9 @@ fn task_record(
 }
 
 /// The task a file's name says it is the output of (`shmbench-12_3.out`: `12_3`), read by the
-/// rule that names them (`model::slurm_output`).
+/// rule that names them (`crate::slurm::output`).
 fn task_of_file(file: &str) -> Option<String> {
-    slurm_output::task_of(std::path::Path::new(file).file_name()?.to_str()?)
+    output::task_of(std::path::Path::new(file).file_name()?.to_str()?)
 }
 
 /// The task whose record `output` may give: the one its file is named for, when every line of
@@ -193,7 +193,7 @@ fn own_task(file: &str, output: &TaskOutput, notes: &mut Vec<String>) -> Option<
         if name != own {
             notes.push(format!(
                 "{file}: holds a record of task {} though it is task {own}'s file: forged or misplaced, skipped",
-                super::logged::excerpt(&name)
+                results::logged::excerpt(&name)
             ));
             return None;
         }

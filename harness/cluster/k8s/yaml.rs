@@ -177,7 +177,7 @@ pub fn to_yaml(values: &[Value]) -> String {
 /// Documents as one YAML stream, each starting with `---`, every string value under a key named
 /// in `always_quoted` double-quoted whatever it looks like (a Kubernetes label value is a
 /// string, and a reader should never have to know which strings look like numbers).
-pub fn to_yaml_quoting(values: &[Value], always_quoted: &[&str]) -> String {
+pub(crate) fn to_yaml_quoting(values: &[Value], always_quoted: &[&str]) -> String {
     let mut e = Emitter {
         out: String::new(),
         always_quoted,
@@ -231,14 +231,6 @@ fn to_value(node: &Yaml) -> Value {
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 #[error(transparent)]
 pub struct NotYaml(#[from] ScanError);
-
-impl NotYaml {
-    /// The line (1-based) and column (1-based) where the reader stopped.
-    pub fn at(&self) -> (usize, usize) {
-        let mark = self.0.marker();
-        (mark.line(), mark.col() + 1)
-    }
-}
 
 /// The documents of a YAML (or JSON) stream as JSON values; why not, where it is not YAML.
 pub fn from_yaml(text: &str) -> Result<Vec<Value>, NotYaml> {
@@ -327,7 +319,6 @@ mod tests {
             words.contains(" line ") && words.contains(" column "),
             "{words}"
         );
-        assert!(e.at().0 >= 1, "{words}");
     }
 
     proptest::proptest! {

@@ -13,10 +13,10 @@ use results::logged::excerpt;
 #[derive(Debug, thiserror::Error)]
 #[error("{flag} {value}: {why}")]
 pub struct BadScriptValue {
-    pub flag: &'static str,
+    pub(crate) flag: &'static str,
     /// The value escaped and quoted (`"gpu\ntouch PWNED"`), cut to a readable length.
-    pub value: String,
-    pub why: String,
+    pub(crate) value: String,
+    pub(crate) why: String,
 }
 
 impl BadScriptValue {
@@ -30,7 +30,7 @@ impl BadScriptValue {
 }
 
 /// Refuses control characters (a line break would end the line the value is on).
-pub fn no_control(flag: &'static str, value: &str) -> Result<(), BadScriptValue> {
+pub(crate) fn no_control(flag: &'static str, value: &str) -> Result<(), BadScriptValue> {
     match value.chars().find(|c| c.is_control()) {
         Some(c) => Err(BadScriptValue::new(
             flag,
@@ -44,7 +44,7 @@ pub fn no_control(flag: &'static str, value: &str) -> Result<(), BadScriptValue>
 }
 
 /// A value for an `#SBATCH` line: checked, then quoted as sbatch reads it.
-pub fn directive(flag: &'static str, value: &str) -> Result<String, BadScriptValue> {
+pub(crate) fn directive(flag: &'static str, value: &str) -> Result<String, BadScriptValue> {
     no_control(flag, value)?;
     let lower = value.to_ascii_lowercase();
     if lower.contains("packjob") || lower.contains("hetjob") {
@@ -68,7 +68,7 @@ pub fn directive(flag: &'static str, value: &str) -> Result<String, BadScriptVal
 
 /// `--mem`: a whole number with an optional K, M, G or T (megabytes without one), as sbatch
 /// takes it.
-pub fn mem(value: &str) -> Result<(), BadScriptValue> {
+pub(crate) fn mem(value: &str) -> Result<(), BadScriptValue> {
     no_control("--mem", value)?;
     let digits = value.trim_end_matches(['K', 'M', 'G', 'T', 'k', 'm', 'g', 't']);
     let ok = !digits.is_empty()
@@ -86,7 +86,7 @@ pub fn mem(value: &str) -> Result<(), BadScriptValue> {
 
 /// `--time`: one of Slurm's formats (minutes, minutes:seconds, hours:minutes:seconds,
 /// days-hours, days-hours:minutes, days-hours:minutes:seconds), or UNLIMITED / INFINITE.
-pub fn time(value: &str) -> Result<(), BadScriptValue> {
+pub(crate) fn time(value: &str) -> Result<(), BadScriptValue> {
     no_control("--time", value)?;
     let numbers = |s: &str, most: usize| {
         let parts: Vec<&str> = s.split(':').collect();
@@ -144,7 +144,7 @@ pub fn node(value: &str) -> Result<(), BadScriptValue> {
 
 /// `s` as one shell word: the results' own quoting (`shlex`), so the script and the command a
 /// row records quote alike.
-pub fn shell_word(s: &str) -> String {
+pub(crate) fn shell_word(s: &str) -> String {
     results::row_build::shell_words(std::iter::once(s))
 }
 

@@ -7,23 +7,23 @@
 //! never retried, since a crash is the result being measured. Each pod's record names the pod
 //! and its node (downward API) for `k8s collect`.
 //!
-//! Written as block-style YAML (`model::yaml_json`, through yaml-rust2), the cells in the
+//! Written as block-style YAML (`crate::k8s::yaml`, through yaml-rust2), the cells in the
 //! ConfigMap as a readable YAML list, so a pull request shows what each pod runs.
 
 use std::collections::BTreeMap;
 
 use serde_json::{json, Value};
 
+use crate::k8s::yaml;
 use model::config::CellConfig;
 use model::knobs::{IpcMode, RuntimeKind};
 use model::pod::{NODE_NAME_ENV, POD_NAMESPACE_ENV, POD_NAME_ENV};
-use model::yaml_json;
 use plan::memory;
 
 /// Where the cells file is mounted in the pod.
 const CELLS_DIR: &str = "/etc/shmbench";
 /// The ConfigMap's key of the cells (a YAML list), and the file's name in the pod.
-pub const CELLS_FILE: &str = "cells.yaml";
+pub(crate) const CELLS_FILE: &str = "cells.yaml";
 /// The user and group pods run as (nobody).
 const NOBODY: u64 = 65534;
 
@@ -114,7 +114,7 @@ pub fn objects(scenario: &str, cells: &[CellConfig], target: &Target) -> Vec<Val
             "apiVersion": "v1",
             "kind": "ConfigMap",
             "metadata": {"name": format!("{name}-cells"), "namespace": target.namespace, "labels": labels},
-            "data": {CELLS_FILE: yaml_json::to_yaml(&[serde_json::to_value(&pod_cells).unwrap_or_default()])},
+            "data": {CELLS_FILE: yaml::to_yaml(&[serde_json::to_value(&pod_cells).unwrap_or_default()])},
         }));
         let memory = mebibytes(memory_for(group, shape));
         let mut mounts = vec![json!({"name": "cells", "mountPath": CELLS_DIR, "readOnly": true})];
@@ -278,5 +278,5 @@ fn kube_name(s: &str) -> String {
 /// values are always double-quoted: a label value is a string, and bare `0b1` or `1_000` are the
 /// integers 1 and 1000 to a YAML 1.1 reader.
 pub fn render(objects: &[Value]) -> String {
-    yaml_json::to_yaml_quoting(objects, &["nodeSelector"])
+    yaml::to_yaml_quoting(objects, &["nodeSelector"])
 }

@@ -7,25 +7,25 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use anyhow::{bail, Result};
 
-use super::k8s_jobs::JobCells;
-use super::logged::{each_line, looks_like_record, read_line, too_long, Line};
-use super::row::Row;
-use super::row_build::{command_line, Placement, RowContext};
+use super::jobs::JobCells;
 use model::fingerprint::Fingerprint;
 use model::pod::{NodeInfo, PodStatus};
 use model::record::{CellRecord, Status};
+use results::logged::{each_line, looks_like_record, read_line, too_long, Line};
+use results::row::Row;
+use results::row_build::{command_line, Placement, RowContext};
 
 /// A record found in a log, with the pod a `kubectl logs --prefix` line named.
 pub struct Logged {
-    pub pod: Option<String>,
-    pub record: CellRecord,
+    pub(crate) pod: Option<String>,
+    pub(crate) record: CellRecord,
 }
 
 /// The records in a log: every line that is a cell record, bare or behind the prefix
 /// `kubectl logs --prefix` writes (`[pod/NAME/CONTAINER] `). Lines that look like a record but
 /// are not one of this shmbench's are named in the second list.
 #[cfg(test)]
-pub fn records_in(text: &str) -> (Vec<Logged>, Vec<String>) {
+pub(crate) fn records_in(text: &str) -> (Vec<Logged>, Vec<String>) {
     // Reading from memory cannot fail.
     records_from(text.as_bytes()).unwrap_or_default()
 }
@@ -290,7 +290,7 @@ mod tests {
     /// The pods of `tests/fixtures/k8s/pods.json`, in the API's shape (the fixture
     /// `model::pod`'s own tests read).
     fn pods() -> Vec<PodStatus> {
-        let doc = include_str!("../../tests/fixtures/k8s/pods.json");
+        let doc = include_str!("../../../tests/fixtures/k8s/pods.json");
         PodStatus::all_in(&serde_json::from_str(doc).unwrap())
     }
 

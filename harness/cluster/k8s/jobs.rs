@@ -6,10 +6,10 @@ use std::collections::BTreeMap;
 
 use anyhow::{anyhow, bail, Context, Result};
 
-use super::logged::names_problem;
+use crate::k8s::yaml;
 use model::config::CellConfig;
 use model::kube_quantity::kube_quantity;
-use model::yaml_json;
+use results::logged::names_problem;
 
 /// The cells of each Job in a manifest `shmbench k8s manifest` wrote (the ConfigMap a Job's pods
 /// mount holds them, in completion-index order), and the size of its pods' /dev/shm (the
@@ -21,7 +21,7 @@ impl JobCells {
     pub fn from_manifest(text: &str) -> Result<JobCells> {
         let mut maps = BTreeMap::new();
         let mut jobs = Vec::new();
-        let docs = yaml_json::from_yaml(text).map_err(|e| {
+        let docs = yaml::from_yaml(text).map_err(|e| {
             anyhow!("the manifest is not the YAML `shmbench k8s manifest` writes: {e}")
         })?;
         for object in docs.into_iter().filter(|d| !d.is_null()) {
@@ -35,7 +35,7 @@ impl JobCells {
                     let data = &object["data"];
                     let text = data["cells.yaml"].as_str().or(data["cells.json"].as_str());
                     if let Some(text) = text {
-                        let list = yaml_json::first_document(text).unwrap_or_default();
+                        let list = yaml::first_document(text).unwrap_or_default();
                         let cells: Vec<CellConfig> =
                             serde_json::from_value(list).with_context(|| {
                                 format!("ConfigMap {name}: cells of another shmbench version")
@@ -72,13 +72,13 @@ impl JobCells {
     }
 
     /// The cell a pod of `job` at `index` ran (the pod picks it modulo the list's length).
-    pub fn cell(&self, job: &str, index: u64) -> Option<&CellConfig> {
+    pub(crate) fn cell(&self, job: &str, index: u64) -> Option<&CellConfig> {
         let (cells, _) = self.0.get(job)?;
         cells.get(index as usize % cells.len().max(1))
     }
 
     /// The sizeLimit of the /dev/shm of the pods that ran `cell`.
-    pub fn shm_of(&self, cell: &str) -> Option<u64> {
+    pub(crate) fn shm_of(&self, cell: &str) -> Option<u64> {
         self.0
             .values()
             .find(|(cells, _)| cells.iter().any(|c| c.cell == cell))
