@@ -36,7 +36,7 @@ fn real_torch_runs_and_ends_its_own_way_under_gvisor_and_podman() {
     if !runtimes_or_skip() {
         return;
     }
-    let _lane = serial();
+    let _lane = second_serial();
     let before = machine_state();
     let dir = temp_dir("runtime-torch");
     let scenario = dir.join("torch.toml");

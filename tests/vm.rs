@@ -71,7 +71,7 @@ fn vm_run(
 #[test]
 fn a_cell_boots_its_kernel_and_reports_from_the_guest() {
     let Some(kernels) = kernels() else { return };
-    let _guard = serial();
+    let _guard = vm_serial();
     let before = machine_state();
     let (o, rows) = vm_run(&kernels[0], "--shm-size 64m");
     let stdout = String::from_utf8_lossy(&o.stdout);
@@ -120,7 +120,7 @@ fn a_full_tmpfs_in_the_guest_is_a_sigbus_as_on_the_host() {
 #[test]
 fn a_kernel_that_panics_or_a_silent_guest_is_an_error_with_the_console() {
     let Some(kernels) = kernels() else { return };
-    let _guard = serial();
+    let _guard = vm_serial();
     let before = machine_state();
     // No init it can run: the kernel panics, and panic=-1 powers it off at once.
     let results = temp_dir("panic");

@@ -9,46 +9,37 @@ use std::time::Instant;
 
 use super::*;
 
-/// A lane's lock: held by one test at a time; a test that asks with priority gets it next,
-/// before the tests already waiting (every test starts at once, so a lane's queue is long).
+/// A lane's lock: held by one test at a time (a Mutex's poisoning is not wanted here: the
+/// next test checks the machine for itself).
 pub struct LaneLock {
-    state: Mutex<LockState>,
+    held: Mutex<bool>,
     freed: Condvar,
-}
-
-#[derive(Default)]
-struct LockState {
-    held: bool,
-    priority_waiting: bool,
 }
 
 impl LaneLock {
     const fn new() -> LaneLock {
         LaneLock {
-            state: Mutex::new(LockState {
-                held: false,
-                priority_waiting: false,
-            }),
+            held: Mutex::new(false),
             freed: Condvar::new(),
         }
     }
 
-    fn acquire(&self, priority: bool) {
-        let mut state = self.state.lock().unwrap_or_else(|e| e.into_inner());
-        if priority {
-            state.priority_waiting = true;
+    fn acquire(&self) {
+        let mut held = self.held.lock().unwrap_or_else(|e| e.into_inner());
+        while *held {
+            held = self.freed.wait(held).unwrap_or_else(|e| e.into_inner());
         }
-        while state.held || (!priority && state.priority_waiting) {
-            state = self.freed.wait(state).unwrap_or_else(|e| e.into_inner());
-        }
-        state.held = true;
-        if priority {
-            state.priority_waiting = false;
-        }
+        *held = true;
+    }
+
+    /// Takes the lock when it is free; never waits.
+    fn try_acquire(&self) -> bool {
+        let mut held = self.held.lock().unwrap_or_else(|e| e.into_inner());
+        !std::mem::replace(&mut *held, true)
     }
 
     fn release(&self) {
-        self.state.lock().unwrap_or_else(|e| e.into_inner()).held = false;
+        *self.held.lock().unwrap_or_else(|e| e.into_inner()) = false;
         self.freed.notify_all();
     }
 }
@@ -58,7 +49,7 @@ static SERIAL: LaneLock = LaneLock::new();
 
 pub fn serial() -> Lane {
     mark();
-    Lane::take("machine", &SERIAL, false)
+    Lane::take("machine", &SERIAL)
 }
 
 /// The second machine lane: machine tests that run beside the first, one at a time: each is
@@ -73,7 +64,7 @@ static SECOND: LaneLock = LaneLock::new();
 pub fn second_serial() -> Lane {
     let lane = format!("{}-second", mark());
     LANE_MARK.with(|m| *m.borrow_mut() = Some(lane));
-    Lane::take("second machine", &SECOND, false)
+    Lane::take("second machine", &SECOND)
 }
 
 /// The VM lane: tests whose cells run in QEMU guests of their own (their kernel, their /dev/shm,
@@ -87,23 +78,37 @@ static VM: LaneLock = LaneLock::new();
 pub fn vm_serial() -> Lane {
     let lane = format!("{}-vm", mark());
     LANE_MARK.with(|m| *m.borrow_mut() = Some(lane));
-    Lane::take("vm", &VM, false)
+    Lane::take("vm", &VM)
 }
 
-/// Every lane at once, for a test that times its cells against
-/// each other (the made fleet's nodes, each judged against the others' img/s): no other test
-/// that starts work on this machine runs beside it. The second lane's lock first, then the
-/// Slurm lane's, the VM lane's and the first's, each with priority (next after the test that holds it): the one
-/// order any test that takes several uses, so no two wait on each other; the first lane, the
-/// suite's critical path, is not held idle while the others' long tests finish. Its processes
-/// carry the first lane's mark.
+/// Every lane at once, for a test that times its cells against each other (the made fleet's
+/// nodes, each judged against the others' img/s): no other test that starts work on this
+/// machine runs beside it. All four are taken together or none: a lane taken while another's
+/// long test ends would stand idle (taken one by one, the second lane was held 155 s for a 17 s
+/// test, and was the suite's critical path), so the test waits until every lane is free at
+/// once, which is when their queues have drained. Its processes carry the first lane's mark.
 pub fn exclusive_serial() -> (Lane, Lane, Lane, Lane) {
-    let second = Lane::take("second machine", &SECOND, false);
-    let slurm = Lane::take("slurm", &SLURM, true);
-    let vm = Lane::take("vm", &VM, true);
     mark();
-    let first = Lane::take("machine", &SERIAL, true);
-    (first, second, slurm, vm)
+    let locks: [(&'static str, &'static LaneLock); 4] = [
+        ("machine", &SERIAL),
+        ("second machine", &SECOND),
+        ("slurm", &SLURM),
+        ("vm", &VM),
+    ];
+    loop {
+        let taken: Vec<_> = locks
+            .iter()
+            .take_while(|(_, lock)| lock.try_acquire())
+            .collect();
+        if taken.len() == locks.len() {
+            let [first, second, slurm, vm] = locks.map(|(lane, lock)| Lane::held(lane, lock));
+            return (first, second, slurm, vm);
+        }
+        for (_, lock) in taken {
+            lock.release();
+        }
+        std::thread::sleep(std::time::Duration::from_millis(200));
+    }
 }
 
 thread_local! {
@@ -126,7 +131,7 @@ static SLURM: LaneLock = LaneLock::new();
 
 pub fn slurm_serial() -> Lane {
     mark();
-    Lane::take("slurm", &SLURM, false)
+    Lane::take("slurm", &SLURM)
 }
 
 /// A held lane lock. On release it appends how long the test held it to `lanes.tsv` in the
@@ -139,8 +144,13 @@ pub struct Lane {
 }
 
 impl Lane {
-    fn take(lane: &'static str, lock: &'static LaneLock, priority: bool) -> Lane {
-        lock.acquire(priority);
+    fn take(lane: &'static str, lock: &'static LaneLock) -> Lane {
+        lock.acquire();
+        Lane::held(lane, lock)
+    }
+
+    /// A lock this test has just taken.
+    fn held(lane: &'static str, lock: &'static LaneLock) -> Lane {
         Lane {
             lock,
             lane,
