@@ -11,8 +11,9 @@ use crate::present::bench as table;
 
 /// What `shmbench bench --help` shows after the flags.
 const AFTER_HELP: &str = "\
-Example:
-  shmbench bench    # about 30 s; prints each target and whether it is met";
+Examples:
+  shmbench bench                          # about 30 s; prints each target and whether it is met
+  shmbench bench --results /tmp/bench     # its matrix's CSV somewhere else";
 
 #[derive(clap::Args)]
 #[command(after_help = AFTER_HELP)]

@@ -14,7 +14,18 @@ use crate::model::pod::COMPLETION_INDEX_ENV;
 use crate::orchestrate::verify;
 use crate::sys::owner::Token;
 
+/// What `shmbench cell --help` shows after the flags.
+const CELL_HELP: &str = "\
+Examples:
+  shmbench matrix --dry-run --batch 8 > cells.json                 # the resolved cells
+  shmbench cell \"$(jq -c '.[4]' cells.json)\"                       # one of them, right here
+  shmbench cell --from cells.yaml                                  # as a pod of k8s manifest
+
+The cell runs in this process tree as it is (no namespace, container or VM of its own: that is
+the runtime's part) and prints one JSON record on stdout, whatever happens to it.";
+
 #[derive(clap::Args)]
+#[command(after_help = CELL_HELP)]
 pub(crate) struct CellArgs {
     /// The resolved cell config as JSON (see `matrix --dry-run`)
     #[arg(required_unless_present = "from")]

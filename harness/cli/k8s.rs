@@ -44,7 +44,19 @@ ended from outside prints nothing: its row's status comes from its status (OOMKi
 Evicted -> evicted, another failure -> error) and its cell from --manifest. Pods still running
 are named and left out.";
 
+/// What `shmbench k8s --help` shows: the whole round trip.
+const GROUP_HELP: &str = "\
+Examples:
+  shmbench k8s manifest --image registry.example/shmbench:1 --out k8s.yaml
+  kubectl apply -f k8s.yaml
+  kubectl logs -l shmbench.org/scenario=seed-matrix --prefix --tail=-1 > logs.txt
+  kubectl get pods -l shmbench.org/scenario=seed-matrix -o json > pods.json
+  shmbench k8s collect logs.txt --pods pods.json --manifest k8s.yaml --out results/k8s.csv
+
+docs/KUBERNETES.md has the image, the pod shapes and what a pod's row says.";
+
 #[derive(clap::Args)]
+#[command(after_help = GROUP_HELP)]
 pub(crate) struct Args {
     #[command(subcommand)]
     pub(crate) action: Action,

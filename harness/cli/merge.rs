@@ -9,14 +9,20 @@ use crate::results::merge;
 
 /// What `shmbench merge --help` shows after the flags.
 const AFTER_HELP: &str = "\
-Example:
-  shmbench merge hostA/*.csv hostB/*.csv --out results/all.csv";
+Examples:
+  shmbench merge hostA/*.csv hostB/*.csv --out results/all.csv
+  shmbench merge results/nightly-*.csv --out year.csv && shmbench history year.csv --by kernel
+
+A row that appears twice (the same host, run, cell and repeat: a file given twice, a copy) is
+kept once; each row's files (time series, watch report) are copied beside the merged file.";
 
 #[derive(clap::Args)]
 #[command(after_help = AFTER_HELP)]
 pub(crate) struct Args {
+    /// Results files (CSV, of this schema or an older one shmbench reads)
     #[arg(required = true)]
     pub(crate) results: Vec<PathBuf>,
+    /// The merged file to write (replaced atomically)
     #[arg(long)]
     pub(crate) out: PathBuf,
 }

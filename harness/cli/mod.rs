@@ -104,6 +104,7 @@ pub(crate) enum Command {
     /// Make a report (Markdown, self-contained HTML, JSON, PNG/SVG plots) from results files
     Report(report::Args),
     /// Remove /dev/shm segments left by shmbench runs that died (SIGKILL)
+    #[command(after_help = sweep::AFTER_HELP)]
     Sweep,
     /// Audit a live /dev/shm (or any tmpfs): every entry, who holds it (fd or mapping, unlinked
     /// ones too) and in which container, pod or job, and which files are stale (unheld, their

@@ -58,7 +58,18 @@ that state and Slurm's reason: oom, timeout, evicted (preempted) or error. Slurm
 through sacct, else `scontrol show job`, else the jobcomp/filetxt log (--jobcomp, or the one
 the cluster's configuration names).";
 
+/// What `shmbench slurm --help` shows: the whole round trip.
+const GROUP_HELP: &str = "\
+Examples:
+  shmbench slurm script > seed.sbatch && sbatch seed.sbatch   # write it, submit it yourself
+  shmbench slurm submit --nodelist node01,node02 --wait       # or have shmbench submit it
+  shmbench slurm collect 1234 --out results/fleet.csv         # the tasks' rows
+  shmbench fleet results/fleet.csv                            # which node is the odd one out
+
+docs/SLURM.md has the set-up, the health check and what a task's row says.";
+
 #[derive(clap::Args)]
+#[command(after_help = GROUP_HELP)]
 pub(crate) struct Args {
     #[command(subcommand)]
     pub(crate) action: Action,

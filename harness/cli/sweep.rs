@@ -9,6 +9,16 @@ use anyhow::Result;
 use crate::orchestrate::leftovers::{self, Swept};
 use crate::runtime::docker::engine::{self, Engine};
 
+/// What `shmbench sweep --help` shows.
+pub(crate) const AFTER_HELP: &str = "\
+Examples:
+  shmbench sweep              # after a run was SIGKILLed or OOM-killed: its segments, memory
+                              # cgroups and containers
+  shmbench shm --sweep-stale  # any stale file of /dev/shm, shmbench's or not, with the proof
+
+Only what a shmbench run made and its owner record proves dead is removed, and only once no
+live process holds it: a live run's files, and everything of other programs, stay.";
+
 pub(crate) fn run() -> Result<ExitCode> {
     // Containers are swept when an engine answers; without one there are none to sweep.
     let engine = engine::socket_present()

@@ -1,9 +1,9 @@
 //! The architecture, checked where Cargo cannot: the layering ARCHITECTURE.md declares (its
-//! `layers` block says what each layer may import) is the crates' dependencies (`manifests`:
-//! each layer is the crate `harness/<layer>/` and depends on exactly the layers it may import, so
-//! Cargo refuses an import up a layer), no import cycle between the files of one crate, printing
-//! to the terminal only where the map allows it, files short enough to read, and every file named
-//! in the code map.
+//! `layers` block says what each crate may import) is the crates' dependencies (`manifests`:
+//! each is the crate `harness/<crate>/` and depends on exactly the crates it may import, so
+//! Cargo refuses an import up the map), no import cycle between the files of one crate, printing
+//! to the terminal only where the map allows it, and every recipe naming each file its anchor
+//! reaches (`recipes`).
 //!
 //! Imports within a crate are read from the source: every `crate::`, `super::` and `self::`
 //! path, in `use` declarations (brace groups expanded) and inline, with comments and literals
@@ -13,6 +13,7 @@
 
 mod cycles;
 mod manifests;
+mod recipes;
 mod removals;
 mod scan;
 
@@ -101,13 +102,6 @@ fn problems(tree: &Tree, layers: &BTreeMap<String, BTreeSet<String>>) -> Vec<Str
                 }
             }
         }
-        let limit = if file.ends_with("main.rs") { 100 } else { 400 };
-        let count = src.lines().count();
-        if count > limit {
-            found.push(format!(
-                "{file}: {count} lines, over {limit}: split it by concern"
-            ));
-        }
     }
     found
 }
@@ -150,54 +144,6 @@ fn read_tree(root: &Path) -> Tree {
     tree
 }
 
-/// Each layer's paragraph of the code map: from its `- **`layer/`**` bullet to the next bullet.
-fn code_map(markdown: &str) -> BTreeMap<String, String> {
-    let mut map = BTreeMap::new();
-    let mut current: Option<String> = None;
-    for line in markdown.lines() {
-        if let Some(rest) = line.strip_prefix("- **`") {
-            current = rest.split_once("/`**").map(|(layer, _)| layer.to_string());
-        } else if line.starts_with("- ") || line.starts_with('#') {
-            current = None;
-        }
-        if let Some(layer) = &current {
-            let text: &mut String = map.entry(layer.clone()).or_default();
-            text.push_str(line);
-            text.push('\n');
-        }
-    }
-    map
-}
-
-/// Files the code map does not name: every module under a layer is named, in backticks, in
-/// its layer's paragraph (`name` or `name/`), so the map a newcomer reads has every file.
-fn unmapped(tree: &Tree, map: &BTreeMap<String, String>) -> Vec<String> {
-    let mut out = Vec::new();
-    for (module, (file, _)) in tree {
-        let (Some(layer), Some(leaf)) = (module.first(), module.last()) else {
-            continue;
-        };
-        if module.len() < 2 {
-            continue;
-        }
-        let text = map.get(layer).map(String::as_str).unwrap_or("");
-        let named = [
-            format!("`{leaf}`"),
-            format!("`{leaf}/`"),
-            format!("`{leaf}("),
-        ]
-        .iter()
-        .any(|form| text.contains(form.as_str()))
-            || text.contains(&format!("`{}`", module[1..].join("/")));
-        if !named {
-            out.push(format!(
-                "{file}: not named in ARCHITECTURE.md's code map (write `{leaf}` in the {layer}/ paragraph, with what it holds)"
-            ));
-        }
-    }
-    out
-}
-
 #[test]
 fn the_code_follows_architecture_md() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
@@ -206,28 +152,9 @@ fn the_code_follows_architecture_md() {
     let layers = declared_layers(&map);
     let mut found = problems(&tree, &layers);
     found.extend(manifests::problems(root, &layers));
-    found.extend(unmapped(&tree, &code_map(&map)));
-    found.extend(long_files(root, &["tests", "xtask/src", "benches"]));
+    found.extend(recipes::problems(&map, &tree));
     found.extend(cycles::beside_the_harness(root));
     assert!(found.is_empty(), "\n{}\n", found.join("\n"));
-}
-
-/// Rust files over 400 lines under `dirs` (the tests, the test command and the benches keep the
-/// same cap as the harness).
-fn long_files(root: &Path, dirs: &[&str]) -> Vec<String> {
-    let mut files: Vec<PathBuf> = dirs
-        .iter()
-        .flat_map(|d| rust_files(&root.join(d)))
-        .collect();
-    files.sort();
-    files
-        .iter()
-        .filter_map(|path| {
-            let count = std::fs::read_to_string(path).ok()?.lines().count();
-            let rel = path.strip_prefix(root).unwrap_or(path).display();
-            (count > 400).then(|| format!("{rel}: {count} lines, over 400: split it by concern"))
-        })
-        .collect()
 }
 
 fn fake(files: &[(&str, &str)]) -> Tree {
@@ -278,13 +205,4 @@ fn printing_outside_the_command_line_is_refused() {
     let tree = fake(&[("low", "fn f() { eprintln!(\"x\"); }")]);
     let found = problems(&tree, &two_layers());
     assert!(found[0].contains("prints to the terminal"), "{found:?}");
-}
-
-#[test]
-fn a_file_missing_from_the_code_map_is_named() {
-    let tree = fake(&[("results::csv", ""), ("results::stream", "")]);
-    let map = code_map("- **`results/`**: the `csv` files.\n- **`cli/`**: clap.\n");
-    let found = unmapped(&tree, &map);
-    assert_eq!(found.len(), 1, "{found:?}");
-    assert!(found[0].contains("`stream`"), "{found:?}");
 }

@@ -102,6 +102,40 @@ fn skipped() -> Vec<(&'static str, &'static str)> {
     skip
 }
 
+/// A file past this many lines is named after the run: a hint to look for a concept to cut out
+/// of it, never a failure (files are cut by concept, not by size: ARCHITECTURE.md).
+const LONG_FILE: usize = 400;
+
+/// Names the Rust files of the workspace past `LONG_FILE` lines, longest first.
+fn say_long_files(root: &Path) {
+    fn walk(dir: &Path, out: &mut Vec<(usize, String)>, root: &Path) {
+        for entry in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+            let path = entry.path();
+            if path.is_dir() {
+                walk(&path, out, root);
+            } else if path.extension().is_some_and(|e| e == "rs") {
+                let lines = std::fs::read_to_string(&path).map_or(0, |s| s.lines().count());
+                if lines > LONG_FILE {
+                    let rel = path.strip_prefix(root).unwrap_or(&path);
+                    out.push((lines, rel.display().to_string()));
+                }
+            }
+        }
+    }
+    let mut long = Vec::new();
+    for dir in ["harness", "tests", "xtask/src", "benches"] {
+        walk(&root.join(dir), &mut long, root);
+    }
+    long.sort_by(|a, b| b.cmp(a));
+    if !long.is_empty() {
+        let named: Vec<String> = long.iter().map(|(n, f)| format!("{f} ({n})")).collect();
+        println!(
+            "== a hint, not a failure: files over {LONG_FILE} lines, is a concept to cut out? {}",
+            named.join(", ")
+        );
+    }
+}
+
 pub fn run() -> ExitCode {
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
     let root = crate::host::workspace_root();
@@ -152,6 +186,7 @@ pub fn run() -> ExitCode {
             failed += 1;
         }
     }
+    say_long_files(&root);
     if scratch.is_some_and(|dir| !dir.remove_and_say()) {
         failed += 1;
     }

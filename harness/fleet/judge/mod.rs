@@ -27,7 +27,7 @@ pub mod verdict;
 use self::norm::{Baseline, CellNorm};
 use self::rows::{Fleet, Measure, NodeCell};
 use self::verdict::{
-    Against, Evidence, Finding, NodeVerdict, NotJudged, Status, Thresholds, Unjudged, Verdict,
+    Against, Evidence, Finding, NodeJudgement, NotJudged, Status, Thresholds, Unjudged, Verdict,
 };
 use analysis::exact_tests::{fisher_two_sided, normal_upper_quantile, rank_test_two_sided};
 
@@ -66,7 +66,7 @@ pub fn judge(fleet: &Fleet, baseline: Option<&Baseline>, t: Thresholds) -> Verdi
     let p_threshold = t.alpha / tests.max(1) as f64;
     let z_threshold = t.z.max(normal_upper_quantile(p_threshold));
     let nodes = (plans.into_iter().enumerate())
-        .map(|(node, plan)| node_verdict(fleet, node, plan, z_threshold, p_threshold, &t))
+        .map(|(node, plan)| node_judgement(fleet, node, plan, z_threshold, p_threshold, &t))
         .collect();
     Verdict {
         against,
@@ -117,15 +117,15 @@ fn plan(
 
 /// A node's verdict from its measures: the findings beyond both thresholds (outcomes first,
 /// then the largest differences), and what was not judged.
-fn node_verdict(
+fn node_judgement(
     fleet: &Fleet,
     node: usize,
     plan: Plan,
     z_at: f64,
     p_at: f64,
     t: &Thresholds,
-) -> NodeVerdict {
-    let mut verdict = NodeVerdict {
+) -> NodeJudgement {
+    let mut verdict = NodeJudgement {
         node: fleet.nodes[node].clone(),
         status: Status::Ok,
         runs: fleet.ran_by(node).map(|c| c.runs).sum(),

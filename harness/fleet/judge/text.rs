@@ -6,7 +6,7 @@
 
 use crate::judge::rows::Measure;
 use crate::judge::verdict::{
-    Against, Evidence, Finding, NodeVerdict, NotJudged, Status, Unjudged, Verdict,
+    Against, Evidence, Finding, NodeJudgement, NotJudged, Status, Unjudged, Verdict,
 };
 use model::size::ByteSize;
 
@@ -158,7 +158,7 @@ fn worth_saying(u: &Unjudged) -> bool {
 /// The distinct reasons a node was not judged on what it was not judged on: those of its pass
 /// shares where there are any (every run counts there, so they say why its values were not
 /// judged either), else those of its values worth saying.
-fn unjudged_summary(n: &NodeVerdict) -> String {
+fn unjudged_summary(n: &NodeJudgement) -> String {
     let outcomes = n.not_judged.iter().any(|u| u.measure == Measure::Outcome);
     let mut words: Vec<String> = (n.not_judged.iter())
         .filter(|u| match outcomes {
@@ -173,7 +173,7 @@ fn unjudged_summary(n: &NodeVerdict) -> String {
 }
 
 /// A node's reason: its findings (one line each), or what it was judged on, or why not.
-pub(crate) fn reasons(v: &Verdict, n: &NodeVerdict, name: Namer) -> Vec<String> {
+pub(crate) fn reasons(v: &Verdict, n: &NodeJudgement, name: Namer) -> Vec<String> {
     match n.status {
         Status::Flagged => n
             .findings

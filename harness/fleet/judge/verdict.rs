@@ -132,9 +132,9 @@ pub(crate) struct Unjudged {
     pub(crate) why: NotJudged,
 }
 
-/// One node's verdict.
+/// One node judged against the fleet (a node check's own verdict is `node::NodeVerdict`).
 #[derive(Clone, Debug, PartialEq, Serialize)]
-pub struct NodeVerdict {
+pub struct NodeJudgement {
     pub node: String,
     pub status: Status,
     /// Its runs, and the cells they are of.
@@ -160,7 +160,7 @@ pub struct Verdict {
     #[serde(skip)]
     pub(crate) cells: Vec<CellKey>,
     pub(crate) norms: Vec<Option<CellNorm>>,
-    pub nodes: Vec<NodeVerdict>,
+    pub nodes: Vec<NodeJudgement>,
     pub(crate) rows: usize,
     pub(crate) nameless_rows: usize,
     /// Rows left out because they repeat a run already read (same run id, repeat, node and
