@@ -13,6 +13,7 @@
 //! ```
 
 pub use analysis;
+pub use audit;
 pub use cell;
 pub use check;
 pub use cluster;

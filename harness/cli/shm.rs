@@ -1,5 +1,5 @@
 //! `shmbench shm`: a live tmpfs (a node's /dev/shm) as it is, with who holds what, and the
-//! removal of its stale entries on request (`sys::shm_audit`, `sys::stale_sweep`).
+//! removal of its stale entries on request (`audit::live`, `audit::sweep`).
 
 use std::io::Write;
 use std::path::PathBuf;
@@ -9,9 +9,10 @@ use std::time::Duration;
 use anyhow::{bail, Context, Result};
 
 use super::text_or_json::TextOrJson as Format;
-use crate::present::shm_audit;
-use crate::sys::stale_sweep::{self, SweepAsk};
-use crate::sys::{shm_audit::audit, signals};
+use crate::sys::signals;
+use ::audit::live::audit;
+use ::audit::sweep::{self, SweepAsk};
+use ::audit::text;
 
 /// The least age `--unowned` accepts: below it, being unheld, unchanged and unread proves little.
 const MIN_UNOWNED_AGE: Duration = Duration::from_secs(600);
@@ -71,7 +72,7 @@ pub(crate) fn run(args: Args) -> Result<ExitCode> {
                     let value = serde_json::json!({ "audit": before, "swept": null });
                     println!("{}", serde_json::to_string_pretty(&value)?);
                 }
-                Format::Text => print!("{}", shm_audit::render(&before)),
+                Format::Text => print!("{}", text::render(&before)),
             }
             return Ok(ExitCode::SUCCESS);
         }
@@ -85,7 +86,7 @@ pub(crate) fn run(args: Args) -> Result<ExitCode> {
     let mut stdout = std::io::stdout().lock();
     match args.format {
         Format::Json => writeln!(stdout, "{}", serde_json::json!({ "audit": before }))?,
-        Format::Text => write!(stdout, "{}", shm_audit::render(&before))?,
+        Format::Text => write!(stdout, "{}", text::render(&before))?,
     }
     stdout.flush()?;
     signals::install();
@@ -98,16 +99,16 @@ pub(crate) fn run(args: Args) -> Result<ExitCode> {
     let mut report = |event: &_| {
         let line = match args.format {
             Format::Json => format!("{}\n", serde_json::json!(event)),
-            Format::Text => shm_audit::render_event(event),
+            Format::Text => text::render_event(event),
         };
         let _ = stdout
             .write_all(line.as_bytes())
             .and_then(|()| stdout.flush());
     };
-    let swept = stale_sweep::sweep(&root, &before, &ask, &mut report);
+    let swept = sweep::sweep(&root, &before, &ask, &mut report);
     match args.format {
         Format::Json => writeln!(stdout, "{}", serde_json::json!({ "swept": swept }))?,
-        Format::Text => write!(stdout, "{}", shm_audit::render_sweep(&swept))?,
+        Format::Text => write!(stdout, "{}", text::render_sweep(&swept))?,
     }
     Ok(if swept.interrupted {
         ExitCode::from(130)

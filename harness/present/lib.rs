@@ -18,7 +18,6 @@ pub mod labels;
 pub mod matrix;
 pub mod outcomes;
 pub mod report;
-pub mod shm_audit;
 pub mod statements;
 pub mod table;
 pub mod terminal;

@@ -15,7 +15,7 @@
 //! sweep with leases held.
 //!
 //! This is the one way shmbench removes a file from a tmpfs it shares: the sweep of dead runs
-//! (`owner`: their segments, then their owner records), `shm --sweep-stale` (`stale_sweep`), a
+//! (`owner`: their segments, then their owner records), `shm --sweep-stale` (`audit::sweep`), a
 //! watched job's `--sweep` and a loader's teardown of its own segments all end here
 //! (`tests/architecture` fails on a removal of a /dev/shm path anywhere else).
 
@@ -84,10 +84,10 @@ pub enum Whose {
 
 /// SIGIO ignored while this lives (a lease break is then a state read back, never the end of
 /// this process); the disposition before is put back when it drops.
-pub(crate) struct IgnoreSigio(Option<SigHandler>);
+pub struct IgnoreSigio(Option<SigHandler>);
 
 impl IgnoreSigio {
-    pub(crate) fn new() -> IgnoreSigio {
+    pub fn install() -> IgnoreSigio {
         // SAFETY: ignoring a signal installs no handler.
         IgnoreSigio(unsafe { signal(Signal::SIGIO, SigHandler::SigIgn) }.ok())
     }
@@ -258,10 +258,10 @@ fn unlink_if_same(l: &Leased) -> Result<(), Kept> {
 /// it holds leases would make every open of a leased file wait the kernel's lease-break time
 /// (`/proc/sys/fs/lease-break-time`, 45 s by default). A stop asked for meanwhile takes effect
 /// when this drops, between batches. SIGSTOP cannot be held back.
-pub(crate) struct HoldStops(Option<SigSet>);
+pub struct HoldStops(Option<SigSet>);
 
 impl HoldStops {
-    pub(crate) fn new() -> HoldStops {
+    pub fn hold() -> HoldStops {
         let mut stops = SigSet::empty();
         for sig in [Signal::SIGTSTP, Signal::SIGTTIN, Signal::SIGTTOU] {
             stops.add(sig);
@@ -325,8 +325,8 @@ impl Removal {
 pub fn remove_proven_unheld(files: &[(PathBuf, FileId)], whose: Whose) -> Removal {
     let mut removal = Removal::default();
     for batch in files.chunks(BATCH) {
-        let _sigio = IgnoreSigio::new();
-        let _stops = HoldStops::new();
+        let _sigio = IgnoreSigio::install();
+        let _stops = HoldStops::hold();
         let mut leased = Vec::new();
         for (index, (path, id)) in batch.iter().enumerate() {
             let (Some(parent), Some(name)) = (path.parent(), path.file_name()) else {
@@ -361,8 +361,8 @@ pub fn remove_held_by_self(path: &Path, file: &std::fs::File, whose: Whose) -> R
         .try_clone_to_owned()
         .map_err(|_| Kept::Os("cannot duplicate its fd", nix::Error::last()))?;
     let st = fstat(&own).map_err(|e| Kept::Os("cannot stat it", e))?;
-    let _sigio = IgnoreSigio::new();
-    let _stops = HoldStops::new();
+    let _sigio = IgnoreSigio::install();
+    let _stops = HoldStops::hold();
     let leased = lease_open(0, dir, name.as_bytes(), own, (st.st_dev, st.st_ino), |_| {
         Ok(())
     })?;
@@ -377,8 +377,8 @@ pub fn remove_held_by_self(path: &Path, file: &std::fs::File, whose: Whose) -> R
 /// The lease is given back at once.
 pub fn leasable(dir: &Path, name: &[u8], id: FileId) -> Result<(), Kept> {
     let dir = open_dir(dir).map_err(|e| Kept::Os("cannot open its directory", e))?;
-    let _sigio = IgnoreSigio::new();
-    let _stops = HoldStops::new();
+    let _sigio = IgnoreSigio::install();
+    let _stops = HoldStops::hold();
     lease(0, dir, name, id, |_| Ok(())).map(drop)
 }
 

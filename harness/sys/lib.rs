@@ -22,7 +22,4 @@ pub mod process;
 pub mod reexec;
 pub mod run_owner;
 pub mod shm;
-pub mod shm_audit;
-pub mod shm_staleness;
 pub mod signals;
-pub mod stale_sweep;

@@ -261,7 +261,7 @@ impl DeadOwner {
 }
 
 /// Files in `dir` that `token`'s owner made: path and identity.
-pub(crate) fn owned_files(dir: &Path, prefix: &str, token: &Token) -> Vec<(PathBuf, FileId)> {
+pub fn owned_files(dir: &Path, prefix: &str, token: &Token) -> Vec<(PathBuf, FileId)> {
     let Ok(entries) = std::fs::read_dir(dir) else {
         return Vec::new();
     };

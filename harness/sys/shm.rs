@@ -2,8 +2,6 @@
 
 use nix::sys::statvfs::statvfs;
 
-use model::shm_audit::AtimeUpdates;
-
 /// Where POSIX shared memory lives on Linux (shm_open names map to files here).
 pub const SHM_DIR: &str = "/dev/shm";
 
@@ -49,13 +47,15 @@ impl OpenShm {
 
 /// One mount of a filesystem as /proc/self/mountinfo lists it: this mount's options and its
 /// super block's (the filesystem's own, after the ` - ` separator).
-struct MountOptions {
-    mount: String,
-    filesystem: String,
+pub struct MountOptions {
+    /// The mount's own options (`ro`, `noatime`, `relatime`, ...).
+    pub mount: String,
+    /// The filesystem's super block options.
+    pub filesystem: String,
 }
 
 /// Every mount of the filesystem on `device` seen from this mount namespace.
-fn mounts_of(device: u64) -> Vec<MountOptions> {
+pub fn mounts_of(device: u64) -> Vec<MountOptions> {
     let wanted = format!(
         "{}:{}",
         nix::sys::stat::major(device),
@@ -79,7 +79,8 @@ fn mounts_of(device: u64) -> Vec<MountOptions> {
         .collect()
 }
 
-fn has_option(options: &str, option: &str) -> bool {
+/// Whether a mount's comma-separated `options` hold `option`.
+pub fn has_option(options: &str, option: &str) -> bool {
     options.split(',').any(|o| o == option)
 }
 
@@ -90,31 +91,4 @@ fn has_option(options: &str, option: &str) -> bool {
 pub fn filesystem_read_only(device: u64) -> Option<bool> {
     let first = mounts_of(device).into_iter().next()?;
     Some(has_option(&first.filesystem, "ro"))
-}
-
-/// How the mounts of the tmpfs on `device` update access times, as far as the weakest of them
-/// proves anything: a read through any mount of the same filesystem (a bind mount elsewhere,
-/// remounted `noatime`) counts, so the rule is the weakest over every mount of the device in
-/// /proc/self/mountinfo (`noatime` < `relatime` < neither, strict). Mounts in other mount
-/// namespaces cannot be seen from here, and a reader that opens with `O_NOATIME` leaves no
-/// atime at all: docs/SAFETY.md says so.
-pub fn atime_updates(device: u64) -> AtimeUpdates {
-    mounts_of(device)
-        .iter()
-        .map(|m| {
-            if has_option(&m.mount, "noatime") {
-                AtimeUpdates::Never
-            } else if has_option(&m.mount, "relatime") {
-                AtimeUpdates::Relative
-            } else {
-                AtimeUpdates::Strict
-            }
-        })
-        .min_by_key(|rule| match rule {
-            AtimeUpdates::Never => 0,
-            AtimeUpdates::Relative => 1,
-            AtimeUpdates::Strict => 2,
-        })
-        // No mount of it seen: nothing proven.
-        .unwrap_or(AtimeUpdates::Never)
 }

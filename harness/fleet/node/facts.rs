@@ -1,17 +1,17 @@
 //! What `shmbench node` judges, read from this node: the filesystem at the path and its size and
 //! use, and on a tmpfs the audit's proven-dead leftovers, unheld files of unknown owner and bytes
-//! per producer kind (`shm_audit`), with vm.max_map_count. Read-only.
+//! per producer kind (`audit::live`), with vm.max_map_count. Read-only.
 
 use std::collections::BTreeMap;
 use std::os::unix::fs::MetadataExt;
 use std::path::Path;
 
 use crate::node::{DeadFile, NodeFacts, ProducerBytes, MISSING};
+use audit::findings::{ShmAudit, Staleness};
 use model::segment_maker::{producer, Producer};
-use model::shm_audit::{ShmAudit, Staleness};
 
+use audit::live::{audit, AuditError};
 use sys::shm::usage_of;
-use sys::shm_audit::{audit, AuditError};
 
 /// Why the node's /dev/shm could not be read at all.
 #[derive(Debug, thiserror::Error)]

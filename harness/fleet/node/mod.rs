@@ -38,7 +38,7 @@ pub struct NodePolicy {
 }
 
 /// A file in /dev/shm whose owner is proven gone and that no live process holds (the audit's
-/// proof: `shm_audit::Staleness::DeadOwner`).
+/// proof: `audit::findings::Staleness::DeadOwner`).
 #[derive(Clone, Debug, Serialize)]
 pub struct DeadFile {
     pub name: String,

@@ -8,7 +8,7 @@ use std::fmt::Write;
 use crate::node::{NodeFacts, NodePolicy, NodeStatus, NodeVerdict, Problem, Unknown};
 use model::size::ByteSize;
 
-use present::shm_audit::age;
+use audit::text::age;
 use present::terminal::shown;
 
 pub(crate) use crate::node::verdict::REASON_PREFIX;

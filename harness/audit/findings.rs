@@ -2,16 +2,16 @@
 //! owner, the processes that hold it (by fd or mapping; named entries and unlinked ones), each
 //! with the container, pod or job its cgroup names, totals per holder, and which entries no
 //! live process holds, whose owner the name names and whether that owner is gone (stale, the
-//! only kind a default sweep removes). `sys::shm_audit` takes it; `shmbench shm` shows it.
+//! only kind a default sweep removes). `crate::live` takes it; `shmbench shm` shows it.
 
 use serde::Serialize;
 
-use super::workload::Workload;
+use crate::workload::Workload;
 
 /// What an entry is.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
-pub enum EntryKind {
+pub(crate) enum EntryKind {
     File,
     Dir,
     Symlink,
@@ -20,12 +20,12 @@ pub enum EntryKind {
 
 /// One process's hold on a segment.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
-pub struct Hold {
-    pub pid: u32,
+pub(crate) struct Hold {
+    pub(crate) pid: u32,
     /// Through an open fd.
-    pub by_fd: bool,
+    pub(crate) by_fd: bool,
     /// Through a mapping.
-    pub by_map: bool,
+    pub(crate) by_map: bool,
 }
 
 /// One entry of the tmpfs, by its path under the audited directory.
@@ -35,37 +35,37 @@ pub struct ShmEntry {
     pub name: String,
     /// The same path as the file system has it (a name need not be UTF-8): what a sweep opens.
     #[serde(skip)]
-    pub raw_path: Vec<Vec<u8>>,
-    pub kind: EntryKind,
+    pub(crate) raw_path: Vec<Vec<u8>>,
+    pub(crate) kind: EntryKind,
     /// Bytes of tmpfs pages the entry holds (what counts against the size), not its length.
     pub allocated_bytes: u64,
-    pub apparent_bytes: u64,
+    pub(crate) apparent_bytes: u64,
     /// Seconds since it was last modified (mtime: `cp -a`, `tar x`, `touch -d` set it).
     pub age_s: f64,
     /// Seconds since its inode last changed (ctime: no tool can set it back).
     pub changed_age_s: f64,
     /// Seconds since its atime (what that proves: `AtimeUpdates`).
-    pub read_age_s: f64,
-    pub uid: u32,
-    pub inode: u64,
+    pub(crate) read_age_s: f64,
+    pub(crate) uid: u32,
+    pub(crate) inode: u64,
     /// Names the file has (hard links): one removed frees nothing while another stays.
-    pub links: u64,
-    pub holders: Vec<Hold>,
+    pub(crate) links: u64,
+    pub(crate) holders: Vec<Hold>,
     /// The library its name points to, if any (a hint: `segment_maker`).
-    pub made_by: Option<&'static str>,
+    pub(crate) made_by: Option<&'static str>,
     /// Whether it is stale, and the proof or what is missing for one.
     pub staleness: Staleness,
 }
 
 impl ShmEntry {
     /// Its mtime's, ctime's and atime's ages, as [`old_enough`] takes them.
-    pub fn ages(&self) -> (f64, f64, f64) {
+    pub(crate) fn ages(&self) -> (f64, f64, f64) {
         (self.age_s, self.changed_age_s, self.read_age_s)
     }
 
     /// A regular file whose named owner is proven gone and that no live process holds: what a
     /// default sweep removes.
-    pub fn stale(&self) -> bool {
+    pub(crate) fn stale(&self) -> bool {
         matches!(self.staleness, Staleness::DeadOwner { .. })
     }
 
@@ -101,7 +101,7 @@ pub enum Staleness {
 
 impl Staleness {
     /// The short word for it in a table.
-    pub fn word(&self) -> &'static str {
+    pub(crate) fn word(&self) -> &'static str {
         match self {
             Staleness::NotAFile => "",
             Staleness::Held => "held",
@@ -121,37 +121,37 @@ impl Staleness {
 pub struct UnlinkedSegment {
     /// The name it had, as /proc shows it.
     pub name: String,
-    pub inode: u64,
+    pub(crate) inode: u64,
     /// Allocated bytes; for a segment only mapped, the extent of its mappings.
     pub allocated_bytes: u64,
-    pub holders: Vec<Hold>,
-    pub made_by: Option<&'static str>,
+    pub(crate) holders: Vec<Hold>,
+    pub(crate) made_by: Option<&'static str>,
 }
 
 /// A process that holds something on the tmpfs, and how much.
 #[derive(Clone, Debug, Serialize)]
-pub struct HolderTotal {
-    pub pid: u32,
-    pub uid: Option<u32>,
-    pub command: String,
-    pub workload: Workload,
+pub(crate) struct HolderTotal {
+    pub(crate) pid: u32,
+    pub(crate) uid: Option<u32>,
+    pub(crate) command: String,
+    pub(crate) workload: Workload,
     /// Segments it holds, named and unlinked.
-    pub segments: u64,
+    pub(crate) segments: u64,
     /// Their allocated bytes (a segment two processes share counts for each).
-    pub bytes: u64,
+    pub(crate) bytes: u64,
 }
 
 /// The audit of one tmpfs at one moment.
 #[derive(Clone, Debug, Serialize)]
 pub struct ShmAudit {
-    pub path: String,
+    pub(crate) path: String,
     /// The filesystem's size and use (statvfs).
     pub capacity_bytes: u64,
     pub used_bytes: u64,
     pub entries: Vec<ShmEntry>,
     pub unlinked: Vec<UnlinkedSegment>,
     /// Holders, most bytes first.
-    pub holders: Vec<HolderTotal>,
+    pub(crate) holders: Vec<HolderTotal>,
     /// Processes whose fds or mappings could not be read (another user's without the right,
     /// a more privileged one's): an entry they may hold is unknown, never stale.
     pub unreadable_processes: u64,
@@ -165,14 +165,14 @@ pub struct ShmAudit {
     /// but neither listed nor counted.
     pub not_walked: u64,
     /// How this tmpfs updates access times: what a file's atime proves.
-    pub atime: AtimeUpdates,
+    pub(crate) atime: AtimeUpdates,
 }
 
 /// How a mount updates a file's access time (its `strictatime`, `relatime` or `noatime`
 /// option), and so for how long an atime proves a file unread.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
-pub enum AtimeUpdates {
+pub(crate) enum AtimeUpdates {
     /// Every read sets it.
     Strict,
     /// `relatime` (Linux's default): a read sets it only when it is older than the file's
@@ -187,7 +187,7 @@ pub enum AtimeUpdates {
 /// seconds old has been unchanged for `age_s` (both times: `touch -d` sets the mtime back,
 /// never the ctime) and, when a mount's atime rule is given, provably unread for it too. The
 /// audit's candidates and the sweep's last proof both ask this.
-pub fn old_enough(
+pub(crate) fn old_enough(
     (modified_s, changed_s, read_s): (f64, f64, f64),
     age_s: f64,
     atime: Option<AtimeUpdates>,
@@ -207,7 +207,7 @@ const RELATIME_WINDOW_S: f64 = 24.0 * 3600.0;
 impl AtimeUpdates {
     /// For how long a file is provably unread, from the ages of its atime, mtime and ctime;
     /// None when it cannot be proven at all.
-    pub fn unread_for_s(self, read_s: f64, modified_s: f64, changed_s: f64) -> Option<f64> {
+    pub(crate) fn unread_for_s(self, read_s: f64, modified_s: f64, changed_s: f64) -> Option<f64> {
         match self {
             AtimeUpdates::Strict => Some(read_s),
             // An atime no later than the mtime or ctime would have been set by any read since.
@@ -225,7 +225,7 @@ impl ShmAudit {
     }
 
     /// Allocated bytes of the named files.
-    pub fn named_bytes(&self) -> u64 {
+    pub(crate) fn named_bytes(&self) -> u64 {
         self.entries.iter().map(|e| e.allocated_bytes).sum()
     }
 }
@@ -248,24 +248,24 @@ pub enum SweepEvent {
 #[derive(Debug, Default, Serialize)]
 pub struct StaleSweep {
     /// Removed: the path under the root and its allocated bytes.
-    pub removed: Vec<(String, u64)>,
+    pub(crate) removed: Vec<(String, u64)>,
     /// Kept: the path and why.
-    pub kept: Vec<(String, String)>,
+    pub(crate) kept: Vec<(String, String)>,
     /// Candidates left because they are younger than the age asked for.
-    pub younger: u64,
+    pub(crate) younger: u64,
     /// Files of unknown owner left because no `--unowned` path takes them.
-    pub unowned_left: u64,
+    pub(crate) unowned_left: u64,
     /// The sweep stopped early (SIGINT or SIGTERM): what it did so far is above.
     pub interrupted: bool,
 }
 
 impl StaleSweep {
-    pub fn removed_bytes(&self) -> u64 {
+    pub(crate) fn removed_bytes(&self) -> u64 {
         self.removed.iter().map(|(_, bytes)| bytes).sum()
     }
 
     /// Adds `event` to the totals.
-    pub fn record(&mut self, event: &SweepEvent) {
+    pub(crate) fn record(&mut self, event: &SweepEvent) {
         match event {
             SweepEvent::Removed { name, bytes, .. } => self.removed.push((name.clone(), *bytes)),
             SweepEvent::Kept { name, why } => self.kept.push((name.clone(), why.clone())),

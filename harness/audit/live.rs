@@ -2,8 +2,8 @@
 //! filesystem; bounded in depth and in what it keeps, counting what it cannot list), reads
 //! every process's fds and mappings in /proc for files on its device (so unlinked segments and
 //! mapped-only ones are found, and every pid namespace below ours), and names each holder's
-//! container, pod or job from its cgroup paths (`model::workload`); then each entry is judged
-//! stale or not (`shm_staleness`).
+//! container, pod or job from its cgroup paths (`crate::workload`); then each entry is judged
+//! stale or not (`staleness`).
 
 use std::collections::{BTreeMap, HashMap};
 use std::os::fd::OwnedFd;
@@ -15,16 +15,16 @@ use nix::dir::Dir;
 use nix::fcntl::{openat, AtFlags, OFlag};
 use nix::sys::stat::{fstat, fstatat, FileStat, Mode, SFlag};
 
-use super::holders::{unlinked_suffix, MapsLine};
-use super::proc_census::Census;
-use super::proc_tree::command_line;
-use super::shm::{self, usage_of};
-use super::shm_staleness;
-use model::segment_maker;
-use model::shm_audit::{
-    EntryKind, Hold, HolderTotal, ShmAudit, ShmEntry, Staleness, UnlinkedSegment,
+use crate::findings::{
+    AtimeUpdates, EntryKind, Hold, HolderTotal, ShmAudit, ShmEntry, Staleness, UnlinkedSegment,
 };
-use model::workload::{self, Workload};
+use crate::staleness;
+use crate::workload::{self, Workload};
+use model::segment_maker;
+use sys::holders::{unlinked_suffix, MapsLine};
+use sys::proc_census::Census;
+use sys::proc_tree::command_line;
+use sys::shm::{self, usage_of};
 
 /// Why a path cannot be audited.
 #[derive(Debug, thiserror::Error)]
@@ -108,7 +108,7 @@ pub fn audit(root: &Path) -> Result<ShmAudit, AuditError> {
     let holders = totals(&by_pid);
     let (capacity_bytes, used_bytes) = usage_of(root);
     let census = Census::take();
-    shm_staleness::judge(root, &mut entries, &census, unreadable_processes);
+    staleness::judge(root, &mut entries, &census, unreadable_processes);
     Ok(ShmAudit {
         path: shown,
         capacity_bytes,
@@ -120,7 +120,7 @@ pub fn audit(root: &Path) -> Result<ShmAudit, AuditError> {
         pid_namespace_not_the_hosts: !census.in_host_pid_namespace,
         unlisted: walk.unlisted,
         not_walked: walk.not_walked,
-        atime: shm::atime_updates(device),
+        atime: atime_updates(device),
     })
 }
 
@@ -227,7 +227,7 @@ impl Walk {
 }
 
 /// Seconds from a file time (`st_*time`, `st_*time_nsec`) to `now`; 0 for one in the future.
-pub fn seconds_since(now: SystemTime, secs: i64, nanos: i64) -> f64 {
+pub(crate) fn seconds_since(now: SystemTime, secs: i64, nanos: i64) -> f64 {
     let at = UNIX_EPOCH + Duration::new(secs.max(0) as u64, nanos.clamp(0, 999_999_999) as u32);
     now.duration_since(at).map_or(0.0, |d| d.as_secs_f64())
 }
@@ -330,4 +330,31 @@ fn workload_of(pid: u32) -> Workload {
     std::fs::read_to_string(format!("/proc/{pid}/cgroup"))
         .map(|text| workload::of_cgroup(&text))
         .unwrap_or_default()
+}
+
+/// How the mounts of the tmpfs on `device` update access times, as far as the weakest of them
+/// proves anything: a read through any mount of the same filesystem (a bind mount elsewhere,
+/// remounted `noatime`) counts, so the rule is the weakest over every mount of the device in
+/// /proc/self/mountinfo (`noatime` < `relatime` < neither, strict). Mounts in other mount
+/// namespaces cannot be seen from here, and a reader that opens with `O_NOATIME` leaves no
+/// atime at all: docs/SAFETY.md says so.
+pub(crate) fn atime_updates(device: u64) -> AtimeUpdates {
+    shm::mounts_of(device)
+        .iter()
+        .map(|m| {
+            if shm::has_option(&m.mount, "noatime") {
+                AtimeUpdates::Never
+            } else if shm::has_option(&m.mount, "relatime") {
+                AtimeUpdates::Relative
+            } else {
+                AtimeUpdates::Strict
+            }
+        })
+        .min_by_key(|rule| match rule {
+            AtimeUpdates::Never => 0,
+            AtimeUpdates::Relative => 1,
+            AtimeUpdates::Strict => 2,
+        })
+        // No mount of it seen: nothing proven.
+        .unwrap_or(AtimeUpdates::Never)
 }

@@ -1,7 +1,7 @@
 //! Which entries of an audited tmpfs are stale, and the proof: an entry is stale only when no
 //! live process holds it and its owner is named and proven gone. The owner is named by a
 //! shmbench run token (`sys::owner`: proven gone when its record's lock is free) or by a pid
-//! the producer put in the name (`model::shm_owner`: proven gone when no process that calls
+//! the producer put in the name (`crate::owner`: proven gone when no process that calls
 //! itself by that pid, in any pid namespace, started before the file last changed). A name that
 //! names no owner is unowned: a file no process holds at this instant may still be in use
 //! (staged data opened, read and closed in a loop), so only the user can opt it in.
@@ -18,16 +18,16 @@ use std::time::{Duration, SystemTime};
 use std::collections::HashSet;
 use std::os::unix::fs::MetadataExt;
 
-use super::lease_removal::{self, Kept};
-use super::mount_points;
-use super::owner::{self, Named, Token};
-use super::proc_census::Census;
-use super::shm::NAME_PREFIX;
-use model::shm_audit::{EntryKind, ShmEntry, Staleness};
-use model::shm_owner::{named_owner, NamedOwner};
+use crate::findings::{EntryKind, ShmEntry, Staleness};
+use crate::owner::{named_owner, NamedOwner};
+use sys::lease_removal::{self, Kept};
+use sys::mount_points;
+use sys::owner::{self, Named, Token};
+use sys::proc_census::Census;
+use sys::shm::NAME_PREFIX;
 
 /// Judges every entry of an audit of `root`, whose holders are already known.
-pub fn judge(root: &Path, entries: &mut [ShmEntry], census: &Census, unreadable: u64) {
+pub(crate) fn judge(root: &Path, entries: &mut [ShmEntry], census: &Census, unreadable: u64) {
     let now = SystemTime::now();
     for entry in entries.iter_mut() {
         entry.staleness = of(root, entry, census, unreadable, now);
@@ -94,7 +94,7 @@ pub(crate) fn record_token(entry: &ShmEntry) -> Option<Token> {
 }
 
 /// The directory an entry is in, from its raw names under `root`.
-pub fn parent_dir(root: &Path, raw_path: &[Vec<u8>]) -> PathBuf {
+pub(crate) fn parent_dir(root: &Path, raw_path: &[Vec<u8>]) -> PathBuf {
     let mut dir = root.to_path_buf();
     if let Some((_, parents)) = raw_path.split_last() {
         for part in parents {

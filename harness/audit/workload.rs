@@ -9,15 +9,15 @@ use std::fmt;
 
 /// What a process runs in, as its cgroup paths name it.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Hash, serde::Serialize)]
-pub struct Workload {
+pub(crate) struct Workload {
     /// `docker`, `podman`, `containerd`, `cri-o`; None outside a container.
-    pub runtime: Option<&'static str>,
+    pub(crate) runtime: Option<&'static str>,
     /// The container id's first 12 characters, as `docker ps` shows it.
-    pub container: Option<String>,
+    pub(crate) container: Option<String>,
     /// The Kubernetes pod's UID (dashes restored from a systemd slice's underscores).
-    pub pod_uid: Option<String>,
+    pub(crate) pod_uid: Option<String>,
     /// The Slurm job id.
-    pub slurm_job: Option<String>,
+    pub(crate) slurm_job: Option<String>,
 }
 
 impl fmt::Display for Workload {
@@ -40,7 +40,7 @@ impl fmt::Display for Workload {
 }
 
 /// The workload a /proc/PID/cgroup text names.
-pub fn of_cgroup(text: &str) -> Workload {
+pub(crate) fn of_cgroup(text: &str) -> Workload {
     let mut found = Workload::default();
     for line in text.lines() {
         // hierarchy-ID:controllers:path

@@ -1,5 +1,5 @@
 //! Removing a tmpfs's stale entries (`shmbench shm --sweep-stale`). By default only files whose
-//! owner is named and proven gone (`shm_staleness`); files of unknown owner only under a path
+//! owner is named and proven gone (`staleness`); files of unknown owner only under a path
 //! the user opts in, and then only when unchanged (mtime and ctime: `cp -a` and `touch -d` set
 //! the mtime back, never the ctime) and provably unread (the atime, read as the mount's atime
 //! rule allows) for the age asked.
@@ -15,15 +15,15 @@ use std::time::{Duration, SystemTime};
 use nix::fcntl::OFlag;
 use nix::sys::stat::FileStat;
 
-use super::lease_removal::{
-    lease, open_on, unlink_unheld, HoldStops, IgnoreSigio, Kept, Leased, Whose, BATCH,
-};
-use super::shm_audit::seconds_since;
-use super::shm_staleness::record_token;
-use super::signals;
-use model::shm_audit::{
+use crate::findings::{
     old_enough, AtimeUpdates, ShmAudit, ShmEntry, StaleSweep, Staleness, SweepEvent,
 };
+use crate::live::seconds_since;
+use crate::staleness::record_token;
+use sys::lease_removal::{
+    lease, open_on, unlink_unheld, HoldStops, IgnoreSigio, Kept, Leased, Whose, BATCH,
+};
+use sys::signals;
 
 /// What the user asked a sweep to remove.
 pub struct SweepAsk<'a> {
@@ -61,7 +61,7 @@ pub fn sweep(
     else {
         return out;
     };
-    let _sigio = IgnoreSigio::new();
+    let _sigio = IgnoreSigio::install();
     // A record is the proof for its run's files: records go in a pass of their own, after
     // every file, and only a record none of whose files is left.
     let (records, files): (Vec<_>, Vec<_>) = candidates
@@ -73,7 +73,7 @@ pub fn sweep(
                 out.interrupted = true;
                 return out;
             }
-            let stops = HoldStops::new();
+            let stops = HoldStops::hold();
             let events = remove_batch(root, device, batch, ask.older_than, audit.atime);
             drop(stops);
             for event in events {
@@ -184,8 +184,8 @@ fn remove_batch(
 /// For an owner record, why it must stay: files it proves are still there.
 fn proven_files_left(root: &Path, entry: &ShmEntry) -> Option<Kept> {
     let token = record_token(entry)?;
-    let dir = super::shm_staleness::parent_dir(root, &entry.raw_path);
-    let left = super::owner::owned_files(&dir, super::shm::NAME_PREFIX, &token).len();
+    let dir = crate::staleness::parent_dir(root, &entry.raw_path);
+    let left = sys::owner::owned_files(&dir, sys::shm::NAME_PREFIX, &token).len();
     (left > 0).then_some(Kept::ProvesFiles(left))
 }
 

@@ -1,13 +1,13 @@
 //! Who a /dev/shm name says made it, where the name can say: the producers that put their
 //! creator's pid in the name, and the files that live unheld by design. A name is a claim, not
-//! proof: a pid in a name still has to be shown dead (`sys::shm_staleness` checks every
+//! proof: a pid in a name still has to be shown dead (`crate::staleness` checks every
 //! process's own pid and start time). shmbench's own run tokens are read from raw bytes by
 //! `sys::owner`. A name that names no owner makes a file of unknown owner, which no default
 //! sweep removes.
 
 /// The owner a name carries.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub enum NamedOwner {
+pub(crate) enum NamedOwner {
     /// Made by process `pid` (as that process saw its own pid, in its pid namespace).
     Pid { pid: u32, maker: &'static str },
     /// Kept unheld between uses by design: never stale.
@@ -49,7 +49,7 @@ const BY_DESIGN: &[(&str, &str)] = &[
 
 /// The owner the name of an entry (its path under the audited root; only the last part
 /// counts) carries.
-pub fn named_owner(name: &str) -> NamedOwner {
+pub(crate) fn named_owner(name: &str) -> NamedOwner {
     let base = name.rsplit('/').next().unwrap_or(name);
     if let Some((_, why)) = BY_DESIGN.iter().find(|(p, _)| base.starts_with(p)) {
         return NamedOwner::ByDesign(why);

@@ -4,10 +4,10 @@
 
 use std::fmt::Write;
 
-use super::table::markdown;
-use super::terminal::shown;
-use model::shm_audit::{Hold, ShmAudit, StaleSweep, Staleness, SweepEvent};
+use crate::findings::{Hold, ShmAudit, StaleSweep, Staleness, SweepEvent};
 use model::size::ByteSize;
+use present::table::markdown;
+use present::terminal::shown;
 
 /// Seconds as the largest unit that fits: `42s`, `17m`, `5h`, `3d`.
 pub fn age(seconds: f64) -> String {
