@@ -1,15 +1,17 @@
 //! shmbench: reproduce, measure and track the PyTorch DataLoader "Bus error".
 //!
-//! One folder per layer; imports point down only (ARCHITECTURE.md has the map and the rules,
-//! `tests/architecture/` checks them):
+//! One folder per crate: a layered core and the product surfaces over it; imports point down
+//! only (ARCHITECTURE.md has the map and the rules, `tests/architecture/` checks them):
 //!
 //! ```text
 //! cli -> orchestrate -> runtime -> cell -> sys -> model -> explain
 //!   |                              \--> explain (the fault tracer, the causes)
-//!   |--> present -> check -> plan (scenario, predict, advice) -> sys, model
+//!   |--> present -> plan (scenario, predict, advice) -> sys, model
 //!   |          \--> analysis -> results -> model
-//!   |--> fleet (the node check, the fleet's verdict) -> present, analysis, results, sys
-//!   \--> cluster (Slurm and Kubernetes: scripts, manifests, collect) -> runtime, plan, results
+//!   |--> audit (a live /dev/shm, its stale files) -> present, sys
+//!   |--> fleet (the node check, the fleet's verdict) -> audit, present, analysis, results, sys
+//!   |--> cluster (Slurm and Kubernetes: scripts, manifests, collect) -> runtime, plan, results
+//!   \--> check (deployment files, its report formats) -> present, plan
 //! ```
 
 pub use analysis;

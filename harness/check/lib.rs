@@ -6,6 +6,7 @@
 
 pub mod commands;
 pub mod compose;
+pub mod format;
 pub mod input;
 pub mod kube;
 pub mod kube_objects;

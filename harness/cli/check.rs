@@ -8,12 +8,12 @@ use std::process::ExitCode;
 
 use anyhow::{bail, Result};
 
+use crate::check::format::{format, FormatName};
 use crate::check::need::{Loaders, MAX_RANKS};
 use crate::check::rules::{self, Severity};
 use crate::model::job::LoaderList;
 use crate::model::knobs::Knobs;
 use crate::plan::guard;
-use crate::present::check::{format, FormatName};
 
 /// `shmbench check --help`'s examples.
 const EXAMPLES: &str = "\

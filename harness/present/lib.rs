@@ -5,7 +5,6 @@ pub mod bench;
 pub mod bmf;
 pub mod calibration;
 pub mod cell_key;
-pub mod check;
 pub mod compare;
 pub mod compare_json;
 pub mod compare_note;

@@ -2,8 +2,8 @@
 //! checked, and the rules that were applied.
 
 use super::CheckFormat;
-use check::rules::RULES;
-use check::Report;
+use crate::rules::RULES;
+use crate::Report;
 
 pub struct Json;
 

@@ -11,8 +11,8 @@
 use std::fmt::Write as _;
 
 use super::CheckFormat;
-use crate::terminal::{no_workflow_commands as no_commands, shown as data};
-use check::Report;
+use crate::Report;
+use present::terminal::{no_workflow_commands as no_commands, shown as data};
 
 pub struct Text;
 
@@ -62,7 +62,7 @@ impl CheckFormat for Text {
                 .filter(|f| f.rule.severity == s)
                 .count()
         };
-        use check::rules::Severity::{Error, Note, Warning};
+        use crate::rules::Severity::{Error, Note, Warning};
         let _ = writeln!(
             out,
             "{} file(s) checked: {} error(s), {} warning(s), {} note(s){}",

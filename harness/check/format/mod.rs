@@ -8,7 +8,7 @@ mod json;
 mod sarif;
 mod text;
 
-use check::Report;
+use crate::Report;
 
 /// JSON with `##[` written `#\u0023[`: the same string to a JSON reader, while a CI runner
 /// that reads the log takes `##[` anywhere in a line as one of its older commands

@@ -18,9 +18,9 @@ use serde_sarif::sarif::{
 };
 
 use super::CheckFormat;
-use check::input::Problem;
-use check::rules::{Finding, Rule, Severity, RULES};
-use check::Report;
+use crate::input::Problem;
+use crate::rules::{Finding, Rule, Severity, RULES};
+use crate::Report;
 
 pub struct Sarif;
 

@@ -7,8 +7,8 @@
 use std::fmt::Write as _;
 
 use super::CheckFormat;
-use check::rules::Severity;
-use check::Report;
+use crate::rules::Severity;
+use crate::Report;
 
 pub struct Github;
 
