@@ -266,7 +266,7 @@ fn torch_cells_run_in_containers_with_the_python_mounted() {
     if !docker_or_skip() {
         return;
     }
-    let _guard = serial();
+    let _guard = third_serial();
     let before = machine_state();
     let base = format!(
         "--loader torch --python {python} --runtime docker --batch 8 --workers 2 --steps 12 --compute-ms 20"

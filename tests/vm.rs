@@ -71,7 +71,7 @@ fn vm_run(
 #[test]
 fn a_cell_boots_its_kernel_and_reports_from_the_guest() {
     let Some(kernels) = kernels() else { return };
-    let _guard = vm_serial();
+    let _guard = third_serial();
     let before = machine_state();
     let (o, rows) = vm_run(&kernels[0], "--shm-size 64m");
     let stdout = String::from_utf8_lossy(&o.stdout);
@@ -99,7 +99,7 @@ fn a_cell_boots_its_kernel_and_reports_from_the_guest() {
 #[test]
 fn a_full_tmpfs_in_the_guest_is_a_sigbus_as_on_the_host() {
     let Some(kernels) = kernels() else { return };
-    let _guard = vm_serial();
+    let _guard = third_serial();
     let before = machine_state();
     // One batch (4.6 MiB) is larger than the 4 MiB tmpfs: the worker's first copy runs past its
     // end whatever the timing (as the seed's 73.5 MiB batch in 64 MiB does), and one worker
@@ -120,7 +120,7 @@ fn a_full_tmpfs_in_the_guest_is_a_sigbus_as_on_the_host() {
 #[test]
 fn a_kernel_that_panics_or_a_silent_guest_is_an_error_with_the_console() {
     let Some(kernels) = kernels() else { return };
-    let _guard = vm_serial();
+    let _guard = third_serial();
     let before = machine_state();
     // No init it can run: the kernel panics, and panic=-1 powers it off at once.
     let results = temp_dir("panic");
@@ -178,7 +178,7 @@ fn a_kernel_that_panics_or_a_silent_guest_is_an_error_with_the_console() {
 #[test]
 fn a_matrix_over_kernels_is_one_csv_with_a_history_by_kernel() {
     let Some(kernels) = kernels() else { return };
-    let _guard = vm_serial();
+    let _guard = third_serial();
     let before = machine_state();
     let dir = temp_dir("kernels");
     let out = dir.join("k.csv");
@@ -241,7 +241,7 @@ fn a_matrix_over_kernels_is_one_csv_with_a_history_by_kernel() {
 #[test]
 fn a_memory_limit_in_the_guest_ends_the_loader_by_its_oom_killer() {
     let Some(kernels) = kernels() else { return };
-    let _guard = vm_serial();
+    let _guard = third_serial();
     let before = machine_state();
     // One batch of 32 images is 18.4 MiB of tmpfs pages, charged to the guest's 16 MiB cgroup.
     let (o, rows) = run_rows(&format!(
@@ -258,7 +258,7 @@ fn a_memory_limit_in_the_guest_ends_the_loader_by_its_oom_killer() {
 #[test]
 fn the_kernels_five_causes_are_named_in_a_6_1_guest_in_three_of_three_runs() {
     let Some(kernels) = kernels() else { return };
-    let _guard = vm_serial();
+    let _guard = third_serial();
     let before = machine_state();
     let dir = temp_dir("kernel-causes");
     let out = dir.join("c.csv");
