@@ -56,14 +56,13 @@ pub struct Comparison {
     pub knob_changes: Vec<KnobChange>,
 }
 
-/// How cells of the two sides are paired.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
-pub enum Match {
-    /// Same scenario, name and configuration: the same thing run again.
-    Config,
-    /// Same scenario and name, whatever the knobs: a change made on purpose (the note says
-    /// which knobs differ).
-    Name,
+model::choice! {
+    /// How cells of the two sides are paired.
+    #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+    pub enum Match {
+        Config = "config": "Same scenario, name and configuration: the same thing run again.",
+        Name = "name": "Same scenario and name, whatever the knobs: a change made on purpose (the note says which knobs differ).",
+    }
 }
 
 impl Match {

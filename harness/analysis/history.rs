@@ -21,29 +21,22 @@ use super::summary::Outcome;
 use model::estimate::median;
 use results::Row;
 
-/// The environment field runs are ordered by.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, clap::ValueEnum)]
-#[serde(rename_all = "kebab-case")]
-pub enum By {
-    Kernel,
-    /// The GPU driver.
-    Driver,
-    /// The container engine (Docker or Podman) and its version.
-    Engine,
-    /// The torch allocation profile.
-    Torch,
-    /// The torch version of torch cells (`emulated` for the emulation).
-    TorchVersion,
-    Host,
-    /// The Kubernetes node (`k8s collect` rows; the host elsewhere).
-    Node,
-    /// The container runtime: a node's (`containerd://1.7.13`), or a container cell's engine and OCI
-    /// runtime (`docker://20.10.24+dfsg1 runsc 0.0~20221219.0`).
-    Runtime,
-    /// The /dev/shm size.
-    Shm,
-    /// When the run started.
-    Time,
+model::choice! {
+    /// The environment field runs are ordered by.
+    #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+    #[serde(rename_all = "kebab-case")]
+    pub enum By {
+        Kernel = "kernel",
+        Driver = "driver": "The GPU driver.",
+        Engine = "engine": "The container engine (Docker or Podman) and its version.",
+        Torch = "torch": "The torch allocation profile.",
+        TorchVersion = "torch-version": "The torch version of torch cells (`emulated` for the emulation).",
+        Host = "host",
+        Node = "node": "The Kubernetes node (`k8s collect` rows; the host elsewhere).",
+        Runtime = "runtime": "The container runtime: a node's (`containerd://1.7.13`), or a container cell's engine and OCI runtime (`docker://20.10.24+dfsg1 runsc 0.0~20221219.0`).",
+        Shm = "shm": "The /dev/shm size.",
+        Time = "time": "When the run started.",
+    }
 }
 
 /// A container row's engine column: `podman://4.3.1`, `podman://4.3.1 rootless`.
@@ -95,16 +88,15 @@ impl By {
     }
 }
 
-/// The measure a history follows.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, clap::ValueEnum)]
-#[serde(rename_all = "kebab-case")]
-pub enum Metric {
-    /// Images per second of the passing runs.
-    ImgPerS,
-    /// CPU milliseconds per image of the passing runs (work, not wall time).
-    CpuPerImage,
-    /// Instructions per image of the passing runs (hardware counters, where they exist).
-    InstructionsPerImage,
+model::choice! {
+    /// The measure a history follows.
+    #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+    #[serde(rename_all = "kebab-case")]
+    pub enum Metric {
+        ImgPerS = "img-per-s": "Images per second of the passing runs.",
+        CpuPerImage = "cpu-per-image": "CPU milliseconds per image of the passing runs (work, not wall time).",
+        InstructionsPerImage = "instructions-per-image": "Instructions per image of the passing runs (hardware counters, where they exist).",
+    }
 }
 
 impl Metric {

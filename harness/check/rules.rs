@@ -4,13 +4,15 @@
 
 use serde::Serialize;
 
-/// How much a finding matters; `--fail-on` compares against it.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize, clap::ValueEnum)]
-#[serde(rename_all = "lowercase")]
-pub enum Severity {
-    Note,
-    Warning,
-    Error,
+model::choice! {
+    /// How much a finding matters; `--fail-on` compares against it.
+    #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+    #[serde(rename_all = "lowercase")]
+    pub enum Severity {
+        Note = "note",
+        Warning = "warning",
+        Error = "error",
+    }
 }
 
 impl Severity {

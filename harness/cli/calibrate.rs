@@ -8,7 +8,7 @@ use anyhow::{bail, Result};
 
 use super::text_or_json::TextOrJson as Format;
 use crate::cell::measure;
-use crate::model::knobs::{Knobs, Strategy, TorchProfile};
+use crate::model::knobs::{Strategy, TorchProfile};
 use crate::orchestrate::calibrate;
 use crate::plan::guard;
 use crate::present::calibration;
@@ -37,11 +37,11 @@ pub(crate) struct Args {
     pub(crate) here: bool,
     /// Batch shape to measure with (batch, shape, dtype)
     #[command(flatten)]
-    pub(crate) knobs: Knobs,
+    pub(crate) knobs: super::knob_flags::KnobFlags,
 }
 
 pub(crate) fn run(args: Args) -> Result<ExitCode> {
-    let config = guard::tool_config("calibrate", args.knobs, &super::platform())?;
+    let config = guard::tool_config("calibrate", args.knobs.0, &super::platform())?;
     if !(args.seconds > 0.0 && args.seconds <= 60.0) {
         bail!("--seconds must be between 0 and 60");
     }
@@ -72,15 +72,14 @@ pub(crate) fn run(args: Args) -> Result<ExitCode> {
 
 /// `strategy:torch` pairs, as `--only` takes them.
 pub(crate) fn parse_combos(text: &str) -> Result<Vec<(Strategy, TorchProfile)>> {
-    use clap::ValueEnum;
     text.split(',')
         .filter(|p| !p.is_empty())
         .map(|pair| {
             let (s, t) = pair.split_once(':').ok_or_else(|| {
                 anyhow::anyhow!("'{pair}': write strategy:torch, e.g. file_descriptor:legacy")
             })?;
-            let s = Strategy::from_str(s, false).map_err(|e| anyhow::anyhow!("'{s}': {e}"))?;
-            let t = TorchProfile::from_str(t, false).map_err(|e| anyhow::anyhow!("'{t}': {e}"))?;
+            let s: Strategy = s.parse()?;
+            let t: TorchProfile = t.parse()?;
             Ok((s, t))
         })
         .collect()

@@ -12,7 +12,6 @@ use crate::check::format::{format, FormatName};
 use crate::check::need::{Loaders, MAX_RANKS};
 use crate::check::rules::{self, Severity};
 use crate::model::job::LoaderList;
-use crate::model::knobs::Knobs;
 use crate::plan::guard;
 
 /// `shmbench check --help`'s examples.
@@ -49,7 +48,7 @@ pub(crate) struct Args {
     #[arg(required = true)]
     pub(crate) paths: Vec<PathBuf>,
     /// Output format
-    #[arg(long, value_enum, default_value = "text")]
+    #[arg(long, value_parser = super::choice::choice::<FormatName>(), default_value = "text")]
     pub(crate) format: FormatName,
     /// The loaders each rank runs, NAME:WORKERSxPREFETCHxBATCH, comma-separated: every
     /// workload is held to what they need (and counted as ML)
@@ -60,14 +59,14 @@ pub(crate) struct Args {
     #[arg(long)]
     pub(crate) ranks: Option<u32>,
     /// Exit 1 when a finding of this severity or worse exists
-    #[arg(long, value_enum, default_value = "warning")]
+    #[arg(long, value_parser = super::choice::choice::<Severity>(), default_value = "warning")]
     pub(crate) fail_on: Severity,
     /// Rules to leave out (ids or names, comma-separated; `all`)
     #[arg(long, value_delimiter = ',')]
     pub(crate) ignore: Vec<String>,
     /// Loader flags: the sample shape, dtype, workers... the needs are sized with
     #[command(flatten)]
-    pub(crate) knobs: Knobs,
+    pub(crate) knobs: super::knob_flags::KnobFlags,
 }
 
 pub(crate) fn run(args: Args) -> Result<ExitCode> {
@@ -90,7 +89,7 @@ pub(crate) fn run(args: Args) -> Result<ExitCode> {
     let k = &args.knobs;
     let base_from_flags =
         k.workers.is_some() || k.prefetch.is_some() || k.batch.is_some() || k.shape.is_some();
-    let base = guard::tool_config("check", args.knobs, &super::platform())?;
+    let base = guard::tool_config("check", args.knobs.0, &super::platform())?;
     let loaders = Loaders {
         base,
         specs: args.loaders.map(|l| l.0).unwrap_or_default(),

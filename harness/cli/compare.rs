@@ -56,7 +56,7 @@ pub(crate) struct Args {
     pub(crate) instructions_threshold: f64,
     /// How cells are paired: config (same scenario, name and knobs) or name (same scenario and
     /// name; for a knob changed on purpose, which the note names)
-    #[arg(long = "match", value_enum, default_value = "config")]
+    #[arg(long = "match", value_parser = super::choice::choice::<compare::Match>(), default_value = "config")]
     pub(crate) matching: compare::Match,
     /// markdown (a table), github (a one-line verdict first, then the table: for a pull-request
     /// comment or $GITHUB_STEP_SUMMARY) or json (every comparison with its intervals)

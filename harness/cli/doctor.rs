@@ -75,14 +75,14 @@ pub(crate) struct Args {
     #[arg(long, requires = "scenario")]
     pub(crate) cell: Option<String>,
     /// Where the job runs, for the fixes (default: detected)
-    #[arg(long, value_enum)]
+    #[arg(long, value_parser = super::choice::choice::<Target>())]
     pub(crate) platform: Option<Target>,
     /// Output format
     #[arg(long, value_enum, default_value = "text")]
     pub(crate) format: Format,
     /// Loader flags (--shm-size: diagnose against that size instead of the /dev/shm seen)
     #[command(flatten)]
-    pub(crate) knobs: Knobs,
+    pub(crate) knobs: super::knob_flags::KnobFlags,
 }
 
 /// A job's loader knobs and what fills /dev/shm beside it: a scenario's (its defaults or
@@ -119,7 +119,7 @@ pub(crate) fn run(args: Args) -> Result<ExitCode> {
     let (mut knobs, with) = loader_and_consumers(
         args.scenario.as_deref(),
         args.cell.as_deref(),
-        args.knobs,
+        args.knobs.0,
         args.with,
     )?;
     let assumed = knobs.shm_size.take();

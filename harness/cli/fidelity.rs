@@ -9,7 +9,6 @@ use anyhow::{bail, Context, Result};
 use super::outcome;
 use super::progress::Terminal;
 use crate::analysis::fidelity;
-use crate::model::knobs::Knobs;
 use crate::orchestrate::fidelity as run_pairs;
 use crate::plan::scenario::{self, Scenario};
 use crate::present::fidelity as table;
@@ -56,7 +55,7 @@ pub(crate) struct Args {
     pub(crate) repeat: u32,
     /// Overrides applied to every cell (--python: the torch to measure against)
     #[command(flatten)]
-    pub(crate) knobs: Knobs,
+    pub(crate) knobs: super::knob_flags::KnobFlags,
 }
 
 /// The verdicts as an exit status: 1 when any cell differs (an inconclusive cell blames

@@ -27,15 +27,15 @@ pub(crate) struct Args {
     #[arg(required = true)]
     pub(crate) results: Vec<PathBuf>,
     /// The environment field that orders the runs
-    #[arg(long, value_enum, default_value = "time")]
+    #[arg(long, value_parser = super::choice::choice::<By>(), default_value = "time")]
     pub(crate) by: By,
     /// The measure to follow: img-per-s, cpu-per-image (work, far less noisy), or
     /// instructions-per-image (where hardware counters measured it)
-    #[arg(long, value_enum, default_value = "img-per-s")]
+    #[arg(long, value_parser = super::choice::choice::<Metric>(), default_value = "img-per-s")]
     pub(crate) metric: Metric,
     /// How runs of a cell are recognised: config (same knobs) or name (same scenario and name,
     /// to follow a cell through a knob changed on purpose)
-    #[arg(long = "match", value_enum, default_value = "config")]
+    #[arg(long = "match", value_parser = super::choice::choice::<Match>(), default_value = "config")]
     pub(crate) matching: Match,
     /// The smallest step of the metric that counts (and, by runtime, the img/s threshold of
     /// the judgement against --against)

@@ -32,7 +32,7 @@ pub(crate) struct Args {
     /// The container engine whose images these are: docker (DOCKER_HOST, else its socket) or
     /// podman (CONTAINER_HOST, the user's or root's socket, else a service started for this
     /// command and stopped after)
-    #[arg(long, value_enum, default_value = "docker")]
+    #[arg(long, value_parser = super::choice::choice::<EngineKind>(), default_value = "docker")]
     pub(crate) engine: EngineKind,
 }
 

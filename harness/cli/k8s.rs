@@ -9,7 +9,6 @@ use anyhow::{anyhow, bail, Context, Result};
 use super::logs::files_in;
 use super::outcome;
 
-use crate::model::knobs::Knobs;
 use crate::model::pod::{NodeInfo, PodStatus};
 use crate::plan::resolve::Platform;
 use crate::plan::scenario::{self, Scenario};
@@ -115,7 +114,7 @@ pub(crate) struct ManifestArgs {
     pub(crate) out: Option<PathBuf>,
     /// Loader flags override every cell; --image is the image the pods run (required)
     #[command(flatten)]
-    pub(crate) knobs: Knobs,
+    pub(crate) knobs: super::knob_flags::KnobFlags,
 }
 
 pub(crate) fn run(args: Args) -> Result<ExitCode> {

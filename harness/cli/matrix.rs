@@ -10,7 +10,7 @@ use super::outcome;
 use super::progress::Terminal;
 use crate::analysis::compare;
 use crate::analysis::statements::judge_all;
-use crate::model::knobs::{EngineKind, Knobs, OciRuntime};
+use crate::model::knobs::{EngineKind, OciRuntime};
 use crate::orchestrate::runner;
 use crate::plan::scenario::{self, Scenario};
 use crate::plan::{container_runtimes, guard, kernels};
@@ -64,7 +64,7 @@ pub(crate) struct Args {
     pub(crate) kernels: Option<Vec<String>>,
     /// Run every cell under each of these container engines, interleaved, into one CSV: docker,
     /// podman (its Docker-compatible service; started for the run when none answers)
-    #[arg(long, value_delimiter = ',', value_name = "ENGINES", value_enum)]
+    #[arg(long, value_delimiter = ',', value_name = "ENGINES", value_parser = super::choice::choice::<EngineKind>())]
     pub(crate) engines: Option<Vec<EngineKind>>,
     /// Run every cell under each of these OCI runtimes, interleaved, into one CSV: default (the
     /// engine's), runc, crun, runsc (gVisor), or any the engine has registered
@@ -92,7 +92,7 @@ pub(crate) struct Args {
     pub(crate) allow_undecided: bool,
     /// Overrides applied to every cell
     #[command(flatten)]
-    pub(crate) knobs: Knobs,
+    pub(crate) knobs: super::knob_flags::KnobFlags,
 }
 
 pub(crate) fn run(args: Args) -> Result<ExitCode> {

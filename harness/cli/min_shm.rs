@@ -41,7 +41,7 @@ pub(crate) struct Args {
     #[arg(long, value_enum, default_value = "text")]
     pub(crate) format: Format,
     #[command(flatten)]
-    pub(crate) knobs: Knobs,
+    pub(crate) knobs: super::knob_flags::KnobFlags,
     /// A command to size instead of a loader, run as `shmbench watch` runs it
     #[arg(last = true, value_name = "CMD")]
     pub(crate) command: Vec<String>,
@@ -58,13 +58,13 @@ pub(crate) fn run(args: Args) -> Result<ExitCode> {
         None => None,
     };
     let config = if args.command.is_empty() {
-        guard::tool_config("min-shm", args.knobs, &super::platform())?
+        guard::tool_config("min-shm", args.knobs.0, &super::platform())?
     } else {
         // A placeholder size: the search sets each trial's.
         let knobs = Knobs {
             runtime: Some(RuntimeKind::Namespace),
             shm_size: Some(ByteSize(64 << 20)),
-            ..args.knobs
+            ..args.knobs.0
         };
         let settings = WatchSettings::plain(args.command.clone());
         let config = watch::cell(&knobs, "min-shm", settings, &super::platform())

@@ -5,6 +5,7 @@
 mod bench;
 mod calibrate;
 mod check;
+mod choice;
 mod compare;
 mod doctor;
 mod explain;
@@ -15,6 +16,7 @@ mod history;
 mod image;
 mod internal;
 mod k8s;
+mod knob_flags;
 mod logs;
 mod matrix;
 mod merge;

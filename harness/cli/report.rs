@@ -25,7 +25,7 @@ pub(crate) struct Args {
     /// Formats to write, comma-separated
     #[arg(
         long,
-        value_enum,
+        value_parser = super::choice::choice::<FormatName>(),
         value_delimiter = ',',
         default_value = "markdown,html,json"
     )]

@@ -7,7 +7,6 @@ use anyhow::{anyhow, bail, Result};
 
 use super::outcome;
 use super::progress::Terminal;
-use crate::model::knobs::Knobs;
 use crate::orchestrate::runner;
 use crate::plan::guard;
 use crate::plan::resolve::Identity;
@@ -51,7 +50,7 @@ pub(crate) struct Args {
     #[arg(long, value_enum, value_name = "WHAT")]
     pub(crate) fail_on: Option<outcome::FailOn>,
     #[command(flatten)]
-    pub(crate) knobs: Knobs,
+    pub(crate) knobs: super::knob_flags::KnobFlags,
 }
 
 pub(crate) fn run(args: Args) -> Result<ExitCode> {

@@ -10,7 +10,6 @@ use anyhow::{anyhow, bail, Context, Result};
 
 use super::logs::files_in;
 use super::outcome;
-use crate::model::knobs::Knobs;
 use crate::plan::resolve::Platform;
 use crate::plan::scenario::{self, Scenario};
 use crate::sys::clock;
@@ -138,7 +137,7 @@ pub(crate) struct ScriptArgs {
     pub(crate) out: Option<PathBuf>,
     /// Loader flags override every cell
     #[command(flatten)]
-    pub(crate) knobs: Knobs,
+    pub(crate) knobs: super::knob_flags::KnobFlags,
 }
 
 #[derive(clap::Args)]

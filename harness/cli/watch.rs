@@ -51,13 +51,13 @@ pub(crate) struct Args {
     pub(crate) shm_size: Option<ByteSize>,
     /// auto (namespace when --shm-size is given, docker with --image, else host), host,
     /// namespace, docker (not vm: a VM runs shmbench's own cells, `shmbench run --runtime vm`)
-    #[arg(long, value_enum)]
+    #[arg(long, value_parser = super::choice::choice::<RuntimeKind>())]
     pub(crate) runtime: Option<RuntimeKind>,
     /// Run the command in a container of this local image (your training image)
     #[arg(long, value_name = "IMAGE")]
     pub(crate) image: Option<String>,
     /// With --image: the container engine, docker or podman (docs/RUNTIMES.md)
-    #[arg(long, value_enum, requires = "image")]
+    #[arg(long, value_parser = super::choice::choice::<EngineKind>(), requires = "image")]
     pub(crate) engine: Option<EngineKind>,
     /// With --image: the OCI runtime the engine starts the container with (runc, crun, runsc,
     /// or any it has registered; default: the engine's)

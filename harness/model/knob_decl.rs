@@ -4,7 +4,105 @@
 
 use serde::Serialize;
 
+use super::bad_value::BadValue;
+use super::choice::Choice;
+use super::cpus::CpuList;
+use super::knob_types::{OciRuntime, Shape};
 use super::size::ByteSize;
+
+/// Why a knob's text is not a value of its kind (each kind says it in its own words).
+pub type BadKnob = Box<dyn std::error::Error + Send + Sync>;
+
+/// A knob's value read from its text, as a flag gives it.
+pub trait KnobValue: Sized {
+    /// What its flag takes.
+    const TAKES: Takes = Takes::Text;
+    fn from_text(text: &str) -> Result<Self, BadKnob>;
+}
+
+/// What a knob's flag takes.
+#[derive(Clone, Copy)]
+pub enum Takes {
+    /// A value (`--workers 8`).
+    Text,
+    /// A size, which may be written negative, to be refused with why (`--shm-size -1g`).
+    Size,
+    /// A switch: bare for true, or `true`/`false`, `yes`/`no`, `1`/`0`, `on`/`off`.
+    Switch,
+    /// One of a closed set, offered with each value's help.
+    Choice(fn() -> Vec<Offer>),
+}
+
+/// A value a [`Choice`] knob offers, for the command line's help and errors.
+#[derive(Clone, Copy, Debug)]
+pub struct Offer {
+    pub name: &'static str,
+    pub help: &'static str,
+    pub aliases: &'static [&'static str],
+}
+
+/// The values `T` offers.
+pub fn offers<T: Choice>() -> Vec<Offer> {
+    T::ALL
+        .iter()
+        .filter(|v| v.offered())
+        .map(|v| Offer {
+            name: v.name(),
+            help: v.help(),
+            aliases: v.aliases(),
+        })
+        .collect()
+}
+
+impl<T: Choice> KnobValue for T {
+    const TAKES: Takes = Takes::Choice(offers::<T>);
+    fn from_text(text: &str) -> Result<T, BadKnob> {
+        T::parse(text).map_err(Into::into)
+    }
+}
+
+/// The knob types read by their own `FromStr`.
+macro_rules! knob_value_from_str {
+    ($($ty:ty),*) => {$(
+        impl KnobValue for $ty {
+            fn from_text(text: &str) -> Result<$ty, BadKnob> {
+                text.parse::<$ty>().map_err(Into::into)
+            }
+        }
+    )*};
+}
+knob_value_from_str!(u32, u64, f64, String, Shape, CpuList, OciRuntime);
+
+impl KnobValue for ByteSize {
+    const TAKES: Takes = Takes::Size;
+    fn from_text(text: &str) -> Result<ByteSize, BadKnob> {
+        text.parse::<ByteSize>().map_err(Into::into)
+    }
+}
+
+impl KnobValue for bool {
+    const TAKES: Takes = Takes::Switch;
+    fn from_text(text: &str) -> Result<bool, BadKnob> {
+        match text {
+            "true" | "yes" | "1" | "on" => Ok(true),
+            "false" | "no" | "0" | "off" => Ok(false),
+            _ => Err(BadValue::new(text, "true or false").into()),
+        }
+    }
+}
+
+/// A knob as its flag is: the command line builds the flag from it, and gives the text back
+/// through `Knobs::set`.
+#[derive(Clone, Copy)]
+pub struct KnobFlag {
+    /// The scenario key (`shm_size`); the flag is it with dashes (`--shm-size`).
+    pub key: &'static str,
+    pub help: &'static str,
+    pub value_name: &'static str,
+    pub takes: Takes,
+    /// Whether `text` is a value of the knob's kind, and why not.
+    pub check: fn(&str) -> Result<(), BadKnob>,
+}
 
 /// What a knob is to a cell's identity.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -85,29 +183,27 @@ impl Settle<ByteSize> for u64 {
 /// it reads as that default.
 macro_rules! knobs {
     ($(
-        $(#[$meta:meta])*
+        #[value_name = $value_name:literal]
         $field:ident : $ty:ty => $resolved:ty = $default:expr,
             $role:ident $(($why:literal))?, row $column:ident,
             $help:literal;
     )*
     @added {$(
-        $(#[$ameta:meta])*
+        #[value_name = $avalue_name:literal]
         $afield:ident : $aty:ty => $aresolved:ty = $adefault:expr,
             $arole:ident $(($awhy:literal))?,
             $ahelp:literal;
     )*}) => {
         /// Partial loader/isolation settings; see the module docs for how layers combine.
-        #[derive(Clone, Debug, Default, serde::Deserialize, clap::Args)]
+        #[derive(Clone, Debug, Default, serde::Deserialize)]
         #[serde(rename_all = "kebab-case", deny_unknown_fields)]
         pub struct Knobs {
             $(
                 #[doc = $help]
-                $(#[$meta])*
                 pub $field: Option<$ty>,
             )*
             $(
                 #[doc = $ahelp]
-                $(#[$ameta])*
                 pub $afield: Option<$aty>,
             )*
         }
@@ -211,6 +307,46 @@ macro_rules! knobs {
                     .iter()
                     .find(|(k, _)| *k == key)
                     .map_or(key, |(_, flag)| flag.as_str())
+            }
+
+            /// Each knob as its flag is, in the declaration's order.
+            pub const FLAGS: &'static [$crate::knob_decl::KnobFlag] = &[
+                $(
+                    $crate::knob_decl::KnobFlag {
+                        key: stringify!($field),
+                        help: $help,
+                        value_name: $value_name,
+                        takes: <$ty as $crate::knob_decl::KnobValue>::TAKES,
+                        check: |text| <$ty as $crate::knob_decl::KnobValue>::from_text(text).map(drop),
+                    },
+                )*
+                $(
+                    $crate::knob_decl::KnobFlag {
+                        key: stringify!($afield),
+                        help: $ahelp,
+                        value_name: $avalue_name,
+                        takes: <$aty as $crate::knob_decl::KnobValue>::TAKES,
+                        check: |text| <$aty as $crate::knob_decl::KnobValue>::from_text(text).map(drop),
+                    },
+                )*
+            ];
+
+            /// Sets the knob `key` (a scenario key) from its text, as a flag gives it.
+            pub fn set(&mut self, key: &str, text: &str) -> Result<(), $crate::knob_decl::BadKnob> {
+                match key {
+                    $(
+                        stringify!($field) => {
+                            self.$field = Some(<$ty as $crate::knob_decl::KnobValue>::from_text(text)?);
+                        }
+                    )*
+                    $(
+                        stringify!($afield) => {
+                            self.$afield = Some(<$aty as $crate::knob_decl::KnobValue>::from_text(text)?);
+                        }
+                    )*
+                    _ => return Err($crate::bad_value::BadValue::new(key, "a knob").into()),
+                }
+                Ok(())
             }
 
             /// What the declaration says of each knob.

@@ -5,38 +5,31 @@ use super::bad_value::BadValue;
 use std::fmt;
 use std::str::FromStr;
 
-use clap::ValueEnum;
 use serde::{Deserialize, Serialize};
 
-/// How a cell is isolated; every runtime launches the same `shmbench cell` protocol.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, ValueEnum)]
-#[serde(rename_all = "kebab-case")]
-pub enum RuntimeKind {
-    /// `docker` for a Docker setup when an engine answers, else `namespace` when the cell has
-    /// an `shm-size`, otherwise `host`.
-    #[default]
-    Auto,
-    /// This machine's own /dev/shm (what `docker run --ipc=host` gives a container).
-    Host,
-    /// A private mount namespace with a tmpfs of `shm-size` on /dev/shm.
-    Namespace,
-    /// A Docker container (`--shm-size`, `--ipc`, `--memory`) from an image shmbench builds.
-    Docker,
-    /// A QEMU VM booting `kernel`, its /dev/shm a tmpfs of `shm-size` in the guest.
-    Vm,
+crate::choice! {
+    /// How a cell is isolated; every runtime launches the same `shmbench cell` protocol.
+    #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+    #[serde(rename_all = "kebab-case")]
+    pub enum RuntimeKind {
+        #[default]
+        Auto = "auto": "`docker` for a Docker setup when an engine answers, else `namespace` when the cell has an `shm-size`, otherwise `host`.",
+        Host = "host": "This machine's own /dev/shm (what `docker run --ipc=host` gives a container).",
+        Namespace = "namespace": "A private mount namespace with a tmpfs of `shm-size` on /dev/shm.",
+        Docker = "docker": "A Docker container (`--shm-size`, `--ipc`, `--memory`) from an image shmbench builds.",
+        Vm = "vm": "A QEMU VM booting `kernel`, its /dev/shm a tmpfs of `shm-size` in the guest.",
+    }
 }
 
-/// The container engine a `docker` cell runs under, through the same Docker-compatible API.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize, ValueEnum)]
-#[serde(rename_all = "kebab-case")]
-pub enum EngineKind {
-    /// The Docker Engine (`DOCKER_HOST`, else /var/run/docker.sock).
-    #[default]
-    Docker,
-    /// Podman's Docker-compatible service: one that answers at `CONTAINER_HOST` (or the user's
-    /// $XDG_RUNTIME_DIR/podman/podman.sock, or /run/podman/podman.sock as root), else one the
-    /// run starts on a socket of its own and stops after; rootless when run as a user.
-    Podman,
+crate::choice! {
+    /// The container engine a `docker` cell runs under, through the same Docker-compatible API.
+    #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+    #[serde(rename_all = "kebab-case")]
+    pub enum EngineKind {
+        #[default]
+        Docker = "docker": "The Docker Engine (`DOCKER_HOST`, else /var/run/docker.sock).",
+        Podman = "podman": "Podman's Docker-compatible service: one that answers at `CONTAINER_HOST` (or the user's $XDG_RUNTIME_DIR/podman/podman.sock, or /run/podman/podman.sock as root), else one the run starts on a socket of its own and stops after; rootless when run as a user.",
+    }
 }
 
 /// The OCI runtime an engine starts a cell's container with: `default` (the engine's own
@@ -94,102 +87,88 @@ impl fmt::Display for OciRuntime {
 
 serde_as_text!(OciRuntime);
 
-/// The setup a cell stands for, whatever runtime measures it.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, ValueEnum)]
-#[serde(rename_all = "kebab-case")]
-pub enum ContainerKind {
-    /// A process on a machine.
-    #[default]
-    None,
-    /// A Docker container: with runtime auto it runs in Docker when an engine answers, else in a
-    /// namespace of the same /dev/shm size (Docker's default 64 MiB when unset).
-    Docker,
+crate::choice! {
+    /// The setup a cell stands for, whatever runtime measures it.
+    #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+    #[serde(rename_all = "kebab-case")]
+    pub enum ContainerKind {
+        #[default]
+        None = "none": "A process on a machine.",
+        Docker = "docker": "A Docker container: with runtime auto it runs in Docker when an engine answers, else in a namespace of the same /dev/shm size (Docker's default 64 MiB when unset).",
+    }
 }
 
-/// What runs the cell's DataLoader.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize, ValueEnum)]
-#[serde(rename_all = "kebab-case")]
-pub enum Loader {
-    /// shmbench's emulation of torch's DataLoader (no Python needed).
-    #[default]
-    Emulated,
-    /// The real `torch.utils.data.DataLoader`, run by the `python` interpreter.
-    Torch,
-    /// Any command, run and watched by `shmbench watch -- CMD` (not a knob value: the command
-    /// comes with it).
-    #[value(skip)]
-    Command,
+crate::choice! {
+    /// What runs the cell's DataLoader.
+    #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+    #[serde(rename_all = "kebab-case")]
+    pub enum Loader {
+        #[default]
+        Emulated = "emulated": "shmbench's emulation of torch's DataLoader (no Python needed).",
+        Torch = "torch": "The real `torch.utils.data.DataLoader`, run by the `python` interpreter.",
+        Command = "command": "Any command, run and watched by `shmbench watch -- CMD` (not a knob value: the command comes with it)." hidden,
+    }
 }
 
-/// Docker's IPC mode for the container (`--ipc`).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, ValueEnum)]
-#[serde(rename_all = "kebab-case")]
-pub enum IpcMode {
-    /// Own IPC namespace and own /dev/shm of shm-size.
-    #[default]
-    Private,
-    /// Like private, and other containers may join it.
-    Shareable,
-    /// The host's IPC namespace and /dev/shm.
-    Host,
+crate::choice! {
+    /// Docker's IPC mode for the container (`--ipc`).
+    #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+    #[serde(rename_all = "kebab-case")]
+    pub enum IpcMode {
+        #[default]
+        Private = "private": "Own IPC namespace and own /dev/shm of shm-size.",
+        Shareable = "shareable": "Like private, and other containers may join it.",
+        Host = "host": "The host's IPC namespace and /dev/shm.",
+    }
 }
 
-/// How a batch travels from worker to main (torch.multiprocessing sharing strategies and two
-/// non-torch mechanisms kept for comparison).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, ValueEnum)]
-#[serde(rename_all = "snake_case")]
-pub enum Strategy {
-    /// torch's Linux default: shm_open + shm_unlink after mmap; the fd crosses a Unix socket.
-    #[default]
-    #[value(name = "file_descriptor")]
-    FileDescriptor,
-    /// torch's alternative: a *named* segment in /dev/shm whose name is sent; still /dev/shm.
-    #[value(name = "file_system")]
-    FileSystem,
-    /// memfd_create (the open upstream proposal pytorch#58386): not bounded by /dev/shm.
-    #[value(name = "memfd")]
-    Memfd,
-    /// An unlinked file under $TMPDIR. NOT a torch strategy: what the how-to wrongly says
-    /// `file_system` does.
-    #[value(name = "disk")]
-    Disk,
+crate::choice! {
+    /// How a batch travels from worker to main (torch.multiprocessing sharing strategies and two
+    /// non-torch mechanisms kept for comparison).
+    #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+    #[serde(rename_all = "snake_case")]
+    pub enum Strategy {
+        #[default]
+        FileDescriptor = "file_descriptor": "torch's Linux default: shm_open + shm_unlink after mmap; the fd crosses a Unix socket.",
+        FileSystem = "file_system": "torch's alternative: a *named* segment in /dev/shm whose name is sent; still /dev/shm.",
+        Memfd = "memfd": "memfd_create (the open upstream proposal pytorch#58386): not bounded by /dev/shm.",
+        Disk = "disk": "An unlinked file under $TMPDIR. NOT a torch strategy: what the how-to wrongly says `file_system` does.",
+    }
 }
 
-/// How torch allocates a shared segment.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, ValueEnum)]
-#[serde(rename_all = "snake_case")]
-pub enum TorchProfile {
-    /// torch <= 2.9: ftruncate + 1-byte write at offset 0; pages on first touch; SIGBUS when full.
-    #[default]
-    Legacy,
-    /// torch >= 2.10: posix_fallocate first; a full tmpfs is an ENOSPC RuntimeError.
-    Modern,
+crate::choice! {
+    /// How torch allocates a shared segment.
+    #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+    #[serde(rename_all = "snake_case")]
+    pub enum TorchProfile {
+        #[default]
+        Legacy = "legacy": "torch <= 2.9: ftruncate + 1-byte write at offset 0; pages on first touch; SIGBUS when full.",
+        Modern = "modern": "torch >= 2.10: posix_fallocate first; a full tmpfs is an ENOSPC RuntimeError.",
+    }
 }
 
-/// How much of each batch the training loop reads.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, ValueEnum)]
-#[serde(rename_all = "snake_case")]
-pub enum Touch {
-    /// Every byte read (the result kept so it cannot be optimised away).
-    #[default]
-    All,
-    /// One element read.
-    First,
-    /// Nothing read.
-    None,
+crate::choice! {
+    /// How much of each batch the training loop reads.
+    #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+    #[serde(rename_all = "snake_case")]
+    pub enum Touch {
+        #[default]
+        All = "all": "Every byte read (the result kept so it cannot be optimised away).",
+        First = "first": "One element read.",
+        None = "none": "Nothing read.",
+    }
 }
 
-/// How the DataLoader starts its workers (its `multiprocessing_context`).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, ValueEnum)]
-#[serde(rename_all = "snake_case")]
-pub enum StartMethod {
-    /// Linux's default through Python 3.13: workers inherit the Dataset by fork.
-    #[default]
-    Fork,
-    /// Python 3.14's default on Linux: the Dataset is pickled to each worker.
-    Forkserver,
-    /// A fresh interpreter per worker: the Dataset is pickled to each worker.
-    Spawn,
+crate::choice! {
+    /// How the DataLoader starts its workers (its `multiprocessing_context`).
+    #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+    #[serde(rename_all = "snake_case")]
+    pub enum StartMethod {
+        #[default]
+        Fork = "fork": "Linux's default through Python 3.13: workers inherit the Dataset by fork.",
+        Forkserver = "forkserver": "Python 3.14's default on Linux: the Dataset is pickled to each worker.",
+        Spawn = "spawn": "A fresh interpreter per worker: the Dataset is pickled to each worker.",
+    }
 }
 
 impl StartMethod {
@@ -199,27 +178,21 @@ impl StartMethod {
     }
 }
 
-/// A cause of a Bus error the emulated loader makes happen for real mid-run (the causes
-/// scenario, docs/EXPLAIN.md), beside those its sizes and limits make (a full tmpfs, a memory
-/// limit, an fd limit).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, ValueEnum)]
-#[serde(rename_all = "kebab-case")]
-pub enum Inject {
-    /// Nothing injected.
-    #[default]
-    None,
-    /// The workers read their samples from a mapped dataset file, which the main truncates.
-    TruncatedFile,
-    /// The main sends SIGBUS to a worker (`kill -BUS`).
-    KillBus,
-    /// A worker writes a hugetlb mapping made without a reservation, with no huge page free.
-    HugePages,
-    /// A file_system segment removed from /dev/shm by another process before the main opens it
-    /// (systemd-logind's RemoveIPC, a cleaner).
-    SegmentRemoved,
-    /// A worker's page poisoned with madvise(MADV_HWPOISON), as a memory error poisons one; only
-    /// in shmbench's VM guests (the page is lost to the kernel for good).
-    MemoryError,
+crate::choice! {
+    /// A cause of a Bus error the emulated loader makes happen for real mid-run (the causes
+    /// scenario, docs/EXPLAIN.md), beside those its sizes and limits make (a full tmpfs, a memory
+    /// limit, an fd limit).
+    #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+    #[serde(rename_all = "kebab-case")]
+    pub enum Inject {
+        #[default]
+        None = "none": "Nothing injected.",
+        TruncatedFile = "truncated-file": "The workers read their samples from a mapped dataset file, which the main truncates.",
+        KillBus = "kill-bus": "The main sends SIGBUS to a worker (`kill -BUS`).",
+        HugePages = "huge-pages": "A worker writes a hugetlb mapping made without a reservation, with no huge page free.",
+        SegmentRemoved = "segment-removed": "A file_system segment removed from /dev/shm by another process before the main opens it (systemd-logind's RemoveIPC, a cleaner).",
+        MemoryError = "memory-error": "A worker's page poisoned with madvise(MADV_HWPOISON), as a memory error poisons one; only in shmbench's VM guests (the page is lost to the kernel for good).",
+    }
 }
 
 impl Inject {
@@ -231,15 +204,17 @@ impl Inject {
     }
 }
 
-/// Element type of the synthetic images.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, ValueEnum)]
-#[serde(rename_all = "snake_case")]
-pub enum Dtype {
-    #[default]
-    F32,
-    F16,
-    Bf16,
-    U8,
+crate::choice! {
+    /// Element type of the synthetic images.
+    #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+    #[serde(rename_all = "snake_case")]
+    pub enum Dtype {
+        #[default]
+        F32 = "f32": "32-bit float, 4 bytes an element (torchvision's ToTensor).",
+        F16 = "f16": "16-bit float, 2 bytes.",
+        Bf16 = "bf16": "bfloat16, 2 bytes.",
+        U8 = "u8": "Unsigned bytes, 1 byte (decoded images before normalisation).",
+    }
 }
 
 impl Dtype {
@@ -251,34 +226,6 @@ impl Dtype {
         }
     }
 }
-
-/// Display through clap's value names, so tables, CSV and errors spell values as flags do.
-macro_rules! display_as_value_name {
-    ($($ty:ty),*) => {$(
-        impl fmt::Display for $ty {
-            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-                match self.to_possible_value() {
-                    Some(value) => f.write_str(value.get_name()),
-                    // A variant that is not a flag value (`loader command`): its serde name.
-                    None => f.write_str(&format!("{self:?}").to_lowercase()),
-                }
-            }
-        }
-    )*};
-}
-display_as_value_name!(
-    Loader,
-    RuntimeKind,
-    ContainerKind,
-    IpcMode,
-    Strategy,
-    TorchProfile,
-    Touch,
-    Dtype,
-    StartMethod,
-    EngineKind,
-    Inject
-);
 
 /// One image's dimensions, written `3x224x224`.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]

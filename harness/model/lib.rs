@@ -24,6 +24,7 @@ macro_rules! serde_as_text {
 pub mod bad_value;
 pub mod bench;
 pub mod calibration;
+pub mod choice;
 pub mod claim;
 pub mod config;
 pub mod cpus;

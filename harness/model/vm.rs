@@ -6,27 +6,15 @@ use serde::{Deserialize, Serialize};
 
 use super::fingerprint::Fingerprint;
 
-/// How QEMU runs the guest.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
-#[serde(rename_all = "kebab-case")]
-pub enum Accel {
-    /// KVM when a probe VM boots with it in time, else TCG (said in the output).
-    #[default]
-    Auto,
-    /// Hardware virtualization: near-native speed.
-    Kvm,
-    /// Software emulation: outcomes and crash kinds hold, speeds do not (memory writes run 30-40x
-    /// slower), so img/s of TCG rows is never compared with other rows'.
-    Tcg,
-}
-
-impl std::fmt::Display for Accel {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(match self {
-            Accel::Auto => "auto",
-            Accel::Kvm => "kvm",
-            Accel::Tcg => "tcg",
-        })
+crate::choice! {
+    /// How QEMU runs the guest.
+    #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+    #[serde(rename_all = "kebab-case")]
+    pub enum Accel {
+        #[default]
+        Auto = "auto": "KVM when a probe VM boots with it in time, else TCG (said in the output).",
+        Kvm = "kvm": "Hardware virtualization: near-native speed.",
+        Tcg = "tcg": "Software emulation: outcomes and crash kinds hold, speeds do not (memory writes run 30-40x slower), so img/s of TCG rows is never compared with other rows'.",
     }
 }
 

@@ -7,20 +7,20 @@ use serde::Serialize;
 use model::size::ByteSize;
 use sys::detect::Place;
 
-/// Where the job runs, as `doctor --platform` names it.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, clap::ValueEnum)]
-#[serde(rename_all = "kebab-case")]
-pub enum Target {
-    Docker,
-    Compose,
-    Kubernetes,
-    AwsBatch,
-    Kubeflow,
-    Slurm,
-    /// Podman or another engine with Docker's flags.
-    Podman,
-    /// A machine without a container: its own /dev/shm.
-    Host,
+model::choice! {
+    /// Where the job runs, as `doctor --platform` names it.
+    #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+    #[serde(rename_all = "kebab-case")]
+    pub enum Target {
+        Docker = "docker",
+        Compose = "compose",
+        Kubernetes = "kubernetes",
+        AwsBatch = "aws-batch",
+        Kubeflow = "kubeflow",
+        Slurm = "slurm",
+        Podman = "podman": "Podman or another engine with Docker's flags.",
+        Host = "host": "A machine without a container: its own /dev/shm.",
+    }
 }
 
 impl From<Place> for Target {

@@ -1,7 +1,5 @@
 //! A history as Markdown: one column per run, one row per cell, then the steps found.
 
-use clap::ValueEnum;
-
 pub use super::history_columns::{column_name, run_label};
 use super::outcomes::{evidence, flip_needs, METHOD};
 use super::table;
@@ -11,9 +9,7 @@ use analysis::outcomes::ALPHA;
 
 /// The field's name as `--by` spells it.
 fn by_name(by: By) -> String {
-    by.to_possible_value()
-        .map(|v| v.get_name().to_string())
-        .unwrap_or_default()
+    by.to_string()
 }
 
 /// A metric's unit as tables and plots write it.

@@ -24,13 +24,15 @@ pub trait CheckFormat {
     fn render(&self, report: &Report) -> String;
 }
 
-/// The format `--format` names.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
-pub enum FormatName {
-    Text,
-    Json,
-    Sarif,
-    Github,
+model::choice! {
+    /// The format `--format` names.
+    #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+    pub enum FormatName {
+        Text = "text",
+        Json = "json",
+        Sarif = "sarif",
+        Github = "github",
+    }
 }
 
 pub fn format(name: FormatName) -> Box<dyn CheckFormat> {

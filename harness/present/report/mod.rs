@@ -69,16 +69,14 @@ pub trait Format {
     fn write(&self, report: &ReportContent, dir: &Path) -> Result<PathBuf>;
 }
 
-/// The formats `--format` names, in the order they are written (Markdown, the report, first).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
-pub enum FormatName {
-    /// `report.md`, GitHub-flavoured Markdown
-    #[value(alias = "md")]
-    Markdown,
-    /// `report.html`, self-contained (inline SVG plots and CSS)
-    Html,
-    /// `report.json`, the rows and verdicts for programs
-    Json,
+model::choice! {
+    /// The formats `--format` names, in the order they are written (Markdown, the report, first).
+    #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+    pub enum FormatName {
+        Markdown = "markdown" | "md": "`report.md`, GitHub-flavoured Markdown",
+        Html = "html": "`report.html`, self-contained (inline SVG plots and CSS)",
+        Json = "json": "`report.json`, the rows and verdicts for programs",
+    }
 }
 
 impl FormatName {
