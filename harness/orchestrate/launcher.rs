@@ -43,7 +43,7 @@ pub mod fake {
     use model::config::CellConfig;
     use model::fingerprint::EngineInfo;
     use model::record::{CellRecord, Failure, Metrics, Status};
-    use runtime::{CellMessage, Progress};
+    use runtime::{CellMessage, Output, Progress, Stream};
 
     type Outcome = dyn Fn(&CellConfig, usize) -> CellRecord;
 
@@ -57,6 +57,8 @@ pub mod fake {
         /// The run is interrupted once this many cells were launched.
         pub interrupt_after: Option<usize>,
         interrupted: Cell<bool>,
+        /// What every cell prints, relayed as a watched command's output.
+        said: Option<&'static str>,
     }
 
     impl Script {
@@ -68,6 +70,15 @@ pub mod fake {
                 watching: None,
                 interrupt_after: None,
                 interrupted: Cell::new(false),
+                said: None,
+            }
+        }
+
+        /// The same, each cell relaying `said` as its command's output.
+        pub fn relaying(self, said: &'static str) -> Script {
+            Script {
+                said: Some(said),
+                ..self
             }
         }
 
@@ -96,6 +107,12 @@ pub mod fake {
                 step: 1,
                 total: config.knobs.steps,
             }));
+            if let Some(said) = self.said {
+                relay(CellMessage::Output(Output {
+                    stream: Stream::Stdout,
+                    bytes: said.as_bytes().to_vec(),
+                }));
+            }
             if self.interrupt_after == Some(n + 1) {
                 self.interrupted.set(true);
             }
