@@ -15,7 +15,6 @@ pub mod history_against;
 pub mod natural_order;
 mod order_stats;
 pub mod outcomes;
-pub mod power;
 pub mod runs;
 pub mod statements;
 pub mod stats;

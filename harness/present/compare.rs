@@ -6,7 +6,6 @@ use super::outcomes::{described, flip_needs, METHOD};
 use super::{compare_json, table};
 use analysis::compare::{Comparison, Thresholds, Verdict};
 use analysis::outcomes::{Shares, ALPHA};
-use analysis::power;
 use analysis::summary::CellSummary;
 
 fn rate_text(s: &Option<CellSummary>) -> String {
@@ -72,13 +71,13 @@ fn detectable_line(comparisons: &[Comparison], thresholds: Thresholds) -> String
     let cpu = range(
         bases
             .iter()
-            .filter_map(|b| power::detectable(&b.cpu, thresholds.cpu))
+            .filter_map(|b| analysis::compare::detectable(&b.cpu, thresholds.cpu))
             .collect(),
     );
     let rate = range(
         bases
             .iter()
-            .filter_map(|b| power::detectable(&b.rates, thresholds.rate))
+            .filter_map(|b| analysis::compare::detectable(&b.rates, thresholds.rate))
             .collect(),
     );
     let runs = bases.iter().map(|b| b.rates.len()).max().unwrap_or(0);
