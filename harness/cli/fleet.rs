@@ -9,12 +9,12 @@ use anyhow::{bail, Context, Result};
 use super::compare::parse_threshold;
 use crate::results::atomic::write_bytes;
 use crate::results::stream;
-use ::fleet::judge::commands::Platform;
+use ::fleet::judge::actions::Platform;
 use ::fleet::judge::judge;
 use ::fleet::judge::norm::Baseline;
 use ::fleet::judge::rows::Builder;
 use ::fleet::judge::verdict::Thresholds;
-use ::fleet::judge::{commands as fleet_commands, json as fleet_json, text as fleet};
+use ::fleet::judge::{actions as fleet_commands, json as fleet_json, text as fleet};
 
 const AFTER_HELP: &str = "\
 Examples:

@@ -16,7 +16,7 @@ use crate::plan::consumers::Consumer;
 use crate::plan::{advice, guard, job};
 use crate::results::atomic::write_bytes;
 use ::fleet::node::drain::{self, DrainAction};
-use ::fleet::node::{facts as node_facts, prom as node_prom, slurm as node_slurm, text as node};
+use ::fleet::node::{facts as node_facts, prom as node_prom, text as node};
 use ::fleet::node::{judge, NodePolicy, NodeStatus};
 
 /// The file `--textfile DIR` writes (node_exporter's textfile collector reads `*.prom`).
@@ -228,7 +228,7 @@ fn slurm_health(args: &Args, status: NodeStatus, first_line: &str) -> ExitCode {
             DrainAction::Undrain => cluster::slurm::commands::update_node(&node.name, None)?,
             DrainAction::Keep(_) => {}
         }
-        Ok(node_slurm::action_line(&node, &action))
+        Ok(drain::action_line(&node, &action))
     });
     match done {
         Ok(line) if args.format == Format::Json => {

@@ -41,7 +41,7 @@ pub mod record;
 pub mod repeat;
 pub mod segment_maker;
 pub mod size;
-pub mod slurm;
+pub mod slurm_task;
 pub mod statement;
 pub mod validate;
 pub mod vm;

@@ -11,7 +11,7 @@ use serde::{Deserialize, Serialize};
 use super::claim::{ClaimStatus, ClaimVerdict};
 use super::config::CellConfig;
 use super::pod::PodInfo;
-use super::slurm::SlurmTask;
+use super::slurm_task::SlurmTask;
 use super::vm::VmInfo;
 use super::watch::WatchFindings;
 

@@ -3,7 +3,7 @@
 //! runs), so a change to any renderer shows as a diff. Review with `cargo insta review`.
 
 use super::{fleet_rows, node_runs, verdict};
-use shmbench::fleet::judge::commands::{self as fleet_commands, Platform};
+use shmbench::fleet::judge::actions::{self as fleet_commands, Platform};
 use shmbench::fleet::judge::verdict::Thresholds;
 use shmbench::fleet::judge::{json as fleet_json, text as fleet};
 

@@ -1,6 +1,6 @@
 //! Rows from a Slurm job array (`shmbench slurm collect`): each task's output file holds the
 //! line naming the cell it ran and then the cell's record; Slurm's word on how the task ended
-//! (`model::slurm::TaskEnd`) gives the row of a task the scheduler ended before its record
+//! (`model::slurm_task::TaskEnd`) gives the row of a task the scheduler ended before its record
 //! (OUT_OF_MEMORY, TIMEOUT, CANCELLED, ...), its status and Slurm's reason, as `k8s collect`
 //! does for pods. Output files are untrusted text: a record whose names cannot be file names is
 //! named and skipped, and a task's record is taken only from that task's own output file (its
@@ -13,7 +13,7 @@ use super::output::{TaskFile, TaskOutput};
 use crate::k8s::collect::Collected;
 use crate::slurm::output;
 use model::record::{CellRecord, Status};
-use model::slurm::TaskEnd;
+use model::slurm_task::TaskEnd;
 use results::row::Row;
 use results::row_build::{command_line, Placement, RowContext};
 

@@ -1,6 +1,6 @@
 //! Slurm's commands, asked: `sbatch` (a script handed over, its job id back), `sacct` and
 //! `scontrol` (how jobs ended), the cluster's configuration, and the version on this node.
-//! What they print is returned as text for `model::slurm` to read; nothing here decides.
+//! What they print is returned as text for `model::slurm_task` to read; nothing here decides.
 
 use std::io::Write;
 use std::process::{Command, Stdio};

@@ -1,12 +1,12 @@
 //! How Slurm says a job's tasks ended ([`TaskEnd`]), asked where it may be known: `sacct`
 //! where the cluster keeps accounting, else the controller's memory of the jobs (`scontrol -o
 //! show job`), else the `jobcomp/filetxt` log (the one given, or the one the cluster's
-//! configuration names). `commands` runs the commands; `model::slurm` reads their lines.
+//! configuration names). `commands` runs the commands; `model::slurm_task` reads their lines.
 
 use std::path::{Path, PathBuf};
 
 use crate::slurm::commands;
-use model::slurm::TaskEnd;
+use model::slurm_task::TaskEnd;
 
 /// How Slurm says the tasks of `jobs` ended: sacct's word where there is accounting, else the
 /// controller's, with the jobcomp log's (`jobcomp`, else the cluster's own) for the tasks the

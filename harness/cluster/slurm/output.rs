@@ -5,14 +5,14 @@
 //! a file the script made that the collector would not read as its task's.
 //!
 //! Then the file itself, read as untrusted text ([`TaskOutput`]): the line naming the cell the
-//! task said it would run (`model::slurm::TaskStart`), the record it printed, and the lines that
+//! task said it would run (`model::slurm_task::TaskStart`), the record it printed, and the lines that
 //! looked like either and were not. The cell's relayed stderr may be in it too; it is read a
 //! line at a time, each line bounded (`logged::MAX_LINE`), since the file is whatever the task
 //! printed.
 
 use anyhow::{Context, Result};
 use model::record::CellRecord;
-use model::slurm::{TaskStart, START_MARK};
+use model::slurm_task::{TaskStart, START_MARK};
 use results::logged::{each_line, looks_like_record, read_line, too_long, Line};
 use std::path::Path;
 

@@ -3,7 +3,7 @@
 //! cell asks for (a namespace tmpfs of its size, or the node's own /dev/shm), its record
 //! naming the Slurm job, task, node and version.
 //!
-//! The task first states which cell it runs (a `model::slurm::TaskStart` line), so a task the
+//! The task first states which cell it runs (a `model::slurm_task::TaskStart` line), so a task the
 //! scheduler ends before its record (OUT_OF_MEMORY, TIMEOUT) still names its cell in its
 //! output file.
 
@@ -11,7 +11,7 @@ use anyhow::{anyhow, Context, Result};
 
 use model::config::CellConfig;
 use model::record::{CellRecord, Status};
-use model::slurm::{pick, SlurmTask, TaskStart, ARRAY_TASK_ID_ENV};
+use model::slurm_task::{pick, SlurmTask, TaskStart, ARRAY_TASK_ID_ENV};
 
 /// This task, as the variables slurmd set say, with the node's Slurm version.
 pub(crate) fn this_task() -> Option<SlurmTask> {
@@ -57,7 +57,7 @@ pub fn run(start: &TaskStart) -> (CellRecord, bool) {
 #[cfg(test)]
 mod tests {
     use model::knobs::Knobs;
-    use model::slurm::pick;
+    use model::slurm_task::pick;
     use plan::resolve::{Identity, Platform, Resolve};
 
     #[test]

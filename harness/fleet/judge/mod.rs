@@ -17,7 +17,7 @@
 //! Only the worse side is flagged. A node with too few runs of a cell, or in a cell with too
 //! few nodes to know the norm, is not judged there, and the reason is kept.
 
-pub mod commands;
+pub mod actions;
 pub mod json;
 pub mod norm;
 pub mod rows;

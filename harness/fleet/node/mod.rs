@@ -1,7 +1,7 @@
 //! A node's /dev/shm judged against a policy, the way a fleet's health machinery asks it: one
 //! verdict (ok, a problem, or unknown when the node cannot be seen well enough), each problem
 //! with the numbers its words need. `facts` gathers the facts, `shmbench node` says
-//! the verdict to Slurm, Node Problem Detector, NHC and Prometheus (`text`, `slurm`, `npd`, `nhc`, `prom`).
+//! the verdict to Slurm, Node Problem Detector, NHC and Prometheus (`text`, `drain`, `npd`, `nhc`, `prom`).
 
 use serde::Serialize;
 
@@ -13,7 +13,6 @@ pub mod facts;
 pub mod nhc;
 pub mod npd;
 pub mod prom;
-pub mod slurm;
 pub mod text;
 pub mod verdict;
 
