@@ -140,13 +140,16 @@ fn pin_memory_moves_waiting_batches_out_of_dev_shm() {
     let _guard = serial();
     let before = machine_state();
     // 2 x 4 outstanding batches of 16 images (9.2 MiB) + 1 held cannot fit in 64 MiB (6 fit).
-    // Pinned, only batches being produced or waiting for the pin copy are in /dev/shm; the
-    // workers' decode cost keeps them slower than that copy, as a real Dataset is. The step
-    // (400 ms) is much slower than a worker's batch (16 ms of decode), so unpinned every
-    // outstanding batch comes to wait in /dev/shm; how soon depends on the workers' share of
-    // the cores: beside the suite's other lanes, 48 steps of 150 ms once never held more than 5
-    // batches (the workers made one a step), so each step leaves them 25 times a batch's CPU.
-    let base = "--shm-size 64m --batch 16 --workers 2 --prefetch 4 --steps 24 --compute-ms 400 --decode-us 1000 --torch modern";
+    // Pinned, only batches being produced or waiting for the pin copy are in /dev/shm, so the
+    // pin thread must copy faster than the workers make batches whatever the load: under a fair
+    // scheduler it gets a thread's share, as each worker does, so a worker's batch must cost
+    // several times the copy (a copy of 9.2 MiB into fresh pinned pages is a few ms). With 1 ms
+    // of decode per image (16 ms a batch, two workers) the two were at parity, and a run beside
+    // two builds and the suite's other lanes crashed pinned at step 8; 4 ms (64 ms a batch) is
+    // four times the copy. Unpinned, every outstanding batch comes to wait in /dev/shm: seven
+    // batches take a worker pair 4 x 64 ms of CPU, which a run beside the suite and two builds
+    // (a few percent of a core each) gave them by step 6 or 7 of the 24 (800 ms each).
+    let base = "--shm-size 64m --batch 16 --workers 2 --prefetch 4 --steps 24 --compute-ms 800 --decode-us 4000 --torch modern";
     let unpinned = run_cell(base);
     assert_eq!(status(&unpinned), "enospc", "{unpinned}");
     let pinned = run_cell(&format!("{base} --pin-memory"));
