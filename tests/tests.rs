@@ -26,6 +26,7 @@ mod fleet;
 mod fleet_made;
 mod fuzz;
 mod generated_files;
+mod help;
 mod history;
 mod k8s;
 mod k8s_pods;
