@@ -19,7 +19,8 @@ const CELL_HELP: &str = "\
 Examples:
   shmbench matrix --dry-run --batch 8 > cells.json                 # the resolved cells
   shmbench cell \"$(jq -c '.[4]' cells.json)\"                       # one of them, right here
-  shmbench cell --from cells.yaml                                  # as a pod of k8s manifest
+  JOB_COMPLETION_INDEX=2 shmbench cell --from cells.yaml           # as pod 2 of an Indexed Job
+                                  # (cells.yaml: the cell list of `k8s manifest`'s ConfigMap)
 
 The cell runs in this process tree as it is (no namespace, container or VM of its own: that is
 the runtime's part) and prints one JSON record on stdout, whatever happens to it.";

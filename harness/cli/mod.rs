@@ -200,4 +200,77 @@ mod tests {
     fn the_command_line_is_well_formed() {
         super::Cli::command().debug_assert();
     }
+
+    /// The `shmbench ...` commands of a help's `Examples:` section, each as its words: lines
+    /// joined where they end in `\`, comments dropped, each command of a `&&`, `|` or `;`
+    /// chain that starts with `shmbench` (after any `VAR=value`), redirections dropped.
+    fn examples(help: &str) -> Vec<Vec<String>> {
+        let Some(section) = help.split("Examples:\n").nth(1) else {
+            return Vec::new();
+        };
+        let section = section.split("\n\n").next().unwrap_or(section);
+        let joined = section.replace("\\\n", " ");
+        let mut out = Vec::new();
+        for line in joined.lines() {
+            let code = line.split(" #").next().unwrap_or(line);
+            for command in code
+                .split("&&")
+                .flat_map(|c| c.split('|'))
+                .flat_map(|c| c.split(';'))
+            {
+                let Some(words) = shlex::split(command) else {
+                    continue;
+                };
+                let words: Vec<String> = words
+                    .into_iter()
+                    .skip_while(|w| w.contains('=') && !w.starts_with('-'))
+                    .collect();
+                if words.first().map(String::as_str) != Some("shmbench") {
+                    continue;
+                }
+                let mut kept = Vec::new();
+                let mut skip_next = false;
+                for w in words {
+                    if skip_next {
+                        skip_next = false;
+                    } else if w == ">" || w == "<" || w == "2>" {
+                        skip_next = true;
+                    } else if !w.starts_with('>') && !w.starts_with("2>") {
+                        kept.push(w);
+                    }
+                }
+                out.push(kept);
+            }
+        }
+        out
+    }
+
+    /// Every example a help shows is a command line shmbench accepts: parsed, never run.
+    #[test]
+    fn every_example_in_the_help_parses() {
+        fn visit(command: &clap::Command, seen: &mut Vec<String>) {
+            if let Some(help) = command.get_after_help() {
+                seen.push(help.to_string());
+            }
+            for sub in command.get_subcommands() {
+                visit(sub, seen);
+            }
+        }
+        let mut helps = Vec::new();
+        visit(&super::Cli::command(), &mut helps);
+        let mut failures = Vec::new();
+        let mut checked = 0;
+        for help in &helps {
+            for words in examples(help) {
+                checked += 1;
+                if let Err(e) = <super::Cli as clap::Parser>::try_parse_from(&words) {
+                    if !matches!(e.kind(), clap::error::ErrorKind::DisplayHelp) {
+                        failures.push(format!("{}: {}", words.join(" "), e.kind()));
+                    }
+                }
+            }
+        }
+        assert!(checked > 60, "only {checked} examples found");
+        assert!(failures.is_empty(), "{failures:#?}");
+    }
 }

@@ -19,11 +19,11 @@ const MIN_UNOWNED_AGE: Duration = Duration::from_secs(600);
 
 #[derive(clap::Args)]
 #[command(after_help = "Examples:
-  shmbench shm                                   who holds what in /dev/shm, and what is stale
+  shmbench shm                                   # who holds what in /dev/shm, what is stale
   shmbench shm /run/user/1000 --format json
-  shmbench shm --sweep-stale --older-than 1h     remove files whose named owner is gone
+  shmbench shm --sweep-stale --older-than 1h     # remove files whose named owner is gone
   shmbench shm --sweep-stale --older-than 1d --unowned /dev/shm/old-run
-                                                 also files of unknown owner under that path
+                                                 # also files of unknown owner under that path
 
 A file is stale only when no live process holds it and its owner is named and proven gone: a
 dead shmbench run (its owner record unlocked), or a producer that puts its pid in the name

@@ -61,9 +61,10 @@ the cluster's configuration names).";
 const GROUP_HELP: &str = "\
 Examples:
   shmbench slurm script > seed.sbatch && sbatch seed.sbatch   # write it, submit it yourself
-  shmbench slurm submit --nodelist node01,node02 --wait       # or have shmbench submit it
-  shmbench slurm collect 1234 --out results/fleet.csv         # the tasks' rows
-  shmbench fleet results/fleet.csv                            # which node is the odd one out
+  shmbench slurm submit --nodelist node01,node02,node03,node04,node05 --wait
+                                                  # or have shmbench submit it, once per node
+  shmbench slurm collect 1234 1235 1236 1237 1238 --out results/fleet.csv   # the tasks' rows
+  shmbench fleet results/fleet.csv                # which node is the odd one out (5 or more)
 
 docs/SLURM.md has the set-up, the health check and what a task's row says.";
 

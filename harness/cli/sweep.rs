@@ -14,7 +14,8 @@ pub(crate) const AFTER_HELP: &str = "\
 Examples:
   shmbench sweep              # after a run was SIGKILLed or OOM-killed: its segments, memory
                               # cgroups and containers
-  shmbench shm --sweep-stale  # any stale file of /dev/shm, shmbench's or not, with the proof
+  shmbench shm --sweep-stale --older-than 1h   # any stale file of /dev/shm, shmbench's or
+                                               # not, each with the proof
 
 Only what a shmbench run made and its owner record proves dead is removed, and only once no
 live process holds it: a live run's files, and everything of other programs, stay.";
