@@ -11,6 +11,7 @@
 //!   |--> audit (a live /dev/shm, its stale files) -> present, sys
 //!   |--> fleet (the node check, the fleet's verdict) -> audit, present, analysis, results, sys
 //!   |--> cluster (Slurm and Kubernetes: scripts, manifests, collect) -> runtime, plan, results
+//!   |--> fidelity (the emulation against real torch) -> orchestrate, present, analysis
 //!   \--> check (deployment files, its report formats) -> present, plan
 //! ```
 
@@ -20,6 +21,7 @@ pub use cell;
 pub use check;
 pub use cluster;
 pub use explain;
+pub use fidelity;
 pub use fleet;
 pub mod cli;
 pub use model;

@@ -8,8 +8,6 @@ pub mod claims;
 pub mod compare;
 pub mod convergence;
 pub mod exact_tests;
-pub mod fidelity;
-pub mod fidelity_verdict;
 pub mod history;
 pub mod history_against;
 pub mod natural_order;

@@ -8,11 +8,11 @@ use anyhow::{bail, Context, Result};
 
 use super::outcome;
 use super::progress::Terminal;
-use crate::analysis::fidelity;
-use crate::orchestrate::fidelity as run_pairs;
 use crate::plan::scenario::{self, Scenario};
-use crate::present::fidelity as table;
 use crate::results::csv;
+use ::fidelity::pairs as fidelity;
+use ::fidelity::run as run_pairs;
+use ::fidelity::table;
 
 /// What `shmbench fidelity --help` shows after the flags.
 const AFTER_HELP: &str = "\

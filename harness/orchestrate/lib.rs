@@ -5,7 +5,6 @@
 pub mod bench;
 pub mod calibrate;
 pub mod event;
-pub mod fidelity;
 pub mod launcher;
 pub mod leftovers;
 pub mod minshm;

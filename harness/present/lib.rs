@@ -9,7 +9,6 @@ pub mod compare;
 pub mod compare_json;
 pub mod compare_note;
 pub mod doctor;
-pub mod fidelity;
 pub mod history;
 pub mod history_against;
 pub mod history_columns;

@@ -7,14 +7,14 @@
 
 use serde::Serialize;
 
-use super::outcomes::{Judgement, RUNS_FOR_A_FLIP};
-use super::stats::relative_change_ci;
-use super::summary::CellSummary;
+use analysis::outcomes::{Judgement, RUNS_FOR_A_FLIP};
+use analysis::stats::relative_change_ci;
+use analysis::summary::CellSummary;
 use model::estimate::median;
 use model::record::Status;
 
 /// How far the emulated passing peak /dev/shm may lie from torch's: the fidelity goal.
-pub const PEAK_TOLERANCE: f64 = 0.10;
+pub(crate) const PEAK_TOLERANCE: f64 = 0.10;
 
 /// What one cell's pair says of the emulation.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
@@ -32,7 +32,7 @@ pub enum Verdict {
 /// Which measure decided a verdict other than `agrees`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
-pub enum Why {
+pub(crate) enum Why {
     /// The outcomes (shares or crash steps): the judgement says which and how.
     Outcomes,
     /// Only the crash steps: every run of both loaders crashed the same way (too few runs to
@@ -45,7 +45,7 @@ pub enum Why {
 }
 
 impl Verdict {
-    pub fn name(self) -> &'static str {
+    pub(crate) fn name(self) -> &'static str {
         match self {
             Verdict::Agrees => "agrees",
             Verdict::Differs => "differs",
@@ -58,21 +58,21 @@ impl Verdict {
 /// A ratio of two medians, torch's over the emulation's, with its 95% bootstrap interval (None
 /// with fewer than two values a side).
 #[derive(Clone, Copy, Debug, PartialEq, Serialize)]
-pub struct Ratio {
-    pub value: f64,
-    pub interval: Option<(f64, f64)>,
+pub(crate) struct Ratio {
+    pub(crate) value: f64,
+    pub(crate) interval: Option<(f64, f64)>,
 }
 
 impl Ratio {
     /// `torch`'s median over `emulated`'s.
-    pub fn of(torch: &[f64], emulated: &[f64]) -> Option<Ratio> {
+    pub(crate) fn of(torch: &[f64], emulated: &[f64]) -> Option<Ratio> {
         let value = ratio(median(torch), median(emulated))?;
         let interval = relative_change_ci(emulated, torch).map(|(lo, hi)| (1.0 + lo, 1.0 + hi));
         Some(Ratio { value, interval })
     }
 
     /// The same ratio the other way up (the emulation's over torch's), its interval with it.
-    pub fn inverted(self) -> Ratio {
+    pub(crate) fn inverted(self) -> Ratio {
         Ratio {
             value: 1.0 / self.value,
             interval: self.interval.map(|(lo, hi)| (1.0 / hi, 1.0 / lo)),

@@ -1,22 +1,22 @@
 //! `shmbench fidelity`: every cell twice, with the emulated loader and with real torch (one run
 //! per Python given), interleaved and repeated like any matrix, so the emulation is measured
-//! against the real DataLoader on this machine. The comparison is `analysis::fidelity`.
+//! against the real DataLoader on this machine. The comparison is `pairs`.
 
 use std::path::Path;
 
 use anyhow::{anyhow, bail, Result};
 
-use super::event::Event;
-use super::runner::{self, Outcome};
 use cell::torch::{self, Found};
 use model::config::CellConfig;
 use model::knobs::{Loader, Strategy};
 use model::repeat::Repeat;
+use orchestrate::event::Event;
+use orchestrate::runner::{self, Outcome};
 
 /// The cells of a fidelity run: for each Python, each cell as a torch cell and as its emulated
 /// twin with the allocation profile of that torch, pinning only where torch would (it ignores
 /// pin_memory without an accelerator). Twins shared by several Pythons run once.
-pub fn pairs(
+pub(crate) fn pairs(
     cells: &[CellConfig],
     pythons: &[String],
     observe: &mut dyn FnMut(Event),
@@ -103,7 +103,19 @@ pub fn run(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::launcher::fake::cell;
+
+    /// A cell of the default knobs named `name`.
+    fn cell(name: &str) -> CellConfig {
+        CellConfig {
+            scenario: "test".into(),
+            cell: name.into(),
+            environment: name.into(),
+            runtime_note: None,
+            knobs: model::knobs::KnobValues::default(),
+            claim: None,
+            watch: None,
+        }
+    }
     use model::knobs::TorchProfile;
 
     /// Two Pythons: torch 2.9 and 2.15, neither with an accelerator.

@@ -1,11 +1,11 @@
 //! A fidelity run as a Markdown table: each cell's outcome with each loader, crash steps, the
 //! peak and throughput ratios with their intervals, and the verdict with its evidence.
 
-use super::outcomes::{evidence, flip_needs};
-use super::table;
-use analysis::fidelity::{Pair, Ratio, Verdict, Why, PEAK_TOLERANCE};
+use crate::pairs::{Pair, Ratio, Verdict, Why, PEAK_TOLERANCE};
 use analysis::outcomes::ALPHA;
 use analysis::summary::CellSummary;
+use present::outcomes::{evidence, flip_needs};
+use present::table;
 
 fn outcome(s: &CellSummary) -> String {
     if s.runs > 1 && s.outcomes.iter().any(|o| *o != s.outcome) {
@@ -137,7 +137,7 @@ pub fn render(pairs: &[Pair]) -> String {
         count(Verdict::Agrees),
         pairs.len(),
         count(Verdict::Differs),
-        super::outcomes::METHOD,
+        present::outcomes::METHOD,
         PEAK_TOLERANCE * 100.0,
         torch_against_itself(pairs),
         median_distance(pairs),

@@ -5,18 +5,19 @@
 //! Near a loader's peak the outcome is itself random for both loaders (which worker meets the
 //! full tmpfs first is a race), so a cell is judged as `compare` judges a change: the emulation's
 //! outcomes against torch's by Fisher's exact test of the shares and the exact rank test of the
-//! crash steps ([`super::outcomes::judge`]), and the passing peak against the fidelity goal: the
-//! rule is `fidelity_verdict`'s. Real torch's later runs are held to the same test against its
+//! crash steps ([`analysis::outcomes::judge`]), and the passing peak against the fidelity goal: the
+//! rule is `verdict`'s. Real torch's later runs are held to the same test against its
 //! earlier ones. The medians of the crash steps are reported beside the verdicts.
 
 use std::collections::BTreeMap;
 
 use serde::Serialize;
 
-use super::fidelity_verdict::{judge, ratio};
-pub use super::fidelity_verdict::{Ratio, Verdict, Why, PEAK_TOLERANCE};
-use super::outcomes::{self, Judgement};
-use super::summary::{summarize, CellSummary};
+pub use crate::verdict::Verdict;
+use crate::verdict::{judge, ratio};
+pub(crate) use crate::verdict::{Ratio, Why, PEAK_TOLERANCE};
+use analysis::outcomes::{self, Judgement};
+use analysis::summary::{summarize, CellSummary};
 use model::estimate::median;
 use model::knobs::{Loader, TorchProfile};
 use results::Row;
@@ -24,31 +25,31 @@ use results::Row;
 /// One cell against one torch.
 #[derive(Clone, Debug, Serialize)]
 pub struct Pair {
-    pub cell: String,
-    pub environment: String,
-    pub torch_version: String,
-    pub profile: TorchProfile,
-    pub emulated: CellSummary,
-    pub torch: CellSummary,
+    pub(crate) cell: String,
+    pub(crate) environment: String,
+    pub(crate) torch_version: String,
+    pub(crate) profile: TorchProfile,
+    pub(crate) emulated: CellSummary,
+    pub(crate) torch: CellSummary,
     /// Peak /dev/shm of torch's passing runs over the emulation's (medians, with an interval).
-    pub peak: Option<Ratio>,
+    pub(crate) peak: Option<Ratio>,
     /// img/s of torch's passing runs over the emulation's.
-    pub rate: Option<Ratio>,
+    pub(crate) rate: Option<Ratio>,
     /// Median CPU per image (main and workers) of torch's passing runs over the emulation's.
-    pub cpu_ratio: Option<f64>,
+    pub(crate) cpu_ratio: Option<f64>,
     /// Median CPU of the main process per step, torch's passing runs over the emulation's.
-    pub main_cpu_ratio: Option<f64>,
+    pub(crate) main_cpu_ratio: Option<f64>,
     /// The emulation's outcomes judged against torch's (torch the baseline).
-    pub outcomes: Judgement,
+    pub(crate) outcomes: Judgement,
     pub verdict: Verdict,
     /// What made the verdict other than `agrees` (None when it agrees).
-    pub why: Option<Why>,
+    pub(crate) why: Option<Why>,
     /// Median crash step of the emulation's crashed runs and of torch's, when both loaders
     /// crashed the same way most often.
-    pub crash_step_medians: Option<(f64, f64)>,
+    pub(crate) crash_step_medians: Option<(f64, f64)>,
     /// Real torch's later runs (the second half) against its earlier ones by the same rule;
     /// None with fewer than two runs.
-    pub torch_self: Option<Verdict>,
+    pub(crate) torch_self: Option<Verdict>,
 }
 
 /// One measure over the passing runs that have it.
