@@ -12,11 +12,13 @@
 //!   |--> fleet (the node check, the fleet's verdict) -> audit, present, analysis, results, sys
 //!   |--> cluster (Slurm and Kubernetes: scripts, manifests, collect) -> runtime, plan, results
 //!   |--> fidelity (the emulation against real torch) -> orchestrate, present, analysis
+//!   |--> benchmark (`shmbench bench`: the harness against this machine) -> orchestrate, present
 //!   \--> check (deployment files, its report formats) -> present, plan
 //! ```
 
 pub use analysis;
 pub use audit;
+pub use benchmark;
 pub use cell;
 pub use check;
 pub use cluster;

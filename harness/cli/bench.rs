@@ -6,8 +6,8 @@ use std::process::ExitCode;
 use anyhow::Result;
 
 use super::progress::Terminal;
-use crate::orchestrate::bench;
-use crate::present::bench as table;
+use ::benchmark::run as bench;
+use ::benchmark::table;
 
 /// What `shmbench bench --help` shows after the flags.
 const AFTER_HELP: &str = "\

@@ -22,7 +22,6 @@ macro_rules! serde_as_text {
 }
 
 pub mod bad_value;
-pub mod bench;
 pub mod calibration;
 pub mod choice;
 pub mod claim;

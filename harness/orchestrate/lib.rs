@@ -2,7 +2,6 @@
 //! bisection, the harness benchmark, the doctor's verification, calibration). It chooses cells
 //! and runtimes, collects rows and tells what happens through [`event::Event`]s.
 
-pub mod bench;
 pub mod calibrate;
 pub mod event;
 pub mod launcher;

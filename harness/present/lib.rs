@@ -1,7 +1,6 @@
 //! Presentation: everything that turns numbers into text, tables, plots and report files. Made
 //! from results, analyses and diagnoses only; nothing here runs a cell or measures anything.
 
-pub mod bench;
 pub mod bmf;
 pub mod calibration;
 pub mod cell_key;

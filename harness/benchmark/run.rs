@@ -2,18 +2,18 @@
 //! the seed setup as a host cell (img/s, against the calibrated all-cores fresh-segment limit),
 //! the private memory of its main and workers, the whole seed matrix's wall time and how fast its
 //! crash cells end, and what `watch`'s sampler costs. Targets are checked here, by measurement, never by timed unit tests; the
-//! table is `present::bench`.
+//! table is `table`.
 
 use std::path::Path;
 use std::time::{Duration, Instant};
 
 use anyhow::{anyhow, Result};
 
-use super::event::Event;
-use super::{calibrate, runner};
-use model::bench::Bench;
+use crate::targets::Bench;
 use model::knobs::{Knobs, RuntimeKind, Strategy, TorchProfile};
 use model::repeat::Repeat;
+use orchestrate::event::Event;
+use orchestrate::{calibrate, runner};
 use plan::resolve::Resolve;
 use plan::resolve::{Identity, Platform};
 use plan::scenario::{Scenario, SEED_MATRIX_PATH};

@@ -1,11 +1,11 @@
 //! The benchmark's table: each measure, its target and whether it is met.
 
-use super::table;
-use model::bench::{
+use crate::targets::{
     Bench, TARGET_CRASH_S, TARGET_EFFICIENCY, TARGET_MATRIX_S, TARGET_RSS, TARGET_SAMPLER_SHARE,
     TORCH_IMG_PER_S,
 };
 use model::size::ByteSize;
+use present::table;
 
 fn met(yes: bool) -> String {
     if yes { "met" } else { "NOT met" }.to_string()
