@@ -6,7 +6,7 @@ use std::process::ExitCode;
 use anyhow::Result;
 
 use super::progress::Terminal;
-use ::benchmark::run as bench;
+use ::benchmark::measure as bench;
 use ::benchmark::table;
 
 /// What `shmbench bench --help` shows after the flags.
