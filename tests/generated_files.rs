@@ -233,3 +233,42 @@ fn node_selector_values_are_quoted_strings_that_yaml_1_1_reads_as_strings() {
         assert!(o.stdout.is_empty(), "{bad:?}");
     }
 }
+
+/// `--nodelist` takes a Slurm host list, expanded as `scontrol show hostnames` does, and a
+/// script printed for a person to submit creates nothing: the output directory it names is
+/// made by a submission, or said to be needed.
+#[test]
+fn a_host_list_expands_to_its_nodes_and_printing_a_script_makes_no_directory() {
+    let dir = temp_dir("sbatch-hostlist");
+    let dir = std::fs::canonicalize(&*dir).unwrap();
+    let binary = stub(&dir);
+    let wanted = dir.join("shared/out");
+    let o = command_in(&dir)
+        .args(["slurm", "script", "--batch", "8", "--steps", "2"])
+        .args(["--binary", binary.to_str().unwrap()])
+        .args(["--nodelist", "gpu[01-03,7],cpu1", "--output-dir"])
+        .arg(&wanted)
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&o.stdout);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    assert!(
+        text.contains("for n in gpu01 gpu02 gpu03 gpu7 cpu1; do sbatch --nodelist=$n"),
+        "{text}"
+    );
+    assert!(
+        text.contains(&format!("# Make {} on a file system", wanted.display())),
+        "{text}"
+    );
+    assert!(!dir.join("shared").exists(), "printing made a directory");
+    let refused = command_in(&dir)
+        .args(["slurm", "script", "--nodelist", "gpu[3-1]"])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&refused.stderr);
+    assert_eq!(refused.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("not a Slurm host list (a range runs from low to high)"),
+        "{err}"
+    );
+}

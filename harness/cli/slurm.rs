@@ -18,7 +18,7 @@ use cluster::slurm::collect as slurm_rows;
 use cluster::slurm::ends::settled_task_ends;
 use cluster::slurm::output::{self, TaskFile};
 use cluster::slurm::script::{self, Target};
-use cluster::slurm::{commands, directive, task};
+use cluster::slurm::{commands, directive, hostlist, task};
 
 /// Where the tasks write their output files unless told.
 pub(super) const DEFAULT_DIR: &str = "shmbench-slurm";
@@ -102,9 +102,10 @@ pub(crate) struct ScriptArgs {
     /// Run at most N tasks at once, one node each (--array=...%N)
     #[arg(long, value_name = "N", conflicts_with = "nodelist")]
     pub(crate) nodes: Option<u32>,
-    /// Run every cell on each of these nodes in turn (comma-separated; one array per node)
-    #[arg(long, value_delimiter = ',', value_name = "NODE,...")]
-    pub(crate) nodelist: Option<Vec<String>>,
+    /// Run every cell on each of these nodes in turn, a Slurm host list (node01,node02 or
+    /// gpu[01-04,7]); one array per node
+    #[arg(long, value_name = "HOSTLIST")]
+    pub(crate) nodelist: Option<String>,
     /// Only nodes with these features (#SBATCH --constraint)
     #[arg(long)]
     pub(crate) constraint: Option<String>,
@@ -166,8 +167,17 @@ pub(crate) fn run(args: Args) -> Result<ExitCode> {
     }
 }
 
-/// The script for `args`, and the output directory made absolute (and created).
-fn render(args: &mut ScriptArgs) -> Result<(String, PathBuf)> {
+/// What `render` made: the script, the output directory made absolute, and the nodes of
+/// `--nodelist` expanded.
+struct Rendered {
+    text: String,
+    dir: PathBuf,
+    nodes: Vec<String>,
+}
+
+/// The script for `args`. Only a submission creates the output directory (`create`): a script
+/// printed for a person to submit makes nothing.
+fn render(args: &mut ScriptArgs, create: bool) -> Result<Rendered> {
     if args.repeat == 0 {
         bail!("--repeat 0: run each cell at least once");
     }
@@ -176,16 +186,21 @@ fn render(args: &mut ScriptArgs) -> Result<(String, PathBuf)> {
     }
     // Checked before the directory is made: a name with a line break is refused, not created.
     directive::output_dir(&args.output_dir.display().to_string())?;
-    for node in args.nodelist.iter().flatten() {
-        directive::node(node)?;
-    }
+    let nodes = match &args.nodelist {
+        Some(list) => hostlist::expand(list)?,
+        None => Vec::new(),
+    };
     let scenario = Scenario::load(&args.scenario)?;
     // As cells run without Docker: Docker's setups in a namespace tmpfs of their size.
     let platform = Platform::fixed(mem_total(), false);
     let cells = scenario.plan(&args.knobs, args.cells.as_deref(), &platform)?;
-    std::fs::create_dir_all(&args.output_dir)
-        .with_context(|| format!("cannot create {}", args.output_dir.display()))?;
-    let dir = std::fs::canonicalize(&args.output_dir)?;
+    let dir = if create {
+        std::fs::create_dir_all(&args.output_dir)
+            .with_context(|| format!("cannot create {}", args.output_dir.display()))?;
+        std::fs::canonicalize(&args.output_dir)?
+    } else {
+        std::path::absolute(&args.output_dir)?
+    };
     let binary = match &args.binary {
         Some(b) => std::path::absolute(b)?,
         None => std::env::current_exe().context("cannot name this shmbench's binary")?,
@@ -201,13 +216,23 @@ fn render(args: &mut ScriptArgs) -> Result<(String, PathBuf)> {
         max_parallel: args.nodes,
         shared: args.shared,
     };
-    Ok((script::render(&scenario.name, &cells, &target)?, dir))
+    let text = script::render(&scenario.name, &cells, &target)?;
+    Ok(Rendered { text, dir, nodes })
 }
 
 fn script(mut args: ScriptArgs) -> Result<ExitCode> {
-    let (text, _) = render(&mut args)?;
-    let mut text = text;
-    if let Some(nodes) = &args.nodelist {
+    let Rendered {
+        mut text,
+        dir,
+        nodes,
+    } = render(&mut args, false)?;
+    if !dir.is_dir() {
+        text.push_str(&format!(
+            "# Make {} on a file system every node shares before sbatch: Slurm does not.\n",
+            directive::shell_word(&dir.display().to_string())
+        ));
+    }
+    if !nodes.is_empty() {
         text.push_str(&format!(
             "# Once per node: for n in {}; do sbatch --nodelist=$n THIS_FILE; done\n",
             nodes.join(" ")
@@ -225,10 +250,10 @@ fn script(mut args: ScriptArgs) -> Result<ExitCode> {
 }
 
 fn submit(mut args: ScriptArgs) -> Result<ExitCode> {
-    let (text, dir) = render(&mut args)?;
-    let nodes: Vec<Option<String>> = match &args.nodelist {
-        Some(list) => list.iter().cloned().map(Some).collect(),
-        None => vec![None],
+    let Rendered { text, dir, nodes } = render(&mut args, true)?;
+    let nodes: Vec<Option<String>> = match nodes.is_empty() {
+        true => vec![None],
+        false => nodes.into_iter().map(Some).collect(),
     };
     let mut ids = Vec::new();
     for node in nodes {

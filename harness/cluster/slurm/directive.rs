@@ -20,7 +20,7 @@ pub struct BadScriptValue {
 }
 
 impl BadScriptValue {
-    fn new(flag: &'static str, value: &str, why: impl Into<String>) -> BadScriptValue {
+    pub(crate) fn new(flag: &'static str, value: &str, why: impl Into<String>) -> BadScriptValue {
         BadScriptValue {
             flag,
             value: format!("\"{}\"", excerpt(value)),
@@ -131,20 +131,20 @@ pub fn node(value: &str) -> Result<(), BadScriptValue> {
     let ok = !value.is_empty()
         && value
             .bytes()
-            .all(|b| b.is_ascii_alphanumeric() || b"-_.[]".contains(&b));
+            .all(|b| b.is_ascii_alphanumeric() || b"-_.".contains(&b));
     match ok {
         true => Ok(()),
         false => Err(BadScriptValue::new(
             "--nodelist",
             value,
-            "a node name holds only letters, digits, '-', '_', '.' (and [] for ranges)",
+            "a node name holds only letters, digits, '-', '_' and '.'",
         )),
     }
 }
 
 /// `s` as one shell word: the results' own quoting (`shlex`), so the script and the command a
 /// row records quote alike.
-pub(crate) fn shell_word(s: &str) -> String {
+pub fn shell_word(s: &str) -> String {
     results::row_build::shell_words(std::iter::once(s))
 }
 

@@ -5,6 +5,7 @@ pub mod collect;
 pub mod commands;
 pub mod directive;
 pub mod ends;
+pub mod hostlist;
 pub mod output;
 pub mod script;
 pub mod task;
