@@ -9,7 +9,7 @@ use std::path::Path;
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 
 use shmbench::fleet::judge::judge;
-use shmbench::fleet::judge::rows::Builder;
+use shmbench::fleet::judge::rows::{Builder, NodeName};
 use shmbench::fleet::judge::text::render_text;
 use shmbench::fleet::judge::verdict::Thresholds;
 use shmbench::model::record::Status;
@@ -76,10 +76,14 @@ fn fleet(c: &mut Criterion) {
     group.bench_function("command", |b| {
         b.iter(|| {
             let mut builder = Builder::new();
-            stream::each_prepared(std::slice::from_ref(&path), Builder::keys(), |k, r| {
-                builder.add_keyed(k, r);
-                Ok(())
-            })
+            stream::each_prepared(
+                std::slice::from_ref(&path),
+                Builder::keys(NodeName::Node),
+                |k, r| {
+                    builder.add_keyed(k, r);
+                    Ok(())
+                },
+            )
             .unwrap();
             let verdict = judge(&builder.finish().unwrap(), None, Thresholds::default());
             let flagged: Vec<&str> = (verdict.nodes.iter())

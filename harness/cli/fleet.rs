@@ -12,7 +12,7 @@ use crate::results::stream;
 use ::fleet::judge::actions::Platform;
 use ::fleet::judge::judge;
 use ::fleet::judge::norm::Baseline;
-use ::fleet::judge::rows::Builder;
+use ::fleet::judge::rows::{Builder, NodeName};
 use ::fleet::judge::verdict::Thresholds;
 use ::fleet::judge::{actions as fleet_commands, json as fleet_json, text as fleet};
 
@@ -68,6 +68,11 @@ pub(crate) struct Args {
     /// commands that take the flagged nodes out, printed, never run)
     #[arg(long, value_enum, default_value = "text")]
     format: Format,
+    /// Which column names a node, for the table and the drain and cordon lines: node (the
+    /// rows' node, else their host), host, or short (the node, else the host up to its first
+    /// dot: Slurm's usual name)
+    #[arg(long, value_name = "COLUMN", default_value = "node", value_parser = super::choice::choice::<NodeName>())]
+    node_name: NodeName,
     /// The least difference of a median that counts (img/s lower; CPU per image or peak
     /// /dev/shm higher)
     #[arg(long, default_value = "20%", value_parser = parse_threshold)]
@@ -142,7 +147,7 @@ pub(crate) fn run(args: Args) -> Result<ExitCode> {
     }
     let baseline = args.baseline.as_deref().map(read_baseline).transpose()?;
     let mut builder = Builder::new();
-    stream::each_prepared(&args.results, Builder::keys(), |keys, row| {
+    stream::each_prepared(&args.results, Builder::keys(args.node_name), |keys, row| {
         builder.add_keyed(keys, row);
         Ok(())
     })?;
@@ -180,8 +185,10 @@ pub(crate) fn run(args: Args) -> Result<ExitCode> {
         Format::Text => fleet::render_text(&verdict),
         Format::Json => fleet_json::render(&verdict)?,
         Format::Markdown => fleet::render_markdown(&verdict),
-        Format::Slurm => fleet_commands::render(&verdict, Platform::Slurm),
-        Format::Kubernetes => fleet_commands::render(&verdict, Platform::Kubernetes),
+        Format::Slurm => fleet_commands::render(&verdict, Platform::Slurm, args.node_name),
+        Format::Kubernetes => {
+            fleet_commands::render(&verdict, Platform::Kubernetes, args.node_name)
+        }
     };
     println!("{}", text.trim_end());
     if verdict.flagged() {

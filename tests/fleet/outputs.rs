@@ -4,6 +4,7 @@
 
 use super::{fleet_rows, node_runs, verdict};
 use shmbench::fleet::judge::actions::{self as fleet_commands, Platform};
+use shmbench::fleet::judge::rows::NodeName;
 use shmbench::fleet::judge::verdict::Thresholds;
 use shmbench::fleet::judge::{json as fleet_json, text as fleet};
 
@@ -36,7 +37,7 @@ fn fleet_commands() {
     let v = fixed();
     insta::assert_snapshot!(format!(
         "{}\n{}",
-        fleet_commands::render(&v, Platform::Slurm),
-        fleet_commands::render(&v, Platform::Kubernetes)
+        fleet_commands::render(&v, Platform::Slurm, NodeName::Node),
+        fleet_commands::render(&v, Platform::Kubernetes, NodeName::Node)
     ));
 }

@@ -13,8 +13,10 @@
 use results::row_build::shell_words;
 
 use super::text::short_words;
+use crate::judge::rows::NodeName;
 use crate::judge::verdict::{Status, Verdict};
 use crate::node::drain::{one_plain_name, plain_node_name};
+use model::choice::Choice;
 use present::terminal::shown;
 
 /// The platform whose commands are printed.
@@ -75,7 +77,7 @@ fn reason(v: &Verdict, node: usize) -> String {
 
 /// A shell script of the commands for the flagged nodes, with comments that say what it is and
 /// how to undo each.
-pub fn render(v: &Verdict, platform: Platform) -> String {
+pub fn render(v: &Verdict, platform: Platform, named_by: NodeName) -> String {
     let flagged: Vec<usize> = (0..v.nodes.len())
         .filter(|i| v.nodes[*i].status == Status::Flagged)
         .collect();
@@ -96,10 +98,17 @@ pub fn render(v: &Verdict, platform: Platform) -> String {
             flagged.len()
         ),
     };
-    let mut out = vec![format!(
-        "# shmbench fleet: {what} {whom} of {}. Printed, not run: read it, then run it.",
-        v.nodes.len()
-    )];
+    let mut out = vec![
+        format!(
+            "# shmbench fleet: {what} {whom} of {}. Printed, not run: read it, then run it.",
+            v.nodes.len()
+        ),
+        format!(
+            "# Node names: {}{} (--node-name {named_by}).",
+            named_by.help()[..1].to_lowercase(),
+            named_by.help()[1..].trim_end_matches('.')
+        ),
+    ];
     for i in flagged {
         let name = &v.nodes[i].node;
         if !plain(name, platform) {

@@ -165,6 +165,32 @@ impl Fleet {
     }
 }
 
+model::choice! {
+    /// Which of a row's columns names its node: what the drain and cordon lines act on, so it
+    /// must be the scheduler's name for the node (`--node-name`).
+    #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+    pub enum NodeName {
+        #[default]
+        Node = "node": "The rows' node column (a Slurm task's or a pod's own node), else their host.",
+        Host = "host": "The host each row was measured on, as it named itself (a FQDN where it said one).",
+        Short = "short": "The node column, else the host up to its first dot (gpu01.example.com is gpu01): Slurm's and Kubernetes' usual node names.",
+    }
+}
+
+impl NodeName {
+    /// The node `r` was measured on, by this rule.
+    pub fn of(self, r: &Row) -> String {
+        match self {
+            NodeName::Node => By::Node.of(r),
+            NodeName::Host => r.host.clone(),
+            NodeName::Short => match &r.node {
+                Some(node) => node.clone(),
+                None => r.host.split('.').next().unwrap_or_default().to_string(),
+            },
+        }
+    }
+}
+
 /// A row's cell key and node, as [`Builder::keys`] computes them.
 pub struct Keys {
     cell: CellKey,
@@ -192,16 +218,17 @@ impl Builder {
         Builder::default()
     }
 
-    /// What [`Builder::add_keyed`] needs of a row, computed where the row was read.
-    pub fn keys() -> impl Fn(&Row) -> Keys + Sync {
-        |r| Keys {
+    /// What [`Builder::add_keyed`] needs of a row, computed where the row was read, its node
+    /// named by `name`.
+    pub fn keys(name: NodeName) -> impl Fn(&Row) -> Keys + Sync {
+        move |r| Keys {
             cell: CellKey::of(r),
-            node: By::Node.of(r),
+            node: name.of(r),
         }
     }
 
     pub fn add(&mut self, r: &Row) {
-        self.add_keyed(&Builder::keys()(r), r);
+        self.add_keyed(&Builder::keys(NodeName::Node)(r), r);
     }
 
     pub fn add_keyed(&mut self, keys: &Keys, r: &Row) {
@@ -273,6 +300,20 @@ impl Builder {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_node_is_named_by_the_column_asked_for() {
+        let mut row = Row {
+            host: "gpu01.example.com".into(),
+            ..Row::default()
+        };
+        assert_eq!(NodeName::Node.of(&row), "gpu01.example.com");
+        assert_eq!(NodeName::Short.of(&row), "gpu01");
+        row.node = Some("gpu-01".into());
+        assert_eq!(NodeName::Node.of(&row), "gpu-01");
+        assert_eq!(NodeName::Short.of(&row), "gpu-01", "Slurm's own name wins");
+        assert_eq!(NodeName::Host.of(&row), "gpu01.example.com");
+    }
     use model::record::Status;
 
     fn row(node: Option<&str>, host: &str, status: Status, rate: f64) -> Row {
