@@ -292,3 +292,29 @@ fn a_baseline_judges_one_new_node_alone() {
         assert!(text.contains(words), "{node}: {text}");
     }
 }
+
+/// A baseline of fewer nodes than a judgement needs judges nobody: writing one says so then,
+/// not when it is used.
+#[test]
+fn a_baseline_too_small_to_judge_with_is_said_when_it_is_written() {
+    let dir = temp_dir("fleet-small-baseline");
+    // Five nodes, one flagged: the baseline keeps four, below the default --min-nodes 5.
+    let rows = fleet_rows(&[1000.0, 1000.0, 600.0, 1000.0, 1000.0], 5);
+    let fleet_csv = file(&dir, "fleet.csv", rows);
+    let baseline = dir.join("baseline.json");
+    let (code, _, err) = fleet(&[
+        fleet_csv.to_str().unwrap(),
+        "--write-baseline",
+        baseline.to_str().unwrap(),
+    ]);
+    assert_eq!(code, Some(1), "{err}");
+    assert!(
+        err.contains("the baseline holds 4 node(s), fewer than --min-nodes 5")
+            && err.contains("unless it is given --min-nodes 4"),
+        "{err}"
+    );
+    let one = file(&dir, "new.csv", node_runs("new", 4, 1000.0, 0.05));
+    let b = baseline.to_str().unwrap();
+    let (code, text, _) = fleet(&[one.to_str().unwrap(), "--baseline", b, "--min-nodes", "4"]);
+    assert_eq!(code, Some(0), "as the warning says: {text}");
+}

@@ -123,9 +123,18 @@ fn a_sized_row_mounts_an_emptydir_of_its_size_and_a_default_row_none() {
         .as_array()
         .unwrap();
     assert!(volumes.iter().all(|v| v["name"] != "dshm"), "{volumes:?}");
-    let o = shmbench(&["k8s", "manifest"]);
-    assert_eq!(o.status.code(), Some(2));
-    assert!(String::from_utf8_lossy(&o.stderr).contains("--image"));
+    // No image, or an empty name (which would write `image: ""`, a pod that never starts).
+    for args in [
+        &["k8s", "manifest"][..],
+        &["k8s", "manifest", "--image", " "],
+    ] {
+        let o = shmbench(args);
+        assert_eq!(o.status.code(), Some(2), "{args:?}");
+        assert!(
+            String::from_utf8_lossy(&o.stderr).contains("--image"),
+            "{args:?}"
+        );
+    }
 }
 
 #[test]

@@ -16,6 +16,9 @@ use ::fleet::judge::rows::{Builder, NodeName};
 use ::fleet::judge::verdict::Thresholds;
 use ::fleet::judge::{actions as fleet_commands, json as fleet_json, text as fleet};
 
+/// The fewest nodes a norm may be of: two nodes cannot say which of them is the odd one.
+const MIN_NODES_LEAST: usize = 3;
+
 const AFTER_HELP: &str = "\
 Examples:
   shmbench fleet results/fleet-*.csv                  # which nodes are the odd ones out
@@ -84,7 +87,7 @@ pub(crate) struct Args {
     #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u32).range(1..))]
     min_runs: u32,
     /// The nodes a cell needs for the fleet's norm
-    #[arg(long, default_value_t = 5, value_parser = clap::value_parser!(u32).range(3..))]
+    #[arg(long, default_value_t = 5, value_parser = clap::value_parser!(u32).range(MIN_NODES_LEAST as i64..))]
     min_nodes: u32,
 }
 
@@ -180,6 +183,20 @@ pub(crate) fn run(args: Args) -> Result<ExitCode> {
             made.nodes.len(),
             made.left_out.len()
         );
+        // A norm of fewer nodes than a judgement needs judges nobody: say so now, not when
+        // the baseline is used.
+        let held = made.nodes.len();
+        if held < thresholds.min_nodes {
+            let lower = match held >= MIN_NODES_LEAST {
+                true => format!("unless it is given --min-nodes {held}, or "),
+                false => "until it is ".into(),
+            };
+            eprintln!(
+                "warning: the baseline holds {held} node(s), fewer than --min-nodes {}: a \
+                 judgement against it judges no node {lower}made from a larger fleet",
+                thresholds.min_nodes
+            );
+        }
     }
     let text = match args.format {
         Format::Text => fleet::render_text(&verdict),

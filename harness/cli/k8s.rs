@@ -125,7 +125,7 @@ pub(crate) fn run(args: Args) -> Result<ExitCode> {
 }
 
 fn manifest(mut args: ManifestArgs) -> Result<ExitCode> {
-    let image = args.knobs.image.take().ok_or_else(|| {
+    let image = args.knobs.image.take().filter(|i| !i.trim().is_empty()).ok_or_else(|| {
         anyhow!("--image: name the image the pods run, e.g. your registry's copy of `shmbench image export --out shmbench.tar`")
     })?;
     if args.repeat == 0 {
