@@ -78,6 +78,19 @@ fn fleet(args: &[&str]) -> (Option<i32>, String, String) {
     (o.status.code(), text(&o.stdout), text(&o.stderr))
 }
 
+/// `fleet --write-baseline` over a fleet of these nodes' img/s, five runs each: the baseline's
+/// path, the exit status and stderr.
+fn write_baseline(dir: &Path, rates: &[f64]) -> (PathBuf, Option<i32>, String) {
+    let fleet_csv = file(dir, "fleet.csv", fleet_rows(rates, 5));
+    let baseline = dir.join("baseline.json");
+    let (code, _, err) = fleet(&[
+        fleet_csv.to_str().unwrap(),
+        "--write-baseline",
+        baseline.to_str().unwrap(),
+    ]);
+    (baseline, code, err)
+}
+
 fn file(dir: &Path, name: &str, rows: Vec<Row>) -> PathBuf {
     write(dir, name, rows)
 }
@@ -260,14 +273,10 @@ fn too_few_runs_or_nodes_are_not_judged_and_say_why() {
 #[test]
 fn a_baseline_judges_one_new_node_alone() {
     let dir = temp_dir("fleet-baseline");
-    let rows = fleet_rows(&[1000.0, 1000.0, 600.0, 1000.0, 1000.0, 1000.0, 1000.0], 5);
-    let fleet_csv = file(&dir, "fleet.csv", rows);
-    let baseline = dir.join("baseline.json");
-    let (code, _, err) = fleet(&[
-        fleet_csv.to_str().unwrap(),
-        "--write-baseline",
-        baseline.to_str().unwrap(),
-    ]);
+    let (baseline, code, err) = write_baseline(
+        &dir,
+        &[1000.0, 1000.0, 600.0, 1000.0, 1000.0, 1000.0, 1000.0],
+    );
     assert_eq!(code, Some(1), "{err}");
     let written: Value =
         serde_json::from_str(&std::fs::read_to_string(&baseline).unwrap()).unwrap();
@@ -299,14 +308,7 @@ fn a_baseline_judges_one_new_node_alone() {
 fn a_baseline_too_small_to_judge_with_is_said_when_it_is_written() {
     let dir = temp_dir("fleet-small-baseline");
     // Five nodes, one flagged: the baseline keeps four, below the default --min-nodes 5.
-    let rows = fleet_rows(&[1000.0, 1000.0, 600.0, 1000.0, 1000.0], 5);
-    let fleet_csv = file(&dir, "fleet.csv", rows);
-    let baseline = dir.join("baseline.json");
-    let (code, _, err) = fleet(&[
-        fleet_csv.to_str().unwrap(),
-        "--write-baseline",
-        baseline.to_str().unwrap(),
-    ]);
+    let (baseline, code, err) = write_baseline(&dir, &[1000.0, 1000.0, 600.0, 1000.0, 1000.0]);
     assert_eq!(code, Some(1), "{err}");
     assert!(
         err.contains("the baseline holds 4 node(s), fewer than --min-nodes 5")

@@ -36,18 +36,16 @@ fn arg(flag: &'static KnobFlag) -> Arg {
         .help(flag.help)
         .value_name(flag.value_name)
         .action(ArgAction::Set);
+    let arg = match flag.takes {
+        Takes::Choice(offers) => {
+            return arg.value_parser(PossibleValuesParser::new(possible(&offers())));
+        }
+        Takes::Switch => arg.num_args(0..=1).default_missing_value("true"),
+        Takes::Size => arg.allow_hyphen_values(true),
+        Takes::Text => arg,
+    };
     let check = flag.check;
-    match flag.takes {
-        Takes::Choice(offers) => arg.value_parser(PossibleValuesParser::new(possible(&offers()))),
-        Takes::Switch => arg
-            .num_args(0..=1)
-            .default_missing_value("true")
-            .value_parser(move |text: &str| check(text).map(|()| text.to_string())),
-        Takes::Size => arg
-            .allow_hyphen_values(true)
-            .value_parser(move |text: &str| check(text).map(|()| text.to_string())),
-        Takes::Text => arg.value_parser(move |text: &str| check(text).map(|()| text.to_string())),
-    }
+    arg.value_parser(move |text: &str| check(text).map(|()| text.to_string()))
 }
 
 impl Args for KnobFlags {

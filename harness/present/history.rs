@@ -4,13 +4,8 @@ pub use super::history_columns::{column_name, run_label};
 use super::outcomes::{evidence, flip_needs, METHOD};
 use super::table;
 use super::terminal::shown as inert;
-use analysis::history::{By, History, Metric, Run};
+use analysis::history::{History, Metric, Run};
 use analysis::outcomes::ALPHA;
-
-/// The field's name as `--by` spells it.
-fn by_name(by: By) -> String {
-    by.to_string()
-}
 
 /// A metric's unit as tables and plots write it.
 pub fn unit(metric: Metric) -> &'static str {
@@ -93,7 +88,7 @@ pub fn render(h: &History) -> String {
     };
     let mut out = format!(
         "History by {} ({} runs, oldest first within equal values{window})\n\n{}\n\n",
-        by_name(h.by),
+        h.by,
         h.runs.len(),
         table::markdown(&header_refs, &rows)
     );
@@ -106,7 +101,7 @@ pub fn render(h: &History) -> String {
                 inert(&t.cell),
                 unit(h.metric),
                 step * 100.0,
-                by_name(h.by),
+                h.by,
                 inert(&label(&h.runs[*i])),
                 inert(&h.runs[*i].run_id)
             ));
@@ -119,7 +114,7 @@ pub fn render(h: &History) -> String {
                 inert(&t.cell),
                 inert(before),
                 inert(after),
-                by_name(h.by),
+                h.by,
                 inert(&label(run)),
                 inert(&run.run_id)
             ));
@@ -132,7 +127,7 @@ pub fn render(h: &History) -> String {
                 inert(&t.cell),
                 step.before,
                 step.after,
-                by_name(h.by),
+                h.by,
                 inert(&label(run)),
                 inert(&run.run_id),
                 evidence(step.share_p, step.step_p)
@@ -158,7 +153,7 @@ fn unjudged_outcomes(h: &History) -> String {
     if unjudged > 0 {
         out.push_str(&format!(
             "- outcomes not judged between {unjudged} pair(s) of neighbouring runs, {differ} of them with different outcomes: too few runs per {} ({})\n",
-            by_name(h.by),
+            h.by,
             flip_needs()
         ));
     }
