@@ -8,7 +8,7 @@
 use regex::Regex;
 use std::sync::OnceLock;
 
-use super::need::{in_process_framework, looks_ml, ranks_in, Loaders, Ranks};
+use super::demand::{in_process_framework, looks_ml, ranks_in, Loaders, Ranks};
 use super::rules::{self, Finding, Rule};
 use model::size::ByteSize;
 use plan::fixes::{size_fixes, Target};
@@ -110,7 +110,7 @@ fn check_run(rest: &str, file: &str, line: usize, loaders: &Loaders, found: &mut
         .collect();
     let ml = (looks_ml(rest) || flag(&words, "--gpus").is_some() || loaders.given)
         && !in_process_framework(rest);
-    let need = loaders.need(rest, run_ranks(&words, rest));
+    let need = loaders.demand(rest, run_ranks(&words, rest));
     // The fix in the line's own engine's words (its flags are Docker's).
     let engine = words.first().copied().unwrap_or("docker");
     let fix = need
@@ -237,7 +237,7 @@ fn check_sbatch(text: &str, raw: &[&str], file: &str, loaders: &Loaders, out: &m
         return;
     };
     let words: Vec<Vec<&str>> = directives.iter().map(|(_, w)| w.clone()).collect();
-    let need = loaders.need(text, script_ranks(text, &words));
+    let need = loaders.demand(text, script_ranks(text, &words));
     // `--mem=0` asks for all of the node's memory: nothing to hold it to.
     let Some(bytes) = slurm_size(&mem).filter(|b| *b > 0) else {
         return;

@@ -4,8 +4,8 @@
 //! too; `ipc: none` mounts none at all); one that has a size is held to what its loaders need,
 //! on as many ranks as it runs. A service silences rules with the label `shmbench.io/ignore`.
 
+use super::demand::{in_process_framework, looks_ml, ranks_in, Loaders, Ranks};
 use super::kube::IGNORE_ANNOTATION;
-use super::need::{in_process_framework, looks_ml, ranks_in, Loaders, Ranks};
 use super::rules::{self, Finding, Rule};
 use super::yaml_tree::Node;
 use model::kube_quantity::kube_quantity;
@@ -148,7 +148,7 @@ fn check_service(
     let words = format!("{image} {command}");
     let ml = (wants_gpu(service) || looks_ml(&image) || looks_ml(&command) || loaders.given)
         && !in_process_framework(&words);
-    let need = loaders.need(&command, service_ranks(service, &command));
+    let need = loaders.demand(&command, service_ranks(service, &command));
     let fix = Some(compose_snippet(need.bytes, file, name));
     let shm = service.get("shm_size");
     let ipc_line = service.get("ipc").map_or(service.line, |n| n.line);

@@ -10,9 +10,9 @@
 //! against the container's memory limit; KubeRay adds a memory-backed emptyDir on /dev/shm to
 //! the Ray container of every pod it makes (sized to that container's memory limit).
 
+use super::demand::{in_process_framework, is_accelerator, looks_ml, ranks_in, Loaders, Ranks};
 pub use super::kube_objects::is_kubernetes;
 use super::kube_objects::objects;
-use super::need::{in_process_framework, is_accelerator, looks_ml, ranks_in, Loaders, Ranks};
 use super::rules::{self, Finding, Rule};
 use super::runtime_class::{self, RuntimeClasses};
 use super::yaml_tree::{Node, Value};
@@ -302,7 +302,7 @@ fn check_container(
     found: &mut Vec<Finding>,
 ) {
     let c = read_container(container, loaders);
-    let need = loaders.need(&c.command, c.ranks.clone());
+    let need = loaders.demand(&c.command, c.ranks.clone());
     let fix = || need.fix(Target::Kubernetes, c.memory_limit);
     let mount = container
         .get("volumeMounts")

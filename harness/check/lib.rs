@@ -6,11 +6,11 @@
 
 pub mod commands;
 pub mod compose;
+pub mod demand;
 pub mod format;
 pub mod input;
 pub mod kube;
 pub mod kube_objects;
-pub mod need;
 pub mod rules;
 pub mod runtime_class;
 pub mod yaml;
@@ -19,8 +19,8 @@ pub mod yaml_tree;
 
 use std::path::{Path, PathBuf};
 
+use demand::Loaders;
 use input::Problem;
-use need::Loaders;
 use rules::{Finding, Rule};
 use runtime_class::RuntimeClasses;
 

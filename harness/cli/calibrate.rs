@@ -10,7 +10,7 @@ use super::text_or_json::TextOrJson as Format;
 use crate::cell::measure;
 use crate::model::knobs::{Strategy, TorchProfile};
 use crate::orchestrate::calibrate;
-use crate::plan::guard;
+use crate::plan::resolve;
 use crate::present::calibration;
 
 /// What `shmbench calibrate --help` shows after the flags.
@@ -41,7 +41,7 @@ pub(crate) struct Args {
 }
 
 pub(crate) fn run(args: Args) -> Result<ExitCode> {
-    let config = guard::tool_config("calibrate", args.knobs.0, &super::platform())?;
+    let config = resolve::tool_config("calibrate", args.knobs.0, &super::platform())?;
     if !(args.seconds > 0.0 && args.seconds <= 60.0) {
         bail!("--seconds must be between 0 and 60");
     }

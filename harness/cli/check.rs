@@ -8,11 +8,11 @@ use std::process::ExitCode;
 
 use anyhow::{bail, Result};
 
+use crate::check::demand::{Loaders, MAX_RANKS};
 use crate::check::format::{format, FormatName};
-use crate::check::need::{Loaders, MAX_RANKS};
 use crate::check::rules::{self, Severity};
 use crate::model::job::LoaderList;
-use crate::plan::guard;
+use crate::plan::resolve;
 
 /// `shmbench check --help`'s examples.
 const EXAMPLES: &str = "\
@@ -89,7 +89,7 @@ pub(crate) fn run(args: Args) -> Result<ExitCode> {
     let k = &args.knobs;
     let base_from_flags =
         k.workers.is_some() || k.prefetch.is_some() || k.batch.is_some() || k.shape.is_some();
-    let base = guard::tool_config("check", args.knobs.0, &super::platform())?;
+    let base = resolve::tool_config("check", args.knobs.0, &super::platform())?;
     let loaders = Loaders {
         base,
         specs: args.loaders.map(|l| l.0).unwrap_or_default(),

@@ -15,7 +15,7 @@ use crate::plan::consumers::Consumer;
 use crate::plan::fixes::Target;
 use crate::plan::job::JobPeak;
 use crate::plan::scenario::Scenario;
-use crate::plan::{advice, guard, job};
+use crate::plan::{advice, job, resolve};
 use crate::present::doctor;
 use crate::sys::detect::Environment;
 
@@ -123,7 +123,7 @@ pub(crate) fn run(args: Args) -> Result<ExitCode> {
         args.with,
     )?;
     let assumed = knobs.shm_size.take();
-    let config = guard::tool_config("doctor", knobs, &super::platform())?;
+    let config = resolve::tool_config("doctor", knobs, &super::platform())?;
     let mut env = Environment::read();
     if let Some(size) = assumed {
         env.shm_total_bytes = size.bytes();

@@ -13,7 +13,7 @@ use crate::analysis::statements::judge_all;
 use crate::model::knobs::{EngineKind, OciRuntime};
 use crate::orchestrate::runner;
 use crate::plan::scenario::{self, Scenario};
-use crate::plan::{container_runtimes, guard, kernels};
+use crate::plan::{container_runtimes, kernels, memory};
 use crate::present::compare as present_compare;
 use crate::present::statements as present_statements;
 use crate::present::table;
@@ -108,7 +108,7 @@ pub(crate) fn run(args: Args) -> Result<ExitCode> {
         plan = kernels::on_kernels(&plan, kernels, mem_total())?;
     }
     if !args.force {
-        guard::refuse_oversized(&plan, mem_total())?;
+        memory::refuse_oversized(&plan, mem_total())?;
     }
     if !scenario.consumers.is_empty() {
         eprintln!(

@@ -11,7 +11,7 @@ use crate::model::knobs::{Knobs, RuntimeKind};
 use crate::model::size::ByteSize;
 use crate::model::watch::WatchSettings;
 use crate::orchestrate::minshm;
-use crate::plan::{guard, predict, watch};
+use crate::plan::{predict, resolve, watch};
 use crate::sys::fingerprint::mem_total;
 use crate::sys::signals;
 
@@ -58,7 +58,7 @@ pub(crate) fn run(args: Args) -> Result<ExitCode> {
         None => None,
     };
     let config = if args.command.is_empty() {
-        guard::tool_config("min-shm", args.knobs.0, &super::platform())?
+        resolve::tool_config("min-shm", args.knobs.0, &super::platform())?
     } else {
         // A placeholder size: the search sets each trial's.
         let knobs = Knobs {

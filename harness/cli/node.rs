@@ -13,7 +13,7 @@ use crate::model::job::LoaderList;
 use crate::model::knobs::Knobs;
 use crate::model::size::ByteSize;
 use crate::plan::consumers::Consumer;
-use crate::plan::{advice, guard, job};
+use crate::plan::{advice, job, resolve};
 use crate::results::atomic::write_bytes;
 use ::fleet::node::drain::{self, DrainAction};
 use ::fleet::node::{facts as node_facts, prom as node_prom, text as node};
@@ -298,7 +298,7 @@ fn policy(args: &Args) -> Result<NodePolicy> {
         Knobs::default(),
         args.with.clone(),
     )?;
-    let config = guard::tool_config("node", knobs, &super::platform())?;
+    let config = resolve::tool_config("node", knobs, &super::platform())?;
     let specs = args.loaders.clone().map(|l| l.0).unwrap_or_default();
     let job = job::predict(&config, ranks, &specs, &with);
     let (need, basis) = advice::recommend_job(&job, config.knobs.pin_memory);

@@ -8,7 +8,7 @@ use anyhow::{anyhow, bail, Result};
 use super::outcome;
 use super::progress::Terminal;
 use crate::orchestrate::runner;
-use crate::plan::guard;
+use crate::plan::memory;
 use crate::plan::resolve::Identity;
 use crate::plan::resolve::Resolve;
 use crate::sys::fingerprint::mem_total;
@@ -75,7 +75,7 @@ pub(crate) fn run(args: Args) -> Result<ExitCode> {
         .resolve(id, &super::platform())
         .map_err(|e| anyhow!("--{e}"))?;
     if !args.force {
-        guard::refuse_oversized(std::slice::from_ref(&config), mem_total())?;
+        memory::refuse_oversized(std::slice::from_ref(&config), mem_total())?;
     }
     if args.repeat.more_runs_cap().is_some() {
         bail!("--max-repeat is the most rounds of --repeat auto (or, for matrix --baseline, of runs added to undecided cells): give --repeat auto");

@@ -11,7 +11,7 @@ use super::event::Event;
 use model::calibration::Calibration;
 use model::config::CellConfig;
 use model::knobs::{Strategy, TorchProfile};
-use results::beside;
+use results::sidecar;
 use runtime::namespace;
 
 /// Calibrates in a private mount namespace with its own tmpfs, so the measurement never writes
@@ -84,7 +84,7 @@ pub fn for_cells(
             // The run goes on without the file; the calibration still judges its rows.
             let written = serde_json::to_vec_pretty(&c)
                 .map_err(anyhow::Error::from)
-                .and_then(|bytes| beside::write_run_file(out, "calibration.json", &bytes));
+                .and_then(|bytes| sidecar::write_run_file(out, "calibration.json", &bytes));
             if let Err(e) = written {
                 observe(Event::Note(format!("calibration.json not written: {e:#}")));
             }

@@ -1,5 +1,5 @@
 //! From what the user asked to the cells to run, and what the model predicts for them: scenario
-//! files, resolving knobs for this machine, the guard against loaders bigger than the machine,
+//! files, resolving knobs for this machine, the refusal of loaders bigger than the machine,
 //! predictions and the doctor's advice, the cell a watched command runs in, and a plan spread over
 //! kernels. Nothing here runs a cell.
 
@@ -7,7 +7,6 @@ pub mod advice;
 pub mod consumers;
 pub mod container_runtimes;
 pub mod fixes;
-pub mod guard;
 pub mod job;
 pub mod kernels;
 pub mod loader_fixes;

@@ -1,5 +1,8 @@
 //! From knobs to a cell: defaults filled in, `runtime = auto` decided for this machine (Docker
-//! when a Docker setup can have it, otherwise the closest emulation, said in a note), validated.
+//! when a Docker setup can have it, otherwise the closest emulation, said in a note), validated; and the loader config a tool that studies one loader (doctor, min-shm, calibrate)
+//! works on, with no runtime of its own.
+
+use anyhow::{anyhow, Result};
 
 use model::claim::Claim;
 use model::config::CellConfig;
@@ -115,6 +118,20 @@ fn resolve_auto_runtime(config: &mut CellConfig, platform: &Platform) {
     } else {
         config.knobs.runtime = RuntimeKind::Host;
     }
+}
+
+/// The loader config a tool command (doctor, min-shm, calibrate) works on: its flags on this
+/// machine, with no runtime of its own (the tool decides where, if anywhere, cells run).
+pub fn tool_config(name: &str, mut knobs: Knobs, platform: &Platform) -> Result<CellConfig> {
+    knobs.runtime = Some(RuntimeKind::Host);
+    knobs.shm_size = None;
+    let id = Identity {
+        scenario: name.into(),
+        cell: name.into(),
+        environment: name.into(),
+        claim: None,
+    };
+    knobs.resolve(id, platform).map_err(|e| anyhow!("--{e}"))
 }
 
 #[cfg(test)]

@@ -5,14 +5,14 @@
 
 pub mod atomic;
 pub mod baseline;
-pub mod beside;
 pub mod csv;
 pub mod knob_columns;
-pub mod logged;
+pub mod log_lines;
 pub mod merge;
 pub mod record;
 pub mod row;
 pub mod row_build;
+pub mod sidecar;
 pub mod spreadsheet;
 pub mod statements;
 pub mod steps;

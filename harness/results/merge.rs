@@ -7,8 +7,8 @@ use std::path::{Path, PathBuf};
 
 use anyhow::Result;
 
-use super::beside;
 use super::csv::{self, ResultsFile};
+use super::sidecar;
 
 /// What a merge did.
 pub struct Merged {
@@ -25,7 +25,7 @@ pub fn merge(inputs: &[PathBuf], out: &Path) -> Result<Merged> {
             let prefix = (i + 1).to_string();
             let carry = |name: &Option<String>| {
                 let name = name.as_deref()?;
-                beside::copy(path, name, out, &prefix).ok()
+                sidecar::copy(path, name, out, &prefix).ok()
             };
             row.steps_file = carry(&row.steps_file);
             row.watch_file = carry(&row.watch_file);

@@ -100,7 +100,7 @@ pub fn open(path: &Path) -> Result<Reader> {
 /// Why a line of `path` is not a row (line 0: the error knows no line, or names its own). What
 /// is said of it quotes the file's cells, untrusted data: escaped and cut short, never raw.
 pub fn bad_line(path: &Path, line: u64, e: &dyn std::fmt::Display) -> anyhow::Error {
-    let e = crate::logged::excerpt(&e.to_string());
+    let e = crate::log_lines::excerpt(&e.to_string());
     match line {
         0 => anyhow::anyhow!("{}: not a valid shmbench results file: {e}", path.display()),
         _ => anyhow::anyhow!(

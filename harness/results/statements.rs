@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result};
 
-use super::beside;
+use super::sidecar;
 use model::statement::Statement;
 
 /// The file's name in the folder beside the CSV.
@@ -14,7 +14,7 @@ const FILE: &str = "claims.json";
 
 /// Where the statements of `results_csv` are kept.
 fn path_of(results_csv: &Path) -> PathBuf {
-    beside::folder(results_csv).join(FILE)
+    sidecar::folder(results_csv).join(FILE)
 }
 
 /// Writes them (atomically); nothing when there are none.
@@ -22,7 +22,7 @@ pub fn write(results_csv: &Path, statements: &[Statement]) -> Result<()> {
     if statements.is_empty() {
         return Ok(());
     }
-    beside::write_run_file(results_csv, FILE, &serde_json::to_vec_pretty(statements)?)?;
+    sidecar::write_run_file(results_csv, FILE, &serde_json::to_vec_pretty(statements)?)?;
     Ok(())
 }
 

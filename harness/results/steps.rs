@@ -8,7 +8,7 @@ use std::path::Path;
 use anyhow::{Context, Result};
 use serde::{Deserialize, Serialize};
 
-use super::{atomic, beside};
+use super::{atomic, sidecar};
 use model::record::{CellRecord, StepSample};
 
 /// The columns of a steps file, in order.
@@ -41,7 +41,7 @@ impl From<&StepSample> for StepRow {
 /// Writes the record's series next to `results_csv` (atomically); returns the path
 /// relative to the CSV's directory.
 pub fn write(results_csv: &Path, record: &CellRecord, repeat: u32) -> Result<String> {
-    let (relative, path) = beside::place(results_csv, record, repeat, "steps.csv")?;
+    let (relative, path) = sidecar::place(results_csv, record, repeat, "steps.csv")?;
     let rows: Vec<StepRow> = record.series.iter().map(StepRow::from).collect();
     // Keep the header when there are no steps, so an empty series reads as empty, not missing.
     atomic::write_csv(&path, &rows, Some(&HEADER))
@@ -51,7 +51,7 @@ pub fn write(results_csv: &Path, record: &CellRecord, repeat: u32) -> Result<Str
 
 /// Reads a steps file named by a row of `results_csv`.
 pub fn read(results_csv: &Path, relative: &str) -> Result<Vec<StepRow>> {
-    let (path, file) = beside::open(results_csv, relative, "time series")?;
+    let (path, file) = sidecar::open(results_csv, relative, "time series")?;
     let mut reader = csv::Reader::from_reader(file);
     let mut rows = Vec::new();
     for (i, r) in reader.deserialize::<StepRow>().enumerate() {

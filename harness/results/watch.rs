@@ -7,7 +7,7 @@ use std::path::Path;
 
 use anyhow::{Context, Result};
 
-use super::{atomic, beside};
+use super::{atomic, sidecar};
 use model::record::CellRecord;
 use model::watch::WatchFindings;
 
@@ -17,7 +17,7 @@ pub fn write(results_csv: &Path, record: &CellRecord, repeat: u32) -> Result<Opt
     let Some(report) = &record.watch else {
         return Ok(None);
     };
-    let (relative, path) = beside::place(results_csv, record, repeat, "watch.json")?;
+    let (relative, path) = sidecar::place(results_csv, record, repeat, "watch.json")?;
     let json = serde_json::to_vec_pretty(report)?;
     atomic::write_bytes(&path, &json)
         .with_context(|| format!("cannot write {}", path.display()))?;
@@ -26,7 +26,7 @@ pub fn write(results_csv: &Path, record: &CellRecord, repeat: u32) -> Result<Opt
 
 /// Reads a watch file named by a row of `results_csv`.
 pub fn read(results_csv: &Path, relative: &str) -> Result<WatchFindings> {
-    let (path, mut file) = beside::open(results_csv, relative, "watch report")?;
+    let (path, mut file) = sidecar::open(results_csv, relative, "watch report")?;
     let mut text = Vec::new();
     file.read_to_end(&mut text)
         .with_context(|| format!("cannot read {}", path.display()))?;

@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 
 use crate::apt;
 use crate::host::on_path;
-use crate::need::Need;
+use crate::requirement::Requirement;
 
 /// Where the engine listens: `DOCKER_HOST` (a unix:// address) or the local socket.
 fn socket() -> PathBuf {
@@ -47,7 +47,7 @@ const START_TIMEOUT: Duration = Duration::from_secs(90);
 
 pub struct Engine;
 
-impl Need for Engine {
+impl Requirement for Engine {
     fn name(&self) -> &'static str {
         "Docker engine"
     }

@@ -14,10 +14,10 @@ mod docker;
 mod fast;
 mod host;
 mod lanes;
-mod need;
 mod oci_runtimes;
 mod prometheus;
 mod pypi;
+mod requirement;
 mod rootless;
 mod sarif;
 mod scratch;
@@ -30,7 +30,7 @@ mod wheel;
 
 use std::process::{Command, ExitCode};
 
-use need::Need;
+use requirement::Requirement;
 use std::time::Instant;
 
 const USAGE: &str = "usage: cargo xtask <command>
@@ -57,7 +57,7 @@ examples:
   (also SHMBENCH_SKIP_RUNTIMES, _RAY, _WHEEL, _PROMETHEUS: docs/TESTING.md lists every one)";
 
 /// Every requirement, in the order it is set up (a new one is a new entry here).
-fn needs() -> Vec<Box<dyn Need>> {
+fn requirements() -> Vec<Box<dyn Requirement>> {
     vec![
         Box::new(tools::Commands),
         Box::new(tools::Font),
@@ -114,14 +114,14 @@ fn main() -> ExitCode {
     }
 }
 
-/// Brings up every need, in order; stops at the first that cannot be met. Returns the variables
+/// Brings up every requirement, in order; stops at the first that cannot be met. Returns the variables
 /// the tests need to find what was set up.
 fn setup() -> Result<Vec<(String, String)>, ExitCode> {
     let mut env = Vec::new();
     let started = Instant::now();
-    for need in needs() {
-        let name = need.name();
-        if let Some(var) = need
+    for requirement in requirements() {
+        let name = requirement.name();
+        if let Some(var) = requirement
             .skip_variable()
             .filter(|v| std::env::var_os(v).is_some())
         {
@@ -129,12 +129,12 @@ fn setup() -> Result<Vec<(String, String)>, ExitCode> {
             continue;
         }
         let began = Instant::now();
-        let result = need.ensure();
+        let result = requirement.ensure();
         let took = began.elapsed().as_secs_f64();
         match result {
             Ok(what) => {
                 println!("== {name}: {what} ({took:.1} s)");
-                env.extend(need.env());
+                env.extend(requirement.env());
             }
             Err(why) => {
                 eprintln!("== {name}: FAILED after {took:.1} s\n{why:#}");
@@ -148,15 +148,15 @@ fn setup() -> Result<Vec<(String, String)>, ExitCode> {
 
 /// Ends what the set-up started for the tests (the Slurm cluster), whatever the tests did.
 fn teardown() {
-    for need in needs() {
-        if need
+    for requirement in requirements() {
+        if requirement
             .skip_variable()
             .is_some_and(|v| std::env::var_os(v).is_some())
         {
             continue;
         }
-        if let Some(what) = need.stop() {
-            println!("== {}: {what}", need.name());
+        if let Some(what) = requirement.stop() {
+            println!("== {}: {what}", requirement.name());
         }
     }
 }

@@ -7,7 +7,7 @@
 use std::path::{Path, PathBuf};
 
 use crate::host::{cache_dir, on_path, run};
-use crate::need::Need;
+use crate::requirement::Requirement;
 use crate::{apt, docker};
 
 const CONFIG: &str = "/etc/docker/daemon.json";
@@ -28,7 +28,7 @@ fn backup() -> PathBuf {
 
 pub struct Runtimes;
 
-impl Need for Runtimes {
+impl Requirement for Runtimes {
     fn name(&self) -> &'static str {
         "container runtimes (podman, crun, runsc)"
     }

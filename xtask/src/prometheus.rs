@@ -8,7 +8,7 @@ use std::process::Command;
 
 use crate::apt;
 use crate::host::{cache_dir, run};
-use crate::need::Need;
+use crate::requirement::Requirement;
 
 /// The packages, unpacked under `cache_dir("prometheus")`.
 const PACKAGES: [&str; 2] = ["prometheus", "prometheus-node-exporter"];
@@ -74,7 +74,7 @@ fn version() -> String {
         .unwrap_or_default()
 }
 
-impl Need for Prometheus {
+impl Requirement for Prometheus {
     fn name(&self) -> &'static str {
         "Prometheus, promtool and node_exporter (unpacked into the cache, not installed)"
     }

@@ -3,7 +3,7 @@
 
 use std::path::PathBuf;
 
-use crate::need::Need;
+use crate::requirement::Requirement;
 use crate::venv;
 
 /// One venv's worth of PyPI packages and how to ask it whether it works.
@@ -30,7 +30,7 @@ impl Package {
     }
 }
 
-impl Need for Package {
+impl Requirement for Package {
     fn name(&self) -> &'static str {
         self.name
     }

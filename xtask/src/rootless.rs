@@ -6,7 +6,7 @@
 //! that was there before is left as it was.
 
 use crate::host::{cache_dir, on_path, run};
-use crate::need::Need;
+use crate::requirement::Requirement;
 
 /// The tests run `shmbench` as this user (tests/runtimes.rs names it too).
 pub const USER: &str = "shmbench-rootless";
@@ -32,7 +32,7 @@ fn uid() -> Option<u32> {
 
 pub struct RootlessUser;
 
-impl Need for RootlessUser {
+impl Requirement for RootlessUser {
     fn name(&self) -> &'static str {
         "an unprivileged user for rootless Podman"
     }

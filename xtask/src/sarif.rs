@@ -6,7 +6,7 @@
 use std::path::PathBuf;
 use std::process::Command;
 
-use crate::need::Need;
+use crate::requirement::Requirement;
 use crate::venv;
 
 /// The crate whose sources hold the schema, pinned.
@@ -65,7 +65,7 @@ fn fetch() -> anyhow::Result<()> {
         .ok_or_else(|| anyhow::anyhow!("cargo fetch of {CRATE} {VERSION} failed ({status})"))
 }
 
-impl Need for Schema {
+impl Requirement for Schema {
     fn name(&self) -> &'static str {
         "the SARIF 2.1.0 schema and jsonschema"
     }

@@ -15,7 +15,7 @@ use std::time::{Duration, Instant};
 
 use crate::apt;
 use crate::host::{on_path, run};
-use crate::need::Need;
+use crate::requirement::Requirement;
 
 /// Where the cluster lives (one per machine: the xtask that starts it stops it).
 const DIR: &str = "/tmp/shmbench-slurm-cluster";
@@ -303,7 +303,7 @@ fn terminate(pid: i32) {
     }
 }
 
-impl Need for Cluster {
+impl Requirement for Cluster {
     fn name(&self) -> &'static str {
         "a one-node Slurm cluster"
     }

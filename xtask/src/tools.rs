@@ -5,13 +5,13 @@ use std::path::Path;
 
 use crate::apt;
 use crate::host::on_path;
-use crate::need::Need;
+use crate::requirement::Requirement;
 
 /// Programs the tests run: unshare (private mount namespaces with a small tmpfs) and prlimit
 /// (an fd limit), both from util-linux.
 pub struct Commands;
 
-impl Need for Commands {
+impl Requirement for Commands {
     fn name(&self) -> &'static str {
         "unshare and prlimit (util-linux), strace"
     }
@@ -40,7 +40,7 @@ pub struct Font;
 /// The font shmbench looks for first (see `harness/present/report/font.rs`).
 pub const DEJAVU: &str = "/usr/share/fonts/truetype/dejavu/DejaVuSans.ttf";
 
-impl Need for Font {
+impl Requirement for Font {
     fn name(&self) -> &'static str {
         "a TrueType font for plots"
     }

@@ -5,7 +5,7 @@
 
 use std::path::PathBuf;
 
-use crate::need::Need;
+use crate::requirement::Requirement;
 use crate::venv;
 
 /// Where the venv lives.
@@ -27,7 +27,7 @@ fn version() -> Option<String> {
 
 pub struct Torch;
 
-impl Need for Torch {
+impl Requirement for Torch {
     fn name(&self) -> &'static str {
         "Python venv with torch"
     }

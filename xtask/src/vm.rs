@@ -8,7 +8,7 @@ use std::sync::OnceLock;
 
 use crate::apt;
 use crate::host::on_path;
-use crate::need::Need;
+use crate::requirement::Requirement;
 
 pub struct Qemu;
 
@@ -53,7 +53,7 @@ fn newest_kernels() -> anyhow::Result<Vec<String>> {
     Ok(newest)
 }
 
-impl Need for Qemu {
+impl Requirement for Qemu {
     fn name(&self) -> &'static str {
         "QEMU and two Debian kernels (the vm runtime)"
     }

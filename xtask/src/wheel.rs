@@ -9,14 +9,14 @@ use std::process::Command;
 use std::sync::OnceLock;
 
 use crate::host::cache_dir;
-use crate::need::Need;
 use crate::pypi::MATURIN;
+use crate::requirement::Requirement;
 
 pub struct Wheel;
 
 static BUILT: OnceLock<PathBuf> = OnceLock::new();
 
-impl Need for Wheel {
+impl Requirement for Wheel {
     fn name(&self) -> &'static str {
         "the wheel (maturin build --release)"
     }

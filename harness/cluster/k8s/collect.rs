@@ -11,7 +11,7 @@ use super::jobs::JobCells;
 use model::fingerprint::Fingerprint;
 use model::pod::{NodeInfo, PodStatus};
 use model::record::{CellRecord, Status};
-use results::logged::{each_line, looks_like_record, read_line, too_long, Line};
+use results::log_lines::{each_line, looks_like_record, read_line, too_long, Line};
 use results::row::Row;
 use results::row_build::{command_line, Placement, RowContext};
 
@@ -30,7 +30,7 @@ pub(crate) fn records_in(text: &str) -> (Vec<Logged>, Vec<String>) {
     records_from(text.as_bytes()).unwrap_or_default()
 }
 
-/// The records in a log read a line at a time, each line up to `logged::MAX_LINE` (a longer
+/// The records in a log read a line at a time, each line up to `log_lines::MAX_LINE` (a longer
 /// one is named by its number and length, never held whole).
 pub fn records_from(reader: impl std::io::BufRead) -> std::io::Result<(Vec<Logged>, Vec<String>)> {
     let mut found = Vec::new();

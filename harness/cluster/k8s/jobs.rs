@@ -9,7 +9,7 @@ use anyhow::{anyhow, bail, Context, Result};
 use crate::k8s::yaml;
 use model::config::CellConfig;
 use model::kube_quantity::kube_quantity;
-use results::logged::names_problem;
+use results::log_lines::names_problem;
 
 /// The cells of each Job in a manifest `shmbench k8s manifest` wrote (the ConfigMap a Job's pods
 /// mount holds them, in completion-index order), and the size of its pods' /dev/shm (the

@@ -193,7 +193,7 @@ fn own_task(file: &str, output: &TaskOutput, notes: &mut Vec<String>) -> Option<
         if name != own {
             notes.push(format!(
                 "{file}: holds a record of task {} though it is task {own}'s file: forged or misplaced, skipped",
-                results::logged::excerpt(&name)
+                results::log_lines::excerpt(&name)
             ));
             return None;
         }

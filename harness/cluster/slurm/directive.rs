@@ -7,7 +7,7 @@
 //! and `packjob`/`hetjob` anywhere on the line is blanked out, so a value holding either cannot
 //! be written at all).
 
-use results::logged::excerpt;
+use results::log_lines::excerpt;
 
 /// A flag's value the script cannot hold, and why.
 #[derive(Debug, thiserror::Error)]

@@ -7,13 +7,13 @@
 //! Then the file itself, read as untrusted text ([`TaskOutput`]): the line naming the cell the
 //! task said it would run (`model::slurm_task::TaskStart`), the record it printed, and the lines that
 //! looked like either and were not. The cell's relayed stderr may be in it too; it is read a
-//! line at a time, each line bounded (`logged::MAX_LINE`), since the file is whatever the task
+//! line at a time, each line bounded (`log_lines::MAX_LINE`), since the file is whatever the task
 //! printed.
 
 use anyhow::{Context, Result};
 use model::record::CellRecord;
 use model::slurm_task::{TaskStart, START_MARK};
-use results::logged::{each_line, looks_like_record, read_line, too_long, Line};
+use results::log_lines::{each_line, looks_like_record, read_line, too_long, Line};
 use std::path::Path;
 
 /// What every task's output file name starts and ends with.
@@ -82,7 +82,7 @@ pub struct TaskOutput {
 
 impl TaskOutput {
     /// Reads a task's output file (the cell's relayed stderr may be in it too), a line at a
-    /// time and each up to `logged::MAX_LINE`.
+    /// time and each up to `log_lines::MAX_LINE`.
     pub(crate) fn read_from(reader: impl std::io::BufRead) -> std::io::Result<TaskOutput> {
         let mut out = TaskOutput::default();
         each_line(reader, |n, line| match line {

@@ -1,7 +1,7 @@
 //! The report's content, once, as blocks that each output format renders its own way.
 
 use super::block::Block;
-use super::{checked, watched, ReportContent};
+use super::{claims_checked, watched_jobs, ReportContent};
 use crate::compare::summary_cells;
 use crate::labels::{claim_label, explanation_parts, status_label, verdict_label};
 use crate::matrix;
@@ -180,7 +180,7 @@ pub fn build(report: &ReportContent) -> Vec<Block> {
         report.sources.iter().map(|s| format!("`{}`", s.path.display())).collect::<Vec<_>>().join(", ")
     )));
     for source in &report.sources {
-        doc.extend(watched::blocks(source));
+        doc.extend(watched_jobs::blocks(source));
         // The loaders' rows; a watched command is not a loader configuration.
         let loaders: Vec<Row> = source
             .rows
@@ -229,7 +229,7 @@ pub fn build(report: &ReportContent) -> Vec<Block> {
         doc.extend(claims);
     }
     for source in &report.sources {
-        doc.extend(checked::blocks(source, report));
+        doc.extend(claims_checked::blocks(source, report));
     }
     if scenarios.iter().any(|s| s == "seed-matrix") {
         doc.push(Block::Paragraph("The how-to's other claims (where file_system's segments live, file descriptors against workers and `ulimit -n`, persistent_workers across epochs, prefetch_factor, pin_memory, the sizes and fixes that resolve the Bus error, SIGBUS or the OOM killer) are measured by `shmbench matrix seed-claims`: its report's section \"The how-to's claims, checked\" gives each sentence its verdict and numbers.".into()));

@@ -5,14 +5,14 @@
 //! written once as PNG and SVG and shared by the formats.
 
 mod block;
-pub mod checked;
+pub mod claims_checked;
 mod document;
 pub mod font;
 mod html;
 mod json;
 mod markdown;
 pub mod plots;
-pub mod watched;
+pub mod watched_jobs;
 
 use std::path::{Path, PathBuf};
 

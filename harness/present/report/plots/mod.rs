@@ -37,8 +37,8 @@ use shm::draw_shm;
 use throughput::draw_throughput;
 use watch::draw_watch;
 
-use super::checked;
-use super::watched::watched;
+use super::claims_checked;
+use super::watched_jobs::watched;
 use super::ReportContent;
 use model::knobs::Loader;
 use results::steps::StepRow;
@@ -291,8 +291,12 @@ pub fn write_all(report: &ReportContent, dir: &Path) -> Result<Vec<Plot>> {
             draw_watch(&jobs)
         ));
     }
-    let judged: Vec<_> = report.sources.iter().flat_map(checked::judged).collect();
-    let mut drawn = checked::drawn(&judged);
+    let judged: Vec<_> = report
+        .sources
+        .iter()
+        .flat_map(claims_checked::judged)
+        .collect();
+    let mut drawn = claims_checked::drawn(&judged);
     drawn.truncate(MAX_PLOTTED);
     if !drawn.is_empty() {
         let cols = drawn.len().clamp(1, 2);

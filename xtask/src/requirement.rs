@@ -1,8 +1,8 @@
-//! What the tests need from the machine: one [`Need`] per requirement, each in the module of its
+//! What the tests need from the machine: one [`Requirement`] per requirement, each in the module of its
 //! own (`docker`, `torch`, `slurm`, ...); `main` lists them in the order they are set up.
 
 /// One requirement of the tests.
-pub trait Need {
+pub trait Requirement {
     /// What it is, for the log.
     fn name(&self) -> &'static str;
     /// The variable that skips it (and the tests that need it) by name, if it can be skipped.

@@ -55,7 +55,7 @@ pub fn is_accelerator(resource: &str) -> bool {
 
 /// The /dev/shm a workload needs, and where the number comes from.
 #[derive(Clone, Debug)]
-pub struct Need {
+pub struct Demand {
     /// The doctor's recommendation: the peak + 25% (or + the batches a refill can overlap),
     /// rounded up to 64 MiB.
     pub bytes: u64,
@@ -69,7 +69,7 @@ pub struct Need {
     pub known: bool,
 }
 
-impl Need {
+impl Demand {
     /// The doctor's first fix for `target`, sized for this need, as one snippet.
     pub fn fix(&self, target: Target, memory_limit: Option<u64>) -> Option<String> {
         size_fixes(target, self.bytes, &self.basis, memory_limit)
@@ -132,10 +132,10 @@ pub struct Loaders {
 }
 
 impl Loaders {
-    fn need_of(&self, specs: &[LoaderSpec], basis: String, known: bool, ranks: u32) -> Need {
+    fn demand_of(&self, specs: &[LoaderSpec], basis: String, known: bool, ranks: u32) -> Demand {
         let job = job::predict(&self.base, ranks, specs, &[]);
         let (bytes, sized) = advice::recommend_job(&job, self.base.knobs.pin_memory);
-        Need {
+        Demand {
             bytes,
             peak: job.node_bytes,
             sized,
@@ -165,7 +165,7 @@ impl Loaders {
 
     /// The need of a workload whose command is `command`, run as `workload` ranks per node
     /// (when it says so) unless `--ranks` was given.
-    pub fn need(&self, command: &str, workload: Option<Ranks>) -> Need {
+    pub fn demand(&self, command: &str, workload: Option<Ranks>) -> Demand {
         let (ranks, rank_words) = self.ranks(workload);
         if self.given {
             let names: Vec<String> = self
@@ -178,11 +178,11 @@ impl Loaders {
                 false => names.join(","),
             };
             let basis = format!("{loaders} as given{rank_words}");
-            return self.need_of(&self.specs, basis, true, ranks);
+            return self.demand_of(&self.specs, basis, true, ranks);
         }
         if let Some(spec) = loader_in(command, &self.base) {
             if spec.workers == 0 {
-                return Need {
+                return Demand {
                     bytes: 0,
                     peak: 0,
                     sized: "none".into(),
@@ -194,7 +194,7 @@ impl Loaders {
                 "num_workers={}, batch_size={} in its command, {} samples{rank_words}",
                 spec.workers, spec.batch, self.base.knobs.shape
             );
-            return self.need_of(&[spec], basis, true, ranks);
+            return self.demand_of(&[spec], basis, true, ranks);
         }
         let k = &self.base.knobs;
         let whose = match self.base_from_flags {
@@ -205,7 +205,7 @@ impl Loaders {
             "{whose} ({} workers, prefetch {}, batch {} of {}){rank_words}: pass --loaders for each of yours",
             k.workers, k.prefetch, k.batch, k.shape
         );
-        self.need_of(&[], basis, false, ranks)
+        self.demand_of(&[], basis, false, ranks)
     }
 }
 
@@ -234,7 +234,7 @@ fn loader_in(command: &str, base: &CellConfig) -> Option<LoaderSpec> {
     })
 }
 
-impl Need {
+impl Demand {
     /// `2 GiB (the peak 1.6 GiB + 25%, for ...)`.
     pub fn words(&self) -> String {
         format!(
