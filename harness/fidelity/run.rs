@@ -104,18 +104,6 @@ pub fn run(
 mod tests {
     use super::*;
 
-    /// A cell of the default knobs named `name`.
-    fn cell(name: &str) -> CellConfig {
-        CellConfig {
-            scenario: "test".into(),
-            cell: name.into(),
-            environment: name.into(),
-            runtime_note: None,
-            knobs: model::knobs::KnobValues::default(),
-            claim: None,
-            watch: None,
-        }
-    }
     use model::knobs::TorchProfile;
 
     /// Two Pythons: torch 2.9 and 2.15, neither with an accelerator.
@@ -140,7 +128,7 @@ mod tests {
 
     #[test]
     fn each_cell_runs_as_real_torch_per_python_beside_one_emulated_twin_per_profile() {
-        let mut pinned = cell("pinned");
+        let mut pinned = CellConfig::with_defaults("pinned");
         pinned.knobs.pin_memory = true;
         pinned.knobs.main_us = 300;
         let pythons = [
@@ -182,7 +170,7 @@ mod tests {
 
     #[test]
     fn a_strategy_torch_has_not_and_no_python_are_refused_with_why() {
-        let mut memfd = cell("memfd");
+        let mut memfd = CellConfig::with_defaults("memfd");
         memfd.knobs.strategy = Strategy::Memfd;
         let refused = pairs_with(&[memfd], &["p".into()], &probe, &mut |_| {}).unwrap_err();
         assert!(
@@ -191,10 +179,11 @@ mod tests {
                 .contains("memfd is not a torch strategy"),
             "{refused}"
         );
-        let none = pairs_with(&[cell("a")], &[], &probe, &mut |_| {}).unwrap_err();
+        let none =
+            pairs_with(&[CellConfig::with_defaults("a")], &[], &probe, &mut |_| {}).unwrap_err();
         assert!(none.to_string().contains("--python"), "{none}");
         let broken = pairs_with(
-            &[cell("a")],
+            &[CellConfig::with_defaults("a")],
             &["p".into()],
             &|_| Err(anyhow!("no torch")),
             &mut |_| {},

@@ -26,6 +26,20 @@ pub struct CellConfig {
 }
 
 impl CellConfig {
+    /// A cell named `name` with every knob at its default, outside any scenario of the user's:
+    /// what the orchestration's and the surfaces' unit tests run through a fake launcher.
+    pub fn with_defaults(name: &str) -> CellConfig {
+        CellConfig {
+            scenario: "test".into(),
+            cell: name.into(),
+            environment: name.into(),
+            runtime_note: None,
+            knobs: KnobValues::default(),
+            claim: None,
+            watch: None,
+        }
+    }
+
     /// Bytes of one image.
     pub fn image_bytes(&self) -> u64 {
         self.knobs

@@ -130,15 +130,7 @@ pub mod fake {
 
     /// A cell of the default knobs named `name`.
     pub fn cell(name: &str) -> CellConfig {
-        CellConfig {
-            scenario: "test".into(),
-            cell: name.into(),
-            environment: name.into(),
-            runtime_note: None,
-            knobs: model::knobs::KnobValues::default(),
-            claim: None,
-            watch: None,
-        }
+        CellConfig::with_defaults(name)
     }
 
     /// A passing record of `config` at `img_per_s`.
