@@ -29,7 +29,7 @@ use self::rows::{Fleet, Measure, NodeCell};
 use self::verdict::{
     Against, Evidence, Finding, NodeJudgement, NotJudged, Status, Thresholds, Unjudged, Verdict,
 };
-use analysis::exact_tests::{fisher_two_sided, normal_upper_quantile, rank_test_two_sided};
+use analysis::exact_tests::{normal_upper_quantile, LnFactorials, RankPool};
 
 /// A measure of a node's cell with its statistics made, before any threshold: its value
 /// against the norm's, how far apart, and the evidence.
@@ -55,9 +55,25 @@ pub fn judge(fleet: &Fleet, baseline: Option<&Baseline>, t: Thresholds) -> Verdi
             (Against::Fleet, norms)
         }
     };
+    let pools = match against {
+        Against::Fleet => Pools::of(fleet),
+        Against::Baseline => Pools::default(),
+    };
+    // Fisher's tables are at most a cell's runs: this fleet's and a baseline's together.
+    let most_runs = fleet.rows
+        + norms
+            .iter()
+            .flatten()
+            .map(|n| n.runs as usize)
+            .max()
+            .unwrap_or(0);
+    let shared = Shared {
+        pools,
+        ln_factorials: LnFactorials::new(most_runs),
+    };
     // Every statistic first: their number sets the thresholds.
     let plans: Vec<Plan> = (0..fleet.nodes.len())
-        .map(|node| plan(fleet, node, &norms, against, &t))
+        .map(|node| plan(fleet, node, &norms, against, &shared, &t))
         .collect();
     let tests = (plans.iter().flatten())
         .filter_map(|(_, _, m)| m.as_ref().ok())
@@ -83,12 +99,45 @@ pub fn judge(fleet: &Fleet, baseline: Option<&Baseline>, t: Thresholds) -> Verdi
     }
 }
 
+/// What every node's tests share, made once: the pools of runs and Fisher's table.
+struct Shared {
+    pools: Pools,
+    ln_factorials: LnFactorials,
+}
+
+/// Each cell's values of each value measure pooled over the nodes that ran it: what the rank
+/// test sets a node's runs against (the others' runs are the pool less the node's own). Empty
+/// against a baseline, which keeps no runs.
+#[derive(Default)]
+struct Pools(Vec<Vec<(Measure, RankPool)>>);
+
+impl Pools {
+    fn of(fleet: &Fleet) -> Pools {
+        let pool = |cell, m| {
+            let values = fleet
+                .ran(cell)
+                .flat_map(|(_, c)| c.values(m).iter().copied());
+            (m, RankPool::new(values))
+        };
+        let cells = (0..fleet.cells.len())
+            .map(|cell| Measure::VALUES.iter().map(|m| pool(cell, *m)).collect())
+            .collect();
+        Pools(cells)
+    }
+
+    fn of_cell(&self, cell: usize, measure: Measure) -> Option<&RankPool> {
+        let pools = self.0.get(cell)?;
+        pools.iter().find(|(m, _)| *m == measure).map(|(_, p)| p)
+    }
+}
+
 /// Every measure of every cell `node` ran, measured against the norm.
 fn plan(
     fleet: &Fleet,
     node: usize,
     norms: &[Option<CellNorm>],
     against: Against,
+    shared: &Shared,
     t: &Thresholds,
 ) -> Plan {
     let mut plan = Vec::new();
@@ -99,15 +148,8 @@ fn plan(
         let norm = norms[cell].as_ref().ok_or(NotJudged::NotInBaseline);
         for m in Measure::ALL {
             let measured = norm.and_then(|norm| match m {
-                Measure::Outcome => outcome(c, norm, against, t),
-                _ => {
-                    // Against the fleet's own rows, the others' runs are at hand.
-                    let others = match against {
-                        Against::Fleet => others_values(fleet, cell, node, m),
-                        Against::Baseline => Vec::new(),
-                    };
-                    median(c, norm, m, &others, t)
-                }
+                Measure::Outcome => outcome(c, norm, against, &shared.ln_factorials, t),
+                _ => median(c, norm, m, shared.pools.of_cell(cell, m), t),
             });
             plan.push((cell, m, measured));
         }
@@ -165,22 +207,13 @@ fn node_judgement(
     verdict
 }
 
-/// The values of `measure` that the nodes other than `node` measured in `cell`: what the rank
-/// test sets a node's runs against.
-fn others_values(fleet: &Fleet, cell: usize, node: usize, measure: Measure) -> Vec<f64> {
-    fleet
-        .ran(cell)
-        .filter(|(n, _)| *n != node)
-        .flat_map(|(_, c)| c.values(measure).iter().copied())
-        .collect()
-}
-
-/// A node's median of a value measure against the norm's (and its runs against `others`').
+/// A node's median of a value measure against the norm's (and its runs against the others' in
+/// `pool`, when the fleet's own rows are at hand).
 fn median(
     c: &NodeCell,
     norm: &CellNorm,
     measure: Measure,
-    others: &[f64],
+    pool: Option<&RankPool>,
     t: &Thresholds,
 ) -> Result<Measured, NotJudged> {
     let need = t.min_runs;
@@ -200,7 +233,9 @@ fn median(
     if norm.median <= 0.0 {
         return Err(NotJudged::FleetZero);
     }
-    let p = (!others.is_empty()).then(|| rank_test_two_sided(c.values(measure), others));
+    let own = c.values(measure);
+    let others = pool.map_or(0, |p| p.len() - own.len());
+    let p = (others > 0).then(|| pool.map_or(1.0, |p| p.test(own)));
     Ok(Measured {
         node: sample.median,
         fleet: norm.median,
@@ -211,7 +246,7 @@ fn median(
             nodes: norm.nodes,
             values: sample.values,
             p,
-            other_values: others.len(),
+            other_values: others,
         },
     })
 }
@@ -221,6 +256,7 @@ fn outcome(
     c: &NodeCell,
     norm: &CellNorm,
     against: Against,
+    ln_factorials: &LnFactorials,
     t: &Thresholds,
 ) -> Result<Measured, NotJudged> {
     let need = t.min_runs;
@@ -244,7 +280,7 @@ fn outcome(
     let (runs, passes) = (c.runs as u64, c.passes as u64);
     let share = passes as f64 / runs as f64;
     let other_share = other_passes as f64 / other_runs as f64;
-    let p = fisher_two_sided(
+    let p = ln_factorials.fisher(
         passes,
         runs - passes,
         other_passes,
