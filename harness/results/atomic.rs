@@ -2,12 +2,14 @@
 //! synced, and renamed over the target, so readers see the old file or the new one, never a torn
 //! one; a failure leaves no temporary file behind (tempfile removes it when dropped).
 
-use std::io::Write;
+use std::io::{BufWriter, Write};
+use std::marker::PhantomData;
 use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
 
 use anyhow::{anyhow, Result};
 use serde::Serialize;
+use tempfile::NamedTempFile;
 
 use super::spreadsheet;
 
@@ -28,51 +30,177 @@ pub trait CsvRow: Serialize {
 /// Writes `rows` as CSV to `path`, atomically. `empty_header` is written when there are no rows,
 /// so an empty file still names its columns.
 pub fn write_csv<T: CsvRow>(path: &Path, rows: &[T], empty_header: Option<&[&str]>) -> Result<()> {
-    let mut plain = csv::Writer::from_writer(Vec::new());
+    let mut file = CsvWriter::new(path)?;
     for row in rows {
-        plain.serialize(row)?;
+        file.write(row)?;
     }
-    if rows.is_empty() {
-        if let Some(header) = empty_header {
-            plain.write_record(header)?;
+    file.finish(empty_header)
+}
+
+/// A CSV file written a row at a time into a temporary file beside its path and put in its place
+/// by [`CsvWriter::finish`]: memory stays one row's whatever the rows' number (a merge of a
+/// year's fleet rows held them all, 2.1 GB for 500k). Dropped unfinished, it leaves nothing.
+pub struct CsvWriter<T> {
+    path: std::path::PathBuf,
+    out: csv::Writer<BufWriter<NamedTempFile>>,
+    /// One row as serde writes it, before its cells are guarded.
+    plain: Vec<u8>,
+    rows: usize,
+    row: PhantomData<fn(&T)>,
+}
+
+impl<T: CsvRow> CsvWriter<T> {
+    /// Starts the temporary file beside `path` (in its directory, so the rename is atomic).
+    pub fn new(path: &Path) -> Result<CsvWriter<T>> {
+        let tmp = tempfile::Builder::new()
+            .prefix(".shmbench-")
+            .suffix(".tmp")
+            .tempfile_in(parent(path))?;
+        Ok(CsvWriter {
+            path: path.to_path_buf(),
+            out: csv::Writer::from_writer(BufWriter::new(tmp)),
+            plain: Vec::new(),
+            rows: 0,
+            row: PhantomData,
+        })
+    }
+
+    /// Rows written so far.
+    pub fn rows(&self) -> usize {
+        self.rows
+    }
+
+    /// Adds a row (the header first, before the first row).
+    pub fn write(&mut self, row: &T) -> Result<()> {
+        self.plain.clear();
+        let mut plain = csv::WriterBuilder::new()
+            .has_headers(self.rows == 0)
+            .from_writer(&mut self.plain);
+        plain.serialize(row)?;
+        drop(plain);
+        // Every cell once more, guarded for spreadsheets (serde writes the cells, not their
+        // text): the header's first when this is the first row, then the row's.
+        let mut header = self.rows == 0;
+        let (more_header, more_cells) = (T::more_header(), row.more_cells()?);
+        let out = &mut self.out;
+        split(&self.plain, |cells| {
+            let more: Vec<&str> = match header {
+                true => more_header.to_vec(),
+                false => more_cells.iter().map(String::as_str).collect(),
+            };
+            let guarded: Vec<_> = (cells.iter().chain(&more))
+                .map(|c| spreadsheet::guard(c))
+                .collect();
+            out.write_record(guarded.iter().map(|c| c.as_bytes()))?;
+            header = false;
+            Ok(())
+        })?;
+        self.rows += 1;
+        Ok(())
+    }
+
+    /// Syncs the file and renames it over the path; `empty_header` is written when no row was.
+    pub fn finish(mut self, empty_header: Option<&[&str]>) -> Result<()> {
+        if self.rows == 0 {
+            if let Some(header) = empty_header {
+                self.out.write_record(header)?;
+            }
+        }
+        let buffered = self
+            .out
+            .into_inner()
+            .map_err(|e| anyhow!("{}", e.error()))?;
+        let tmp = buffered
+            .into_inner()
+            .map_err(|e| anyhow!("{}", e.error()))?;
+        persist(tmp, &self.path)
+    }
+}
+
+/// Calls `each` with every record of serde's CSV text `input`, its cells in order, split by this
+/// thread's one reader: building the csv crate's reader for every row and added knob cost
+/// 60 us each, most of a merge's time.
+pub(crate) fn split(input: &[u8], each: impl FnMut(&[&str]) -> Result<()>) -> Result<()> {
+    thread_local! {
+        static CELLS: std::cell::RefCell<Cells> = std::cell::RefCell::new(Cells::default());
+    }
+    CELLS.with(|cells| cells.borrow_mut().each(input, each))
+}
+
+/// A CSV reader kept between records, and its buffers.
+struct Cells {
+    core: csv_core::Reader,
+    /// A record's cells, end to end, and where each ends.
+    text: Vec<u8>,
+    ends: Vec<usize>,
+}
+
+impl Default for Cells {
+    fn default() -> Cells {
+        Cells {
+            core: csv_core::Reader::new(),
+            text: vec![0; 4096],
+            ends: vec![0; 128],
         }
     }
-    let plain = plain.into_inner().map_err(|e| anyhow!("{e}"))?;
-    // Every cell once more, guarded for spreadsheets (serde writes the cells, not their text).
-    let mut reader = csv::ReaderBuilder::new()
-        .has_headers(false)
-        .from_reader(plain.as_slice());
-    let mut writer = csv::Writer::from_writer(Vec::with_capacity(plain.len()));
-    for (i, record) in reader.records().enumerate() {
-        let record = record?;
-        // The first record is the header (serde's, or `empty_header`); row i - 1 follows it.
-        let more = match (i, rows.is_empty()) {
-            (_, true) => Vec::new(),
-            (0, false) => T::more_header().iter().map(|c| c.to_string()).collect(),
-            (i, false) => rows[i - 1].more_cells()?,
-        };
-        let cells: Vec<_> = record
-            .iter()
-            .chain(more.iter().map(String::as_str))
-            .map(spreadsheet::guard)
-            .collect();
-        writer.write_record(cells.iter().map(|c| c.as_bytes()))?;
+}
+
+impl Cells {
+    /// Calls `each` with every record of `input`, its cells in order.
+    fn each(
+        &mut self,
+        mut input: &[u8],
+        mut each: impl FnMut(&[&str]) -> Result<()>,
+    ) -> Result<()> {
+        use csv_core::ReadRecordResult as Read;
+        self.core.reset();
+        let (mut length, mut count) = (0, 0);
+        loop {
+            let (read, taken, written, ended) =
+                self.core
+                    .read_record(input, &mut self.text[length..], &mut self.ends[count..]);
+            input = &input[taken..];
+            (length, count) = (length + written, count + ended);
+            match read {
+                // The input's end is said by an empty input, on the next turn.
+                Read::InputEmpty => {}
+                Read::OutputFull => self.text.resize(self.text.len() * 2, 0),
+                Read::OutputEndsFull => self.ends.resize(self.ends.len() * 2, 0),
+                Read::Record => {
+                    let mut start = 0;
+                    let mut cells = Vec::with_capacity(count);
+                    for end in &self.ends[..count] {
+                        cells.push(std::str::from_utf8(&self.text[start..*end])?);
+                        start = *end;
+                    }
+                    each(&cells)?;
+                    (length, count) = (0, 0);
+                }
+                Read::End => return Ok(()),
+            }
+        }
     }
-    let bytes = writer.into_inner().map_err(|e| anyhow!("{e}"))?;
-    write_bytes(path, &bytes)
+}
+
+/// The directory a file is written in.
+fn parent(path: &Path) -> &Path {
+    path.parent()
+        .filter(|d| !d.as_os_str().is_empty())
+        .unwrap_or(Path::new("."))
 }
 
 /// Writes `bytes` to `path`, atomically.
 pub fn write_bytes(path: &Path, bytes: &[u8]) -> Result<()> {
-    let dir = path
-        .parent()
-        .filter(|d| !d.as_os_str().is_empty())
-        .unwrap_or(Path::new("."));
     let mut tmp = tempfile::Builder::new()
         .prefix(".shmbench-")
         .suffix(".tmp")
-        .tempfile_in(dir)?;
+        .tempfile_in(parent(path))?;
     tmp.write_all(bytes)?;
+    persist(tmp, path)
+}
+
+/// Puts a written temporary file in `path`'s place: its mode set, synced, renamed.
+fn persist(tmp: NamedTempFile, path: &Path) -> Result<()> {
     // A temporary file is 0600: the result keeps the permissions of the regular file it
     // replaces, or is readable by all as a new file is (results are shared: CI artifacts, a
     // team's folder). A symlink in its place is replaced, never followed for a mode, and no

@@ -19,21 +19,7 @@ pub struct ResultsFile {
 impl ResultsFile {
     /// Prepares `path` (creating its directory); nothing is written until the first row.
     pub fn create(path: &Path) -> Result<ResultsFile> {
-        // The file is replaced by rename: never let that replace a device, a directory or what a
-        // symbolic link points at.
-        if let Ok(meta) = std::fs::symlink_metadata(path) {
-            if !meta.file_type().is_file() {
-                bail!(
-                    "{} exists and is not a regular file: results are written (and replaced atomically) as a regular file; choose another --out",
-                    path.display()
-                );
-            }
-        }
-        if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
-            std::fs::create_dir_all(dir).with_context(|| {
-                format!("cannot create the results directory {}", dir.display())
-            })?;
-        }
+        prepare(path)?;
         Ok(ResultsFile {
             path: path.to_path_buf(),
             rows: Vec::new(),
@@ -64,6 +50,25 @@ impl ResultsFile {
         atomic::write_csv(&self.path, &self.rows, None)
             .with_context(|| format!("cannot write results to {}", self.path.display()))
     }
+}
+
+/// Makes ready to write results to `path`: its directory made, and refused when something other
+/// than a regular file is there (the file is replaced by rename: never let that replace a
+/// device, a directory or what a symbolic link points at).
+pub fn prepare(path: &Path) -> Result<()> {
+    if let Ok(meta) = std::fs::symlink_metadata(path) {
+        if !meta.file_type().is_file() {
+            bail!(
+                "{} exists and is not a regular file: results are written (and replaced atomically) as a regular file; choose another --out",
+                path.display()
+            );
+        }
+    }
+    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+        std::fs::create_dir_all(dir)
+            .with_context(|| format!("cannot create the results directory {}", dir.display()))?;
+    }
+    Ok(())
 }
 
 /// The most names tried after the preferred one (`-2` to this) before giving up.

@@ -83,11 +83,12 @@ fn text<T: Serialize>(value: &T) -> Result<String> {
         .from_writer(Vec::new());
     writer.serialize([value])?;
     let bytes = writer.into_inner().map_err(|e| anyhow!("{e}"))?;
-    let mut reader = csv::ReaderBuilder::new()
-        .has_headers(false)
-        .from_reader(bytes.as_slice());
-    let record = reader.records().next().transpose()?.unwrap_or_default();
-    Ok(record.get(0).unwrap_or_default().to_string())
+    let mut cell = String::new();
+    crate::atomic::split(&bytes, |cells| {
+        cell = cells.first().copied().unwrap_or_default().to_string();
+        Ok(())
+    })?;
+    Ok(cell)
 }
 
 #[cfg(test)]
