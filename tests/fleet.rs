@@ -217,13 +217,24 @@ fn a_node_is_flagged_only_beyond_both_thresholds() {
         Status::Flagged
     );
     // 40% slower than the fleet's median, in a fleet whose nodes differ by as much: large, but
-    // not sure (and 3 runs against 15 cannot reach alpha / tests by ranks).
+    // not sure (and 3 runs against 15 cannot reach alpha / tests by ranks). Not flagged, and not
+    // called ok either: no 3 runs here could have shown a 20% change, and the words say how
+    // many would.
     let rates = [1000.0, 600.0, 700.0, 1400.0, 1300.0, 1000.0];
     let unsure: Vec<Row> = (rates.iter().enumerate())
         .flat_map(|(i, r)| node_runs(&format!("gpu-{}", i + 1), 3, *r, 0.3))
         .collect();
     let v = verdict(&unsure, Thresholds::default());
-    assert_eq!(status_of(&v, "gpu-2"), Status::Ok, "{v:#?}");
+    assert_eq!(status_of(&v, "gpu-2"), Status::NotJudged, "{v:#?}");
+    let dir = temp_dir("fleet-unsure");
+    let (code, text, _) = fleet(&[file(&dir, "unsure.csv", unsure).to_str().unwrap()]);
+    assert_eq!(code, Some(0), "{text}");
+    let gpu2 = text.lines().find(|l| l.starts_with("gpu-2 ")).unwrap();
+    assert!(
+        gpu2.contains("not judged")
+            && gpu2.contains("3 run(s) of a cell cannot tell a 20% change of img/s here; give "),
+        "{text}"
+    );
 }
 
 #[test]

@@ -100,6 +100,21 @@ pub fn rank_test_two_sided(x: &[f64], y: &[f64]) -> f64 {
     exact_rank_test(&ranks, n1, observed, total, mean_n, distance_n)
 }
 
+/// The least two-sided p the rank test can give samples of `n1` and `n2` values (one wholly
+/// below the other, no ties): above a level, no result of samples this size is beyond it.
+pub fn rank_test_least_p(n1: usize, n2: usize) -> f64 {
+    let n = n1 + n2;
+    if n1 == 0 || n2 == 0 {
+        return 1.0;
+    }
+    if n <= EXACT_UP_TO {
+        let x: Vec<f64> = (0..n1).map(|i| i as f64).collect();
+        let y: Vec<f64> = (n1..n).map(|i| i as f64).collect();
+        return rank_test_two_sided(&x, &y);
+    }
+    normal_rank_p(n, n1, (n1 * (n1 + 1)) as u64, 0.0)
+}
+
 /// The exact two-sided p of x's doubled rank sum `observed`: the share of the splits whose sum
 /// lies at least as far (times n) from its mean as `distance_n`.
 fn exact_rank_test(
@@ -310,6 +325,18 @@ mod tests {
 
     fn close(a: f64, b: f64) -> bool {
         (a - b).abs() < 1e-9
+    }
+
+    #[test]
+    fn the_least_p_is_the_p_of_samples_wholly_apart() {
+        // 3 against 3: 2 of the 20 splits, so never below 0.1 (exact).
+        assert!(close(rank_test_least_p(3, 3), 0.1));
+        // 3 runs against 18 others: 2 / C(21, 3); against 60 (normal): the separated samples' p.
+        assert!(close(rank_test_least_p(3, 18), 2.0 / 1330.0));
+        let x = [0.0, 1.0, 2.0];
+        let y: Vec<f64> = (3..63).map(f64::from).collect();
+        assert!(close(rank_test_least_p(3, 60), rank_test_two_sided(&x, &y)));
+        assert_eq!(rank_test_least_p(0, 5), 1.0);
     }
 
     #[test]

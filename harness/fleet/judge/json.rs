@@ -1,5 +1,6 @@
 //! The fleet's verdict as JSON: analysis's numbers and codes (`status`, each finding's
-//! `measure` and `evidence`, each `not_judged` reason's `code`), and beside them the words the
+//! `measure` and `evidence`, every node's numbers in `compared`, findings or not, each
+//! `not_judged` reason's `code`), and beside them the words the
 //! table shows (`status_words`, `words`, `reason`) and each cell's whole key. Names from the
 //! rows are JSON strings: JSON escapes whatever they hold.
 
@@ -48,6 +49,10 @@ pub fn render(v: &Verdict) -> serde_json::Result<String> {
             finding["cell_name"] = cell_name(v, f.cell, plain).into();
             finding["measure_words"] = measure_words(f.measure).into();
             finding["words"] = finding_words(v, f, plain).into();
+        }
+        for (c, compared) in n.compared.iter().zip(array(&mut node["compared"])) {
+            compared["cell_name"] = cell_name(v, c.cell, plain).into();
+            compared["measure_words"] = measure_words(c.measure).into();
         }
         for (u, unjudged) in n.not_judged.iter().zip(array(&mut node["not_judged"])) {
             unjudged["cell_name"] = cell_name(v, u.cell, plain).into();

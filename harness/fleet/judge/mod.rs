@@ -27,9 +27,9 @@ pub mod verdict;
 use self::norm::{Baseline, CellNorm};
 use self::rows::{Fleet, Measure, NodeCell};
 use self::verdict::{
-    Against, Evidence, Finding, NodeJudgement, NotJudged, Status, Thresholds, Unjudged, Verdict,
+    Against, Comparison, Evidence, NodeJudgement, NotJudged, Status, Thresholds, Unjudged, Verdict,
 };
-use analysis::exact_tests::{normal_upper_quantile, LnFactorials, RankPool};
+use analysis::exact_tests::{normal_upper_quantile, rank_test_least_p, LnFactorials, RankPool};
 
 /// A measure of a node's cell with its statistics made, before any threshold: its value
 /// against the norm's, how far apart, and the evidence.
@@ -60,7 +60,9 @@ pub fn judge(fleet: &Fleet, baseline: Option<&Baseline>, t: Thresholds) -> Verdi
         Against::Baseline => Pools::default(),
     };
     // Fisher's tables are at most a cell's runs: this fleet's and a baseline's together.
-    let most_runs = fleet.rows
+    // (and the most runs a node is told to give, beyond them).
+    let most_runs = MOST_RUNS_NEEDED
+        + fleet.rows
         + norms
             .iter()
             .flatten()
@@ -82,7 +84,10 @@ pub fn judge(fleet: &Fleet, baseline: Option<&Baseline>, t: Thresholds) -> Verdi
     let p_threshold = t.alpha / tests.max(1) as f64;
     let z_threshold = t.z.max(normal_upper_quantile(p_threshold));
     let nodes = (plans.into_iter().enumerate())
-        .map(|(node, plan)| node_judgement(fleet, node, plan, z_threshold, p_threshold, &t))
+        .map(|(node, plan)| {
+            let lf = &shared.ln_factorials;
+            node_judgement(fleet, node, plan, z_threshold, p_threshold, &t, lf)
+        })
         .collect();
     Verdict {
         against,
@@ -166,6 +171,7 @@ fn node_judgement(
     z_at: f64,
     p_at: f64,
     t: &Thresholds,
+    ln_factorials: &LnFactorials,
 ) -> NodeJudgement {
     let mut verdict = NodeJudgement {
         node: fleet.nodes[node].clone(),
@@ -174,37 +180,135 @@ fn node_judgement(
         cells: fleet.ran_by(node).count(),
         judged: 0,
         findings: Vec::new(),
+        compared: Vec::new(),
         not_judged: Vec::new(),
     };
+    let mut cannot_tell = false;
     for (cell, measure, measured) in plan {
-        match measured {
-            Ok(m) => {
-                verdict.judged += 1;
-                if beyond(&m, measure, z_at, p_at, t) {
-                    verdict.findings.push(Finding {
-                        cell,
-                        measure,
-                        node: m.node,
-                        fleet: m.fleet,
-                        difference: m.difference,
-                        evidence: m.evidence,
-                    });
-                }
+        let m = match measured {
+            Ok(m) => m,
+            Err(why) => {
+                verdict.not_judged.push(Unjudged { cell, measure, why });
+                continue;
             }
-            Err(why) => verdict.not_judged.push(Unjudged { cell, measure, why }),
+        };
+        let comparison = Comparison {
+            cell,
+            measure,
+            node: m.node,
+            fleet: m.fleet,
+            difference: m.difference,
+            evidence: m.evidence,
+        };
+        if beyond(&m, measure, z_at, p_at, t) {
+            verdict.judged += 1;
+            verdict.findings.push(comparison.clone());
+        } else if let Some(why) = untold(&m, z_at, p_at, t, ln_factorials) {
+            cannot_tell = true;
+            verdict.not_judged.push(Unjudged { cell, measure, why });
+        } else {
+            verdict.judged += 1;
         }
+        verdict.compared.push(comparison);
     }
     verdict.findings.sort_by(|a, b| {
         (b.measure == Measure::Outcome)
             .cmp(&(a.measure == Measure::Outcome))
             .then(b.difference.abs().total_cmp(&a.difference.abs()))
     });
-    verdict.status = match (verdict.findings.is_empty(), verdict.judged) {
-        (false, _) => Status::Flagged,
-        (true, 0) => Status::NotJudged,
-        (true, _) => Status::Ok,
+    // Ok says the node was seen to be as the others: not when some of its runs could not have
+    // shown a difference that matters.
+    verdict.status = match (verdict.findings.is_empty(), verdict.judged, cannot_tell) {
+        (false, _, _) => Status::Flagged,
+        (true, 0, _) | (true, _, true) => Status::NotJudged,
+        (true, _, false) => Status::Ok,
     };
     verdict
+}
+
+/// The most runs a node is told to give: where more would be needed, more runs are not what
+/// the judgement lacks.
+const MOST_RUNS_NEEDED: usize = 1000;
+
+/// Why a compared measure is no judgement, when it is none: no result of these runs could have
+/// been beyond both thresholds. For a value: a difference of the practical threshold could not
+/// reach the statistical one, by z (the spread of the node medians shrinking as 1/sqrt(runs)
+/// as more runs are given, where the nodes are alike) or by the rank test (its least p, every
+/// node giving as many runs); for the outcome: not even a node failing every run against the
+/// others' share, where that share is high enough for a drop of the practical threshold.
+fn untold(
+    m: &Measured,
+    z_at: f64,
+    p_at: f64,
+    t: &Thresholds,
+    ln_factorials: &LnFactorials,
+) -> Option<NotJudged> {
+    match m.evidence {
+        Evidence::Median {
+            spread,
+            values,
+            p,
+            other_values,
+            ..
+        } => {
+            let z_of = |runs: usize| match spread > 0.0 {
+                true => {
+                    t.relative * m.fleet.abs() / (spread * (values as f64 / runs as f64).sqrt())
+                }
+                false => f64::INFINITY,
+            };
+            let others_per_run = other_values as f64 / values as f64;
+            let by_rank = |runs: usize| {
+                let others = (runs as f64 * others_per_run).round() as usize;
+                p.is_some() && rank_test_least_p(runs, others) <= p_at
+            };
+            let can = |runs: usize| z_of(runs) >= z_at || by_rank(runs);
+            let need = (!can(values)).then(|| least_runs(values, can))?;
+            let percent = (t.relative * 100.0).round() as u32;
+            Some(NotJudged::CannotTell {
+                runs: values,
+                need,
+                percent,
+            })
+        }
+        Evidence::Fisher {
+            runs,
+            other_runs,
+            other_passes,
+            ..
+        } => {
+            if (other_passes as f64) < t.share * other_runs as f64 {
+                return None;
+            }
+            let other_fails = other_runs - other_passes;
+            let can =
+                |k: usize| ln_factorials.fisher(0, k as u64, other_passes, other_fails) <= p_at;
+            let need = (!can(runs)).then(|| least_runs(runs, can))?;
+            let percent = (t.relative * 100.0).round() as u32;
+            Some(NotJudged::CannotTell {
+                runs,
+                need,
+                percent,
+            })
+        }
+    }
+}
+
+/// The least runs above `runs` for which `can` holds (it holds from some number on), by
+/// halving; None when even [`MOST_RUNS_NEEDED`] would not do.
+fn least_runs(runs: usize, can: impl Fn(usize) -> bool) -> Option<usize> {
+    if runs >= MOST_RUNS_NEEDED || !can(MOST_RUNS_NEEDED) {
+        return None;
+    }
+    let (mut cannot, mut does) = (runs, MOST_RUNS_NEEDED);
+    while does - cannot > 1 {
+        let mid = (cannot + does) / 2;
+        match can(mid) {
+            true => does = mid,
+            false => cannot = mid,
+        }
+    }
+    Some(does)
 }
 
 /// A node's median of a value measure against the norm's (and its runs against the others' in

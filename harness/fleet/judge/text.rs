@@ -6,7 +6,7 @@
 
 use crate::judge::rows::Measure;
 use crate::judge::verdict::{
-    Against, Evidence, Finding, NodeJudgement, NotJudged, Status, Unjudged, Verdict,
+    Against, Comparison, Evidence, NodeJudgement, NotJudged, Status, Unjudged, Verdict,
 };
 use model::size::ByteSize;
 
@@ -61,7 +61,7 @@ fn others(v: &Verdict) -> &'static str {
 }
 
 /// The size of a difference: percent of a median, points of a pass share.
-fn difference(f: &Finding) -> String {
+fn difference(f: &Comparison) -> String {
     match f.measure {
         Measure::Outcome => format!("{:+.0} points", 100.0 * f.difference),
         _ => format!("{:+.0}%", 100.0 * f.difference),
@@ -70,7 +70,7 @@ fn difference(f: &Finding) -> String {
 
 /// A finding in words: the cell, the measure, the node's value, the fleet's, the difference
 /// and the test beyond its threshold.
-pub(crate) fn finding_words(v: &Verdict, f: &Finding, name: Namer) -> String {
+pub(crate) fn finding_words(v: &Verdict, f: &Comparison, name: Namer) -> String {
     let cell = cell_name(v, f.cell, name);
     let size = difference(f);
     match f.evidence {
@@ -112,7 +112,7 @@ pub(crate) fn finding_words(v: &Verdict, f: &Finding, name: Namer) -> String {
 }
 
 /// A finding in a few words, for a drain's reason: `img/s -40% vs fleet in seed/tiny`.
-pub(crate) fn short_words(v: &Verdict, f: &Finding) -> String {
+pub(crate) fn short_words(v: &Verdict, f: &Comparison) -> String {
     let against = match v.against {
         Against::Fleet => "fleet",
         Against::Baseline => "baseline",
@@ -142,10 +142,36 @@ pub(crate) fn not_judged_words(measure: Measure, why: &NotJudged) -> String {
             format!("{runs} run(s) of a cell on the others ({need} needed)")
         }
         NotJudged::NotInBaseline => "a cell not in the baseline".to_string(),
+        NotJudged::CannotTell {
+            runs,
+            need,
+            percent,
+        } => format!(
+            "{}; {}",
+            untold_words(measure, runs, percent),
+            more_runs(need)
+        ),
         NotJudged::FleetZero => format!(
             "{} of a cell is 0 across the fleet (nothing to compare)",
             measure_words(measure)
         ),
+    }
+}
+
+/// What a node's runs of a cell could not tell.
+fn untold_words(measure: Measure, runs: usize, percent: u32) -> String {
+    let what = match measure {
+        Measure::Outcome => "even a node failing every run".to_string(),
+        _ => format!("a {percent}% change of {}", measure_words(measure)),
+    };
+    format!("{runs} run(s) of a cell cannot tell {what} here")
+}
+
+/// The runs that would tell (None: more runs would not).
+fn more_runs(need: Option<usize>) -> String {
+    match need {
+        Some(need) => format!("give {need} (--repeat {need})"),
+        None => "more runs would not: the nodes differ too much".to_string(),
     }
 }
 
@@ -157,18 +183,31 @@ fn worth_saying(u: &Unjudged) -> bool {
 
 /// The distinct reasons a node was not judged on what it was not judged on: those of its pass
 /// shares where there are any (every run counts there, so they say why its values were not
-/// judged either), else those of its values worth saying.
+/// judged either) with the values its runs could not tell, else those of its values worth
+/// saying.
 fn unjudged_summary(n: &NodeJudgement) -> String {
     let outcomes = n.not_judged.iter().any(|u| u.measure == Measure::Outcome);
     let mut words: Vec<String> = (n.not_judged.iter())
         .filter(|u| match outcomes {
-            true => u.measure == Measure::Outcome,
+            true => u.measure == Measure::Outcome || matches!(u.why, NotJudged::CannotTell { .. }),
             false => worth_saying(u),
         })
-        .map(|u| not_judged_words(u.measure, &u.why))
+        .map(|u| match u.why {
+            // Said once, with the most runs any of its cells needs.
+            NotJudged::CannotTell { runs, percent, .. } => untold_words(u.measure, runs, percent),
+            _ => not_judged_words(u.measure, &u.why),
+        })
         .collect();
     words.sort();
     words.dedup();
+    let needs = (n.not_judged.iter()).filter_map(|u| match u.why {
+        NotJudged::CannotTell { need, .. } => Some(need),
+        _ => None,
+    });
+    // None (more runs would not) outranks any number.
+    if let Some(need) = needs.max_by_key(|need| need.map_or(usize::MAX, |n| n)) {
+        words.push(more_runs(need));
+    }
     words.join("; ")
 }
 

@@ -70,6 +70,16 @@ pub(crate) enum NotJudged {
     TooFewOtherRuns { runs: u64, need: usize },
     /// The baseline has no such cell.
     NotInBaseline,
+    /// The node's runs were compared, but no result of these runs could have been beyond both
+    /// thresholds (for a value, a difference of the practical threshold within the statistical
+    /// one; for the outcome, a node failing every run): `need` runs would (a value's: every
+    /// node running as many; None: more runs cannot, the nodes differ too much). `percent`:
+    /// the practical threshold of a value.
+    CannotTell {
+        runs: usize,
+        need: Option<usize>,
+        percent: u32,
+    },
     /// The fleet's median is zero (nothing used /dev/shm): no relative difference.
     FleetZero,
 }
@@ -110,9 +120,10 @@ impl Evidence {
     }
 }
 
-/// A node worse than the fleet on a measure of a cell, beyond both thresholds.
+/// A node against the fleet on a measure of a cell: a finding when it is worse beyond both
+/// thresholds.
 #[derive(Clone, Debug, PartialEq, Serialize)]
-pub struct Finding {
+pub struct Comparison {
     /// The cell, an index into [`Verdict::cells`].
     pub(crate) cell: usize,
     pub measure: Measure,
@@ -143,7 +154,9 @@ pub struct NodeJudgement {
     /// The measures of cells it was judged on.
     pub(crate) judged: usize,
     /// Outcomes first, then the largest differences first.
-    pub findings: Vec<Finding>,
+    pub findings: Vec<Comparison>,
+    /// Every measure of every cell compared, findings or not, in the cells' order: its numbers.
+    pub(crate) compared: Vec<Comparison>,
     pub(crate) not_judged: Vec<Unjudged>,
 }
 
