@@ -166,7 +166,7 @@ pub(crate) fn run(args: Args) -> Result<ExitCode> {
     if let Some(path) = &args.write_baseline {
         // A fleet too small to judge has no norm to keep, and a file already at the path (the
         // last good baseline, perhaps) must not be replaced by an empty one.
-        if !verdict.judged_any() {
+        if !verdict.compared_any() {
             bail!(
                 "--write-baseline {}: no node could be judged, so there is no norm to keep; \
                  nothing written (run without it to see why each node was not judged)",
@@ -215,8 +215,9 @@ pub(crate) fn run(args: Args) -> Result<ExitCode> {
         // A gate that reads exit 0 as "the fleet is fine" must not pass on rows too few to
         // judge: the verdict above says why each node was not judged.
         eprintln!(
-            "shmbench fleet: no node could be judged (too few runs or nodes: see above); \
-             give each node at least --min-runs runs of a cell and the cell --min-nodes nodes"
+            "shmbench fleet: no node could be judged (too few runs or nodes, or runs too few to \
+             tell a difference that matters: see above); give each node the runs the verdict \
+             says (at least --min-runs) and each cell --min-nodes nodes"
         );
         return Ok(ExitCode::from(2));
     }

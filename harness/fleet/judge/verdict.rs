@@ -187,9 +187,15 @@ impl Verdict {
         self.nodes.iter().any(|n| n.status == Status::Flagged)
     }
 
-    /// Whether any node was judged on anything: when none was, "no node flagged" says nothing.
+    /// Whether any node was judged (ok or flagged): when none was, "no node flagged" says
+    /// nothing.
     pub fn judged_any(&self) -> bool {
-        self.nodes.iter().any(|n| n.judged > 0)
+        (self.nodes.iter()).any(|n| matches!(n.status, Status::Ok | Status::Flagged))
+    }
+
+    /// Whether any node was compared with the norm on anything, told or not: a norm was made.
+    pub fn compared_any(&self) -> bool {
+        self.nodes.iter().any(|n| !n.compared.is_empty())
     }
 
     /// Per node, whether it is flagged (what a baseline leaves out).
