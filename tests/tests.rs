@@ -51,6 +51,7 @@ mod runtime_watch;
 mod runtimes;
 mod shm_audit;
 mod slurm;
+mod slurm_fleet;
 mod slurm_health;
 mod start_methods;
 mod sweep_safety;

@@ -1,6 +1,6 @@
 //! `cargo xtask test`: the README's test command. It sets up, idempotently, everything the tests
 //! need on this machine (the tools and fonts the tests use, the Docker engine, a cached venv with
-//! torch, a one-node Slurm cluster), says what it does and how long each step took, then runs
+//! torch, a one-node Slurm cluster and a seven-node one), says what it does and how long each step took, then runs
 //! `cargo test --release` with any extra arguments, and stops the cluster after.
 //!
 //! `cargo xtask setup` does the set-up alone. A requirement the user skips by name
@@ -73,6 +73,7 @@ fn requirements() -> Vec<Box<dyn Requirement>> {
         Box::new(vm::Qemu),
         Box::new(prometheus::Prometheus),
         Box::new(slurm::Cluster),
+        Box::new(slurm::Fleet),
     ]
 }
 
