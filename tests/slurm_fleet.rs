@@ -4,9 +4,9 @@
 //! 64, `one-cpu` whose jobs may use one CPU), as docs/FLEET.md tells an operator to run it:
 //! 1. `shmbench node --slurm-health` is every node's HealthCheckProgram: it drains `leftover`
 //!    with a `shmbench:` reason at its first run there, and no other node;
-//! 2. `slurm submit --nodelist` the fleet's cell on every node still up, one node after another
-//!    (`--wait`, so that nodes sharing this machine's two cores do not slow each other),
-//!    `VISITS` times round-robin; `slurm collect`; `fleet` names `small-shm` by its pass share
+//! 2. `slurm submit --nodelist --repeat VISITS --in-turn` the fleet's cell on every node still
+//!    up, one job at a time, round-robin (nodes sharing this machine's two cores must not slow
+//!    each other); `slurm collect`; `fleet` names `small-shm` by its pass share
 //!    and `one-cpu` by its img/s, the four alike ok, and prints drain lines for those two only;
 //! 3. a second submission to the partition lands on no drained node;
 //! 4. the sweep (in `leftover`'s namespace) removes the leftover and the check resumes the
@@ -231,13 +231,13 @@ impl Fleet {
         wait_for("the leftover node drained", conf, || {
             node(conf, "leftover").0.contains("DRAIN")
         });
+        // Its reason is the check's first line (the worst problem: 97% full), the dead leftover
+        // among the rest.
         let (_, reason) = node(conf, "leftover");
-        assert!(
-            reason.starts_with("shmbench: 62 MiB of dead leftovers"),
-            "{reason}"
-        );
-        // Drained by its first check: within one HealthCheckInterval of the check being there.
         let said = self.checks.said("leftover");
+        assert!(reason.starts_with("shmbench: "), "{reason}");
+        assert!(said.contains("62 MiB of dead leftovers"), "{said}");
+        // Drained by its first check: within one HealthCheckInterval of the check being there.
         assert_eq!(self.checks.runs("leftover"), 1, "{said}");
         wait_for("a check on every node", conf, || {
             self.nodes.iter().all(|n| self.checks.runs(n) >= 1)
@@ -249,14 +249,14 @@ impl Fleet {
         }
     }
 
-    /// Step 2: the fleet's cell on every node up, round-robin, one node at a time; collected and
+    /// Step 2: the fleet's cell on every node up, in turn (`--in-turn`); collected and
     /// judged: the two bad nodes flagged with their reasons, their drain lines printed.
     fn fleet_names_the_bad_nodes(&self) {
         let (conf, out) = (&self.conf, self.dir.join("out"));
-        let mut jobs = Vec::new();
-        for _ in 0..VISITS {
-            jobs.extend(submit(conf, &out, &["--nodelist", UP]));
-        }
+        let visits = VISITS.to_string();
+        let in_turn = ["--nodelist", UP, "--repeat", &visits, "--in-turn"];
+        let jobs = submit(conf, &out, &in_turn);
+        assert_eq!(jobs.len(), VISITS * 6, "a job per node and visit: {jobs:?}");
         let csv = self.dir.join("fleet.csv");
         let rows = collect(conf, &out, &jobs, &csv);
         assert_eq!(rows.len(), VISITS * 6, "one row per node and visit");

@@ -40,7 +40,10 @@ const SUBMIT_HELP: &str = "\
 Examples:
   shmbench slurm submit --batch 8 --steps 20
   shmbench slurm submit --nodelist node01,node02 --partition gpu   # the matrix on each node
-  shmbench slurm submit --wait && shmbench slurm collect 1234";
+  shmbench slurm submit --wait && shmbench slurm collect 1234
+  shmbench slurm submit --nodelist 'gpu[01-08]' --repeat 6 --in-turn --wait
+                          # 6 rounds over 8 nodes, one job at a time: the fleet's runs for
+                          # `shmbench fleet` where the nodes share what they measure";
 
 /// What `shmbench slurm collect --help` shows after the flags.
 const COLLECT_HELP: &str = "\
@@ -134,6 +137,13 @@ pub(crate) struct ScriptArgs {
     /// Wait until every task has ended (sbatch --wait); submit only
     #[arg(long)]
     pub(crate) wait: bool,
+    /// Run the jobs one after another, never two at once: each node's job after the previous
+    /// one ended (sbatch --dependency=afterany), and --repeat as rounds over the nodes, so that
+    /// every node's runs meet the same moments; for nodes that share what a measurement feels
+    /// (one machine's cores, a rack's power) or a fleet that must not be taken at once. Submit
+    /// only
+    #[arg(long)]
+    pub(crate) in_turn: bool,
     /// Write the script here instead of stdout; script only
     #[arg(long)]
     pub(crate) out: Option<PathBuf>,
@@ -221,6 +231,12 @@ fn render(args: &mut ScriptArgs, create: bool) -> Result<Rendered> {
 }
 
 fn script(mut args: ScriptArgs) -> Result<ExitCode> {
+    if let Some(flag) = [(args.wait, "--wait"), (args.in_turn, "--in-turn")]
+        .into_iter()
+        .find_map(|(given, flag)| given.then_some(flag))
+    {
+        bail!("{flag} is for `shmbench slurm submit`: `slurm script` only writes the script (sbatch it yourself, or use submit)");
+    }
     let Rendered {
         mut text,
         dir,
@@ -250,23 +266,53 @@ fn script(mut args: ScriptArgs) -> Result<ExitCode> {
 }
 
 fn submit(mut args: ScriptArgs) -> Result<ExitCode> {
+    if let Some(out) = &args.out {
+        bail!(
+            "--out {}: is for `shmbench slurm script`; submit hands the script to sbatch (write it with `slurm script --out`)",
+            out.display()
+        );
+    }
+    // In turn, a round is one run of each cell on each node; one node at a time without a list.
+    let rounds = match args.in_turn {
+        true => std::mem::replace(&mut args.repeat, 1),
+        false => 1,
+    };
+    if args.in_turn && args.nodelist.is_none() {
+        args.nodes = Some(1);
+    }
     let Rendered { text, dir, nodes } = render(&mut args, true)?;
     let nodes: Vec<Option<String>> = match nodes.is_empty() {
         true => vec![None],
         false => nodes.into_iter().map(Some).collect(),
     };
-    let mut ids = Vec::new();
-    for node in nodes {
+    let jobs = rounds as usize * nodes.len();
+    let mut ids: Vec<String> = Vec::new();
+    for (i, node) in (0..rounds).flat_map(|_| &nodes).enumerate() {
         let mut flags = Vec::new();
-        if let Some(node) = &node {
+        if let Some(node) = node {
             flags.push(format!("--nodelist={node}"));
         }
-        if args.wait {
+        if let (true, Some(previous)) = (args.in_turn, ids.last()) {
+            flags.push(format!("--dependency=afterany:{previous}"));
+        }
+        // In turn, the last job ends after every other: it alone is waited for.
+        if args.wait && (!args.in_turn || i + 1 == jobs) {
             flags.push("--wait".into());
         }
         let id = commands::sbatch(&text, &flags)?;
-        let on = node.map(|n| format!(" on {n}")).unwrap_or_default();
-        eprintln!("submitted job {id}{on}; output files in {}", dir.display());
+        let on = node
+            .as_ref()
+            .map(|n| format!(" on {n}"))
+            .unwrap_or_default();
+        let after = match (args.in_turn, ids.last()) {
+            (true, Some(previous)) => format!(", after {previous}"),
+            _ => String::new(),
+        };
+        eprintln!(
+            "submitted job {id}{on}{after} ({} of {jobs}); output files in {}",
+            i + 1,
+            dir.display()
+        );
         ids.push(id);
     }
     println!("{}", ids.join(" "));

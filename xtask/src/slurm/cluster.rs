@@ -109,7 +109,9 @@ fn cgroup_setup() -> (&'static str, &'static str, Option<String>, &'static str) 
 
 /// Writes the cluster's configuration. Its timeouts are long: a 2-core machine running the
 /// suite beside the jobs can take longer than Slurm's defaults (10 s) to launch a batch step,
-/// and a launch past `BatchStartTimeout` ends the task FAILED before it wrote anything.
+/// and a launch past `BatchStartTimeout` ends the task FAILED before it wrote anything. Batch
+/// jobs are scheduled at once (`batch_sched_delay=0`; Slurm's default waits up to 3 s): a
+/// chain of jobs each after the last (`slurm submit --in-turn`) took 3 s a job, now 1.
 fn write_config(layout: &Layout) -> anyhow::Result<&'static str> {
     let d = layout.dir();
     let per_node = layout.per_node();
@@ -151,6 +153,7 @@ SlurmctldLogFile={}\nSlurmdLogFile={}\nProctrackType={proctrack}\nTaskPlugin={ta
 JobCompType=jobcomp/filetxt\nJobCompLoc={}\nJobAcctGatherType=jobacct_gather/none\n\
 SelectType=select/cons_tres\nSelectTypeParameters=CR_Core_Memory\nMinJobAge=3600\n\
 ReturnToService=2\nKillWait=5\nMpiDefault=none\nMessageTimeout=60\nBatchStartTimeout=120\n\
+SchedulerParameters=batch_sched_delay=0\n\
 HealthCheckProgram={}\nHealthCheckInterval={HEALTH_CHECK_INTERVAL_S}\nHealthCheckNodeState=ANY\n\
 {}PartitionName=debug Nodes={} Default=YES MaxTime=INFINITE State=UP\n",
         layout.name,
