@@ -35,6 +35,7 @@ mod node;
 mod node_npd;
 mod node_prometheus;
 mod ownership;
+mod packaging;
 mod present_snapshots;
 mod ray_store;
 mod repeat;

@@ -8,12 +8,12 @@ use crate::host::on_path;
 use crate::requirement::Requirement;
 
 /// Programs the tests run: unshare (private mount namespaces with a small tmpfs) and prlimit
-/// (an fd limit), both from util-linux.
+/// (an fd limit), both from util-linux; strace; systemd-analyze.
 pub struct Commands;
 
 impl Requirement for Commands {
     fn name(&self) -> &'static str {
-        "unshare and prlimit (util-linux), strace"
+        "unshare and prlimit (util-linux), strace, systemd-analyze"
     }
 
     fn ensure(&self) -> anyhow::Result<String> {
@@ -26,6 +26,11 @@ impl Requirement for Commands {
         if !on_path("strace") {
             apt::install(&["strace"])?;
             installed.push("strace");
+        }
+        // The systemd units in integrations/ are checked by `systemd-analyze verify`.
+        if !on_path("systemd-analyze") {
+            apt::install(&["systemd"])?;
+            installed.push("systemd");
         }
         Ok(match installed.is_empty() {
             true => "present".into(),
