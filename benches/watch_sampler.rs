@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use criterion::{criterion_group, criterion_main, Criterion};
 
-use shmbench::cell::watch::sampler;
+use shmbench::cell::command::sampler;
 use shmbench::sys::{cgroup, proc_tree, shm};
 
 /// A process tree that holds shared memory: `python3` when there is one, else `sh`.

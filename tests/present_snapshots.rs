@@ -57,15 +57,15 @@ fn compare_as_text_github_and_json() {
     let comparisons = compare_summaries(&base, &cand, THRESHOLDS);
     insta::assert_snapshot!(
         "compare_text",
-        present::compare::render(&comparisons, THRESHOLDS)
+        present::compare_tables::render(&comparisons, THRESHOLDS)
     );
     insta::assert_snapshot!(
         "compare_github",
-        present::compare::render_github(&comparisons, THRESHOLDS)
+        present::compare_tables::render_github(&comparisons, THRESHOLDS)
     );
     insta::assert_snapshot!(
         "compare_json",
-        present::compare::render_json(&comparisons, THRESHOLDS).unwrap()
+        present::compare_tables::render_json(&comparisons, THRESHOLDS).unwrap()
     );
 }
 

@@ -12,9 +12,9 @@
 //! It depends on the core below it; the fleet's node check reads a node through it.
 
 pub mod findings;
+pub mod listing;
 pub mod live;
 pub mod owner;
 pub mod staleness;
 pub mod sweep;
-pub mod text;
 pub mod workload;

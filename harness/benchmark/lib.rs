@@ -8,5 +8,5 @@
 //! - [`table`]: each measure, its target and whether it is met.
 
 pub mod measure;
-pub mod table;
+pub mod scorecard;
 pub mod targets;

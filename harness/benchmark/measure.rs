@@ -14,10 +14,10 @@ use model::knobs::{Knobs, RuntimeKind, Strategy, TorchProfile};
 use model::repeat::Repeat;
 use orchestrate::event::Event;
 use orchestrate::{calibrate, runner};
+use plan::command_cell;
 use plan::resolve::Resolve;
 use plan::resolve::{Identity, Platform};
 use plan::scenario::{Scenario, SEED_MATRIX_PATH};
-use plan::watch;
 use results::csv::ClaimedName;
 use sys::clock;
 
@@ -99,8 +99,8 @@ pub fn run(
 fn sampler_cost(platform: &Platform) -> Result<(f64, u64)> {
     let job = "for i in 1 2 3 4 5 6 7 8; do sleep 3 & done; wait";
     let command = ["sh", "-c", job].map(String::from).to_vec();
-    let config =
-        watch::private("bench-sampler", command, 64 << 20, platform).map_err(|e| anyhow!("{e}"))?;
+    let config = command_cell::private("bench-sampler", command, 64 << 20, platform)
+        .map_err(|e| anyhow!("{e}"))?;
     let record = runtime::launch_one(&config, &mut |_| {})?;
     let report = record
         .watch

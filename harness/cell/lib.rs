@@ -7,6 +7,7 @@
 //! stdout. Every runtime launches this same command; they differ only in how (as is, in a mount
 //! namespace, in a container).
 
+pub mod command;
 pub mod guest;
 pub mod loader;
 pub mod measure;
@@ -15,7 +16,6 @@ mod pod;
 pub mod protocol;
 pub mod torch;
 mod traced;
-pub mod watch;
 
 use anyhow::{Context, Result};
 
@@ -52,7 +52,7 @@ fn run(config: CellConfig) -> CellRecord {
     match config.knobs.loader {
         Loader::Emulated => loader::run_cell(&config),
         Loader::Torch => torch::run_cell(&config),
-        Loader::Command => watch::run_cell(&config),
+        Loader::Command => command::run_cell(&config),
     }
 }
 

@@ -7,7 +7,7 @@ use anyhow::Result;
 
 use super::progress::Terminal;
 use ::benchmark::measure as bench;
-use ::benchmark::table;
+use ::benchmark::scorecard;
 
 /// What `shmbench bench --help` shows after the flags.
 const AFTER_HELP: &str = "\
@@ -29,6 +29,6 @@ pub(crate) fn run(args: Args) -> Result<ExitCode> {
         &args.results,
         &mut Terminal::new().observer(),
     )?;
-    println!("{}", table::render(&measured));
+    println!("{}", scorecard::render(&measured));
     Ok(ExitCode::SUCCESS)
 }

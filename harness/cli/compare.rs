@@ -8,7 +8,7 @@ use anyhow::{bail, Result};
 
 use crate::analysis::compare;
 use crate::analysis::summary::{CellSummary, Summaries};
-use crate::present::compare as table;
+use crate::present::compare_tables as table;
 use crate::results::{stream, Row};
 
 /// What `--format` names.

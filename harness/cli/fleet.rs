@@ -14,7 +14,7 @@ use ::fleet::judge::judge;
 use ::fleet::judge::norm::Baseline;
 use ::fleet::judge::rows::{Builder, NodeName};
 use ::fleet::judge::verdict::Thresholds;
-use ::fleet::judge::{actions as fleet_commands, json as fleet_json, text as fleet};
+use ::fleet::judge::{actions as fleet_commands, json_verdict as fleet_json, text as fleet};
 
 /// The fewest nodes a norm may be of: two nodes cannot say which of them is the odd one.
 const MIN_NODES_LEAST: usize = 3;

@@ -9,7 +9,7 @@ use super::compare::parse_threshold;
 use crate::analysis::compare::Match;
 use crate::analysis::history::{self, By, Metric};
 use crate::analysis::history_against;
-use crate::present::history as table;
+use crate::present::history_table as table;
 use crate::present::report::plots;
 use crate::results::stream;
 

@@ -14,11 +14,11 @@ use crate::model::knobs::{EngineKind, OciRuntime};
 use crate::orchestrate::runner;
 use crate::plan::scenario::{self, Scenario};
 use crate::plan::{container_runtimes, kernels, memory};
-use crate::present::compare as present_compare;
+use crate::present::compare_tables as present_compare;
 use crate::present::statements as present_statements;
 use crate::present::table;
 use crate::results::baseline;
-use crate::results::statements;
+use crate::results::claims_file;
 use crate::results::Row;
 use crate::sys::fingerprint::mem_total;
 
@@ -153,7 +153,7 @@ pub(crate) fn run(args: Args) -> Result<ExitCode> {
         &mut Terminal::new().observer(),
     )?;
     // The sentences its cells measure together, kept beside the rows for the report.
-    statements::write(&out, &scenario.statements)?;
+    claims_file::write(&out, &scenario.statements)?;
     outcome::print(&outcome);
     let rows = outcome.results.rows();
     if !scenario.statements.is_empty() {

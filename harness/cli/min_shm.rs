@@ -11,7 +11,7 @@ use crate::model::knobs::{Knobs, RuntimeKind};
 use crate::model::size::ByteSize;
 use crate::model::watch::WatchSettings;
 use crate::orchestrate::minshm;
-use crate::plan::{predict, resolve, watch};
+use crate::plan::{command_cell, predict, resolve};
 use crate::sys::fingerprint::mem_total;
 use crate::sys::signals;
 
@@ -67,7 +67,7 @@ pub(crate) fn run(args: Args) -> Result<ExitCode> {
             ..args.knobs.0
         };
         let settings = WatchSettings::plain(args.command.clone());
-        let config = watch::cell(&knobs, "min-shm", settings, &super::platform())
+        let config = command_cell::cell(&knobs, "min-shm", settings, &super::platform())
             .map_err(|e| anyhow!("--{e}"))?;
         super::watch::check_findable(&config)?;
         config

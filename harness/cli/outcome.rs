@@ -9,7 +9,7 @@ use crate::model::record::{CellRecord, Status};
 use crate::orchestrate::runner::Outcome;
 use crate::plan::scenario::default_results_path;
 use crate::present::report::{self, FormatName, ReportContent};
-use crate::present::{compare, matrix};
+use crate::present::{compare_tables, matrix};
 use crate::results::csv::{ClaimedName, ResultsFile};
 use crate::results::steps;
 use crate::results::Row;
@@ -47,7 +47,7 @@ pub(crate) fn print(outcome: &Outcome) {
 pub(crate) fn print_rows(rows: &[Row], path: &Path) {
     if rows.iter().any(|r| r.repeat > 1) {
         // Repeated: one line per cell with its statistics, then the first run's matrix.
-        println!("{}\n", compare::render_summary(&summarize(rows)));
+        println!("{}\n", compare_tables::render_summary(&summarize(rows)));
         println!("The first run of each cell (the medians are above):\n");
     }
     let first: Vec<_> = rows.iter().filter(|r| r.repeat == 1).cloned().collect();

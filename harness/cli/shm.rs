@@ -10,9 +10,9 @@ use anyhow::{bail, Context, Result};
 
 use super::text_or_json::TextOrJson as Format;
 use crate::sys::signals;
+use ::audit::listing;
 use ::audit::live::audit;
 use ::audit::sweep::{self, SweepAsk};
-use ::audit::text;
 
 /// The least age `--unowned` accepts: below it, being unheld, unchanged and unread proves little.
 const MIN_UNOWNED_AGE: Duration = Duration::from_secs(600);
@@ -72,7 +72,7 @@ pub(crate) fn run(args: Args) -> Result<ExitCode> {
                     let value = serde_json::json!({ "audit": before, "swept": null });
                     println!("{}", serde_json::to_string_pretty(&value)?);
                 }
-                Format::Text => print!("{}", text::render(&before)),
+                Format::Text => print!("{}", listing::render(&before)),
             }
             return Ok(ExitCode::SUCCESS);
         }
@@ -86,7 +86,7 @@ pub(crate) fn run(args: Args) -> Result<ExitCode> {
     let mut stdout = std::io::stdout().lock();
     match args.format {
         Format::Json => writeln!(stdout, "{}", serde_json::json!({ "audit": before }))?,
-        Format::Text => write!(stdout, "{}", text::render(&before))?,
+        Format::Text => write!(stdout, "{}", listing::render(&before))?,
     }
     stdout.flush()?;
     signals::install();
@@ -99,7 +99,7 @@ pub(crate) fn run(args: Args) -> Result<ExitCode> {
     let mut report = |event: &_| {
         let line = match args.format {
             Format::Json => format!("{}\n", serde_json::json!(event)),
-            Format::Text => text::render_event(event),
+            Format::Text => listing::render_event(event),
         };
         let _ = stdout
             .write_all(line.as_bytes())
@@ -108,7 +108,7 @@ pub(crate) fn run(args: Args) -> Result<ExitCode> {
     let swept = sweep::sweep(&root, &before, &ask, &mut report);
     match args.format {
         Format::Json => writeln!(stdout, "{}", serde_json::json!({ "swept": swept }))?,
-        Format::Text => write!(stdout, "{}", text::render_sweep(&swept))?,
+        Format::Text => write!(stdout, "{}", listing::render_sweep(&swept))?,
     }
     Ok(if swept.interrupted {
         ExitCode::from(130)

@@ -22,7 +22,7 @@ use crate::orchestrate::event::Event;
 use crate::orchestrate::runner;
 use crate::plan::{self, advice};
 use crate::present::report::{FormatName, ReportContent};
-use crate::present::watch;
+use crate::present::watch_text;
 
 /// A day: the longest a watched job may run by default (and at most).
 const DEFAULT_TIMEOUT_S: f64 = 86_400.0;
@@ -136,7 +136,7 @@ pub(crate) fn config(args: &Args) -> Result<CellConfig> {
         sweep: args.sweep,
         keep_privileges: args.keep_privileges,
     };
-    let config = plan::watch::cell(&knobs, &args.name, settings, &super::platform())
+    let config = plan::command_cell::cell(&knobs, &args.name, settings, &super::platform())
         .map_err(|e| anyhow!("--{e}"))?;
     if args.keep_privileges && config.knobs.runtime == RuntimeKind::Docker {
         bail!("--keep-privileges applies to --runtime host and namespace: a container has the engine's default capabilities (docker run --cap-add is the engine's way)");
@@ -207,7 +207,7 @@ pub(crate) fn run(args: Args) -> Result<ExitCode> {
         );
         eprint!(
             "\n{}",
-            watch::render(record, report, trend.as_ref(), &sizing)
+            watch_text::render(record, report, trend.as_ref(), &sizing)
         );
         if let Some(e) = record.explanation.as_ref().filter(|_| other_cause) {
             eprintln!("  note:        it did not end for want of /dev/shm (cause {}): the trend and the size above describe its /dev/shm use, not its fix", e.cause);

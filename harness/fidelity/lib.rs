@@ -8,7 +8,7 @@
 //!   passing peak against 10% of torch's).
 //! - [`table`]: the pairs as a Markdown table with their verdicts and evidence.
 
+pub mod agreement;
 pub mod pairs;
 pub mod run;
 pub mod table;
-pub mod verdict;

@@ -13,9 +13,9 @@ use std::collections::BTreeMap;
 
 use serde::Serialize;
 
-pub use crate::verdict::Verdict;
-use crate::verdict::{judge, ratio};
-pub(crate) use crate::verdict::{Ratio, Why, PEAK_TOLERANCE};
+pub use crate::agreement::Verdict;
+use crate::agreement::{judge, ratio};
+pub(crate) use crate::agreement::{Ratio, Why, PEAK_TOLERANCE};
 use analysis::outcomes::{self, Judgement};
 use analysis::summary::{summarize, CellSummary};
 use model::estimate::median;

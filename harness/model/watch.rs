@@ -1,6 +1,6 @@
 //! A watched command (`shmbench watch -- CMD`): how it is watched, and what the watching saw:
 //! /dev/shm over time, who held it at the peak, what was left behind. Plain data; the sampling is
-//! in `cell::watch`, the trend and the advice in `analysis` and `plan`.
+//! in `cell::command`, the trend and the advice in `analysis` and `plan`.
 
 use serde::{Deserialize, Serialize};
 

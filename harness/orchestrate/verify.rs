@@ -11,9 +11,9 @@ use model::job::LoaderSpec;
 use model::knobs::RuntimeKind;
 use model::record::CellRecord;
 use model::size::ByteSize;
+use plan::command_cell;
 use plan::job::loader_config;
 use plan::resolve::Platform;
-use plan::watch;
 use runtime::{CellMessage, Runtimes};
 
 /// Steps a verification runs at most: enough to fill the prefetch window many times over.
@@ -69,7 +69,7 @@ fn job_cell(cells: &[CellConfig], shm_bytes: u64, platform: &Platform) -> Result
     let exe =
         std::env::current_exe().map_err(|e| anyhow!("cannot find shmbench's own binary: {e}"))?;
     let command = vec![exe.display().to_string(), "job".to_string(), json];
-    watch::private("doctor-verify", command, shm_bytes, platform).map_err(|e| anyhow!("{e}"))
+    command_cell::private("doctor-verify", command, shm_bytes, platform).map_err(|e| anyhow!("{e}"))
 }
 
 /// Launches the job's cell; a failed job's record says what `shmbench job` said of each cell.

@@ -4,6 +4,7 @@
 //! kernels. Nothing here runs a cell.
 
 pub mod advice;
+pub mod command_cell;
 pub mod consumers;
 pub mod container_runtimes;
 pub mod fixes;
@@ -16,4 +17,3 @@ pub mod predict;
 pub mod resolve;
 pub mod runtime_notes;
 pub mod scenario;
-pub mod watch;

@@ -2,8 +2,8 @@
 //! column with `compare`'s verdict, the change of its img/s and CPU per image with their
 //! intervals, and why; "not judged" where the repeats cannot tell.
 
-use super::compare::{change_text, thresholds_text};
 use super::compare_note::{note, verdict_label};
+use super::compare_tables::{change_text, thresholds_text};
 use super::history_columns::column_name;
 use super::outcomes::METHOD;
 use super::terminal::shown as inert;

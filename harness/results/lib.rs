@@ -5,6 +5,7 @@
 
 pub mod atomic;
 pub mod baseline;
+pub mod claims_file;
 pub mod csv;
 pub mod knob_columns;
 pub mod log_lines;
@@ -14,9 +15,8 @@ pub mod row;
 pub mod row_build;
 pub mod sidecar;
 pub mod spreadsheet;
-pub mod statements;
 pub mod steps;
 pub mod stream;
-pub mod watch;
+pub mod watch_file;
 
 pub use row::Row;

@@ -13,6 +13,7 @@
 
 mod cycles;
 mod manifests;
+mod names;
 mod recipes;
 mod removals;
 mod scan;
@@ -154,6 +155,7 @@ fn the_code_follows_architecture_md() {
     found.extend(manifests::problems(root, &layers));
     found.extend(recipes::problems(&map, &tree));
     found.extend(cycles::beside_the_harness(root));
+    found.extend(names::problems(&tree));
     assert!(found.is_empty(), "\n{}\n", found.join("\n"));
 }
 
@@ -173,6 +175,19 @@ fn fake(files: &[(&str, &str)]) -> Tree {
 
 fn two_layers() -> BTreeMap<String, BTreeSet<String>> {
     declared_layers("```layers\nlow:\nhigh: low\n```")
+}
+
+#[test]
+fn a_module_name_in_three_crates_is_found_and_in_two_is_not() {
+    let two = fake(&[("a::watch", ""), ("b::watch", ""), ("a::x::watch", "")]);
+    assert!(names::problems(&two).is_empty());
+    let three = fake(&[("a::watch", ""), ("b::watch", ""), ("c::watch", "")]);
+    let found = names::problems(&three);
+    assert_eq!(found.len(), 1, "{found:?}");
+    assert!(
+        found[0].contains("`watch` is in 3 crates (a, b, c)"),
+        "{found:?}"
+    );
 }
 
 #[test]

@@ -6,7 +6,7 @@ use super::{fleet_rows, node_runs, verdict};
 use shmbench::fleet::judge::actions::{self as fleet_commands, Platform};
 use shmbench::fleet::judge::rows::NodeName;
 use shmbench::fleet::judge::verdict::Thresholds;
-use shmbench::fleet::judge::{json as fleet_json, text as fleet};
+use shmbench::fleet::judge::{json_verdict as fleet_json, text as fleet};
 
 fn fixed() -> shmbench::fleet::judge::verdict::Verdict {
     let mut rows = fleet_rows(

@@ -18,7 +18,7 @@
 //! few nodes to know the norm, is not judged there, and the reason is kept.
 
 pub mod actions;
-pub mod json;
+pub mod json_verdict;
 pub mod norm;
 pub mod rows;
 pub mod text;

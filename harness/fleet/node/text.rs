@@ -8,7 +8,7 @@ use std::fmt::Write;
 use crate::node::{NodeFacts, NodePolicy, NodeStatus, NodeVerdict, Problem, Unknown};
 use model::size::ByteSize;
 
-use audit::text::age;
+use audit::listing::age;
 use present::terminal::shown;
 
 pub(crate) use crate::node::verdict::REASON_PREFIX;

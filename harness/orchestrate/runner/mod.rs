@@ -24,7 +24,7 @@ use model::record::CellRecord;
 use model::repeat::Repeat;
 use results::csv::ResultsFile;
 use results::row_build::{command_line, RowContext};
-use results::{steps, watch, Row};
+use results::{steps, watch_file, Row};
 use runtime::{CellMessage, Runtimes};
 use sys::{clock, signals};
 
@@ -309,7 +309,7 @@ pub fn rounds(
             let context = RowContext {
                 repeat: rep,
                 steps_file: Some(steps::write(results.path(), &record, rep)?),
-                watch_file: watch::write(results.path(), &record, rep)?,
+                watch_file: watch_file::write(results.path(), &record, rep)?,
                 ..run_context.clone()
             };
             // A container cell's engine and OCI runtime are the cell's own part of it.

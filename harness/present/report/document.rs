@@ -2,7 +2,7 @@
 
 use super::block::Block;
 use super::{claims_checked, watched_jobs, ReportContent};
-use crate::compare::summary_cells;
+use crate::compare_tables::summary_cells;
 use crate::labels::{claim_label, explanation_parts, status_label, verdict_label};
 use crate::matrix;
 use model::knobs::Loader;

@@ -26,10 +26,10 @@ use model::knobs::Loader;
 
 use model::statement::Statement;
 use model::watch::WatchFindings;
-use results::statements;
+use results::claims_file;
 use results::steps::{self, StepRow};
 use results::stream;
-use results::watch;
+use results::watch_file;
 use results::Row;
 
 /// One results file and what could be read of it.
@@ -176,7 +176,7 @@ impl Source {
     /// Reads one results file as it streams by, keeping what the report shows; `None` when it
     /// holds no rows.
     fn load(path: &Path, problems: &mut Problems) -> Result<Option<Source>> {
-        let statements = statements::read(path).unwrap_or_else(|e| {
+        let statements = claims_file::read(path).unwrap_or_else(|e| {
             problems.push(format!("{e:#}"));
             Vec::new()
         });
@@ -233,7 +233,7 @@ impl Source {
             .iter()
             .map(|r| {
                 let file = r.watch_file.as_deref()?;
-                watch::read(path, file)
+                watch_file::read(path, file)
                     .map_err(|e| problems.push(format!("{e:#}")))
                     .ok()
             })

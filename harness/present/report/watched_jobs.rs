@@ -4,7 +4,7 @@
 
 use super::block::Block;
 use super::Source;
-use crate::watch::{mib_per_s, pid_label};
+use crate::watch_text::{mib_per_s, pid_label};
 use analysis::trend::trend;
 use model::knobs::Loader;
 use model::size::ByteSize;

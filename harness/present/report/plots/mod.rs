@@ -24,18 +24,18 @@ use plotters::prelude::*;
 use plotters::style::text_anchor::{HPos, Pos, VPos};
 
 mod claims;
-mod history;
+mod history_plot;
 mod latency;
-mod shm;
+mod shm_use;
 mod throughput;
-mod watch;
+mod watch_plot;
 
 use claims::draw_claims;
-use history::draw_history;
+use history_plot::draw_history;
 use latency::draw_latency;
-use shm::draw_shm;
+use shm_use::draw_shm;
 use throughput::draw_throughput;
-use watch::draw_watch;
+use watch_plot::draw_watch;
 
 use super::claims_checked;
 use super::watched_jobs::watched;

@@ -7,7 +7,7 @@ use plotters::coord::Shift;
 use plotters::prelude::*;
 
 use super::{label, label_at, pe, FONT, GRID, PALETTE};
-use crate::history::{run_label, unit};
+use crate::history_table::{run_label, unit};
 use analysis::history::{History, Trend};
 
 pub(super) fn draw_history<DB: DrawingBackend>(

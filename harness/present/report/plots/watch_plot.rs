@@ -7,7 +7,7 @@ use plotters::coord::Shift;
 use plotters::prelude::*;
 
 use super::{pe, whole, CRASH, FONT, GRID, LIMIT, MIB, PALETTE};
-use crate::watch::pid_label;
+use crate::watch_text::pid_label;
 use model::size::ByteSize;
 use model::watch::WatchFindings;
 use results::Row;
