@@ -72,8 +72,8 @@ fn requirements() -> Vec<Box<dyn Requirement>> {
         Box::new(sarif::Schema),
         Box::new(vm::Qemu),
         Box::new(prometheus::Prometheus),
-        Box::new(slurm::Cluster),
-        Box::new(slurm::Fleet),
+        Box::new(slurm::ONE_NODE),
+        Box::new(slurm::FLEET),
     ]
 }
 

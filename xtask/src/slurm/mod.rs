@@ -71,12 +71,35 @@ fn fleet() -> Layout {
     }
 }
 
-/// The one-node cluster.
-pub struct Cluster;
+/// A Slurm cluster the tests submit to, and the variables that tell them where it is.
+pub struct Cluster {
+    name: &'static str,
+    layout: fn() -> Layout,
+    /// The variable naming its slurm.conf, and the one saying its (alike) nodes' /dev/shm.
+    conf_variable: &'static str,
+    shm_variable: &'static str,
+    shm: &'static str,
+}
+
+pub const ONE_NODE: Cluster = Cluster {
+    name: "a one-node Slurm cluster",
+    layout: one_node,
+    conf_variable: "SLURM_CONF",
+    shm_variable: "SHMBENCH_TEST_SLURM_NODE_SHM",
+    shm: NODE_SHM,
+};
+
+pub const FLEET: Cluster = Cluster {
+    name: "a seven-node Slurm cluster (the fleet)",
+    layout: fleet,
+    conf_variable: "SHMBENCH_TEST_SLURM_FLEET_CONF",
+    shm_variable: "SHMBENCH_TEST_SLURM_FLEET_SHM",
+    shm: FLEET_SHM,
+};
 
 impl Requirement for Cluster {
     fn name(&self) -> &'static str {
-        "a one-node Slurm cluster"
+        self.name
     }
 
     fn skip_variable(&self) -> Option<&'static str> {
@@ -84,49 +107,18 @@ impl Requirement for Cluster {
     }
 
     fn env(&self) -> Vec<(String, String)> {
+        let conf = (self.layout)().conf().display().to_string();
         vec![
-            ("SLURM_CONF".into(), one_node().conf().display().to_string()),
-            ("SHMBENCH_TEST_SLURM_NODE_SHM".into(), NODE_SHM.into()),
+            (self.conf_variable.into(), conf),
+            (self.shm_variable.into(), self.shm.into()),
         ]
     }
 
     fn stop(&self) -> Option<String> {
-        Some(cluster::stop(&one_node()))
+        Some(cluster::stop(&(self.layout)()))
     }
 
     fn ensure(&self) -> anyhow::Result<String> {
-        cluster::start(&one_node())
-    }
-}
-
-/// The seven-node fleet.
-pub struct Fleet;
-
-impl Requirement for Fleet {
-    fn name(&self) -> &'static str {
-        "a seven-node Slurm cluster (the fleet)"
-    }
-
-    fn skip_variable(&self) -> Option<&'static str> {
-        Some("SHMBENCH_SKIP_SLURM")
-    }
-
-    fn env(&self) -> Vec<(String, String)> {
-        let layout = fleet();
-        vec![
-            (
-                "SHMBENCH_TEST_SLURM_FLEET_CONF".into(),
-                layout.conf().display().to_string(),
-            ),
-            ("SHMBENCH_TEST_SLURM_FLEET_SHM".into(), FLEET_SHM.into()),
-        ]
-    }
-
-    fn stop(&self) -> Option<String> {
-        Some(cluster::stop(&fleet()))
-    }
-
-    fn ensure(&self) -> anyhow::Result<String> {
-        cluster::start(&fleet())
+        cluster::start(&(self.layout)())
     }
 }
