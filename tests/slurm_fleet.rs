@@ -284,8 +284,13 @@ impl Fleet {
             ("flagged".into(), "img_per_s".into()),
             "{table}"
         );
+        // A good node is never flagged; were its runs too spread to tell a 20% change (a busy
+        // machine), it would say so, not be called ok.
         for n in ["good-1", "good-2", "good-3", "good-4"] {
-            assert_eq!(judged(n).0, "ok", "{table}");
+            let (status, _) = judged(n);
+            let line = table.lines().find(|l| l.starts_with(n)).unwrap_or_default();
+            let untold = status == "not_judged" && line.contains("cannot tell");
+            assert!(status == "ok" || untold, "{table}");
         }
         let drains = shmbench(conf, &["fleet", csv, "--format", "slurm"]);
         let drains = String::from_utf8_lossy(&drains.stdout).into_owned();

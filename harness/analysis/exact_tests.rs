@@ -100,21 +100,6 @@ pub fn rank_test_two_sided(x: &[f64], y: &[f64]) -> f64 {
     exact_rank_test(&ranks, n1, observed, total, mean_n, distance_n)
 }
 
-/// The least two-sided p the rank test can give samples of `n1` and `n2` values (one wholly
-/// below the other, no ties): above a level, no result of samples this size is beyond it.
-pub fn rank_test_least_p(n1: usize, n2: usize) -> f64 {
-    let n = n1 + n2;
-    if n1 == 0 || n2 == 0 {
-        return 1.0;
-    }
-    if n <= EXACT_UP_TO {
-        let x: Vec<f64> = (0..n1).map(|i| i as f64).collect();
-        let y: Vec<f64> = (n1..n).map(|i| i as f64).collect();
-        return rank_test_two_sided(&x, &y);
-    }
-    normal_rank_p(n, n1, (n1 * (n1 + 1)) as u64, 0.0)
-}
-
 /// The exact two-sided p of x's doubled rank sum `observed`: the share of the splits whose sum
 /// lies at least as far (times n) from its mean as `distance_n`.
 fn exact_rank_test(
@@ -176,6 +161,15 @@ fn normal_rank_p(n: usize, n1: usize, observed: u64, ties: f64) -> f64 {
     (2.0 * (1.0 - standard_normal_cdf(z))).min(1.0)
 }
 
+/// How many of `sorted`'s values are below `v`, and how many equal it.
+fn counts(sorted: &[f64], v: &f64) -> (usize, usize) {
+    let less = sorted.partition_point(|o| o.total_cmp(v).is_lt());
+    (
+        less,
+        sorted[less..].partition_point(|o| o.total_cmp(v).is_eq()),
+    )
+}
+
 /// Many rank tests against one pool: each of several samples that are parts of the pool (a
 /// fleet's nodes in a cell) against the pool's other values, as [`rank_test_two_sided`] gives.
 /// The pool is sorted once and a sample's rank sum found by halving, so n samples cost
@@ -206,6 +200,40 @@ impl RankPool {
 
     pub fn is_empty(&self) -> bool {
         self.sorted.is_empty()
+    }
+
+    /// The two-sided rank test of `instead` against the pool's values other than `own` (values
+    /// that are in the pool): what the test would say had `own`'s runs measured `instead`. The
+    /// ties' correction is the pool's (a sample's own ties with the others are left out).
+    pub fn test_instead(&self, own: &[f64], instead: &[f64]) -> f64 {
+        let (n1, n) = (instead.len(), self.sorted.len() - own.len() + instead.len());
+        if n1 == 0 || n1 >= n {
+            return 1.0;
+        }
+        let mut own_sorted = own.to_vec();
+        own_sorted.sort_by(f64::total_cmp);
+        if n <= EXACT_UP_TO {
+            let mut others = self.sorted.clone();
+            for v in own {
+                if let Ok(i) = others.binary_search_by(|o| o.total_cmp(v)) {
+                    others.remove(i);
+                }
+            }
+            return rank_test_two_sided(instead, &others);
+        }
+        let mut instead_sorted = instead.to_vec();
+        instead_sorted.sort_by(f64::total_cmp);
+        let observed: u64 = (instead.iter())
+            .map(|v| {
+                let (pool_less, pool_equal) = counts(&self.sorted, v);
+                let (own_less, own_equal) = counts(&own_sorted, v);
+                let (its_less, its_equal) = counts(&instead_sorted, v);
+                let below = pool_less - own_less + its_less;
+                let level = pool_equal - own_equal + its_equal;
+                (2 * below + level + 1) as u64
+            })
+            .sum();
+        normal_rank_p(n, n1, observed, self.ties)
     }
 
     /// The two-sided rank test of `sample` (values that are in the pool) against the pool's
@@ -328,18 +356,6 @@ mod tests {
     }
 
     #[test]
-    fn the_least_p_is_the_p_of_samples_wholly_apart() {
-        // 3 against 3: 2 of the 20 splits, so never below 0.1 (exact).
-        assert!(close(rank_test_least_p(3, 3), 0.1));
-        // 3 runs against 18 others: 2 / C(21, 3); against 60 (normal): the separated samples' p.
-        assert!(close(rank_test_least_p(3, 18), 2.0 / 1330.0));
-        let x = [0.0, 1.0, 2.0];
-        let y: Vec<f64> = (3..63).map(f64::from).collect();
-        assert!(close(rank_test_least_p(3, 60), rank_test_two_sided(&x, &y)));
-        assert_eq!(rank_test_least_p(0, 5), 1.0);
-    }
-
-    #[test]
     fn a_pool_tests_each_sample_as_the_test_of_it_against_the_others_does() {
         // Nodes of 3 values each, rounded so that ties occur, in pools below and above the
         // exact test's size.
@@ -365,6 +381,21 @@ mod tests {
             }
         }
         assert_eq!(RankPool::new([1.0, 2.0]).test(&[1.0, 2.0]), 1.0);
+        // A sample in place of a node's: as the test of it against the others.
+        for nodes in [5, 40] {
+            let samples: Vec<Vec<f64>> = (0..nodes)
+                .map(|n| (0..3).map(|r| 100.0 + (n * 7 + r * 3) as f64).collect())
+                .collect();
+            let pool = RankPool::new(samples.iter().flatten().copied());
+            let instead = [61.5, 64.5, 67.5];
+            let others: Vec<f64> = samples[1..].iter().flatten().copied().collect();
+            let direct = rank_test_two_sided(&instead, &others);
+            let found = pool.test_instead(&samples[0], &instead);
+            assert!(
+                close(found, direct),
+                "{nodes} nodes: {found} against {direct}"
+            );
+        }
         assert_eq!(RankPool::new([1.0, 2.0]).test(&[]), 1.0);
     }
 

@@ -166,7 +166,7 @@ pub(crate) fn run(args: Args) -> Result<ExitCode> {
     if let Some(path) = &args.write_baseline {
         // A fleet too small to judge has no norm to keep, and a file already at the path (the
         // last good baseline, perhaps) must not be replaced by an empty one.
-        if !verdict.compared_any() {
+        if !verdict.judged_any() {
             bail!(
                 "--write-baseline {}: no node could be judged, so there is no norm to keep; \
                  nothing written (run without it to see why each node was not judged)",

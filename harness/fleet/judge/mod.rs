@@ -29,7 +29,7 @@ use self::rows::{Fleet, Measure, NodeCell};
 use self::verdict::{
     Against, Comparison, Evidence, NodeJudgement, NotJudged, Status, Thresholds, Unjudged, Verdict,
 };
-use analysis::exact_tests::{normal_upper_quantile, rank_test_least_p, LnFactorials, RankPool};
+use analysis::exact_tests::{normal_upper_quantile, LnFactorials, RankPool};
 
 /// A measure of a node's cell with its statistics made, before any threshold: its value
 /// against the norm's, how far apart, and the evidence.
@@ -38,6 +38,9 @@ struct Measured {
     fleet: f64,
     difference: f64,
     evidence: Evidence,
+    /// The rank test's p had this node's runs, as spread as they are, been worse than the
+    /// fleet by exactly the practical threshold (against the fleet's own rows).
+    p_at_threshold: Option<f64>,
 }
 
 /// Each measure of each cell a node ran: measured, or why not.
@@ -86,7 +89,8 @@ pub fn judge(fleet: &Fleet, baseline: Option<&Baseline>, t: Thresholds) -> Verdi
     let nodes = (plans.into_iter().enumerate())
         .map(|(node, plan)| {
             let lf = &shared.ln_factorials;
-            node_judgement(fleet, node, plan, z_threshold, p_threshold, &t, lf)
+            let at = (z_threshold, p_threshold);
+            node_judgement(fleet, node, plan, at, &t, against, lf)
         })
         .collect();
     Verdict {
@@ -168,9 +172,9 @@ fn node_judgement(
     fleet: &Fleet,
     node: usize,
     plan: Plan,
-    z_at: f64,
-    p_at: f64,
+    (z_at, p_at): (f64, f64),
     t: &Thresholds,
+    against: Against,
     ln_factorials: &LnFactorials,
 ) -> NodeJudgement {
     let mut verdict = NodeJudgement {
@@ -203,7 +207,7 @@ fn node_judgement(
         if beyond(&m, measure, z_at, p_at, t) {
             verdict.judged += 1;
             verdict.findings.push(comparison.clone());
-        } else if let Some(why) = untold(&m, z_at, p_at, t, ln_factorials) {
+        } else if let Some(why) = untold(&m, against, (z_at, p_at), t, ln_factorials) {
             cannot_tell = true;
             verdict.not_judged.push(Unjudged { cell, measure, why });
         } else {
@@ -231,44 +235,49 @@ fn node_judgement(
 const MOST_RUNS_NEEDED: usize = 1000;
 
 /// Why a compared measure is no judgement, when it is none: no result of these runs could have
-/// been beyond both thresholds. For a value: a difference of the practical threshold could not
-/// reach the statistical one, by z (the spread of the node medians shrinking as 1/sqrt(runs)
-/// as more runs are given, where the nodes are alike) or by the rank test (its least p, every
-/// node giving as many runs); for the outcome: not even a node failing every run against the
-/// others' share, where that share is high enough for a drop of the practical threshold.
+/// been beyond both thresholds. For a value: a node exactly the practical threshold worse,
+/// with runs as spread as this node's, would reach neither the robust z (`relative x median /
+/// spread`) nor the rank test's p (the node's own runs moved to that median, against the
+/// others'); for the outcome: not even a node failing every run against the others' share,
+/// where that share is high enough for a drop of the practical threshold. The runs that would
+/// tell, every node giving as many: the spread of the medians shrinks as 1/sqrt(runs) (not a
+/// baseline's, which is fixed), and the rank test's z grows as sqrt(runs).
 fn untold(
     m: &Measured,
-    z_at: f64,
-    p_at: f64,
+    against: Against,
+    (z_at, p_at): (f64, f64),
     t: &Thresholds,
     ln_factorials: &LnFactorials,
 ) -> Option<NotJudged> {
     match m.evidence {
-        Evidence::Median {
-            spread,
-            values,
-            p,
-            other_values,
-            ..
-        } => {
-            let z_of = |runs: usize| match spread > 0.0 {
-                true => {
-                    t.relative * m.fleet.abs() / (spread * (values as f64 / runs as f64).sqrt())
+        Evidence::Median { spread, values, .. } => {
+            // No practical threshold: any sure difference counts, nothing to tell apart.
+            if t.relative <= 0.0 {
+                return None;
+            }
+            let shrinks = against == Against::Fleet;
+            let z_of = |runs: usize| match (spread > 0.0, shrinks) {
+                (false, _) => f64::INFINITY,
+                (true, true) => {
+                    t.relative * m.fleet.abs() / spread * (runs as f64 / values as f64).sqrt()
                 }
-                false => f64::INFINITY,
+                (true, false) => t.relative * m.fleet.abs() / spread,
             };
-            let others_per_run = other_values as f64 / values as f64;
+            // The rank test's z at the threshold, as the normal quantile of its p.
+            let rank_z = m.p_at_threshold.map(|p| normal_upper_quantile(p / 2.0));
+            let rank_z_at = normal_upper_quantile(p_at / 2.0);
             let by_rank = |runs: usize| {
-                let others = (runs as f64 * others_per_run).round() as usize;
-                p.is_some() && rank_test_least_p(runs, others) <= p_at
+                rank_z.is_some_and(|z| z * (runs as f64 / values as f64).sqrt() >= rank_z_at)
             };
+            let told = m.p_at_threshold.is_some_and(|p| p <= p_at) || z_of(values) >= z_at;
+            if told {
+                return None;
+            }
             let can = |runs: usize| z_of(runs) >= z_at || by_rank(runs);
-            let need = (!can(values)).then(|| least_runs(values, can))?;
-            let percent = (t.relative * 100.0).round() as u32;
             Some(NotJudged::CannotTell {
                 runs: values,
-                need,
-                percent,
+                need: least_runs(values, can),
+                percent: (t.relative * 100.0).round() as u32,
             })
         }
         Evidence::Fisher {
@@ -277,18 +286,31 @@ fn untold(
             other_passes,
             ..
         } => {
-            if (other_passes as f64) < t.share * other_runs as f64 {
+            if t.share <= 0.0 || (other_passes as f64) < t.share * other_runs as f64 {
                 return None;
             }
-            let other_fails = other_runs - other_passes;
-            let can =
-                |k: usize| ln_factorials.fisher(0, k as u64, other_passes, other_fails) <= p_at;
-            let need = (!can(runs)).then(|| least_runs(runs, can))?;
-            let percent = (t.relative * 100.0).round() as u32;
+            let told = |k: usize, scale: bool| {
+                let grow = |n: u64| match scale {
+                    true => (n as f64 * k as f64 / runs as f64).round() as u64,
+                    false => n,
+                };
+                let (passes, fails) = (grow(other_passes), grow(other_runs - other_passes));
+                // A share known from this many runs: a node failing all k, by the binomial.
+                if passes + fails > 20_000 {
+                    let share = passes as f64 / (passes + fails) as f64;
+                    return (1.0 - share).powi(k as i32) <= p_at;
+                }
+                ln_factorials.fisher(0, k as u64, passes, fails) <= p_at
+            };
+            if told(runs, false) {
+                return None;
+            }
+            // Against a baseline, its runs stay as they are.
+            let scale = against == Against::Fleet;
             Some(NotJudged::CannotTell {
                 runs,
-                need,
-                percent,
+                need: least_runs(runs, |k| told(k, scale)),
+                percent: (t.share * 100.0).round() as u32,
             })
         }
     }
@@ -340,6 +362,15 @@ fn median(
     let own = c.values(measure);
     let others = pool.map_or(0, |p| p.len() - own.len());
     let p = (others > 0).then(|| pool.map_or(1.0, |p| p.test(own)));
+    // The same runs moved to a median exactly the practical threshold worse than the fleet's.
+    let worse = match measure.higher_is_worse() {
+        true => 1.0 + t.relative,
+        false => 1.0 - t.relative,
+    };
+    let moved = |scale: f64| own.iter().map(|v| v * scale).collect::<Vec<f64>>();
+    let p_at_threshold = (others > 0 && sample.median > 0.0)
+        .then(|| pool.map(|p| p.test_instead(own, &moved(worse * norm.median / sample.median))))
+        .flatten();
     Ok(Measured {
         node: sample.median,
         fleet: norm.median,
@@ -352,6 +383,7 @@ fn median(
             p,
             other_values: others,
         },
+        p_at_threshold,
     })
 }
 
@@ -401,6 +433,7 @@ fn outcome(
             other_runs,
             other_passes,
         },
+        p_at_threshold: None,
     })
 }
 

@@ -193,11 +193,6 @@ impl Verdict {
         (self.nodes.iter()).any(|n| matches!(n.status, Status::Ok | Status::Flagged))
     }
 
-    /// Whether any node was compared with the norm on anything, told or not: a norm was made.
-    pub fn compared_any(&self) -> bool {
-        self.nodes.iter().any(|n| !n.compared.is_empty())
-    }
-
     /// Per node, whether it is flagged (what a baseline leaves out).
     pub fn flagged_nodes(&self) -> Vec<bool> {
         self.nodes
