@@ -28,7 +28,18 @@ pub(crate) struct Args {
 }
 
 pub(crate) fn run(args: Args) -> Result<ExitCode> {
-    let merged = merge::merge(&args.results, &args.out)?;
+    // Ctrl-C or SIGTERM stops the rows; the temporary files go as the merge returns.
+    crate::sys::signals::install();
+    let merged = match merge::merge(&args.results, &args.out) {
+        Ok(merged) => merged,
+        Err(e) => match e.downcast_ref::<merge::Stopped>() {
+            Some(merge::Stopped(sig)) => {
+                eprintln!("shmbench merge: {e}");
+                return Ok(ExitCode::from(128 + *sig as u8));
+            }
+            None => return Err(e),
+        },
+    };
     println!(
         "{} rows from {} files -> {} ({} duplicate rows dropped)",
         merged.rows,
