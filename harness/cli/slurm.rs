@@ -105,8 +105,8 @@ pub(crate) struct ScriptArgs {
     /// Run at most N tasks at once, one node each (--array=...%N)
     #[arg(long, value_name = "N", conflicts_with = "nodelist")]
     pub(crate) nodes: Option<u32>,
-    /// Run every cell on each of these nodes in turn, a Slurm host list (node01,node02 or
-    /// gpu[01-04,7]); one array per node
+    /// Run every cell on each of these nodes, a Slurm host list (node01,node02 or
+    /// gpu[01-04,7]); one job per node (at once, unless --in-turn or --wait)
     #[arg(long, value_name = "HOSTLIST")]
     pub(crate) nodelist: Option<String>,
     /// Only nodes with these features (#SBATCH --constraint)
@@ -272,6 +272,19 @@ fn submit(mut args: ScriptArgs) -> Result<ExitCode> {
             out.display()
         );
     }
+    if args.in_turn {
+        if args.repeat == 0 {
+            bail!("--repeat 0: run each cell at least once");
+        }
+        if let Some(n) = args.nodes {
+            bail!(
+                "--nodes {n} with --in-turn: in turn is one task at a time; give one or the other"
+            );
+        }
+        if args.shared {
+            bail!("--shared with --in-turn: in turn each task takes its node whole; give one or the other");
+        }
+    }
     // In turn, a round is one run of each cell on each node; one node at a time without a list.
     let rounds = match args.in_turn {
         true => std::mem::replace(&mut args.repeat, 1),
@@ -299,7 +312,25 @@ fn submit(mut args: ScriptArgs) -> Result<ExitCode> {
         if args.wait && (!args.in_turn || i + 1 == jobs) {
             flags.push("--wait".into());
         }
-        let id = commands::sbatch(&text, &flags)?;
+        let id = match commands::sbatch(&text, &flags) {
+            Ok(id) => id,
+            // The jobs already queued are said, with how to collect or cancel them.
+            Err(e) if !ids.is_empty() => {
+                println!("{}", ids.join(" "));
+                return Err(e.context(format!(
+                    "job {} of {jobs} not submitted; the {} queued before it ({}) run on: \
+                     collect them with `shmbench slurm collect {} --dir {}`, or cancel them with \
+                     `scancel {}`",
+                    i + 1,
+                    ids.len(),
+                    ids.join(" "),
+                    ids.join(" "),
+                    dir.display(),
+                    ids.join(" ")
+                )));
+            }
+            Err(e) => return Err(e),
+        };
         let on = node
             .as_ref()
             .map(|n| format!(" on {n}"))
