@@ -31,10 +31,7 @@ const VISITS: usize = 6;
 /// The nodes a submission goes to (`leftover` is drained by then).
 const UP: &str = "good-[1-4],small-shm,one-cpu";
 /// The fleet's cell.
-const SCENARIO: &str = concat!(
-    env!("CARGO_MANIFEST_DIR"),
-    "/tests/fixtures/slurm/fleet.toml"
-);
+const SCENARIO: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/scenarios/fleet.toml");
 /// Far above what anything here needs (seconds): only a cluster that stopped working meets it.
 const DEADLINE: Duration = Duration::from_secs(300);
 

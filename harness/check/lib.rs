@@ -1,7 +1,7 @@
 //! `shmbench check`: the /dev/shm mistakes in deployment files, found before they run.
 //! `input` gathers and reads the files, `yaml` parses YAML with line numbers (`yaml_events`
 //! builds its trees of `yaml_tree`'s nodes), `kube`, `compose` and `commands` (docker run lines, Slurm scripts) apply
-//! the `rules`, sized by `need` (the doctor's model). Nothing is run; every input is untrusted
+//! the `rules`, sized by `demand` (the doctor's model). Nothing is run; every input is untrusted
 //! text.
 
 pub mod commands;

@@ -56,6 +56,7 @@ const BUILT_IN: &[(&str, &str)] = &[
         include_str!("../../scenarios/runtime-speed.toml"),
     ),
     ("causes", include_str!("../../scenarios/causes.toml")),
+    ("fleet", include_str!("../../scenarios/fleet.toml")),
 ];
 
 #[derive(Clone, Debug)]
