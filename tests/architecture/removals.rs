@@ -9,7 +9,7 @@ use crate::{fake, read_tree, scan, Tree};
 /// The files that may remove a file, each with why; any other file that calls a removal is
 /// named. A tmpfs a node shares (/dev/shm) is emptied only through `sys/lease_removal.rs`'s
 /// proof (issue 57: two deletion paths had two standards).
-const REMOVERS: [(&str, &str); 10] = [
+const REMOVERS: [(&str, &str); 11] = [
     (
         "harness/sys/lease_removal.rs",
         "the one proven removal from a shared tmpfs",
@@ -27,6 +27,10 @@ const REMOVERS: [(&str, &str); 10] = [
         "its own temporary file beside an output",
     ),
     ("harness/results/csv.rs", "its own unfinished results file"),
+    (
+        "harness/results/merge.rs",
+        "the folder it made for a merged file, while empty, when the merge did not finish",
+    ),
     (
         "harness/runtime/docker/bundle.rs",
         "its own staging directory of an image bundle",
