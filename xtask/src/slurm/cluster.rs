@@ -15,6 +15,7 @@
 //! memory cgroup is there (tmpfs pages charged to the job), and slurmstepd is kept from the OOM
 //! killer (SLURMSTEPD_OOM_ADJ=-1000), as sites run it.
 
+use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
@@ -209,9 +210,21 @@ fn our_pid(layout: &Layout, pid_file: &Path, program: &str) -> Option<i32> {
         .trim()
         .parse()
         .ok()?;
+    // The program itself (not a `tail` of its log, whose command line names both; Debian's
+    // `slurmd` is a link to `slurmd-wlm`), run with this cluster's files.
+    let exe = std::fs::read_link(format!("/proc/{pid}/exe")).ok()?;
     let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).ok()?;
     let cmdline = String::from_utf8_lossy(&cmdline);
-    (cmdline.contains(program) && cmdline.contains(layout.dir)).then_some(pid)
+    (program_path(program).is_some_and(|p| p == exe) && cmdline.contains(layout.dir)).then_some(pid)
+}
+
+/// Where `program` found on PATH is, links resolved (as /proc/PID/exe names it).
+fn program_path(program: &str) -> Option<PathBuf> {
+    let path = std::env::var_os("PATH")?;
+    std::env::split_paths(&path)
+        .map(|dir| dir.join(program))
+        .find(|p| p.is_file())
+        .and_then(|p| std::fs::canonicalize(p).ok())
 }
 
 /// The nodes not idle (sinfo) once `wait` is over; none when all came up.
@@ -270,19 +283,37 @@ pub fn stop(layout: &Layout) -> String {
         }
     }
     let mut stopped = Vec::new();
-    let daemons = (layout.nodes.iter())
-        .map(|n| (layout.node_dir(n).join("slurmd.pid"), "slurmd"))
-        .chain([
-            (ctld_pid, "slurmctld"),
-            (layout.dir().join("munged.pid"), "munged"),
-        ]);
-    for (file, program) in daemons {
+    for (file, program) in daemons(layout) {
         if let Some(pid) = our_pid(layout, &file, program) {
             terminate(pid);
             stopped.push(program);
         }
     }
     let errors = logged_errors(layout);
+    // A pid file whose process lives on and names this cluster, yet was not proven ours, keeps
+    // the directory (its pid files are how a later stop finds the daemons).
+    let unproven: Vec<String> = (daemons(layout).into_iter())
+        .filter_map(|(file, _)| {
+            std::fs::read_to_string(file)
+                .ok()?
+                .trim()
+                .parse::<i32>()
+                .ok()
+        })
+        .filter(|pid| {
+            std::fs::read(format!("/proc/{pid}/cmdline"))
+                .is_ok_and(|c| String::from_utf8_lossy(&c).contains(layout.dir))
+        })
+        .map(|pid| pid.to_string())
+        .collect();
+    if !unproven.is_empty() {
+        return format!(
+            "stopped {}; left {} and its directory: process(es) {} name it but were not proven its daemons{errors}",
+            said_once(&stopped),
+            layout.dir,
+            unproven.join(", ")
+        );
+    }
     let _ = std::fs::remove_dir_all(layout.dir());
     let left = remove_node_cgroups(layout);
     let cgroups = match left {
@@ -293,6 +324,17 @@ pub fn stop(layout: &Layout) -> String {
         true => format!("nothing was running{cgroups}{errors}"),
         false => format!("stopped {}{cgroups}{errors}", said_once(&stopped)),
     }
+}
+
+/// Each daemon's pid file and program: the nodes' slurmd, slurmctld, munged.
+fn daemons(layout: &Layout) -> Vec<(PathBuf, &'static str)> {
+    (layout.nodes.iter())
+        .map(|n| (layout.node_dir(n).join("slurmd.pid"), "slurmd"))
+        .chain([
+            (layout.dir().join("slurmctld.pid"), "slurmctld"),
+            (layout.dir().join("munged.pid"), "munged"),
+        ])
+        .collect()
 }
 
 /// `slurmd x7, slurmctld, munged`.
@@ -433,16 +475,19 @@ pub fn start(layout: &Layout) -> anyhow::Result<String> {
     for node in &layout.nodes {
         made(layout.node_dir(node).join("spool"))?;
     }
+    // The key is 0400 from its first byte: no one else reads it while it is written.
+    let mut random = [0u8; 1024];
+    std::fs::File::open("/dev/urandom")
+        .and_then(|mut f| std::io::Read::read_exact(&mut f, &mut random))
+        .map_err(|e| anyhow::anyhow!("cannot read /dev/urandom: {e}"))?;
     let key = d.join("munge.key");
-    run(&[
-        "dd",
-        "if=/dev/urandom",
-        &format!("of={}", key.display()),
-        "bs=1024",
-        "count=1",
-        "status=none",
-    ])?;
-    run(&["chmod", "400", &key.display().to_string()])?;
+    std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o400)
+        .open(&key)
+        .and_then(|mut f| std::io::Write::write_all(&mut f, &random))
+        .map_err(|e| anyhow::anyhow!("cannot write {}: {e}", key.display()))?;
     let said = write_config(layout)?;
     let p = |name: &str| d.join(name).display().to_string();
     run(&[
@@ -454,9 +499,16 @@ pub fn start(layout: &Layout) -> anyhow::Result<String> {
         &format!("--pid-file={}", p("munged.pid")),
         &format!("--seed-file={}", p("munged.seed")),
     ])?;
-    run(&["slurmctld", "-f", &p("slurm.conf")])?;
-    for node in &layout.nodes {
-        start_slurmd(layout, node)?;
+    // A daemon that does not start stops the ones that did.
+    let started = run(&["slurmctld", "-f", &p("slurm.conf")]).and_then(|()| {
+        layout
+            .nodes
+            .iter()
+            .try_for_each(|n| start_slurmd(layout, n))
+    });
+    if let Err(e) = started {
+        stop(layout);
+        return Err(e);
     }
     let waiting = not_idle(layout, Duration::from_secs(30));
     if !waiting.is_empty() {
