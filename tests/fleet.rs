@@ -235,7 +235,8 @@ fn a_node_is_flagged_only_beyond_both_thresholds() {
     let gpu2 = text.lines().find(|l| l.starts_with("gpu-2 ")).unwrap();
     assert!(
         gpu2.contains("not judged")
-            && gpu2.contains("3 run(s) of a cell cannot tell a 20% change of img/s here")
+            && gpu2
+                .contains("3 run(s) of seed-matrix/docker-tuned cannot tell a 20% change of img/s")
             && gpu2.contains("; give "),
         "{text}"
     );

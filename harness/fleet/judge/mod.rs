@@ -183,6 +183,7 @@ fn node_judgement(
         runs: fleet.ran_by(node).map(|c| c.runs).sum(),
         cells: fleet.ran_by(node).count(),
         judged: 0,
+        judged_cells: 0,
         findings: Vec::new(),
         compared: Vec::new(),
         not_judged: Vec::new(),
@@ -215,6 +216,17 @@ fn node_judgement(
         }
         verdict.compared.push(comparison);
     }
+    let told = |c: &&Comparison| {
+        !(verdict.not_judged.iter()).any(|u| u.cell == c.cell && u.measure == c.measure)
+    };
+    let mut cells: Vec<usize> = verdict
+        .compared
+        .iter()
+        .filter(told)
+        .map(|c| c.cell)
+        .collect();
+    cells.dedup();
+    verdict.judged_cells = cells.len();
     verdict.findings.sort_by(|a, b| {
         (b.measure == Measure::Outcome)
             .cmp(&(a.measure == Measure::Outcome))

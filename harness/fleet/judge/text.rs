@@ -148,7 +148,7 @@ pub(crate) fn not_judged_words(measure: Measure, why: &NotJudged) -> String {
             percent,
         } => format!(
             "{}; {}",
-            untold_words(measure, runs, percent),
+            untold_words(measure, runs, percent, "a cell"),
             more_runs(need)
         ),
         NotJudged::FleetZero => format!(
@@ -158,13 +158,13 @@ pub(crate) fn not_judged_words(measure: Measure, why: &NotJudged) -> String {
     }
 }
 
-/// What a node's runs of a cell could not tell.
-fn untold_words(measure: Measure, runs: usize, percent: u32) -> String {
+/// What a node's runs of `cells` could not tell.
+fn untold_words(measure: Measure, runs: usize, percent: u32, cells: &str) -> String {
     let what = match measure {
         Measure::Outcome => "even a node failing every run".to_string(),
         _ => format!("a {percent}% change of {}", measure_words(measure)),
     };
-    format!("{runs} run(s) of a cell cannot tell {what} here")
+    format!("{runs} run(s) of {cells} cannot tell {what}")
 }
 
 /// The runs that would tell (None: more runs would not).
@@ -185,26 +185,38 @@ fn worth_saying(u: &Unjudged) -> bool {
 /// shares where there are any (every run counts there, so they say why its values were not
 /// judged either) with the values its runs could not tell, else those of its values worth
 /// saying.
-fn unjudged_summary(n: &NodeJudgement) -> String {
+fn unjudged_summary(v: &Verdict, n: &NodeJudgement, name: Namer) -> String {
     let outcomes = n.not_judged.iter().any(|u| u.measure == Measure::Outcome);
-    let mut words: Vec<String> = (n.not_judged.iter())
-        .filter(|u| match outcomes {
-            true => u.measure == Measure::Outcome || matches!(u.why, NotJudged::CannotTell { .. }),
-            false => worth_saying(u),
-        })
-        .map(|u| match u.why {
-            // Said once, with the most runs any of its cells needs.
-            NotJudged::CannotTell { runs, percent, .. } => untold_words(u.measure, runs, percent),
-            _ => not_judged_words(u.measure, &u.why),
-        })
+    // Each reason once, with the cells it is of.
+    let mut cells: Vec<(String, Vec<String>)> = Vec::new();
+    let said = (n.not_judged.iter()).filter(|u| match outcomes {
+        true => u.measure == Measure::Outcome || matches!(u.why, NotJudged::CannotTell { .. }),
+        false => worth_saying(u),
+    });
+    for u in said {
+        let words = match u.why {
+            NotJudged::CannotTell { runs, percent, .. } => {
+                untold_words(u.measure, runs, percent, "CELLS")
+            }
+            _ => format!("{} (CELLS)", not_judged_words(u.measure, &u.why)),
+        };
+        let cell = cell_name(v, u.cell, name);
+        match cells.iter_mut().find(|(w, _)| *w == words) {
+            Some((_, list)) if !list.contains(&cell) => list.push(cell),
+            Some(_) => {}
+            None => cells.push((words, vec![cell])),
+        }
+    }
+    let mut words: Vec<String> = (cells.into_iter())
+        .map(|(words, list)| words.replace("CELLS", &list.join(", ")))
         .collect();
     words.sort();
-    words.dedup();
     let needs = (n.not_judged.iter()).filter_map(|u| match u.why {
         NotJudged::CannotTell { need, .. } => Some(need),
         _ => None,
     });
-    // None (more runs would not) outranks any number.
+    // Said once, with the most runs any of its cells needs; None (more runs would not)
+    // outranks any number.
     if let Some(need) = needs.max_by_key(|need| need.map_or(usize::MAX, |n| n)) {
         words.push(more_runs(need));
     }
@@ -219,15 +231,16 @@ pub(crate) fn reasons(v: &Verdict, n: &NodeJudgement, name: Namer) -> Vec<String
             .iter()
             .map(|f| finding_words(v, f, name))
             .collect(),
-        Status::NotJudged => vec![unjudged_summary(n)],
+        Status::NotJudged => vec![unjudged_summary(v, n, name)],
         Status::Ok => {
             let mut line = format!(
                 "within the thresholds on {} measure(s) of {} cell(s)",
-                n.judged, n.cells
+                n.judged, n.judged_cells
             );
             let unsaid = n.not_judged.iter().filter(|u| worth_saying(u)).count();
             if unsaid > 0 {
-                line += &format!("; {unsaid} not judged: {}", unjudged_summary(n));
+                let why = unjudged_summary(v, n, name);
+                line += &format!("; {unsaid} measure(s) not judged: {why}");
             }
             vec![line]
         }

@@ -151,8 +151,9 @@ pub struct NodeJudgement {
     /// Its runs, and the cells they are of.
     pub(crate) runs: usize,
     pub(crate) cells: usize,
-    /// The measures of cells it was judged on.
+    /// The measures of cells it was judged on, and the cells they are of.
     pub(crate) judged: usize,
+    pub(crate) judged_cells: usize,
     /// Outcomes first, then the largest differences first.
     pub findings: Vec<Comparison>,
     /// Every measure of every cell compared, findings or not, in the cells' order: its numbers.

@@ -414,6 +414,15 @@ pub fn remove_node_cgroups(layout: &Layout) -> usize {
         .unwrap_or_default();
     let mut left = 0;
     for node in &layout.nodes {
+        // The node's CPU group (`cpu_group`), empty once its slurmd ended.
+        for group in [
+            Path::new("/sys/fs/cgroup/cpu").join(format!("shmbench-slurm-{}", node.name)),
+            Path::new("/sys/fs/cgroup").join(format!("shmbench-slurm-{}", node.name)),
+        ] {
+            if group.is_dir() && std::fs::remove_dir(&group).is_err() {
+                left += 1;
+            }
+        }
         let name = format!("slurm_{}", node.name);
         for root in roots
             .iter()
@@ -562,6 +571,12 @@ fn start_slurmd(layout: &Layout, node: &Node) -> anyhow::Result<()> {
             "sleep 0 & gone=$! && wait $gone && head -c {size} /dev/zero > /dev/shm/torch_${{gone}}_1_0"
         ));
     }
+    // A node of fewer CPUs has them pinned and an eighth of the CPU weight: pinned alone, it
+    // had as much as its neighbours whenever the machine's other work kept every core busy (its
+    // img/s then no lower than theirs); with the weight it still gets less.
+    if let Some(group) = node.cpus.and_then(|_| cpu_group(node)) {
+        steps.insert(0, format!("echo $$ > {}/cgroup.procs", group.display()));
+    }
     let pin = node
         .cpus
         .map_or(String::new(), |c| format!("taskset -c {c} "));
@@ -574,11 +589,28 @@ fn start_slurmd(layout: &Layout, node: &Node) -> anyhow::Result<()> {
     run(&args)
 }
 
+/// The CPU cgroup of a node of fewer CPUs, made with an eighth of the default weight (cgroup
+/// v1's cpu.shares 128 of 1024, v2's cpu.weight 12 of 100); None where it cannot be made.
+fn cpu_group(node: &Node) -> Option<PathBuf> {
+    let name = format!("shmbench-slurm-{}", node.name);
+    let (group, file, weight) = match Path::new("/sys/fs/cgroup/cpu/cpu.shares").exists() {
+        true => (
+            Path::new("/sys/fs/cgroup/cpu").join(name),
+            "cpu.shares",
+            "128",
+        ),
+        false => (Path::new("/sys/fs/cgroup").join(name), "cpu.weight", "12"),
+    };
+    std::fs::create_dir_all(&group).ok()?;
+    std::fs::write(group.join(file), weight).ok()?;
+    Some(group)
+}
+
 /// A node in a few words: `fleet-5 (/dev/shm 8m, CPUs 0, a 62M leftover)`.
 fn describe(node: &Node) -> String {
     let mut said = vec![format!("/dev/shm {}", node.shm)];
     if let Some(cpus) = node.cpus {
-        said.push(format!("CPUs {cpus}"));
+        said.push(format!("CPUs {cpus}, an eighth of the CPU weight"));
     }
     if let Some(size) = node.leftover {
         said.push(format!("a {size} leftover"));
