@@ -16,17 +16,7 @@ fn the_alert_rules_pass_promtool_s_check_and_their_unit_tests() {
         ["check", "rules", "shmbench.rules.yml"],
         ["test", "rules", "shmbench.rules.test.yml"],
     ] {
-        let out = Command::new(bin.join("promtool"))
-            .args(args)
-            .current_dir(&dir)
-            .output()
-            .unwrap();
-        assert!(
-            out.status.success(),
-            "promtool {args:?}: {}{}",
-            String::from_utf8_lossy(&out.stdout),
-            String::from_utf8_lossy(&out.stderr)
-        );
+        assert_promtool_passes(&bin, &args, &dir, "");
     }
 }
 

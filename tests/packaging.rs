@@ -184,15 +184,6 @@ fn the_dashboard_queries_only_what_the_node_check_writes_and_promtool_parses_the
         ));
     }
     std::fs::write(dir.join("dashboard.rules.yml"), &rules).unwrap();
-    let check = Command::new(prometheus.join("promtool"))
-        .args(["check", "rules", "dashboard.rules.yml"])
-        .current_dir(&dir)
-        .output()
-        .unwrap();
-    assert!(
-        check.status.success(),
-        "{}{}\n{rules}",
-        String::from_utf8_lossy(&check.stdout),
-        String::from_utf8_lossy(&check.stderr)
-    );
+    let args = ["check", "rules", "dashboard.rules.yml"];
+    assert_promtool_passes(&prometheus, &args, &dir, &rules);
 }

@@ -27,6 +27,32 @@ pub(crate) fn slurm_or_skip() -> bool {
     )
 }
 
+/// `scontrol -o show node NAME`'s state and reason, asked by `scontrol` (a command that
+/// names the cluster's configuration).
+pub(crate) fn node_state(scontrol: &mut Command, name: &str) -> (String, String) {
+    let o = scontrol
+        .args(["-o", "show", "node", name])
+        .output()
+        .unwrap();
+    let line = String::from_utf8_lossy(&o.stdout).into_owned();
+    let state = (line.split(' '))
+        .find_map(|f| f.strip_prefix("State="))
+        .unwrap_or_default()
+        .to_string();
+    let reason = (line.split_once(" Reason="))
+        .map(|(_, r)| r.to_string())
+        .unwrap_or_default();
+    (state, reason)
+}
+
+/// Runs `script` with `sh` in the mount namespace of slurmd `pid` (the node's /dev/shm).
+pub(crate) fn on_node(slurmd: &str, script: &str) -> std::process::Output {
+    Command::new("nsenter")
+        .args(["-t", slurmd, "-m", "sh", "-c", script])
+        .output()
+        .unwrap()
+}
+
 /// The longest a test's jobs may take: far above what they need (seconds), so only a cluster
 /// that stopped running jobs (a drained node) meets it.
 const JOB_DEADLINE: Duration = Duration::from_secs(600);

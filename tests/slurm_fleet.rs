@@ -57,21 +57,9 @@ fn shmbench(conf: &Path, args: &[&str]) -> Output {
         .expect("run shmbench")
 }
 
-/// `scontrol -o show node NODE`'s state and reason.
+/// A node's state and reason.
 fn node(conf: &Path, name: &str) -> (String, String) {
-    let o = slurm("scontrol", conf)
-        .args(["-o", "show", "node", name])
-        .output()
-        .unwrap();
-    let line = String::from_utf8_lossy(&o.stdout).into_owned();
-    let state = (line.split(' '))
-        .find_map(|f| f.strip_prefix("State="))
-        .unwrap_or_default()
-        .to_string();
-    let reason = (line.split_once(" Reason="))
-        .map(|(_, r)| r.to_string())
-        .unwrap_or_default();
-    (state, reason)
+    crate::slurm::node_state(&mut slurm("scontrol", conf), name)
 }
 
 /// The health check's log of each node, in the test's scratch directory.
@@ -118,10 +106,7 @@ fn wait_for(what: &str, conf: &Path, done: impl Fn() -> bool) {
 fn on_node(cluster: &Path, name: &str, script: &str) -> Output {
     let pid = std::fs::read_to_string(cluster.join("nodes").join(name).join("slurmd.pid"))
         .expect("the node's slurmd.pid");
-    Command::new("nsenter")
-        .args(["-t", pid.trim(), "-m", "sh", "-c", script])
-        .output()
-        .unwrap()
+    crate::slurm::on_node(pid.trim(), script)
 }
 
 /// Plants a dead job's leftover in `leftover`'s /dev/shm, as the cluster started with: a

@@ -4,6 +4,7 @@
 //! node returns to idle; a node drained by hand for another reason stays drained.
 
 use crate::common;
+use crate::slurm::on_node;
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -22,21 +23,7 @@ fn cluster_dir() -> Option<PathBuf> {
 
 /// `scontrol -o show node`'s state and reason.
 fn node() -> (String, String) {
-    let o = Command::new("scontrol")
-        .args(["-o", "show", "node", NODE])
-        .output()
-        .unwrap();
-    let line = String::from_utf8_lossy(&o.stdout).into_owned();
-    let state = line
-        .split(' ')
-        .find_map(|f| f.strip_prefix("State="))
-        .unwrap_or_default()
-        .to_string();
-    let reason = line
-        .split_once(" Reason=")
-        .map(|(_, r)| r.to_string())
-        .unwrap_or_default();
-    (state, reason)
+    crate::slurm::node_state(&mut Command::new("scontrol"), NODE)
 }
 
 /// Waits until `done(state, reason)`, or fails with the node's state and what the health
@@ -66,14 +53,6 @@ fn runs(log: &Path) -> usize {
         .lines()
         .filter(|l| l.starts_with("slurm: "))
         .count()
-}
-
-/// Runs `script` with `sh` in slurmd's mount namespace (the node's /dev/shm).
-fn on_node(slurmd: &str, script: &str) -> std::process::Output {
-    Command::new("nsenter")
-        .args(["-t", slurmd, "-m", "sh", "-c", script])
-        .output()
-        .unwrap()
 }
 
 /// Puts the cluster back however the test ends: no health check program, the planted file

@@ -210,8 +210,6 @@ impl RankPool {
         if n1 == 0 || n1 >= n {
             return 1.0;
         }
-        let mut own_sorted = own.to_vec();
-        own_sorted.sort_by(f64::total_cmp);
         if n <= EXACT_UP_TO {
             let mut others = self.sorted.clone();
             for v in own {
@@ -221,8 +219,12 @@ impl RankPool {
             }
             return rank_test_two_sided(instead, &others);
         }
-        let mut instead_sorted = instead.to_vec();
-        instead_sorted.sort_by(f64::total_cmp);
+        let sorted = |values: &[f64]| {
+            let mut v = values.to_vec();
+            v.sort_by(f64::total_cmp);
+            v
+        };
+        let (own_sorted, instead_sorted) = (sorted(own), sorted(instead));
         let observed: u64 = (instead.iter())
             .map(|v| {
                 let (pool_less, pool_equal) = counts(&self.sorted, v);
@@ -239,30 +241,7 @@ impl RankPool {
     /// The two-sided rank test of `sample` (values that are in the pool) against the pool's
     /// other values. 1 when either side is empty.
     pub fn test(&self, sample: &[f64]) -> f64 {
-        let (n1, n) = (sample.len(), self.sorted.len());
-        if n1 == 0 || n1 >= n {
-            return 1.0;
-        }
-        if n <= EXACT_UP_TO {
-            // Small pools get the exact test, on the others taken out explicitly.
-            let mut others = self.sorted.clone();
-            for v in sample {
-                if let Ok(i) = others.binary_search_by(|o| o.total_cmp(v)) {
-                    others.remove(i);
-                }
-            }
-            return rank_test_two_sided(sample, &others);
-        }
-        // A value's doubled midrank: the ranks less+1 ..= less+equal share their mean.
-        let observed: u64 = sample
-            .iter()
-            .map(|v| {
-                let less = self.sorted.partition_point(|o| o.total_cmp(v).is_lt());
-                let equal = self.sorted[less..].partition_point(|o| o.total_cmp(v).is_eq());
-                (2 * less + equal + 1) as u64
-            })
-            .sum();
-        normal_rank_p(n, n1, observed, self.ties)
+        self.test_instead(sample, sample)
     }
 }
 

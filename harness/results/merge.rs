@@ -38,7 +38,7 @@ pub fn merge(inputs: &[PathBuf], out: &Path) -> Result<Merged> {
         .unwrap_or(Path::new("."));
     // Dropped last: a folder this merge made goes again when the merge did not finish (only
     // while empty: the temporary files went before it).
-    let _made = MadeFolder((!dir.exists()).then(|| dir.to_path_buf()));
+    let mut made = MadeFolder((!dir.exists()).then(|| dir.to_path_buf()));
     csv::prepare(out)?;
     let mut merged = CsvWriter::<Row>::new(out)
         .with_context(|| format!("cannot write results to {}", out.display()))?;
@@ -95,7 +95,8 @@ pub fn merge(inputs: &[PathBuf], out: &Path) -> Result<Merged> {
         .finish(None)
         .with_context(|| format!("cannot write results to {}", out.display()))?;
     unstage(staging.path(), dir)?;
-    std::mem::forget(_made);
+    // Finished: the folder stays.
+    made.0 = None;
     Ok(Merged {
         rows: kept,
         duplicates_dropped: dropped,

@@ -84,3 +84,19 @@ pub fn prometheus_or_skip() -> Option<PathBuf> {
     )
     .then(|| dir.unwrap())
 }
+
+/// Runs Prometheus's `promtool ARGS` (from `bin`, as `prometheus_or_skip` gives it) in `dir` and
+/// fails, with what it said and `context`, unless it passes.
+pub fn assert_promtool_passes(bin: &Path, args: &[&str], dir: &Path, context: &str) {
+    let out = Command::new(bin.join("promtool"))
+        .args(args)
+        .current_dir(dir)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "promtool {args:?}: {}{}\n{context}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+}

@@ -188,7 +188,6 @@ fn node_judgement(
         compared: Vec::new(),
         not_judged: Vec::new(),
     };
-    let mut cannot_tell = false;
     for (cell, measure, measured) in plan {
         let m = match measured {
             Ok(m) => m,
@@ -209,7 +208,6 @@ fn node_judgement(
             verdict.judged += 1;
             verdict.findings.push(comparison.clone());
         } else if let Some(why) = untold(&m, against, (z_at, p_at), t, ln_factorials) {
-            cannot_tell = true;
             verdict.not_judged.push(Unjudged { cell, measure, why });
         } else {
             verdict.judged += 1;
@@ -234,6 +232,8 @@ fn node_judgement(
     });
     // Ok says the node was seen to be as the others: not when some of its runs could not have
     // shown a difference that matters.
+    let cannot_tell =
+        (verdict.not_judged.iter()).any(|u| matches!(u.why, NotJudged::CannotTell { .. }));
     verdict.status = match (verdict.findings.is_empty(), verdict.judged, cannot_tell) {
         (false, _, _) => Status::Flagged,
         (true, 0, _) | (true, _, true) => Status::NotJudged,
@@ -372,17 +372,18 @@ fn median(
         return Err(NotJudged::FleetZero);
     }
     let own = c.values(measure);
+    // Against the fleet's own rows, its runs against the others'.
+    let pool = pool.filter(|p| p.len() > own.len());
     let others = pool.map_or(0, |p| p.len() - own.len());
-    let p = (others > 0).then(|| pool.map_or(1.0, |p| p.test(own)));
+    let p = pool.map(|p| p.test(own));
     // The same runs moved to a median exactly the practical threshold worse than the fleet's.
     let worse = match measure.higher_is_worse() {
         true => 1.0 + t.relative,
         false => 1.0 - t.relative,
     };
     let moved = |scale: f64| own.iter().map(|v| v * scale).collect::<Vec<f64>>();
-    let p_at_threshold = (others > 0 && sample.median > 0.0)
-        .then(|| pool.map(|p| p.test_instead(own, &moved(worse * norm.median / sample.median))))
-        .flatten();
+    let p_at_threshold = (pool.filter(|_| sample.median > 0.0))
+        .map(|p| p.test_instead(own, &moved(worse * norm.median / sample.median)));
     Ok(Measured {
         node: sample.median,
         fleet: norm.median,

@@ -187,28 +187,38 @@ fn worth_saying(u: &Unjudged) -> bool {
 /// saying.
 fn unjudged_summary(v: &Verdict, n: &NodeJudgement, name: Namer) -> String {
     let outcomes = n.not_judged.iter().any(|u| u.measure == Measure::Outcome);
-    // Each reason once, with the cells it is of.
-    let mut cells: Vec<(String, Vec<String>)> = Vec::new();
     let said = (n.not_judged.iter()).filter(|u| match outcomes {
         true => u.measure == Measure::Outcome || matches!(u.why, NotJudged::CannotTell { .. }),
         false => worth_saying(u),
     });
+    // Each reason once (a cannot-tell's need is said once, below), with the cells it is of.
+    let reason = |u: &Unjudged| match u.why {
+        NotJudged::CannotTell { runs, percent, .. } => (u.measure, runs, percent, None),
+        why => (u.measure, 0, 0, Some(why)),
+    };
+    let mut cells: Vec<(&Unjudged, Vec<String>)> = Vec::new();
     for u in said {
-        let words = match u.why {
-            NotJudged::CannotTell { runs, percent, .. } => {
-                untold_words(u.measure, runs, percent, "CELLS")
-            }
-            _ => format!("{} (CELLS)", not_judged_words(u.measure, &u.why)),
-        };
         let cell = cell_name(v, u.cell, name);
-        match cells.iter_mut().find(|(w, _)| *w == words) {
+        match cells
+            .iter_mut()
+            .find(|(first, _)| reason(first) == reason(u))
+        {
             Some((_, list)) if !list.contains(&cell) => list.push(cell),
             Some(_) => {}
-            None => cells.push((words, vec![cell])),
+            None => cells.push((u, vec![cell])),
         }
     }
     let mut words: Vec<String> = (cells.into_iter())
-        .map(|(words, list)| words.replace("CELLS", &list.join(", ")))
+        .map(|(u, list)| match u.why {
+            NotJudged::CannotTell { runs, percent, .. } => {
+                untold_words(u.measure, runs, percent, &list.join(", "))
+            }
+            why => format!(
+                "{} ({})",
+                not_judged_words(u.measure, &why),
+                list.join(", ")
+            ),
+        })
         .collect();
     words.sort();
     let needs = (n.not_judged.iter()).filter_map(|u| match u.why {
