@@ -11,6 +11,7 @@ use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 
 use shmbench::analysis::cell_key::CellKey;
 use shmbench::analysis::summary::Summaries;
+use shmbench::results::columns::Columns;
 use shmbench::results::{merge, record, stream};
 
 const ROWS: usize = 20_000;
@@ -57,10 +58,10 @@ fn read(c: &mut Criterion) {
         b.iter(|| {
             let mut cells = Summaries::new();
             let mut reader = record::open(&path).unwrap();
-            let headers = record::headers(&mut reader, &path).unwrap();
-            let mut line = csv::StringRecord::new();
-            while reader.read_record(&mut line).unwrap() {
-                let row = record::parse(&line, &headers, &path).unwrap();
+            let columns = Columns::new(&record::headers(&mut reader, &path).unwrap());
+            let (mut line, mut row) = (csv::ByteRecord::new(), Default::default());
+            while reader.read_byte_record(&mut line).unwrap() {
+                record::fill(&line, &columns, &path, &mut row).unwrap();
                 cells.add(&CellKey::of(&row), &row);
             }
             assert_eq!(cells.finish().len(), 30);

@@ -16,7 +16,7 @@ use super::compare::{Match, Thresholds};
 use super::history_against::{AgainstReference, Collector, REFERENCE};
 pub(crate) use super::natural_order::natural_key;
 use super::outcomes::{self, Shares};
-use super::runs::Runs;
+use super::runs::{GroupedRuns, Runs};
 use super::summary::Outcome;
 use model::estimate::median;
 use results::Row;
@@ -196,10 +196,11 @@ pub struct Builder {
     /// may span several: a fleet's collected rows, one per node).
     runs: Vec<Run>,
     run_index: HashMap<(String, String, String), usize>,
-    /// Cells (key and name) in order of first appearance.
+    /// Cells (key and name) in order of first appearance, and each one's runs by the run
+    /// they belong to.
     cells: Vec<(CellKey, String)>,
     cell_index: HashMap<CellKey, usize>,
-    groups: HashMap<(usize, usize), Runs>,
+    groups: Vec<GroupedRuns>,
     against: Option<Collector>,
 }
 
@@ -215,7 +216,7 @@ impl Builder {
             run_index: HashMap::new(),
             cells: Vec::new(),
             cell_index: HashMap::new(),
-            groups: HashMap::new(),
+            groups: Vec::new(),
         }
     }
 
@@ -256,10 +257,12 @@ impl Builder {
             None => {
                 self.cell_index.insert(key.clone(), self.cells.len());
                 self.cells.push((key.clone(), r.cell.clone()));
+                self.groups.push(GroupedRuns::default());
                 self.cells.len() - 1
             }
         };
-        self.groups.entry((cell, run)).or_default().add(r);
+        // A history of more than 4 billion runs is not one this machine holds.
+        self.groups[cell].add(run as u32, r);
         if let Some(against) = &mut self.against {
             against.add(cell, run, r, engine_column(r));
         }
@@ -289,17 +292,28 @@ impl Builder {
             ..Thresholds::default()
         };
         let against = (self.against.as_ref())
-            .map(|a| a.judge(&self.cells, &self.groups, &order, thresholds))
+            .map(|a| {
+                // Along runtimes: a few runs, each point's runs looked up by the judgement.
+                let groups: HashMap<(usize, usize), Runs> = (self.groups.iter().enumerate())
+                    .flat_map(|(cell, runs)| {
+                        (runs.clone().into_groups()).map(move |(run, r)| ((cell, run as usize), r))
+                    })
+                    .collect();
+                a.judge(&self.cells, &groups, &order, thresholds)
+            })
             .transpose()?;
+        // Where each run goes in the order.
+        let mut place = vec![0; order.len()];
+        for (at, run) in order.iter().enumerate() {
+            place[*run] = at;
+        }
         let mut trends = Vec::new();
-        for (cell_index, (key, cell)) in self.cells.into_iter().enumerate() {
-            let points: Vec<Option<Point>> = order
-                .iter()
-                .map(|run| {
-                    let mine = self.groups.remove(&(cell_index, *run))?;
-                    Some(point(&mine, self.metric))
-                })
-                .collect();
+        let groups = std::mem::take(&mut self.groups);
+        for ((key, cell), runs) in self.cells.into_iter().zip(groups) {
+            let mut points: Vec<Option<Point>> = vec![None; order.len()];
+            for (run, mine) in runs.into_groups() {
+                points[place[run as usize]] = Some(point(&mine, self.metric));
+            }
             // Runtimes have no order: each is judged against the reference instead.
             let threshold = against.is_none().then_some(self.threshold);
             trends.push(trend(key, cell, points, threshold));

@@ -27,19 +27,39 @@ impl std::fmt::Display for Outcome {
     }
 }
 
-/// What a summary needs of one run.
+/// What a summary needs of one run, packed in 64 bytes (a fleet's year is a million runs held
+/// at once, where `Option`s took 112): an absent measure is NaN (a row's measures never are:
+/// the reader refuses one) and an absent crash step [`NO_STEP`].
 #[derive(Clone, Debug)]
 struct RunFacts {
     repeat: u32,
-    outcome: Outcome,
-    img_per_s: Option<f64>,
-    cpu_ms_per_img: Option<f64>,
-    instructions_per_img: Option<f64>,
-    peak_shm_bytes: u64,
+    status: Status,
     /// Under software emulation (a TCG VM): its speed is the emulator's.
     emulated: bool,
+    crash_step: u64,
+    img_per_s: f64,
+    cpu_ms_per_img: f64,
+    instructions_per_img: f64,
+    peak_shm_bytes: u64,
     /// Why it ended as it did (`explain`'s cause), when the row says.
-    cause: Option<String>,
+    cause: Option<Box<str>>,
+}
+
+/// A crash step no run reaches, standing for none.
+const NO_STEP: u64 = u64::MAX;
+
+impl RunFacts {
+    fn outcome(&self) -> Outcome {
+        Outcome {
+            status: self.status,
+            crash_step: (self.crash_step != NO_STEP).then_some(self.crash_step),
+        }
+    }
+}
+
+/// A packed measure as an option.
+fn measured(x: f64) -> Option<f64> {
+    (!x.is_nan()).then_some(x)
 }
 
 /// The runs of one cell, in the order they were added until [`Runs::sorted`].
@@ -52,16 +72,14 @@ impl Runs {
     pub fn add(&mut self, r: &Row) {
         self.facts.push(RunFacts {
             repeat: r.repeat,
-            outcome: Outcome {
-                status: r.status,
-                crash_step: r.crash_step,
-            },
-            img_per_s: r.img_per_s,
-            cpu_ms_per_img: r.cpu_ms_per_img,
-            instructions_per_img: r.instructions_per_img,
-            peak_shm_bytes: r.peak_shm_bytes,
+            status: r.status,
             emulated: r.vm_accel == Some(Accel::Tcg),
-            cause: r.cause.clone(),
+            crash_step: r.crash_step.unwrap_or(NO_STEP),
+            img_per_s: r.img_per_s.unwrap_or(f64::NAN),
+            cpu_ms_per_img: r.cpu_ms_per_img.unwrap_or(f64::NAN),
+            instructions_per_img: r.instructions_per_img.unwrap_or(f64::NAN),
+            peak_shm_bytes: r.peak_shm_bytes,
+            cause: r.cause.as_deref().map(Box::from),
         });
     }
 
@@ -80,20 +98,20 @@ impl Runs {
     }
 
     pub fn outcomes(&self) -> Vec<Outcome> {
-        self.facts.iter().map(|f| f.outcome.clone()).collect()
+        self.facts.iter().map(RunFacts::outcome).collect()
     }
 
     /// The most common outcome (ties: the worst, so a flaky crash is never hidden).
     pub fn outcome(&self) -> Outcome {
-        let mut counts: BTreeMap<&Outcome, usize> = BTreeMap::new();
+        let mut counts: BTreeMap<Outcome, usize> = BTreeMap::new();
         for f in &self.facts {
-            *counts.entry(&f.outcome).or_default() += 1;
+            *counts.entry(f.outcome()).or_default() += 1;
         }
         let most = counts.values().copied().max().unwrap_or(0);
         counts
-            .iter()
-            .filter(|(_, n)| **n == most)
-            .map(|(o, _)| (*o).clone())
+            .into_iter()
+            .filter(|(_, n)| *n == most)
+            .map(|(o, _)| o)
             .min_by_key(|o| (o.status.is_pass(), o.crash_step))
             .unwrap_or(Outcome {
                 status: Status::Error,
@@ -106,7 +124,7 @@ impl Runs {
     pub fn cause(&self) -> Option<String> {
         let outcome = self.outcome();
         let mut counts: BTreeMap<&str, usize> = BTreeMap::new();
-        for f in self.facts.iter().filter(|f| f.outcome == outcome) {
+        for f in self.facts.iter().filter(|f| f.outcome() == outcome) {
             if let Some(c) = &f.cause {
                 *counts.entry(c).or_default() += 1;
             }
@@ -119,26 +137,28 @@ impl Runs {
     }
 
     fn passing(&self) -> impl Iterator<Item = &RunFacts> {
-        self.facts.iter().filter(|f| f.outcome.status.is_pass())
+        self.facts.iter().filter(|f| f.status.is_pass())
     }
 
     /// img/s of the passing runs with their repeat numbers (crashed runs never enter throughput
     /// statistics).
     pub fn rates(&self) -> Vec<(u32, f64)> {
         self.passing()
-            .filter_map(|f| f.img_per_s.map(|x| (f.repeat, x)))
+            .filter_map(|f| measured(f.img_per_s).map(|x| (f.repeat, x)))
             .collect()
     }
 
     /// CPU milliseconds per image of the passing runs that measured it.
     pub fn cpu(&self) -> Vec<f64> {
-        self.passing().filter_map(|f| f.cpu_ms_per_img).collect()
+        self.passing()
+            .filter_map(|f| measured(f.cpu_ms_per_img))
+            .collect()
     }
 
     /// Instructions per image of the passing runs that counted them.
     pub fn instructions(&self) -> Vec<f64> {
         self.passing()
-            .filter_map(|f| f.instructions_per_img)
+            .filter_map(|f| measured(f.instructions_per_img))
             .collect()
     }
 
@@ -155,12 +175,42 @@ impl Runs {
 
     /// Earliest and latest crash step over the crashed runs.
     pub fn crash_steps(&self) -> Option<(u64, u64)> {
-        let steps = self.facts.iter().filter_map(|f| f.outcome.crash_step);
+        let steps = self.facts.iter().filter_map(|f| f.outcome().crash_step);
         steps.clone().min().zip(steps.max())
     }
 
     pub fn emulated(&self) -> bool {
         self.facts.iter().any(|f| f.emulated)
+    }
+}
+
+/// The runs of many groups (a history's points: one cell in one run each) kept together, each
+/// run with its group: a map entry and an allocation per point were most of a fleet's year's
+/// memory (600 MB for a million points).
+#[derive(Clone, Debug, Default)]
+pub struct GroupedRuns {
+    facts: Vec<(u32, RunFacts)>,
+}
+
+impl GroupedRuns {
+    pub fn add(&mut self, group: u32, r: &Row) {
+        let mut one = Runs::default();
+        one.add(r);
+        self.facts.extend(one.facts.into_iter().map(|f| (group, f)));
+    }
+
+    /// Each group with its runs (in the order they were added), in group order.
+    pub fn into_groups(mut self) -> impl Iterator<Item = (u32, Runs)> {
+        self.facts.sort_by_key(|(group, _)| *group);
+        let mut facts = self.facts.into_iter().peekable();
+        std::iter::from_fn(move || {
+            let (group, first) = facts.next()?;
+            let mut runs = Runs { facts: vec![first] };
+            while let Some((_, f)) = facts.next_if(|(g, _)| *g == group) {
+                runs.facts.push(f);
+            }
+            Some((group, runs))
+        })
     }
 }
 
@@ -176,6 +226,11 @@ mod tests {
             img_per_s,
             ..Row::default()
         }
+    }
+
+    #[test]
+    fn a_run_s_facts_are_packed_in_64_bytes() {
+        assert_eq!(std::mem::size_of::<RunFacts>(), 64);
     }
 
     #[test]

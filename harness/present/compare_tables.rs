@@ -243,6 +243,18 @@ pub fn render_json(
     comparisons: &[Comparison],
     thresholds: Thresholds,
 ) -> serde_json::Result<String> {
+    let mut text = Vec::new();
+    write_json(comparisons, thresholds, &mut text)?;
+    Ok(String::from_utf8(text).expect("serde_json writes UTF-8"))
+}
+
+/// [`render_json`]'s document written to `out` as it is made: a fleet's year of runs is a
+/// 110 MB document, never held.
+pub fn write_json(
+    comparisons: &[Comparison],
+    thresholds: Thresholds,
+    out: impl std::io::Write,
+) -> serde_json::Result<()> {
     /// The document, its keys in the order a map of them is written (alphabetical).
     #[derive(serde::Serialize)]
     struct Document<'a> {
@@ -251,15 +263,18 @@ pub fn render_json(
         thresholds: serde_json::Value,
         undecided: usize,
     }
-    serde_json::to_string_pretty(&Document {
-        cells: compare_json::Cells(comparisons),
-        regressions: comparisons
-            .iter()
-            .filter(|c| c.verdict.is_regression())
-            .count(),
-        thresholds: serde_json::json!({ "img_per_s": thresholds.rate, "cpu_ms_per_img": thresholds.cpu, "instructions_per_img": thresholds.instructions }),
-        undecided: undecided(comparisons).len(),
-    })
+    serde_json::to_writer_pretty(
+        out,
+        &Document {
+            cells: compare_json::Cells(comparisons),
+            regressions: comparisons
+                .iter()
+                .filter(|c| c.verdict.is_regression())
+                .count(),
+            thresholds: serde_json::json!({ "img_per_s": thresholds.rate, "cpu_ms_per_img": thresholds.cpu, "instructions_per_img": thresholds.instructions }),
+            undecided: undecided(comparisons).len(),
+        },
+    )
 }
 
 /// Per-cell summary of repeated runs as a Markdown table.

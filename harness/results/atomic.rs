@@ -43,8 +43,10 @@ pub fn write_csv<T: CsvRow>(path: &Path, rows: &[T], empty_header: Option<&[&str
 pub struct CsvWriter<T> {
     path: std::path::PathBuf,
     out: csv::Writer<BufWriter<NamedTempFile>>,
-    /// One row as serde writes it, before its cells are guarded.
-    plain: Vec<u8>,
+    /// serde's writer, kept (one built per row was a merge's tenth), and what it wrote of the
+    /// row being written, before its cells are guarded.
+    plain: csv::Writer<Shared>,
+    written: Shared,
     rows: usize,
     row: PhantomData<fn(&T)>,
 }
@@ -56,10 +58,12 @@ impl<T: CsvRow> CsvWriter<T> {
             .prefix(".shmbench-")
             .suffix(".tmp")
             .tempfile_in(parent(path))?;
+        let written = Shared::default();
         Ok(CsvWriter {
             path: path.to_path_buf(),
             out: csv::Writer::from_writer(BufWriter::new(tmp)),
-            plain: Vec::new(),
+            plain: csv::Writer::from_writer(written.clone()),
+            written,
             rows: 0,
             row: PhantomData,
         })
@@ -72,18 +76,18 @@ impl<T: CsvRow> CsvWriter<T> {
 
     /// Adds a row (the header first, before the first row).
     pub fn write(&mut self, row: &T) -> Result<()> {
-        self.plain.clear();
-        let mut plain = csv::WriterBuilder::new()
-            .has_headers(self.rows == 0)
-            .from_writer(&mut self.plain);
-        plain.serialize(row)?;
-        drop(plain);
+        // serde's writer writes the header before its first row. (Nothing is left of a row
+        // whose writing failed.)
+        self.written.0.borrow_mut().clear();
+        self.plain.serialize(row)?;
+        self.plain.flush()?;
+        let plain = self.written.0.take();
         // Every cell once more, guarded for spreadsheets (serde writes the cells, not their
         // text): the header's first when this is the first row, then the row's.
         let mut header = self.rows == 0;
         let (more_header, more_cells) = (T::more_header(), row.more_cells()?);
         let out = &mut self.out;
-        split(&self.plain, |cells| {
+        split(&plain, |cells| {
             let more: Vec<&str> = match header {
                 true => more_header.to_vec(),
                 false => more_cells.iter().map(String::as_str).collect(),
@@ -95,6 +99,10 @@ impl<T: CsvRow> CsvWriter<T> {
             header = false;
             Ok(())
         })?;
+        // The buffer back, emptied, its capacity kept.
+        let mut plain = plain;
+        plain.clear();
+        self.written.0.replace(plain);
         self.rows += 1;
         Ok(())
     }
@@ -114,6 +122,21 @@ impl<T: CsvRow> CsvWriter<T> {
             .into_inner()
             .map_err(|e| anyhow!("{}", e.error()))?;
         persist(tmp, &self.path)
+    }
+}
+
+/// A buffer serde's writer writes into and the row's writer takes from.
+#[derive(Clone, Default)]
+struct Shared(std::rc::Rc<std::cell::RefCell<Vec<u8>>>);
+
+impl Write for Shared {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.0.borrow_mut().extend_from_slice(buf);
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
     }
 }
 

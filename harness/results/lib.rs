@@ -6,6 +6,7 @@
 pub mod atomic;
 pub mod baseline;
 pub mod claims_file;
+pub mod columns;
 pub mod csv;
 pub mod knob_columns;
 pub mod log_lines;

@@ -55,7 +55,7 @@ pub fn merge(inputs: &[PathBuf], out: &Path) -> Result<Merged> {
         let prefix = (i + 1).to_string();
         let carry = |name: &Option<String>| {
             let name = name.as_deref()?;
-            sidecar::copy(path, name, &staged, &prefix).ok()
+            sidecar::copy(path, name, &staged, &prefix).ok().flatten()
         };
         stream::each_prepared(
             std::slice::from_ref(path),

@@ -1,15 +1,14 @@
 //! One record of a results file as a typed row: the file opened, its header line read, a record
-//! unguarded (spreadsheet formulas) and checked against the schemas this shmbench reads, and a bad
-//! line named by its number.
+//! filled into a row ([`Columns`]) and checked against the schemas this shmbench reads, and a
+//! bad line named by its number.
 
 use std::io::Read;
 use std::path::Path;
 
 use anyhow::{bail, Context, Result};
 
-use super::knob_columns;
+use super::columns::Columns;
 use super::row::{Row, READS, SCHEMA};
-use super::spreadsheet;
 
 /// The longest record a results file may hold. A row is a few hundred bytes (a long note a few
 /// KB); the csv reader keeps a whole record in memory, so a file with no record end (/dev/zero,
@@ -65,9 +64,9 @@ impl Read for RecordBounded {
 pub type Reader = csv::Reader<RecordBounded>;
 
 /// The header line of `path`'s reader, or why it has none.
-pub fn headers(reader: &mut Reader, path: &Path) -> Result<csv::StringRecord> {
+pub fn headers(reader: &mut Reader, path: &Path) -> Result<csv::ByteRecord> {
     Ok(reader
-        .headers()
+        .byte_headers()
         .with_context(|| format!("{}: no header line", path.display()))?
         .clone())
 }
@@ -110,24 +109,6 @@ pub fn bad_line(path: &Path, line: u64, e: &dyn std::fmt::Display) -> anyhow::Er
     }
 }
 
-/// A deserializing error with the column and cell it is about (the csv crate names a field by
-/// its number, and a number's parse error not at all by its text): quoted by [`bad_line`].
-fn with_cell(e: &csv::Error, record: &csv::StringRecord, headers: &csv::StringRecord) -> String {
-    let field = match e.kind() {
-        csv::ErrorKind::Deserialize { err, .. } => err.field(),
-        _ => None,
-    };
-    let named = field.and_then(|i| {
-        let i = usize::try_from(i).ok()?;
-        Some((headers.get(i)?, record.get(i)?))
-    });
-    match named {
-        // The cell first: what is said is cut short after 120 characters.
-        Some((column, cell)) => format!("column {column} holds `{cell}`: {e}"),
-        None => e.to_string(),
-    }
-}
-
 /// The first measure of `row` that no run can have measured (NaN, infinite or negative), if
 /// any: shmbench never writes one, and `compare` would judge on it (a NaN side is "unchanged").
 fn bad_measure(row: &Row) -> Option<(&'static str, f64)> {
@@ -146,26 +127,13 @@ fn bad_measure(row: &Row) -> Option<(&'static str, f64)> {
     })
 }
 
-/// One record of `path` as a row of this schema, refusing another schema version and naming
-/// the line of a bad row.
-pub fn parse(record: &csv::StringRecord, headers: &csv::StringRecord, path: &Path) -> Result<Row> {
+/// Fills `row` with one record of `path` as a row of this schema (by the file's `columns`),
+/// refusing another schema version and naming the line of a bad row.
+pub fn fill(record: &csv::ByteRecord, columns: &Columns, path: &Path, row: &mut Row) -> Result<()> {
     let line = record.position().map_or(0, |p| p.line());
-    // Most rows hold no guarded cell: copy the record only for one that does.
-    let guarded = record
-        .iter()
-        .any(|c| spreadsheet::unguard(c).len() != c.len());
-    let unguarded: csv::StringRecord;
-    let record = match guarded {
-        true => {
-            unguarded = record.iter().map(spreadsheet::unguard).collect();
-            &unguarded
-        }
-        false => record,
-    };
-    let mut row = record
-        .deserialize::<Row>(Some(headers))
-        .map_err(|e| bad_line(path, line, &with_cell(&e, record, headers)))?;
-    knob_columns::read(record, headers, &mut row.added).map_err(|e| bad_line(path, line, &e))?;
+    columns
+        .fill(record, row)
+        .map_err(|e| bad_line(path, line, &e))?;
     if !READS.contains(&row.schema) {
         let reads: Vec<String> = READS.iter().map(u32::to_string).collect();
         bail!(
@@ -175,15 +143,20 @@ pub fn parse(record: &csv::StringRecord, headers: &csv::StringRecord, path: &Pat
             reads.join(", ")
         );
     }
-    if let Some((column, value)) = bad_measure(&row) {
+    if let Some((column, value)) = bad_measure(row) {
         let why = format!("{column} is {value}: a measure is a finite number, 0 or more");
         return Err(bad_line(path, line, &why));
     }
     // An older row, read with its missing columns at their defaults, is a row of this schema.
-    Ok(Row {
-        schema: SCHEMA,
-        ..row
-    })
+    row.schema = SCHEMA;
+    Ok(())
+}
+
+/// One record of `path` as a new row (see [`fill`]; a reader of many rows reuses one).
+pub fn parse(record: &csv::ByteRecord, columns: &Columns, path: &Path) -> Result<Row> {
+    let mut row = Row::default();
+    fill(record, columns, path, &mut row)?;
+    Ok(row)
 }
 
 #[cfg(test)]
@@ -196,7 +169,7 @@ mod tests {
         std::fs::write(file.path(), text)?;
         let mut reader = open(file.path())?;
         headers(&mut reader, file.path())?;
-        Ok(reader.records().collect::<Result<Vec<_>, _>>()?.len())
+        Ok(reader.byte_records().collect::<Result<Vec<_>, _>>()?.len())
     }
 
     #[test]

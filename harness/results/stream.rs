@@ -15,7 +15,8 @@ use std::sync::{Arc, Mutex};
 
 use anyhow::Result;
 
-use super::record::{bad_line, headers, open, parse};
+use super::columns::Columns;
+use super::record::{bad_line, fill, headers, open};
 use super::Row;
 
 /// Records per batch: large enough that channel traffic is noise, small enough that the
@@ -29,8 +30,8 @@ const PER_WORKER: usize = 2;
 struct Batch {
     seq: u64,
     path: usize,
-    headers: std::sync::Arc<csv::StringRecord>,
-    records: Vec<csv::StringRecord>,
+    columns: Arc<Columns>,
+    records: Vec<csv::ByteRecord>,
     /// How many of `records` were filled (the rest are buffers kept for the next fill).
     filled: usize,
     error: Option<anyhow::Error>,
@@ -57,7 +58,7 @@ pub fn each_prepared<T: Send>(
     let in_flight = workers * PER_WORKER;
     std::thread::scope(|scope| {
         let (full_tx, full_rx) = sync_channel::<Batch>(in_flight);
-        let (empty_tx, empty_rx) = sync_channel::<Vec<csv::StringRecord>>(in_flight);
+        let (empty_tx, empty_rx) = sync_channel::<Vec<csv::ByteRecord>>(in_flight);
         let (done_tx, done_rx) = sync_channel::<Parsed<T>>(in_flight);
         scope.spawn(move || split(paths, in_flight, &full_tx, &empty_rx));
         // The workers own the queue's receiver: when the caller stops early they all end, the
@@ -91,7 +92,7 @@ fn split(
     paths: &[PathBuf],
     in_flight: usize,
     full: &SyncSender<Batch>,
-    empty: &Receiver<Vec<csv::StringRecord>>,
+    empty: &Receiver<Vec<csv::ByteRecord>>,
 ) {
     // Fresh buffers until the first ones come back.
     let mut fresh = in_flight;
@@ -99,19 +100,19 @@ fn split(
         0 => empty.recv().ok(),
         _ => {
             fresh -= 1;
-            Some(vec![csv::StringRecord::new(); BATCH])
+            Some(vec![csv::ByteRecord::new(); BATCH])
         }
     };
     let mut seq = 0;
     for (i, path) in paths.iter().enumerate() {
         let opened = open(path).and_then(|mut r| Ok((headers(&mut r, path)?, r)));
-        let (names, mut reader) = match opened {
-            Ok((names, reader)) => (Arc::new(names), reader),
+        let (columns, mut reader) = match opened {
+            Ok((names, reader)) => (Arc::new(Columns::new(&names)), reader),
             Err(e) => {
                 let _ = full.send(Batch {
                     seq,
                     path: i,
-                    headers: Default::default(),
+                    columns: Arc::new(Columns::new(&csv::ByteRecord::new())),
                     records: Vec::new(),
                     filled: 0,
                     error: Some(e),
@@ -124,7 +125,7 @@ fn split(
             let mut filled = 0;
             let mut error = None;
             while filled < BATCH {
-                match reader.read_record(&mut records[filled]) {
+                match reader.read_byte_record(&mut records[filled]) {
                     Ok(true) => filled += 1,
                     Ok(false) => break,
                     Err(e) => {
@@ -139,7 +140,7 @@ fn split(
             let batch = Batch {
                 seq,
                 path: i,
-                headers: Arc::clone(&names),
+                columns: Arc::clone(&columns),
                 records,
                 filled,
                 error,
@@ -160,10 +161,10 @@ struct Ends<'a, T> {
     /// Batches of records to parse.
     full: &'a Mutex<Receiver<Batch>>,
     /// Where parsed batches' record buffers go back to be refilled.
-    empty: &'a SyncSender<Vec<csv::StringRecord>>,
+    empty: &'a SyncSender<Vec<csv::ByteRecord>>,
     /// Where the rows go.
     done: &'a SyncSender<Parsed<T>>,
-    /// This worker's rows, back from the caller to be freed.
+    /// This worker's rows, back from the caller to be filled again.
     given_back: &'a Receiver<Vec<(T, Row)>>,
 }
 
@@ -175,18 +176,22 @@ fn turn<T>(paths: &[PathBuf], worker: usize, ends: Ends<'_, T>, prepare: &impl F
         done,
         given_back,
     } = ends;
+    // Rows this worker made and the caller is done with, filled again in place: their strings
+    // keep their capacity, so a warm worker allocates nothing per row.
+    let mut spare: Vec<Row> = Vec::new();
     loop {
-        // Rows this worker made and the caller is done with are freed here, where they were
-        // allocated.
-        while given_back.try_recv().is_ok() {}
+        while let Ok(rows) = given_back.try_recv() {
+            spare.extend(rows.into_iter().map(|(_, row)| row));
+        }
         // The lock is held only to take a batch, never while parsing it.
         let next = full.lock().map(|queue| queue.recv());
         let Ok(Ok(batch)) = next else { return };
         let mut rows = Vec::with_capacity(batch.filled);
         let mut error = None;
         for record in &batch.records[..batch.filled] {
-            match parse(record, &batch.headers, &paths[batch.path]) {
-                Ok(row) => rows.push((prepare(&row), row)),
+            let mut row = spare.pop().unwrap_or_default();
+            match fill(record, &batch.columns, &paths[batch.path], &mut row) {
+                Ok(()) => rows.push((prepare(&row), row)),
                 Err(e) => {
                     error = Some(e);
                     break;
@@ -244,8 +249,8 @@ mod tests {
         ));
         let mut reader = record::open(seed).unwrap();
         let headers = record::headers(&mut reader, seed).unwrap();
-        let first = reader.records().next().unwrap().unwrap();
-        let first = record::parse(&first, &headers, seed).unwrap();
+        let first = reader.byte_records().next().unwrap().unwrap();
+        let first = record::parse(&first, &Columns::new(&headers), seed).unwrap();
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("rows.csv");
         let rows: Vec<Row> = (1..=n)
