@@ -42,11 +42,10 @@ pub fn write_csv<T: CsvRow>(path: &Path, rows: &[T], empty_header: Option<&[&str
 /// year's fleet rows held them all, 2.1 GB for 500k). Dropped unfinished, it leaves nothing.
 pub struct CsvWriter<T> {
     path: std::path::PathBuf,
-    out: csv::Writer<BufWriter<NamedTempFile>>,
-    /// serde's writer, kept (one built per row was a merge's tenth), and what it wrote of the
-    /// row being written, before its cells are guarded.
-    plain: csv::Writer<Shared>,
-    written: Shared,
+    out: BufWriter<NamedTempFile>,
+    /// The header's writer: the first row's.
+    encoder: Encoder,
+    line: Vec<u8>,
     rows: usize,
     row: PhantomData<fn(&T)>,
 }
@@ -58,12 +57,11 @@ impl<T: CsvRow> CsvWriter<T> {
             .prefix(".shmbench-")
             .suffix(".tmp")
             .tempfile_in(parent(path))?;
-        let written = Shared::default();
         Ok(CsvWriter {
             path: path.to_path_buf(),
-            out: csv::Writer::from_writer(BufWriter::new(tmp)),
-            plain: csv::Writer::from_writer(written.clone()),
-            written,
+            out: BufWriter::new(tmp),
+            encoder: Encoder::new(true),
+            line: Vec::new(),
             rows: 0,
             row: PhantomData,
         })
@@ -76,33 +74,22 @@ impl<T: CsvRow> CsvWriter<T> {
 
     /// Adds a row (the header first, before the first row).
     pub fn write(&mut self, row: &T) -> Result<()> {
-        // serde's writer writes the header before its first row. (Nothing is left of a row
-        // whose writing failed.)
-        self.written.0.borrow_mut().clear();
-        self.plain.serialize(row)?;
-        self.plain.flush()?;
-        let plain = self.written.0.take();
-        // Every cell once more, guarded for spreadsheets (serde writes the cells, not their
-        // text): the header's first when this is the first row, then the row's.
-        let mut header = self.rows == 0;
-        let (more_header, more_cells) = (T::more_header(), row.more_cells()?);
-        let out = &mut self.out;
-        split(&plain, |cells| {
-            let more: Vec<&str> = match header {
-                true => more_header.to_vec(),
-                false => more_cells.iter().map(String::as_str).collect(),
-            };
-            let guarded: Vec<_> = (cells.iter().chain(&more))
-                .map(|c| spreadsheet::guard(c))
-                .collect();
-            out.write_record(guarded.iter().map(|c| c.as_bytes()))?;
-            header = false;
-            Ok(())
-        })?;
-        // The buffer back, emptied, its capacity kept.
-        let mut plain = plain;
-        plain.clear();
-        self.written.0.replace(plain);
+        self.line.clear();
+        self.encoder.encode(row, &mut self.line, true)?;
+        self.out.write_all(&self.line)?;
+        self.rows += 1;
+        Ok(())
+    }
+
+    /// Adds a row as `line`, what [`encode`] made of `row` (or of a row with the same columns)
+    /// on another thread: a merge encodes on the threads that read.
+    pub fn write_encoded(&mut self, row: &T, line: &[u8]) -> Result<()> {
+        if self.rows == 0 {
+            self.line.clear();
+            self.encoder.encode(row, &mut self.line, false)?;
+            self.out.write_all(&self.line)?;
+        }
+        self.out.write_all(line)?;
         self.rows += 1;
         Ok(())
     }
@@ -111,21 +98,97 @@ impl<T: CsvRow> CsvWriter<T> {
     pub fn finish(mut self, empty_header: Option<&[&str]>) -> Result<()> {
         if self.rows == 0 {
             if let Some(header) = empty_header {
-                self.out.write_record(header)?;
+                let mut line = csv::Writer::from_writer(Vec::new());
+                line.write_record(header)?;
+                let line = line.into_inner().map_err(|e| anyhow!("{}", e.error()))?;
+                self.out.write_all(&line)?;
             }
         }
-        let buffered = self
+        let tmp = self
             .out
-            .into_inner()
-            .map_err(|e| anyhow!("{}", e.error()))?;
-        let tmp = buffered
             .into_inner()
             .map_err(|e| anyhow!("{}", e.error()))?;
         persist(tmp, &self.path)
     }
 }
 
-/// A buffer serde's writer writes into and the row's writer takes from.
+/// `row` as one line of a results file (no header), its cells guarded: made on this thread by
+/// writers kept between rows.
+pub fn encode<T: CsvRow>(row: &T) -> Result<Vec<u8>> {
+    thread_local! {
+        static ENCODER: std::cell::RefCell<Encoder> = std::cell::RefCell::new(Encoder::new(false));
+    }
+    let mut line = Vec::new();
+    ENCODER.with(|encoder| encoder.borrow_mut().encode(row, &mut line, true))?;
+    Ok(line)
+}
+
+/// Rows made lines of CSV: serde writes a row's cells, which are then guarded for spreadsheets
+/// (serde writes the cells, not their text) and written again. Both writers are kept between
+/// rows: one built per row was a tenth of a merge.
+struct Encoder {
+    plain: csv::Writer<Shared>,
+    plain_text: Shared,
+    guarded: csv::Writer<Shared>,
+    guarded_text: Shared,
+    /// Whether the header is written before the first row, and whether that row was.
+    header: bool,
+    first: bool,
+}
+
+impl Encoder {
+    fn new(header: bool) -> Encoder {
+        let (plain_text, guarded_text) = (Shared::default(), Shared::default());
+        Encoder {
+            plain: csv::WriterBuilder::new()
+                .has_headers(header)
+                .from_writer(plain_text.clone()),
+            plain_text,
+            guarded: csv::Writer::from_writer(guarded_text.clone()),
+            guarded_text,
+            header,
+            first: true,
+        }
+    }
+
+    /// Appends `row`'s line to `to` (unless not `with_row`), after the header's when it is the
+    /// first row and this encoder writes one.
+    fn encode<T: CsvRow>(&mut self, row: &T, to: &mut Vec<u8>, with_row: bool) -> Result<()> {
+        // Nothing is left of a row whose writing failed.
+        self.plain_text.0.borrow_mut().clear();
+        self.plain.serialize(row)?;
+        self.plain.flush()?;
+        let plain = self.plain_text.0.take();
+        let mut header = self.header && self.first;
+        let (more_header, more_cells) = (T::more_header(), row.more_cells()?);
+        let guarded = &mut self.guarded;
+        split(&plain, |cells| {
+            if !header && !with_row {
+                return Ok(());
+            }
+            let more: Vec<&str> = match header {
+                true => more_header.to_vec(),
+                false => more_cells.iter().map(String::as_str).collect(),
+            };
+            let cells: Vec<_> = (cells.iter().chain(&more))
+                .map(|c| spreadsheet::guard(c))
+                .collect();
+            guarded.write_record(cells.iter().map(|c| c.as_bytes()))?;
+            header = false;
+            Ok(())
+        })?;
+        self.guarded.flush()?;
+        to.append(&mut self.guarded_text.0.borrow_mut());
+        // The buffer back, emptied, its capacity kept.
+        let mut plain = plain;
+        plain.clear();
+        self.plain_text.0.replace(plain);
+        self.first = false;
+        Ok(())
+    }
+}
+
+/// A buffer a csv writer writes into, read by the one who holds its other end.
 #[derive(Clone, Default)]
 struct Shared(std::rc::Rc<std::cell::RefCell<Vec<u8>>>);
 

@@ -16,7 +16,7 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result};
 
-use super::atomic::CsvWriter;
+use super::atomic::{self, CsvWriter};
 use super::{csv, sidecar, stream, Row};
 
 /// What a merge did.
@@ -57,26 +57,40 @@ pub fn merge(inputs: &[PathBuf], out: &Path) -> Result<Merged> {
             let name = name.as_deref()?;
             sidecar::copy(path, name, &staged, &prefix).ok().flatten()
         };
-        stream::each_prepared(
-            std::slice::from_ref(path),
-            |row| identity.of(row),
-            |id, row| {
-                if let Some(sig) = sys::signals::received() {
-                    return Err(Stopped(sig).into());
+        // A row's line is made where it was read, unless a file of it is to be carried.
+        let prepare = |row: &Row| {
+            let line = match (row.steps_file.iter().chain(&row.watch_file))
+                .all(|name| !sidecar::may_copy(path, name))
+            {
+                true if row.steps_file.is_none() && row.watch_file.is_none() => {
+                    atomic::encode(row).ok()
                 }
-                if !seen.insert(*id) {
-                    dropped += 1;
-                    return Ok(());
-                }
-                if row.steps_file.is_none() && row.watch_file.is_none() {
-                    return merged.write(row);
-                }
-                let mut row = row.clone();
-                row.steps_file = carry(&row.steps_file);
-                row.watch_file = carry(&row.watch_file);
-                merged.write(&row)
-            },
-        )?;
+                true => atomic::encode(&Row {
+                    steps_file: None,
+                    watch_file: None,
+                    ..row.clone()
+                })
+                .ok(),
+                false => None,
+            };
+            (identity.of(row), line)
+        };
+        stream::each_prepared(std::slice::from_ref(path), prepare, |(id, line), row| {
+            if let Some(sig) = sys::signals::received() {
+                return Err(Stopped(sig).into());
+            }
+            if !seen.insert(*id) {
+                dropped += 1;
+                return Ok(());
+            }
+            if let Some(line) = line {
+                return merged.write_encoded(row, line);
+            }
+            let mut row = row.clone();
+            row.steps_file = carry(&row.steps_file);
+            row.watch_file = carry(&row.watch_file);
+            merged.write(&row)
+        })?;
     }
     let kept = merged.rows();
     if kept == 0 {

@@ -127,20 +127,25 @@ fn down_from(results_csv: &Path, relative: &str, what: &str) -> Result<PathBuf> 
     Ok(results_csv.parent().unwrap_or(Path::new(".")).join(name))
 }
 
+/// Whether [`copy`] may copy the file a row of `from_csv` names: false when it would carry
+/// nothing (the name is refused, or no file is there), found without an error made.
+pub fn may_copy(from_csv: &Path, relative: &str) -> bool {
+    down_from(from_csv, relative, "file")
+        .is_ok_and(|path| std::fs::symlink_metadata(path).is_ok_and(|m| m.file_type().is_file()))
+}
+
 /// Copies the file a row of `from_csv` names beside `to_csv` (for a merge: the merged file
 /// carries its rows' files), as `<to stem>/<prefix>-<file name>`; returns its new name, or
-/// None when no file is there. A missing file is common (a CSV sent without its folder) and
-/// costs no error: an error per row of a million, with RUST_BACKTRACE set, cost a merge half
-/// its time.
+/// None when there is nothing it may carry ([`may_copy`]). A missing file is common (a CSV sent
+/// without its folder) and costs no error: an error per row of a million, with RUST_BACKTRACE
+/// set, cost a merge half its time.
 pub fn copy(
     from_csv: &Path,
     relative: &str,
     to_csv: &Path,
     prefix: &str,
 ) -> Result<Option<String>> {
-    if std::fs::symlink_metadata(down_from(from_csv, relative, "file")?)
-        .is_err_and(|e| e.kind() == std::io::ErrorKind::NotFound)
-    {
+    if !may_copy(from_csv, relative) {
         return Ok(None);
     }
     let (from, mut file) = open(from_csv, relative, "file")?;
