@@ -237,7 +237,9 @@ fn a_node_is_flagged_only_beyond_both_thresholds() {
         gpu2.contains("not judged")
             && gpu2
                 .contains("3 run(s) of seed-matrix/docker-tuned cannot tell a 20% change of img/s")
-            && gpu2.contains("; give "),
+            && gpu2.contains("; give ")
+            // What it was judged on is said beside (CPU per image and peak /dev/shm).
+            && gpu2.ends_with("; within the thresholds on 2 other measure(s) of 1 cell(s)"),
         "{text}"
     );
 }

@@ -241,7 +241,17 @@ pub(crate) fn reasons(v: &Verdict, n: &NodeJudgement, name: Namer) -> Vec<String
             .iter()
             .map(|f| finding_words(v, f, name))
             .collect(),
-        Status::NotJudged => vec![unjudged_summary(v, n, name)],
+        Status::NotJudged => {
+            let mut line = unjudged_summary(v, n, name);
+            // What was judged is said too: not judged is not "nothing seen".
+            if n.judged > 0 {
+                line += &format!(
+                    "; within the thresholds on {} other measure(s) of {} cell(s)",
+                    n.judged, n.judged_cells
+                );
+            }
+            vec![line]
+        }
         Status::Ok => {
             let mut line = format!(
                 "within the thresholds on {} measure(s) of {} cell(s)",
