@@ -401,7 +401,7 @@ mod tests {
     }
 
     #[test]
-    fn added_knobs_read_back_by_name_and_a_missing_column_is_the_default() {
+    fn added_knobs_are_written_and_read_back_by_name_and_a_missing_column_is_the_default() {
         use model::knobs::{EngineKind, Inject, StartMethod};
         let added = AddedKnobs {
             start_method: StartMethod::Spawn,
@@ -410,7 +410,9 @@ mod tests {
             inject: Inject::KillBus,
             oci_runtime: "runsc".parse().unwrap(),
         };
+        // Written as the csv crate writes one field each.
         let cells = crate::knob_columns::cells(&added).unwrap();
+        assert_eq!(cells, ["spawn", "268435456", "podman", "kill-bus", "runsc"]);
         let seed = concat!(env!("CARGO_MANIFEST_DIR"), "/../../tests/fixtures/seed.csv");
         let mut reader = csv::Reader::from_path(seed).unwrap();
         let mut headers = reader.byte_headers().unwrap().clone();

@@ -48,22 +48,3 @@ fn text<T: Serialize>(value: &T) -> Result<String> {
     })?;
     Ok(cell)
 }
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use model::knobs::{EngineKind, Inject, StartMethod};
-
-    #[test]
-    fn cells_are_written_as_the_csv_crate_writes_one_field() {
-        let added = AddedKnobs {
-            start_method: StartMethod::Spawn,
-            dataset_bytes: 256 << 20,
-            engine: EngineKind::Podman,
-            inject: Inject::KillBus,
-            oci_runtime: "runsc".parse().unwrap(),
-        };
-        let cells = cells(&added).unwrap();
-        assert_eq!(cells, ["spawn", "268435456", "podman", "kill-bus", "runsc"]);
-    }
-}
