@@ -33,3 +33,4 @@ pub use present;
 pub use results;
 pub use runtime;
 pub use sys;
+pub use tune;

@@ -59,6 +59,7 @@ mod sweep_safety;
 mod torch;
 mod torch_limits;
 mod torch_start_methods;
+mod tune;
 mod untrusted_results;
 mod vm;
 mod watch;

@@ -33,6 +33,7 @@ mod slurm;
 mod slurm_verify;
 mod sweep;
 mod text_or_json;
+mod tune;
 mod watch;
 
 use std::process::ExitCode;
@@ -90,6 +91,9 @@ pub(crate) enum Command {
     /// Find the smallest /dev/shm a loader passes in, by bisection over real cells
     #[command(name = "min-shm")]
     MinShm(min_shm::Args),
+    /// Find the fastest DataLoader settings (workers, prefetch, pin_memory, start method) that
+    /// fit a /dev/shm budget, by measurement
+    Tune(tune::Args),
     /// Measure this machine's data-path limits (memset, memcpy, fresh shared segments per strategy)
     Calibrate(calibrate::Args),
     /// Benchmark the harness against this machine's limits (host cell, efficiency, matrix time,
@@ -166,6 +170,7 @@ fn dispatch(cli: Cli) -> Result<ExitCode> {
         Command::Cell(args) => internal::cell(args),
         Command::Doctor(args) => doctor::run(args),
         Command::MinShm(args) => min_shm::run(args),
+        Command::Tune(args) => tune::run(args),
         Command::Calibrate(args) => calibrate::run(args),
         Command::Bench(args) => bench::run(args),
         Command::Compare(args) => compare::run(args),

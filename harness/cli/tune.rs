@@ -1,0 +1,212 @@
+//! `shmbench tune`: the fastest DataLoader settings that fit a /dev/shm budget, by measurement.
+
+use std::process::ExitCode;
+use std::time::{Duration, Instant};
+
+use anyhow::{anyhow, bail, Result};
+
+use super::text_or_json::TextOrJson as Format;
+use crate::model::knobs::{Knobs, StartMethod};
+use crate::model::size::ByteSize;
+use crate::plan::resolve;
+use crate::sys::fingerprint::mem_total;
+use crate::sys::signals;
+use crate::tune::search::{self, Bounds, Progress};
+use crate::tune::setting::{self, Space};
+use crate::tune::{pick_text, trial};
+
+/// What `shmbench tune --help` shows after the flags.
+const AFTER_HELP: &str = "\
+Examples:
+  shmbench tune --shm-size 256m --batch 32 --steps 40 --compute-ms 30
+  shmbench tune --shm-size 1g --decode-us 500 --max-time 600 --format json
+  shmbench tune --shm-size 128m --batch 8 --tune-workers 1,2,4 --tune-prefetch 2,4 --tune-pin no
+
+Each setting the model says cannot fit when training stalls (every worker's prefetch full) is
+left out; the rest run as real cells in a /dev/shm of exactly --shm-size, the faster half
+again and again (successive halving), and the leaders once more in --margin of it: a pick
+passed every run of both. The loader's other knobs (batch, shape, dtype, decode and step
+time) describe your data; docs/TUNE.md says how to read the result.";
+
+#[derive(clap::Args)]
+#[command(after_help = AFTER_HELP)]
+pub(crate) struct Args {
+    /// The share of --shm-size the pick must also pass in
+    #[arg(long, default_value_t = 0.85, value_parser = margin)]
+    pub(crate) margin: f64,
+    /// The most runs one setting gets while racing
+    #[arg(long, default_value_t = 4)]
+    pub(crate) most_runs: u32,
+    /// Stop racing after this many seconds (the pick is still checked at the margin)
+    #[arg(long, value_name = "SECONDS")]
+    pub(crate) max_time: Option<f64>,
+    /// num_workers values to try [default: 1, 2, 4, ... up to twice the cores]
+    #[arg(long, value_delimiter = ',', value_name = "N,...")]
+    pub(crate) tune_workers: Vec<u32>,
+    /// prefetch_factor values to try [default: 1,2,4]
+    #[arg(long, value_delimiter = ',', value_name = "N,...")]
+    pub(crate) tune_prefetch: Vec<u32>,
+    /// pin_memory values to try: yes, no [default: no,yes]
+    #[arg(long, value_delimiter = ',', value_name = "yes|no,...", value_parser = yes_no)]
+    pub(crate) tune_pin: Vec<bool>,
+    /// Start methods to try [default: fork,forkserver]
+    #[arg(long, value_delimiter = ',', value_name = "METHOD,...", value_parser = super::choice::choice::<StartMethod>())]
+    pub(crate) tune_start: Vec<StartMethod>,
+    /// Output format
+    #[arg(long, value_enum, default_value = "text")]
+    pub(crate) format: Format,
+    #[command(flatten)]
+    pub(crate) knobs: super::knob_flags::KnobFlags,
+}
+
+fn margin(text: &str) -> Result<f64, String> {
+    match text.parse::<f64>() {
+        Ok(m) if m > 0.0 && m <= 1.0 => Ok(m),
+        _ => Err(format!(
+            "{text}: a share of the budget, above 0 and at most 1 (0.85: 85%)"
+        )),
+    }
+}
+
+fn yes_no(text: &str) -> Result<bool, String> {
+    match text {
+        "yes" | "true" => Ok(true),
+        "no" | "false" => Ok(false),
+        _ => Err(format!("{text}: yes or no")),
+    }
+}
+
+pub(crate) fn run(args: Args) -> Result<ExitCode> {
+    let max_time = match args.max_time {
+        Some(s) => Some(
+            Duration::try_from_secs_f64(s)
+                .ok()
+                .filter(|d| !d.is_zero())
+                .ok_or_else(|| anyhow!("--max-time {s}: give a positive number of seconds"))?,
+        ),
+        None => None,
+    };
+    if args.most_runs == 0 {
+        bail!("--most-runs 0: a setting needs at least one run");
+    }
+    // The budget: --shm-size, else this machine's (or this container's) /dev/shm.
+    let shm_bytes = match args.knobs.0.shm_size {
+        Some(size) => size.bytes(),
+        None => match crate::sys::shm::usage().0 {
+            0 => bail!("/dev/shm cannot be read here: give the budget with --shm-size"),
+            size => size,
+        },
+    };
+    let knobs = &args.knobs.0;
+    let cpus = match &knobs.cpus {
+        Some(list) => list.0.len() as u32,
+        None => std::thread::available_parallelism().map_or(1, |n| n.get() as u32),
+    };
+    // A loader flag of what tune chooses fixes it (`--workers 4`: tune the rest).
+    let mut defaults = Space::for_cpus(cpus);
+    if let Some(workers) = knobs.workers {
+        defaults.workers = vec![workers];
+    }
+    if let Some(prefetch) = knobs.prefetch {
+        defaults.prefetch = vec![prefetch];
+    }
+    if let Some(pin) = knobs.pin_memory {
+        defaults.pin_memory = vec![pin];
+    }
+    if let Some(start) = knobs.start_method {
+        defaults.start_methods = vec![start];
+    }
+    fn or<T>(given: Vec<T>, default: Vec<T>) -> Vec<T> {
+        if given.is_empty() {
+            default
+        } else {
+            given
+        }
+    }
+    let space = Space {
+        workers: or(args.tune_workers, defaults.workers),
+        prefetch: or(args.tune_prefetch, defaults.prefetch),
+        pin_memory: or(args.tune_pin, defaults.pin_memory),
+        start_methods: or(args.tune_start, defaults.start_methods),
+    };
+    if space.workers.contains(&0) || space.prefetch.contains(&0) {
+        bail!("--tune-workers and --tune-prefetch take values of 1 or more (prefetch_factor needs workers)");
+    }
+    // The loader resolved and checked as its least demanding setting, then each setting.
+    let least = Knobs {
+        workers: space.workers.iter().min().copied(),
+        prefetch: space.prefetch.iter().min().copied(),
+        ..knobs.clone()
+    };
+    let base = resolve::tool_config("tune", least, &super::platform())?;
+    let usual = setting::usual_guess(cpus, base.knobs.start_method);
+    let mut settings = space.settings();
+    // The usual guess is always measured, so the pick is said against it.
+    if !settings.contains(&usual) {
+        settings.push(usual);
+    }
+    for s in &settings {
+        if let Err(e) = s.apply(&base).validate(mem_total()) {
+            bail!("the setting {}: --{e}", s.name());
+        }
+    }
+    let bounds = Bounds {
+        shm_bytes,
+        margin: args.margin,
+        most_runs: args.most_runs,
+        margin_runs: 2,
+        max_time,
+    };
+    signals::install();
+    let runtimes = trial::runtimes(&base)?;
+    let began = Instant::now();
+    eprintln!(
+        "shmbench tune: {} setting(s) in a /dev/shm of {} (each run a namespace cell); the model leaves out what cannot fit",
+        settings.len(),
+        ByteSize(shm_bytes)
+    );
+    let tuned = search::search(
+        &base,
+        &settings,
+        Some(usual),
+        bounds,
+        |config, bytes| trial::run(&runtimes, config, bytes),
+        |p: &Progress| eprintln!("{}", progress_line(p, began.elapsed())),
+    )?;
+    match args.format {
+        Format::Json => println!("{}", serde_json::to_string_pretty(&tuned)?),
+        Format::Text => println!("{}", pick_text::render(&tuned, &base, Some(usual))),
+    }
+    // No pick is an answer, not a failure of the tool; said by the exit status for scripts.
+    Ok(match tuned.pick {
+        Some(_) => ExitCode::SUCCESS,
+        None => ExitCode::from(1),
+    })
+}
+
+/// `  [12, ~20 left, ETA 0:45] w2-p4-fork in 256 MiB: pass, 412 img/s`.
+fn progress_line(p: &Progress, elapsed: Duration) -> String {
+    let per = elapsed.as_secs_f64() / p.done.max(1) as f64;
+    let eta = (per * p.left as f64) as u64;
+    let outcome = match (p.run.status.is_pass(), p.run.img_per_s) {
+        (true, Some(rate)) => format!("pass, {rate:.0} img/s"),
+        (true, None) => "pass".to_string(),
+        (false, _) => format!(
+            "{}{}",
+            p.run.status,
+            p.run
+                .crash_step
+                .map(|s| format!(" at step {s}"))
+                .unwrap_or_default()
+        ),
+    };
+    format!(
+        "  [{}, ~{} left, ETA {}:{:02}] {} in {}: {outcome}",
+        p.done,
+        p.left,
+        eta / 60,
+        eta % 60,
+        p.setting.name(),
+        ByteSize(p.run.shm_bytes)
+    )
+}

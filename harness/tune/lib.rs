@@ -1,0 +1,11 @@
+//! `shmbench tune`: the fastest DataLoader settings (workers, prefetch, pin_memory, start method)
+//! that fit a /dev/shm budget, found by measurement (docs/TUNE.md). The model prunes what cannot
+//! fit even when training stalls ([`setting`]), short trials race the rest with more runs only
+//! where the leaders are close, and the pick must also pass below the budget, so that a
+//! neighbour's segment or a timing does not tip it over ([`search`]). A trial is one real cell
+//! ([`trial`]); the search's logic runs on any trial function, a fake in its tests.
+
+pub mod pick_text;
+pub mod search;
+pub mod setting;
+pub mod trial;

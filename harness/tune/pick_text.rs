@@ -1,0 +1,243 @@
+//! A tune in words: the pick with its img/s and interval, the runner-up, the usual guess beside
+//! them, why faster settings were rejected, the frontier of img/s against /dev/shm needed, and
+//! the lines to paste.
+
+use std::fmt::Write;
+
+use model::config::CellConfig;
+use model::size::ByteSize;
+
+use super::search::{Candidate, Rejection, Tuned};
+use super::setting::Setting;
+
+/// The whole text; `usual`: the usual guess (num_workers = the cores), when it was searched.
+pub fn render(tuned: &Tuned, base: &CellConfig, usual: Option<Setting>) -> String {
+    let mut out = String::new();
+    let k = &base.knobs;
+    let _ = writeln!(
+        out,
+        "tune: the fastest DataLoader settings for batch {} of {} {} in a /dev/shm of {} (each pick also passes in {})",
+        k.batch,
+        k.shape,
+        k.dtype,
+        ByteSize(tuned.shm_bytes),
+        ByteSize(tuned.margin_bytes)
+    );
+    let rate = |c: &Candidate| rate_words(c, tuned.shm_bytes);
+    match tuned.pick.map(|i| &tuned.candidates[i]) {
+        Some(pick) => {
+            let _ = writeln!(
+                out,
+                "pick:       {:<22} {}, needs {} at its peak",
+                pick.setting.name(),
+                rate(pick),
+                ByteSize(pick.needs_bytes)
+            );
+        }
+        None => {
+            let _ = writeln!(
+                out,
+                "pick:       none: no setting passed every run at the budget and at the margin (see below)"
+            );
+        }
+    }
+    if let Some(runner) = tuned.runner_up.map(|i| &tuned.candidates[i]) {
+        let _ = writeln!(
+            out,
+            "runner-up:  {:<22} {}",
+            runner.setting.name(),
+            rate(runner)
+        );
+    }
+    if let Some(usual) = usual {
+        let _ = writeln!(out, "{}", usual_words(tuned, usual));
+    }
+    rejections(&mut out, tuned);
+    frontier(&mut out, tuned);
+    if let Some(pick) = tuned.pick.map(|i| &tuned.candidates[i]) {
+        paste(&mut out, &pick.setting, base, tuned);
+    }
+    let _ = write!(
+        out,
+        "{} trial(s) for {} setting(s){}",
+        tuned.trials,
+        tuned.candidates.len(),
+        if tuned.spent {
+            " (--max-time ran out while racing: the pick is the best of what ran)"
+        } else {
+            ""
+        }
+    );
+    out
+}
+
+/// `412 img/s [405, 418] (4 runs)`.
+fn rate_words(c: &Candidate, shm_bytes: u64) -> String {
+    let rates = c.rates(shm_bytes);
+    let Some(median) = c.median(shm_bytes) else {
+        return "no passing run".into();
+    };
+    let interval = analysis::stats::median_ci(&rates)
+        .map(|(lo, hi)| format!(" [{lo:.0}, {hi:.0}]"))
+        .unwrap_or_default();
+    format!("{median:.0} img/s{interval} ({} run(s))", rates.len())
+}
+
+/// The usual guess against the pick.
+fn usual_words(tuned: &Tuned, usual: Setting) -> String {
+    let name = usual.name();
+    let Some(c) = tuned.candidates.iter().find(|c| c.setting == usual) else {
+        return format!("usual guess {name} (num_workers = the cores): not searched");
+    };
+    let fate = match &c.rejection {
+        Some(Rejection::Failed {
+            status,
+            crash_step,
+            shm_bytes,
+            ..
+        }) => format!(
+            "{status}{} in {}",
+            crash_step
+                .map(|s| format!(" at step {s}"))
+                .unwrap_or_default(),
+            ByteSize(*shm_bytes)
+        ),
+        Some(Rejection::WontFit { needs_bytes, .. }) => {
+            let ran = match c.median(tuned.shm_bytes) {
+                Some(rate) => format!("; passed once, {rate:.0} img/s, with no room for a stall"),
+                None => String::new(),
+            };
+            format!("needs {} when training stalls{ran}", ByteSize(*needs_bytes))
+        }
+        _ => {
+            let ratio = tuned
+                .pick
+                .and_then(|p| tuned.candidates[p].median(tuned.shm_bytes))
+                .zip(c.median(tuned.shm_bytes))
+                .map(|(pick, usual)| format!(", the pick {:.2}x its img/s", pick / usual))
+                .unwrap_or_default();
+            format!("{}{ratio}", rate_words(c, tuned.shm_bytes))
+        }
+    };
+    format!("usual guess {name} (num_workers = the cores): {fate}")
+}
+
+/// Each setting that failed a run, and a count of the rest by why.
+fn rejections(out: &mut String, tuned: &Tuned) {
+    let failed: Vec<&Candidate> = (tuned.candidates.iter())
+        .filter(|c| matches!(c.rejection, Some(Rejection::Failed { .. })))
+        .collect();
+    if !failed.is_empty() {
+        let _ = writeln!(out, "failed a run (never picked):");
+        for c in failed {
+            if let Some(Rejection::Failed {
+                status,
+                crash_step,
+                shm_bytes,
+                cause,
+            }) = &c.rejection
+            {
+                let step = crash_step
+                    .map(|s| format!(" at step {s}"))
+                    .unwrap_or_default();
+                let cause = cause
+                    .as_ref()
+                    .map(|c| format!(", cause: {c}"))
+                    .unwrap_or_default();
+                let _ = writeln!(
+                    out,
+                    "  {:<22} {status}{step} in {}{cause} (the model says it needs {})",
+                    c.setting.name(),
+                    ByteSize(*shm_bytes),
+                    ByteSize(c.needs_bytes)
+                );
+            }
+        }
+    }
+    let count = |f: fn(&Rejection) -> bool| {
+        (tuned.candidates.iter())
+            .filter(|c| c.rejection.as_ref().is_some_and(f))
+            .count()
+    };
+    let wont_fit: Vec<u64> = (tuned.candidates.iter())
+        .filter_map(|c| match c.rejection {
+            Some(Rejection::WontFit { needs_bytes, .. }) => Some(needs_bytes),
+            _ => None,
+        })
+        .collect();
+    let mut parts = Vec::new();
+    if let (Some(lo), Some(hi)) = (wont_fit.iter().min(), wont_fit.iter().max()) {
+        parts.push(format!(
+            "{} would not fit in {} when training stalls (every worker's prefetch full: {} to {})",
+            wont_fit.len(),
+            ByteSize(tuned.margin_bytes),
+            ByteSize(*lo),
+            ByteSize(*hi)
+        ));
+    }
+    let slower = count(|r| matches!(r, Rejection::Slower { .. }));
+    if slower > 0 {
+        parts.push(format!("{slower} raced and slower"));
+    }
+    let unreached = count(|r| matches!(r, Rejection::NotReached));
+    if unreached > 0 {
+        parts.push(format!("{unreached} not reached"));
+    }
+    if !parts.is_empty() {
+        let _ = writeln!(out, "rejected: {}", parts.join("; "));
+    }
+}
+
+/// The settings no other beats on both img/s and /dev/shm needed, least needed first.
+fn frontier(out: &mut String, tuned: &Tuned) {
+    let mut measured: Vec<(&Candidate, f64)> = (tuned.candidates.iter())
+        .filter(|c| !matches!(c.rejection, Some(Rejection::Failed { .. })))
+        .filter_map(|c| Some((c, c.median(tuned.shm_bytes)?)))
+        .collect();
+    measured.sort_by(|a, b| {
+        a.0.needs_bytes
+            .cmp(&b.0.needs_bytes)
+            .then(b.1.total_cmp(&a.1))
+    });
+    let mut best = f64::NEG_INFINITY;
+    let mut lines = Vec::new();
+    for (c, rate) in measured {
+        if rate > best {
+            best = rate;
+            lines.push(format!(
+                "  {:>10}  {:>8.0}  {}",
+                ByteSize(c.needs_bytes).to_string(),
+                rate,
+                c.setting.name()
+            ));
+        }
+    }
+    if !lines.is_empty() {
+        let _ = writeln!(out, "frontier (more img/s only for more /dev/shm):");
+        let _ = writeln!(out, "  {:>10}  {:>8}  setting", "needs", "img/s");
+        for line in lines {
+            let _ = writeln!(out, "{line}");
+        }
+    }
+}
+
+/// The lines to paste: the DataLoader's arguments and the /dev/shm to give it.
+fn paste(out: &mut String, s: &Setting, base: &CellConfig, tuned: &Tuned) {
+    let python = |b: bool| if b { "True" } else { "False" };
+    let mib = tuned.shm_bytes.div_ceil(1 << 20);
+    let _ = writeln!(out, "paste:");
+    let _ = writeln!(
+        out,
+        "  DataLoader(dataset, batch_size={}, num_workers={}, prefetch_factor={}, pin_memory={}, persistent_workers={}, multiprocessing_context=\"{}\")",
+        base.knobs.batch,
+        s.workers,
+        s.prefetch,
+        python(s.pin_memory),
+        python(base.knobs.persistent_workers),
+        s.start_method
+    );
+    let _ = writeln!(
+        out,
+        "  docker run --shm-size={mib}m ...   # Kubernetes: emptyDir {{medium: Memory, sizeLimit: {mib}Mi}} at /dev/shm"
+    );
+}

@@ -1,0 +1,56 @@
+//! A trial: the loader with one setting run once as a real cell under a /dev/shm of a given
+//! size (a namespace cell: its own tmpfs of exactly that size), through the orchestration's
+//! [`Launcher`] (the runtimes; a fake in tests).
+
+use anyhow::{bail, Result};
+
+use model::config::CellConfig;
+use model::knobs::RuntimeKind;
+use model::record::Status;
+use model::size::ByteSize;
+use orchestrate::launcher::Launcher;
+use runtime::Runtimes;
+
+use super::search::Run;
+
+/// The runtimes a tune of `base` launches its cells with (a namespace cell each).
+pub fn runtimes(base: &CellConfig) -> Result<Runtimes> {
+    Runtimes::for_cells(std::slice::from_ref(&in_namespace(base)))
+}
+
+fn in_namespace(config: &CellConfig) -> CellConfig {
+    let mut config = config.clone();
+    config.knobs.runtime = RuntimeKind::Namespace;
+    config
+}
+
+/// Runs `config` once under a /dev/shm of `shm_bytes`. An interrupt, or a cell that could not
+/// run at all (an error of the harness, not an ending of the loader), ends the search: no
+/// setting is rejected for what is not its own.
+pub fn run(launcher: &dyn Launcher, config: &CellConfig, shm_bytes: u64) -> Result<Run> {
+    if let Some(signal) = launcher.interrupted() {
+        bail!("interrupted by signal {signal}: the search stopped");
+    }
+    let mut cell = in_namespace(config);
+    cell.knobs.shm_size = Some(ByteSize(shm_bytes));
+    let record = launcher.launch(&cell, &mut |_| {});
+    if let Some(signal) = launcher.interrupted() {
+        bail!("interrupted by signal {signal}: the search stopped");
+    }
+    if record.status == Status::Error {
+        bail!(
+            "a trial of {} could not run: {}",
+            config.cell,
+            record.message.trim()
+        );
+    }
+    Ok(Run {
+        shm_bytes,
+        status: record.status,
+        crash_step: record.failure.as_ref().map(|f| f.crash_step),
+        img_per_s: record.metrics.img_per_s,
+        cause: (record.explanation.as_ref())
+            .filter(|_| !record.status.is_pass())
+            .map(|e| e.cause.to_string()),
+    })
+}

@@ -1,0 +1,80 @@
+//! `shmbench tune` with real cells: a small grid searched in a /dev/shm of a chosen size (each
+//! trial a namespace cell with its own tmpfs), the pick passing every run it had at the budget
+//! and at the margin; and a loader whose every run gets a SIGBUS: nothing picked, each setting
+//! named with how it ended, exit 1. Nothing is left behind either way.
+
+use crate::common;
+
+use common::*;
+
+/// The grid: 1 or 2 workers, prefetch 1 or 3, batch 8 of 3x224x224 f32 (4.6 MiB): each fits
+/// in 40 MiB when training stalls (at most 7 batches, 32 MiB), so every one is raced.
+const GRID: &[&str] = &[
+    "tune",
+    "--shm-size",
+    "48m",
+    "--batch",
+    "8",
+    "--steps",
+    "12",
+    "--compute-ms",
+    "5",
+    "--tune-workers",
+    "1,2",
+    "--tune-prefetch",
+    "1,3",
+    "--tune-pin",
+    "no",
+    "--tune-start",
+    "fork",
+    "--format",
+    "json",
+];
+
+#[test]
+fn the_pick_passed_every_run_at_the_budget_and_at_the_margin() {
+    let _guard = third_serial();
+    let before = machine_state();
+    let o = shmbench(GRID);
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(0), "{stderr}");
+    let tuned: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let candidates = tuned["candidates"].as_array().unwrap();
+    // The grid and the usual guess (num_workers = the cores, prefetch 2) beside it.
+    assert!(candidates.len() >= 4, "{tuned:#}");
+    let pick = &candidates[tuned["pick"].as_u64().unwrap() as usize];
+    let runs = pick["runs"].as_array().unwrap();
+    let at = |bytes: u64| runs.iter().filter(|r| r["shm_bytes"] == bytes).count();
+    assert!(
+        at(48 << 20) >= 1 && at(tuned["margin_bytes"].as_u64().unwrap()) == 2,
+        "{pick:#}"
+    );
+    assert!(runs.iter().all(|r| r["status"] == "pass"), "{pick:#}");
+    assert!(pick["needs_bytes"].as_u64().unwrap() <= tuned["margin_bytes"].as_u64().unwrap());
+    // Progress went to stderr, one line per run, the JSON alone to stdout.
+    let trials = tuned["trials"].as_u64().unwrap() as usize;
+    let lines = stderr.lines().filter(|l| l.starts_with("  [")).count();
+    assert_eq!(lines, trials, "{stderr}");
+    assert_clean(&before);
+}
+
+#[test]
+fn a_loader_that_always_gets_a_sigbus_has_no_pick() {
+    let _guard = third_serial();
+    let before = machine_state();
+    let mut args: Vec<&str> = GRID.iter().copied().filter(|a| *a != "json").collect();
+    args.retain(|a| *a != "--format");
+    args.extend(["--inject", "kill-bus"]);
+    let o = shmbench(&args);
+    let stdout = String::from_utf8_lossy(&o.stdout);
+    assert_eq!(o.status.code(), Some(1), "{stdout}");
+    assert!(stdout.contains("pick:       none"), "{stdout}");
+    assert!(stdout.contains("failed a run (never picked):"), "{stdout}");
+    for setting in ["w1-p1-fork", "w2-p3-fork"] {
+        assert!(
+            (stdout.lines()).any(|l| l.trim_start().starts_with(setting) && l.contains("sigbus")),
+            "{setting}: {stdout}"
+        );
+    }
+    assert_clean(&before);
+}
