@@ -252,7 +252,14 @@ where
                 if bounds.max_time.is_some_and(|t| began.elapsed() >= t) {
                     return Ok(true);
                 }
-                let left = (alive.len() - n) * target as usize;
+                // About: this round's runs left, the next round's (half the settings, as many
+                // runs again each) and the margin's.
+                let next = match target < bounds.most_runs {
+                    true => alive.len() / 2 * target as usize,
+                    false => 0,
+                };
+                let left =
+                    (alive.len() - n) * target as usize + next + 2 * bounds.margin_runs as usize;
                 trials.run(&mut candidates[i], bounds.shm_bytes, left)?;
             }
         }
@@ -282,9 +289,12 @@ where
             !c.runs.is_empty() && matches!(c.rejection, None | Some(Rejection::Slower { .. }))
         })
         .collect();
+    // The race's survivors first, then those it dropped, which got fewer runs (a lucky first
+    // run does not outrank a winner's median), each fastest first.
     order.sort_by(|a, b| {
+        let dropped = |i: &usize| candidates[*i].rejection.is_some();
         let rate = |i: &usize| candidates[*i].median(bounds.shm_bytes).unwrap_or(0.0);
-        rate(b).total_cmp(&rate(a))
+        (dropped(a).cmp(&dropped(b))).then(rate(b).total_cmp(&rate(a)))
     });
     let mut passed = Vec::new();
     for i in order {
@@ -295,7 +305,7 @@ where
         }
         let mut ok = true;
         for _ in 0..bounds.margin_runs.max(1) {
-            let left = 2 - passed.len();
+            let left = (2 - passed.len()) * bounds.margin_runs as usize;
             if !trials.run(&mut candidates[i], bounds.margin_bytes(), left)? {
                 ok = false;
                 break;
@@ -436,6 +446,11 @@ mod tests {
             picked >= best_fitting * 0.95,
             "{picked} against {best_fitting}"
         );
+        // The race's winner, not a setting it dropped after fewer runs.
+        let most = (tuned.candidates.iter())
+            .map(|c| c.rates(budget).len())
+            .max();
+        assert_eq!(Some(pick.rates(budget).len()), most, "{pick:#?}");
         // Fewer runs than the grid run 4 times over.
         assert!(tuned.trials < settings.len() * 4, "{} trials", tuned.trials);
         assert!(tuned.runner_up.is_some());
