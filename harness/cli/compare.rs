@@ -43,7 +43,9 @@ or negative included).";
 #[derive(clap::Args)]
 #[command(after_help = AFTER_HELP)]
 pub(crate) struct Args {
+    /// The results file compared against (the earlier run, main's)
     pub(crate) baseline: PathBuf,
+    /// The results file judged against it (the new run, the change's)
     pub(crate) candidate: PathBuf,
     /// Smallest img/s change that counts (5%, 0.05)
     #[arg(long, default_value = "5%", value_parser = parse_threshold)]

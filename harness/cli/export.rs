@@ -19,11 +19,12 @@ pub(crate) enum Format {
 /// What `shmbench export --help` shows after the flags.
 const AFTER_HELP: &str = "\
 Examples:
-  shmbench export results/seed-matrix-*.csv > bmf.json
+  shmbench export results/example-seed-matrix.csv > bmf.json   # the committed example run
   bencher run --adapter json --file bmf.json    # push to a Bencher project
 
 One benchmark per cell (scenario/cell), measures: throughput (img/s), cpu-ms-per-image,
-peak-shm-bytes, and crash-step for a cell that crashed; medians with 95% intervals as lower/upper.";
+peak-shm-bytes, pass-share (with its Wilson interval), and crash-step for a cell that crashed;
+medians with 95% intervals as lower/upper.";
 
 #[derive(clap::Args)]
 #[command(after_help = AFTER_HELP)]

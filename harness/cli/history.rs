@@ -16,7 +16,7 @@ use crate::results::stream;
 /// What `shmbench history --help` shows after the flags.
 const AFTER_HELP: &str = "\
 Examples:
-  shmbench history results/*.csv --by kernel
+  shmbench history results/*.csv --by kernel           # your matrix runs' files, two or more runs
   shmbench history results/*.csv --by time --threshold 10%
   shmbench history results/runtimes.csv --by runtime --against runc
   shmbench history results/*.csv --metric cpu-per-image --match name --plot reports/history";
@@ -24,6 +24,7 @@ Examples:
 #[derive(clap::Args)]
 #[command(after_help = AFTER_HELP)]
 pub(crate) struct Args {
+    /// Results CSV files holding two or more runs of the same cells
     #[arg(required = true)]
     pub(crate) results: Vec<PathBuf>,
     /// The environment field that orders the runs

@@ -101,7 +101,7 @@ pub(crate) enum Command {
     Bench(bench::Args),
     /// Compare two results files cell by cell, beyond noise; exit 1 when anything regressed
     Compare(compare::Args),
-    /// Merge results files from several machines or runs into one (same schema)
+    /// Merge results files from several machines or runs into one (older schemas read as this one)
     Merge(merge::Args),
     /// Results in a format trackers read: Bencher's metric format (JSON)
     Export(export::Args),

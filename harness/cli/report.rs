@@ -10,7 +10,8 @@ use crate::present::report::{self, FormatName, ReportContent};
 /// What `shmbench report --help` shows after the flags.
 const AFTER_HELP: &str = "\
 Examples:
-  shmbench report results/seed-matrix-20261130T031415Z.csv
+  shmbench report results/example-seed-matrix.csv      # the committed example run
+  shmbench report results/seed-matrix-*.csv              # your matrix runs' files
   shmbench report hostA.csv hostB.csv --out reports/a-vs-b --format markdown,html";
 
 #[derive(clap::Args)]

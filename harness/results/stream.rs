@@ -60,7 +60,15 @@ pub fn each_prepared<T: Send>(
         let (full_tx, full_rx) = sync_channel::<Batch>(in_flight);
         let (empty_tx, empty_rx) = sync_channel::<Vec<csv::ByteRecord>>(in_flight);
         let (done_tx, done_rx) = sync_channel::<Parsed<T>>(in_flight);
-        scope.spawn(move || split(paths, in_flight, &full_tx, &empty_rx));
+        // A batch is split only with a permit, given back when the caller has had its rows:
+        // the batches read ahead of the caller stay `in_flight`, even while the worker with
+        // the next one in order is stalled and the others run on (their batches would wait,
+        // unbounded, to be handed over in order: 600 MB on a busy machine).
+        let (permit_tx, permit_rx) = sync_channel::<()>(in_flight);
+        for _ in 0..in_flight {
+            let _ = permit_tx.send(());
+        }
+        scope.spawn(move || split(paths, in_flight, &full_tx, &empty_rx, &permit_rx));
         // The workers own the queue's receiver: when the caller stops early they all end, the
         // receiver goes, and the splitter's next send fails, ending it too.
         let full_rx = Arc::new(Mutex::new(full_rx));
@@ -82,7 +90,7 @@ pub fn each_prepared<T: Send>(
             });
         }
         drop((empty_tx, done_tx));
-        in_order(done_rx, &give_back, &mut f)
+        in_order(done_rx, permit_tx, &give_back, &mut f)
     })
 }
 
@@ -93,6 +101,7 @@ fn split(
     in_flight: usize,
     full: &SyncSender<Batch>,
     empty: &Receiver<Vec<csv::ByteRecord>>,
+    permits: &Receiver<()>,
 ) {
     // Fresh buffers until the first ones come back.
     let mut fresh = in_flight;
@@ -121,6 +130,10 @@ fn split(
             }
         };
         loop {
+            // No permit: the caller stopped (its end of the permits is gone).
+            if permits.recv().is_err() {
+                return;
+            }
             let Some(mut records) = buffers() else { return };
             let mut filled = 0;
             let mut error = None;
@@ -212,9 +225,11 @@ fn turn<T>(paths: &[PathBuf], worker: usize, ends: Ends<'_, T>, prepare: &impl F
     }
 }
 
-/// Hands the workers' rows to `f` in batch order, giving each batch back to its worker.
+/// Hands the workers' rows to `f` in batch order, giving each batch back to its worker and a
+/// permit to split another back to the splitter.
 fn in_order<T>(
     done: Receiver<Parsed<T>>,
+    permits: SyncSender<()>,
     give_back: &[Sender<Vec<(T, Row)>>],
     f: &mut impl FnMut(&T, &Row) -> Result<()>,
 ) -> Result<()> {
@@ -231,6 +246,7 @@ fn in_order<T>(
                 return Err(e);
             }
             let _ = give_back[parsed.worker].send(parsed.rows);
+            let _ = permits.send(());
         }
     }
     Ok(())
