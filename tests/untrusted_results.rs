@@ -130,6 +130,60 @@ fn a_refused_cell_is_quoted_escaped_with_its_physical_line_by_every_reader() {
 }
 
 #[test]
+fn a_file_cannot_hide_a_crash_step_a_column_or_the_column_it_lacks() {
+    if !require("python3", || which("python3"), "python3") {
+        return;
+    }
+    let dir = temp_dir("untrusted-hidden");
+    let path = |p: &PathBuf| p.to_str().unwrap().to_string();
+    // The largest step a row can say is a step: its crashes against crashes at step 1 differ.
+    let far = tampered(
+        dir.as_ref(),
+        "far.csv",
+        &[("crash_step", 5, "18446744073709551615")],
+    );
+    let near = tampered(dir.as_ref(), "near.csv", &[("crash_step", 5, "1")]);
+    let o = shmbench(&["compare", &path(&far), &path(&near), "--format", "json"]);
+    let text = String::from_utf8_lossy(&o.stdout);
+    assert!(text.contains("18446744073709551615"), "{text}");
+    // A column name that is not UTF-8 is refused, not a column silently dropped.
+    let bytes = std::fs::read(&near).unwrap();
+    let at = bytes.windows(9).position(|w| w == b"img_per_s").unwrap() + 9;
+    let mut latin = bytes[..at].to_vec();
+    latin.push(0xa0);
+    latin.extend_from_slice(&bytes[at..]);
+    let latin_path = dir.join("latin.csv");
+    std::fs::write(&latin_path, latin).unwrap();
+    let o = shmbench(&["compare", &path(&near), &path(&latin_path)]);
+    let said = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{said}");
+    assert!(
+        said.contains("invalid UTF-8 in the name of column"),
+        "{said}"
+    );
+    // A missing column is named by itself, not by the last column's name and cell.
+    let lacking = dir.join("lacking.csv");
+    let script = r#"
+import csv, sys
+rows = list(csv.DictReader(open(sys.argv[1], newline='')))
+names = [n for n in rows[0].keys() if n != 'status']
+w = csv.DictWriter(open(sys.argv[2], 'w', newline=''), fieldnames=names, extrasaction='ignore', lineterminator='\n')
+w.writeheader(); w.writerows(rows)
+"#;
+    let o = std::process::Command::new("python3")
+        .args(["-c", script, &path(&near), &path(&lacking)])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let o = shmbench(&["merge", &path(&lacking), "--out", &path(&dir.join("m.csv"))]);
+    let said = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        said.contains("missing field `status`") && !said.contains("holds `"),
+        "{said}"
+    );
+}
+
+#[test]
 fn a_fifo_standard_input_and_an_empty_merge_are_clear_errors() {
     let dir = temp_dir("untrusted-files");
     let fifo = dir.join("fifo.csv");

@@ -29,13 +29,15 @@ impl std::fmt::Display for Outcome {
 
 /// What a summary needs of one run, packed in 64 bytes (a fleet's year is a million runs held
 /// at once, where `Option`s took 112): an absent measure is NaN (a row's measures never are:
-/// the reader refuses one) and an absent crash step [`NO_STEP`].
+/// the reader refuses one); whether there is a crash step is a flag of its own (every u64 is
+/// a step a row may say: a sentinel let a hostile file hide its crashes).
 #[derive(Clone, Debug)]
 struct RunFacts {
     repeat: u32,
     status: Status,
     /// Under software emulation (a TCG VM): its speed is the emulator's.
     emulated: bool,
+    has_crash_step: bool,
     crash_step: u64,
     img_per_s: f64,
     cpu_ms_per_img: f64,
@@ -45,14 +47,11 @@ struct RunFacts {
     cause: Option<Box<str>>,
 }
 
-/// A crash step no run reaches, standing for none.
-const NO_STEP: u64 = u64::MAX;
-
 impl RunFacts {
     fn outcome(&self) -> Outcome {
         Outcome {
             status: self.status,
-            crash_step: (self.crash_step != NO_STEP).then_some(self.crash_step),
+            crash_step: self.has_crash_step.then_some(self.crash_step),
         }
     }
 }
@@ -74,7 +73,8 @@ impl Runs {
             repeat: r.repeat,
             status: r.status,
             emulated: r.vm_accel == Some(Accel::Tcg),
-            crash_step: r.crash_step.unwrap_or(NO_STEP),
+            has_crash_step: r.crash_step.is_some(),
+            crash_step: r.crash_step.unwrap_or(0),
             img_per_s: r.img_per_s.unwrap_or(f64::NAN),
             cpu_ms_per_img: r.cpu_ms_per_img.unwrap_or(f64::NAN),
             instructions_per_img: r.instructions_per_img.unwrap_or(f64::NAN),
@@ -229,8 +229,13 @@ mod tests {
     }
 
     #[test]
-    fn a_run_s_facts_are_packed_in_64_bytes() {
+    fn a_run_s_facts_are_packed_in_64_bytes_and_keep_every_crash_step() {
         assert_eq!(std::mem::size_of::<RunFacts>(), 64);
+        // The largest step a row can say is a step, not "none" (a hostile file hid crashes so).
+        let mut runs = Runs::default();
+        runs.add(&run(1, Status::Sigbus, Some(u64::MAX), None));
+        runs.add(&run(2, Status::Sigbus, Some(0), None));
+        assert_eq!(runs.crash_steps(), Some((0, u64::MAX)));
     }
 
     #[test]

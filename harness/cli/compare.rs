@@ -120,12 +120,13 @@ pub(crate) fn run(args: Args) -> Result<ExitCode> {
             writeln!(out)?;
             Ok(out.flush()?)
         };
-        write(&mut std::io::stdout().lock())?;
+        // The file first: a reader of stdout that stops early (`| head`) ends this process.
         if let Some(path) = &args.out {
             let mut file = std::fs::File::create(path)
                 .with_context(|| format!("cannot write {}", path.display()))?;
-            write(&mut file)?;
+            write(&mut file).with_context(|| format!("cannot write {}", path.display()))?;
         }
+        write(&mut std::io::stdout().lock())?;
         return Ok(verdict_exit(&comparisons, args.allow_undecided));
     }
     let text = match args.format {

@@ -113,8 +113,8 @@ impl<T: CsvRow> CsvWriter<T> {
 }
 
 /// `row` as one line of a results file (no header), its cells guarded: made on this thread by
-/// writers kept between rows.
-pub fn encode<T: CsvRow>(row: &T) -> Result<Vec<u8>> {
+/// writers kept between rows. Rows only: the thread's writers hold one row type's columns.
+pub fn encode(row: &super::Row) -> Result<Vec<u8>> {
     thread_local! {
         static ENCODER: std::cell::RefCell<Encoder> = std::cell::RefCell::new(Encoder::new(false));
     }

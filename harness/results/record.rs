@@ -65,10 +65,20 @@ pub type Reader = csv::Reader<RecordBounded>;
 
 /// The header line of `path`'s reader, or why it has none.
 pub fn headers(reader: &mut Reader, path: &Path) -> Result<csv::ByteRecord> {
-    Ok(reader
+    let headers = reader
         .byte_headers()
         .with_context(|| format!("{}: no header line", path.display()))?
-        .clone())
+        .clone();
+    // A column's name is matched as text: one that is not UTF-8 (a Latin-1 byte a spreadsheet
+    // saved) would be no column at all, its values silently dropped.
+    if let Some(field) = headers.iter().position(|h| std::str::from_utf8(h).is_err()) {
+        bail!(
+            "{}: no header line: invalid UTF-8 in the name of column {} (save the file as UTF-8)",
+            path.display(),
+            field + 1
+        );
+    }
+    Ok(headers)
 }
 
 /// Opens a results file for reading.
