@@ -35,8 +35,8 @@ pub(crate) struct Args {
     #[arg(long, default_value_t = 2)]
     pub(crate) repeat: u32,
     /// Stop bisecting after this many seconds and report the bracket reached
-    #[arg(long, value_name = "SECONDS")]
-    pub(crate) budget: Option<f64>,
+    #[arg(long, value_name = "SECONDS", value_parser = super::seconds::positive)]
+    pub(crate) budget: Option<Duration>,
     /// Output format
     #[arg(long, value_enum, default_value = "text")]
     pub(crate) format: Format,
@@ -48,15 +48,7 @@ pub(crate) struct Args {
 }
 
 pub(crate) fn run(args: Args) -> Result<ExitCode> {
-    let budget = match args.budget {
-        Some(s) => Some(
-            Duration::try_from_secs_f64(s)
-                .ok()
-                .filter(|d| !d.is_zero())
-                .ok_or_else(|| anyhow!("--budget {s}: give a positive number of seconds"))?,
-        ),
-        None => None,
-    };
+    let budget = args.budget;
     let config = if args.command.is_empty() {
         resolve::tool_config("min-shm", args.knobs.0, &super::platform())?
     } else {

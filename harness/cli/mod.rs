@@ -28,6 +28,7 @@ mod progress;
 mod repeat;
 mod report;
 mod run;
+mod seconds;
 mod shm;
 mod slurm;
 mod slurm_verify;

@@ -3,7 +3,7 @@
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
-use anyhow::{anyhow, bail, Result};
+use anyhow::{bail, Result};
 
 use super::text_or_json::TextOrJson as Format;
 use crate::model::knobs::{Knobs, StartMethod};
@@ -38,8 +38,8 @@ pub(crate) struct Args {
     #[arg(long, default_value_t = 4)]
     pub(crate) most_runs: u32,
     /// Stop racing after this many seconds (the pick is still checked at the margin)
-    #[arg(long, value_name = "SECONDS")]
-    pub(crate) max_time: Option<f64>,
+    #[arg(long, value_name = "SECONDS", value_parser = super::seconds::positive)]
+    pub(crate) max_time: Option<Duration>,
     /// num_workers values to try [default: 1, 2, 4, ... up to twice the cores]
     #[arg(long, value_delimiter = ',', value_name = "N,...")]
     pub(crate) tune_workers: Vec<u32>,
@@ -77,15 +77,7 @@ fn yes_no(text: &str) -> Result<bool, String> {
 }
 
 pub(crate) fn run(args: Args) -> Result<ExitCode> {
-    let max_time = match args.max_time {
-        Some(s) => Some(
-            Duration::try_from_secs_f64(s)
-                .ok()
-                .filter(|d| !d.is_zero())
-                .ok_or_else(|| anyhow!("--max-time {s}: give a positive number of seconds"))?,
-        ),
-        None => None,
-    };
+    let max_time = args.max_time;
     if args.most_runs == 0 {
         bail!("--most-runs 0: a setting needs at least one run");
     }
