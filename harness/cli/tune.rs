@@ -6,7 +6,7 @@ use std::time::{Duration, Instant};
 use anyhow::{bail, Result};
 
 use super::text_or_json::TextOrJson as Format;
-use crate::model::knobs::{Knobs, StartMethod};
+use crate::model::knobs::{Knobs, Loader, RuntimeKind, StartMethod};
 use crate::model::size::ByteSize;
 use crate::plan::resolve;
 use crate::sys::fingerprint::mem_total;
@@ -81,15 +81,9 @@ pub(crate) fn run(args: Args) -> Result<ExitCode> {
     if args.most_runs == 0 {
         bail!("--most-runs 0: a setting needs at least one run");
     }
-    // The budget: --shm-size, else this machine's (or this container's) /dev/shm.
-    let shm_bytes = match args.knobs.0.shm_size {
-        Some(size) => size.bytes(),
-        None => match crate::sys::shm::usage().0 {
-            0 => bail!("/dev/shm cannot be read here: give the budget with --shm-size"),
-            size => size,
-        },
-    };
     let knobs = &args.knobs.0;
+    refuse_what_tune_sets(&args)?;
+    let (shm_bytes, budget_from) = budget(knobs, args.margin)?;
     let cpus = match &knobs.cpus {
         Some(list) => list.0.len() as u32,
         None => std::thread::available_parallelism().map_or(1, |n| n.get() as u32),
@@ -132,12 +126,10 @@ pub(crate) fn run(args: Args) -> Result<ExitCode> {
     };
     let base = resolve::tool_config("tune", least, &super::platform())?;
     let usual = setting::usual_guess(cpus, base.knobs.start_method);
-    let mut settings = space.settings();
-    // The usual guess is always measured, so the pick is said against it.
-    if !settings.contains(&usual) {
-        settings.push(usual);
-    }
-    for s in &settings {
+    let settings = space.settings();
+    // The usual guess is always measured, so the pick is said against it (never picked from
+    // outside the grid).
+    for s in settings.iter().chain([&usual]) {
         if let Err(e) = s.apply(&base).validate(mem_total()) {
             bail!("the setting {}: --{e}", s.name());
         }
@@ -157,23 +149,106 @@ pub(crate) fn run(args: Args) -> Result<ExitCode> {
         settings.len(),
         ByteSize(shm_bytes)
     );
-    let tuned = search::search(
+    let mut runs = 0;
+    let searched = search::search(
         &base,
         &settings,
         Some(usual),
         bounds,
         |config, bytes| trial::run(&runtimes, config, bytes),
-        |p: &Progress| eprintln!("{}", progress_line(p, began.elapsed())),
-    )?;
+        |p: &Progress| {
+            runs = p.done;
+            eprintln!("{}", progress_line(p, began.elapsed()));
+        },
+    );
+    if let Some(signal) = signals::received() {
+        eprintln!(
+            "shmbench tune: stopped by {} after {runs} run(s): nothing picked (each run's cell is gone)",
+            signals::name(signal)
+        );
+        return Ok(ExitCode::from(128 + signal as u8));
+    }
+    let tuned = searched?;
     match args.format {
         Format::Json => println!("{}", serde_json::to_string_pretty(&tuned)?),
-        Format::Text => println!("{}", pick_text::render(&tuned, &base, Some(usual))),
+        Format::Text => println!("{}", pick_text::render(&tuned, &base, budget_from)),
     }
     // No pick is an answer, not a failure of the tool; said by the exit status for scripts.
     Ok(match tuned.pick {
         Some(_) => ExitCode::SUCCESS,
         None => ExitCode::from(1),
     })
+}
+
+/// The budget: --shm-size, else this machine's (or this container's) /dev/shm; and where it
+/// came from when not given. Refused when the margin leaves no batch room, or when it is more
+/// than this machine's memory.
+fn budget(knobs: &Knobs, margin: f64) -> Result<(u64, Option<&'static str>)> {
+    let (shm_bytes, budget_from) = match knobs.shm_size {
+        Some(size) => (size.bytes(), None),
+        None => match crate::sys::shm::usage().0 {
+            0 => bail!("/dev/shm cannot be read here: give the budget with --shm-size"),
+            size => (
+                size,
+                Some("this machine's /dev/shm (give the job's with --shm-size)"),
+            ),
+        },
+    };
+    if (shm_bytes as f64 * margin) < (1 << 20) as f64 {
+        bail!(
+            "--shm-size {} with --margin {margin}: under 1 MiB to pass in, no batch fits",
+            ByteSize(shm_bytes)
+        );
+    }
+    if shm_bytes > mem_total() {
+        bail!(
+            "--shm-size {} is more than this machine's memory ({}): its trials could not hold it; tune on a machine like the job's",
+            ByteSize(shm_bytes),
+            ByteSize(mem_total())
+        );
+    }
+    Ok((shm_bytes, budget_from))
+}
+
+/// Refuses a flag tune cannot honour: a setting it chooses given twice (`--workers` fixes it,
+/// `--tune-workers` lists it), a runtime other than its own namespace cells, the real torch
+/// loader (not yet).
+fn refuse_what_tune_sets(args: &Args) -> Result<()> {
+    let k = &args.knobs.0;
+    let twice = [
+        (
+            "workers",
+            k.workers.is_some() && !args.tune_workers.is_empty(),
+        ),
+        (
+            "prefetch",
+            k.prefetch.is_some() && !args.tune_prefetch.is_empty(),
+        ),
+        (
+            "pin-memory",
+            k.pin_memory.is_some() && !args.tune_pin.is_empty(),
+        ),
+        (
+            "start-method",
+            k.start_method.is_some() && !args.tune_start.is_empty(),
+        ),
+    ];
+    if let Some((flag, _)) = twice.iter().find(|(_, both)| *both) {
+        bail!(
+            "--{flag} fixes what --tune-{} lists: give one of them",
+            flag.split('-').next().unwrap_or(flag)
+        );
+    }
+    if let Some(runtime) = k
+        .runtime
+        .filter(|r| !matches!(r, RuntimeKind::Auto | RuntimeKind::Namespace))
+    {
+        bail!("--runtime {runtime}: tune runs each trial as a namespace cell (a tmpfs of exactly the budget); leave --runtime out");
+    }
+    if k.loader.is_some_and(|l| l != Loader::Emulated) {
+        bail!("--loader: tune measures the emulated loader for now (docs/TUNE.md); describe your data with its flags (--batch, --shape, --dtype, --decode-us, --compute-ms)");
+    }
+    Ok(())
 }
 
 /// `  [12, ~20 left, ETA 0:45] w2-p4-fork in 256 MiB: pass, 412 img/s`.

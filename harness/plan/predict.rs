@@ -149,6 +149,18 @@ pub fn peak_bytes(config: &CellConfig) -> u64 {
     batches_bytes(config, peak_batches(config)) + dataset_bytes(config)
 }
 
+/// Bytes of tmpfs the loader holds when training stalls in a long run (a checkpoint, an
+/// evaluation): every outstanding batch made and waiting, the one the loop holds (unless
+/// pinned: pinned batches live in private memory), and the Dataset's tensors. Unlike
+/// [`peak_bytes`], the run's own length does not cap it: a short trial is not the job.
+pub fn stalled_bytes(config: &CellConfig) -> u64 {
+    if !uses_shm(config) {
+        return 0;
+    }
+    let held = u64::from(!config.knobs.pin_memory);
+    batches_bytes(config, config.max_outstanding() + held) + dataset_bytes(config)
+}
+
 /// Bytes of tmpfs that `batches` batches occupy (whole pages).
 pub fn batches_bytes(config: &CellConfig, batches: u64) -> u64 {
     batches * pages(config.batch_bytes()) * PAGE

@@ -10,17 +10,18 @@ use model::size::ByteSize;
 use super::search::{Candidate, Rejection, Tuned};
 use super::setting::Setting;
 
-/// The whole text; `usual`: the usual guess (num_workers = the cores), when it was searched.
-pub fn render(tuned: &Tuned, base: &CellConfig, usual: Option<Setting>) -> String {
+/// The whole text; `budget_from`: where the budget came from, when not `--shm-size`.
+pub fn render(tuned: &Tuned, base: &CellConfig, budget_from: Option<&str>) -> String {
     let mut out = String::new();
     let k = &base.knobs;
     let _ = writeln!(
         out,
-        "tune: the fastest DataLoader settings for batch {} of {} {} in a /dev/shm of {} (each pick also passes in {})",
+        "tune: the fastest DataLoader settings for batch {} of {} {} in a /dev/shm of {}{} (a pick also passes in {})",
         k.batch,
         k.shape,
         k.dtype,
         ByteSize(tuned.shm_bytes),
+        budget_from.map(|f| format!(", {f}")).unwrap_or_default(),
         ByteSize(tuned.margin_bytes)
     );
     let rate = |c: &Candidate| rate_words(c, tuned.shm_bytes);
@@ -42,15 +43,25 @@ pub fn render(tuned: &Tuned, base: &CellConfig, usual: Option<Setting>) -> Strin
         }
     }
     if let Some(runner) = tuned.runner_up.map(|i| &tuned.candidates[i]) {
+        // Faster by its median only on fewer runs: the race dropped it, the margin reached it.
+        let pick_rate = tuned
+            .pick
+            .and_then(|p| tuned.candidates[p].median(tuned.shm_bytes));
+        let fewer = match (runner.median(tuned.shm_bytes), pick_rate) {
+            (Some(r), Some(p)) if r > p => {
+                "; above the pick on fewer runs: the race found it slower"
+            }
+            _ => "",
+        };
         let _ = writeln!(
             out,
-            "runner-up:  {:<22} {}",
+            "runner-up:  {:<22} {}{fewer}",
             runner.setting.name(),
             rate(runner)
         );
     }
-    if let Some(usual) = usual {
-        let _ = writeln!(out, "{}", usual_words(tuned, usual));
+    if let Some(usual) = tuned.usual {
+        let _ = writeln!(out, "{}", usual_words(tuned, &tuned.candidates[usual]));
     }
     rejections(&mut out, tuned);
     frontier(&mut out, tuned);
@@ -84,12 +95,14 @@ fn rate_words(c: &Candidate, shm_bytes: u64) -> String {
 }
 
 /// The usual guess against the pick.
-fn usual_words(tuned: &Tuned, usual: Setting) -> String {
-    let name = usual.name();
-    let Some(c) = tuned.candidates.iter().find(|c| c.setting == usual) else {
-        return format!("usual guess {name} (num_workers = the cores): not searched");
+fn usual_words(tuned: &Tuned, c: &Candidate) -> String {
+    let name = &c.name;
+    let outside = match c.rejection {
+        Some(Rejection::OutsideGrid) => ", outside the grid: run to compare, never picked",
+        _ => "",
     };
     let fate = match &c.rejection {
+        _ if c.runs.is_empty() => "not run: the time ran out first".to_string(),
         Some(Rejection::Failed {
             status,
             crash_step,
@@ -119,7 +132,7 @@ fn usual_words(tuned: &Tuned, usual: Setting) -> String {
             format!("{}{ratio}", rate_words(c, tuned.shm_bytes))
         }
     };
-    format!("usual guess {name} (num_workers = the cores): {fate}")
+    format!("usual guess {name} (num_workers = the cores{outside}): {fate}")
 }
 
 /// Each setting that failed a run, and a count of the rest by why.
@@ -167,21 +180,29 @@ fn rejections(out: &mut String, tuned: &Tuned) {
         .collect();
     let mut parts = Vec::new();
     if let (Some(lo), Some(hi)) = (wont_fit.iter().min(), wont_fit.iter().max()) {
+        let needs = match lo == hi {
+            true => ByteSize(*lo).to_string(),
+            false => format!("{} to {}", ByteSize(*lo), ByteSize(*hi)),
+        };
         parts.push(format!(
-            "{} would not fit in {} when training stalls (every worker's prefetch full: {} to {})",
+            "{} would not fit in {} when training stalls (every worker's prefetch full: {needs})",
             wont_fit.len(),
             ByteSize(tuned.margin_bytes),
-            ByteSize(*lo),
-            ByteSize(*hi)
         ));
     }
     let slower = count(|r| matches!(r, Rejection::Slower { .. }));
     if slower > 0 {
         parts.push(format!("{slower} raced and slower"));
     }
+    let unchecked = count(|r| matches!(r, Rejection::NotChecked));
+    if unchecked > 0 {
+        parts.push(format!(
+            "{unchecked} raced, not checked at the margin (two passed there first)"
+        ));
+    }
     let unreached = count(|r| matches!(r, Rejection::NotReached));
     if unreached > 0 {
-        parts.push(format!("{unreached} not reached"));
+        parts.push(format!("{unreached} not run (the time ran out)"));
     }
     if !parts.is_empty() {
         let _ = writeln!(out, "rejected: {}", parts.join("; "));
@@ -191,7 +212,14 @@ fn rejections(out: &mut String, tuned: &Tuned) {
 /// The settings no other beats on both img/s and /dev/shm needed, least needed first.
 fn frontier(out: &mut String, tuned: &Tuned) {
     let mut measured: Vec<(&Candidate, f64)> = (tuned.candidates.iter())
-        .filter(|c| !matches!(c.rejection, Some(Rejection::Failed { .. })))
+        // The grid's settings that fit and passed: not a failure, nor one the stall check
+        // left out, nor the usual guess from outside the grid.
+        .filter(|c| {
+            !matches!(
+                c.rejection,
+                Some(Rejection::Failed { .. } | Rejection::WontFit { .. } | Rejection::OutsideGrid)
+            )
+        })
         .filter_map(|c| Some((c, c.median(tuned.shm_bytes)?)))
         .collect();
     measured.sort_by(|a, b| {

@@ -72,14 +72,20 @@ pub enum Rejection {
         leader_img_per_s: f64,
         surely: bool,
     },
-    /// Not reached: the time ran out, or the pick and runner-up were found before it.
+    /// Raced, not checked at the margin: the pick and the runner-up passed there first.
+    NotChecked,
+    /// Not run: the time ran out first.
     NotReached,
+    /// The usual guess, outside the grid asked for: run once to be compared with, never picked.
+    OutsideGrid,
 }
 
 /// A setting and what the search learnt of it.
 #[derive(Clone, Debug, Serialize)]
 pub struct Candidate {
     pub setting: Setting,
+    /// Its short name (`w4-p2-pin-forkserver`).
+    pub name: String,
     /// /dev/shm it needs at its peak, as the model says.
     pub needs_bytes: u64,
     /// Its runs at the budget, then at the margin.
@@ -114,6 +120,8 @@ pub struct Tuned {
     /// Indices into `candidates`.
     pub pick: Option<usize>,
     pub runner_up: Option<usize>,
+    /// The usual guess's, when one was given.
+    pub usual: Option<usize>,
     pub trials: usize,
     /// The time ran out while racing.
     pub spent: bool,
@@ -153,6 +161,7 @@ pub fn search(
             let needs_bytes = setting.needs(base);
             Candidate {
                 setting: *setting,
+                name: setting.name(),
                 needs_bytes,
                 runs: Vec::new(),
                 rejection: (needs_bytes > margin_bytes).then_some(Rejection::WontFit {
@@ -169,7 +178,23 @@ pub fn search(
         progress,
         done: 0,
     };
-    let usual = usual.and_then(|u| candidates.iter().position(|c| c.setting == u));
+    // The usual guess: raced where the grid holds it, else run once beside it, never picked.
+    let usual = match usual {
+        Some(u) if !settings.contains(&u) => {
+            candidates.push(Candidate {
+                setting: u,
+                name: u.name(),
+                needs_bytes: u.needs(base),
+                runs: Vec::new(),
+                rejection: Some(Rejection::OutsideGrid),
+                margin_passed: None,
+            });
+            Some(candidates.len() - 1)
+        }
+        Some(u) => candidates.iter().position(|c| c.setting == u),
+        None => None,
+    };
+    // Where the model leaves it out or the grid lacks it, it still runs once at the budget.
     if let Some(u) = usual.filter(|u| candidates[*u].rejection.is_some()) {
         trials.run(&mut candidates[u], bounds.shm_bytes, 1)?;
     }
@@ -187,6 +212,7 @@ pub fn search(
         candidates,
         pick: passed.first().copied(),
         runner_up: passed.get(1).copied(),
+        usual,
         trials: trials.done,
         spent,
     })
@@ -244,9 +270,6 @@ where
     let mut target = 1;
     loop {
         let alive: Vec<usize> = alive(candidates);
-        if alive.len() <= 1 && target > 1 {
-            return Ok(false);
-        }
         for (n, &i) in alive.iter().enumerate() {
             while candidates[i].runs.len() < target as usize && candidates[i].rejection.is_none() {
                 if bounds.max_time.is_some_and(|t| began.elapsed() >= t) {
@@ -263,7 +286,8 @@ where
                 trials.run(&mut candidates[i], bounds.shm_bytes, left)?;
             }
         }
-        if target >= bounds.most_runs {
+        // A sole survivor has had this round's runs too: a winner is never one lucky run.
+        if target >= bounds.most_runs || alive.len() <= 1 {
             return Ok(false);
         }
         halve(candidates, bounds.shm_bytes);
@@ -299,8 +323,8 @@ where
     let mut passed = Vec::new();
     for i in order {
         if passed.len() == 2 {
-            // Raced, not needed at the margin: it keeps why it lost, else it was not reached.
-            candidates[i].rejection.get_or_insert(Rejection::NotReached);
+            // Raced, not needed at the margin: it keeps why it lost.
+            candidates[i].rejection.get_or_insert(Rejection::NotChecked);
             continue;
         }
         let mut ok = true;
@@ -527,6 +551,33 @@ mod tests {
         );
         assert_eq!(c.runs.len(), 1);
         assert_ne!(tuned.pick.map(|p| tuned.candidates[p].setting), Some(usual));
+    }
+
+    #[test]
+    fn a_usual_guess_outside_the_grid_is_run_once_and_never_picked() {
+        // Only one worker in the grid: the usual guess (2 workers, faster here) is outside it.
+        let space = Space {
+            workers: vec![1, 1],
+            ..Space::for_cpus(2)
+        };
+        let settings = space.settings();
+        assert_eq!(settings.len(), 3 * 2 * 2, "a value given twice is one");
+        let usual = crate::setting::usual_guess(2, StartMethod::Fork);
+        let tuned = search(
+            &base(),
+            &settings,
+            Some(usual),
+            bounds(512 << 20),
+            machine(1.0, None),
+            |_| {},
+        )
+        .unwrap();
+        let u = &tuned.candidates[tuned.usual.unwrap()];
+        assert_eq!((u.setting, u.runs.len()), (usual, 1));
+        assert_eq!(u.rejection, Some(Rejection::OutsideGrid));
+        let pick = &tuned.candidates[tuned.pick.unwrap()];
+        let runner = &tuned.candidates[tuned.runner_up.unwrap()];
+        assert!(pick.setting.workers == 1 && runner.setting.workers == 1);
     }
 
     #[test]

@@ -39,11 +39,11 @@ impl Setting {
         )
     }
 
-    /// /dev/shm the loader needs with this setting at its peak, as the doctor's model says:
-    /// every worker's prefetch full, as when training stalls (a checkpoint, an evaluation),
-    /// and the Dataset's tensors where the start method pickles them.
+    /// /dev/shm the loader needs with this setting when training stalls (a checkpoint, an
+    /// evaluation), as the doctor's model says: every worker's prefetch full, and the
+    /// Dataset's tensors where the start method pickles them; however short the trials are.
     pub fn needs(&self, base: &CellConfig) -> u64 {
-        predict::peak_bytes(&self.apply(base))
+        predict::stalled_bytes(&self.apply(base))
     }
 }
 
@@ -73,19 +73,22 @@ impl Space {
         }
     }
 
-    /// Every setting of the grid, workers slowest-varying.
+    /// Every setting of the grid once (a value given twice is one), workers slowest-varying.
     pub fn settings(&self) -> Vec<Setting> {
-        let mut all = Vec::new();
+        let mut all: Vec<Setting> = Vec::new();
         for &workers in &self.workers {
             for &prefetch in &self.prefetch {
                 for &pin_memory in &self.pin_memory {
                     for &start_method in &self.start_methods {
-                        all.push(Setting {
+                        let setting = Setting {
                             workers,
                             prefetch,
                             pin_memory,
                             start_method,
-                        });
+                        };
+                        if !all.contains(&setting) {
+                            all.push(setting);
+                        }
                     }
                 }
             }
@@ -115,6 +118,24 @@ mod tests {
         assert_eq!(space.workers, [1, 2, 4]);
         assert_eq!(space.settings().len(), 3 * 3 * 2 * 2);
         assert_eq!(Space::for_cpus(64).workers.last(), Some(&32));
+    }
+
+    #[test]
+    fn a_short_trial_does_not_shrink_what_a_stall_needs() {
+        let mut base = CellConfig::with_defaults("tune");
+        base.knobs.batch = 8;
+        let setting = Setting {
+            workers: 4,
+            prefetch: 4,
+            pin_memory: false,
+            start_method: StartMethod::Fork,
+        };
+        base.knobs.steps = 6;
+        let short = setting.needs(&base);
+        base.knobs.steps = 600;
+        assert_eq!(short, setting.needs(&base));
+        // 16 outstanding and the one held.
+        assert_eq!(short, 17 * predict::batches_bytes(&setting.apply(&base), 1));
     }
 
     #[test]
