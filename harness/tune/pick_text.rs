@@ -29,7 +29,7 @@ pub fn render(tuned: &Tuned, base: &CellConfig, budget_from: Option<&str>) -> St
         Some(pick) => {
             let _ = writeln!(
                 out,
-                "pick:       {:<22} {}, needs {} at its peak",
+                "pick:       {:<22} {}, needs {} when training stalls",
                 pick.setting.name(),
                 rate(pick),
                 ByteSize(pick.needs_bytes)
