@@ -153,7 +153,9 @@ fn leak_leftovers(report: &serde_json::Value) -> Vec<&serde_json::Value> {
 
 #[test]
 fn a_leak_across_epochs_is_named_and_its_leftovers_listed_and_swept() {
-    let _guard = serial();
+    // Every lane: the trend is judged on this machine's /dev/shm, where another lane's job
+    // (hundreds of MiB beside it, once in CI) hid the leak's slope.
+    let _guard = exclusive_serial();
     let before = machine_state();
     // This machine's /dev/shm, where leftovers outlive the job: only what the job was seen
     // holding is swept.
@@ -193,7 +195,8 @@ fn a_leak_across_epochs_is_named_and_its_leftovers_listed_and_swept() {
 
 #[test]
 fn a_neighbour_freeing_dev_shm_meanwhile_hides_none_of_a_leak() {
-    let _guard = serial();
+    // Every lane: its one neighbour is the one it makes (see the test above).
+    let _guard = exclusive_serial();
     let before = machine_state();
     // Another job's 48 MiB in this machine's /dev/shm, gone while the watched job leaks its
     // first segments: the machine's use falls below where the job started, and the job's own
