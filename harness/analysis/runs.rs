@@ -48,6 +48,21 @@ struct RunFacts {
 }
 
 impl RunFacts {
+    fn of(r: &Row) -> RunFacts {
+        RunFacts {
+            repeat: r.repeat,
+            status: r.status,
+            emulated: r.vm_accel == Some(Accel::Tcg),
+            has_crash_step: r.crash_step.is_some(),
+            crash_step: r.crash_step.unwrap_or(0),
+            img_per_s: r.img_per_s.unwrap_or(f64::NAN),
+            cpu_ms_per_img: r.cpu_ms_per_img.unwrap_or(f64::NAN),
+            instructions_per_img: r.instructions_per_img.unwrap_or(f64::NAN),
+            peak_shm_bytes: r.peak_shm_bytes,
+            cause: r.cause.as_deref().map(Box::from),
+        }
+    }
+
     fn outcome(&self) -> Outcome {
         Outcome {
             status: self.status,
@@ -69,18 +84,7 @@ pub struct Runs {
 
 impl Runs {
     pub fn add(&mut self, r: &Row) {
-        self.facts.push(RunFacts {
-            repeat: r.repeat,
-            status: r.status,
-            emulated: r.vm_accel == Some(Accel::Tcg),
-            has_crash_step: r.crash_step.is_some(),
-            crash_step: r.crash_step.unwrap_or(0),
-            img_per_s: r.img_per_s.unwrap_or(f64::NAN),
-            cpu_ms_per_img: r.cpu_ms_per_img.unwrap_or(f64::NAN),
-            instructions_per_img: r.instructions_per_img.unwrap_or(f64::NAN),
-            peak_shm_bytes: r.peak_shm_bytes,
-            cause: r.cause.as_deref().map(Box::from),
-        });
+        self.facts.push(RunFacts::of(r));
     }
 
     /// In repeat order (stable: runs of several files keep their file order within a repeat).
@@ -194,9 +198,7 @@ pub struct GroupedRuns {
 
 impl GroupedRuns {
     pub fn add(&mut self, group: u32, r: &Row) {
-        let mut one = Runs::default();
-        one.add(r);
-        self.facts.extend(one.facts.into_iter().map(|f| (group, f)));
+        self.facts.push((group, RunFacts::of(r)));
     }
 
     /// Each group with its runs (in the order they were added), in group order.

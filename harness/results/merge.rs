@@ -59,19 +59,19 @@ pub fn merge(inputs: &[PathBuf], out: &Path) -> Result<Merged> {
         };
         // A row's line is made where it was read, unless a file of it is to be carried.
         let prepare = |row: &Row| {
-            let line = match (row.steps_file.iter().chain(&row.watch_file))
-                .all(|name| !sidecar::may_copy(path, name))
-            {
-                true if row.steps_file.is_none() && row.watch_file.is_none() => {
-                    atomic::encode(row).ok()
-                }
-                true => atomic::encode(&Row {
+            let mut names = row.steps_file.iter().chain(&row.watch_file);
+            let line = if row.steps_file.is_none() && row.watch_file.is_none() {
+                atomic::encode(row).ok()
+            } else if names.all(|name| !sidecar::may_copy(path, name)) {
+                // Its files would carry nothing: the row without them.
+                atomic::encode(&Row {
                     steps_file: None,
                     watch_file: None,
                     ..row.clone()
                 })
-                .ok(),
-                false => None,
+                .ok()
+            } else {
+                None
             };
             (identity.of(row), line)
         };

@@ -88,12 +88,25 @@ pub fn open(
     relative: &str,
     what: &str,
 ) -> Result<(PathBuf, std::io::Take<File>)> {
+    match open_found(results_csv, relative, what)? {
+        Some(opened) => Ok(opened),
+        None => bail!(
+            "{what} {} is missing",
+            down_from(results_csv, relative, what)?.display()
+        ),
+    }
+}
+
+/// [`open`], with None where no file is there (costing no error: see [`copy`]).
+fn open_found(
+    results_csv: &Path,
+    relative: &str,
+    what: &str,
+) -> Result<Option<(PathBuf, std::io::Take<File>)>> {
     let path = down_from(results_csv, relative, what)?;
     let meta = match std::fs::symlink_metadata(&path) {
         Ok(meta) => meta,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-            bail!("{what} {} is missing", path.display())
-        }
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
         Err(e) => return Err(e).with_context(|| format!("cannot read {}", path.display())),
     };
     if !meta.file_type().is_file() {
@@ -107,7 +120,7 @@ pub fn open(
         );
     }
     let file = File::open(&path).with_context(|| format!("cannot read {}", path.display()))?;
-    Ok((path, file.take(MAX_BYTES)))
+    Ok(Some((path, file.take(MAX_BYTES))))
 }
 
 /// The path of the file a row of `results_csv` names, refused unless the name is a plain
@@ -128,7 +141,8 @@ fn down_from(results_csv: &Path, relative: &str, what: &str) -> Result<PathBuf> 
 }
 
 /// Whether [`copy`] may copy the file a row of `from_csv` names: false when it would carry
-/// nothing (the name is refused, or no file is there), found without an error made.
+/// nothing (the name is refused, no file is there, or not a regular file), found without an
+/// error made.
 pub fn may_copy(from_csv: &Path, relative: &str) -> bool {
     down_from(from_csv, relative, "file")
         .is_ok_and(|path| std::fs::symlink_metadata(path).is_ok_and(|m| m.file_type().is_file()))
@@ -136,19 +150,18 @@ pub fn may_copy(from_csv: &Path, relative: &str) -> bool {
 
 /// Copies the file a row of `from_csv` names beside `to_csv` (for a merge: the merged file
 /// carries its rows' files), as `<to stem>/<prefix>-<file name>`; returns its new name, or
-/// None when there is nothing it may carry ([`may_copy`]). A missing file is common (a CSV sent
-/// without its folder) and costs no error: an error per row of a million, with RUST_BACKTRACE
-/// set, cost a merge half its time.
+/// None when no file is there, and refuses what [`open`] refuses. A missing file is common (a
+/// CSV sent without its folder) and costs no error: an error per row of a million, with
+/// RUST_BACKTRACE set, cost a merge half its time.
 pub fn copy(
     from_csv: &Path,
     relative: &str,
     to_csv: &Path,
     prefix: &str,
 ) -> Result<Option<String>> {
-    if !may_copy(from_csv, relative) {
+    let Some((from, mut file)) = open_found(from_csv, relative, "file")? else {
         return Ok(None);
-    }
-    let (from, mut file) = open(from_csv, relative, "file")?;
+    };
     let stem = to_csv
         .file_stem()
         .map(|s| s.to_string_lossy().into_owned())
