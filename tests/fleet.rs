@@ -245,6 +245,39 @@ fn a_node_is_flagged_only_beyond_both_thresholds() {
 }
 
 #[test]
+fn a_measure_counted_in_whole_batches_is_judged_by_every_run_where_the_fleet_agrees_exactly() {
+    // Peak /dev/shm is whole batches: six nodes hold 3 batches in every run, so their medians
+    // agree exactly (no spread). One node's timing let a 4th batch in, in 2 of its 4 runs
+    // (its median 3.5 batches, +17%); another held 4 in every run (+33%). Only the second is
+    // a finding (CI saw the first flagged once, as "sure" off a zero spread). The first is not
+    // called ok either: runs a whole batch apart could not show a 15% change.
+    let batch = 4_816_896u64;
+    let mut rows = fleet_rows(&[1000.0; 6], 4);
+    for r in &mut rows {
+        r.peak_shm_bytes = 3 * batch;
+    }
+    let with = |node: &str, batches: [u64; 4]| {
+        let mut runs = node_runs(node, 4, 1000.0, 0.05);
+        for (r, b) in runs.iter_mut().zip(batches) {
+            r.peak_shm_bytes = b * batch;
+        }
+        runs
+    };
+    rows.extend(with("timing", [3, 4, 3, 4]));
+    rows.extend(with("holds-more", [4, 4, 4, 4]));
+    let v = verdict(
+        &rows,
+        Thresholds {
+            relative: 0.15,
+            ..Thresholds::default()
+        },
+    );
+    assert_eq!(status_of(&v, "timing"), Status::NotJudged, "{v:#?}");
+    assert_eq!(status_of(&v, "holds-more"), Status::Flagged, "{v:#?}");
+    assert_eq!(status_of(&v, "gpu-1"), Status::Ok, "{v:#?}");
+}
+
+#[test]
 fn too_few_runs_or_nodes_are_not_judged_and_say_why() {
     let mut rows = fleet_rows(&[1000.0; 6], 4);
     rows.extend(node_runs("gpu-new", 2, 500.0, 0.0));

@@ -41,6 +41,9 @@ struct Measured {
     /// The rank test's p had this node's runs, as spread as they are, been worse than the
     /// fleet by exactly the practical threshold (against the fleet's own rows).
     p_at_threshold: Option<f64>,
+    /// Whether the node's mildest run (the least worse) is its median: its runs moved to a
+    /// median the threshold worse would then all be beyond it.
+    mildest_is_median: bool,
 }
 
 /// Each measure of each cell a node ran: measured, or why not.
@@ -268,8 +271,12 @@ fn untold(
                 return None;
             }
             let shrinks = against == Against::Fleet;
+            // A zero spread: a node the threshold worse is told by z when every run of it
+            // would be beyond (as `beyond` judges), which its runs moved there are when the
+            // mildest of them is its median; more runs do not change that.
             let z_of = |runs: usize| match (spread > 0.0, shrinks) {
-                (false, _) => f64::INFINITY,
+                (false, _) if m.mildest_is_median => f64::INFINITY,
+                (false, _) => 0.0,
                 (true, true) => {
                     t.relative * m.fleet.abs() / spread * (runs as f64 / values as f64).sqrt()
                 }
@@ -384,12 +391,21 @@ fn median(
     let moved = |scale: f64| own.iter().map(|v| v * scale).collect::<Vec<f64>>();
     let p_at_threshold = (pool.filter(|_| sample.median > 0.0))
         .map(|p| p.test_instead(own, &moved(worse * norm.median / sample.median)));
+    let mildest = match measure.higher_is_worse() {
+        true => own.iter().copied().fold(f64::INFINITY, f64::min),
+        false => own.iter().copied().fold(f64::NEG_INFINITY, f64::max),
+    };
+    let every_run = match measure.higher_is_worse() {
+        true => mildest >= norm.median * worse,
+        false => mildest <= norm.median * worse,
+    };
     Ok(Measured {
         node: sample.median,
         fleet: norm.median,
         difference: sample.median / norm.median - 1.0,
         evidence: Evidence::Median {
             z: (norm.spread > 0.0).then(|| (sample.median - norm.median) / norm.spread),
+            every_run,
             spread: norm.spread,
             nodes: norm.nodes,
             values: sample.values,
@@ -397,6 +413,7 @@ fn median(
             other_values: others,
         },
         p_at_threshold,
+        mildest_is_median: mildest == sample.median,
     })
 }
 
@@ -447,6 +464,7 @@ fn outcome(
             other_passes,
         },
         p_at_threshold: None,
+        mildest_is_median: false,
     })
 }
 
@@ -454,13 +472,22 @@ fn outcome(
 /// threshold (by any of its statistics) and the practical one.
 fn beyond(m: &Measured, measure: Measure, z_at: f64, p_at: f64, t: &Thresholds) -> bool {
     match m.evidence {
-        Evidence::Median { z, p, .. } => {
+        Evidence::Median {
+            z, p, every_run, ..
+        } => {
             let worse = match measure.higher_is_worse() {
                 true => m.difference > 0.0,
                 false => m.difference < 0.0,
             };
-            // A zero spread: at least half the nodes agree exactly, so any difference is sure.
-            let by_z = z.map_or(m.difference != 0.0, |z| z.abs() >= z_at);
+            // A zero spread (at least half the nodes agree exactly) makes no z, and a median
+            // off it is no certainty: a measure counted in whole units (batches in /dev/shm)
+            // agrees by its grain, and a node whose timing let one more batch in, in half its
+            // runs, moves its median by a whole batch. Off a fleet that agrees exactly, every
+            // run of the node must be beyond (or the rank test of the runs must tell).
+            let by_z = match z {
+                Some(z) => z.abs() >= z_at,
+                None => every_run,
+            };
             let by_rank = p.is_some_and(|p| p <= p_at);
             worse && (by_z || by_rank) && m.difference.abs() >= t.relative
         }

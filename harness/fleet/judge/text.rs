@@ -88,12 +88,16 @@ pub(crate) fn finding_words(v: &Verdict, f: &Comparison, name: Namer) -> String 
             },
             v.p_threshold
         ),
-        Evidence::Median { z, p, .. } => {
+        Evidence::Median { z, p, every_run, .. } => {
             let mut tests = vec![match z {
                 Some(z) if z.abs() >= v.z_threshold => {
                     format!("robust z {z:+.1}, beyond {:.1}", v.z_threshold)
                 }
                 Some(z) => format!("robust z {z:+.1}, within {:.1}", v.z_threshold),
+                None if every_run => {
+                    "the other nodes' medians agree exactly and every run of it is beyond"
+                        .to_string()
+                }
                 None => "the other nodes' medians agree exactly".to_string(),
             }];
             if let Some(p) = p {

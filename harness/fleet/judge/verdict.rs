@@ -91,9 +91,12 @@ pub(crate) enum Evidence {
     /// The node's median against the fleet's: z = (node - fleet) / spread (None when the
     /// spread is zero: at least half the nodes measured the very same value), over `nodes`
     /// nodes; and, against the fleet's own rows, the rank test's p of the node's `values` runs
-    /// against the other nodes' `other_values`.
+    /// against the other nodes' `other_values`; `every_run` when each of the node's runs
+    /// (not only its median) is beyond the practical threshold on the worse side, what a zero
+    /// spread needs to be a finding.
     Median {
         z: Option<f64>,
+        every_run: bool,
         spread: f64,
         nodes: usize,
         values: usize,
