@@ -6,14 +6,16 @@ use std::time::{Duration, Instant};
 use anyhow::{bail, Result};
 
 use super::text_or_json::TextOrJson as Format;
+use crate::model::config::CellConfig;
 use crate::model::knobs::{Knobs, Loader, RuntimeKind, StartMethod};
 use crate::model::size::ByteSize;
 use crate::plan::resolve;
+use crate::runtime::Runtimes;
 use crate::sys::fingerprint::mem_total;
 use crate::sys::signals;
 use crate::tune::search::{self, Bounds, Progress};
-use crate::tune::setting::{self, Space};
-use crate::tune::{pick_text, trial};
+use crate::tune::setting::{self, Setting, Space};
+use crate::tune::{grid, grid_text, pick_text, trial};
 
 /// What `shmbench tune --help` shows after the flags.
 const AFTER_HELP: &str = "\
@@ -21,6 +23,7 @@ Examples:
   shmbench tune --shm-size 256m --batch 32 --steps 40 --compute-ms 30
   shmbench tune --shm-size 1g --decode-us 500 --max-time 600 --format json
   shmbench tune --shm-size 128m --batch 8 --tune-workers 1,2,4 --tune-prefetch 2,4 --tune-pin no
+  shmbench tune --shm-size 64m --batch 8 --validate      # also the whole grid, and the pick judged by it
 
 Each setting the model says cannot fit when training stalls (every worker's prefetch full) is
 left out; the rest run as real cells in a /dev/shm of exactly --shm-size, the faster half
@@ -52,6 +55,17 @@ pub(crate) struct Args {
     /// Start methods to try [default: fork,forkserver]
     #[arg(long, value_delimiter = ',', value_name = "METHOD,...", value_parser = super::choice::choice::<StartMethod>())]
     pub(crate) tune_start: Vec<StartMethod>,
+    /// Also run every setting of the grid --grid-runs times and judge the pick by it (within
+    /// --within of the grid's best, never a setting that failed a run of it), with each one's
+    /// trial time: a check of the search on this machine, many times longer than the search
+    #[arg(long)]
+    pub(crate) validate: bool,
+    /// Runs of each setting in --validate's grid
+    #[arg(long, default_value_t = 3, requires = "validate")]
+    pub(crate) grid_runs: u32,
+    /// The share of the grid's best img/s a pick may fall short by under --validate
+    #[arg(long, default_value_t = 0.05, requires = "validate", value_parser = share)]
+    pub(crate) within: f64,
     /// Output format
     #[arg(long, value_enum, default_value = "text")]
     pub(crate) format: Format,
@@ -64,6 +78,15 @@ fn margin(text: &str) -> Result<f64, String> {
         Ok(m) if m > 0.0 && m <= 1.0 => Ok(m),
         _ => Err(format!(
             "{text}: a share of the budget, above 0 and at most 1 (0.85: 85%)"
+        )),
+    }
+}
+
+fn share(text: &str) -> Result<f64, String> {
+    match text.parse::<f64>() {
+        Ok(m) if (0.0..1.0).contains(&m) => Ok(m),
+        _ => Err(format!(
+            "{text}: a share, at least 0 and below 1 (0.05: 5%)"
         )),
     }
 }
@@ -81,6 +104,9 @@ pub(crate) fn run(args: Args) -> Result<ExitCode> {
     if args.most_runs == 0 {
         bail!("--most-runs 0: a setting needs at least one run");
     }
+    if args.grid_runs == 0 {
+        bail!("--grid-runs 0: a setting needs at least one run");
+    }
     let knobs = &args.knobs.0;
     refuse_what_tune_sets(&args)?;
     let (shm_bytes, budget_from) = budget(knobs, args.margin)?;
@@ -88,36 +114,7 @@ pub(crate) fn run(args: Args) -> Result<ExitCode> {
         Some(list) => list.0.len() as u32,
         None => std::thread::available_parallelism().map_or(1, |n| n.get() as u32),
     };
-    // A loader flag of what tune chooses fixes it (`--workers 4`: tune the rest).
-    let mut defaults = Space::for_cpus(cpus);
-    if let Some(workers) = knobs.workers {
-        defaults.workers = vec![workers];
-    }
-    if let Some(prefetch) = knobs.prefetch {
-        defaults.prefetch = vec![prefetch];
-    }
-    if let Some(pin) = knobs.pin_memory {
-        defaults.pin_memory = vec![pin];
-    }
-    if let Some(start) = knobs.start_method {
-        defaults.start_methods = vec![start];
-    }
-    fn or<T>(given: Vec<T>, default: Vec<T>) -> Vec<T> {
-        if given.is_empty() {
-            default
-        } else {
-            given
-        }
-    }
-    let space = Space {
-        workers: or(args.tune_workers, defaults.workers),
-        prefetch: or(args.tune_prefetch, defaults.prefetch),
-        pin_memory: or(args.tune_pin, defaults.pin_memory),
-        start_methods: or(args.tune_start, defaults.start_methods),
-    };
-    if space.workers.contains(&0) || space.prefetch.contains(&0) {
-        bail!("--tune-workers and --tune-prefetch take values of 1 or more (prefetch_factor needs workers)");
-    }
+    let space = space(&args, cpus)?;
     // The loader resolved and checked as its least demanding setting, then each setting.
     let least = Knobs {
         workers: space.workers.iter().min().copied(),
@@ -143,6 +140,14 @@ pub(crate) fn run(args: Args) -> Result<ExitCode> {
     };
     signals::install();
     let runtimes = trial::runtimes(&base)?;
+    // The grid first, when validating: the search after it on the machine as the grid left it.
+    let grid = match args.validate {
+        true => match run_grid(&args, &base, &settings, bounds, &runtimes)? {
+            Ok(grid) => Some(grid),
+            Err(code) => return Ok(code),
+        },
+        false => None,
+    };
     let began = Instant::now();
     eprintln!(
         "shmbench tune: {} setting(s) in a /dev/shm of {} (each run a namespace cell); the model leaves out what cannot fit",
@@ -161,23 +166,119 @@ pub(crate) fn run(args: Args) -> Result<ExitCode> {
             eprintln!("{}", progress_line(p, began.elapsed()));
         },
     );
-    if let Some(signal) = signals::received() {
-        eprintln!(
-            "shmbench tune: stopped by {} after {runs} run(s): nothing picked (each run's cell is gone)",
-            signals::name(signal)
-        );
-        return Ok(ExitCode::from(128 + signal as u8));
+    if let Some(code) = stopped(runs) {
+        return Ok(code);
     }
     let tuned = searched?;
+    let validation = (grid.as_ref()).map(|g| grid::validate(g, &tuned, args.within));
     match args.format {
-        Format::Json => println!("{}", serde_json::to_string_pretty(&tuned)?),
-        Format::Text => println!("{}", pick_text::render(&tuned, &base, budget_from)),
+        Format::Json => {
+            let json = match (&grid, &validation) {
+                (Some(grid), Some(validation)) => serde_json::json!({
+                    "search": tuned, "grid": grid, "validation": validation
+                }),
+                _ => serde_json::to_value(&tuned)?,
+            };
+            println!("{}", serde_json::to_string_pretty(&json)?)
+        }
+        Format::Text => {
+            println!("{}", pick_text::render(&tuned, &base, budget_from));
+            if let (Some(grid), Some(validation)) = (&grid, &validation) {
+                println!("\n{}", grid_text::render(grid, &tuned, validation));
+            }
+        }
     }
-    // No pick is an answer, not a failure of the tool; said by the exit status for scripts.
-    Ok(match tuned.pick {
-        Some(_) => ExitCode::SUCCESS,
-        None => ExitCode::from(1),
+    // No pick is an answer, not a failure of the tool; said by the exit status for scripts
+    // (and a search the grid disagrees with, under --validate).
+    Ok(match (tuned.pick, validation) {
+        (_, Some(v)) if v.agrees => ExitCode::SUCCESS,
+        (Some(_), None) => ExitCode::SUCCESS,
+        _ => ExitCode::from(1),
     })
+}
+
+/// The exit status when a signal stopped the runs, said on stderr.
+fn stopped(runs: usize) -> Option<ExitCode> {
+    let signal = signals::received()?;
+    eprintln!(
+        "shmbench tune: stopped by {} after {runs} run(s): nothing picked (each run's cell is gone)",
+        signals::name(signal)
+    );
+    Some(ExitCode::from(128 + signal as u8))
+}
+
+/// The grid: `--tune-*` lists, else the defaults for `cpus`, a loader flag of what tune
+/// chooses fixing it (`--workers 4`: tune the rest).
+fn space(args: &Args, cpus: u32) -> Result<Space> {
+    let knobs = &args.knobs.0;
+    let mut defaults = Space::for_cpus(cpus);
+    if let Some(workers) = knobs.workers {
+        defaults.workers = vec![workers];
+    }
+    if let Some(prefetch) = knobs.prefetch {
+        defaults.prefetch = vec![prefetch];
+    }
+    if let Some(pin) = knobs.pin_memory {
+        defaults.pin_memory = vec![pin];
+    }
+    if let Some(start) = knobs.start_method {
+        defaults.start_methods = vec![start];
+    }
+    fn or<T>(given: Vec<T>, default: Vec<T>) -> Vec<T> {
+        if given.is_empty() {
+            default
+        } else {
+            given
+        }
+    }
+    let space = Space {
+        workers: or(args.tune_workers.clone(), defaults.workers),
+        prefetch: or(args.tune_prefetch.clone(), defaults.prefetch),
+        pin_memory: or(args.tune_pin.clone(), defaults.pin_memory),
+        start_methods: or(args.tune_start.clone(), defaults.start_methods),
+    };
+    if space.workers.contains(&0) || space.prefetch.contains(&0) {
+        bail!("--tune-workers and --tune-prefetch take values of 1 or more (prefetch_factor needs workers)");
+    }
+    Ok(space)
+}
+
+/// Every setting of the grid `--grid-runs` times (`--validate`); Err: the exit status of a
+/// signal that stopped it.
+fn run_grid(
+    args: &Args,
+    base: &CellConfig,
+    settings: &[Setting],
+    bounds: Bounds,
+    runtimes: &Runtimes,
+) -> Result<Result<grid::Grid, ExitCode>> {
+    let shm_bytes = bounds.shm_bytes;
+    let grid_bounds = Bounds {
+        most_runs: args.grid_runs,
+        max_time: None,
+        ..bounds
+    };
+    eprintln!(
+        "shmbench tune --validate: every one of {} setting(s), {} run(s) each, in a /dev/shm of {}, then the search",
+        settings.len(),
+        args.grid_runs,
+        ByteSize(shm_bytes)
+    );
+    let (began, mut runs) = (Instant::now(), 0);
+    let grid = grid::grid(
+        base,
+        settings,
+        grid_bounds,
+        |config, bytes| trial::run(runtimes, config, bytes),
+        |p: &Progress| {
+            runs = p.done;
+            eprintln!("grid {}", progress_line(p, began.elapsed()));
+        },
+    );
+    if let Some(code) = stopped(runs) {
+        return Ok(Err(code));
+    }
+    Ok(Ok(grid?))
 }
 
 /// The budget: --shm-size, else this machine's (or this container's) /dev/shm; and where it

@@ -3,8 +3,11 @@
 //! fit even when training stalls ([`setting`]), short trials race the rest with more runs only
 //! where the leaders are close, and the pick must also pass below the budget, so that a
 //! neighbour's segment or a timing does not tip it over ([`search`]). A trial is one real cell
-//! ([`trial`]); the search's logic runs on any trial function, a fake in its tests.
+//! ([`trial`]); the search's logic runs on any trial function, a fake in its tests. The
+//! exhaustive [`grid`] is what a search is checked against (`tune --validate`).
 
+pub mod grid;
+pub mod grid_text;
 pub mod pick_text;
 pub mod search;
 pub mod setting;

@@ -46,6 +46,8 @@ pub struct Run {
     pub status: Status,
     pub crash_step: Option<u64>,
     pub img_per_s: Option<f64>,
+    /// How long the trial took, start-up and teardown included (what a search spends).
+    pub seconds: f64,
     /// Why it ended so (`explain`'s cause), where it failed and the tracer named one.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub cause: Option<String>,
@@ -97,6 +99,23 @@ pub struct Candidate {
 }
 
 impl Candidate {
+    /// A setting not yet run; `rejection` set where the model leaves it out.
+    pub(crate) fn new(setting: Setting, needs_bytes: u64, rejection: Option<Rejection>) -> Self {
+        Candidate {
+            setting,
+            name: setting.name(),
+            needs_bytes,
+            runs: Vec::new(),
+            rejection,
+            margin_passed: None,
+        }
+    }
+
+    /// Whether every run it had passed (and it had one).
+    pub fn passed_every_run(&self) -> bool {
+        !self.runs.is_empty() && self.runs.iter().all(|r| r.status.is_pass())
+    }
+
     /// img/s of its passing runs at the budget.
     pub fn rates(&self, shm_bytes: u64) -> Vec<f64> {
         (self.runs.iter())
@@ -159,17 +178,11 @@ pub fn search(
     let mut candidates: Vec<Candidate> = (settings.iter())
         .map(|setting| {
             let needs_bytes = setting.needs(base);
-            Candidate {
-                setting: *setting,
-                name: setting.name(),
+            let wont_fit = (needs_bytes > margin_bytes).then_some(Rejection::WontFit {
                 needs_bytes,
-                runs: Vec::new(),
-                rejection: (needs_bytes > margin_bytes).then_some(Rejection::WontFit {
-                    needs_bytes,
-                    room_bytes: margin_bytes,
-                }),
-                margin_passed: None,
-            }
+                room_bytes: margin_bytes,
+            });
+            Candidate::new(*setting, needs_bytes, wont_fit)
         })
         .collect();
     let mut trials = Trials {
@@ -181,14 +194,11 @@ pub fn search(
     // The usual guess: raced where the grid holds it, else run once beside it, never picked.
     let usual = match usual {
         Some(u) if !settings.contains(&u) => {
-            candidates.push(Candidate {
-                setting: u,
-                name: u.name(),
-                needs_bytes: u.needs(base),
-                runs: Vec::new(),
-                rejection: Some(Rejection::OutsideGrid),
-                margin_passed: None,
-            });
+            candidates.push(Candidate::new(
+                u,
+                u.needs(base),
+                Some(Rejection::OutsideGrid),
+            ));
             Some(candidates.len() - 1)
         }
         Some(u) => candidates.iter().position(|c| c.setting == u),
@@ -219,11 +229,11 @@ pub fn search(
 }
 
 /// The trial function, what is told of each run, and the runs so far.
-struct Trials<'a, T, P> {
-    base: &'a CellConfig,
-    trial: T,
-    progress: P,
-    done: usize,
+pub(crate) struct Trials<'a, T, P> {
+    pub(crate) base: &'a CellConfig,
+    pub(crate) trial: T,
+    pub(crate) progress: P,
+    pub(crate) done: usize,
 }
 
 impl<T, P> Trials<'_, T, P>
@@ -232,7 +242,7 @@ where
     P: FnMut(&Progress),
 {
     /// Runs `c` once in `shm_bytes`; whether it passed (a failure rejects it).
-    fn run(&mut self, c: &mut Candidate, shm_bytes: u64, left: usize) -> Result<bool> {
+    pub(crate) fn run(&mut self, c: &mut Candidate, shm_bytes: u64, left: usize) -> Result<bool> {
         let one = (self.trial)(&c.setting.apply(self.base), shm_bytes)?;
         self.done += 1;
         (self.progress)(&Progress {
@@ -380,7 +390,7 @@ fn halve(candidates: &mut [Candidate], shm_bytes: u64) {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use crate::setting::Space;
     use model::knobs::StartMethod;
@@ -388,7 +398,10 @@ mod tests {
     /// A machine where img/s grows with workers up to 2, prefetch helps a little, pinning costs
     /// 10%, and a run crashes when its setting uses more than the /dev/shm it has (its use the
     /// model's need times `under`: a model that under-predicts), and `flaky`'s one run in three.
-    fn machine(under: f64, flaky: Option<Setting>) -> impl FnMut(&CellConfig, u64) -> Result<Run> {
+    pub(crate) fn machine(
+        under: f64,
+        flaky: Option<Setting>,
+    ) -> impl FnMut(&CellConfig, u64) -> Result<Run> {
         let mut calls = 0u64;
         move |config, shm_bytes| {
             calls += 1;
@@ -411,19 +424,20 @@ mod tests {
                 status: if crash { Status::Sigbus } else { Status::Pass },
                 crash_step: crash.then_some(3),
                 img_per_s: (!crash).then_some(rate),
+                seconds: if crash { 0.5 } else { 2.0 },
                 cause: None,
             })
         }
     }
 
-    fn base() -> CellConfig {
+    pub(crate) fn base() -> CellConfig {
         let mut base = CellConfig::with_defaults("tune");
         base.knobs.batch = 8;
         base.knobs.steps = 20;
         base
     }
 
-    fn bounds(shm_bytes: u64) -> Bounds {
+    pub(crate) fn bounds(shm_bytes: u64) -> Bounds {
         Bounds {
             shm_bytes,
             margin: 0.85,

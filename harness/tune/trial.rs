@@ -33,7 +33,9 @@ pub fn run(launcher: &dyn Launcher, config: &CellConfig, shm_bytes: u64) -> Resu
     }
     let mut cell = in_namespace(config);
     cell.knobs.shm_size = Some(ByteSize(shm_bytes));
+    let began = std::time::Instant::now();
     let record = launcher.launch(&cell, &mut |_| {});
+    let seconds = began.elapsed().as_secs_f64();
     if let Some(signal) = launcher.interrupted() {
         bail!("interrupted by signal {signal}: the search stopped");
     }
@@ -49,6 +51,7 @@ pub fn run(launcher: &dyn Launcher, config: &CellConfig, shm_bytes: u64) -> Resu
         status: record.status,
         crash_step: record.failure.as_ref().map(|f| f.crash_step),
         img_per_s: record.metrics.img_per_s,
+        seconds,
         cause: (record.explanation.as_ref())
             .filter(|_| !record.status.is_pass())
             .map(|e| e.cause.to_string()),
