@@ -114,14 +114,25 @@ pub(crate) fn run(args: Args) -> Result<ExitCode> {
         Some(list) => list.0.len() as u32,
         None => std::thread::available_parallelism().map_or(1, |n| n.get() as u32),
     };
-    let space = space(&args, cpus)?;
+    let mut space = space(&args, cpus)?;
     // The loader resolved and checked as its least demanding setting, then each setting.
     let least = Knobs {
         workers: space.workers.iter().min().copied(),
         prefetch: space.prefetch.iter().min().copied(),
         ..knobs.clone()
     };
-    let base = resolve::tool_config("tune", least, &super::platform())?;
+    let mut base = resolve::tool_config("tune", least, &super::platform())?;
+    let torch = trial::torch_loader(&mut base)?;
+    let sample = torch.as_ref().and_then(|t| t.sample.as_ref());
+    let loader = pick_text::loader_words(&base, sample.map(|s| s.shapes.as_str()));
+    // Real torch with no accelerator ignores pin_memory: both values would be one setting.
+    let pin_asked = !args.tune_pin.is_empty() || knobs.pin_memory.is_some();
+    if torch.as_ref().is_some_and(|t| !t.accelerator) && !pin_asked {
+        space.pin_memory = vec![false];
+        eprintln!(
+            "shmbench tune: pin_memory left out: torch sees no accelerator here and ignores it"
+        );
+    }
     let usual = setting::usual_guess(cpus, base.knobs.start_method);
     let settings = space.settings();
     // The usual guess is always measured, so the pick is said against it (never picked from
@@ -182,7 +193,7 @@ pub(crate) fn run(args: Args) -> Result<ExitCode> {
             println!("{}", serde_json::to_string_pretty(&json)?)
         }
         Format::Text => {
-            println!("{}", pick_text::render(&tuned, &base, budget_from));
+            println!("{}", pick_text::render(&tuned, &base, &loader, budget_from));
             if let (Some(grid), Some(validation)) = (&grid, &validation) {
                 println!("\n{}", grid_text::render(grid, &tuned, validation));
             }
@@ -346,8 +357,12 @@ fn refuse_what_tune_sets(args: &Args) -> Result<()> {
     {
         bail!("--runtime {runtime}: tune runs each trial as a namespace cell (a tmpfs of exactly the budget); leave --runtime out");
     }
-    if k.loader.is_some_and(|l| l != Loader::Emulated) {
-        bail!("--loader: tune measures the emulated loader for now (docs/TUNE.md); describe your data with its flags (--batch, --shape, --dtype, --decode-us, --compute-ms)");
+    if k.loader == Some(Loader::Command) {
+        bail!("--loader command: tune runs a DataLoader (emulated, or torch with --dataset), not a command");
+    }
+    if k.dataset.is_some() && (k.shape.is_some() || k.dtype.is_some() || k.dataset_bytes.is_some())
+    {
+        bail!("--dataset: its samples' shape and dtype, and the tensors it holds, are read from it: leave --shape, --dtype and --dataset-bytes out");
     }
     Ok(())
 }

@@ -22,6 +22,9 @@ knobs! {
     #[value_name = "PATH"]
     python: String => String = Some("python3".to_string()), setting("the interpreter's path; the torch version it runs is recorded beside the cell"), row none,
         "Python interpreter of torch cells: one with torch installed (python3 -m venv V && V/bin/pip install torch)";
+    #[value_name = "DATASET"]
+    dataset: String => Option<String> = None, setting("a path on this machine, which says nothing of the data it held then: the row records the samples' shape and dtype, read from it"), row none,
+        "Torch loader: your own map-style Dataset in place of the synthetic one: FILE.py:NAME (NAME in FILE.py, a Dataset or a function returning one; FILE's folder goes on the import path, so workers find it under every start method) or FILE.pkl (a pickled Dataset, as the wheel's shmbench.tune(loader) writes). Its samples are cycled for steps x batch. Runs your code";
     #[value_name = "IMAGE"]
     image: String => Option<String> = None, identity, row image,
         "Docker: run the cell in this local image (e.g. your training image, whose python3 runs torch cells) instead of the one shmbench builds; shmbench mounts its own binary into it read-only. Implies runtime docker";

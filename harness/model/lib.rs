@@ -27,6 +27,7 @@ pub mod choice;
 pub mod claim;
 pub mod config;
 pub mod cpus;
+pub mod dataset_ref;
 pub mod estimate;
 pub mod fingerprint;
 pub mod job;

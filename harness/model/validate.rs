@@ -2,6 +2,7 @@
 //! isolation knobs meaningful, the first problem named by its key.
 
 use super::config::CellConfig;
+use super::dataset_ref;
 use super::knobs::{EngineKind, Inject, IpcMode, Loader, RuntimeKind, Strategy};
 use super::size::ByteSize;
 
@@ -186,6 +187,25 @@ impl CellConfig {
                     "python",
                     "name a Python interpreter with torch installed",
                 ));
+            }
+        }
+        if let Some(dataset) = &self.knobs.dataset {
+            if self.knobs.loader != Loader::Torch {
+                return Err(bad(
+                    "dataset",
+                    "is a real torch Dataset: give --loader torch (and --python with torch) too",
+                ));
+            }
+            let elsewhere = matches!(self.knobs.runtime, RuntimeKind::Docker | RuntimeKind::Vm)
+                || self.knobs.image.is_some();
+            if elsewhere {
+                return Err(bad(
+                    "dataset",
+                    "is a file of this machine, which a container's or a VM's cell does not see: run it with --runtime namespace (or host)",
+                ));
+            }
+            if let Err(problem) = dataset_ref::check(dataset) {
+                return Err(bad("dataset", problem));
             }
         }
         Ok(())

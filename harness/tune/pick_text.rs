@@ -10,16 +10,36 @@ use model::size::ByteSize;
 use super::search::{Candidate, Rejection, Tuned};
 use super::setting::Setting;
 
-/// The whole text; `budget_from`: where the budget came from, when not `--shm-size`.
-pub fn render(tuned: &Tuned, base: &CellConfig, budget_from: Option<&str>) -> String {
-    let mut out = String::new();
+/// What a tune's loader loads, for its words: `batch 32 of 3x224x224 f32`, or a user's Dataset
+/// by its name and first sample.
+pub fn loader_words(base: &CellConfig, sample: Option<&str>) -> String {
     let k = &base.knobs;
+    match (&k.dataset, sample) {
+        (Some(dataset), Some(sample)) => format!(
+            "batch {} of {dataset} ({sample}: {} a sample), real torch",
+            k.batch,
+            ByteSize(base.batch_bytes() / u64::from(k.batch.max(1)))
+        ),
+        _ => format!(
+            "batch {} of {} {}{}",
+            k.batch,
+            k.shape,
+            k.dtype,
+            match k.loader {
+                model::knobs::Loader::Torch => ", real torch",
+                _ => "",
+            }
+        ),
+    }
+}
+
+/// The whole text; `loader`: [`loader_words`]; `budget_from`: where the budget came from, when
+/// not `--shm-size`.
+pub fn render(tuned: &Tuned, base: &CellConfig, loader: &str, budget_from: Option<&str>) -> String {
+    let mut out = String::new();
     let _ = writeln!(
         out,
-        "tune: the fastest DataLoader settings for batch {} of {} {} in a /dev/shm of {}{} (a pick also passes in {})",
-        k.batch,
-        k.shape,
-        k.dtype,
+        "tune: the fastest DataLoader settings for {loader} in a /dev/shm of {}{} (a pick also passes in {})",
         ByteSize(tuned.shm_bytes),
         budget_from.map(|f| format!(", {f}")).unwrap_or_default(),
         ByteSize(tuned.margin_bytes)

@@ -2,16 +2,51 @@
 //! size (a namespace cell: its own tmpfs of exactly that size), through the orchestration's
 //! [`Launcher`] (the runtimes; a fake in tests).
 
-use anyhow::{bail, Result};
+use anyhow::{anyhow, bail, Result};
+
+use cell::torch::{self, dataset::Sample};
 
 use model::config::CellConfig;
-use model::knobs::RuntimeKind;
+use model::knobs::{Loader, RuntimeKind};
 use model::record::Status;
 use model::size::ByteSize;
 use orchestrate::launcher::Launcher;
 use runtime::Runtimes;
 
 use super::search::Run;
+
+/// What a torch tune's Python and Dataset are.
+#[derive(Default)]
+pub struct TorchLoader {
+    /// A user's Dataset's first sample (`dataset`).
+    pub sample: Option<Sample>,
+    /// Whether torch sees an accelerator (without one it ignores pin_memory).
+    pub accelerator: bool,
+}
+
+/// Makes `base` stand for what a torch tune loads, for the model and the words: the torch
+/// profile of its Python and, with a user's Dataset (`dataset`), one sample read from it as the
+/// model's image (its bytes as a flat u8 shape) and the tensors it holds as dataset-bytes.
+pub fn torch_loader(base: &mut CellConfig) -> Result<Option<TorchLoader>> {
+    if base.knobs.loader != Loader::Torch {
+        return Ok(None);
+    }
+    let found = torch::probe(&base.knobs.python).map_err(|e| anyhow!("--loader torch: {e}"))?;
+    base.knobs.torch = found.profile();
+    let mut loader = TorchLoader {
+        sample: None,
+        accelerator: found.accelerator,
+    };
+    if base.knobs.dataset.is_some() {
+        let sample = torch::dataset::probe(base).map_err(|e| anyhow!("--dataset: {e}"))?;
+        if sample.sample_bytes == 0 {
+            bail!("--dataset: its first sample holds no tensor bytes ({}): nothing would go through /dev/shm", sample.shapes);
+        }
+        sample.describe(&mut base.knobs);
+        loader.sample = Some(sample);
+    }
+    Ok(Some(loader))
+}
 
 /// The runtimes a tune of `base` launches its cells with (a namespace cell each).
 pub fn runtimes(base: &CellConfig) -> Result<Runtimes> {

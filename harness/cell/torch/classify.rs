@@ -118,6 +118,10 @@ pub fn classify(e: &Ending) -> Verdict {
                 None,
             );
         }
+        // The user's Dataset (the knob `dataset`) did not load: no cell ran.
+        if kind == "DatasetError" {
+            return verdict(Status::Error, message.to_string(), None, None);
+        }
         // The evidence of a worker's death by a signal outranks the words torch chose for it
         // ("exited unexpectedly", a reset connection of the resource sharer).
         let died = e

@@ -44,6 +44,7 @@
 //! in 160m, legacy: 8 to 23 and two passes in five).
 
 pub mod classify;
+pub mod dataset;
 mod python;
 
 pub use python::{locate, probe, profile_of, Found, PythonError};
@@ -82,6 +83,9 @@ enum Line {
     Start {
         torch: String,
         accelerator: bool,
+        /// A user's Dataset's first sample (the knob `dataset`).
+        #[serde(default)]
+        sample: Option<dataset::Sample>,
     },
     Step {
         step: u64,
@@ -133,6 +137,7 @@ fn hint_for(config: &CellConfig, message: String) -> String {
 #[derive(Default)]
 struct Reported {
     version: Option<String>,
+    sample: Option<dataset::Sample>,
     accelerator: bool,
     ended: bool,
     error: Option<(String, String)>,
@@ -157,8 +162,13 @@ fn read_protocol(
     let mut used_at_error = None;
     for line in BufReader::new(stdout).lines().map_while(Result::ok) {
         match serde_json::from_str::<Line>(&line) {
-            Ok(Line::Start { torch, accelerator }) => {
+            Ok(Line::Start {
+                torch,
+                accelerator,
+                sample,
+            }) => {
                 reported.version = Some(torch);
+                reported.sample = sample;
                 reported.accelerator = accelerator;
             }
             Ok(Line::Step { step, t, in_flight }) => {
@@ -274,6 +284,10 @@ pub fn run_cell(config: &CellConfig) -> CellRecord {
     if let Some(version) = &reported.version {
         // The profile of the torch that ran, whatever the knob said.
         ran.knobs.torch = profile_of(version);
+    }
+    if let Some(sample) = &reported.sample {
+        // A user's Dataset: the row says what went through /dev/shm, not the synthetic knobs.
+        sample.describe(&mut ran.knobs);
     }
     // A step whose batch arrived but whose body did not finish (a worker died during the
     // training step) is the failed one, as in emulated cells.

@@ -105,6 +105,109 @@ class Synthetic(Portable):
         return sample
 
 
+class Cycled:
+    """A sampler of `total` indices cycling through a Dataset of `length`: a user's small Dataset
+    serves as many steps as the cell asks for."""
+
+    def __init__(self, length, total):
+        self.length, self.total = length, total
+
+    def __len__(self):
+        return self.total
+
+    def __iter__(self):
+        return (i % self.length for i in range(self.total))
+
+
+def user_dataset(ref):
+    """The user's own Dataset (the knob `dataset`): FILE.py:NAME, a Dataset or a function
+    returning one, imported by the file's name with its folder on the import path (a spawn or
+    forkserver worker is given the same path, and finds it there); or a pickle file, the wheel's
+    `shmbench.tune(loader)`: first what to prepare (the import path, and the training script
+    whose top level defines the Dataset's class, run as multiprocessing runs it in a spawned
+    worker), then the Dataset."""
+    import importlib
+    import os
+    import pickle
+
+    import torch
+
+    path, _, name = ref.rpartition(":")
+    if path.endswith(".py"):
+        folder, file = os.path.split(os.path.abspath(path))
+        sys.path.insert(0, folder)
+        found = getattr(importlib.import_module(file[: -len(".py")]), name)
+        if isinstance(found, torch.utils.data.Dataset) or not callable(found):
+            return found
+        return found()
+    with open(ref, "rb") as f:
+        prepare = pickle.load(f)
+        for folder in reversed(prepare.get("sys_path", [])):
+            if folder not in sys.path:
+                sys.path.insert(0, folder)
+        if prepare.get("main"):
+            import multiprocessing.spawn
+
+            multiprocessing.spawn.prepare({"init_main_from_path": prepare["main"]})
+        return pickle.load(f)
+
+
+def tensors_in(value, depth=0):
+    """The tensors in a batch or a sample: nested tuples, lists and dicts."""
+    import torch
+
+    if isinstance(value, torch.Tensor):
+        yield value
+    elif depth < 4 and isinstance(value, (tuple, list)):
+        for v in value:
+            yield from tensors_in(v, depth + 1)
+    elif depth < 4 and isinstance(value, dict):
+        for v in value.values():
+            yield from tensors_in(v, depth + 1)
+
+
+def held_bytes(dataset):
+    """Bytes of the tensors a Dataset holds in its attributes (and its inner Datasets', through
+    Subset and ConcatDataset): what forkserver and spawn pickle through /dev/shm."""
+    import torch
+
+    seen, total, todo = set(), 0, [(dataset, 0)]
+    while todo:
+        obj, depth = todo.pop()
+        if id(obj) in seen or depth > 3:
+            continue
+        seen.add(id(obj))
+        for value in getattr(obj, "__dict__", {}).values():
+            if isinstance(value, torch.utils.data.Dataset):
+                todo.append((value, depth + 1))
+            elif isinstance(value, (list, tuple)) and value and isinstance(value[0], torch.utils.data.Dataset):
+                todo.extend((v, depth + 1) for v in value)
+            else:
+                for t in tensors_in(value, 2):
+                    if t.untyped_storage().data_ptr() not in seen:
+                        seen.add(t.untyped_storage().data_ptr())
+                        total += t.untyped_storage().nbytes()
+    return total
+
+
+def sample_facts(dataset):
+    """One sample as the default collate makes it: its bytes and the shapes of its tensors; the
+    samples, and the tensor bytes the Dataset holds."""
+    from torch.utils.data import default_collate
+
+    tensors = list(tensors_in(default_collate([dataset[0]])))
+    shapes = ", ".join(
+        ("x".join(str(d) for d in t.shape[1:]) or "scalar") + " " + str(t.dtype).replace("torch.", "")
+        for t in tensors
+    )
+    return {
+        "sample_bytes": sum(t.nbytes for t in tensors),
+        "length": len(dataset),
+        "held_bytes": held_bytes(dataset),
+        "shapes": shapes,
+    }
+
+
 def mappings_note(released):
     """After a MemoryError: how many memory mappings this process held against vm.max_map_count.
     A main that keeps its batches alive holds one mapping per batch, and at the limit any mmap
@@ -162,18 +265,38 @@ def main():
     shape = [int(d) for d in cfg["shape"].split("x")]
     # The Dataset's own tensors: inherited by fork workers, pickled through shared memory to
     # forkserver and spawn ones (once, as the first starts; see the knob start-method).
-    held = torch.ones(cfg["dataset_bytes"], dtype=torch.uint8)
-    dataset = Synthetic(cfg["steps"] * cfg["batch"], shape, dtype, cfg["decode_us"] / 1e6, held)
+    total = cfg["steps"] * cfg["batch"]
+    sampler, sample = None, None
+    if cfg.get("dataset"):
+        try:
+            dataset = user_dataset(cfg["dataset"])
+            if isinstance(dataset, torch.utils.data.IterableDataset):
+                raise TypeError("an IterableDataset has no indices to cycle: give a map-style Dataset")
+            if len(dataset) == 0:
+                raise ValueError("the Dataset is empty")
+            sample = sample_facts(dataset)
+            if cfg.get("probe"):
+                emit(event="probe", **sample)
+                return
+        except Exception as e:  # noqa: BLE001 - the user's code: said as it is, no cell ran
+            message = f"the Dataset {cfg['dataset']} could not be loaded: {type(e).__name__}: {e}"
+            emit(event="error", type="DatasetError", message=message, completed=0)
+            return
+        sampler = Cycled(len(dataset), total)
+    else:
+        held = torch.ones(cfg["dataset_bytes"], dtype=torch.uint8)
+        dataset = Synthetic(total, shape, dtype, cfg["decode_us"] / 1e6, held)
 
     torch.multiprocessing.set_sharing_strategy(cfg["strategy"])
     accelerator = torch.cuda.is_available()
-    emit(event="start", torch=torch.__version__.split("+")[0], accelerator=accelerator)
+    emit(event="start", torch=torch.__version__.split("+")[0], accelerator=accelerator, sample=sample)
 
     workers = cfg["workers"]
     loader = DataLoader(
         dataset,
         batch_size=cfg["batch"],
         shuffle=False,
+        sampler=sampler,
         num_workers=workers,
         prefetch_factor=cfg["prefetch"],
         persistent_workers=cfg["persistent_workers"],
@@ -212,12 +335,14 @@ def main():
                     t=time.perf_counter() - started,
                     in_flight=in_flight,
                 )
-                if touch == "all":
-                    # Reads every element at memory speed, as the emulated consumer does (a
-                    # float64 accumulation would cost the step several times more).
-                    checksum += float(batch.sum())
-                elif touch == "first":
-                    checksum += float(batch.view(-1)[0])
+                # A user's batch may be a tuple or a dict: its tensors are read.
+                for tensor in tensors_in(batch):
+                    if touch == "all":
+                        # Reads every element at memory speed, as the emulated consumer does (a
+                        # float64 accumulation would cost the step several times more).
+                        checksum += float(tensor.sum())
+                    elif touch == "first" and tensor.numel() > 0:
+                        checksum += float(tensor.view(-1)[0])
                 if retain_every and step % retain_every == 0:
                     retained.append(batch)
                 if compute_s > 0:
