@@ -1,7 +1,8 @@
 //! `shmbench tune` with real cells: a small grid searched in a /dev/shm of a chosen size (each
 //! trial a namespace cell with its own tmpfs), the pick passing every run it had at the budget
 //! and at the margin; and a loader whose every run gets a SIGBUS: nothing picked, each setting
-//! named with how it ended, exit 1. Nothing is left behind either way.
+//! named with how it ended, exit 1. Nothing is left behind either way. And real torch over a
+//! user's own Dataset: the pick passes 5 runs of 5 of the real loader under the budget.
 
 use crate::common;
 
@@ -75,6 +76,95 @@ fn a_loader_that_always_gets_a_sigbus_has_no_pick() {
             (stdout.lines()).any(|l| l.trim_start().starts_with(setting) && l.contains("sigbus")),
             "{setting}: {stdout}"
         );
+    }
+    assert_clean(&before);
+}
+
+#[test]
+fn a_real_torch_dataset_s_pick_passes_five_runs_of_five_under_the_budget() {
+    let Some(python) = torch_or_skip() else {
+        return;
+    };
+    let _guard = third_serial();
+    let before = machine_state();
+    let dataset = format!(
+        "{}/tests/python/tune_dataset.py:images",
+        env!("CARGO_MANIFEST_DIR")
+    );
+    // Batch 16 of 3x128x128 f32 and a label: 3.0 MiB a batch; in 16 MiB the usual guess (two
+    // workers, prefetch 2: 5 batches when training stalls) has no room for a stall.
+    let common = [
+        "--loader",
+        "torch",
+        "--python",
+        &python,
+        "--dataset",
+        &dataset,
+        "--batch",
+        "16",
+        "--steps",
+        "16",
+        "--shm-size",
+        "16m",
+    ];
+    let mut args = vec!["tune", "--tune-workers", "1,2", "--tune-prefetch", "1,2"];
+    args.extend([
+        "--tune-start",
+        "fork",
+        "--most-runs",
+        "2",
+        "--format",
+        "json",
+    ]);
+    args.extend(common);
+    let o = shmbench(&args);
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(0), "{stderr}");
+    let tuned: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let pick = &tuned["candidates"][tuned["pick"].as_u64().unwrap() as usize];
+    let setting = &pick["setting"];
+    // The model counted the Dataset's own sample (196,616 bytes: the image and its label), a
+    // batch of 16 in whole pages.
+    let batch = (16 * 196_616u64).div_ceil(4096) * 4096;
+    assert!(
+        pick["needs_bytes"].as_u64().unwrap() % batch == 0,
+        "{pick:#}"
+    );
+    let (workers, prefetch) = (
+        setting["workers"].to_string(),
+        setting["prefetch"].to_string(),
+    );
+    let out = temp_dir("tune-torch");
+    let rows = out.as_ref().join("rows.csv");
+    let mut run = vec![
+        "run",
+        "--repeat",
+        "5",
+        "--workers",
+        &workers,
+        "--prefetch",
+        &prefetch,
+    ];
+    run.extend(["--start-method", "fork", "--out", rows.to_str().unwrap()]);
+    run.extend(common);
+    let o = shmbench(&run);
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let text = std::fs::read_to_string(&rows).unwrap();
+    let mut reader = csv::Reader::from_reader(text.as_bytes());
+    let headers = reader.headers().unwrap().clone();
+    let column = |name: &str| headers.iter().position(|h| h == name).unwrap();
+    let records: Vec<csv::StringRecord> = reader.records().map(Result::unwrap).collect();
+    assert_eq!(records.len(), 5, "{text}");
+    for r in &records {
+        assert_eq!(&r[column("status")], "pass", "{text}");
+        // The row says what went through /dev/shm: the Dataset's sample, its table.
+        assert_eq!((&r[column("shape")], &r[column("dtype")]), ("196616", "u8"));
+        assert_eq!(&r[column("dataset_bytes")], "1048576");
     }
     assert_clean(&before);
 }

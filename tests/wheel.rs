@@ -300,3 +300,107 @@ fn preflight_script(python: &str, name: &str) -> serde_json::Value {
     serde_json::from_str(text.lines().last().unwrap_or_default())
         .unwrap_or_else(|e| panic!("{e}: {text}"))
 }
+
+/// The settings `train_tuned.py` tries: one or two workers, prefetch 1, fork, two runs at most.
+const TUNE_GRID: &[&str] = &[
+    "--tune-workers",
+    "1,2",
+    "--tune-prefetch",
+    "1",
+    "--tune-start",
+    "fork",
+    "--most-runs",
+    "2",
+];
+
+#[test]
+fn the_wheel_s_tune_picks_for_the_script_s_own_loader_and_leaves_nothing_when_interrupted() {
+    let Some(python) = wheel_and_torch_or_skip() else {
+        return;
+    };
+    // Its trials are namespace cells, each its own /dev/shm: nothing of the host's.
+    let _guard = third_serial();
+    let before = machine_state();
+    let (dir, venv) = venv_with_wheel(Some(&python));
+    let script = format!("{}/tests/python/train_tuned.py", env!("CARGO_MANIFEST_DIR"));
+    // The script's temporary files (the pickled Dataset) go in a folder of the test's own.
+    let tmp = dir.as_ref().join("tmp");
+    std::fs::create_dir(&tmp).unwrap();
+    let script_command = || {
+        let mut cmd = Command::new(venv.join("bin/python"));
+        cmd.arg(&script).args(["16", "16m"]).args(TUNE_GRID);
+        cmd.env("TMPDIR", &tmp);
+        cmd
+    };
+    // Batch 16 of the script's own Dataset (a class of its __main__), in 16 MiB.
+    let out = run(&mut script_command());
+    let text = String::from_utf8_lossy(&out.stdout);
+    let found: serde_json::Value = serde_json::from_str(text.lines().last().unwrap_or_default())
+        .unwrap_or_else(|e| panic!("{e}: {text}"));
+    let kwargs = &found["kwargs"];
+    assert!(
+        [1, 2].contains(&kwargs["num_workers"].as_u64().unwrap())
+            && kwargs["prefetch_factor"] == 1
+            && kwargs["multiprocessing_context"] == "fork"
+            && kwargs["persistent_workers"] == true,
+        "{found:#}"
+    );
+    assert!(found["img_per_s"].as_f64().unwrap() > 0.0, "{found:#}");
+    let left = |dir: &Path| std::fs::read_dir(dir).unwrap().count();
+    assert_eq!(left(&tmp), 0, "the pickled Dataset's folder stays");
+    // Interrupted once its first trial is done: Ctrl-C reaches the script (the binary under
+    // it gets it from the script), which raises KeyboardInterrupt once every process of the
+    // tune is gone and its folder removed.
+    let mut child = script_command()
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stderr = std::io::BufReader::new(child.stderr.take().unwrap());
+    let mut seen = String::new();
+    while !seen.lines().any(|l| l.starts_with("  [")) {
+        let mut line = String::new();
+        if std::io::BufRead::read_line(&mut stderr, &mut line).unwrap() == 0 {
+            panic!("the script ended before a trial: {seen}");
+        }
+        seen.push_str(&line);
+    }
+    let tree: Vec<(u32, Option<u64>)> = shmbench::sys::proc_tree::descendants(child.id())
+        .into_iter()
+        .map(|pid| (pid, start_time(pid)))
+        .collect();
+    assert!(!tree.is_empty(), "the tune runs under the script");
+    // SAFETY: kill(2) of the child this test spawned and has not waited for.
+    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+    let mut rest = String::new();
+    std::io::Read::read_to_string(&mut stderr, &mut rest).unwrap();
+    let status = child.wait().unwrap();
+    assert!(!status.success(), "{seen}{rest}");
+    assert!(rest.contains("KeyboardInterrupt"), "{seen}{rest}");
+    // Gone, or reaped a moment later (bounded: a busy machine's scheduler, not a timing).
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    let alive = || {
+        (tree.iter())
+            .filter(|(pid, started)| started.is_some() && start_time(*pid) == *started)
+            .map(|(pid, _)| *pid)
+            .collect::<Vec<u32>>()
+    };
+    while !alive().is_empty() && std::time::Instant::now() < deadline {
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+    assert_eq!(
+        alive(),
+        Vec::<u32>::new(),
+        "processes of the tune outlived it: {rest}"
+    );
+    assert_eq!(left(&tmp), 0, "an interrupted tune left its folder: {rest}");
+    assert_clean(&before);
+}
+
+/// A process's start time (field 22 of /proc/PID/stat), which tells it from a later process of
+/// the same pid; None when it is gone.
+fn start_time(pid: u32) -> Option<u64> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    let after = stat.rsplit_once(')')?.1;
+    after.split_whitespace().nth(19)?.parse().ok()
+}

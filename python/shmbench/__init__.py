@@ -3,6 +3,7 @@
     import shmbench
     shmbench.preflight(loader)          # warns, or raises with the fix, before the first batch
     shmbench.explain.follow()           # a worker's Bus error explained by its cause
+    shmbench.tune(loader)               # the fastest settings that fit, by real trials (minutes)
 
 The wheel also installs the `shmbench` command (the harness: `shmbench doctor`, `watch`, ...);
 `python -m shmbench ...` runs it too.
@@ -11,5 +12,6 @@ The wheel also installs the `shmbench` command (the harness: `shmbench doctor`, 
 from . import explain
 from ._binary import binary
 from .preflight import Preflight, PreflightError, preflight
+from .tune import Tuned, TuneError, tune
 
-__all__ = ["Preflight", "PreflightError", "binary", "explain", "preflight"]
+__all__ = ["Preflight", "PreflightError", "TuneError", "Tuned", "binary", "explain", "preflight", "tune"]

@@ -1,0 +1,183 @@
+"""`shmbench.tune(loader)`: the fastest settings of this DataLoader, over its own Dataset, that fit
+this node's /dev/shm, found by real trials (the `shmbench tune --loader torch` of docs/TUNE.md).
+
+    import shmbench
+    loader = DataLoader(dataset, batch_size=32, num_workers=8)
+    if __name__ == "__main__":
+        tuned = shmbench.tune(loader, steps=40)        # minutes: real trials in child processes
+        loader = DataLoader(dataset, batch_size=32, **tuned.kwargs)
+
+The Dataset is pickled to a private temporary folder and each trial is a child process of the
+shmbench binary: a DataLoader of this interpreter's torch over that Dataset, in a /dev/shm of
+exactly the budget (a mount namespace of its own: nothing of it lands in this node's /dev/shm).
+A Dataset whose class this script defines is found as multiprocessing finds it in a spawned
+worker, by running the script's top level once more in the trial: keep the training under
+`if __name__ == "__main__":`. Ctrl-C, SIGTERM, or this process's death stops the trials and
+removes the temporary folder.
+"""
+
+import json
+import os
+import pickle
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+
+from ._binary import binary
+
+# Set in the trials' environment: a script that calls tune() at its top level would otherwise
+# tune again inside its own trial.
+IN_TRIAL = "SHMBENCH_TUNE_TRIAL"
+
+
+class TuneError(RuntimeError):
+    """The tune could not run (bad input, a Dataset that does not load, no binary); the message
+    says what to do."""
+
+
+class Tuned:
+    """What the tune found: `kwargs`, the pick's DataLoader arguments (None without a pick),
+    `pick` its name (`w2-p1-fork`), `img_per_s` its median, `report` the whole JSON of
+    `shmbench tune --format json`."""
+
+    def __init__(self, report, kwargs, pick, img_per_s):
+        self.report = report
+        self.kwargs = kwargs
+        self.pick = pick
+        self.img_per_s = img_per_s
+
+    def __bool__(self):
+        return self.kwargs is not None
+
+    def __repr__(self):
+        if self.kwargs is None:
+            return "Tuned(pick=None)"
+        return f"Tuned(pick={self.pick!r}, img_per_s={self.img_per_s:.0f}, kwargs={self.kwargs!r})"
+
+
+def tune(loader, shm_size=None, steps=40, compute_ms=None, max_time=None, args=()):
+    """Runs `shmbench tune --loader torch` over `loader`'s Dataset and batch size. `shm_size`:
+    the budget (`"1g"`; default: this node's /dev/shm); `steps`: batches a trial consumes;
+    `compute_ms`: the training step's time, if the loop should wait as training would; `max_time`:
+    seconds for the race; `args`: more flags of `shmbench tune`. Progress goes to stderr.
+    Raises TuneError when it cannot run, KeyboardInterrupt when interrupted (nothing left)."""
+    if os.environ.get(IN_TRIAL):
+        raise TuneError(
+            "shmbench.tune ran inside its own trial: the training script's top level runs again in "
+            "each trial (as in every spawn or forkserver worker) to find its Dataset's class; put "
+            "the training under `if __name__ == \"__main__\":`"
+        )
+    batch = getattr(loader, "batch_size", None)
+    if not batch:
+        raise TuneError("the loader has no batch_size (a batch_sampler of its own): tune needs batch_size=N")
+    dataset = loader.dataset
+    cmd = [binary(), "tune", "--loader", "torch", "--python", sys.executable, "--batch", str(batch)]
+    persistent = bool(getattr(loader, "persistent_workers", False))
+    cmd += ["--steps", str(steps), "--persistent-workers", str(persistent).lower(), "--format", "json"]
+    if shm_size is not None:
+        cmd += ["--shm-size", str(shm_size)]
+    if compute_ms is not None:
+        cmd += ["--compute-ms", str(compute_ms)]
+    if max_time is not None:
+        cmd += ["--max-time", str(max_time)]
+    cmd += [str(a) for a in args]
+    folder = tempfile.mkdtemp(prefix="shmbench-tune-")
+    try:
+        path = os.path.join(folder, "dataset.pkl")
+        _write_dataset(dataset, path)
+        cmd += ["--dataset", path]
+        out = _run(cmd)
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+    return _result(out, persistent)
+
+
+def _write_dataset(dataset, path):
+    """What the trial prepares (the import path; the script, where the Dataset's class is in its
+    `__main__`), then the Dataset."""
+    try:
+        body = pickle.dumps(dataset)
+    except Exception as e:  # noqa: BLE001 - said with the fix
+        raise TuneError(
+            f"the Dataset cannot be pickled ({type(e).__name__}: {e}): tune runs it in child "
+            "processes, as forkserver and spawn workers do; make it picklable"
+        ) from e
+    prepare = {"sys_path": [p for p in sys.path if p]}
+    main = getattr(sys.modules.get("__main__"), "__file__", None)
+    if b"__main__" in body and main:
+        prepare["main"] = os.path.abspath(main)
+    with open(path, "wb") as f:
+        pickle.dump(prepare, f)
+        f.write(body)
+
+
+def _run(cmd):
+    """Runs the binary until it answers; on Ctrl-C or SIGTERM, stops it (it ends its trials and
+    removes their cells) and waits for it. The binary dies with this process (PR_SET_PDEATHSIG)."""
+    env = dict(os.environ, **{IN_TRIAL: "1"})
+    process = subprocess.Popen(
+        cmd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, env=env, preexec_fn=_die_with_parent
+    )
+    previous = None
+    if threading.current_thread() is threading.main_thread():
+        previous = signal.signal(signal.SIGTERM, _terminated)
+    try:
+        out, _ = process.communicate()
+    except BaseException:
+        if process.poll() is None:
+            process.send_signal(signal.SIGINT)
+            try:
+                process.wait(timeout=60)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.wait()
+        raise
+    finally:
+        if previous is not None:
+            signal.signal(signal.SIGTERM, previous)
+    if process.returncode not in (0, 1):
+        raise TuneError(f"shmbench tune failed (exit {process.returncode}): see its message above")
+    return out
+
+
+def _terminated(signum, _frame):
+    raise KeyboardInterrupt(f"stopped by signal {signum}")
+
+
+def _die_with_parent():
+    try:
+        import ctypes
+
+        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGTERM, 0, 0, 0)  # PR_SET_PDEATHSIG
+    except Exception:  # noqa: BLE001 - the signal handlers still stop it
+        pass
+
+
+def _result(out, persistent):
+    report = json.loads(out)
+    pick = report.get("pick")
+    if pick is None:
+        return Tuned(report, None, None, None)
+    chosen = report["candidates"][pick]
+    setting = chosen["setting"]
+    rates = [
+        r["img_per_s"]
+        for r in chosen["runs"]
+        if r["shm_bytes"] == report["shm_bytes"] and r["status"] == "pass" and r.get("img_per_s")
+    ]
+    rates.sort()
+    median = None
+    if rates:
+        mid = len(rates) // 2
+        median = rates[mid] if len(rates) % 2 else (rates[mid - 1] + rates[mid]) / 2
+    kwargs = {
+        "num_workers": setting["workers"],
+        "prefetch_factor": setting["prefetch"],
+        "pin_memory": setting["pin_memory"],
+        "persistent_workers": persistent,
+        "multiprocessing_context": setting["start_method"],
+    }
+    return Tuned(report, kwargs, chosen["name"], median)
