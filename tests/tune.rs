@@ -127,7 +127,7 @@ fn a_real_torch_dataset_s_pick_passes_five_runs_of_five_under_the_budget() {
     // batch of 16 in whole pages.
     let batch = (16 * 196_616u64).div_ceil(4096) * 4096;
     assert!(
-        pick["needs_bytes"].as_u64().unwrap() % batch == 0,
+        pick["needs_bytes"].as_u64().unwrap().is_multiple_of(batch),
         "{pick:#}"
     );
     let (workers, prefetch) = (
