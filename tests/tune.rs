@@ -36,9 +36,15 @@ const GRID: &[&str] = &[
 fn the_pick_passed_every_run_at_the_budget_and_at_the_margin() {
     let _guard = third_serial();
     let before = machine_state();
-    let o = shmbench(GRID);
+    let plot = temp_dir("tune-plot");
+    let mut args = GRID.to_vec();
+    args.extend(["--plot", plot.as_ref().to_str().unwrap()]);
+    let o = shmbench(&args);
     let stderr = String::from_utf8_lossy(&o.stderr);
     assert_eq!(o.status.code(), Some(0), "{stderr}");
+    // The frontier's plot, the pick named on it.
+    let svg = std::fs::read_to_string(plot.as_ref().join("frontier.svg")).unwrap();
+    assert!(svg.contains("(pick)") && plot.as_ref().join("frontier.png").exists());
     let tuned: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
     let candidates = tuned["candidates"].as_array().unwrap();
     // The grid and the usual guess (num_workers = the cores, prefetch 2) beside it.

@@ -10,10 +10,11 @@ use crate::model::config::CellConfig;
 use crate::model::knobs::{Knobs, Loader, RuntimeKind, StartMethod};
 use crate::model::size::ByteSize;
 use crate::plan::resolve;
+use crate::present::report::plots::{self, frontier};
 use crate::runtime::Runtimes;
 use crate::sys::fingerprint::mem_total;
 use crate::sys::signals;
-use crate::tune::search::{self, Bounds, Progress};
+use crate::tune::search::{self, Bounds, Progress, Tuned};
 use crate::tune::setting::{self, Setting, Space};
 use crate::tune::{grid, grid_text, pick_text, trial};
 
@@ -66,6 +67,10 @@ pub(crate) struct Args {
     /// The share of the grid's best img/s a pick may fall short by under --validate
     #[arg(long, default_value_t = 0.05, requires = "validate", value_parser = share)]
     pub(crate) within: f64,
+    /// Write the frontier's plot (frontier.png and .svg: img/s against the /dev/shm each
+    /// setting needs, the pick ringed, the budget and margin drawn) into this folder
+    #[arg(long, value_name = "DIR")]
+    pub(crate) plot: Option<std::path::PathBuf>,
     /// Output format
     #[arg(long, value_enum, default_value = "text")]
     pub(crate) format: Format,
@@ -122,17 +127,7 @@ pub(crate) fn run(args: Args) -> Result<ExitCode> {
         ..knobs.clone()
     };
     let mut base = resolve::tool_config("tune", least, &super::platform())?;
-    let torch = trial::torch_loader(&mut base)?;
-    let sample = torch.as_ref().and_then(|t| t.sample.as_ref());
-    let loader = pick_text::loader_words(&base, sample.map(|s| s.shapes.as_str()));
-    // Real torch with no accelerator ignores pin_memory: both values would be one setting.
-    let pin_asked = !args.tune_pin.is_empty() || knobs.pin_memory.is_some();
-    if torch.as_ref().is_some_and(|t| !t.accelerator) && !pin_asked {
-        space.pin_memory = vec![false];
-        eprintln!(
-            "shmbench tune: pin_memory left out: torch sees no accelerator here and ignores it"
-        );
-    }
+    let loader = torch_loader(&args, &mut base, &mut space)?;
     let usual = setting::usual_guess(cpus, base.knobs.start_method);
     let settings = space.settings();
     // The usual guess is always measured, so the pick is said against it (never picked from
@@ -182,6 +177,9 @@ pub(crate) fn run(args: Args) -> Result<ExitCode> {
     }
     let tuned = searched?;
     let validation = (grid.as_ref()).map(|g| grid::validate(g, &tuned, args.within));
+    if let Some(dir) = &args.plot {
+        plot(&tuned, dir)?;
+    }
     match args.format {
         Format::Json => {
             let json = match (&grid, &validation) {
@@ -206,6 +204,50 @@ pub(crate) fn run(args: Args) -> Result<ExitCode> {
         (Some(_), None) => ExitCode::SUCCESS,
         _ => ExitCode::from(1),
     })
+}
+
+/// A torch tune's Python and Dataset read into `base` (trial::torch_loader), pin_memory left out
+/// of `space` where torch ignores it (no accelerator), unless asked for; the loader's words.
+fn torch_loader(args: &Args, base: &mut CellConfig, space: &mut Space) -> Result<String> {
+    let torch = trial::torch_loader(base)?;
+    let sample = torch.as_ref().and_then(|t| t.sample.as_ref());
+    let words = pick_text::loader_words(base, sample.map(|s| s.shapes.as_str()));
+    // Both values would be one setting.
+    let pin_asked = !args.tune_pin.is_empty() || args.knobs.0.pin_memory.is_some();
+    if torch.as_ref().is_some_and(|t| !t.accelerator) && !pin_asked {
+        space.pin_memory = vec![false];
+        eprintln!(
+            "shmbench tune: pin_memory left out: torch sees no accelerator here and ignores it"
+        );
+    }
+    Ok(words)
+}
+
+/// Writes the frontier's plot into `dir` and says where (on stderr: stdout may be JSON).
+fn plot(tuned: &Tuned, dir: &std::path::Path) -> Result<()> {
+    let frontier = tuned.frontier();
+    let settings: Vec<frontier::Setting> = (tuned.candidates.iter().enumerate())
+        .map(|(i, c)| frontier::Setting {
+            name: c.name.clone(),
+            needs_bytes: c.needs_bytes,
+            img_per_s: c
+                .median(tuned.shm_bytes)
+                .filter(|_| !c.runs.iter().any(|r| !r.status.is_pass())),
+            failed: c.runs.iter().any(|r| !r.status.is_pass()),
+            on_frontier: frontier.contains(&i),
+            pick: tuned.pick == Some(i),
+        })
+        .collect();
+    std::fs::create_dir_all(dir).map_err(|e| anyhow::anyhow!("--plot {}: {e}", dir.display()))?;
+    let drawn = frontier::Frontier {
+        settings: &settings,
+        shm_bytes: tuned.shm_bytes,
+        margin_bytes: tuned.margin_bytes,
+    };
+    for p in plots::write_frontier(&drawn, dir)? {
+        eprintln!("plot: {}", dir.join(&p.png).display());
+    }
+    Ok(())
 }
 
 /// The exit status when a signal stopped the runs, said on stderr.

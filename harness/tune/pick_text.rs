@@ -231,41 +231,21 @@ fn rejections(out: &mut String, tuned: &Tuned) {
 
 /// The settings no other beats on both img/s and /dev/shm needed, least needed first.
 fn frontier(out: &mut String, tuned: &Tuned) {
-    let mut measured: Vec<(&Candidate, f64)> = (tuned.candidates.iter())
-        // The grid's settings that fit and passed: not a failure, nor one the stall check
-        // left out, nor the usual guess from outside the grid.
-        .filter(|c| {
-            !matches!(
-                c.rejection,
-                Some(Rejection::Failed { .. } | Rejection::WontFit { .. } | Rejection::OutsideGrid)
-            )
-        })
-        .filter_map(|c| Some((c, c.median(tuned.shm_bytes)?)))
-        .collect();
-    measured.sort_by(|a, b| {
-        a.0.needs_bytes
-            .cmp(&b.0.needs_bytes)
-            .then(b.1.total_cmp(&a.1))
-    });
-    let mut best = f64::NEG_INFINITY;
-    let mut lines = Vec::new();
-    for (c, rate) in measured {
-        if rate > best {
-            best = rate;
-            lines.push(format!(
-                "  {:>10}  {:>8.0}  {}",
-                ByteSize(c.needs_bytes).to_string(),
-                rate,
-                c.setting.name()
-            ));
-        }
+    let frontier = tuned.frontier();
+    if frontier.is_empty() {
+        return;
     }
-    if !lines.is_empty() {
-        let _ = writeln!(out, "frontier (more img/s only for more /dev/shm):");
-        let _ = writeln!(out, "  {:>10}  {:>8}  setting", "needs", "img/s");
-        for line in lines {
-            let _ = writeln!(out, "{line}");
-        }
+    let _ = writeln!(out, "frontier (more img/s only for more /dev/shm):");
+    let _ = writeln!(out, "  {:>10}  {:>8}  setting", "needs", "img/s");
+    for i in frontier {
+        let c = &tuned.candidates[i];
+        let _ = writeln!(
+            out,
+            "  {:>10}  {:>8.0}  {}",
+            ByteSize(c.needs_bytes).to_string(),
+            c.median(tuned.shm_bytes).unwrap_or(0.0),
+            c.setting.name()
+        );
     }
 }
 

@@ -147,6 +147,38 @@ pub struct Tuned {
 }
 
 impl Tuned {
+    /// The frontier, least need first: the grid's settings that fit and passed at the budget
+    /// (not a failure, nor one the stall check left out, nor the usual guess from outside the
+    /// grid) that no other beats on both img/s and /dev/shm needed.
+    pub fn frontier(&self) -> Vec<usize> {
+        let mut measured: Vec<(usize, f64)> = (0..self.candidates.len())
+            .filter(|i| {
+                !matches!(
+                    self.candidates[*i].rejection,
+                    Some(
+                        Rejection::Failed { .. }
+                            | Rejection::WontFit { .. }
+                            | Rejection::OutsideGrid
+                    )
+                )
+            })
+            .filter_map(|i| Some((i, self.candidates[i].median(self.shm_bytes)?)))
+            .collect();
+        measured.sort_by(|a, b| {
+            let need = |i: usize| self.candidates[i].needs_bytes;
+            need(a.0).cmp(&need(b.0)).then(b.1.total_cmp(&a.1))
+        });
+        let mut best = f64::NEG_INFINITY;
+        let mut frontier = Vec::new();
+        for (i, rate) in measured {
+            if rate > best {
+                best = rate;
+                frontier.push(i);
+            }
+        }
+        frontier
+    }
+
     /// The pick's median img/s and its 95% interval (None with one run).
     pub fn pick_rate(&self) -> Option<(f64, Option<(f64, f64)>)> {
         let c = &self.candidates[self.pick?];

@@ -10,6 +10,8 @@
 //!   quantity per cell with the model's bound for /dev/shm.
 //! - `history` (for `shmbench history --plot`): each cell's median along the runs, with the
 //!   change points found.
+//! - `frontier` (for `shmbench tune --plot`): each setting's img/s against the /dev/shm it needs,
+//!   the frontier joined, the pick ringed, the budget and its margin drawn.
 //!
 //! Colours are the Okabe–Ito palette (distinguishable with the common colour-vision deficiencies);
 //! the limit is dashed and crashes are crosses, so nothing relies on colour alone.
@@ -24,6 +26,7 @@ use plotters::prelude::*;
 use plotters::style::text_anchor::{HPos, Pos, VPos};
 
 mod claims;
+pub mod frontier;
 mod history_plot;
 mod latency;
 mod shm_use;
@@ -31,6 +34,7 @@ mod throughput;
 mod watch_plot;
 
 use claims::draw_claims;
+use frontier::draw_frontier;
 use history_plot::draw_history;
 use latency::draw_latency;
 use shm_use::draw_shm;
@@ -267,6 +271,18 @@ pub fn write_history(history: &analysis::history::History, dir: &Path) -> Result
         "Each cell along the runs",
         (width, 560),
         draw_history(history)
+    )])
+}
+
+/// Writes the plot of a tune's frontier into `dir`.
+pub fn write_frontier(frontier: &frontier::Frontier, dir: &Path) -> Result<Vec<Plot>> {
+    super::font::ensure()?;
+    Ok(vec![both!(
+        dir,
+        "frontier",
+        "img/s against the /dev/shm each setting needs when training stalls",
+        (1100, 620),
+        draw_frontier(frontier)
     )])
 }
 
