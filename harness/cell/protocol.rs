@@ -5,6 +5,11 @@
 /// Set (to anything) by a runtime that wants progress lines on stderr.
 pub const PROGRESS_ENV: &str = "SHMBENCH_PROGRESS";
 
+/// A folder the harness made for the cell and removes once the cell's processes are all gone,
+/// however they ended: what a cell keeps on disk (a torch cell's multiprocessing folder) goes in
+/// it, since a cell killed by an interrupt or its deadline never runs its own cleanup.
+pub const SCRATCH_ENV: &str = "SHMBENCH_CELL_SCRATCH";
+
 /// Set to `stdin` by the Docker runtime: end the cell when stdin closes (the harness died).
 pub const LIFELINE_ENV: &str = "SHMBENCH_LIFELINE";
 

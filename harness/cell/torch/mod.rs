@@ -57,7 +57,7 @@ use serde::Deserialize;
 
 use super::loader::shm_meter::ShmMeter;
 use super::metrics::{self, Steps};
-use super::protocol::{Progress, PROGRESS_ENV};
+use super::protocol::{Progress, PROGRESS_ENV, SCRATCH_ENV};
 use model::config::CellConfig;
 use model::record::{CellRecord, Failure, Metrics, Status, StepSample};
 use sys::{cgroup, process};
@@ -216,7 +216,7 @@ fn read_protocol(
 /// multiprocessing's own directory (`pymp-*`, the forkserver's socket) goes in `scratch`, the
 /// cell's, removed when the cell ends: a killed interpreter never runs the finalizer that
 /// removes it. Without one (a read-only /tmp), Python's default stays.
-fn interpreter(config: &CellConfig, json: String, scratch: Option<&tempfile::TempDir>) -> Command {
+fn interpreter(config: &CellConfig, json: String, scratch: Option<&std::path::Path>) -> Command {
     let mut cmd = Command::new(&config.knobs.python);
     cmd.arg("-c")
         .arg(BOOTSTRAP)
@@ -226,7 +226,7 @@ fn interpreter(config: &CellConfig, json: String, scratch: Option<&tempfile::Tem
         // A container's root is read-only: no bytecode caches.
         .env("PYTHONDONTWRITEBYTECODE", "1");
     if let Some(dir) = scratch {
-        cmd.env("TMPDIR", dir.path());
+        cmd.env("TMPDIR", dir);
     }
     cmd
 }
@@ -244,12 +244,18 @@ pub fn run_cell(config: &CellConfig) -> CellRecord {
         Ok(j) => j,
         Err(e) => return fail(format!("cannot encode the cell config: {e}")),
     };
-    // Removed when the cell ends (see `interpreter`).
-    let scratch = tempfile::Builder::new()
-        .prefix("shmbench-torch-")
-        .tempdir()
-        .ok();
-    let mut cmd = interpreter(config, json, scratch.as_ref());
+    // The harness's folder for the cell, which it removes even when this process is killed;
+    // else one of this process's own, removed when the cell ends (see `interpreter`).
+    let given = std::env::var_os(SCRATCH_ENV).map(std::path::PathBuf::from);
+    let own = match given {
+        Some(_) => None,
+        None => tempfile::Builder::new()
+            .prefix("shmbench-torch-")
+            .tempdir()
+            .ok(),
+    };
+    let scratch = given.or_else(|| own.as_ref().map(|d| d.path().to_path_buf()));
+    let mut cmd = interpreter(config, json, scratch.as_deref());
     process::piped_and_tied(&mut cmd);
     let mut child = match cmd.spawn() {
         Ok(c) => c,
