@@ -231,6 +231,20 @@ fn interpreter(config: &CellConfig, json: String, scratch: Option<&std::path::Pa
     cmd
 }
 
+/// The interpreter's folder: the harness's for the cell, which it removes even when this
+/// process is killed; else one of this process's own (held by the second), removed when the
+/// cell ends (see `interpreter`).
+fn scratch() -> (Option<std::path::PathBuf>, Option<tempfile::TempDir>) {
+    if let Some(given) = std::env::var_os(SCRATCH_ENV) {
+        return (Some(given.into()), None);
+    }
+    let own = tempfile::Builder::new()
+        .prefix("shmbench-torch-")
+        .tempdir()
+        .ok();
+    (own.as_ref().map(|d| d.path().to_path_buf()), own)
+}
+
 /// Runs one torch cell and returns its record. The interpreter dies with the cell
 /// (PR_SET_PDEATHSIG) and its DataLoader workers with the cell's process group.
 pub fn run_cell(config: &CellConfig) -> CellRecord {
@@ -244,17 +258,7 @@ pub fn run_cell(config: &CellConfig) -> CellRecord {
         Ok(j) => j,
         Err(e) => return fail(format!("cannot encode the cell config: {e}")),
     };
-    // The harness's folder for the cell, which it removes even when this process is killed;
-    // else one of this process's own, removed when the cell ends (see `interpreter`).
-    let given = std::env::var_os(SCRATCH_ENV).map(std::path::PathBuf::from);
-    let own = match given {
-        Some(_) => None,
-        None => tempfile::Builder::new()
-            .prefix("shmbench-torch-")
-            .tempdir()
-            .ok(),
-    };
-    let scratch = given.or_else(|| own.as_ref().map(|d| d.path().to_path_buf()));
+    let (scratch, _own) = scratch();
     let mut cmd = interpreter(config, json, scratch.as_deref());
     process::piped_and_tied(&mut cmd);
     let mut child = match cmd.spawn() {
