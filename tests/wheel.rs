@@ -369,7 +369,17 @@ fn the_wheel_s_tune_picks_for_the_script_s_own_loader_and_leaves_nothing_when_in
     // Interrupted once its first trial is done: Ctrl-C reaches the script (the binary under
     // it gets it from the script), which raises KeyboardInterrupt once every process of the
     // tune is gone and its folder removed.
-    let mut child = script_command()
+    let mut interruptible = script_command();
+    // Ctrl-C as a terminal delivers it: a test run in the background inherits SIGINT ignored,
+    // and Python then never raises KeyboardInterrupt.
+    // SAFETY: signal(2) in the forked child before exec, async-signal-safe.
+    unsafe {
+        std::os::unix::process::CommandExt::pre_exec(&mut interruptible, || {
+            libc::signal(libc::SIGINT, libc::SIG_DFL);
+            Ok(())
+        });
+    }
+    let mut child = interruptible
         .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::piped())
         .spawn()
