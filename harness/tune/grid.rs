@@ -40,12 +40,7 @@ pub fn grid(
     let mut candidates: Vec<Candidate> = (settings.iter())
         .map(|s| Candidate::new(*s, s.needs(base), None))
         .collect();
-    let mut trials = Trials {
-        base,
-        trial,
-        progress,
-        done: 0,
-    };
+    let mut trials = Trials::new(base, trial, progress);
     let runs = bounds.most_runs.max(1) as usize;
     let mut spent = false;
     'grid: for i in 0..candidates.len() {

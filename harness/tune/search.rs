@@ -217,12 +217,7 @@ pub fn search(
             Candidate::new(*setting, needs_bytes, wont_fit)
         })
         .collect();
-    let mut trials = Trials {
-        base,
-        trial,
-        progress,
-        done: 0,
-    };
+    let mut trials = Trials::new(base, trial, progress);
     // The usual guess: raced where the grid holds it, else run once beside it, never picked.
     let usual = match usual {
         Some(u) if !settings.contains(&u) => {
@@ -262,17 +257,26 @@ pub fn search(
 
 /// The trial function, what is told of each run, and the runs so far.
 pub(crate) struct Trials<'a, T, P> {
-    pub(crate) base: &'a CellConfig,
-    pub(crate) trial: T,
-    pub(crate) progress: P,
+    base: &'a CellConfig,
+    trial: T,
+    progress: P,
     pub(crate) done: usize,
 }
 
-impl<T, P> Trials<'_, T, P>
+impl<'a, T, P> Trials<'a, T, P>
 where
     T: FnMut(&CellConfig, u64) -> Result<Run>,
     P: FnMut(&Progress),
 {
+    pub(crate) fn new(base: &'a CellConfig, trial: T, progress: P) -> Trials<'a, T, P> {
+        Trials {
+            base,
+            trial,
+            progress,
+            done: 0,
+        }
+    }
+
     /// Runs `c` once in `shm_bytes`; whether it passed (a failure rejects it).
     pub(crate) fn run(&mut self, c: &mut Candidate, shm_bytes: u64, left: usize) -> Result<bool> {
         let one = (self.trial)(&c.setting.apply(self.base), shm_bytes)?;

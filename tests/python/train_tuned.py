@@ -6,24 +6,15 @@ batch size, the /dev/shm budget, and the settings to try (shmbench tune's --tune
 import json
 import sys
 
-import torch
-from torch.utils.data import DataLoader, Dataset
+from torch.utils.data import DataLoader
 
 import shmbench
+import tune_dataset
 
 
-class Images(Dataset):
-    """Small images with labels, and a 1 MiB table the Dataset holds."""
-
-    def __init__(self, n):
-        self.n = n
-        self.table = torch.zeros(1 << 20, dtype=torch.uint8)
-
-    def __len__(self):
-        return self.n
-
-    def __getitem__(self, i):
-        return torch.full((3, 128, 128), float(i)), i % 10
+class Images(tune_dataset.Images):
+    """tune_dataset's images, as a class of this script's own (a class of __main__, as a
+    training script's Dataset often is)."""
 
 
 def main():
