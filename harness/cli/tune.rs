@@ -41,7 +41,8 @@ pub(crate) struct Args {
     /// The most runs one setting gets while racing
     #[arg(long, default_value_t = 4)]
     pub(crate) most_runs: u32,
-    /// Stop racing after this many seconds (the pick is still checked at the margin)
+    /// Stop racing after this many seconds (the pick is still checked at the margin; not the
+    /// grid of --validate, which runs whole)
     #[arg(long, value_name = "SECONDS", value_parser = super::seconds::positive)]
     pub(crate) max_time: Option<Duration>,
     /// num_workers values to try [default: 1, 2, 4, ... up to twice the cores]
@@ -114,6 +115,11 @@ pub(crate) fn run(args: Args) -> Result<ExitCode> {
     }
     let knobs = &args.knobs.0;
     refuse_what_tune_sets(&args)?;
+    // Where the plot goes is known before any trial, not found unwritable after them all.
+    if let Some(dir) = &args.plot {
+        std::fs::create_dir_all(dir)
+            .map_err(|e| anyhow::anyhow!("--plot {}: {e}", dir.display()))?;
+    }
     let (shm_bytes, budget_from) = budget(knobs, args.margin)?;
     let cpus = match &knobs.cpus {
         Some(list) => list.0.len() as u32,
@@ -238,7 +244,6 @@ fn plot(tuned: &Tuned, dir: &std::path::Path) -> Result<()> {
             pick: tuned.pick == Some(i),
         })
         .collect();
-    std::fs::create_dir_all(dir).map_err(|e| anyhow::anyhow!("--plot {}: {e}", dir.display()))?;
     let drawn = frontier::Frontier {
         settings: &settings,
         shm_bytes: tuned.shm_bytes,

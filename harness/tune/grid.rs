@@ -49,7 +49,8 @@ pub fn grid(
                 spent = true;
                 break 'grid;
             }
-            let left = (candidates.len() - i) * runs - candidates[i].runs.len();
+            // After this run: this setting's others and every later setting's.
+            let left = (candidates.len() - i) * runs - candidates[i].runs.len() - 1;
             if !trials.run(&mut candidates[i], bounds.shm_bytes, left)? {
                 break;
             }

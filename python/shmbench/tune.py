@@ -10,12 +10,16 @@ this node's /dev/shm, found by real trials (the `shmbench tune --loader torch` o
 The Dataset is pickled to a private temporary folder and each trial is a child process of the
 shmbench binary: a DataLoader of this interpreter's torch over that Dataset, in a /dev/shm of
 exactly the budget (a mount namespace of its own: nothing of it lands in this node's /dev/shm).
+The pickle is a full copy of the Dataset (its tensors included) on disk while the tune runs.
 A Dataset whose class this script defines is found as multiprocessing finds it in a spawned
-worker, by running the script's top level once more in the trial: keep the training under
-`if __name__ == "__main__":`. Ctrl-C, SIGTERM, or this process's death stops the trials and
-removes the temporary folder.
+worker, by running the script's top level (or its module, under `python -m`) once more in the
+trial: keep the training under `if __name__ == "__main__":`; a script with no file (`python -c`,
+stdin, a notebook) must define the class in a module. The loader's own `collate_fn` goes with
+the Dataset. Ctrl-C or SIGTERM stops the trials and removes the temporary folder (exit 130 or
+143); this process's death stops the binary, which ends its trials (a SIGKILL leaves the folder).
 """
 
+import collections
 import json
 import os
 import pickle
@@ -72,7 +76,10 @@ def tune(loader, shm_size=None, steps=40, compute_ms=None, max_time=None, args=(
         )
     batch = getattr(loader, "batch_size", None)
     if not batch:
-        raise TuneError("the loader has no batch_size (a batch_sampler of its own): tune needs batch_size=N")
+        raise TuneError(
+            "the loader has no batch_size (batch_size=None, or a batch_sampler of its own): tune "
+            "needs a DataLoader built with batch_size=N"
+        )
     dataset = loader.dataset
     cmd = [binary(), "tune", "--loader", "torch", "--python", sys.executable, "--batch", str(batch)]
     persistent = bool(getattr(loader, "persistent_workers", False))
@@ -87,7 +94,7 @@ def tune(loader, shm_size=None, steps=40, compute_ms=None, max_time=None, args=(
     folder = tempfile.mkdtemp(prefix="shmbench-tune-")
     try:
         path = os.path.join(folder, "dataset.pkl")
-        _write_dataset(dataset, path)
+        _write_dataset(dataset, _own_collate(loader), path)
         cmd += ["--dataset", path]
         out = _run(cmd)
     finally:
@@ -95,20 +102,41 @@ def tune(loader, shm_size=None, steps=40, compute_ms=None, max_time=None, args=(
     return _result(out, persistent)
 
 
-def _write_dataset(dataset, path):
-    """What the trial prepares (the import path; the script, where the Dataset's class is in its
-    `__main__`), then the Dataset."""
+def _own_collate(loader):
+    """The loader's collate_fn when it is not torch's default one (None: the default)."""
+    collate = getattr(loader, "collate_fn", None)
     try:
-        body = pickle.dumps(dataset)
+        from torch.utils.data._utils.collate import default_collate
+    except ImportError:  # an older or newer torch: sent whatever it is
+        return collate
+    return None if collate is default_collate else collate
+
+
+def _write_dataset(dataset, collate, path):
+    """What the trial prepares (the import path; the script or module, where the Dataset's class
+    is in its `__main__`), then the Dataset, then the loader's own collate_fn when it has one."""
+    try:
+        body = pickle.dumps((dataset, collate))
     except Exception as e:  # noqa: BLE001 - said with the fix
         raise TuneError(
-            f"the Dataset cannot be pickled ({type(e).__name__}: {e}): tune runs it in child "
-            "processes, as forkserver and spawn workers do; make it picklable"
+            f"the Dataset or its collate_fn cannot be pickled ({type(e).__name__}: {e}): tune "
+            "runs them in child processes, as forkserver and spawn workers do; make them picklable"
         ) from e
-    prepare = {"sys_path": [p for p in sys.path if p]}
-    main = getattr(sys.modules.get("__main__"), "__file__", None)
-    if b"__main__" in body and main:
-        prepare["main"] = os.path.abspath(main)
+    # The script's folder, or the current one under `python -m` (an empty entry).
+    prepare = {"sys_path": [p or os.getcwd() for p in sys.path]}
+    if b"__main__" in body:
+        main = sys.modules.get("__main__")
+        spec = getattr(main, "__spec__", None)
+        if spec is not None and spec.name and spec.name != "__main__":
+            prepare["main_name"] = spec.name
+        elif getattr(main, "__file__", None) and os.path.isfile(main.__file__):
+            prepare["main"] = os.path.abspath(main.__file__)
+        else:
+            raise TuneError(
+                "the Dataset's class (or its collate_fn) is defined in __main__ of a session with "
+                "no file (python -c, stdin, a notebook): a trial cannot find it there; define it "
+                "in a module and import it"
+            )
     with open(path, "wb") as f:
         pickle.dump(prepare, f)
         f.write(body)
@@ -119,13 +147,25 @@ def _run(cmd):
     removes their cells) and waits for it. The binary dies with this process (PR_SET_PDEATHSIG)."""
     env = dict(os.environ, **{IN_TRIAL: "1"})
     process = subprocess.Popen(
-        cmd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, env=env, preexec_fn=_die_with_parent
+        cmd,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=env,
+        preexec_fn=_die_with_parent,
     )
+    # Its progress and errors relayed through this process's sys.stderr (a notebook shows that,
+    # not fd 2), the last lines kept for the error.
+    tail = collections.deque(maxlen=12)
+    relay = threading.Thread(target=_relay, args=(process.stderr, tail), daemon=True)
+    relay.start()
     previous = None
     if threading.current_thread() is threading.main_thread():
         previous = signal.signal(signal.SIGTERM, _terminated)
     try:
-        out, _ = process.communicate()
+        out = process.stdout.read()
+        process.wait()
+        relay.join()
     except BaseException:
         if process.poll() is None:
             process.send_signal(signal.SIGINT)
@@ -139,12 +179,21 @@ def _run(cmd):
         if previous is not None:
             signal.signal(signal.SIGTERM, previous)
     if process.returncode not in (0, 1):
-        raise TuneError(f"shmbench tune failed (exit {process.returncode}): see its message above")
+        said = "".join(tail).strip()
+        raise TuneError(f"shmbench tune failed (exit {process.returncode}): {said}")
     return out
 
 
+def _relay(pipe, tail):
+    for raw in pipe:
+        line = raw.decode(errors="replace")
+        tail.append(line)
+        sys.stderr.write(line)
+        sys.stderr.flush()
+
+
 def _terminated(signum, _frame):
-    raise KeyboardInterrupt(f"stopped by signal {signum}")
+    raise SystemExit(128 + signum)
 
 
 def _die_with_parent():
@@ -157,10 +206,12 @@ def _die_with_parent():
 
 
 def _result(out, persistent):
-    report = json.loads(out)
+    whole = json.loads(out)
+    # Under --validate the search's result sits beside the grid's.
+    report = whole.get("search", whole)
     pick = report.get("pick")
     if pick is None:
-        return Tuned(report, None, None, None)
+        return Tuned(whole, None, None, None)
     chosen = report["candidates"][pick]
     setting = chosen["setting"]
     rates = [
@@ -180,4 +231,4 @@ def _result(out, persistent):
         "persistent_workers": persistent,
         "multiprocessing_context": setting["start_method"],
     }
-    return Tuned(report, kwargs, chosen["name"], median)
+    return Tuned(whole, kwargs, chosen["name"], median)

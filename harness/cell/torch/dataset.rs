@@ -50,6 +50,9 @@ pub fn probe(config: &CellConfig) -> Result<Sample, String> {
     json["probe"] = serde_json::Value::Bool(true);
     let mut cmd = super::interpreter(config, json.to_string(), None);
     process::piped_and_tied(&mut cmd);
+    // A group of its own, ended whole: what the user's code started would keep the pipes open
+    // (and this reading) past the interpreter's end or the deadline.
+    std::os::unix::process::CommandExt::process_group(&mut cmd, 0);
     let mut child = cmd
         .spawn()
         .map_err(|e| super::python::cannot_run(&config.knobs.python, e).to_string())?;
@@ -63,17 +66,27 @@ pub fn probe(config: &CellConfig) -> Result<Sample, String> {
     let stdout = read(Box::new(child.stdout.take().expect("piped")));
     let stderr = read(Box::new(child.stderr.take().expect("piped")));
     let deadline = Instant::now() + Duration::from_secs_f64(config.knobs.timeout_s);
-    let status = loop {
-        match child.try_wait() {
-            Ok(Some(status)) => break Some(status),
-            Ok(None) if Instant::now() < deadline => std::thread::sleep(Duration::from_millis(20)),
-            _ => {
-                let _ = child.kill();
-                let _ = child.wait();
-                break None;
-            }
+    // Waited for without reaping it, so that its pid (the group's id) stays its own until the
+    // group is killed below.
+    let exited = || {
+        // SAFETY: waitid(2) on our own child into a zeroed struct; WNOWAIT leaves it unreaped.
+        unsafe {
+            let mut info: libc::siginfo_t = std::mem::zeroed();
+            let flags = libc::WEXITED | libc::WNOHANG | libc::WNOWAIT;
+            libc::waitid(libc::P_PID, child.id(), &mut info, flags) == 0 && info.si_pid() != 0
         }
     };
+    let mut in_time = true;
+    while !exited() {
+        if Instant::now() >= deadline {
+            in_time = false;
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    // SAFETY: kill(2) of the group this child leads, while the child is unreaped.
+    unsafe { libc::kill(-(child.id() as libc::pid_t), libc::SIGKILL) };
+    let status = child.wait().ok().filter(|_| in_time);
     let (stdout, stderr) = (
         stdout.join().unwrap_or_default(),
         stderr.join().unwrap_or_default(),
@@ -86,7 +99,10 @@ pub fn probe(config: &CellConfig) -> Result<Sample, String> {
         }
     }
     let tail: Vec<&str> = stderr.lines().rev().take(6).collect();
-    let tail = tail.into_iter().rev().collect::<Vec<_>>().join(" | ");
+    let tail = match tail.is_empty() {
+        true => "it printed nothing".to_string(),
+        false => tail.into_iter().rev().collect::<Vec<_>>().join(" | "),
+    };
     Err(match status {
         None => format!(
             "reading the Dataset's first sample took more than {} s (timeout-s): {tail}",

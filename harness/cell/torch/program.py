@@ -120,12 +120,13 @@ class Cycled:
 
 
 def user_dataset(ref):
-    """The user's own Dataset (the knob `dataset`): FILE.py:NAME, a Dataset or a function
-    returning one, imported by the file's name with its folder on the import path (a spawn or
-    forkserver worker is given the same path, and finds it there); or a pickle file, the wheel's
-    `shmbench.tune(loader)`: first what to prepare (the import path, and the training script
-    whose top level defines the Dataset's class, run as multiprocessing runs it in a spawned
-    worker), then the Dataset."""
+    """The user's own Dataset (the knob `dataset`) and its loader's collate_fn (None: the
+    default): FILE.py:NAME, a Dataset or a function returning one, imported by the file's name
+    with its folder on the import path (a spawn or forkserver worker is given the same path, and
+    finds it there); or a pickle file, the wheel's `shmbench.tune(loader)`: first what to prepare
+    (the import path, and the training script or module whose top level defines the Dataset's
+    class, run as multiprocessing runs it in a spawned worker), then the Dataset and the
+    collate_fn."""
     import importlib
     import os
     import pickle
@@ -138,16 +139,18 @@ def user_dataset(ref):
         sys.path.insert(0, folder)
         found = getattr(importlib.import_module(file[: -len(".py")]), name)
         if isinstance(found, torch.utils.data.Dataset) or not callable(found):
-            return found
-        return found()
+            return found, None
+        return found(), None
     with open(ref, "rb") as f:
         prepare = pickle.load(f)
         for folder in reversed(prepare.get("sys_path", [])):
             if folder not in sys.path:
                 sys.path.insert(0, folder)
-        if prepare.get("main"):
-            import multiprocessing.spawn
+        import multiprocessing.spawn
 
+        if prepare.get("main_name"):
+            multiprocessing.spawn.prepare({"init_main_from_name": prepare["main_name"]})
+        elif prepare.get("main"):
             multiprocessing.spawn.prepare({"init_main_from_path": prepare["main"]})
         return pickle.load(f)
 
@@ -190,12 +193,12 @@ def held_bytes(dataset):
     return total
 
 
-def sample_facts(dataset):
-    """One sample as the default collate makes it: its bytes and the shapes of its tensors; the
-    samples, and the tensor bytes the Dataset holds."""
+def sample_facts(dataset, collate):
+    """One sample as the loader's collate (None: the default) makes it: its bytes and the shapes
+    of its tensors; the samples, and the tensor bytes the Dataset holds."""
     from torch.utils.data import default_collate
 
-    tensors = list(tensors_in(default_collate([dataset[0]])))
+    tensors = list(tensors_in((collate or default_collate)([dataset[0]])))
     shapes = ", ".join(
         ("x".join(str(d) for d in t.shape[1:]) or "scalar") + " " + str(t.dtype).replace("torch.", "")
         for t in tensors
@@ -266,15 +269,15 @@ def main():
     # The Dataset's own tensors: inherited by fork workers, pickled through shared memory to
     # forkserver and spawn ones (once, as the first starts; see the knob start-method).
     total = cfg["steps"] * cfg["batch"]
-    sampler, sample = None, None
+    sampler, sample, collate = None, None, None
     if cfg.get("dataset"):
         try:
-            dataset = user_dataset(cfg["dataset"])
+            dataset, collate = user_dataset(cfg["dataset"])
             if isinstance(dataset, torch.utils.data.IterableDataset):
                 raise TypeError("an IterableDataset has no indices to cycle: give a map-style Dataset")
             if len(dataset) == 0:
                 raise ValueError("the Dataset is empty")
-            sample = sample_facts(dataset)
+            sample = sample_facts(dataset, collate)
             if cfg.get("probe"):
                 emit(event="probe", **sample)
                 return
@@ -297,6 +300,7 @@ def main():
         batch_size=cfg["batch"],
         shuffle=False,
         sampler=sampler,
+        collate_fn=collate,
         num_workers=workers,
         prefetch_factor=cfg["prefetch"],
         persistent_workers=cfg["persistent_workers"],
