@@ -127,19 +127,23 @@ pub(crate) fn run(args: Args) -> Result<ExitCode> {
     };
     let mut space = space(&args, cpus)?;
     // The loader resolved and checked as its least demanding setting, then each setting.
+    // The memory limit is each trial's (a cgroup around its namespace cell): set once the
+    // loader is resolved, as a tool's one host loader cannot carry it.
     let least = Knobs {
         workers: space.workers.iter().min().copied(),
         prefetch: space.prefetch.iter().min().copied(),
+        memory: None,
         ..knobs.clone()
     };
     let mut base = resolve::tool_config("tune", least, &super::platform())?;
+    base.knobs.memory = knobs.memory;
     let loader = torch_loader(&args, &mut base, &mut space)?;
     let usual = setting::usual_guess(cpus, base.knobs.start_method);
     let settings = space.settings();
     // The usual guess is always measured, so the pick is said against it (never picked from
     // outside the grid).
     for s in settings.iter().chain([&usual]) {
-        if let Err(e) = s.apply(&base).validate(mem_total()) {
+        if let Err(e) = trial::cell(&s.apply(&base), shm_bytes).validate(mem_total()) {
             bail!("the setting {}: --{e}", s.name());
         }
     }

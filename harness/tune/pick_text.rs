@@ -69,7 +69,7 @@ pub fn render(tuned: &Tuned, base: &CellConfig, loader: &str, budget_from: Optio
             .and_then(|p| tuned.candidates[p].median(tuned.shm_bytes));
         let fewer = match (runner.median(tuned.shm_bytes), pick_rate) {
             (Some(r), Some(p)) if r > p => {
-                "; above the pick on fewer runs: the race found it slower"
+                "; above the pick's median on fewer runs: the race ranked it lower when it halved the field"
             }
             _ => "",
         };

@@ -59,6 +59,13 @@ fn in_namespace(config: &CellConfig) -> CellConfig {
     config
 }
 
+/// `config` as a trial in a /dev/shm of `shm_bytes` runs it: a namespace cell of that size.
+pub fn cell(config: &CellConfig, shm_bytes: u64) -> CellConfig {
+    let mut cell = in_namespace(config);
+    cell.knobs.shm_size = Some(ByteSize(shm_bytes));
+    cell
+}
+
 /// Runs `config` once under a /dev/shm of `shm_bytes`. An interrupt, or a cell that could not
 /// run at all (an error of the harness, not an ending of the loader), ends the search: no
 /// setting is rejected for what is not its own.
@@ -66,8 +73,7 @@ pub fn run(launcher: &dyn Launcher, config: &CellConfig, shm_bytes: u64) -> Resu
     if let Some(signal) = launcher.interrupted() {
         bail!("interrupted by signal {signal}: the search stopped");
     }
-    let mut cell = in_namespace(config);
-    cell.knobs.shm_size = Some(ByteSize(shm_bytes));
+    let cell = cell(config, shm_bytes);
     let began = std::time::Instant::now();
     let record = launcher.launch(&cell, &mut |_| {});
     let seconds = began.elapsed().as_secs_f64();

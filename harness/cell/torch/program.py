@@ -141,8 +141,12 @@ def user_dataset(ref):
         if isinstance(found, torch.utils.data.Dataset) or not callable(found):
             return found, None
         return found(), None
+    # A plain pickle of a Dataset: its classes found beside it, as a FILE.py's are.
+    sys.path.insert(0, os.path.dirname(os.path.abspath(ref)))
     with open(ref, "rb") as f:
         prepare = pickle.load(f)
+        if not (isinstance(prepare, dict) and "sys_path" in prepare):
+            return prepare, None
         for folder in reversed(prepare.get("sys_path", [])):
             if folder not in sys.path:
                 sys.path.insert(0, folder)
