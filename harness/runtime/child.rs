@@ -19,6 +19,7 @@ use super::privileges::drop_privileges;
 use cell::loader::segment;
 use cell::protocol::{PROGRESS_ENV, SCRATCH_ENV};
 use model::config::CellConfig;
+use model::knobs::Loader;
 use model::record::{CellRecord, Status};
 use sys::memory_cgroup::{self, MemoryCgroup};
 use sys::process::{self, Exit};
@@ -110,8 +111,11 @@ pub fn run(
     };
     let cgroup_fd = cgroup.as_ref().map(|g| g.procs_fd());
     let mut cmd = cell_command(config, &json, isolation, cgroup_fd);
-    // The cell's folder on disk, removed (on drop) once its processes are all gone.
-    let scratch = scratch();
+    // The cell's folder on disk, removed (on drop) once its processes are all gone: a torch
+    // cell's (multiprocessing keeps its sockets there); an emulated cell keeps nothing on disk.
+    let scratch = (config.knobs.loader == Loader::Torch)
+        .then(scratch)
+        .flatten();
     if let Some(dir) = &scratch {
         cmd.env(SCRATCH_ENV, dir.path());
     }
