@@ -145,11 +145,13 @@ fn pin_memory_moves_waiting_batches_out_of_dev_shm() {
     // scheduler it gets a thread's share, as each worker does, so a worker's batch must cost
     // several times the copy (a copy of 9.2 MiB into fresh pinned pages is a few ms). With 1 ms
     // of decode per image (16 ms a batch, two workers) the two were at parity, and a run beside
-    // two builds and the suite's other lanes crashed pinned at step 8; 4 ms (64 ms a batch) is
-    // four times the copy. Unpinned, every outstanding batch comes to wait in /dev/shm: seven
-    // batches take a worker pair 4 x 64 ms of CPU, which a run beside the suite and two builds
-    // (a few percent of a core each) gave them by step 6 or 7 of the 24 (800 ms each).
-    let base = "--shm-size 64m --batch 16 --workers 2 --prefetch 4 --steps 24 --compute-ms 800 --decode-us 4000 --torch modern";
+    // two builds and the suite's other lanes crashed pinned at step 8; 4 ms (64 ms a batch),
+    // four times the copy, crashed pinned once in a fresh-clone CI run beside a build; 8 ms
+    // (128 ms a batch) is eight times it. Unpinned, every outstanding batch comes to wait in
+    // /dev/shm: seven batches take a worker pair 4 x 128 ms of CPU, which a run beside the suite
+    // and two builds (a few percent of a core each) gives them well within the 24 steps (800 ms
+    // each).
+    let base = "--shm-size 64m --batch 16 --workers 2 --prefetch 4 --steps 24 --compute-ms 800 --decode-us 8000 --torch modern";
     let unpinned = run_cell(base);
     assert_eq!(status(&unpinned), "enospc", "{unpinned}");
     let pinned = run_cell(&format!("{base} --pin-memory"));
