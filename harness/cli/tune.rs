@@ -237,15 +237,17 @@ fn torch_loader(args: &Args, base: &mut CellConfig, space: &mut Space) -> Result
 fn plot(tuned: &Tuned, dir: &std::path::Path) -> Result<()> {
     let frontier = tuned.frontier();
     let settings: Vec<frontier::Setting> = (tuned.candidates.iter().enumerate())
-        .map(|(i, c)| frontier::Setting {
-            name: c.name.clone(),
-            needs_bytes: c.needs_bytes,
-            img_per_s: c
-                .median(tuned.shm_bytes)
-                .filter(|_| !c.runs.iter().any(|r| !r.status.is_pass())),
-            failed: c.runs.iter().any(|r| !r.status.is_pass()),
-            on_frontier: frontier.contains(&i),
-            pick: tuned.pick == Some(i),
+        .map(|(i, c)| {
+            // A failed run: no rate is drawn for it, only its cross.
+            let failed = !c.runs.is_empty() && !c.passed_every_run();
+            frontier::Setting {
+                name: c.name.clone(),
+                needs_bytes: c.needs_bytes,
+                img_per_s: c.median(tuned.shm_bytes).filter(|_| !failed),
+                failed,
+                on_frontier: frontier.contains(&i),
+                pick: tuned.pick == Some(i),
+            }
         })
         .collect();
     let drawn = frontier::Frontier {
