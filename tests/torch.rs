@@ -285,7 +285,7 @@ fn torch_cells_run_in_containers_with_the_python_mounted() {
 }
 
 #[test]
-fn killing_the_harness_leaves_no_torch_process_or_segment() {
+fn killing_the_harness_leaves_no_torch_process_or_segment_forkserver_s_workers_included() {
     let Some(python) = torch_or_skip() else {
         return;
     };
@@ -314,6 +314,34 @@ fn killing_the_harness_leaves_no_torch_process_or_segment() {
         child.wait().unwrap();
         assert_clean(&before);
     }
+    // Under forkserver (Python 3.14's default) the workers are children of the forkserver, a
+    // child of the cell's interpreter with no death signal of its own: they outlived a SIGKILLed
+    // harness, holding the cell's tmpfs, until the torch cell became the init of a pid namespace
+    // of its own (its end is the end of every process in it).
+    let mut child = spawn_run(&format!(
+        "--loader torch --python {python} --start-method forkserver --shm-size 64m --batch 8 --workers 2 --steps 100000 --compute-ms 10"
+    ));
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    let tree = loop {
+        // The forkserver and its two workers share its command line.
+        let tree = Tree::under(child.id());
+        let forkserver = |pid: &u32| {
+            std::fs::read(format!("/proc/{pid}/cmdline"))
+                .is_ok_and(|c| String::from_utf8_lossy(&c).contains("multiprocessing.forkserver"))
+        };
+        if tree.alive().iter().filter(|p| forkserver(p)).count() >= 3 {
+            break tree;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the forkserver's workers never ran"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    };
+    send_signal(child.id(), "KILL");
+    child.wait().unwrap();
+    assert_eq!(tree.left_after_waiting(), Vec::<u32>::new());
+    assert_clean(&before);
 }
 
 /// A training script as a user writes it: the real DataLoader, 4 workers, prefetch 2, batches of

@@ -53,7 +53,7 @@ fn the_pick_passed_every_run_at_the_budget_and_at_the_margin() {
     let runs = pick["runs"].as_array().unwrap();
     let at = |bytes: u64| runs.iter().filter(|r| r["shm_bytes"] == bytes).count();
     assert!(
-        at(48 << 20) >= 1 && at(tuned["margin_bytes"].as_u64().unwrap()) == 2,
+        at(48 << 20) >= 1 && at(tuned["margin_bytes"].as_u64().unwrap()) >= 2,
         "{pick:#}"
     );
     assert!(runs.iter().all(|r| r["status"] == "pass"), "{pick:#}");
@@ -113,7 +113,7 @@ fn a_real_torch_dataset_s_pick_passes_five_runs_of_five_under_the_budget() {
         "--shm-size",
         "16m",
     ];
-    let mut args = vec!["tune", "--tune-workers", "1,2", "--tune-prefetch", "1,2"];
+    let mut args = vec!["tune", "--tune-workers", "1,2", "--tune-prefetch", "1"];
     args.extend([
         "--tune-start",
         "fork",

@@ -301,10 +301,11 @@ fn preflight_script(python: &str, name: &str) -> serde_json::Value {
         .unwrap_or_else(|e| panic!("{e}: {text}"))
 }
 
-/// The settings `train_tuned.py` tries: one or two workers, prefetch 1, fork, two runs at most.
+/// The settings `train_tuned.py` tries: one worker, prefetch 1, fork, two runs at most (and the
+/// usual guess beside it): the pick is the one setting; what is tested is the path to it.
 const TUNE_GRID: &[&str] = &[
     "--tune-workers",
-    "1,2",
+    "1",
     "--tune-prefetch",
     "1",
     "--tune-start",
@@ -346,7 +347,7 @@ fn the_wheel_s_tune_picks_for_the_script_s_own_loader_and_leaves_nothing_when_in
         .unwrap_or_else(|e| panic!("{e}: {text}"));
     let kwargs = &found["kwargs"];
     assert!(
-        [Some(1), Some(2)].contains(&kwargs["num_workers"].as_u64())
+        kwargs["num_workers"] == 1
             && kwargs["prefetch_factor"] == 1
             && kwargs["multiprocessing_context"] == "fork"
             && kwargs["persistent_workers"] == true,
@@ -393,10 +394,7 @@ fn the_wheel_s_tune_picks_for_the_script_s_own_loader_and_leaves_nothing_when_in
         }
         seen.push_str(&line);
     }
-    let tree: Vec<(u32, Option<u64>)> = shmbench::sys::proc_tree::descendants(child.id())
-        .into_iter()
-        .map(|pid| (pid, start_time(pid)))
-        .collect();
+    let tree = Tree::under(child.id());
     assert!(!tree.is_empty(), "the tune runs under the script");
     // SAFETY: kill(2) of the child this test spawned and has not waited for.
     unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
@@ -405,19 +403,8 @@ fn the_wheel_s_tune_picks_for_the_script_s_own_loader_and_leaves_nothing_when_in
     let status = child.wait().unwrap();
     assert!(!status.success(), "{seen}{rest}");
     assert!(rest.contains("KeyboardInterrupt"), "{seen}{rest}");
-    // Gone, or reaped a moment later (bounded: a busy machine's scheduler, not a timing).
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
-    let alive = || {
-        (tree.iter())
-            .filter(|(pid, started)| started.is_some() && start_time(*pid) == *started)
-            .map(|(pid, _)| *pid)
-            .collect::<Vec<u32>>()
-    };
-    while !alive().is_empty() && std::time::Instant::now() < deadline {
-        std::thread::sleep(std::time::Duration::from_millis(100));
-    }
     assert_eq!(
-        alive(),
+        tree.left_after_waiting(),
         Vec::<u32>::new(),
         "processes of the tune outlived it: {rest}"
     );
@@ -427,12 +414,4 @@ fn the_wheel_s_tune_picks_for_the_script_s_own_loader_and_leaves_nothing_when_in
         "an interrupted tune left its folder: {rest}"
     );
     assert_clean(&before);
-}
-
-/// A process's start time (field 22 of /proc/PID/stat), which tells it from a later process of
-/// the same pid; None when it is gone.
-fn start_time(pid: u32) -> Option<u64> {
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-    let after = stat.rsplit_once(')')?.1;
-    after.split_whitespace().nth(19)?.parse().ok()
 }

@@ -14,8 +14,10 @@ use crate::present::report::plots::{self, frontier};
 use crate::runtime::Runtimes;
 use crate::sys::fingerprint::mem_total;
 use crate::sys::signals;
-use crate::tune::search::{self, Bounds, Progress, Tuned};
+use crate::tune::candidate::Bounds;
+use crate::tune::search::{self, Tuned};
 use crate::tune::setting::{self, Setting, Space};
+use crate::tune::trials::Progress;
 use crate::tune::{grid, grid_text, pick_text, trial};
 
 /// What `shmbench tune --help` shows after the flags.
@@ -27,9 +29,10 @@ Examples:
   shmbench tune --shm-size 64m --batch 8 --validate      # also the whole grid, and the pick judged by it
 
 Each setting the model says cannot fit when training stalls (every worker's prefetch full) is
-left out; the rest run as real cells in a /dev/shm of exactly --shm-size, the faster half
-again and again (successive halving), and the leaders once more in --margin of it: a pick
-passed every run of both. The loader's other knobs (batch, shape, dtype, decode and step
+left out; of the rest, a few run as real cells in a /dev/shm of exactly --shm-size, one knob
+at a time from the usual guess towards the fastest (the screen); the few close to the best
+race in --margin of it, the faster half again (successive halving), until two pass there
+twice: a pick passed every run it had. The loader's other knobs (batch, shape, dtype, decode and step
 time) describe your data; docs/TUNE.md says how to read the result.";
 
 #[derive(clap::Args)]
@@ -39,10 +42,10 @@ pub(crate) struct Args {
     #[arg(long, default_value_t = 0.85, value_parser = margin)]
     pub(crate) margin: f64,
     /// The most runs one setting gets while racing
-    #[arg(long, default_value_t = 4)]
+    #[arg(long, default_value_t = 3)]
     pub(crate) most_runs: u32,
-    /// Stop racing after this many seconds (the pick is still checked at the margin; not the
-    /// grid of --validate, which runs whole)
+    /// Stop screening and racing after this many seconds (the pick is still checked at the
+    /// margin; not the grid of --validate, which runs whole)
     #[arg(long, value_name = "SECONDS", value_parser = super::seconds::positive)]
     pub(crate) max_time: Option<Duration>,
     /// num_workers values to try [default: 1, 2, 4, ... up to twice the cores]
@@ -243,7 +246,7 @@ fn plot(tuned: &Tuned, dir: &std::path::Path) -> Result<()> {
             frontier::Setting {
                 name: c.name.clone(),
                 needs_bytes: c.needs_bytes,
-                img_per_s: c.median(tuned.shm_bytes).filter(|_| !failed),
+                img_per_s: c.median().filter(|_| !failed),
                 failed,
                 on_frontier: frontier.contains(&i),
                 pick: tuned.pick == Some(i),

@@ -47,8 +47,11 @@ fn cell_command(
     cgroup_fd: Option<std::os::fd::RawFd>,
 ) -> Command {
     let harness_pid = std::process::id() as libc::pid_t;
-    // A watched job may daemonize out of reach of PDEATHSIG: its cell is a pid namespace's init.
-    let own_pid_namespace = config.watch.is_some() && pid_namespace::available();
+    // A watched job may daemonize out of reach of PDEATHSIG, and a torch loader's forkserver
+    // (and its DataLoader workers) has no death signal of its own: their cell is a pid
+    // namespace's init.
+    let own_pid_namespace = (config.watch.is_some() || config.knobs.loader == Loader::Torch)
+        && pid_namespace::available();
     let mounts_made = isolation
         .as_ref()
         .is_some_and(|i| i.makes_mount_namespace());

@@ -1,8 +1,9 @@
-//! A watched command's cell as the init of a pid namespace of its own, so nothing of the job
-//! outlives it however the harness dies.
+//! A watched command's cell, or a real torch loader's, as the init of a pid namespace of its
+//! own, so nothing of the job outlives it however the harness dies.
 //!
 //! `PR_SET_PDEATHSIG` reaches only direct children: a job that double-forks with `setsid`
-//! leaves a daemon that survives the harness (and keeps a namespace cell's private tmpfs alive).
+//! leaves a daemon that survives the harness (and keeps a namespace cell's private tmpfs alive),
+//! and so did Python's forkserver, a grandchild of a torch cell, with its DataLoader workers.
 //! The kernel ends every process of a pid namespace when its init dies, so the cell is made that
 //! init: in the forked child, `unshare(CLONE_NEWPID)` and a second fork put the grandchild at
 //! pid 1 of the new namespace; the child stays outside as a waiter that mirrors the cell's end

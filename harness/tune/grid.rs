@@ -1,17 +1,21 @@
 //! The exhaustive grid, what a search is checked against (`tune --validate`): every setting run
 //! at the budget the same number of times (a failed run ends its runs: it can never be the
 //! best), with no model and no race; its best is the fastest median of the settings that passed
-//! every run. A search's pick is then judged by the grid's own runs of it: within a share of
-//! the best's img/s, never a setting that failed a run of the grid, and at what share of the
-//! grid's trial time.
+//! every run, and its best that fits is the fastest of those the model lets fit in the margin
+//! when training stalls, the settings the search may pick. A search's pick is then judged by the
+//! grid's own runs of it: within a share of the best that fits, never a setting that failed a
+//! run of the grid, and at what share of the grid's trial time; its share of the grid's best
+//! overall is said beside, the cost of surviving a stall.
 
 use anyhow::Result;
 use serde::Serialize;
 
 use model::config::CellConfig;
 
-use super::search::{Bounds, Candidate, Progress, Run, Trials, Tuned};
+use super::candidate::{Bounds, Candidate, Run};
+use super::search::Tuned;
 use super::setting::Setting;
+use super::trials::{Progress, Trials};
 
 /// Every setting's runs at the budget.
 #[derive(Clone, Debug, Serialize)]
@@ -20,6 +24,9 @@ pub struct Grid {
     pub candidates: Vec<Candidate>,
     /// Index of the fastest median among the settings that passed every run.
     pub best: Option<usize>,
+    /// The same among those that fit in the margin when training stalls (the model's rule, as
+    /// the search applies it).
+    pub best_fitting: Option<usize>,
     pub trials: usize,
     /// The trials' time, start-up and teardown included.
     pub seconds: f64,
@@ -56,17 +63,25 @@ pub fn grid(
             }
         }
     }
-    let best = (0..candidates.len())
-        .filter(|i| candidates[*i].passed_every_run() && candidates[*i].runs.len() == runs)
-        .max_by(|a, b| {
-            let rate = |i: &usize| candidates[*i].median(bounds.shm_bytes).unwrap_or(0.0);
-            rate(a).total_cmp(&rate(b))
-        });
+    let best = |fits: &dyn Fn(&Candidate) -> bool| {
+        (0..candidates.len())
+            .filter(|i| {
+                let c = &candidates[*i];
+                c.passed_every_run() && c.runs.len() == runs && fits(c)
+            })
+            .max_by(|a, b| {
+                let rate = |i: &usize| candidates[*i].median().unwrap_or(0.0);
+                rate(a).total_cmp(&rate(b))
+            })
+    };
+    let margin_bytes = bounds.margin_bytes();
+    let (best, best_fitting) = (best(&|_| true), best(&|c| c.needs_bytes <= margin_bytes));
     Ok(Grid {
         shm_bytes: bounds.shm_bytes,
         seconds: seconds(&candidates),
         candidates,
         best,
+        best_fitting,
         trials: trials.done,
         spent,
     })
@@ -85,8 +100,12 @@ pub fn seconds(candidates: &[Candidate]) -> f64 {
 pub struct Validation {
     /// Index into the grid of the search's pick.
     pub pick: Option<usize>,
-    /// The grid's median of the pick against the grid's best (1: the best itself).
+    /// The grid's median of the pick against the grid's best that fits when training stalls
+    /// (1: that best itself).
     pub share_of_best: Option<f64>,
+    /// The same against the grid's best overall, which may need more than the margin when
+    /// training stalls.
+    pub share_of_best_overall: Option<f64>,
     /// The pick failed a run of the grid.
     pub pick_failed: bool,
     /// The search's trial time against the grid's.
@@ -101,13 +120,14 @@ pub struct Validation {
 pub fn validate(grid: &Grid, tuned: &Tuned, within: f64) -> Validation {
     let setting = tuned.pick.map(|p| tuned.candidates[p].setting);
     let pick = setting.and_then(|s| grid.candidates.iter().position(|c| c.setting == s));
-    let rate = |i: usize| grid.candidates[i].median(grid.shm_bytes);
-    let share_of_best = match (pick, grid.best) {
+    let rate = |i: usize| grid.candidates[i].median();
+    let share = |best: Option<usize>| match (pick, best) {
         (Some(p), Some(b)) => rate(p).zip(rate(b)).map(|(p, b)| p / b),
         _ => None,
     };
+    let share_of_best = share(grid.best_fitting);
     let pick_failed = pick.is_some_and(|p| !grid.candidates[p].passed_every_run());
-    let agrees = match (pick, grid.best) {
+    let agrees = match (pick, grid.best_fitting) {
         (None, None) => true,
         (Some(_), Some(_)) => !pick_failed && share_of_best.is_some_and(|s| s >= 1.0 - within),
         _ => false,
@@ -116,6 +136,7 @@ pub fn validate(grid: &Grid, tuned: &Tuned, within: f64) -> Validation {
     Validation {
         pick,
         share_of_best,
+        share_of_best_overall: share(grid.best),
         pick_failed,
         time_share: searched / grid.seconds.max(f64::MIN_POSITIVE),
         within,
@@ -126,14 +147,21 @@ pub fn validate(grid: &Grid, tuned: &Tuned, within: f64) -> Validation {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::fake::{base, bounds, machine};
     use crate::search::search;
-    use crate::search::tests::{base, bounds, machine};
     use crate::setting::Space;
 
     #[test]
-    fn the_search_agrees_with_the_grid_in_a_fraction_of_its_time() {
-        let settings = Space::for_cpus(2).settings();
-        for mib in [24, 64, 512] {
+    fn the_search_agrees_with_the_grid_in_a_quarter_of_its_time() {
+        // The grid: workers 1, 2, 4, 8 x prefetch 1, 2, 4 x pin x fork and forkserver,
+        // run three times over (--validate's default), the usual guess given as the CLI gives it.
+        let space = Space {
+            workers: vec![1, 2, 4, 8],
+            ..Space::for_cpus(2)
+        };
+        let settings = space.settings();
+        let usual = crate::setting::usual_guess(2, model::knobs::StartMethod::Fork);
+        for mib in [24, 64, 128, 512] {
             let b = bounds(mib << 20);
             let grid = grid(&base(), &settings, b, machine(1.0, None), |_| {}).unwrap();
             assert_eq!(
@@ -143,11 +171,23 @@ mod tests {
                     .sum::<usize>()
             );
             let best = &grid.candidates[grid.best.unwrap()];
-            assert!(best.passed_every_run() && best.runs.len() == 4);
-            let tuned = search(&base(), &settings, None, b, machine(1.0, None), |_| {}).unwrap();
-            let v = validate(&grid, &tuned, 0.05);
+            assert!(best.passed_every_run() && best.runs.len() == 3);
+            // In 24 MiB the fastest that passed (two workers, prefetch 2) has no room for a
+            // stall: the search is judged by the best that has.
+            let fitting = &grid.candidates[grid.best_fitting.unwrap()];
+            assert!(fitting.needs_bytes <= b.margin_bytes());
+            assert!(mib != 24 || best.needs_bytes > b.margin_bytes());
+            let tuned = search(
+                &base(),
+                &settings,
+                Some(usual),
+                b,
+                machine(1.0, None),
+                |_| {},
+            );
+            let v = validate(&grid, &tuned.unwrap(), 0.05);
             assert!(v.agrees, "{mib} MiB: {v:#?}");
-            assert!(v.time_share < 0.5, "{mib} MiB: {v:#?}");
+            assert!(v.time_share <= 0.25, "{mib} MiB: {v:#?}");
         }
     }
 }

@@ -5,8 +5,9 @@ use std::fmt::Write;
 
 use model::size::ByteSize;
 
+use super::candidate::{Candidate, Rejection};
 use super::grid::{Grid, Validation};
-use super::search::{Candidate, Rejection, Tuned};
+use super::search::Tuned;
 
 pub fn render(grid: &Grid, tuned: &Tuned, v: &Validation) -> String {
     let mut out = String::new();
@@ -22,67 +23,40 @@ pub fn render(grid: &Grid, tuned: &Tuned, v: &Validation) -> String {
         grid.seconds,
         if grid.spent { " (--max-time ran out: not every setting ran)" } else { "" }
     );
-    let _ = writeln!(
-        out,
-        "  {:<22} {:>12}  {:>5}  img/s (median of the runs at the budget)",
-        "setting", "stalled need", "passed"
-    );
-    let mut order: Vec<usize> = (0..grid.candidates.len()).collect();
-    let rate = |i: &usize| grid.candidates[*i].median(grid.shm_bytes).unwrap_or(0.0);
-    order.sort_by(|a, b| {
-        let failed = |i: &usize| !grid.candidates[*i].passed_every_run();
-        (failed(a).cmp(&failed(b))).then(rate(b).total_cmp(&rate(a)))
-    });
-    for i in order {
-        let c = &grid.candidates[i];
-        let mark = match (Some(i) == grid.best, Some(i) == v.pick) {
-            (true, true) => "  <- best, the search's pick",
-            (true, false) => "  <- best",
-            (false, true) => "  <- the search's pick",
-            (false, false) => "",
-        };
-        let _ = writeln!(
-            out,
-            "  {:<22} {:>12}  {:>2}/{:<3}  {}{mark}",
-            c.name,
-            ByteSize(c.needs_bytes).to_string(),
-            c.runs.iter().filter(|r| r.status.is_pass()).count(),
-            c.runs.len(),
-            outcome(c, grid.shm_bytes)
-        );
-    }
-    let best = grid.best.map(|b| &grid.candidates[b]);
+    table(&mut out, grid, v);
+    let best = grid.best_fitting.map(|b| &grid.candidates[b]);
     match (v.pick.map(|p| &grid.candidates[p]), best) {
         (Some(pick), Some(best)) => {
             let _ = writeln!(
                 out,
-                "the search's pick {}: {} in the grid, {:.1}% of the best's ({}, {}){}",
+                "the search's pick {}: {} in the grid, {:.1}% of the best's that fits when training stalls ({}, {}){}",
                 pick.name,
-                outcome(pick, grid.shm_bytes),
+                outcome(pick),
                 v.share_of_best.unwrap_or(0.0) * 100.0,
                 best.name,
-                outcome(best, grid.shm_bytes),
+                outcome(best),
                 if v.pick_failed {
                     "; it FAILED a run of the grid"
                 } else {
                     ""
                 }
             );
+            overall(&mut out, grid, v);
         }
         (Some(pick), None) => {
             let _ = writeln!(
                 out,
                 "the search's pick {}: {} in the grid, where no setting passed every run",
                 pick.name,
-                outcome(pick, grid.shm_bytes)
+                outcome(pick)
             );
         }
         (None, Some(best)) => {
             let _ = writeln!(
                 out,
-                "the search picked none; the grid's best is {} ({})",
+                "the search picked none; the grid's best that fits when training stalls is {} ({})",
                 best.name,
-                outcome(best, grid.shm_bytes)
+                outcome(best)
             );
         }
         (None, None) => {
@@ -101,15 +75,73 @@ pub fn render(grid: &Grid, tuned: &Tuned, v: &Validation) -> String {
     );
     let _ = write!(
         out,
-        "agrees: {} (within {:.0}% of the grid's best, and never a setting that failed a run of it)",
+        "agrees: {} (within {:.0}% of the grid's best that fits when training stalls, and never a setting that failed a run of it)",
         if v.agrees { "yes" } else { "NO" },
         v.within * 100.0
     );
     out
 }
 
+/// Every setting, those that passed every run first, fastest first; the bests and the pick
+/// marked.
+fn table(out: &mut String, grid: &Grid, v: &Validation) {
+    let _ = writeln!(
+        out,
+        "  {:<22} {:>12}  {:>5}  img/s (median of the runs at the budget)",
+        "setting", "stalled need", "passed"
+    );
+    let mut order: Vec<usize> = (0..grid.candidates.len()).collect();
+    let rate = |i: &usize| grid.candidates[*i].median().unwrap_or(0.0);
+    order.sort_by(|a, b| {
+        let failed = |i: &usize| !grid.candidates[*i].passed_every_run();
+        (failed(a).cmp(&failed(b))).then(rate(b).total_cmp(&rate(a)))
+    });
+    for i in order {
+        let c = &grid.candidates[i];
+        let marks: Vec<&str> = [
+            (grid.best, "best"),
+            (grid.best_fitting, "best that fits when stalled"),
+            (v.pick, "the search's pick"),
+        ]
+        .into_iter()
+        .filter(|(at, _)| *at == Some(i))
+        .map(|(_, what)| what)
+        .collect();
+        let mark = match marks.is_empty() {
+            true => String::new(),
+            false => format!("  <- {}", marks.join(", ")),
+        };
+        let _ = writeln!(
+            out,
+            "  {:<22} {:>12}  {:>2}/{:<3}  {}{mark}",
+            c.name,
+            ByteSize(c.needs_bytes).to_string(),
+            c.runs.iter().filter(|r| r.status.is_pass()).count(),
+            c.runs.len(),
+            outcome(c)
+        );
+    }
+}
+
+/// The grid's best overall, where it is not the best that fits: the pick against it, and what it
+/// needs when training stalls against the margin (the cost of surviving a stall).
+fn overall(out: &mut String, grid: &Grid, v: &Validation) {
+    let Some(best) = grid.best.filter(|b| Some(*b) != grid.best_fitting) else {
+        return;
+    };
+    let best = &grid.candidates[best];
+    let _ = writeln!(
+        out,
+        "  and {:.1}% of the grid's best overall ({}, {}), which needs {} when training stalls: it passed the grid's runs, but a stall (a checkpoint, an evaluation) would not fit",
+        v.share_of_best_overall.unwrap_or(0.0) * 100.0,
+        best.name,
+        outcome(best),
+        ByteSize(best.needs_bytes)
+    );
+}
+
 /// `1325 img/s` or `sigbus at step 2`.
-fn outcome(c: &Candidate, shm_bytes: u64) -> String {
+fn outcome(c: &Candidate) -> String {
     if let Some(Rejection::Failed {
         status, crash_step, ..
     }) = &c.rejection
@@ -117,7 +149,7 @@ fn outcome(c: &Candidate, shm_bytes: u64) -> String {
         let step = crash_step.map(|s| format!(" at step {s}"));
         return format!("{status}{}", step.unwrap_or_default());
     }
-    match c.median(shm_bytes) {
+    match c.median() {
         Some(rate) => format!("{rate:.0} img/s"),
         None => "not run".into(),
     }
@@ -126,9 +158,9 @@ fn outcome(c: &Candidate, shm_bytes: u64) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::fake::{base, bounds, machine};
     use crate::grid;
     use crate::search::search;
-    use crate::search::tests::{base, bounds, machine};
     use crate::setting::Space;
 
     #[test]
@@ -140,7 +172,7 @@ mod tests {
         // The slowest setting picked: far below the best.
         let slowest = (0..grid.candidates.len())
             .min_by(|a, b| {
-                let rate = |i: &usize| grid.candidates[*i].median(grid.shm_bytes).unwrap();
+                let rate = |i: &usize| grid.candidates[*i].median().unwrap();
                 rate(a).total_cmp(&rate(b))
             })
             .unwrap();
@@ -150,11 +182,12 @@ mod tests {
         assert!(!v.agrees && v.share_of_best.unwrap() < 0.95, "{v:#?}");
         // A pick the grid saw fail.
         let mut failed = grid.clone();
-        let p = at(&tuned, grid.candidates[grid.best.unwrap()].setting).unwrap();
+        let best = grid.best_fitting.unwrap();
+        let p = at(&tuned, grid.candidates[best].setting).unwrap();
         tuned.pick = Some(p);
-        let run = &mut failed.candidates[grid.best.unwrap()].runs[0];
+        let run = &mut failed.candidates[best].runs[0];
         run.status = model::record::Status::Sigbus;
-        failed.candidates[grid.best.unwrap()].rejection = Some(Rejection::Failed {
+        failed.candidates[best].rejection = Some(Rejection::Failed {
             status: run.status,
             crash_step: Some(2),
             shm_bytes: run.shm_bytes,
@@ -164,7 +197,7 @@ mod tests {
         assert!(v.pick_failed && !v.agrees, "{v:#?}");
         let text = render(&failed, &tuned, &v);
         assert!(text.contains("FAILED a run of the grid") && text.ends_with(
-            "agrees: NO (within 5% of the grid's best, and never a setting that failed a run of it)"
+            "agrees: NO (within 5% of the grid's best that fits when training stalls, and never a setting that failed a run of it)"
         ), "{text}");
     }
 }

@@ -7,7 +7,9 @@ use std::fmt::Write;
 use model::config::CellConfig;
 use model::size::ByteSize;
 
-use super::search::{Candidate, Rejection, Tuned};
+use super::candidate::{Candidate, Rejection};
+use super::screen;
+use super::search::Tuned;
 use super::setting::Setting;
 
 /// What a tune's loader loads, for its words: `batch 32 of 3x224x224 f32`, or a user's Dataset
@@ -44,7 +46,7 @@ pub fn render(tuned: &Tuned, base: &CellConfig, loader: &str, budget_from: Optio
         budget_from.map(|f| format!(", {f}")).unwrap_or_default(),
         ByteSize(tuned.margin_bytes)
     );
-    let rate = |c: &Candidate| rate_words(c, tuned.shm_bytes);
+    let rate = |c: &Candidate| rate_words(c);
     match tuned.pick.map(|i| &tuned.candidates[i]) {
         Some(pick) => {
             let _ = writeln!(
@@ -64,10 +66,8 @@ pub fn render(tuned: &Tuned, base: &CellConfig, loader: &str, budget_from: Optio
     }
     if let Some(runner) = tuned.runner_up.map(|i| &tuned.candidates[i]) {
         // Faster by its median only on fewer runs: the race dropped it, the margin reached it.
-        let pick_rate = tuned
-            .pick
-            .and_then(|p| tuned.candidates[p].median(tuned.shm_bytes));
-        let fewer = match (runner.median(tuned.shm_bytes), pick_rate) {
+        let pick_rate = tuned.pick.and_then(|p| tuned.candidates[p].median());
+        let fewer = match (runner.median(), pick_rate) {
             (Some(r), Some(p)) if r > p => {
                 "; above the pick's median on fewer runs: the race ranked it lower when it halved the field"
             }
@@ -92,7 +92,9 @@ pub fn render(tuned: &Tuned, base: &CellConfig, loader: &str, budget_from: Optio
         out,
         "{} trial(s) for {} setting(s){}",
         tuned.trials,
-        tuned.candidates.len(),
+        (tuned.candidates.iter())
+            .filter(|c| c.rejection != Some(Rejection::OutsideGrid))
+            .count(),
         if tuned.spent {
             " (--max-time ran out while racing: the pick is the best of what ran)"
         } else {
@@ -103,9 +105,9 @@ pub fn render(tuned: &Tuned, base: &CellConfig, loader: &str, budget_from: Optio
 }
 
 /// `412 img/s [405, 418] (4 runs)`.
-fn rate_words(c: &Candidate, shm_bytes: u64) -> String {
-    let rates = c.rates(shm_bytes);
-    let Some(median) = c.median(shm_bytes) else {
+fn rate_words(c: &Candidate) -> String {
+    let rates = c.rates();
+    let Some(median) = c.median() else {
         return "no passing run".into();
     };
     let interval = analysis::stats::median_ci(&rates)
@@ -136,7 +138,7 @@ fn usual_words(tuned: &Tuned, c: &Candidate) -> String {
             ByteSize(*shm_bytes)
         ),
         Some(Rejection::WontFit { needs_bytes, .. }) => {
-            let ran = match c.median(tuned.shm_bytes) {
+            let ran = match c.median() {
                 Some(rate) => format!("; passed once, {rate:.0} img/s, with no room for a stall"),
                 None => String::new(),
             };
@@ -145,11 +147,11 @@ fn usual_words(tuned: &Tuned, c: &Candidate) -> String {
         _ => {
             let ratio = tuned
                 .pick
-                .and_then(|p| tuned.candidates[p].median(tuned.shm_bytes))
-                .zip(c.median(tuned.shm_bytes))
+                .and_then(|p| tuned.candidates[p].median())
+                .zip(c.median())
                 .map(|(pick, usual)| format!(", the pick {:.2}x its img/s", pick / usual))
                 .unwrap_or_default();
-            format!("{}{ratio}", rate_words(c, tuned.shm_bytes))
+            format!("{}{ratio}", rate_words(c))
         }
     };
     format!("usual guess {name} (num_workers = the cores{outside}): {fate}")
@@ -210,6 +212,20 @@ fn rejections(out: &mut String, tuned: &Tuned) {
             ByteSize(tuned.margin_bytes),
         ));
     }
+    let screened = count(|r| matches!(r, Rejection::Screened { .. }));
+    if screened > 0 {
+        parts.push(format!(
+            "{screened} screened once and not raced (over {:.0}% slower than the best, or behind {} closer)",
+            screen::CLOSE * 100.0,
+            screen::FIELD
+        ));
+    }
+    let unexplored = count(|r| matches!(r, Rejection::Unexplored));
+    if unexplored > 0 {
+        parts.push(format!(
+            "{unexplored} not run (one knob at a time from the best never led there)"
+        ));
+    }
     let slower = count(|r| matches!(r, Rejection::Slower { .. }));
     if slower > 0 {
         parts.push(format!("{slower} raced and slower"));
@@ -243,7 +259,7 @@ fn frontier(out: &mut String, tuned: &Tuned) {
             out,
             "  {:>10}  {:>8.0}  {}",
             ByteSize(c.needs_bytes).to_string(),
-            c.median(tuned.shm_bytes).unwrap_or(0.0),
+            c.median().unwrap_or(0.0),
             c.setting.name()
         );
     }

@@ -13,7 +13,7 @@ use model::size::ByteSize;
 use orchestrate::launcher::Launcher;
 use runtime::Runtimes;
 
-use super::search::Run;
+use super::candidate::Run;
 
 /// What a torch tune's Python and Dataset are.
 #[derive(Default)]

@@ -214,16 +214,6 @@ def _result(out, persistent):
         return Tuned(whole, None, None, None)
     chosen = report["candidates"][pick]
     setting = chosen["setting"]
-    rates = [
-        r["img_per_s"]
-        for r in chosen["runs"]
-        if r["shm_bytes"] == report["shm_bytes"] and r["status"] == "pass" and r.get("img_per_s")
-    ]
-    rates.sort()
-    median = None
-    if rates:
-        mid = len(rates) // 2
-        median = rates[mid] if len(rates) % 2 else (rates[mid - 1] + rates[mid]) / 2
     kwargs = {
         "num_workers": setting["workers"],
         "prefetch_factor": setting["prefetch"],
@@ -231,4 +221,4 @@ def _result(out, persistent):
         "persistent_workers": persistent,
         "multiprocessing_context": setting["start_method"],
     }
-    return Tuned(whole, kwargs, chosen["name"], median)
+    return Tuned(whole, kwargs, chosen["name"], chosen.get("img_per_s"))

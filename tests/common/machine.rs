@@ -248,9 +248,11 @@ fn shmbench_processes() -> Vec<String> {
             found.push(format!("{pid}: {}", args[..2].join(" ")));
         }
         // A torch cell's Python and its DataLoader workers (they share the cell's bootstrap),
-        // and the segment manager torch starts for file_system.
-        if args.iter().any(|a| a.contains("shmbench-torch-cell")) || args[0] == "torch_shm_manager"
-        {
+        // the segment manager torch starts for file_system, and multiprocessing's helpers
+        // (forkserver, its workers, the resource tracker: `python -c 'from multiprocessing...`).
+        let helper =
+            |a: &String| a.contains("shmbench-torch-cell") || a.contains("from multiprocessing");
+        if args.iter().any(helper) || args[0] == "torch_shm_manager" {
             found.push(format!("{pid}: {}", args[0]));
         }
     }
@@ -382,4 +384,48 @@ pub fn shmbench_cgroups() -> Vec<String> {
         .map(|e| e.file_name().to_string_lossy().into_owned())
         .filter(|n| n.starts_with("shmbench-"))
         .collect()
+}
+
+/// The processes under a process at one moment, each with its start time (which tells it from
+/// a later process given the same pid), to be checked gone later.
+pub struct Tree(Vec<(u32, u64)>);
+
+impl Tree {
+    /// Every descendant of `pid` now.
+    pub fn under(pid: u32) -> Tree {
+        Tree(
+            (shmbench::sys::proc_tree::descendants(pid).into_iter())
+                .filter_map(|p| Some((p, start_time(p)?)))
+                .collect(),
+        )
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+
+    /// Those still running (the same process, not a later one of its pid).
+    pub fn alive(&self) -> Vec<u32> {
+        (self.0.iter())
+            .filter(|(pid, started)| start_time(*pid) == Some(*started))
+            .map(|(pid, _)| *pid)
+            .collect()
+    }
+
+    /// Those still running after waiting up to 30 s for them to go (a busy machine's scheduler
+    /// and reaping, not a timing).
+    pub fn left_after_waiting(&self) -> Vec<u32> {
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while !self.alive().is_empty() && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        self.alive()
+    }
+}
+
+/// A process's start time (field 22 of /proc/PID/stat); None when it is gone.
+fn start_time(pid: u32) -> Option<u64> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    let after = stat.rsplit_once(')')?.1;
+    after.split_whitespace().nth(19)?.parse().ok()
 }

@@ -1,0 +1,149 @@
+//! What a search knows of one setting, shared by the search, its screen and the grid: the budget
+//! searched under ([`Bounds`]), each run ([`Run`]), why a setting was not picked
+//! ([`Rejection`]), and the setting with its runs ([`Candidate`]).
+
+use std::time::Duration;
+
+use serde::Serialize;
+
+use model::estimate::median;
+use model::record::Status;
+
+use super::setting::Setting;
+
+/// The budget and how hard to look.
+#[derive(Clone, Copy, Debug)]
+pub struct Bounds {
+    /// The /dev/shm the loader will have.
+    pub shm_bytes: u64,
+    /// The share of it the pick must also pass in (0.85: a neighbour's segment or a slower
+    /// step may take the rest).
+    pub margin: f64,
+    /// The most runs one setting gets while racing.
+    pub most_runs: u32,
+    /// Runs of each leader at the margin.
+    pub margin_runs: u32,
+    /// Stop racing after this long (the margin checks still run: a pick is never unchecked).
+    pub max_time: Option<Duration>,
+}
+
+impl Bounds {
+    /// The smaller /dev/shm the pick must also pass in, in whole pages.
+    pub fn margin_bytes(&self) -> u64 {
+        ((self.shm_bytes as f64 * self.margin) as u64) / 4096 * 4096
+    }
+}
+
+/// How one run ended.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Run {
+    pub shm_bytes: u64,
+    pub status: Status,
+    pub crash_step: Option<u64>,
+    pub img_per_s: Option<f64>,
+    /// How long the trial took, start-up and teardown included (what a search spends).
+    pub seconds: f64,
+    /// Why it ended so (`explain`'s cause), where it failed and the tracer named one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cause: Option<String>,
+}
+
+/// Why a setting was not picked.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum Rejection {
+    /// The model says it needs more than the margin leaves when training stalls (every
+    /// worker's prefetch full).
+    WontFit { needs_bytes: u64, room_bytes: u64 },
+    /// A run ended without passing, at the budget or at the margin.
+    Failed {
+        status: Status,
+        crash_step: Option<u64>,
+        shm_bytes: u64,
+        cause: Option<String>,
+    },
+    /// Raced and lost: slower than the leader, surely (the interval of the change of medians
+    /// is below 0) or among the slower half when the runs were halved.
+    Slower {
+        img_per_s: f64,
+        leader_img_per_s: f64,
+        surely: bool,
+    },
+    /// Run once by the screen and not raced: slower than the best by more than
+    /// [`crate::screen::CLOSE`], or behind [`crate::screen::FIELD`] closer ones.
+    Screened { img_per_s: f64, best_img_per_s: f64 },
+    /// Not run: the screen, one knob at a time from the best so far, never led to it.
+    Unexplored,
+    /// Raced, not checked at the margin: the pick and the runner-up passed there first.
+    NotChecked,
+    /// Not run: the time ran out first.
+    NotReached,
+    /// The usual guess, outside the grid asked for: run once to be compared with, never picked.
+    OutsideGrid,
+}
+
+/// A setting and what the search learnt of it.
+#[derive(Clone, Debug, Serialize)]
+pub struct Candidate {
+    pub setting: Setting,
+    /// Its short name (`w4-p2-pin-forkserver`).
+    pub name: String,
+    /// /dev/shm it needs at its peak, as the model says.
+    pub needs_bytes: u64,
+    /// Its runs: the screen's at the budget, then the race's and the margin checks' at the
+    /// margin.
+    pub runs: Vec<Run>,
+    /// The median img/s of its passing runs (None: none passed).
+    pub img_per_s: Option<f64>,
+    /// Why it was not picked (None: the pick, the runner-up, or passed at the margin).
+    pub rejection: Option<Rejection>,
+    /// Whether it passed every run at the margin (None: not tried there).
+    pub margin_passed: Option<bool>,
+}
+
+impl Candidate {
+    /// A setting not yet run; `rejection` set where the model leaves it out.
+    pub(crate) fn new(setting: Setting, needs_bytes: u64, rejection: Option<Rejection>) -> Self {
+        Candidate {
+            setting,
+            name: setting.name(),
+            needs_bytes,
+            runs: Vec::new(),
+            img_per_s: None,
+            rejection,
+            margin_passed: None,
+        }
+    }
+
+    /// Whether every run it had passed (and it had one).
+    pub fn passed_every_run(&self) -> bool {
+        !self.runs.is_empty() && self.runs.iter().all(|r| r.status.is_pass())
+    }
+
+    /// img/s of its passing runs, at the budget and at the margin alike: how fast a run goes
+    /// does not depend on the room it did not use.
+    pub fn rates(&self) -> Vec<f64> {
+        (self.runs.iter())
+            .filter(|r| r.status.is_pass())
+            .filter_map(|r| r.img_per_s)
+            .collect()
+    }
+
+    pub fn median(&self) -> Option<f64> {
+        self.img_per_s
+    }
+
+    /// Its runs in `shm_bytes`.
+    pub fn runs_in(&self, shm_bytes: u64) -> usize {
+        self.runs
+            .iter()
+            .filter(|r| r.shm_bytes == shm_bytes)
+            .count()
+    }
+
+    /// Adds a run, its median kept.
+    pub(crate) fn push(&mut self, run: Run) {
+        self.runs.push(run);
+        self.img_per_s = median(&self.rates());
+    }
+}
