@@ -47,14 +47,18 @@ fn cell_command(
     cgroup_fd: Option<std::os::fd::RawFd>,
 ) -> Command {
     let harness_pid = std::process::id() as libc::pid_t;
-    // A watched job may daemonize out of reach of PDEATHSIG, and a torch loader's forkserver
-    // (and its DataLoader workers) has no death signal of its own: their cell is a pid
-    // namespace's init.
-    let own_pid_namespace = (config.watch.is_some() || config.knobs.loader == Loader::Torch)
-        && pid_namespace::available();
     let mounts_made = isolation
         .as_ref()
         .is_some_and(|i| i.makes_mount_namespace());
+    // A watched job may daemonize out of reach of PDEATHSIG, and a torch loader's forkserver
+    // (and its DataLoader workers) has no death signal of its own: their cell is a pid
+    // namespace's init. Not a torch cell on this machine's /dev/shm: its segments are named by
+    // their maker's pid (`torch_<pid>_...`), which must be one this machine can prove dead, and
+    // torch_shm_manager must outlive the cell to unlink them (a pid namespace's end kills it
+    // with the rest: a SIGINTed host cell left five batches in the host's /dev/shm).
+    let torch_in_own_tmpfs = config.knobs.loader == Loader::Torch && mounts_made;
+    let own_pid_namespace =
+        (config.watch.is_some() || torch_in_own_tmpfs) && pid_namespace::available();
     // A watched job may ask to keep the harness's capabilities; every other cell runs with none.
     let keep_privileges = config.watch.as_ref().is_some_and(|w| w.keep_privileges);
     let mut cmd = Command::new("/proc/self/exe");

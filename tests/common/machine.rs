@@ -286,9 +286,12 @@ fn shm_entries() -> Vec<String> {
         .into_iter()
         .zip(whose)
         .filter(|(name, whose)| match torch_pid(name) {
-            // A live process that is not the test's made it.
+            // A live process that is not the test's made it; unless that pid is a kernel
+            // thread's here, where the name's pid is one of another pid namespace (a torch cell
+            // in its own), never another user's process.
             Some(pid) => {
-                !std::path::Path::new(&format!("/proc/{pid}")).exists() || carries_mark(pid)
+                let cmdline = std::fs::read(format!("/proc/{pid}/cmdline"));
+                cmdline.as_ref().map_or(true, |c| c.is_empty()) || carries_mark(pid)
             }
             None if segment_record(name).is_some() => *whose != Whose::Foreign,
             None => true,
