@@ -276,18 +276,23 @@ fn an_audit_that_cannot_see_every_process_calls_nothing_stale() {
 
 /// A held file renamed onto a stale file's name after the sweep leased the stale one and before
 /// it removes it (strace delays the sweep's rename to widen that window): the name now is
-/// another file, which must be put back, not removed.
+/// another file, which must be put back, not removed. The lease awaited is this file's (its
+/// inode in /proc/locks), not any: every other lane's run sweeps too, and a busy machine may
+/// take seconds to get the sweep there (a 6 s bound failed in a CI run beside two builds).
 const RENAMED_ONTO: &str = r#"
 set -e
 mount -t tmpfs -o size=64m tmpfs /dev/shm
 DEAD=$(sh -c 'echo $$')
 head -c 4096 /dev/zero > /dev/shm/torch_${DEAD}_a
+INODE=$(stat -c %i /dev/shm/torch_${DEAD}_a)
 head -c 8192 /dev/zero > /dev/shm/precious
 exec 9</dev/shm/precious
-strace -o /dev/null -e inject=renameat2:delay_enter=2000000:when=1 \
+strace -o /dev/null -e inject=renameat2:delay_enter=3000000:when=1 \
   "$SHMBENCH" shm --sweep-stale --older-than 0s > "$OUT/swept.txt" &
 SWEEP=$!
-for _ in $(seq 600); do grep -q LEASE /proc/locks && break; sleep 0.01; done
+leased() { awk -v ino="$INODE" '$2 == "LEASE" { n = split($6, f, ":"); if (f[n] == ino) found = 1 } END { exit !found }' /proc/locks; }
+for _ in $(seq 6000); do leased && break; sleep 0.01; done
+leased || { echo "the sweep never leased torch_${DEAD}_a" >&2; exit 1; }
 mv -f /dev/shm/precious /dev/shm/torch_${DEAD}_a
 wait $SWEEP
 stat -L -c %i /proc/$$/fd/9 > "$OUT/held_inode"

@@ -9,7 +9,7 @@ use crate::common;
 use common::*;
 
 /// The grid: 1 or 2 workers, prefetch 1 or 3, batch 8 of 3x224x224 f32 (4.6 MiB): each fits
-/// in 40 MiB when training stalls (at most 7 batches, 32 MiB), so every one is raced.
+/// in the margin's 40.8 MiB when training stalls (at most 8 batches, 36.8 MiB).
 const GRID: &[&str] = &[
     "tune",
     "--shm-size",
@@ -98,7 +98,7 @@ fn a_real_torch_dataset_s_pick_passes_five_runs_of_five_under_the_budget() {
         env!("CARGO_MANIFEST_DIR")
     );
     // Batch 16 of 3x128x128 f32 and a label: 3.0 MiB a batch; in 16 MiB the usual guess (two
-    // workers, prefetch 2: 5 batches when training stalls) has no room for a stall.
+    // workers, prefetch 2: 6 batches when training stalls) has no room for a stall.
     let common = [
         "--loader",
         "torch",

@@ -26,7 +26,7 @@ Examples:
   shmbench tune --shm-size 256m --batch 32 --steps 40 --compute-ms 30
   shmbench tune --shm-size 1g --decode-us 500 --max-time 600 --format json
   shmbench tune --shm-size 128m --batch 8 --tune-workers 1,2,4 --tune-prefetch 2,4 --tune-pin no
-  shmbench tune --shm-size 64m --batch 8 --validate      # also the whole grid, and the pick judged by it
+  shmbench tune --shm-size 64m --batch 8 --decode-us 300 --compute-ms 20 --validate   # and the whole grid, to judge it
 
 Each setting the model says cannot fit when training stalls (every worker's prefetch full) is
 left out; of the rest, a few run as real cells in a /dev/shm of exactly --shm-size, one knob
@@ -211,9 +211,10 @@ pub(crate) fn run(args: Args) -> Result<ExitCode> {
         }
     }
     // No pick is an answer, not a failure of the tool; said by the exit status for scripts
-    // (and a search the grid disagrees with, under --validate).
+    // (and a search the grid disagrees with, under --validate, where agreeing on none is still
+    // no pick).
     Ok(match (tuned.pick, validation) {
-        (_, Some(v)) if v.agrees => ExitCode::SUCCESS,
+        (Some(_), Some(v)) if v.agrees => ExitCode::SUCCESS,
         (Some(_), None) => ExitCode::SUCCESS,
         _ => ExitCode::from(1),
     })

@@ -150,14 +150,18 @@ pub fn peak_bytes(config: &CellConfig) -> u64 {
 }
 
 /// Bytes of tmpfs the loader holds when training stalls in a long run (a checkpoint, an
-/// evaluation): every outstanding batch made and waiting, the one the loop holds (unless
-/// pinned: pinned batches live in private memory), and the Dataset's tensors. Unlike
-/// [`peak_bytes`], the run's own length does not cap it: a short trial is not the job.
+/// evaluation): every outstanding batch made and waiting, the two the loop holds as the stall
+/// ends (`for batch in loader` keeps the last batch until the next one is returned, and the
+/// index sent for the refill may be made meanwhile; unless pinned: pinned batches live in
+/// private memory), and the Dataset's tensors. Unlike [`peak_bytes`], the run's own length
+/// does not cap it: a short trial is not the job. Measured: with one held, a one-worker
+/// prefetch-1 loader (two batches) got a SIGBUS in three batches' room on a busy machine, and
+/// real torch's two workers at prefetch 2 ran out of 16 MiB (5.3 of its 3 MiB batches).
 pub fn stalled_bytes(config: &CellConfig) -> u64 {
     if !uses_shm(config) {
         return 0;
     }
-    let held = u64::from(!config.knobs.pin_memory);
+    let held = 2 * u64::from(!config.knobs.pin_memory);
     batches_bytes(config, config.max_outstanding() + held) + dataset_bytes(config)
 }
 

@@ -41,7 +41,7 @@ pub fn render(tuned: &Tuned, base: &CellConfig, loader: &str, budget_from: Optio
     let mut out = String::new();
     let _ = writeln!(
         out,
-        "tune: the fastest DataLoader settings for {loader} in a /dev/shm of {}{} (a pick also passes in {})",
+        "tune: the fastest DataLoader settings for {loader} in a /dev/shm of {}{} (a pick must also pass in {})",
         ByteSize(tuned.shm_bytes),
         budget_from.map(|f| format!(", {f}")).unwrap_or_default(),
         ByteSize(tuned.margin_bytes)
@@ -66,9 +66,10 @@ pub fn render(tuned: &Tuned, base: &CellConfig, loader: &str, budget_from: Optio
     }
     if let Some(runner) = tuned.runner_up.map(|i| &tuned.candidates[i]) {
         // Faster by its median only on fewer runs: the race dropped it, the margin reached it.
-        let pick_rate = tuned.pick.and_then(|p| tuned.candidates[p].median());
-        let fewer = match (runner.median(), pick_rate) {
-            (Some(r), Some(p)) if r > p => {
+        let pick = tuned.pick.map(|p| &tuned.candidates[p]);
+        let more_runs = pick.is_some_and(|p| p.rates().len() > runner.rates().len());
+        let fewer = match (runner.median(), pick.and_then(|p| p.median())) {
+            (Some(r), Some(p)) if r > p && more_runs => {
                 "; above the pick's median on fewer runs: the race ranked it lower when it halved the field"
             }
             _ => "",
@@ -92,11 +93,9 @@ pub fn render(tuned: &Tuned, base: &CellConfig, loader: &str, budget_from: Optio
         out,
         "{} trial(s) for {} setting(s){}",
         tuned.trials,
-        (tuned.candidates.iter())
-            .filter(|c| c.rejection != Some(Rejection::OutsideGrid))
-            .count(),
+        tuned.candidates.len() - usize::from(tuned.usual_outside_grid),
         if tuned.spent {
-            " (--max-time ran out while racing: the pick is the best of what ran)"
+            " (--max-time ran out while screening or racing: the pick is the best of what ran)"
         } else {
             ""
         }
@@ -119,9 +118,9 @@ fn rate_words(c: &Candidate) -> String {
 /// The usual guess against the pick.
 fn usual_words(tuned: &Tuned, c: &Candidate) -> String {
     let name = &c.name;
-    let outside = match c.rejection {
-        Some(Rejection::OutsideGrid) => ", outside the grid: run to compare, never picked",
-        _ => "",
+    let outside = match tuned.usual_outside_grid {
+        true => ", outside the grid: run to compare, never picked",
+        false => "",
     };
     let fate = match &c.rejection {
         _ if c.runs.is_empty() => "not run: the time ran out first".to_string(),
@@ -251,15 +250,22 @@ fn frontier(out: &mut String, tuned: &Tuned) {
     if frontier.is_empty() {
         return;
     }
+    // The runs beside each median: a setting the screen ran once may top one the race ran
+    // three times by chance.
     let _ = writeln!(out, "frontier (more img/s only for more /dev/shm):");
-    let _ = writeln!(out, "  {:>10}  {:>8}  setting", "needs", "img/s");
+    let _ = writeln!(
+        out,
+        "  {:>10}  {:>8}  {:>4}  setting",
+        "needs", "img/s", "runs"
+    );
     for i in frontier {
         let c = &tuned.candidates[i];
         let _ = writeln!(
             out,
-            "  {:>10}  {:>8.0}  {}",
+            "  {:>10}  {:>8.0}  {:>4}  {}",
             ByteSize(c.needs_bytes).to_string(),
             c.median().unwrap_or(0.0),
+            c.rates().len(),
             c.setting.name()
         );
     }

@@ -182,11 +182,7 @@ fn roomier(candidates: &[Candidate], walked: &[StartMethod]) -> Option<usize> {
         .setting
         .start_method;
     let in_method = |i: &usize| candidates[*i].setting.start_method == method;
-    let best = (0..candidates.len())
-        .filter(|i| in_method(i) && candidates[*i].rejection.is_none())
-        .filter_map(|i| Some((i, candidates[i].median()?)))
-        .max_by(|a, b| a.1.total_cmp(&b.1))
-        .map(|(i, _)| i);
+    let best = leaders(candidates, Some(method)).first().copied();
     best.or_else(|| {
         (0..candidates.len())
             .filter(|i| in_method(i) && candidates[*i].rejection.is_none())
@@ -268,7 +264,8 @@ where
 }
 
 /// After a screen: the screened settings still in within [`CLOSE`] of the best, at most
-/// [`FIELD`] of them, stay in for the race; the other screened ones are rejected as such, and the
+/// [`FIELD`] of them and at least two (one lucky run must not leave a race of one), stay in
+/// for the race; the other screened ones are rejected as such, and the
 /// settings the screen never ran as unexplored.
 pub(crate) fn field(candidates: &mut [Candidate]) {
     let mut screened: Vec<(usize, f64)> = (0..candidates.len())
@@ -278,7 +275,7 @@ pub(crate) fn field(candidates: &mut [Candidate]) {
     screened.sort_by(|a, b| b.1.total_cmp(&a.1));
     let best_img_per_s = screened.first().map_or(0.0, |s| s.1);
     for (rank, &(i, img_per_s)) in screened.iter().enumerate() {
-        if rank >= FIELD || img_per_s < best_img_per_s * (1.0 - CLOSE) {
+        if rank >= FIELD || (rank >= 2 && img_per_s < best_img_per_s * (1.0 - CLOSE)) {
             candidates[i].rejection = Some(Rejection::Screened {
                 img_per_s,
                 best_img_per_s,

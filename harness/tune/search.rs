@@ -31,8 +31,10 @@ pub struct Tuned {
     pub runner_up: Option<usize>,
     /// The usual guess's, when one was given.
     pub usual: Option<usize>,
+    /// The usual guess is not a setting of the grid (run to compare, never picked).
+    pub usual_outside_grid: bool,
     pub trials: usize,
-    /// The time ran out while racing.
+    /// The time ran out while screening or racing.
     pub spent: bool,
 }
 
@@ -134,6 +136,7 @@ pub fn search(
         spent = race(&mut candidates, &mut trials, bounds, began)?;
     }
     let passed = check_margins(&mut candidates, &mut trials, bounds)?;
+    let usual_outside_grid = usual.is_some_and(|u| !settings.contains(&candidates[u].setting));
     // Settings the time left unraced.
     for c in candidates.iter_mut() {
         if c.runs.is_empty() && c.rejection.is_none() {
@@ -147,6 +150,7 @@ pub fn search(
         pick: passed.first().copied(),
         runner_up: passed.get(1).copied(),
         usual,
+        usual_outside_grid,
         trials: trials.done,
         spent,
     })
@@ -223,7 +227,7 @@ where
         let rate = |i: &usize| candidates[*i].median().unwrap_or(0.0);
         (dropped(a).cmp(&dropped(b))).then(rate(b).total_cmp(&rate(a)))
     });
-    let mut passed = Vec::new();
+    let mut passed: Vec<usize> = Vec::new();
     for i in order {
         if passed.len() == 2 {
             // Raced, not needed at the margin: it keeps why it lost.
@@ -245,6 +249,13 @@ where
             passed.push(i);
         }
     }
+    // The race's order holds where it gave more runs; on as many runs (a setting the race
+    // dropped, topped up at the margin), the faster median goes first.
+    passed.sort_by(|a, b| {
+        let (a, b) = (&candidates[*a], &candidates[*b]);
+        let rate = |c: &Candidate| c.median().unwrap_or(0.0);
+        (b.rates().len().cmp(&a.rates().len())).then(rate(b).total_cmp(&rate(a)))
+    });
     Ok(passed)
 }
 
@@ -471,5 +482,43 @@ mod tests {
         let pick = tuned.candidates[tuned.pick.unwrap()].setting;
         assert_eq!(pick.start_method, StartMethod::Fork, "{pick:?}");
         assert!(pick.workers >= 2, "{pick:?}");
+    }
+
+    #[test]
+    fn on_as_many_runs_the_faster_median_is_the_pick() {
+        // One lucky screen run left a race of one (4048 img/s, then 688 and 637 at the
+        // margin); a setting the screen dropped, topped up at the margin, is faster on as many
+        // runs.
+        let b = bounds(64 << 20);
+        let settings = Space::for_cpus(2).settings();
+        let run = |shm_bytes, rate| Run {
+            shm_bytes,
+            status: model::record::Status::Pass,
+            crash_step: None,
+            img_per_s: Some(rate),
+            seconds: 1.0,
+            cause: None,
+        };
+        let mut lucky = Candidate::new(settings[0], 1, None);
+        for (bytes, rate) in [(b.shm_bytes, 4048.0), (b.margin_bytes(), 688.0)] {
+            lucky.push(run(bytes, rate));
+        }
+        lucky.push(run(b.margin_bytes(), 637.0));
+        let dropped = Rejection::Screened {
+            img_per_s: 1571.0,
+            best_img_per_s: 4048.0,
+        };
+        let mut steady = Candidate::new(settings[1], 1, Some(dropped));
+        steady.push(run(b.shm_bytes, 1571.0));
+        let mut candidates = vec![lucky, steady];
+        let loader = base();
+        let mut trials = Trials::new(
+            &loader,
+            |_: &CellConfig, bytes| Ok(run(bytes, 1500.0)),
+            |_: &Progress| {},
+        );
+        let passed = check_margins(&mut candidates, &mut trials, b).unwrap();
+        assert_eq!(passed, [1, 0], "{candidates:#?}");
+        assert_eq!(candidates[1].rates().len(), 3);
     }
 }

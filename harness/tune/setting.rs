@@ -134,8 +134,8 @@ mod tests {
         let short = setting.needs(&base);
         base.knobs.steps = 600;
         assert_eq!(short, setting.needs(&base));
-        // 16 outstanding and the one held.
-        assert_eq!(short, 17 * predict::batches_bytes(&setting.apply(&base), 1));
+        // 16 outstanding, the one the loop holds and the next one returned.
+        assert_eq!(short, 18 * predict::batches_bytes(&setting.apply(&base), 1));
     }
 
     #[test]
