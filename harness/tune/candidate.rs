@@ -32,6 +32,11 @@ impl Bounds {
     pub fn margin_bytes(&self) -> u64 {
         ((self.shm_bytes as f64 * self.margin) as u64) / 4096 * 4096
     }
+
+    /// Whether `max_time` has passed since `began`.
+    pub fn out_of_time(&self, began: std::time::Instant) -> bool {
+        self.max_time.is_some_and(|t| began.elapsed() >= t)
+    }
 }
 
 /// How one run ended.

@@ -52,7 +52,7 @@ pub fn grid(
     let mut spent = false;
     'grid: for i in 0..candidates.len() {
         for _ in 0..runs {
-            if bounds.max_time.is_some_and(|t| began.elapsed() >= t) {
+            if bounds.out_of_time(began) {
                 spent = true;
                 break 'grid;
             }

@@ -46,14 +46,13 @@ pub fn render(tuned: &Tuned, base: &CellConfig, loader: &str, budget_from: Optio
         budget_from.map(|f| format!(", {f}")).unwrap_or_default(),
         ByteSize(tuned.margin_bytes)
     );
-    let rate = |c: &Candidate| rate_words(c);
     match tuned.pick.map(|i| &tuned.candidates[i]) {
         Some(pick) => {
             let _ = writeln!(
                 out,
                 "pick:       {:<22} {}, needs {} when training stalls",
                 pick.setting.name(),
-                rate(pick),
+                rate_words(pick),
                 ByteSize(pick.needs_bytes)
             );
         }
@@ -78,7 +77,7 @@ pub fn render(tuned: &Tuned, base: &CellConfig, loader: &str, budget_from: Optio
             out,
             "runner-up:  {:<22} {}{fewer}",
             runner.setting.name(),
-            rate(runner)
+            rate_words(runner)
         );
     }
     if let Some(usual) = tuned.usual {

@@ -8,8 +8,8 @@
 //! twins tie, and ties stall a walk), so the walk keeps the first setting's method and the
 //! leaders' twins are run after it; another method is walked too only where it fits settings
 //! the walked one cannot (a Dataset's tensors pickled into /dev/shm make forkserver's settings
-//! bigger than fork's). A grid of W x P
-//! x 2 x 2 settings costs a few times W + P runs instead of 4WP. The screened settings close to
+//! bigger than fork's). A grid of W x P x 2 x 2 settings costs a few times W + P runs instead
+//! of 4WP. The screened settings close to
 //! the best go on to the race ([`field`]); the rest keep why they were left.
 
 use std::cmp::Reverse;
@@ -43,6 +43,11 @@ fn distance(a: &Setting, b: &Setting) -> Option<usize> {
     (a.start_method == b.start_method).then(|| differ.iter().filter(|d| **d).count())
 }
 
+/// Whether `a` and `b` are twins: the same but for the start method (or the same setting).
+fn twinned(a: &Setting, b: &Setting) -> bool {
+    (a.workers, a.prefetch, a.pin_memory) == (b.workers, b.prefetch, b.pin_memory)
+}
+
 /// The settings still in (none failed, the model lets them fit) that have not run, one knob away
 /// from `pivot` in its start method, workers first.
 fn neighbours(candidates: &[Candidate], pivot: &Setting) -> Vec<usize> {
@@ -69,8 +74,7 @@ fn twins(candidates: &[Candidate], pivot: &Setting) -> Vec<usize> {
             c.rejection.is_none()
                 && c.runs.is_empty()
                 && s.start_method != pivot.start_method
-                && (s.workers, s.prefetch, s.pin_memory)
-                    == (pivot.workers, pivot.prefetch, pivot.pin_memory)
+                && twinned(s, pivot)
         })
         .collect()
 }
@@ -169,12 +173,9 @@ where
 fn roomier(candidates: &[Candidate], walked: &[StartMethod]) -> Option<usize> {
     let fits = |c: &Candidate| !matches!(c.rejection, Some(Rejection::WontFit { .. }));
     let twin_fits = |c: &Candidate, method: StartMethod| {
-        candidates.iter().any(|t| {
-            t.setting.start_method == method
-                && (t.setting.workers, t.setting.prefetch, t.setting.pin_memory)
-                    == (c.setting.workers, c.setting.prefetch, c.setting.pin_memory)
-                && fits(t)
-        })
+        candidates
+            .iter()
+            .any(|t| t.setting.start_method == method && twinned(&t.setting, &c.setting) && fits(t))
     };
     let method = (candidates.iter())
         .filter(|c| !walked.contains(&c.setting.start_method) && fits(c))
@@ -218,11 +219,7 @@ where
     fn run_all(&mut self, candidates: &mut [Candidate], todo: &[usize]) -> Result<bool> {
         let after = after(self.bounds);
         for (n, &i) in todo.iter().enumerate() {
-            if self
-                .bounds
-                .max_time
-                .is_some_and(|t| self.began.elapsed() >= t)
-            {
+            if self.bounds.out_of_time(self.began) {
                 return Ok(true);
             }
             let left = todo.len() - n + after;

@@ -12,7 +12,6 @@ use serde::Serialize;
 
 use analysis::stats;
 use model::config::CellConfig;
-use model::estimate::median;
 
 use super::candidate::{Bounds, Candidate, Rejection, Run};
 use super::screen;
@@ -74,8 +73,7 @@ impl Tuned {
     /// The pick's median img/s and its 95% interval (None with one run).
     pub fn pick_rate(&self) -> Option<(f64, Option<(f64, f64)>)> {
         let c = &self.candidates[self.pick?];
-        let rates = c.rates();
-        Some((median(&rates)?, stats::median_ci(&rates)))
+        Some((c.median()?, stats::median_ci(&c.rates())))
     }
 }
 /// Searches `settings` of the loader `base` by running `trial(config, shm_bytes)`. `usual`, the
@@ -101,9 +99,11 @@ pub fn search(
         })
         .collect();
     let mut trials = Trials::new(base, trial, progress);
+    let usual_setting = usual;
+    let usual_outside_grid = usual.is_some_and(|u| !settings.contains(&u));
     // The usual guess: raced where the grid holds it, else run once beside it, never picked.
     let usual = match usual {
-        Some(u) if !settings.contains(&u) => {
+        Some(u) if usual_outside_grid => {
             candidates.push(Candidate::new(
                 u,
                 u.needs(base),
@@ -123,7 +123,6 @@ pub fn search(
         )?;
     }
     let began = Instant::now();
-    let usual_setting = usual.map(|u| candidates[u].setting);
     let mut spent = screen::screen(
         &mut candidates,
         usual_setting.as_ref(),
@@ -136,7 +135,6 @@ pub fn search(
         spent = race(&mut candidates, &mut trials, bounds, began)?;
     }
     let passed = check_margins(&mut candidates, &mut trials, bounds)?;
-    let usual_outside_grid = usual.is_some_and(|u| !settings.contains(&candidates[u].setting));
     // Settings the time left unraced.
     for c in candidates.iter_mut() {
         if c.runs.is_empty() && c.rejection.is_none() {
@@ -174,7 +172,7 @@ where
         let alive: Vec<usize> = alive(candidates);
         for (n, &i) in alive.iter().enumerate() {
             while candidates[i].runs.len() < target as usize && candidates[i].rejection.is_none() {
-                if bounds.max_time.is_some_and(|t| began.elapsed() >= t) {
+                if bounds.out_of_time(began) {
                     return Ok(true);
                 }
                 // About: this round's runs left, the next round's (half the settings, as many
@@ -277,7 +275,7 @@ fn halve(candidates: &mut [Candidate]) {
         return;
     };
     let leader_rates = candidates[leader].rates();
-    let leader_img_per_s = median(&leader_rates).unwrap_or(0.0);
+    let leader_img_per_s = candidates[leader].median().unwrap_or(0.0);
     let keep = alive.len().div_ceil(2);
     for (rank, &i) in alive.iter().enumerate().skip(1) {
         let rates = candidates[i].rates();
@@ -286,7 +284,7 @@ fn halve(candidates: &mut [Candidate]) {
             && stats::relative_change_ci(&leader_rates, &rates).is_some_and(|(_, hi)| hi < 0.0);
         if surely || rank >= keep {
             candidates[i].rejection = Some(Rejection::Slower {
-                img_per_s: median(&rates).unwrap_or(0.0),
+                img_per_s: candidates[i].median().unwrap_or(0.0),
                 leader_img_per_s,
                 surely,
             });
