@@ -28,6 +28,8 @@ const GRID: &[&str] = &[
     "no",
     "--tune-start",
     "fork",
+    "--tune-strategy",
+    "file_descriptor",
     "--format",
     "json",
 ];
@@ -136,10 +138,20 @@ fn a_real_torch_dataset_s_pick_passes_five_runs_of_five_under_the_budget() {
         pick["needs_bytes"].as_u64().unwrap().is_multiple_of(batch),
         "{pick:#}"
     );
+    // Both of torch's strategies were tried (each trial real torch's own).
+    let names: Vec<&str> = (tuned["candidates"].as_array().unwrap().iter())
+        .filter(|c| !c["runs"].as_array().unwrap().is_empty())
+        .map(|c| c["name"].as_str().unwrap())
+        .collect();
+    assert!(
+        names.iter().any(|n| n.ends_with("-file_system")),
+        "{names:?}"
+    );
     let (workers, prefetch) = (
         setting["workers"].to_string(),
         setting["prefetch"].to_string(),
     );
+    let strategy = setting["strategy"].as_str().unwrap();
     let out = temp_dir("tune-torch");
     let rows = out.as_ref().join("rows.csv");
     let mut run = vec![
@@ -151,7 +163,8 @@ fn a_real_torch_dataset_s_pick_passes_five_runs_of_five_under_the_budget() {
         "--prefetch",
         &prefetch,
     ];
-    run.extend(["--start-method", "fork", "--out", rows.to_str().unwrap()]);
+    run.extend(["--start-method", "fork", "--strategy", strategy]);
+    run.extend(["--out", rows.to_str().unwrap()]);
     run.extend(common);
     let o = shmbench(&run);
     assert_eq!(

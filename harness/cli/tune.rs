@@ -7,7 +7,7 @@ use anyhow::{bail, Result};
 
 use super::text_or_json::TextOrJson as Format;
 use crate::model::config::CellConfig;
-use crate::model::knobs::{Knobs, Loader, RuntimeKind, StartMethod};
+use crate::model::knobs::{Knobs, Loader, RuntimeKind, StartMethod, Strategy};
 use crate::model::size::ByteSize;
 use crate::plan::resolve;
 use crate::present::report::plots::{self, frontier};
@@ -60,6 +60,14 @@ pub(crate) struct Args {
     /// Start methods to try [default: fork,forkserver]
     #[arg(long, value_delimiter = ',', value_name = "METHOD,...", value_parser = super::choice::choice::<StartMethod>())]
     pub(crate) tune_start: Vec<StartMethod>,
+    /// Sharing strategies to try (torch.multiprocessing.set_sharing_strategy)
+    /// [default: file_descriptor,file_system]
+    #[arg(long, value_delimiter = ',', value_name = "STRATEGY,...", value_parser = super::choice::choice::<Strategy>())]
+    pub(crate) tune_strategy: Vec<Strategy>,
+    /// persistent_workers values to try: yes, no [default: no,yes with --epochs 2 or more (a
+    /// trial of one epoch never respawns its workers); else the loader's, --persistent-workers]
+    #[arg(long, value_delimiter = ',', value_name = "yes|no,...", value_parser = yes_no)]
+    pub(crate) tune_persistent: Vec<bool>,
     /// Also run every setting of the grid --grid-runs times and judge the pick by it (within
     /// --within of the grid's best, never a setting that failed a run of it), with each one's
     /// trial time: a check of the search on this machine, many times longer than the search
@@ -141,22 +149,25 @@ pub(crate) fn run(args: Args) -> Result<ExitCode> {
     let mut base = resolve::tool_config("tune", least, &super::platform())?;
     base.knobs.memory = knobs.memory;
     let loader = torch_loader(&args, &mut base, &mut space)?;
-    let usual = setting::usual_guess(cpus, base.knobs.start_method);
+    let usual = setting::usual_guess(cpus, &base);
     let settings = space.settings();
-    // The usual guess is always measured, so the pick is said against it (never picked from
-    // outside the grid).
-    for s in settings.iter().chain([&usual]) {
-        if let Err(e) = trial::cell(&s.apply(&base), shm_bytes).validate(mem_total()) {
-            bail!("the setting {}: --{e}", s.name());
-        }
-    }
+    let (memory_bytes, memory_from) = memory_budget(knobs);
     let bounds = Bounds {
         shm_bytes,
         margin: args.margin,
         most_runs: args.most_runs,
         margin_runs: 2,
         max_time,
+        memory_bytes: Some(memory_bytes),
     };
+    // The usual guess is always measured, so the pick is said against it (never picked from
+    // outside the grid).
+    for s in settings.iter().chain([&usual]) {
+        let cell = trial::cell(&s.apply(&base), bounds.margin_bytes(), &bounds);
+        if let Err(e) = cell.validate(mem_total()) {
+            bail!("the setting {}: --{e}", s.name());
+        }
+    }
     signals::install();
     let runtimes = trial::runtimes(&base)?;
     // The grid first, when validating: the search after it on the machine as the grid left it.
@@ -179,7 +190,7 @@ pub(crate) fn run(args: Args) -> Result<ExitCode> {
         &settings,
         Some(usual),
         bounds,
-        |config, bytes| trial::run(&runtimes, config, bytes),
+        |config, bytes| trial::run(&runtimes, config, bytes, &bounds),
         |p: &Progress| {
             runs = p.done;
             eprintln!("{}", progress_line(p, began.elapsed()));
@@ -193,23 +204,13 @@ pub(crate) fn run(args: Args) -> Result<ExitCode> {
     if let Some(dir) = &args.plot {
         plot(&tuned, dir)?;
     }
-    match args.format {
-        Format::Json => {
-            let json = match (&grid, &validation) {
-                (Some(grid), Some(validation)) => serde_json::json!({
-                    "search": tuned, "grid": grid, "validation": validation
-                }),
-                _ => serde_json::to_value(&tuned)?,
-            };
-            println!("{}", serde_json::to_string_pretty(&json)?)
-        }
-        Format::Text => {
-            println!("{}", pick_text::render(&tuned, &base, &loader, budget_from));
-            if let (Some(grid), Some(validation)) = (&grid, &validation) {
-                println!("\n{}", grid_text::render(grid, &tuned, validation));
-            }
-        }
-    }
+    let from = pick_text::From {
+        shm: budget_from,
+        memory: memory_from,
+    };
+    print(args.format, &tuned, &grid, &validation, || {
+        pick_text::render(&tuned, &base, &loader, from)
+    })?;
     // No pick is an answer, not a failure of the tool; said by the exit status for scripts
     // (and a search the grid disagrees with, under --validate, where agreeing on none is still
     // no pick).
@@ -218,6 +219,35 @@ pub(crate) fn run(args: Args) -> Result<ExitCode> {
         (Some(_), None) => ExitCode::SUCCESS,
         _ => ExitCode::from(1),
     })
+}
+
+/// The result on stdout: the search (`text` its words), and the grid and its verdict under
+/// --validate.
+fn print(
+    format: Format,
+    tuned: &Tuned,
+    grid: &Option<grid::Grid>,
+    validation: &Option<grid::Validation>,
+    text: impl FnOnce() -> String,
+) -> Result<()> {
+    match format {
+        Format::Json => {
+            let json = match (grid, validation) {
+                (Some(grid), Some(validation)) => serde_json::json!({
+                    "search": tuned, "grid": grid, "validation": validation
+                }),
+                _ => serde_json::to_value(tuned)?,
+            };
+            println!("{}", serde_json::to_string_pretty(&json)?)
+        }
+        Format::Text => {
+            println!("{}", text());
+            if let (Some(grid), Some(validation)) = (grid, validation) {
+                println!("\n{}", grid_text::render(grid, tuned, validation));
+            }
+        }
+    }
+    Ok(())
 }
 
 /// A torch tune's Python and Dataset read into `base` (trial::torch_loader), pin_memory left out
@@ -292,6 +322,15 @@ fn space(args: &Args, cpus: u32) -> Result<Space> {
     if let Some(start) = knobs.start_method {
         defaults.start_methods = vec![start];
     }
+    if let Some(strategy) = knobs.strategy {
+        defaults.strategies = vec![strategy];
+    }
+    // Respawned workers cost only at an epoch's end: a one-epoch trial cannot tell them apart.
+    defaults.persistent_workers = match (knobs.persistent_workers, knobs.epochs) {
+        (Some(given), _) => vec![given],
+        (None, Some(epochs)) if epochs > 1 => vec![false, true],
+        (None, _) => vec![true],
+    };
     fn or<T>(given: Vec<T>, default: Vec<T>) -> Vec<T> {
         if given.is_empty() {
             default
@@ -304,6 +343,8 @@ fn space(args: &Args, cpus: u32) -> Result<Space> {
         prefetch: or(args.tune_prefetch.clone(), defaults.prefetch),
         pin_memory: or(args.tune_pin.clone(), defaults.pin_memory),
         start_methods: or(args.tune_start.clone(), defaults.start_methods),
+        strategies: or(args.tune_strategy.clone(), defaults.strategies),
+        persistent_workers: or(args.tune_persistent.clone(), defaults.persistent_workers),
     };
     if space.workers.contains(&0) || space.prefetch.contains(&0) {
         bail!("--tune-workers and --tune-prefetch take values of 1 or more (prefetch_factor needs workers)");
@@ -337,7 +378,7 @@ fn run_grid(
         base,
         settings,
         grid_bounds,
-        |config, bytes| trial::run(runtimes, config, bytes),
+        |config, bytes| trial::run(runtimes, config, bytes, &bounds),
         |p: &Progress| {
             runs = p.done;
             eprintln!("grid {}", progress_line(p, began.elapsed()));
@@ -379,6 +420,23 @@ fn budget(knobs: &Knobs, margin: f64) -> Result<(u64, Option<&'static str>)> {
     Ok((shm_bytes, budget_from))
 }
 
+/// The memory budget: --memory (each trial's limit too: a memory cgroup around its cell), else
+/// the limit this process runs under (a container's, a Slurm job's: the trials run under it as
+/// well), else this node's memory; and where it came from when not given.
+fn memory_budget(knobs: &Knobs) -> (u64, Option<&'static str>) {
+    match (knobs.memory, crate::sys::cgroup::memory_limit()) {
+        (Some(given), _) => (given.bytes(), None),
+        (None, Some(limit)) => (
+            limit,
+            Some("the limit this runs under, its cgroup's (give the job's with --memory)"),
+        ),
+        (None, None) => (
+            mem_total(),
+            Some("this node's, no limit here (give the job's with --memory)"),
+        ),
+    }
+}
+
 /// Refuses a flag tune cannot honour: a setting it chooses given twice (`--workers` fixes it,
 /// `--tune-workers` lists it), a runtime other than its own namespace cells, the real torch
 /// loader (not yet).
@@ -400,6 +458,14 @@ fn refuse_what_tune_sets(args: &Args) -> Result<()> {
         (
             "start-method",
             k.start_method.is_some() && !args.tune_start.is_empty(),
+        ),
+        (
+            "strategy",
+            k.strategy.is_some() && !args.tune_strategy.is_empty(),
+        ),
+        (
+            "persistent-workers",
+            k.persistent_workers.is_some() && !args.tune_persistent.is_empty(),
         ),
     ];
     if let Some((flag, _)) = twice.iter().find(|(_, both)| *both) {

@@ -165,6 +165,22 @@ pub fn stalled_bytes(config: &CellConfig) -> u64 {
     batches_bytes(config, config.max_outstanding() + held) + dataset_bytes(config)
 }
 
+/// Memory the loader holds at least when training stalls: its /dev/shm ([`stalled_bytes`]:
+/// tmpfs pages are charged to the memory cgroup of the process that wrote them) and, with
+/// pin_memory, the batches in private memory: every outstanding batch pinned, the two the loop
+/// holds and the one being copied (in both places while it is). The processes' own memory
+/// (the interpreter, torch, the Dataset's copies) comes on top; a memfd strategy's batches are
+/// memory too, a disk strategy's page cache is not counted (it can be written back).
+pub fn stalled_memory_bytes(config: &CellConfig) -> u64 {
+    let pinned = match (config.knobs.pin_memory, config.knobs.strategy) {
+        (_, Strategy::Disk) => 0,
+        (true, _) => batches_bytes(config, config.max_outstanding() + 3),
+        (false, Strategy::Memfd) => batches_bytes(config, config.max_outstanding() + 2),
+        (false, _) => 0,
+    };
+    stalled_bytes(config) + pinned
+}
+
 /// Bytes of tmpfs that `batches` batches occupy (whole pages).
 pub fn batches_bytes(config: &CellConfig, batches: u64) -> u64 {
     batches * pages(config.batch_bytes()) * PAGE

@@ -6,6 +6,7 @@ use std::time::Duration;
 
 use serde::Serialize;
 
+use model::config::CellConfig;
 use model::estimate::median;
 use model::record::Status;
 
@@ -25,12 +26,37 @@ pub struct Bounds {
     pub margin_runs: u32,
     /// Stop racing after this long (the margin checks still run: a pick is never unchecked).
     pub max_time: Option<Duration>,
+    /// The memory the loader will have (its tmpfs pages count against it), where known: the
+    /// model leaves out what cannot fit in the margin of it either.
+    pub memory_bytes: Option<u64>,
 }
 
 impl Bounds {
     /// The smaller /dev/shm the pick must also pass in, in whole pages.
     pub fn margin_bytes(&self) -> u64 {
         ((self.shm_bytes as f64 * self.margin) as u64) / 4096 * 4096
+    }
+
+    /// The smaller memory the pick must also fit in.
+    pub fn margin_memory_bytes(&self) -> Option<u64> {
+        (self.memory_bytes).map(|m| ((m as f64 * self.margin) as u64) / 4096 * 4096)
+    }
+
+    /// Why the model leaves out a setting that needs `needs_bytes` of /dev/shm and at least
+    /// `needs_memory_bytes` of memory when training stalls; None where both fit in the margin.
+    pub fn wont_fit(&self, needs_bytes: u64, needs_memory_bytes: u64) -> Option<Rejection> {
+        let room_bytes = self.margin_bytes();
+        if needs_bytes > room_bytes {
+            return Some(Rejection::WontFit {
+                needs_bytes,
+                room_bytes,
+            });
+        }
+        let room_bytes = self.margin_memory_bytes()?;
+        (needs_memory_bytes > room_bytes).then_some(Rejection::WontFitMemory {
+            needs_bytes: needs_memory_bytes,
+            room_bytes,
+        })
     }
 
     /// Whether `max_time` has passed since `began`.
@@ -51,6 +77,9 @@ pub struct Run {
     /// Why it ended so (`explain`'s cause), where it failed and the tracer named one.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub cause: Option<String>,
+    /// Its memory limit (`--memory`, or its margin), where it had one of its own.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub memory_bytes: Option<u64>,
 }
 
 /// Why a setting was not picked.
@@ -60,12 +89,19 @@ pub enum Rejection {
     /// The model says it needs more than the margin leaves when training stalls (every
     /// worker's prefetch full).
     WontFit { needs_bytes: u64, room_bytes: u64 },
+    /// The model says it needs more memory than the margin of the memory budget leaves when
+    /// training stalls: its /dev/shm (tmpfs pages are charged to the memory cgroup of the
+    /// process that wrote them) and the batches it pins in private memory, before any
+    /// process's own.
+    WontFitMemory { needs_bytes: u64, room_bytes: u64 },
     /// A run ended without passing, at the budget or at the margin.
     Failed {
         status: Status,
         crash_step: Option<u64>,
         shm_bytes: u64,
         cause: Option<String>,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        memory_bytes: Option<u64>,
     },
     /// Raced and lost: slower than the leader, surely (the interval of the change of medians
     /// is below 0) or among the slower half when the runs were halved.
@@ -93,8 +129,11 @@ pub struct Candidate {
     pub setting: Setting,
     /// Its short name (`w4-p2-pin-forkserver`).
     pub name: String,
-    /// /dev/shm it needs at its peak, as the model says.
+    /// /dev/shm it needs when training stalls, as the model says.
     pub needs_bytes: u64,
+    /// Memory it needs at least when training stalls, as the model says (its /dev/shm and its
+    /// pinned batches; the processes' own memory comes on top).
+    pub needs_memory_bytes: u64,
     /// Its runs: the screen's at the budget, then the race's and the margin checks' at the
     /// margin.
     pub runs: Vec<Run>,
@@ -107,12 +146,27 @@ pub struct Candidate {
 }
 
 impl Candidate {
+    /// A setting of the loader `base` not yet run, with what the model says it needs; rejected
+    /// where that does not fit in `bounds`' margin.
+    pub(crate) fn modelled(setting: Setting, base: &CellConfig, bounds: &Bounds) -> Self {
+        let (needs_bytes, needs_memory_bytes) = (setting.needs(base), setting.needs_memory(base));
+        Candidate {
+            needs_memory_bytes,
+            ..Candidate::new(
+                setting,
+                needs_bytes,
+                bounds.wont_fit(needs_bytes, needs_memory_bytes),
+            )
+        }
+    }
+
     /// A setting not yet run; `rejection` set where the model leaves it out.
     pub(crate) fn new(setting: Setting, needs_bytes: u64, rejection: Option<Rejection>) -> Self {
         Candidate {
             setting,
             name: setting.name(),
             needs_bytes,
+            needs_memory_bytes: 0,
             runs: Vec::new(),
             img_per_s: None,
             rejection,

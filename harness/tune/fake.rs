@@ -10,7 +10,7 @@ use super::candidate::{Bounds, Run};
 use super::setting::Setting;
 
 /// A machine where img/s grows with workers up to 2, prefetch helps a little, pinning costs
-/// 10%, and a run crashes when its setting uses more than the /dev/shm it has (its use the
+/// 10%, respawning the workers every epoch costs 20% where a trial has more than one, and a run crashes when its setting uses more than the /dev/shm it has (its use the
 /// model's need times `under`: a model that under-predicts), and `flaky`'s one run in three.
 pub(crate) fn machine(
     under: f64,
@@ -25,11 +25,15 @@ pub(crate) fn machine(
             prefetch: k.prefetch,
             pin_memory: k.pin_memory,
             start_method: k.start_method,
+            strategy: k.strategy,
+            persistent_workers: k.persistent_workers,
         };
+        let respawns = !k.persistent_workers && k.epochs > 1;
         let uses = plan::predict::peak_bytes(config) as f64 * under;
         let jitter = 1.0 + 0.01 * ((calls * 7919) % 5) as f64 / 5.0;
         let rate = 100.0 * f64::from(k.workers.min(2)) * (1.0 + 0.05 * f64::from(k.prefetch))
             / if k.pin_memory { 1.1 } else { 1.0 }
+            * if respawns { 0.8 } else { 1.0 }
             * jitter;
         let crash = uses > shm_bytes as f64 || (Some(setting) == flaky && calls.is_multiple_of(3));
         Ok(Run {
@@ -39,6 +43,7 @@ pub(crate) fn machine(
             img_per_s: (!crash).then_some(rate),
             seconds: if crash { 0.5 } else { 2.0 },
             cause: None,
+            memory_bytes: None,
         })
     }
 }
@@ -57,5 +62,6 @@ pub(crate) fn bounds(shm_bytes: u64) -> Bounds {
         most_runs: 3,
         margin_runs: 2,
         max_time: None,
+        memory_bytes: None,
     }
 }

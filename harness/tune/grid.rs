@@ -45,7 +45,10 @@ pub fn grid(
 ) -> Result<Grid> {
     let began = std::time::Instant::now();
     let mut candidates: Vec<Candidate> = (settings.iter())
-        .map(|s| Candidate::new(*s, s.needs(base), None))
+        .map(|s| Candidate {
+            rejection: None,
+            ..Candidate::modelled(*s, base, &bounds)
+        })
         .collect();
     let mut trials = Trials::new(base, trial, progress);
     let runs = bounds.most_runs.max(1) as usize;
@@ -74,8 +77,12 @@ pub fn grid(
                 rate(a).total_cmp(&rate(b))
             })
     };
-    let margin_bytes = bounds.margin_bytes();
-    let (best, best_fitting) = (best(&|_| true), best(&|c| c.needs_bytes <= margin_bytes));
+    let fits = |c: &Candidate| {
+        bounds
+            .wont_fit(c.needs_bytes, c.needs_memory_bytes)
+            .is_none()
+    };
+    let (best, best_fitting) = (best(&|_| true), best(&fits));
     Ok(Grid {
         shm_bytes: bounds.shm_bytes,
         seconds: seconds(&candidates),
@@ -160,7 +167,7 @@ mod tests {
             ..Space::for_cpus(2)
         };
         let settings = space.settings();
-        let usual = crate::setting::usual_guess(2, model::knobs::StartMethod::Fork);
+        let usual = crate::setting::usual_guess(2, &base());
         for mib in [24, 64, 128, 512] {
             let b = bounds(mib << 20);
             let grid = grid(&base(), &settings, b, machine(1.0, None), |_| {}).unwrap();

@@ -85,9 +85,10 @@ pub fn render(grid: &Grid, tuned: &Tuned, v: &Validation) -> String {
 /// Every setting, those that passed every run first, fastest first; the bests and the pick
 /// marked.
 fn table(out: &mut String, grid: &Grid, v: &Validation) {
+    let width = super::pick_text::name_width(&grid.candidates);
     let _ = writeln!(
         out,
-        "  {:<22} {:>12}  {:>5}  img/s (median of the runs at the budget)",
+        "  {:<width$} {:>12}  {:>5}  img/s (median of the runs at the budget)",
         "setting", "stalled need", "passed"
     );
     let mut order: Vec<usize> = (0..grid.candidates.len()).collect();
@@ -113,7 +114,7 @@ fn table(out: &mut String, grid: &Grid, v: &Validation) {
         };
         let _ = writeln!(
             out,
-            "  {:<22} {:>12}  {:>2}/{:<3}  {}{mark}",
+            "  {:<width$} {:>12}  {:>2}/{:<3}  {}{mark}",
             c.name,
             ByteSize(c.needs_bytes).to_string(),
             c.runs.iter().filter(|r| r.status.is_pass()).count(),
@@ -192,6 +193,7 @@ mod tests {
             crash_step: Some(2),
             shm_bytes: run.shm_bytes,
             cause: None,
+            memory_bytes: None,
         });
         let v = grid::validate(&failed, &tuned, 0.05);
         assert!(v.pick_failed && !v.agrees, "{v:#?}");

@@ -5,6 +5,7 @@
 use std::fmt::Write;
 
 use model::config::CellConfig;
+use model::knobs::Strategy;
 use model::size::ByteSize;
 
 use super::candidate::{Candidate, Rejection};
@@ -35,22 +36,41 @@ pub fn loader_words(base: &CellConfig, sample: Option<&str>) -> String {
     }
 }
 
-/// The whole text; `loader`: [`loader_words`]; `budget_from`: where the budget came from, when
-/// not `--shm-size`.
-pub fn render(tuned: &Tuned, base: &CellConfig, loader: &str, budget_from: Option<&str>) -> String {
+/// Where the budgets came from, when not given (`--shm-size`, `--memory`).
+#[derive(Clone, Copy, Default)]
+pub struct From<'a> {
+    pub shm: Option<&'a str>,
+    pub memory: Option<&'a str>,
+}
+
+/// The whole text; `loader`: [`loader_words`].
+pub fn render(tuned: &Tuned, base: &CellConfig, loader: &str, from: From) -> String {
     let mut out = String::new();
+    let width = name_width(&tuned.candidates);
     let _ = writeln!(
         out,
         "tune: the fastest DataLoader settings for {loader} in a /dev/shm of {}{} (a pick must also pass in {})",
         ByteSize(tuned.shm_bytes),
-        budget_from.map(|f| format!(", {f}")).unwrap_or_default(),
+        from.shm.map(|f| format!(", {f}")).unwrap_or_default(),
         ByteSize(tuned.margin_bytes)
     );
+    if let (Some(memory), Some(margin)) = (tuned.memory_bytes, tuned.margin_memory_bytes) {
+        let how = match from.memory {
+            Some(f) => format!(", {f}"),
+            None => format!(", each trial's limit ({} at the margin)", ByteSize(margin)),
+        };
+        let _ = writeln!(
+            out,
+            "memory:     {}{how}; a setting whose /dev/shm and pinned batches need over {} when training stalls is left out",
+            ByteSize(memory),
+            ByteSize(margin)
+        );
+    }
     match tuned.pick.map(|i| &tuned.candidates[i]) {
         Some(pick) => {
             let _ = writeln!(
                 out,
-                "pick:       {:<22} {}, needs {} when training stalls",
+                "pick:       {:<width$} {}, needs {} when training stalls",
                 pick.setting.name(),
                 rate_words(pick),
                 ByteSize(pick.needs_bytes)
@@ -75,7 +95,7 @@ pub fn render(tuned: &Tuned, base: &CellConfig, loader: &str, budget_from: Optio
         };
         let _ = writeln!(
             out,
-            "runner-up:  {:<22} {}{fewer}",
+            "runner-up:  {:<width$} {}{fewer}",
             runner.setting.name(),
             rate_words(runner)
         );
@@ -123,24 +143,23 @@ fn usual_words(tuned: &Tuned, c: &Candidate) -> String {
     };
     let fate = match &c.rejection {
         _ if c.runs.is_empty() => "not run: the time ran out first".to_string(),
-        Some(Rejection::Failed {
-            status,
-            crash_step,
-            shm_bytes,
-            ..
-        }) => format!(
-            "{status}{} in {}",
-            crash_step
-                .map(|s| format!(" at step {s}"))
-                .unwrap_or_default(),
-            ByteSize(*shm_bytes)
-        ),
+        Some(failed @ Rejection::Failed { .. }) => ended(failed),
         Some(Rejection::WontFit { needs_bytes, .. }) => {
             let ran = match c.median() {
                 Some(rate) => format!("; passed once, {rate:.0} img/s, with no room for a stall"),
                 None => String::new(),
             };
             format!("needs {} when training stalls{ran}", ByteSize(*needs_bytes))
+        }
+        Some(Rejection::WontFitMemory { needs_bytes, .. }) => {
+            let ran = match c.median() {
+                Some(rate) => format!("; passed once, {rate:.0} img/s"),
+                None => String::new(),
+            };
+            format!(
+                "needs at least {} of memory when training stalls{ran}",
+                ByteSize(*needs_bytes)
+            )
         }
         _ => {
             let ratio = tuned
@@ -155,33 +174,57 @@ fn usual_words(tuned: &Tuned, c: &Candidate) -> String {
     format!("usual guess {name} (num_workers = the cores{outside}): {fate}")
 }
 
+/// The column settings' names are padded to: the longest that ran (a strategy and respawned
+/// workers lengthen them), at least 22.
+pub(crate) fn name_width(candidates: &[Candidate]) -> usize {
+    (candidates.iter())
+        .filter(|c| !c.runs.is_empty())
+        .map(|c| c.name.len())
+        .fold(22, usize::max)
+}
+
+/// How a failed run ended: `sigbus at step 2 in 64 MiB`, with its memory limit where it had
+/// one.
+fn ended(failed: &Rejection) -> String {
+    let Rejection::Failed {
+        status,
+        crash_step,
+        shm_bytes,
+        memory_bytes,
+        ..
+    } = failed
+    else {
+        return String::new();
+    };
+    let step = crash_step.map(|s| format!(" at step {s}"));
+    let memory = memory_bytes.map(|m| format!(" with {} of memory", ByteSize(m)));
+    format!(
+        "{status}{} in {}{}",
+        step.unwrap_or_default(),
+        ByteSize(*shm_bytes),
+        memory.unwrap_or_default()
+    )
+}
+
 /// Each setting that failed a run, and a count of the rest by why.
 fn rejections(out: &mut String, tuned: &Tuned) {
     let failed: Vec<&Candidate> = (tuned.candidates.iter())
         .filter(|c| matches!(c.rejection, Some(Rejection::Failed { .. })))
         .collect();
     if !failed.is_empty() {
+        let width = name_width(&tuned.candidates);
         let _ = writeln!(out, "failed a run (never picked):");
         for c in failed {
-            if let Some(Rejection::Failed {
-                status,
-                crash_step,
-                shm_bytes,
-                cause,
-            }) = &c.rejection
-            {
-                let step = crash_step
-                    .map(|s| format!(" at step {s}"))
-                    .unwrap_or_default();
+            if let Some(failed @ Rejection::Failed { cause, .. }) = &c.rejection {
                 let cause = cause
                     .as_ref()
                     .map(|c| format!(", cause: {c}"))
                     .unwrap_or_default();
                 let _ = writeln!(
                     out,
-                    "  {:<22} {status}{step} in {}{cause} (the model says it needs {})",
+                    "  {:<width$} {}{cause} (the model says it needs {})",
                     c.setting.name(),
-                    ByteSize(*shm_bytes),
+                    ended(failed),
                     ByteSize(c.needs_bytes)
                 );
             }
@@ -192,23 +235,36 @@ fn rejections(out: &mut String, tuned: &Tuned) {
             .filter(|c| c.rejection.as_ref().is_some_and(f))
             .count()
     };
-    let wont_fit: Vec<u64> = (tuned.candidates.iter())
-        .filter_map(|c| match c.rejection {
-            Some(Rejection::WontFit { needs_bytes, .. }) => Some(needs_bytes),
-            _ => None,
-        })
-        .collect();
     let mut parts = Vec::new();
-    if let (Some(lo), Some(hi)) = (wont_fit.iter().min(), wont_fit.iter().max()) {
-        let needs = match lo == hi {
-            true => ByteSize(*lo).to_string(),
-            false => format!("{} to {}", ByteSize(*lo), ByteSize(*hi)),
-        };
-        parts.push(format!(
-            "{} would not fit in {} when training stalls (every worker's prefetch full: {needs})",
-            wont_fit.len(),
-            ByteSize(tuned.margin_bytes),
-        ));
+    let shm_room = ByteSize(tuned.margin_bytes).to_string();
+    let memory_room =
+        (tuned.margin_memory_bytes).map_or(String::new(), |m| ByteSize(m).to_string());
+    for (of, room, what) in [
+        (false, shm_room, "every worker's prefetch full"),
+        (true, memory_room, "their /dev/shm and pinned batches"),
+    ] {
+        let needs: Vec<u64> = (tuned.candidates.iter())
+            .filter_map(|c| match (&c.rejection, of) {
+                (Some(Rejection::WontFit { needs_bytes, .. }), false) => Some(*needs_bytes),
+                (Some(Rejection::WontFitMemory { needs_bytes, .. }), true) => Some(*needs_bytes),
+                _ => None,
+            })
+            .collect();
+        if let (Some(lo), Some(hi)) = (needs.iter().min(), needs.iter().max()) {
+            let range = match lo == hi {
+                true => ByteSize(*lo).to_string(),
+                false => format!("{} to {}", ByteSize(*lo), ByteSize(*hi)),
+            };
+            let room = if of {
+                format!("{room} of memory")
+            } else {
+                room
+            };
+            parts.push(format!(
+                "{} would not fit in {room} when training stalls ({what}: {range})",
+                needs.len(),
+            ));
+        }
     }
     let screened = count(|r| matches!(r, Rejection::Screened { .. }));
     if screened > 0 {
@@ -270,11 +326,20 @@ fn frontier(out: &mut String, tuned: &Tuned) {
     }
 }
 
-/// The lines to paste: the DataLoader's arguments and the /dev/shm to give it.
+/// The lines to paste: the sharing strategy, the DataLoader's arguments and the /dev/shm to
+/// give it.
 fn paste(out: &mut String, s: &Setting, base: &CellConfig, tuned: &Tuned) {
     let python = |b: bool| if b { "True" } else { "False" };
     let mib = tuned.shm_bytes.div_ceil(1 << 20);
     let _ = writeln!(out, "paste:");
+    // Process-wide, and torch's default is file_descriptor: said only when it is not.
+    if s.strategy != Strategy::FileDescriptor {
+        let _ = writeln!(
+            out,
+            "  torch.multiprocessing.set_sharing_strategy(\"{}\")",
+            s.strategy
+        );
+    }
     let _ = writeln!(
         out,
         "  DataLoader(dataset, batch_size={}, num_workers={}, prefetch_factor={}, pin_memory={}, persistent_workers={}, multiprocessing_context=\"{}\")",
@@ -282,7 +347,7 @@ fn paste(out: &mut String, s: &Setting, base: &CellConfig, tuned: &Tuned) {
         s.workers,
         s.prefetch,
         python(s.pin_memory),
-        python(base.knobs.persistent_workers),
+        python(s.persistent_workers),
         s.start_method
     );
     let _ = writeln!(

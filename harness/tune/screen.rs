@@ -3,26 +3,25 @@
 //! away runs once (each other worker count, prefetch, pinning; the rest held); then the same from
 //! the fastest setting so far, and from the second fastest, until the two fastest have had their
 //! neighbours run. Knobs interact (pinning pays only where the workers keep batches waiting), so
-//! the walk goes on from wherever the leaders are, not along each knob once. The start method
-//! changes how a loader starts and what it pickles, not how fast it goes (fork and forkserver
-//! twins tie, and ties stall a walk), so the walk keeps the first setting's method and the
-//! leaders' twins are run after it; another method is walked too only where it fits settings
-//! the walked one cannot (a Dataset's tensors pickled into /dev/shm make forkserver's settings
-//! bigger than fork's). A grid of W x P x 2 x 2 settings costs a few times W + P runs instead
-//! of 4WP. The screened settings close to
-//! the best go on to the race ([`field`]); the rest keep why they were left.
+//! the walk goes on from wherever the leaders are, not along each knob once. A setting's mode
+//! (start method, sharing strategy, persistent workers) changes how a loader starts, what it
+//! pickles and how a batch crosses, and mostly not how fast it goes (fork and forkserver twins
+//! tie, and ties stall a walk), so the walk keeps the first setting's mode and the leaders'
+//! twins, one part of the mode changed, are run after it; another mode is walked too only where
+//! it fits settings the walked one cannot (a Dataset's tensors pickled into /dev/shm make
+//! forkserver's settings bigger than fork's). A grid of W x P x 2 x 8 modes costs a few times
+//! W + P runs instead of 16WP. The screened settings close to the best go on to the race
+//! ([`field`]); the rest keep why they were left.
 
 use std::cmp::Reverse;
 use std::time::Instant;
 
 use anyhow::Result;
 
-use model::config::CellConfig;
-use model::knobs::StartMethod;
-
 use super::candidate::{Bounds, Candidate, Rejection, Run};
-use super::setting::Setting;
+use super::setting::{Mode, Setting};
 use super::trials::{Progress, Trials};
+use model::config::CellConfig;
 
 /// The walk expands the neighbours of the fastest this many settings (two, not one: a single
 /// path stops where the best's neighbours cannot fit though a setting beside them could lead on).
@@ -33,23 +32,34 @@ pub const FIELD: usize = 4;
 pub const CLOSE: f64 = 0.10;
 
 /// How many of the speed knobs (workers, prefetch, pinning) `a` and `b` differ in, or None if
-/// their start methods differ.
+/// their modes differ.
 fn distance(a: &Setting, b: &Setting) -> Option<usize> {
+    (a.mode() == b.mode()).then(|| knobs_apart(a, b))
+}
+
+/// How many of the speed knobs `a` and `b` differ in.
+fn knobs_apart(a: &Setting, b: &Setting) -> usize {
     let differ = [
         a.workers != b.workers,
         a.prefetch != b.prefetch,
         a.pin_memory != b.pin_memory,
     ];
-    (a.start_method == b.start_method).then(|| differ.iter().filter(|d| **d).count())
+    differ.iter().filter(|d| **d).count()
 }
 
-/// Whether `a` and `b` are twins: the same but for the start method (or the same setting).
-fn twinned(a: &Setting, b: &Setting) -> bool {
-    (a.workers, a.prefetch, a.pin_memory) == (b.workers, b.prefetch, b.pin_memory)
+/// How many parts of the mode (start method, strategy, persistent workers) `a` and `b` differ
+/// in.
+fn modes_apart(a: &Setting, b: &Setting) -> usize {
+    let differ = [
+        a.start_method != b.start_method,
+        a.strategy != b.strategy,
+        a.persistent_workers != b.persistent_workers,
+    ];
+    differ.iter().filter(|d| **d).count()
 }
 
 /// The settings still in (none failed, the model lets them fit) that have not run, one knob away
-/// from `pivot` in its start method, workers first.
+/// from `pivot` in its mode, workers first.
 fn neighbours(candidates: &[Candidate], pivot: &Setting) -> Vec<usize> {
     let mut todo: Vec<usize> = (0..candidates.len())
         .filter(|i| {
@@ -65,44 +75,43 @@ fn neighbours(candidates: &[Candidate], pivot: &Setting) -> Vec<usize> {
     todo
 }
 
-/// The settings still in that have not run and differ from `pivot` in the start method only.
+/// The settings still in that have not run and differ from `pivot` in one part of the mode
+/// only (the start method, the strategy or persistent workers).
 fn twins(candidates: &[Candidate], pivot: &Setting) -> Vec<usize> {
     (0..candidates.len())
         .filter(|i| {
             let c = &candidates[*i];
-            let s = &c.setting;
             c.rejection.is_none()
                 && c.runs.is_empty()
-                && s.start_method != pivot.start_method
-                && twinned(s, pivot)
+                && c.setting.twinned(pivot)
+                && modes_apart(&c.setting, pivot) == 1
         })
         .collect()
 }
 
-/// Where the screen begins: the setting still in nearest the usual guess (its start method
-/// first, then the fewest knobs apart, then the most workers and prefetch: nearest what the user
-/// would run). Without a usual guess, the one with the most workers.
+/// Where the screen begins: the setting still in nearest the usual guess (the fewest parts of
+/// its mode apart first, then the fewest knobs apart, then the most workers and prefetch:
+/// nearest what the user would run). Without a usual guess, the one with the most workers.
 fn start(candidates: &[Candidate], usual: Option<&Setting>) -> Option<usize> {
     (0..candidates.len())
         .filter(|i| candidates[*i].rejection.is_none())
         .min_by_key(|i| {
             let s = &candidates[*i].setting;
-            let apart = usual.map_or(Some(0), |u| distance(s, u));
             (
-                apart.is_none(),
-                apart,
+                usual.map_or(0, |u| modes_apart(s, u)),
+                usual.map_or(0, |u| knobs_apart(s, u)),
                 Reverse(s.workers),
                 Reverse(s.prefetch),
             )
         })
 }
 
-/// The [`BEAM`] settings still in with the fastest passing runs, fastest first; of one start
-/// method, or of any.
-fn leaders(candidates: &[Candidate], method: Option<StartMethod>) -> Vec<usize> {
+/// The [`BEAM`] settings still in with the fastest passing runs, fastest first; of one mode,
+/// or of any.
+fn leaders(candidates: &[Candidate], mode: Option<Mode>) -> Vec<usize> {
     let mut passed: Vec<(usize, f64)> = (0..candidates.len())
         .filter(|i| candidates[*i].rejection.is_none())
-        .filter(|i| method.is_none_or(|m| candidates[*i].setting.start_method == m))
+        .filter(|i| mode.is_none_or(|m| candidates[*i].setting.mode() == m))
         .filter_map(|i| Some((i, candidates[i].median()?)))
         .collect();
     passed.sort_by(|a, b| b.1.total_cmp(&a.1));
@@ -143,7 +152,7 @@ where
     };
     let mut walked = Vec::new();
     loop {
-        walked.push(candidates[from].setting.start_method);
+        walked.push(candidates[from].setting.mode());
         if screen.walk(candidates, from)? {
             return Ok(true);
         }
@@ -165,28 +174,33 @@ where
     }
 }
 
-/// Where to walk next: a start method not yet walked that fits a setting whose twins in every
-/// walked method do not fit (forkserver and spawn move the Dataset's tensors into /dev/shm, so
-/// fork may fit more workers), from its fastest twin that passed, else from its setting with
-/// the most workers and prefetch. None: every method's room was walked, or the twins of the
-/// walked leaders cover it.
-fn roomier(candidates: &[Candidate], walked: &[StartMethod]) -> Option<usize> {
-    let fits = |c: &Candidate| !matches!(c.rejection, Some(Rejection::WontFit { .. }));
-    let twin_fits = |c: &Candidate, method: StartMethod| {
+/// Where to walk next: a mode not yet walked that fits a setting whose twins in every walked
+/// mode do not fit (forkserver and spawn move the Dataset's tensors into /dev/shm, so fork may
+/// fit more workers), from its fastest setting that passed, else from its setting with the
+/// most workers and prefetch. None: every mode's room was walked, or the twins of the walked
+/// leaders cover it.
+fn roomier(candidates: &[Candidate], walked: &[Mode]) -> Option<usize> {
+    let fits = |c: &Candidate| {
+        !matches!(
+            c.rejection,
+            Some(Rejection::WontFit { .. } | Rejection::WontFitMemory { .. })
+        )
+    };
+    let twin_fits = |c: &Candidate, mode: Mode| {
         candidates
             .iter()
-            .any(|t| t.setting.start_method == method && twinned(&t.setting, &c.setting) && fits(t))
+            .any(|t| t.setting.mode() == mode && t.setting.twinned(&c.setting) && fits(t))
     };
-    let method = (candidates.iter())
-        .filter(|c| !walked.contains(&c.setting.start_method) && fits(c))
+    let mode = (candidates.iter())
+        .filter(|c| !walked.contains(&c.setting.mode()) && fits(c))
         .find(|c| !walked.iter().any(|m| twin_fits(c, *m)))?
         .setting
-        .start_method;
-    let in_method = |i: &usize| candidates[*i].setting.start_method == method;
-    let best = leaders(candidates, Some(method)).first().copied();
+        .mode();
+    let in_mode = |i: &usize| candidates[*i].setting.mode() == mode;
+    let best = leaders(candidates, Some(mode)).first().copied();
     best.or_else(|| {
         (0..candidates.len())
-            .filter(|i| in_method(i) && candidates[*i].rejection.is_none())
+            .filter(|i| in_mode(i) && candidates[*i].rejection.is_none())
             .max_by_key(|i| {
                 (
                     candidates[*i].setting.workers,
@@ -229,23 +243,23 @@ where
         Ok(false)
     }
 
-    /// The walk in `from`'s start method: `from` run, then the fastest setting not yet expanded
+    /// The walk in `from`'s mode: `from` run, then the fastest setting not yet expanded
     /// among the [`BEAM`] fastest has its neighbours run, until the beam's are all expanded;
     /// while none has passed, the smallest setting that ran is expanded instead (a failure says
     /// to look smaller). Whether the time ran out.
     fn walk(&mut self, candidates: &mut [Candidate], from: usize) -> Result<bool> {
-        let method = candidates[from].setting.start_method;
+        let mode = candidates[from].setting.mode();
         if candidates[from].runs.is_empty() && self.run_all(candidates, &[from])? {
             return Ok(true);
         }
         let mut expanded: Vec<usize> = Vec::new();
         loop {
             let unexpanded = |i: &usize| !expanded.contains(i);
-            let leaders = leaders(candidates, Some(method));
+            let leaders = leaders(candidates, Some(mode));
             let next = match leaders.is_empty() {
                 false => leaders.into_iter().find(unexpanded),
                 true => smallest_run(candidates, |i| {
-                    unexpanded(i) && candidates[*i].setting.start_method == method
+                    unexpanded(i) && candidates[*i].setting.mode() == mode
                 }),
             };
             let Some(pivot) = next else {
@@ -291,7 +305,6 @@ mod tests {
     use super::*;
     use crate::fake::{base, bounds, machine};
     use crate::setting::{usual_guess, Space};
-    use model::knobs::StartMethod;
 
     fn candidates(settings: &[Setting]) -> Vec<Candidate> {
         (settings.iter())
@@ -301,22 +314,24 @@ mod tests {
 
     #[test]
     fn the_screen_runs_a_few_settings_and_finds_the_best_of_the_grid() {
-        // workers 1, 2, 4, 8 x prefetch 1, 2, 4 x pin x fork and forkserver: 48 settings.
+        // workers 1, 2, 4, 8 x prefetch 1, 2, 4 x pin x fork and forkserver x torch's two
+        // strategies: 96 settings.
         let space = Space {
             workers: vec![1, 2, 4, 8],
             ..Space::for_cpus(2)
         };
         let settings = space.settings();
         let mut all = candidates(&settings);
-        let usual = usual_guess(2, StartMethod::Fork);
+        let usual = usual_guess(2, &base());
         let b = bounds(1 << 30);
         let loader = base();
         let mut trials = Trials::new(&loader, machine(1.0, None), |_: &Progress| {});
         let spent = screen(&mut all, Some(&usual), &mut trials, b, Instant::now()).unwrap();
         assert!(!spent);
         let ran = all.iter().filter(|c| !c.runs.is_empty()).count();
-        // Each expansion: 3 other worker counts, 2 prefetches, pin, start method, less what ran.
-        assert!(ran <= 16, "{ran} of {} ran", settings.len());
+        // Each expansion: 3 other worker counts, 2 prefetches, pin, less what ran; then the two
+        // leaders' twins in the other start method and the other strategy.
+        assert!(ran <= 18, "{ran} of {} ran", settings.len());
         // The fake's best: 2+ workers, prefetch 4, no pinning.
         let top = &all[leaders(&all, None)[0]].setting;
         assert!(
@@ -346,7 +361,7 @@ mod tests {
                 room_bytes: 0,
             });
         }
-        let usual = usual_guess(2, StartMethod::Fork);
+        let usual = usual_guess(2, &base());
         let s = all[start(&all, Some(&usual)).unwrap()].setting;
         assert_eq!((s.workers, s.prefetch, s.pin_memory), (1, 2, false));
         // A setting that fails in the screen is rejected, never a pivot.

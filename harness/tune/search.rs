@@ -23,6 +23,9 @@ use super::trials::{Progress, Trials};
 pub struct Tuned {
     pub shm_bytes: u64,
     pub margin_bytes: u64,
+    /// The memory budget and its margin, where known.
+    pub memory_bytes: Option<u64>,
+    pub margin_memory_bytes: Option<u64>,
     /// Every setting of the grid, in the grid's order.
     pub candidates: Vec<Candidate>,
     /// Indices into `candidates`.
@@ -49,6 +52,7 @@ impl Tuned {
                     Some(
                         Rejection::Failed { .. }
                             | Rejection::WontFit { .. }
+                            | Rejection::WontFitMemory { .. }
                             | Rejection::OutsideGrid
                     )
                 )
@@ -89,14 +93,7 @@ pub fn search(
 ) -> Result<Tuned> {
     let margin_bytes = bounds.margin_bytes();
     let mut candidates: Vec<Candidate> = (settings.iter())
-        .map(|setting| {
-            let needs_bytes = setting.needs(base);
-            let wont_fit = (needs_bytes > margin_bytes).then_some(Rejection::WontFit {
-                needs_bytes,
-                room_bytes: margin_bytes,
-            });
-            Candidate::new(*setting, needs_bytes, wont_fit)
-        })
+        .map(|setting| Candidate::modelled(*setting, base, &bounds))
         .collect();
     let mut trials = Trials::new(base, trial, progress);
     let usual_setting = usual;
@@ -104,11 +101,11 @@ pub fn search(
     // The usual guess: raced where the grid holds it, else run once beside it, never picked.
     let usual = match usual {
         Some(u) if usual_outside_grid => {
-            candidates.push(Candidate::new(
-                u,
-                u.needs(base),
-                Some(Rejection::OutsideGrid),
-            ));
+            let outside = Candidate {
+                rejection: Some(Rejection::OutsideGrid),
+                ..Candidate::modelled(u, base, &bounds)
+            };
+            candidates.push(outside);
             Some(candidates.len() - 1)
         }
         Some(u) => candidates.iter().position(|c| c.setting == u),
@@ -144,6 +141,8 @@ pub fn search(
     Ok(Tuned {
         shm_bytes: bounds.shm_bytes,
         margin_bytes,
+        memory_bytes: bounds.memory_bytes,
+        margin_memory_bytes: bounds.margin_memory_bytes(),
         candidates,
         pick: passed.first().copied(),
         runner_up: passed.get(1).copied(),
@@ -306,7 +305,7 @@ mod tests {
         let settings = space.settings();
         let budget = 64 << 20;
         // The usual guess (2 workers, prefetch 2) is in the grid: it races as any other.
-        let usual = crate::setting::usual_guess(2, StartMethod::Fork);
+        let usual = crate::setting::usual_guess(2, &base());
         let tuned = search(
             &base(),
             &settings,
@@ -359,6 +358,8 @@ mod tests {
             prefetch: 4,
             pin_memory: false,
             start_method: StartMethod::Fork,
+            strategy: model::knobs::Strategy::FileDescriptor,
+            persistent_workers: true,
         };
         let tuned = search(
             &base(),
@@ -394,7 +395,7 @@ mod tests {
     #[test]
     fn the_usual_guess_runs_once_even_where_the_model_leaves_it_out() {
         let settings = Space::for_cpus(2).settings();
-        let usual = crate::setting::usual_guess(2, StartMethod::Fork);
+        let usual = crate::setting::usual_guess(2, &base());
         // 24 MiB: the usual guess needs 5 batches of 4.6 MiB when training stalls.
         let tuned = search(
             &base(),
@@ -426,8 +427,8 @@ mod tests {
             ..Space::for_cpus(2)
         };
         let settings = space.settings();
-        assert_eq!(settings.len(), 3 * 2 * 2, "a value given twice is one");
-        let usual = crate::setting::usual_guess(2, StartMethod::Fork);
+        assert_eq!(settings.len(), 3 * 2 * 2 * 2, "a value given twice is one");
+        let usual = crate::setting::usual_guess(2, &base());
         let tuned = search(
             &base(),
             &settings,
@@ -466,7 +467,9 @@ mod tests {
         let mut loader = base();
         loader.knobs.dataset_bytes = 32 << 20;
         let settings = Space::for_cpus(2).settings();
-        let usual = crate::setting::usual_guess(2, StartMethod::Forkserver);
+        loader.knobs.start_method = StartMethod::Forkserver;
+        let usual = crate::setting::usual_guess(2, &loader);
+        loader.knobs.start_method = StartMethod::Fork;
         let b = bounds(48 << 20);
         let run = search(
             &loader,
@@ -483,6 +486,68 @@ mod tests {
     }
 
     #[test]
+    fn respawned_workers_are_measured_where_a_trial_spans_epochs() {
+        // The user's loader respawns its workers every epoch (20% slower on the fake machine
+        // where a trial has two): the screen walks its mode and runs the leaders' twins.
+        let mut loader = base();
+        loader.knobs.epochs = 2;
+        loader.knobs.persistent_workers = false;
+        let space = Space {
+            persistent_workers: vec![false, true],
+            ..Space::for_cpus(2)
+        };
+        let usual = crate::setting::usual_guess(2, &loader);
+        let b = bounds(512 << 20);
+        let run = search(
+            &loader,
+            &space.settings(),
+            Some(usual),
+            b,
+            machine(1.0, None),
+            |_| {},
+        );
+        let tuned = run.unwrap();
+        let pick = tuned.candidates[tuned.pick.unwrap()].setting;
+        assert!(pick.persistent_workers, "{pick:?}");
+        let ran = |f: &dyn Fn(&Setting) -> bool| {
+            (tuned.candidates.iter()).any(|c| f(&c.setting) && !c.runs.is_empty())
+        };
+        assert!(ran(&|s| s.strategy == model::knobs::Strategy::FileSystem));
+        assert!(ran(&|s| s.start_method == StartMethod::Forkserver));
+    }
+
+    #[test]
+    fn a_memory_budget_leaves_out_what_its_shm_and_pinned_batches_cannot_fit() {
+        // Room in /dev/shm, 40 MiB of memory (34 MiB at the margin): batch 8 is 4.6 MiB.
+        let b = Bounds {
+            memory_bytes: Some(40 << 20),
+            ..bounds(512 << 20)
+        };
+        let settings = Space::for_cpus(2).settings();
+        let tuned = search(&base(), &settings, None, b, machine(1.0, None), |_| {}).unwrap();
+        let room = b.margin_memory_bytes().unwrap();
+        let pick = &tuned.candidates[tuned.pick.unwrap()];
+        assert!(pick.needs_memory_bytes <= room, "{pick:#?}");
+        let left_out: Vec<&Candidate> = (tuned.candidates.iter())
+            .filter(|c| matches!(c.rejection, Some(Rejection::WontFitMemory { .. })))
+            .collect();
+        assert!(!left_out.is_empty());
+        assert!(left_out
+            .iter()
+            .all(|c| c.runs.is_empty() && c.needs_bytes <= b.margin_bytes()));
+        // A pinned setting's batches are in private memory as well as in /dev/shm.
+        let (plain, pinned) = (
+            settings[0],
+            Setting {
+                pin_memory: true,
+                ..settings[0]
+            },
+        );
+        assert!(pinned.needs_memory(&base()) > plain.needs_memory(&base()));
+        assert_eq!(plain.needs_memory(&base()), plain.needs(&base()));
+    }
+
+    #[test]
     fn on_as_many_runs_the_faster_median_is_the_pick() {
         // One lucky screen run left a race of one (4048 img/s, then 688 and 637 at the
         // margin); a setting the screen dropped, topped up at the margin, is faster on as many
@@ -496,6 +561,7 @@ mod tests {
             img_per_s: Some(rate),
             seconds: 1.0,
             cause: None,
+            memory_bytes: None,
         };
         let mut lucky = Candidate::new(settings[0], 1, None);
         for (bytes, rate) in [(b.shm_bytes, 4048.0), (b.margin_bytes(), 688.0)] {

@@ -13,7 +13,7 @@ use model::size::ByteSize;
 use orchestrate::launcher::Launcher;
 use runtime::Runtimes;
 
-use super::candidate::Run;
+use super::candidate::{Bounds, Run};
 
 /// What a torch tune's Python and Dataset are.
 #[derive(Default)]
@@ -59,21 +59,31 @@ fn in_namespace(config: &CellConfig) -> CellConfig {
     config
 }
 
-/// `config` as a trial in a /dev/shm of `shm_bytes` runs it: a namespace cell of that size.
-pub fn cell(config: &CellConfig, shm_bytes: u64) -> CellConfig {
+/// `config` as a trial in a /dev/shm of `shm_bytes` runs it: a namespace cell of that size;
+/// where its memory is limited (`--memory`), a run below the budget, at the margin, has the
+/// margin of the memory too.
+pub fn cell(config: &CellConfig, shm_bytes: u64, bounds: &Bounds) -> CellConfig {
     let mut cell = in_namespace(config);
     cell.knobs.shm_size = Some(ByteSize(shm_bytes));
+    if shm_bytes < bounds.shm_bytes && cell.knobs.memory.is_some() {
+        cell.knobs.memory = bounds.margin_memory_bytes().map(ByteSize);
+    }
     cell
 }
 
-/// Runs `config` once under a /dev/shm of `shm_bytes`. An interrupt, or a cell that could not
+/// Runs `config` once under a /dev/shm of `shm_bytes` (the budget's or its margin's). An interrupt, or a cell that could not
 /// run at all (an error of the harness, not an ending of the loader), ends the search: no
 /// setting is rejected for what is not its own.
-pub fn run(launcher: &dyn Launcher, config: &CellConfig, shm_bytes: u64) -> Result<Run> {
+pub fn run(
+    launcher: &dyn Launcher,
+    config: &CellConfig,
+    shm_bytes: u64,
+    bounds: &Bounds,
+) -> Result<Run> {
     if let Some(signal) = launcher.interrupted() {
         bail!("interrupted by signal {signal}: the search stopped");
     }
-    let cell = cell(config, shm_bytes);
+    let cell = cell(config, shm_bytes, bounds);
     let began = std::time::Instant::now();
     let record = launcher.launch(&cell, &mut |_| {});
     let seconds = began.elapsed().as_secs_f64();
@@ -96,5 +106,6 @@ pub fn run(launcher: &dyn Launcher, config: &CellConfig, shm_bytes: u64) -> Resu
         cause: (record.explanation.as_ref())
             .filter(|_| !record.status.is_pass())
             .map(|e| e.cause.to_string()),
+        memory_bytes: cell.knobs.memory.map(|m| m.bytes()),
     })
 }

@@ -55,6 +55,7 @@ where
                 crash_step: one.crash_step,
                 shm_bytes,
                 cause: one.cause.clone(),
+                memory_bytes: one.memory_bytes,
             });
         }
         c.push(one);

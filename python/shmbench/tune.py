@@ -84,6 +84,10 @@ def tune(loader, shm_size=None, steps=40, compute_ms=None, max_time=None, args=(
     cmd = [binary(), "tune", "--loader", "torch", "--python", sys.executable, "--batch", str(batch)]
     persistent = bool(getattr(loader, "persistent_workers", False))
     cmd += ["--steps", str(steps), "--persistent-workers", str(persistent).lower(), "--format", "json"]
+    # The sharing strategy is this process's, for every tensor it shares, not the loader's: kept.
+    import torch.multiprocessing
+
+    cmd += ["--strategy", torch.multiprocessing.get_sharing_strategy()]
     if shm_size is not None:
         cmd += ["--shm-size", str(shm_size)]
     if compute_ms is not None:
@@ -99,7 +103,7 @@ def tune(loader, shm_size=None, steps=40, compute_ms=None, max_time=None, args=(
         out = _run(cmd)
     finally:
         shutil.rmtree(folder, ignore_errors=True)
-    return _result(out, persistent)
+    return _result(out)
 
 
 def _own_collate(loader):
@@ -205,7 +209,7 @@ def _die_with_parent():
         pass
 
 
-def _result(out, persistent):
+def _result(out):
     whole = json.loads(out)
     # Under --validate the search's result sits beside the grid's.
     report = whole.get("search", whole)
@@ -218,7 +222,7 @@ def _result(out, persistent):
         "num_workers": setting["workers"],
         "prefetch_factor": setting["prefetch"],
         "pin_memory": setting["pin_memory"],
-        "persistent_workers": persistent,
+        "persistent_workers": setting["persistent_workers"],
         "multiprocessing_context": setting["start_method"],
     }
     return Tuned(whole, kwargs, chosen["name"], chosen.get("img_per_s"))
