@@ -115,7 +115,7 @@ fn a_real_torch_dataset_s_pick_passes_five_runs_of_five_under_the_budget() {
         "--shm-size",
         "16m",
     ];
-    let mut args = vec!["tune", "--tune-workers", "1,2", "--tune-prefetch", "1"];
+    let mut args = vec!["tune", "--tune-workers", "2", "--tune-prefetch", "1"];
     args.extend([
         "--tune-start",
         "fork",

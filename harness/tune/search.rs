@@ -12,6 +12,7 @@ use serde::Serialize;
 
 use analysis::stats;
 use model::config::CellConfig;
+use model::knobs::Strategy;
 
 use super::candidate::{Bounds, Candidate, Rejection, Run};
 use super::screen;
@@ -224,6 +225,7 @@ where
         let rate = |i: &usize| candidates[*i].median().unwrap_or(0.0);
         (dropped(a).cmp(&dropped(b))).then(rate(b).total_cmp(&rate(a)))
     });
+    prefer_descriptor(candidates, &mut order);
     let mut passed: Vec<usize> = Vec::new();
     for i in order {
         if passed.len() == 2 {
@@ -253,7 +255,36 @@ where
         let rate = |c: &Candidate| c.median().unwrap_or(0.0);
         (b.rates().len().cmp(&a.rates().len())).then(rate(b).total_cmp(&rate(a)))
     });
+    prefer_descriptor(candidates, &mut passed);
     Ok(passed)
+}
+
+/// Moves a file_descriptor setting ahead of its file_system twin where the latter is not surely
+/// faster (the 95% interval of the change of medians above 0): on a tie torch's default wins,
+/// because file_system's segments are named in /dev/shm and outlive a job killed whole (its
+/// torch_shm_manager with it), where file_descriptor's are unlinked as they are made.
+fn prefer_descriptor(candidates: &[Candidate], order: &mut Vec<usize>) {
+    let mut k = 0;
+    while k < order.len() {
+        let named = &candidates[order[k]];
+        let twin = (named.setting.strategy == Strategy::FileSystem)
+            .then(|| {
+                let twin = Setting {
+                    strategy: Strategy::FileDescriptor,
+                    ..named.setting
+                };
+                (k + 1..order.len()).find(|j| candidates[order[*j]].setting == twin)
+            })
+            .flatten();
+        if let Some(j) = twin {
+            let change = stats::relative_change_ci(&candidates[order[j]].rates(), &named.rates());
+            if !change.is_some_and(|(lo, _)| lo > 0.0) {
+                let moved = order.remove(j);
+                order.insert(k, moved);
+            }
+        }
+        k += 1;
+    }
 }
 
 /// The settings still racing.
@@ -548,6 +579,45 @@ mod tests {
     }
 
     #[test]
+    fn on_a_tie_torch_s_default_strategy_is_the_pick() {
+        let b = bounds(64 << 20);
+        let descriptor = Space::for_cpus(2).settings()[0];
+        assert_eq!(descriptor.strategy, Strategy::FileDescriptor);
+        let named = Setting {
+            strategy: Strategy::FileSystem,
+            ..descriptor
+        };
+        let run = |rate| Run {
+            shm_bytes: b.margin_bytes(),
+            status: model::record::Status::Pass,
+            crash_step: None,
+            img_per_s: Some(rate),
+            seconds: 1.0,
+            cause: None,
+            memory_bytes: None,
+        };
+        let raced = |setting, rates: [f64; 3]| {
+            let mut c = Candidate::new(setting, 1, None);
+            rates.into_iter().for_each(|r| c.push(run(r)));
+            c
+        };
+        let loader = base();
+        let pick = |named_rates| {
+            let mut candidates = vec![
+                raced(named, named_rates),
+                raced(descriptor, [700.0, 705.0, 710.0]),
+            ];
+            let mut trials =
+                Trials::new(&loader, |_: &CellConfig, _| Ok(run(0.0)), |_: &Progress| {});
+            check_margins(&mut candidates, &mut trials, b).unwrap()[0]
+        };
+        // 1% faster by the medians, within the noise: file_descriptor.
+        assert_eq!(pick([708.0, 712.0, 715.0]), 1);
+        // Surely faster: file_system.
+        assert_eq!(pick([800.0, 805.0, 810.0]), 0);
+    }
+
+    #[test]
     fn on_as_many_runs_the_faster_median_is_the_pick() {
         // One lucky screen run left a race of one (4048 img/s, then 688 and 637 at the
         // margin); a setting the screen dropped, topped up at the margin, is faster on as many
@@ -572,7 +642,7 @@ mod tests {
             img_per_s: 1571.0,
             best_img_per_s: 4048.0,
         };
-        let mut steady = Candidate::new(settings[1], 1, Some(dropped));
+        let mut steady = Candidate::new(settings[2], 1, Some(dropped));
         steady.push(run(b.shm_bytes, 1571.0));
         let mut candidates = vec![lucky, steady];
         let loader = base();
