@@ -89,6 +89,41 @@ fn a_loader_that_always_gets_a_sigbus_has_no_pick() {
 }
 
 #[test]
+fn a_budget_or_a_grid_it_cannot_honour_is_refused_before_any_trial() {
+    let before = machine_state();
+    let cases: &[(&[&str], &str)] = &[
+        (
+            &["--memory", "900t"],
+            "--memory 900 TiB is more than this machine's memory",
+        ),
+        (&["--memory", "5m"], "under 6 MiB at the margin"),
+        (
+            &[
+                "--strategy",
+                "file_system",
+                "--tune-strategy",
+                "file_descriptor",
+            ],
+            "--strategy fixes what --tune-strategy lists",
+        ),
+        (
+            &["--persistent-workers", "true", "--tune-persistent", "no"],
+            "--persistent-workers fixes what --tune-persistent lists",
+        ),
+    ];
+    for (flags, says) in cases {
+        let mut args = vec!["tune", "--shm-size", "64m"];
+        args.extend_from_slice(flags);
+        let o = shmbench(&args);
+        let stderr = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(2), "{flags:?}: {stderr}");
+        assert!(stderr.contains(says), "{flags:?}: {stderr}");
+        assert!(!stderr.contains("  ["), "a trial ran: {stderr}");
+    }
+    assert_clean(&before);
+}
+
+#[test]
 fn a_real_torch_dataset_s_pick_passes_five_runs_of_five_under_the_budget() {
     let Some(python) = torch_or_skip() else {
         return;

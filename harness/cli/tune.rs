@@ -26,14 +26,19 @@ Examples:
   shmbench tune --shm-size 256m --batch 32 --steps 40 --compute-ms 30
   shmbench tune --shm-size 1g --decode-us 500 --max-time 600 --format json
   shmbench tune --shm-size 128m --batch 8 --tune-workers 1,2,4 --tune-prefetch 2,4 --tune-pin no
+  shmbench tune --shm-size 64m --memory 2g --batch 8 --strategy file_descriptor
+  shmbench tune --shm-size 256m --epochs 3 --steps 10   # persistent_workers tried both ways
   shmbench tune --shm-size 64m --batch 8 --decode-us 300 --compute-ms 20 --validate   # and the whole grid, to judge it
 
-Each setting the model says cannot fit when training stalls (every worker's prefetch full) is
-left out; of the rest, a few run as real cells in a /dev/shm of exactly --shm-size, one knob
-at a time from the usual guess towards the fastest (the screen); the few close to the best
-race in --margin of it, the faster half again (successive halving), until two pass there
-twice: a pick passed every run it had. The loader's other knobs (batch, shape, dtype, decode and step
-time) describe your data; docs/TUNE.md says how to read the result.";
+Each setting the model says cannot fit when training stalls (every worker's prefetch full) in
+the margin of the /dev/shm or of the memory (--memory, else the limit this runs under, else
+this node's) is left out; of the rest, a few run as real cells in a /dev/shm of exactly
+--shm-size, one knob at a time from the usual guess towards the fastest (the screen: workers,
+prefetch, pinning; the start method, sharing strategy and persistent workers as the leaders'
+twins); the few close to the best race in --margin of it, the faster half again (successive
+halving), until two pass there twice: a pick passed every run it had. The loader's other knobs
+(batch, shape, dtype, decode and step time) describe your data; docs/TUNE.md says how to read
+the result.";
 
 #[derive(clap::Args)]
 #[command(after_help = AFTER_HELP)]
@@ -151,7 +156,7 @@ pub(crate) fn run(args: Args) -> Result<ExitCode> {
     let loader = torch_loader(&args, &mut base, &mut space)?;
     let usual = setting::usual_guess(cpus, &base);
     let settings = space.settings();
-    let (memory_bytes, memory_from) = memory_budget(knobs);
+    let (memory_bytes, memory_from) = memory_budget(knobs, args.margin)?;
     let bounds = Bounds {
         shm_bytes,
         margin: args.margin,
@@ -423,18 +428,31 @@ fn budget(knobs: &Knobs, margin: f64) -> Result<(u64, Option<&'static str>)> {
 /// The memory budget: --memory (each trial's limit too: a memory cgroup around its cell), else
 /// the limit this process runs under (a container's, a Slurm job's: the trials run under it as
 /// well), else this node's memory; and where it came from when not given.
-fn memory_budget(knobs: &Knobs) -> (u64, Option<&'static str>) {
-    match (knobs.memory, crate::sys::cgroup::memory_limit()) {
-        (Some(given), _) => (given.bytes(), None),
-        (None, Some(limit)) => (
-            limit,
-            Some("the limit this runs under, its cgroup's (give the job's with --memory)"),
-        ),
-        (None, None) => (
-            mem_total(),
-            Some("this node's, no limit here (give the job's with --memory)"),
-        ),
+/// Refused: a limit over this machine's memory (its trials could not tell), or one whose margin
+/// is below the 6 MiB a cell's memory limit takes.
+fn memory_budget(knobs: &Knobs, margin: f64) -> Result<(u64, Option<&'static str>)> {
+    let Some(given) = knobs.memory else {
+        return Ok(match crate::sys::cgroup::memory_limit() {
+            Some(limit) => (
+                limit,
+                Some("the limit this runs under, its cgroup's (give the job's with --memory)"),
+            ),
+            None => (
+                mem_total(),
+                Some("this node's, no limit here (give the job's with --memory)"),
+            ),
+        });
+    };
+    if given.bytes() > mem_total() {
+        bail!(
+            "--memory {given} is more than this machine's memory ({}): its trials could not tell what fits; tune on a machine like the job's",
+            ByteSize(mem_total())
+        );
     }
+    if (given.bytes() as f64 * margin) < (6 << 20) as f64 {
+        bail!("--memory {given} with --margin {margin}: under 6 MiB at the margin, the least a cell's memory limit may be");
+    }
+    Ok((given.bytes(), None))
 }
 
 /// Refuses a flag tune cannot honour: a setting it chooses given twice (`--workers` fixes it,
