@@ -48,6 +48,19 @@ pub(crate) fn machine(
     }
 }
 
+/// A run that passed in `shm_bytes` at `img_per_s`.
+pub(crate) fn passed(shm_bytes: u64, img_per_s: f64) -> Run {
+    Run {
+        shm_bytes,
+        status: Status::Pass,
+        crash_step: None,
+        img_per_s: Some(img_per_s),
+        seconds: 1.0,
+        cause: None,
+        memory_bytes: None,
+    }
+}
+
 pub(crate) fn base() -> CellConfig {
     let mut base = CellConfig::with_defaults("tune");
     base.knobs.batch = 8;

@@ -325,7 +325,7 @@ fn halve(candidates: &mut [Candidate]) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::fake::{base, bounds, machine};
+    use crate::fake::{base, bounds, machine, passed};
     use crate::setting::Space;
     use model::knobs::StartMethod;
     use std::time::Duration;
@@ -587,15 +587,7 @@ mod tests {
             strategy: Strategy::FileSystem,
             ..descriptor
         };
-        let run = |rate| Run {
-            shm_bytes: b.margin_bytes(),
-            status: model::record::Status::Pass,
-            crash_step: None,
-            img_per_s: Some(rate),
-            seconds: 1.0,
-            cause: None,
-            memory_bytes: None,
-        };
+        let run = |rate| passed(b.margin_bytes(), rate);
         let raced = |setting, rates: [f64; 3]| {
             let mut c = Candidate::new(setting, 1, None);
             rates.into_iter().for_each(|r| c.push(run(r)));
@@ -624,15 +616,7 @@ mod tests {
         // runs.
         let b = bounds(64 << 20);
         let settings = Space::for_cpus(2).settings();
-        let run = |shm_bytes, rate| Run {
-            shm_bytes,
-            status: model::record::Status::Pass,
-            crash_step: None,
-            img_per_s: Some(rate),
-            seconds: 1.0,
-            cause: None,
-            memory_bytes: None,
-        };
+        let run = passed;
         let mut lucky = Candidate::new(settings[0], 1, None);
         for (bytes, rate) in [(b.shm_bytes, 4048.0), (b.margin_bytes(), 688.0)] {
             lucky.push(run(bytes, rate));
