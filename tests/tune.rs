@@ -110,6 +110,11 @@ fn a_budget_or_a_grid_it_cannot_honour_is_refused_before_any_trial() {
             &["--persistent-workers", "true", "--tune-persistent", "no"],
             "--persistent-workers fixes what --tune-persistent lists",
         ),
+        (
+            &["--tune-strategy", "file_system,memfd"],
+            "not a torch sharing strategy",
+        ),
+        (&["--tune-persistent", "yes,no"], "give --epochs 2 or more"),
     ];
     for (flags, says) in cases {
         let mut args = vec!["tune", "--shm-size", "64m"];

@@ -92,8 +92,9 @@ pub(crate) enum Command {
     /// Find the smallest /dev/shm a loader passes in, by bisection over real cells
     #[command(name = "min-shm")]
     MinShm(min_shm::Args),
-    /// Find the fastest DataLoader settings (workers, prefetch, pin_memory, start method) that
-    /// fit a /dev/shm budget, by measurement
+    /// Find the fastest DataLoader settings (workers, prefetch, pin_memory, start method,
+    /// sharing strategy, persistent workers) that fit a /dev/shm and memory budget, by
+    /// measurement
     Tune(tune::Args),
     /// Measure this machine's data-path limits (memset, memcpy, fresh shared segments per strategy)
     Calibrate(calibrate::Args),

@@ -56,5 +56,11 @@ pub(crate) fn lines(swept: &Swept) -> Vec<String> {
             dir.display()
         ));
     }
+    for dir in &swept.scratch_dirs {
+        out.push(format!(
+            "removed {} (a dead run's torch cell folder)",
+            dir.display()
+        ));
+    }
     out
 }

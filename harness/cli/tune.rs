@@ -153,10 +153,11 @@ pub(crate) fn run(args: Args) -> Result<ExitCode> {
     };
     let mut base = resolve::tool_config("tune", least, &super::platform())?;
     base.knobs.memory = knobs.memory;
+    // Checked before a torch loader runs the user's Dataset (seconds).
+    let (memory_bytes, memory_from) = memory_budget(knobs, args.margin)?;
     let loader = torch_loader(&args, &mut base, &mut space)?;
     let usual = setting::usual_guess(cpus, &base);
     let settings = space.settings();
-    let (memory_bytes, memory_from) = memory_budget(knobs, args.margin)?;
     let bounds = Bounds {
         shm_bytes,
         margin: args.margin,
@@ -174,6 +175,10 @@ pub(crate) fn run(args: Args) -> Result<ExitCode> {
         }
     }
     signals::install();
+    // What dead runs left (a SIGKILLed tune's cgroups, folders), as every run does first.
+    for line in super::sweep::lines(&crate::orchestrate::leftovers::sweep(&[])) {
+        eprintln!("shmbench tune: {line}");
+    }
     let runtimes = trial::runtimes(&base)?;
     // The grid first, when validating: the search after it on the machine as the grid left it.
     let grid = match args.validate {
@@ -449,6 +454,13 @@ fn memory_budget(knobs: &Knobs, margin: f64) -> Result<(u64, Option<&'static str
             ByteSize(mem_total())
         );
     }
+    // The trials' own cgroups are made at the hierarchy's root, outside the one this runs in.
+    if let Some(limit) = crate::sys::cgroup::memory_limit().filter(|l| given.bytes() > *l) {
+        bail!(
+            "--memory {given} is more than the limit this runs under ({}, its cgroup's): a job here could not have it; give at most that",
+            ByteSize(limit)
+        );
+    }
     if (given.bytes() as f64 * margin) < (6 << 20) as f64 {
         bail!("--memory {given} with --margin {margin}: under 6 MiB at the margin, the least a cell's memory limit may be");
     }
@@ -497,6 +509,16 @@ fn refuse_what_tune_sets(args: &Args) -> Result<()> {
         .filter(|r| !matches!(r, RuntimeKind::Auto | RuntimeKind::Namespace))
     {
         bail!("--runtime {runtime}: tune runs each trial as a namespace cell (a tmpfs of exactly the budget); leave --runtime out");
+    }
+    // What tune picks is pasted into a torch job: an emulation's own strategy is no setting.
+    let mut strategies = k.strategy.iter().chain(&args.tune_strategy);
+    if let Some(other) =
+        strategies.find(|s| !matches!(s, Strategy::FileDescriptor | Strategy::FileSystem))
+    {
+        bail!("--strategy/--tune-strategy {other}: not a torch sharing strategy; tune picks among torch's two, file_descriptor and file_system");
+    }
+    if !args.tune_persistent.is_empty() && k.epochs.unwrap_or(1) < 2 {
+        bail!("--tune-persistent with one epoch a trial: workers are respawned only between epochs, so its trials could not tell persistent_workers apart; give --epochs 2 or more");
     }
     if k.loader == Some(Loader::Command) {
         bail!("--loader command: tune runs a DataLoader (emulated, or torch with --dataset), not a command");

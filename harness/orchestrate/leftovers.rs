@@ -1,6 +1,6 @@
 //! What dead shmbench runs left on this node, removed by proof of ownership (`sys::owner`):
-//! named segments in this machine's /dev/shm, memory cgroups and, when Docker is in use,
-//! containers, then the owner records of dead runs that prove nothing any more. Used by
+//! named segments in this machine's /dev/shm, memory cgroups, torch cells' folders and, when
+//! Docker is in use, containers, then the owner records of dead runs that prove nothing any more. Used by
 //! `shmbench sweep` and at the start of every run. Nothing a live run or another program made is
 //! touched, and nothing a live process holds.
 
@@ -22,6 +22,8 @@ pub struct Swept {
     pub containers: Vec<String>,
     /// The directories of Podman services a dead run started.
     pub service_dirs: Vec<PathBuf>,
+    /// The folders of torch cells a dead run left (a SIGKILLed harness removes nothing).
+    pub scratch_dirs: Vec<PathBuf>,
 }
 
 impl Swept {
@@ -31,6 +33,7 @@ impl Swept {
             && self.cgroups.is_empty()
             && self.containers.is_empty()
             && self.service_dirs.is_empty()
+            && self.scratch_dirs.is_empty()
     }
 }
 
@@ -46,6 +49,7 @@ pub fn sweep(engines: &[&Engine]) -> Swept {
     containers.extend(docker::podman::sweep_dead_owners());
     // The socket directories of Podman services that died with their run.
     let service_dirs = docker::podman::sweep_dead_runs_dirs();
+    let scratch_dirs = runtime::scratch::sweep();
     // A dead run's record goes once nothing of it is left to prove; without Docker's engine to
     // ask, its containers cannot be known gone, so records stay for a sweep that can.
     let docker_asked = engines.iter().any(|e| e.kind == EngineKind::Docker);
@@ -63,5 +67,6 @@ pub fn sweep(engines: &[&Engine]) -> Swept {
         cgroups,
         containers,
         service_dirs,
+        scratch_dirs,
     }
 }

@@ -121,7 +121,7 @@ pub fn run(
     // The cell's folder on disk, removed (on drop) once its processes are all gone: a torch
     // cell's (multiprocessing keeps its sockets there); an emulated cell keeps nothing on disk.
     let scratch = (config.knobs.loader == Loader::Torch)
-        .then(scratch)
+        .then(super::scratch::make)
         .flatten();
     if let Some(dir) = &scratch {
         cmd.env(SCRATCH_ENV, dir.path());
@@ -205,26 +205,6 @@ pub fn run(
     sweep_left_segments(&mut record);
     drop(scratch);
     record
-}
-
-/// The temporary directory's length past which a cell's folder goes under /tmp instead: a Unix
-/// socket in it must fit in sun_path's 108 bytes, and Python's multiprocessing puts torch's
-/// resource sharer at `DIR/shmbench-cell-XXXXXX/pymp-XXXXXXXX/listener-XXXXXXXX` (55 bytes
-/// past DIR). Past that, binding fails in the worker and the loader waits for a batch that
-/// never comes: a cell under a test's deep TMPDIR timed out at step 1 in every run.
-const SHORT_ENOUGH: usize = 48;
-
-/// A folder for a cell (`SCRATCH_ENV`): under the temporary directory, or /tmp where that is
-/// too deep for a socket inside it.
-fn scratch() -> Option<tempfile::TempDir> {
-    let mut base = std::env::temp_dir();
-    if base.as_os_str().len() > SHORT_ENOUGH {
-        base = std::path::PathBuf::from("/tmp");
-    }
-    tempfile::Builder::new()
-        .prefix("shmbench-cell-")
-        .tempdir_in(base)
-        .ok()
 }
 
 /// For a cell on this machine's /dev/shm whose processes are all gone: removes the segments it

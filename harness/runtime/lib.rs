@@ -12,6 +12,7 @@ pub mod namespace;
 mod output;
 mod pid_namespace;
 mod privileges;
+pub mod scratch;
 pub mod vm;
 
 use model::config::CellConfig;

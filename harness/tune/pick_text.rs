@@ -6,6 +6,7 @@ use std::fmt::Write;
 
 use model::config::CellConfig;
 use model::knobs::Strategy;
+use model::record::Status;
 use model::size::ByteSize;
 
 use super::candidate::{Candidate, Rejection};
@@ -77,10 +78,7 @@ pub fn render(tuned: &Tuned, base: &CellConfig, loader: &str, from: From) -> Str
             );
         }
         None => {
-            let _ = writeln!(
-                out,
-                "pick:       none: no setting passed every run at the budget and at the margin (see below)"
-            );
+            let _ = writeln!(out, "pick:       none: {}", why_none(tuned));
         }
     }
     if let Some(runner) = tuned.runner_up.map(|i| &tuned.candidates[i]) {
@@ -120,6 +118,43 @@ pub fn render(tuned: &Tuned, base: &CellConfig, loader: &str, from: From) -> Str
         }
     );
     out
+}
+
+/// Why nothing was picked: no setting of the grid fits (the least need said, with the budget
+/// that would hold it), or none that ran passed every run.
+fn why_none(tuned: &Tuned) -> String {
+    let grid = |c: &&Candidate| c.rejection != Some(Rejection::OutsideGrid);
+    // By the model's needs: the usual guess runs even where they do not fit.
+    let fits = |c: &&Candidate| {
+        c.needs_bytes <= tuned.margin_bytes
+            && (tuned.margin_memory_bytes).is_none_or(|m| c.needs_memory_bytes <= m)
+    };
+    if tuned.candidates.iter().filter(grid).any(|c| fits(&c)) {
+        return "no setting passed every run at the budget and at the margin (see below)".into();
+    }
+    let in_shm: Vec<&Candidate> = (tuned.candidates.iter().filter(grid))
+        .filter(|c| c.needs_bytes <= tuned.margin_bytes)
+        .collect();
+    if let Some(least) = in_shm.iter().min_by_key(|c| c.needs_memory_bytes) {
+        return format!(
+            "no setting of the grid fits in {} of memory when training stalls (the least, {}, needs {}): give the job more memory, or a smaller batch",
+            ByteSize(tuned.margin_memory_bytes.unwrap_or(0)),
+            least.name,
+            ByteSize(least.needs_memory_bytes)
+        );
+    }
+    let Some(least) = (tuned.candidates.iter().filter(grid)).min_by_key(|c| c.needs_bytes) else {
+        return "the grid is empty".into();
+    };
+    let margin = tuned.margin_bytes as f64 / tuned.shm_bytes.max(1) as f64;
+    let budget = (least.needs_bytes as f64 / margin).ceil() as u64;
+    format!(
+        "no setting of the grid fits in {} when training stalls (the least, {}, needs {}): a /dev/shm of {} or more would hold it with the margin, or a smaller batch",
+        ByteSize(tuned.margin_bytes),
+        least.name,
+        ByteSize(least.needs_bytes),
+        ByteSize(budget.div_ceil(1 << 20) << 20)
+    )
 }
 
 /// `412 img/s [405, 418] (4 runs)`.
@@ -215,17 +250,24 @@ fn rejections(out: &mut String, tuned: &Tuned) {
         let width = name_width(&tuned.candidates);
         let _ = writeln!(out, "failed a run (never picked):");
         for c in failed {
-            if let Some(failed @ Rejection::Failed { cause, .. }) = &c.rejection {
+            if let Some(failed @ Rejection::Failed { cause, status, .. }) = &c.rejection {
                 let cause = cause
                     .as_ref()
                     .map(|c| format!(", cause: {c}"))
                     .unwrap_or_default();
+                // An OOM kill is the memory's: what the model counts of it, the floor.
+                let needs = match status {
+                    Status::Oom => format!(
+                        "the model says it needs at least {} of memory",
+                        ByteSize(c.needs_memory_bytes)
+                    ),
+                    _ => format!("the model says it needs {}", ByteSize(c.needs_bytes)),
+                };
                 let _ = writeln!(
                     out,
-                    "  {:<width$} {}{cause} (the model says it needs {})",
+                    "  {:<width$} {}{cause} ({needs})",
                     c.setting.name(),
                     ended(failed),
-                    ByteSize(c.needs_bytes)
                 );
             }
         }
@@ -287,7 +329,7 @@ fn rejections(out: &mut String, tuned: &Tuned) {
     let unchecked = count(|r| matches!(r, Rejection::NotChecked));
     if unchecked > 0 {
         parts.push(format!(
-            "{unchecked} raced, not checked at the margin (two passed there first)"
+            "{unchecked} not checked at the margin (two passed there first)"
         ));
     }
     let unreached = count(|r| matches!(r, Rejection::NotReached));
@@ -350,8 +392,17 @@ fn paste(out: &mut String, s: &Setting, base: &CellConfig, tuned: &Tuned) {
         python(s.persistent_workers),
         s.start_method
     );
+    // The memory limit the trials had, when given: the job needs it too.
+    let memory = (base.knobs.memory).map(|m| m.bytes().div_ceil(1 << 20));
+    let (docker, k8s) = match memory {
+        Some(m) => (
+            format!(" --memory={m}m"),
+            format!("; resources.limits.memory: {m}Mi"),
+        ),
+        None => (String::new(), String::new()),
+    };
     let _ = writeln!(
         out,
-        "  docker run --shm-size={mib}m ...   # Kubernetes: emptyDir {{medium: Memory, sizeLimit: {mib}Mi}} at /dev/shm"
+        "  docker run --shm-size={mib}m{docker} ...   # Kubernetes: emptyDir {{medium: Memory, sizeLimit: {mib}Mi}} at /dev/shm{k8s}"
     );
 }

@@ -259,8 +259,8 @@ where
     Ok(passed)
 }
 
-/// Moves a file_descriptor setting ahead of its file_system twin where the latter is not surely
-/// faster (the 95% interval of the change of medians above 0): on a tie torch's default wins,
+/// Moves a file_descriptor setting with two runs or more ahead of its file_system twin where
+/// the latter is not surely faster (the 95% interval of the change of medians above 0): on a tie torch's default wins,
 /// because file_system's segments are named in /dev/shm and outlive a job killed whole (its
 /// torch_shm_manager with it), where file_descriptor's are unlinked as they are made.
 fn prefer_descriptor(candidates: &[Candidate], order: &mut Vec<usize>) {
@@ -276,6 +276,8 @@ fn prefer_descriptor(candidates: &[Candidate], order: &mut Vec<usize>) {
                 (k + 1..order.len()).find(|j| candidates[order[*j]].setting == twin)
             })
             .flatten();
+        // A twin run once (screened and left) has no interval to tie with.
+        let twin = twin.filter(|j| candidates[order[*j]].rates().len() >= 2);
         if let Some(j) = twin {
             let change = stats::relative_change_ci(&candidates[order[j]].rates(), &named.rates());
             if !change.is_some_and(|(lo, _)| lo > 0.0) {

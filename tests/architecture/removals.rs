@@ -9,7 +9,7 @@ use crate::{fake, read_tree, scan, Tree};
 /// The files that may remove a file, each with why; any other file that calls a removal is
 /// named. A tmpfs a node shares (/dev/shm) is emptied only through `sys/lease_removal.rs`'s
 /// proof (issue 57: two deletion paths had two standards).
-const REMOVERS: [(&str, &str); 11] = [
+const REMOVERS: [(&str, &str); 12] = [
     (
         "harness/sys/lease_removal.rs",
         "the one proven removal from a shared tmpfs",
@@ -38,6 +38,10 @@ const REMOVERS: [(&str, &str); 11] = [
     (
         "harness/runtime/docker/podman.rs",
         "a dead run's Podman service directory, proven by its token",
+    ),
+    (
+        "harness/runtime/scratch.rs",
+        "a dead run's torch cell folder under /tmp, proven by its token, nothing of it held",
     ),
     (
         "harness/runtime/vm/initramfs.rs",
