@@ -338,9 +338,24 @@ fn killing_the_harness_leaves_no_torch_process_or_segment_forkserver_s_workers_i
         );
         std::thread::sleep(std::time::Duration::from_millis(100));
     };
+    // The cell's folder (multiprocessing's sockets), named with its run's token.
+    let scratch = (tree.alive().iter())
+        .find_map(|pid| {
+            let environ = std::fs::read(format!("/proc/{pid}/environ")).ok()?;
+            (environ.split(|b| *b == 0))
+                .find_map(|kv| kv.strip_prefix(b"SHMBENCH_CELL_SCRATCH="))
+                .map(|dir| std::path::PathBuf::from(String::from_utf8_lossy(dir).into_owned()))
+        })
+        .expect("the torch cell's folder");
     send_signal(child.id(), "KILL");
     child.wait().unwrap();
     assert_eq!(tree.left_after_waiting(), Vec::<u32>::new());
+    // Nothing ran to remove the folder; the next run's sweep does, the run being dead.
+    assert!(scratch.is_dir(), "{}", scratch.display());
+    let o = shmbench(&["sweep"]);
+    let said = String::from_utf8_lossy(&o.stdout);
+    assert!(!scratch.exists(), "{} stayed: {said}", scratch.display());
+    assert!(said.contains("a dead run's torch cell folder"), "{said}");
     assert_clean(&before);
 }
 
