@@ -115,6 +115,7 @@ fn a_budget_or_a_grid_it_cannot_honour_is_refused_before_any_trial() {
             "not a torch sharing strategy",
         ),
         (&["--tune-persistent", "yes,no"], "give --epochs 2 or more"),
+        (&["--vm-cpus", "2"], "not in a container or a VM"),
     ];
     for (flags, says) in cases {
         let mut args = vec!["tune", "--shm-size", "64m"];

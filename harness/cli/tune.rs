@@ -510,6 +510,22 @@ fn refuse_what_tune_sets(args: &Args) -> Result<()> {
     {
         bail!("--runtime {runtime}: tune runs each trial as a namespace cell (a tmpfs of exactly the budget); leave --runtime out");
     }
+    // A container's or a VM's: a trial is a namespace cell here, whatever they say.
+    let foreign = [
+        ("image", k.image.is_some()),
+        ("container", k.container.is_some()),
+        ("ipc", k.ipc.is_some()),
+        ("shm-tmpfs", k.shm_tmpfs.is_some()),
+        ("shm-remount", k.shm_remount.is_some()),
+        ("kernel", k.kernel.is_some()),
+        ("vm-memory", k.vm_memory.is_some()),
+        ("vm-cpus", k.vm_cpus.is_some()),
+        ("vm-boot-s", k.vm_boot_s.is_some()),
+        ("accel", k.accel.is_some()),
+    ];
+    if let Some((flag, _)) = foreign.iter().find(|(_, given)| *given) {
+        bail!("--{flag}: tune runs each trial as a namespace cell on this machine (a tmpfs of exactly the budget), not in a container or a VM; leave --{flag} out");
+    }
     // What tune picks is pasted into a torch job: an emulation's own strategy is no setting.
     let mut strategies = k.strategy.iter().chain(&args.tune_strategy);
     if let Some(other) =
