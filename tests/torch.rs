@@ -350,12 +350,11 @@ fn killing_the_harness_leaves_no_torch_process_or_segment_forkserver_s_workers_i
     send_signal(child.id(), "KILL");
     child.wait().unwrap();
     assert_eq!(tree.left_after_waiting(), Vec::<u32>::new());
-    // Nothing ran to remove the folder; the next run's sweep does, the run being dead.
-    assert!(scratch.is_dir(), "{}", scratch.display());
+    // Nothing ran to remove the folder; the next run's sweep does, the run being dead (this
+    // one's, or another lane's run that started first: whichever, it is gone after it).
     let o = shmbench(&["sweep"]);
     let said = String::from_utf8_lossy(&o.stdout);
     assert!(!scratch.exists(), "{} stayed: {said}", scratch.display());
-    assert!(said.contains("a dead run's torch cell folder"), "{said}");
     assert_clean(&before);
 }
 
