@@ -34,12 +34,17 @@ pub struct Bounds {
 impl Bounds {
     /// The smaller /dev/shm the pick must also pass in, in whole pages.
     pub fn margin_bytes(&self) -> u64 {
-        ((self.shm_bytes as f64 * self.margin) as u64) / 4096 * 4096
+        self.margin_of(self.shm_bytes)
     }
 
     /// The smaller memory the pick must also fit in.
     pub fn margin_memory_bytes(&self) -> Option<u64> {
-        (self.memory_bytes).map(|m| ((m as f64 * self.margin) as u64) / 4096 * 4096)
+        self.memory_bytes.map(|m| self.margin_of(m))
+    }
+
+    /// The margin's share of `bytes`, in whole pages.
+    fn margin_of(&self, bytes: u64) -> u64 {
+        ((bytes as f64 * self.margin) as u64) / 4096 * 4096
     }
 
     /// Why the model leaves out a setting that needs `needs_bytes` of /dev/shm and at least

@@ -86,14 +86,7 @@ pub fn render(tuned: &Tuned, base: &CellConfig, loader: &str, from: From) -> Str
         let pick = tuned.pick.map(|p| &tuned.candidates[p]);
         let more_runs = pick.is_some_and(|p| p.rates().len() > runner.rates().len());
         // The pick's file_system twin, faster by its median but not surely (the tie rule).
-        let named_twin = pick.is_some_and(|p| {
-            runner.setting.strategy == Strategy::FileSystem
-                && p.setting
-                    == Setting {
-                        strategy: p.setting.strategy,
-                        ..runner.setting
-                    }
-        });
+        let named_twin = pick.is_some_and(|p| runner.setting.named_twin_of(&p.setting));
         let fewer = match (runner.median(), pick.and_then(|p| p.median())) {
             (Some(r), Some(p)) if r > p && named_twin => {
                 "; above the pick's median, not surely faster: on a tie torch's default strategy is kept"

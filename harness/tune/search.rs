@@ -12,7 +12,6 @@ use serde::Serialize;
 
 use analysis::stats;
 use model::config::CellConfig;
-use model::knobs::Strategy;
 
 use super::candidate::{Bounds, Candidate, Rejection, Run};
 use super::screen;
@@ -267,15 +266,8 @@ fn prefer_descriptor(candidates: &[Candidate], order: &mut Vec<usize>) {
     let mut k = 0;
     while k < order.len() {
         let named = &candidates[order[k]];
-        let twin = (named.setting.strategy == Strategy::FileSystem)
-            .then(|| {
-                let twin = Setting {
-                    strategy: Strategy::FileDescriptor,
-                    ..named.setting
-                };
-                (k + 1..order.len()).find(|j| candidates[order[*j]].setting == twin)
-            })
-            .flatten();
+        let twin = (k + 1..order.len())
+            .find(|j| named.setting.named_twin_of(&candidates[order[*j]].setting));
         // A twin run once (screened and left) has no interval to tie with.
         let twin = twin.filter(|j| candidates[order[*j]].rates().len() >= 2);
         if let Some(j) = twin {
@@ -330,6 +322,7 @@ mod tests {
     use crate::fake::{base, bounds, machine, passed};
     use crate::setting::Space;
     use model::knobs::StartMethod;
+    use model::knobs::Strategy;
     use std::time::Duration;
 
     #[test]

@@ -67,6 +67,17 @@ impl Setting {
         (self.start_method, self.strategy, self.persistent_workers)
     }
 
+    /// Whether this is `other` under file_system, `other` being the same under
+    /// file_descriptor (the twins the tie rule orders).
+    pub fn named_twin_of(&self, other: &Setting) -> bool {
+        self.strategy == Strategy::FileSystem
+            && *other
+                == Setting {
+                    strategy: Strategy::FileDescriptor,
+                    ..*self
+                }
+    }
+
     /// Whether `other` is the same but for its mode (or the same setting).
     pub fn twinned(&self, other: &Setting) -> bool {
         (self.workers, self.prefetch, self.pin_memory)
